@@ -1,0 +1,250 @@
+// operators/basic.h
+//
+// The record-at-a-time operators behind DataStream::map / filter / flat_map /
+// process and the rolling KeyedStream::reduce, plus the operator behind
+// assign_timestamps_and_watermarks.  User functions are stored by their own
+// type, so a lambda is inlined into the operator's ProcessElement.
+//
+// A user function may report an error by throwing, or, for map, by returning
+// an absl::StatusOr<U> that is not ok: either fails the job with the
+// operator's name and subtask index.
+#ifndef TM_OPERATORS_BASIC_H_
+#define TM_OPERATORS_BASIC_H_
+
+#include <functional>
+#include <optional>
+#include <vector>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "runtime/operator.h"
+#include "runtime/watermark_strategy.h"
+
+namespace tidemark {
+
+template <typename T>
+struct IsStatusOr : std::false_type {};
+template <typename T>
+struct IsStatusOr<absl::StatusOr<T>> : std::true_type {
+  using value_type = T;
+};
+
+// The type map(f) produces for an input T: f's result, or U for
+// absl::StatusOr<U>.
+template <typename F, typename T>
+struct MapResult {
+  using raw = std::decay_t<std::invoke_result_t<F&, const T&>>;
+  using type = typename std::conditional_t<IsStatusOr<raw>::value, IsStatusOr<raw>,
+                                           std::type_identity<raw>>::type;
+};
+
+template <typename In, typename Out, typename F>
+class MapOperator final : public OneInputOperator<In, Out> {
+ public:
+  explicit MapOperator(F f) : f_(std::move(f)) {}
+  void ProcessElement(In&& v, Timestamp ts) override {
+    using Raw = typename MapResult<F, In>::raw;
+    if constexpr (IsStatusOr<Raw>::value) {
+      Raw r = f_(static_cast<const In&>(v));
+      if (!r.ok()) throw std::runtime_error(std::string(r.status().ToString()));
+      this->output().Collect(std::move(*r), ts);
+    } else {
+      this->output().Collect(f_(static_cast<const In&>(v)), ts);
+    }
+  }
+
+ private:
+  F f_;
+};
+
+template <typename T, typename F>
+class FilterOperator final : public OneInputOperator<T, T> {
+ public:
+  explicit FilterOperator(F f) : f_(std::move(f)) {}
+  void ProcessElement(T&& v, Timestamp ts) override {
+    if (f_(static_cast<const T&>(v))) this->output().Collect(std::move(v), ts);
+  }
+
+ private:
+  F f_;
+};
+
+// What flat_map and process functions emit through.
+template <typename Out>
+class Collector {
+ public:
+  explicit Collector(Output<Out>* out) : out_(out) {}
+  void collect(Out value) { out_->Collect(std::move(value), ts_); }
+  void collect_with_timestamp(Out value, Timestamp ts) { out_->Collect(std::move(value), ts); }
+  void set_timestamp(Timestamp ts) { ts_ = ts; }
+
+ private:
+  Output<Out>* out_;
+  Timestamp ts_ = kNoTimestamp;
+};
+
+// flat_map(f) with f(const In&, Collector<Out>&).
+template <typename In, typename Out, typename F>
+class FlatMapOperator final : public OneInputOperator<In, Out> {
+ public:
+  explicit FlatMapOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+  }
+  void ProcessElement(In&& v, Timestamp ts) override {
+    collector_->set_timestamp(ts);
+    f_(static_cast<const In&>(v), *collector_);
+  }
+
+ private:
+  F f_;
+  std::optional<Collector<Out>> collector_;
+};
+
+// Rolling keyed reduce (Flink's KeyedStream.reduce): keeps one value per key
+// and emits the updated value for every record.
+template <typename T, typename K, typename KeyFn, typename ReduceFn>
+class RollingReduceOperator final : public OneInputOperator<T, T> {
+ public:
+  RollingReduceOperator(KeyFn key, ReduceFn reduce) : key_(std::move(key)), reduce_(std::move(reduce)) {}
+  void ProcessElement(T&& v, Timestamp ts) override {
+    auto [it, inserted] = state_.try_emplace(key_(static_cast<const T&>(v)), v);
+    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(v));
+    this->output().CollectCopy(it->second, ts);
+  }
+  size_t num_keys() const { return state_.size(); }
+
+ private:
+  KeyFn key_;
+  ReduceFn reduce_;
+  absl::flat_hash_map<K, T> state_;
+};
+
+// assign_timestamps_and_watermarks: Flink's TimestampsAndWatermarksOperator
+// (docs/flink-semantics.md, 2.5).  Assigns each record's timestamp, forwards
+// the record, then shows it to the generator, so a punctuated watermark always
+// follows the record that caused it.  Watermarks leaving this operator
+// strictly increase; upstream watermarks are ignored except kMaxWatermark.
+template <typename T>
+class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
+ public:
+  explicit TimestampsAndWatermarksOperator(WatermarkStrategy<T> strategy)
+      : strategy_(std::move(strategy)) {}
+
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    generator_ = strategy_.CreateGenerator(ctx.timers().clock());
+    emitter_.op = this;
+    interval_ = ToMillis(ctx.config().auto_watermark_interval);
+    if (interval_ > 0 && !strategy_.periodic_per_record()) ScheduleNext();
+  }
+
+  void ProcessElement(T&& v, Timestamp ts) override {
+    const Timestamp new_ts = strategy_.assigner() ? strategy_.assigner()(v, ts) : ts;
+    // The generator sees the record before it is moved on; what it emits is
+    // held back until the record has been forwarded.
+    emitter_.deferring = true;
+    generator_->OnEvent(v, new_ts, emitter_);
+    emitter_.deferring = false;
+    this->output().Collect(std::move(v), new_ts);
+    if (emitter_.has_pending) emitter_.ApplyPending();
+    if (strategy_.periodic_per_record()) generator_->OnPeriodicEmit(emitter_);
+  }
+
+  void ProcessWatermark(Timestamp w) override {
+    if (w == kMaxWatermark) emitter_.EmitWatermark(w);
+  }
+  void ProcessStatus(WatermarkStatus) override {}
+  void Finish() override { generator_->OnPeriodicEmit(emitter_); }
+
+  Timestamp last_emitted() const { return emitter_.last_emitted; }
+
+ private:
+  void ScheduleNext() {
+    auto& timers = this->ctx().timers();
+    timers.RegisterTimer(timers.CurrentProcessingTime() + interval_, [this](Timestamp) {
+      generator_->OnPeriodicEmit(emitter_);
+      ScheduleNext();
+    });
+  }
+
+  struct Emitter final : WatermarkOutput {
+    TimestampsAndWatermarksOperator* op = nullptr;
+    Timestamp last_emitted = kMinTimestamp;
+    bool idle = false;
+    bool deferring = false;
+    bool has_pending = false;
+    // Pending actions, in the order they were requested while deferring.
+    std::vector<std::pair<int, Timestamp>> pending;  // 0 = watermark, 1 = idle, 2 = active
+
+    void EmitWatermark(Timestamp w) override {
+      if (deferring) return Defer(0, w);
+      if (w <= last_emitted) return;
+      if (idle) {
+        idle = false;
+        op->ForwardStatus(WatermarkStatus::kActive);
+      }
+      last_emitted = w;
+      op->ForwardWatermark(w);
+    }
+    void MarkIdle() override {
+      if (deferring) return Defer(1, 0);
+      if (idle) return;
+      idle = true;
+      op->ForwardStatus(WatermarkStatus::kIdle);
+    }
+    void MarkActive() override {
+      if (deferring) return Defer(2, 0);
+      if (!idle) return;
+      idle = false;
+      op->ForwardStatus(WatermarkStatus::kActive);
+    }
+    void Defer(int what, Timestamp w) {
+      pending.emplace_back(what, w);
+      has_pending = true;
+    }
+    void ApplyPending() {
+      has_pending = false;
+      auto actions = std::move(pending);
+      pending.clear();
+      for (auto [what, w] : actions) {
+        if (what == 0) EmitWatermark(w);
+        else if (what == 1) MarkIdle();
+        else MarkActive();
+      }
+    }
+  };
+
+  WatermarkStrategy<T> strategy_;
+  std::unique_ptr<WatermarkGenerator<T>> generator_;
+  Emitter emitter_;
+  int64_t interval_ = 0;
+};
+
+// A sink that calls `f(value, timestamp)` or `f(value)` for each record.
+template <typename T, typename F>
+class FunctionSinkOperator final : public SinkOperator<T> {
+ public:
+  explicit FunctionSinkOperator(F f) : f_(std::move(f)) {}
+  void ProcessElement(T&& v, Timestamp ts) override {
+    if constexpr (std::is_invocable_v<F&, T&&, Timestamp>) {
+      f_(std::move(v), ts);
+    } else {
+      f_(std::move(v));
+    }
+  }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+
+ private:
+  F f_;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_BASIC_H_

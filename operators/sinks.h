@@ -1,0 +1,151 @@
+// operators/sinks.h
+//
+// Sinks: print (Flink's PrintSinkFunction format), collect (into memory, for
+// tests and callers), write_as_text (a text file per subtask).
+#ifndef TM_OPERATORS_SINKS_H_
+#define TM_OPERATORS_SINKS_H_
+
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/format.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+// Serialises whole lines written by print sinks of every job.
+std::mutex& PrintMutex();
+
+// print(): "value" with parallelism 1, "N> value" (N = subtask index + 1)
+// otherwise; with a name: "name> value" or "name:N> value", exactly as Flink
+// prints.
+template <typename T>
+class PrintSinkOperator final : public SinkOperator<T> {
+ public:
+  using Formatter = std::function<std::string(const T&)>;
+  PrintSinkOperator(std::string name, std::ostream* out, Formatter fmt)
+      : name_(std::move(name)), out_(out), fmt_(std::move(fmt)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    prefix_ = name_;
+    if (ctx.parallelism() > 1) {
+      prefix_ = absl::StrCat(prefix_, prefix_.empty() ? "" : ":", ctx.subtask_index() + 1);
+    }
+    if (!prefix_.empty()) prefix_ += "> ";
+  }
+  void ProcessElement(T&& v, Timestamp) override {
+    std::string line = absl::StrCat(prefix_, fmt_ ? fmt_(v) : Format(v), "\n");
+    std::lock_guard<std::mutex> lock(PrintMutex());
+    (*out_) << line;
+    out_->flush();
+  }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+
+ private:
+  std::string name_;
+  std::ostream* out_;
+  Formatter fmt_;
+  std::string prefix_;
+};
+
+// What collect() gathers; readable after (and, with care, during) the job.
+template <typename T>
+class CollectedResults {
+ public:
+  struct Item {
+    T value;
+    Timestamp timestamp;
+    int subtask;
+  };
+  void Add(T&& v, Timestamp ts, int subtask) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.push_back(Item{std::move(v), ts, subtask});
+  }
+  std::vector<Item> items() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_;
+  }
+  std::vector<T> values() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<T> out;
+    out.reserve(items_.size());
+    for (const auto& i : items_) out.push_back(i.value);
+    return out;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_.size();
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Item> items_;
+};
+
+template <typename T>
+class CollectSinkOperator final : public SinkOperator<T> {
+ public:
+  explicit CollectSinkOperator(std::shared_ptr<CollectedResults<T>> results)
+      : results_(std::move(results)) {}
+  void ProcessElement(T&& v, Timestamp ts) override {
+    results_->Add(std::move(v), ts, this->ctx().subtask_index());
+  }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+
+ private:
+  std::shared_ptr<CollectedResults<T>> results_;
+};
+
+// write_as_text(path): parallelism 1 writes `path`; parallelism n writes
+// `path/1` ... `path/n`.
+template <typename T>
+class TextFileSinkOperator final : public SinkOperator<T> {
+ public:
+  using Formatter = std::function<std::string(const T&)>;
+  TextFileSinkOperator(std::string path, Formatter fmt) : path_(std::move(path)), fmt_(std::move(fmt)) {}
+  void Open(OperatorContext& ctx) override;
+  void ProcessElement(T&& v, Timestamp) override {
+    out_ << (fmt_ ? fmt_(v) : Format(v)) << '\n';
+    if (!out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
+  }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+  void Finish() override {
+    out_.flush();
+    if (!out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
+  }
+
+ private:
+  std::string path_;
+  std::string file_;
+  Formatter fmt_;
+  std::ofstream out_;
+};
+
+// Opens the output file for subtask `subtask` of `parallelism`; throws with a
+// message naming the file on failure.
+std::string OpenSinkFile(const std::string& path, int subtask, int parallelism, std::ofstream& out);
+
+template <typename T>
+void TextFileSinkOperator<T>::Open(OperatorContext& ctx) {
+  OperatorBase::Open(ctx);
+  file_ = OpenSinkFile(path_, ctx.subtask_index(), ctx.parallelism(), out_);
+}
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_SINKS_H_

@@ -1,0 +1,209 @@
+// operators/sources.h
+//
+// Built-in sources:
+//   CollectionSource  - the elements of a vector, in order (non-parallel);
+//   GeneratorSource   - f(index) for index 0..count-1 (or forever), split
+//                       round-robin over the subtasks, optionally rate limited;
+//   LineSource        - lines of text files or of a TCP socket (Flink's
+//                       readTextFile / socketTextStream), each line turned into a
+//                       record by a parser that knows where the line came from
+//                       (file and line number), so bad input can be reported
+//                       precisely.  These do blocking I/O and run on threads of
+//                       their own.
+#ifndef TM_OPERATORS_SOURCES_H_
+#define TM_OPERATORS_SOURCES_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/source.h"
+
+namespace tidemark {
+
+template <typename T>
+class CollectionSource final : public Source<T> {
+ public:
+  explicit CollectionSource(std::shared_ptr<const std::vector<T>> data) : data_(std::move(data)) {}
+  void Open(const SourceContext& ctx) override {
+    // Elements are split round-robin when the source runs in parallel.
+    index_ = static_cast<size_t>(ctx.subtask_index);
+    stride_ = static_cast<size_t>(ctx.parallelism);
+  }
+  PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
+    for (size_t n = 0; n < budget && index_ < data_->size(); ++n, index_ += stride_) {
+      out.Collect(T((*data_)[index_]));
+      if (out.Backpressured()) break;
+    }
+    return index_ < data_->size() ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<T>> data_;
+  size_t index_ = 0;
+  size_t stride_ = 1;
+};
+
+// f(index) -> T for the indices this subtask owns (index % parallelism ==
+// subtask).  count < 0 means unbounded.  rate_per_second > 0 limits each
+// subtask to about that many records per second.
+template <typename T, typename F>
+class GeneratorSource final : public Source<T> {
+ public:
+  GeneratorSource(F f, int64_t count, double rate_per_second)
+      : f_(std::move(f)), count_(count), rate_(rate_per_second) {}
+  void Open(const SourceContext& ctx) override {
+    next_ = ctx.subtask_index;
+    stride_ = ctx.parallelism;
+    clock_ = ctx.clock;
+    start_ms_ = clock_->NowMillis();
+  }
+  PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
+    if (rate_ > 0) {
+      const double elapsed_s = static_cast<double>(clock_->NowMillis() - start_ms_) / 1000.0;
+      const auto allowed = static_cast<int64_t>(elapsed_s * rate_) + 1;
+      if (emitted_ >= allowed) {
+        retry_at_ = start_ms_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
+        return PollStatus::kNothingAvailable;
+      }
+      budget = std::min<size_t>(budget, static_cast<size_t>(allowed - emitted_));
+    }
+    for (size_t n = 0; n < budget; ++n) {
+      if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+      if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
+        f_(next_, out);  // the function emits itself (may attach timestamps)
+      } else {
+        out.Collect(f_(next_));
+      }
+      next_ += stride_;
+      ++emitted_;
+      if (out.Backpressured()) break;
+    }
+    return (count_ >= 0 && next_ >= count_) ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable;
+  }
+  Timestamp RetryAt() const override { return retry_at_; }
+
+ private:
+  F f_;
+  int64_t count_;
+  double rate_;
+  int64_t next_ = 0;
+  int64_t stride_ = 1;
+  int64_t emitted_ = 0;
+  const Clock* clock_ = nullptr;
+  Timestamp start_ms_ = 0;
+  Timestamp retry_at_ = kMaxTimestamp;
+};
+
+// Where a line of text came from.
+struct LineLocation {
+  std::string_view source;  // file path, or "host:port"
+  int64_t line_number;      // 1-based
+};
+
+// Reads lines from files or a socket.  The parser turns a line into a record
+// (nullopt to skip it) or throws to fail the job; the job's error then names
+// the source.
+class LineReader;  // sources.cc
+
+template <typename T>
+class LineSource final : public Source<T> {
+ public:
+  using Parser = std::function<std::optional<T>(std::string_view line, const LineLocation& where)>;
+  struct Spec {
+    enum class Kind { kFilePerSubtask, kSplitFile, kSocket } kind;
+    std::vector<std::string> paths;  // kFilePerSubtask: one per subtask; kSplitFile: one
+    std::string host;                // kSocket
+    int port = 0;
+    char delimiter = '\n';
+  };
+  LineSource(Spec spec, Parser parser);
+  ~LineSource() override;
+  void Open(const SourceContext& ctx) override;
+  PollStatus Poll(SourceOutput<T>& out, size_t budget) override;
+  void Close() override;
+  bool NeedsOwnThread() const override { return true; }
+  int WaitFd() const override;
+
+ private:
+  Spec spec_;
+  Parser parser_;
+  std::unique_ptr<LineReader> reader_;
+};
+
+// Type-independent part: produces lines.
+class LineReader {
+ public:
+  virtual ~LineReader() = default;
+  enum class Result { kLine, kNothing, kEnd };
+  // Next complete line (without the delimiter or a trailing '\r').
+  virtual Result Next(std::string_view* line, LineLocation* where) = 0;
+  virtual int fd() const = 0;
+};
+
+// Opens the reader for one subtask; throws std::runtime_error with a clear
+// message (missing file, refused connection).
+std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
+                                           bool split);
+std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port, char delimiter);
+
+template <typename T>
+LineSource<T>::LineSource(Spec spec, Parser parser)
+    : spec_(std::move(spec)), parser_(std::move(parser)) {}
+template <typename T>
+LineSource<T>::~LineSource() = default;
+
+template <typename T>
+void LineSource<T>::Open(const SourceContext& ctx) {
+  using K = typename Spec::Kind;
+  switch (spec_.kind) {
+    case K::kFilePerSubtask:
+      reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false);
+      break;
+    case K::kSplitFile:
+      reader_ = OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true);
+      break;
+    case K::kSocket:
+      reader_ = OpenSocketReader(spec_.host, spec_.port, spec_.delimiter);
+      break;
+  }
+}
+
+template <typename T>
+PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
+  std::string_view line;
+  LineLocation where{};
+  for (size_t n = 0; n < budget; ++n) {
+    switch (reader_->Next(&line, &where)) {
+      case LineReader::Result::kEnd:
+        return PollStatus::kEndOfInput;
+      case LineReader::Result::kNothing:
+        return PollStatus::kNothingAvailable;
+      case LineReader::Result::kLine:
+        break;
+    }
+    std::optional<T> rec = parser_(line, where);
+    if (rec) out.Collect(std::move(*rec));
+    if (out.Backpressured()) break;
+  }
+  return PollStatus::kMoreAvailable;
+}
+
+template <typename T>
+void LineSource<T>::Close() {
+  reader_.reset();
+}
+
+template <typename T>
+int LineSource<T>::WaitFd() const {
+  return reader_ ? reader_->fd() : -1;
+}
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_SOURCES_H_

@@ -1,0 +1,151 @@
+// partitioning/partitioner.h
+//
+// Partitioners decide which downstream channel a record goes to.  They route
+// records only: watermarks, watermark statuses and end of input are sent to
+// every channel by the runtime, whatever the partitioner.
+//
+//   forward    - subtask i sends to subtask i (equal parallelism only; checked
+//                when the job is built);
+//   rebalance  - round robin over all channels, starting at the sender's own
+//                index so runs are repeatable;
+//   broadcast  - every record to every channel;
+//   key groups - key_by: Flink's key-group assignment (key_groups.h);
+//   custom     - a user function (key, num_channels) -> channel.
+//
+// A partitioner instance belongs to one sending subtask; no locks.
+#ifndef TM_PARTITIONING_PARTITIONER_H_
+#define TM_PARTITIONING_PARTITIONER_H_
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "partitioning/key_groups.h"
+
+namespace tidemark {
+
+enum class ShipStrategy {
+  kDefault,    // forward when parallelism matches, else rebalance (Flink's rule)
+  kForward,
+  kRebalance,
+  kBroadcast,
+  kKeyGroups,
+  kCustom,
+};
+
+const char* ToString(ShipStrategy s);
+
+template <typename T>
+class Partitioner {
+ public:
+  virtual ~Partitioner() = default;
+  // Index of the channel for `value`.  Not called for broadcast.
+  virtual int Select(const T& value) = 0;
+  virtual bool IsBroadcast() const { return false; }
+};
+
+template <typename T>
+class ForwardPartitioner final : public Partitioner<T> {
+ public:
+  int Select(const T&) override { return 0; }
+};
+
+template <typename T>
+class BroadcastPartitioner final : public Partitioner<T> {
+ public:
+  int Select(const T&) override { return 0; }
+  bool IsBroadcast() const override { return true; }
+};
+
+template <typename T>
+class RebalancePartitioner final : public Partitioner<T> {
+ public:
+  RebalancePartitioner(int num_channels, int start) : n_(num_channels), next_(start % num_channels) {}
+  int Select(const T&) override {
+    const int c = next_;
+    if (++next_ == n_) next_ = 0;
+    return c;
+  }
+
+ private:
+  int n_;
+  int next_;
+};
+
+template <typename T, typename KeyFn>
+class KeyGroupPartitioner final : public Partitioner<T> {
+ public:
+  using Key = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+  KeyGroupPartitioner(KeyFn key, int num_channels, int max_parallelism)
+      : key_(std::move(key)), n_(num_channels), max_p_(max_parallelism) {}
+  int Select(const T& value) override {
+    return KeyGroupToSubtask(KeyGroupOf<Key>(key_(value), max_p_), max_p_, n_);
+  }
+
+ private:
+  KeyFn key_;
+  int n_;
+  int max_p_;
+};
+
+template <typename T, typename KeyFn, typename PartFn>
+class CustomPartitioner final : public Partitioner<T> {
+ public:
+  CustomPartitioner(KeyFn key, PartFn part, int num_channels)
+      : key_(std::move(key)), part_(std::move(part)), n_(num_channels) {}
+  int Select(const T& value) override {
+    const int c = part_(key_(value), n_);
+    if (c < 0 || c >= n_) {
+      throw std::out_of_range(absl::StrCat("custom partitioner returned channel ", c,
+                                           ", not in [0, ", n_, ")"));
+    }
+    return c;
+  }
+
+ private:
+  KeyFn key_;
+  PartFn part_;
+  int n_;
+};
+
+// Makes the partitioner of one sending subtask.
+class PartitionerFactoryBase {
+ public:
+  virtual ~PartitionerFactoryBase() = default;
+};
+
+template <typename T>
+class PartitionerFactory : public PartitionerFactoryBase {
+ public:
+  // (num_channels, sending subtask index, downstream max parallelism)
+  using Fn = std::function<std::unique_ptr<Partitioner<T>>(int, int, int)>;
+  explicit PartitionerFactory(Fn fn) : fn_(std::move(fn)) {}
+  std::unique_ptr<Partitioner<T>> Make(int num_channels, int subtask, int max_parallelism) const {
+    return fn_(num_channels, subtask, max_parallelism);
+  }
+
+ private:
+  Fn fn_;
+};
+
+// The partitioner for a strategy that needs no user function.
+template <typename T>
+std::unique_ptr<Partitioner<T>> MakeBuiltinPartitioner(ShipStrategy s, int num_channels,
+                                                       int subtask) {
+  switch (s) {
+    case ShipStrategy::kForward:
+      return std::make_unique<ForwardPartitioner<T>>();
+    case ShipStrategy::kBroadcast:
+      return std::make_unique<BroadcastPartitioner<T>>();
+    default:
+      return std::make_unique<RebalancePartitioner<T>>(num_channels, subtask);
+  }
+}
+
+}  // namespace tidemark
+
+#endif  // TM_PARTITIONING_PARTITIONER_H_

@@ -1,0 +1,475 @@
+// runtime/environment.h
+//
+// The job API: a typed, fluent DataStream API that reads like Flink's.
+//
+//   using namespace tidemark;
+//   StreamExecutionEnvironment env;
+//   env.set_parallelism(2);
+//   auto results = env.socket_text_stream("localhost", 9999)
+//       .map([](const std::string& line) { return ParseEvent(line); })
+//       .assign_timestamps_and_watermarks(
+//           WatermarkStrategy<Event>::for_bounded_out_of_orderness(2s)
+//               .with_timestamp_assigner([](const Event& e, Timestamp) { return e.ts; }))
+//       .key_by([](const Event& e) { return e.id; })
+//       .reduce([](const Event& a, const Event& b) { return a.Plus(b); })
+//       .collect();
+//   JobResult r = env.execute("my job");   // returns when every bounded input has ended
+//
+// Handles (DataStream<T>, KeyedStream<T, KeyFn>) are cheap values pointing
+// into the environment's graph; name(), set_parallelism() change the node they
+// point at.  Nothing runs until execute() (or execute_async()), which builds
+// the physical graph (chains of operators per subtask, one channel per
+// upstream/downstream subtask pair on each edge), runs it, and returns a
+// JobResult saying success or the first error (naming operator and subtask).
+//
+// Mistakes in building a job (a bad parallelism, forward between different
+// parallelisms, invalid window parameters) throw std::invalid_argument where
+// they are made, or make execute() return INVALID_ARGUMENT, before anything
+// runs.
+//
+// Method names follow Flink's, in snake_case; `union` is a C++ keyword, so
+// union is union_with().
+#ifndef TM_RUNTIME_ENVIRONMENT_H_
+#define TM_RUNTIME_ENVIRONMENT_H_
+
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "operators/basic.h"
+#include "operators/sinks.h"
+#include "operators/sources.h"
+#include "runtime/executor.h"
+#include "runtime/job_graph.h"
+#include "runtime/watermark_strategy.h"
+
+namespace tidemark {
+
+template <typename T>
+class DataStream;
+template <typename T, typename KeyFn>
+class KeyedStream;
+
+// A running (or finished) job.
+class JobClient {
+ public:
+  JobClient() = default;
+  explicit JobClient(std::shared_ptr<JobExecution> exec) : exec_(std::move(exec)) {}
+  explicit JobClient(absl::Status build_error) : build_error_(std::move(build_error)) {}
+  // Stops the job; wait() then returns CANCELLED.  Thread-safe.
+  void cancel() {
+    if (exec_) exec_->Cancel();
+  }
+  // Blocks until the job has ended.  Call once.
+  JobResult wait();
+  bool done() const { return !exec_ || exec_->done(); }
+  // Live metrics of every subtask.
+  std::vector<SubtaskMetricsSnapshot> metrics() const {
+    return exec_ ? exec_->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
+  }
+
+ private:
+  std::shared_ptr<JobExecution> exec_;
+  absl::Status build_error_;
+};
+
+class StreamExecutionEnvironment {
+ public:
+  StreamExecutionEnvironment();
+  StreamExecutionEnvironment(const StreamExecutionEnvironment&) = delete;
+  StreamExecutionEnvironment& operator=(const StreamExecutionEnvironment&) = delete;
+
+  // --- configuration ---
+  StreamExecutionEnvironment& set_parallelism(int p);
+  int parallelism() const { return parallelism_; }
+  // 0 (default): Flink's default per operator (128 for parallelism <= 85).
+  StreamExecutionEnvironment& set_max_parallelism(int p);
+  // Periodic watermark interval; 0 turns periodic emission off.  Default 200 ms.
+  StreamExecutionEnvironment& set_auto_watermark_interval(Duration d);
+  // How long a partly filled batch may wait before it is sent.  Default 100 ms.
+  StreamExecutionEnvironment& set_buffer_timeout(Duration d);
+  StreamExecutionEnvironment& set_batch_size(size_t records);
+  StreamExecutionEnvironment& set_channel_capacity(size_t batches);
+  // Worker threads of the arena; default: the number of cores.
+  StreamExecutionEnvironment& set_worker_threads(int n);
+  StreamExecutionEnvironment& set_clock(const Clock* clock);
+  StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);
+  StreamExecutionEnvironment& disable_operator_chaining();
+  // Where print() writes (default std::cout).
+  StreamExecutionEnvironment& set_print_stream(std::ostream* out);
+  const JobConfig& config() const { return config_; }
+  const Clock* clock() const { return clock_; }
+  std::ostream* print_stream() const { return print_stream_; }
+
+  // --- sources ---
+  // The elements of `data`, in order; non-parallel.
+  template <typename T>
+  DataStream<T> from_collection(std::vector<T> data);
+  template <typename T, typename... Rest>
+  DataStream<T> from_elements(T first, Rest... rest) {
+    return from_collection(std::vector<T>{std::move(first), T(std::move(rest))...});
+  }
+  // f(index) for index in [0, count) (count < 0: forever), split over the
+  // subtasks; `rate_per_second` > 0 limits each subtask.  f may instead take
+  // (index, SourceOutput<T>&) and emit itself.
+  template <typename T, typename F>
+  DataStream<T> from_generator(F f, int64_t count, double rate_per_second = 0,
+                               std::string name = "Generator");
+  // A user source; `factory` is called once per subtask.
+  template <typename T>
+  DataStream<T> add_source(std::function<std::unique_ptr<Source<T>>()> factory,
+                           std::string name, bool parallel = true);
+  // add_source followed by assign_timestamps_and_watermarks.
+  template <typename T>
+  DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
+                            WatermarkStrategy<T> strategy, std::string name);
+  // Lines from host:port until the peer closes (Flink's socketTextStream).
+  DataStream<std::string> socket_text_stream(const std::string& host, int port,
+                                             char delimiter = '\n');
+  // Lines of one file, split among the subtasks by byte ranges.
+  DataStream<std::string> read_text_file(const std::string& path);
+  // One file per subtask (parallelism = number of files).
+  DataStream<std::string> read_text_files(const std::vector<std::string>& paths);
+  // The general forms, with a parser that sees each line's file and line.
+  template <typename T>
+  DataStream<T> read_lines(typename LineSource<T>::Spec spec,
+                           typename LineSource<T>::Parser parser, std::string name);
+
+  // --- execution ---
+  JobResult execute(const std::string& job_name = "tidemark job");
+  JobClient execute_async(const std::string& job_name = "tidemark job");
+  // Cancels the job this environment started last.  Thread-safe.
+  void cancel();
+
+  // --- for DataStream and extensions ---
+  StreamNode& node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
+  int AddNode(std::unique_ptr<StreamNode> n);
+  // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.
+  absl::StatusOr<std::shared_ptr<JobExecution>> Build(const std::string& job_name);
+  // Human-readable plan: tasks, parallelism, edges.
+  absl::StatusOr<std::string> ExplainPlan();
+
+ private:
+  int parallelism_;
+  int max_parallelism_ = 0;
+  int worker_threads_;
+  JobConfig config_;
+  const Clock* clock_;
+  std::shared_ptr<WatermarkListener> listener_;
+  bool chaining_ = true;
+  std::ostream* print_stream_ = &std::cout;
+  std::vector<std::unique_ptr<StreamNode>> nodes_;
+  std::mutex mu_;
+  std::weak_ptr<JobExecution> running_;
+};
+
+// Deduces Out from a callable taking (const In&, Collector<Out>&).
+template <typename F>
+struct CallableArgs : CallableArgs<decltype(&F::operator())> {};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(A...) const> {
+  using args = std::tuple<A...>;
+};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(A...)> {
+  using args = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct CallableArgs<R (*)(A...)> {
+  using args = std::tuple<A...>;
+};
+template <typename T>
+struct CollectorType;
+template <typename O>
+struct CollectorType<Collector<O>&> {
+  using type = O;
+};
+
+template <typename T>
+class DataStream {
+ public:
+  using value_type = T;
+  DataStream(StreamExecutionEnvironment* env, int id) : env_(env), id_(id) {}
+
+  int id() const { return id_; }
+  StreamExecutionEnvironment& env() const { return *env_; }
+
+  // --- node properties ---
+  DataStream name(std::string n) const {
+    env_->node(id_).name = std::move(n);
+    return *this;
+  }
+  DataStream set_parallelism(int p) const {
+    StreamNode& n = env_->node(id_);
+    if (p <= 0) throw std::invalid_argument("parallelism must be positive");
+    if (n.fixed_parallelism && p != n.parallelism)
+      throw std::invalid_argument("the parallelism of '" + n.name + "' is fixed at " +
+                                  std::to_string(n.parallelism));
+    n.parallelism = p;
+    return *this;
+  }
+  DataStream set_max_parallelism(int p) const {
+    if (p <= 0 || p > kUpperBoundMaxParallelism)
+      throw std::invalid_argument("max parallelism must be in (0, 32768]");
+    env_->node(id_).max_parallelism = p;
+    return *this;
+  }
+
+  // --- transformations ---
+  template <typename F>
+  DataStream<typename MapResult<F, T>::type> map(F f) const {
+    using Out = typename MapResult<F, T>::type;
+    return Add<Out>("Map", [f] { return std::make_unique<MapOperator<T, Out, F>>(f); });
+  }
+  template <typename F>
+  DataStream<T> filter(F f) const {
+    return Add<T>("Filter", [f] { return std::make_unique<FilterOperator<T, F>>(f); });
+  }
+  // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
+  template <typename Out = void, typename F>
+  auto flat_map(F f) const {
+    using O = std::conditional_t<
+        std::is_void_v<Out>,
+        typename CollectorType<std::tuple_element_t<1, typename CallableArgs<F>::args>>::type, Out>;
+    return Add<O>("Flat Map", [f] { return std::make_unique<FlatMapOperator<T, O, F>>(f); });
+  }
+  // Replaces timestamps and watermarks from here on.
+  DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
+    return Add<T>("Timestamps/Watermarks", [strategy] {
+      return std::make_unique<TimestampsAndWatermarksOperator<T>>(strategy);
+    });
+  }
+  // A user operator (OneInputOperator<T, Out>), made once per subtask.
+  template <typename Out>
+  DataStream<Out> transform(std::string name,
+                            std::function<std::unique_ptr<OneInputOperator<T, Out>>()> factory) const {
+    return Add<Out>(std::move(name), [factory] { return std::unique_ptr<OperatorBase>(factory()); });
+  }
+
+  // --- partitioning ---
+  template <typename KeyFn>
+  KeyedStream<T, KeyFn> key_by(KeyFn key) const;
+  DataStream<T> rebalance() const { return Partition(ShipStrategy::kRebalance, nullptr); }
+  DataStream<T> broadcast() const { return Partition(ShipStrategy::kBroadcast, nullptr); }
+  DataStream<T> forward() const { return Partition(ShipStrategy::kForward, nullptr); }
+  // part(key, num_channels) -> channel.
+  template <typename PartFn, typename KeyFn>
+  DataStream<T> partition_custom(PartFn part, KeyFn key) const {
+    auto factory = std::make_shared<PartitionerFactory<T>>([part, key](int n, int, int) {
+      return std::make_unique<CustomPartitioner<T, KeyFn, PartFn>>(key, part, n);
+    });
+    return Partition(ShipStrategy::kCustom, factory);
+  }
+  template <typename... More>
+  DataStream<T> union_with(const DataStream<T>& other, const More&... more) const {
+    auto n = std::make_unique<StreamNode>();
+    n->kind = StreamNode::Kind::kVirtual;
+    n->name = "Union";
+    n->out = env_->node(id_).out;
+    n->inputs.push_back(EdgeSpec{id_});
+    n->inputs.push_back(EdgeSpec{other.id()});
+    (n->inputs.push_back(EdgeSpec{more.id()}), ...);
+    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+  }
+  // The side output `tag` of this stream's operator.
+  template <typename U>
+  DataStream<U> get_side_output(const OutputTag<U>& tag) const {
+    env_->node(id_).side_outs[tag.id()] = std::make_shared<TypedNodeOps<U>>();
+    auto n = std::make_unique<StreamNode>();
+    n->kind = StreamNode::Kind::kSideOutput;
+    n->name = "Side output " + tag.id();
+    n->out = std::make_shared<TypedNodeOps<U>>();
+    n->side_tag = tag.id();
+    n->inputs.push_back(EdgeSpec{id_});
+    return DataStream<U>(env_, env_->AddNode(std::move(n)));
+  }
+
+  // --- sinks ---
+  DataStream<T> print(std::string sink_name = "",
+                      std::function<std::string(const T&)> fmt = nullptr) const {
+    std::ostream* out = env_->print_stream();
+    return Sink("Print to Std. Out", [sink_name, out, fmt] {
+      return std::make_unique<PrintSinkOperator<T>>(sink_name, out, fmt);
+    });
+  }
+  std::shared_ptr<CollectedResults<T>> collect() const {
+    auto results = std::make_shared<CollectedResults<T>>();
+    Sink("Collect", [results] { return std::make_unique<CollectSinkOperator<T>>(results); });
+    return results;
+  }
+  // f(T&&) or f(T&&, Timestamp), called on the sink subtask's thread.
+  template <typename F>
+  DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
+    return Sink(std::move(sink_name),
+                [f] { return std::make_unique<FunctionSinkOperator<T, F>>(f); });
+  }
+  DataStream<T> write_as_text(std::string path,
+                              std::function<std::string(const T&)> fmt = nullptr) const {
+    return Sink("Text file", [path, fmt] {
+             return std::make_unique<TextFileSinkOperator<T>>(path, fmt);
+           }).set_parallelism(1);
+  }
+
+  // --- for extensions ---
+  template <typename Out>
+  DataStream<Out> Add(std::string name, std::function<std::unique_ptr<OperatorBase>()> factory,
+                      bool keyed = false) const {
+    auto n = std::make_unique<StreamNode>();
+    n->kind = StreamNode::Kind::kOperator;
+    n->name = std::move(name);
+    n->out = std::make_shared<TypedNodeOps<Out>>();
+    n->inputs.push_back(EdgeSpec{id_});
+    n->make_operator = std::move(factory);
+    n->keyed = keyed;
+    return DataStream<Out>(env_, env_->AddNode(std::move(n)));
+  }
+
+ private:
+  DataStream<T> Sink(std::string name, std::function<std::unique_ptr<OperatorBase>()> factory) const {
+    auto n = std::make_unique<StreamNode>();
+    n->kind = StreamNode::Kind::kOperator;
+    n->name = std::move(name);
+    n->inputs.push_back(EdgeSpec{id_});
+    n->make_operator = std::move(factory);
+    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+  }
+  DataStream<T> Partition(ShipStrategy s, std::shared_ptr<PartitionerFactoryBase> p) const {
+    auto n = std::make_unique<StreamNode>();
+    n->kind = StreamNode::Kind::kVirtual;
+    n->name = ToString(s);
+    n->out = env_->node(id_).out;
+    n->inputs.push_back(EdgeSpec{id_, s, std::move(p)});
+    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+  }
+
+  StreamExecutionEnvironment* env_;
+  int id_;
+};
+
+// A stream partitioned by key.  KeyFn: const T& -> K.
+template <typename T, typename KeyFn>
+class KeyedStream {
+ public:
+  using Key = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+  KeyedStream(DataStream<T> partitioned, KeyFn key) : stream_(partitioned), key_(std::move(key)) {}
+
+  const KeyFn& key_selector() const { return key_; }
+  // The partitioned stream (a virtual node whose consumers are keyed).
+  const DataStream<T>& stream() const { return stream_; }
+  StreamExecutionEnvironment& env() const { return stream_.env(); }
+
+  // Rolling reduce: emits the running reduction of each key for every record.
+  template <typename ReduceFn>
+  DataStream<T> reduce(ReduceFn f) const {
+    KeyFn key = key_;
+    return stream_.template Add<T>(
+        "Keyed Reduce",
+        [key, f] { return std::make_unique<RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f); },
+        /*keyed=*/true);
+  }
+  // A keyed operator built by the caller (windows, process functions).
+  template <typename Out>
+  DataStream<Out> transform(std::string name,
+                            std::function<std::unique_ptr<OperatorBase>()> factory) const {
+    return stream_.template Add<Out>(std::move(name), std::move(factory), /*keyed=*/true);
+  }
+
+  // Defined by operators/window headers.
+  template <typename Assigner>
+  auto window(Assigner assigner) const;
+  template <typename Function>
+  auto process(Function f) const;
+
+ private:
+  DataStream<T> stream_;
+  KeyFn key_;
+};
+
+// ---------------------------------------------------------------------------
+// Template definitions.
+
+template <typename T>
+template <typename KeyFn>
+KeyedStream<T, KeyFn> DataStream<T>::key_by(KeyFn key) const {
+  auto factory = std::make_shared<PartitionerFactory<T>>([key](int n, int, int max_p) {
+    return std::make_unique<KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
+  });
+  return KeyedStream<T, KeyFn>(Partition(ShipStrategy::kKeyGroups, factory), key);
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::add_source(
+    std::function<std::unique_ptr<Source<T>>()> factory, std::string name, bool parallel) {
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kSource;
+  n->name = "Source: " + name;
+  n->out = std::make_shared<TypedNodeOps<T>>();
+  if (!parallel) {
+    n->parallelism = 1;
+    n->fixed_parallelism = true;
+  }
+  n->make_source = [factory](const SourceBuildArgs& a) -> std::unique_ptr<TaskInput> {
+    return std::make_unique<SourceDriver<T>>(factory(), static_cast<Output<T>*>(a.head), a.ctx,
+                                             a.name, a.signals, a.metrics, a.budget);
+  };
+  return DataStream<T>(this, AddNode(std::move(n)));
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::from_source(
+    std::function<std::unique_ptr<Source<T>>()> factory, WatermarkStrategy<T> strategy,
+    std::string name) {
+  return add_source<T>(std::move(factory), std::move(name)).assign_timestamps_and_watermarks(strategy);
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::from_collection(std::vector<T> data) {
+  auto shared = std::make_shared<const std::vector<T>>(std::move(data));
+  return add_source<T>(
+      [shared]() -> std::unique_ptr<Source<T>> {
+        return std::make_unique<CollectionSource<T>>(shared);
+      },
+      "Collection Source", /*parallel=*/false);
+}
+
+template <typename T, typename F>
+DataStream<T> StreamExecutionEnvironment::from_generator(F f, int64_t count, double rate,
+                                                         std::string name) {
+  return add_source<T>(
+      [f, count, rate]() -> std::unique_ptr<Source<T>> {
+        return std::make_unique<GeneratorSource<T, F>>(f, count, rate);
+      },
+      std::move(name));
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spec spec,
+                                                     typename LineSource<T>::Parser parser,
+                                                     std::string name) {
+  using Kind = typename LineSource<T>::Spec::Kind;
+  const bool parallel = spec.kind != Kind::kSocket;
+  const int files = static_cast<int>(spec.paths.size());
+  DataStream<T> s = add_source<T>(
+      [spec, parser]() -> std::unique_ptr<Source<T>> {
+        return std::make_unique<LineSource<T>>(spec, parser);
+      },
+      std::move(name), parallel);
+  if (spec.kind == Kind::kFilePerSubtask) {
+    StreamNode& n = node(s.id());
+    n.parallelism = files;
+    n.fixed_parallelism = true;
+  }
+  return s;
+}
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_ENVIRONMENT_H_

@@ -1,0 +1,135 @@
+// runtime/metrics.h
+//
+// Metrics a running job publishes and anybody may read while it runs (the CLI
+// progress line, traces, charts, tests).
+//
+// Every value has exactly one writer: the thread running the subtask.  Writers
+// publish with relaxed stores (no read-modify-write per record: counters are
+// kept in plain locals on the hot path and published once per batch), readers
+// use relaxed loads and get a recent, possibly slightly stale, value.
+#ifndef TM_RUNTIME_METRICS_H_
+#define TM_RUNTIME_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/time.h"
+
+namespace tidemark {
+
+// A single-writer counter.
+class Counter {
+ public:
+  void Inc(int64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  void Set(int64_t n) { v_.store(n, std::memory_order_relaxed); }
+  int64_t Get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> v_{0};
+};
+
+struct InputChannelMetrics {
+  std::atomic<Timestamp> watermark{kMinTimestamp};
+  std::atomic<bool> idle{false};
+};
+
+// One subtask (one chain of operators at one index).
+class SubtaskMetrics {
+ public:
+  SubtaskMetrics(std::string task_name, int subtask, int parallelism, int num_input_channels)
+      : task_name_(std::move(task_name)),
+        subtask_(subtask),
+        parallelism_(parallelism),
+        channels_(num_input_channels) {}
+
+  const std::string& task_name() const { return task_name_; }
+  int subtask() const { return subtask_; }
+  int parallelism() const { return parallelism_; }
+
+  Counter records_in;
+  Counter records_out;
+  std::atomic<Timestamp> input_watermark{kMinTimestamp};   // aligned minimum
+  std::atomic<Timestamp> output_watermark{kMinTimestamp};  // last watermark sent downstream
+  std::atomic<bool> idle{false};                           // output status
+  std::atomic<bool> finished{false};
+
+  int num_input_channels() const { return static_cast<int>(channels_.size()); }
+  InputChannelMetrics& channel(int i) { return channels_[i]; }
+  const InputChannelMetrics& channel(int i) const { return channels_[i]; }
+
+  // Named counters of the operators in this subtask ("numLateRecordsDropped",
+  // ...).  Registration happens while the job starts; the returned pointer is
+  // stable.
+  Counter* GetCounter(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& c = counters_[name];
+    if (!c) c = std::make_unique<Counter>();
+    return c.get();
+  }
+  std::map<std::string, int64_t> CounterValues() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, int64_t> out;
+    for (const auto& [k, v] : counters_) out[k] = v->Get();
+    return out;
+  }
+
+ private:
+  const std::string task_name_;
+  const int subtask_;
+  const int parallelism_;
+  std::vector<InputChannelMetrics> channels_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Counter>> counters_;
+};
+
+// A copy of one subtask's metrics at a moment.
+struct SubtaskMetricsSnapshot {
+  std::string task_name;
+  int subtask = 0;
+  int parallelism = 1;
+  int64_t records_in = 0;
+  int64_t records_out = 0;
+  Timestamp input_watermark = kMinTimestamp;
+  Timestamp output_watermark = kMinTimestamp;
+  bool idle = false;
+  bool finished = false;
+  std::vector<Timestamp> channel_watermarks;
+  std::vector<bool> channel_idle;
+  std::map<std::string, int64_t> counters;
+};
+
+SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m);
+
+// Observes watermark movement as it happens, for traces and charts.  Called on
+// the thread of the subtask concerned, so implementations must be thread-safe
+// and quick.  All methods default to doing nothing.
+class WatermarkListener {
+ public:
+  virtual ~WatermarkListener() = default;
+  struct ChannelEvent {
+    const std::string* task_name;
+    int subtask;
+    int channel;                 // input channel index at that subtask
+    Timestamp channel_watermark; // the channel's watermark after the change
+    bool channel_idle;
+    Timestamp aligned;           // the subtask's aligned input watermark after the change
+    bool subtask_idle;
+    int holding_channel;         // channel holding the minimum back, -1 if none
+  };
+  // A watermark, status or end arrived on an input channel.
+  virtual void OnInputChannel(const ChannelEvent&) {}
+  // A subtask sent a watermark (or status) downstream.
+  virtual void OnOutputWatermark(const std::string& /*task_name*/, int /*subtask*/,
+                                 Timestamp /*watermark*/) {}
+  virtual void OnOutputStatus(const std::string& /*task_name*/, int /*subtask*/,
+                              WatermarkStatus /*status*/) {}
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_METRICS_H_

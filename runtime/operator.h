@@ -1,0 +1,216 @@
+// runtime/operator.h
+//
+// The operator model.  A job is a graph of operators; at run time each
+// operator has one instance per subtask, created from a factory, owned by one
+// task and only ever called by the thread running that task, so operator code
+// needs no locks.  Operators of one subtask that are connected by a forward
+// edge are chained: they call each other directly through Output<T>.
+//
+// Lifecycle of an instance, in this order:
+//   Open(ctx)              once, before any element;
+//   ProcessElement(v, ts)  for each record (OneInputOperator);
+//   ProcessWatermark(w)    for each watermark that advances the subtask's
+//                          input watermark (strictly increasing);
+//   ProcessStatus(s)       when the input becomes idle or active again;
+//   timers registered with ctx.timers() fire between the calls above;
+//   Finish()               once, after the end of every input (the
+//                          kMaxWatermark has already been processed);
+//   Close()                once, also after failure or cancellation.
+// Each may emit through output(); an exception thrown from any of them fails
+// the job with the operator's name and subtask index.
+//
+// Default behaviour forwards watermarks and statuses to the main output and to
+// every side output, which is what Flink does.
+#ifndef TM_RUNTIME_OPERATOR_H_
+#define TM_RUNTIME_OPERATOR_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/clock.h"
+#include "runtime/metrics.h"
+#include "runtime/time.h"
+
+namespace tidemark {
+
+// Where an operator sends what it emits.
+class OutputBase {
+ public:
+  virtual ~OutputBase() = default;
+  virtual void EmitWatermark(Timestamp watermark) = 0;
+  virtual void EmitStatus(WatermarkStatus status) = 0;
+};
+
+template <typename T>
+class Output : public OutputBase {
+ public:
+  virtual void Collect(T&& value, Timestamp ts) = 0;
+  void CollectCopy(const T& value, Timestamp ts) {
+    T copy(value);
+    Collect(std::move(copy), ts);
+  }
+};
+
+// Names a side output of type T (Flink's OutputTag<T>).  Tags are compared by
+// id.
+template <typename T>
+class OutputTag {
+ public:
+  explicit OutputTag(std::string id) : id_(std::move(id)) {}
+  const std::string& id() const { return id_; }
+
+ private:
+  std::string id_;
+};
+
+// The error an exception from user code becomes: it names the operator and
+// subtask.
+class OperatorError : public std::runtime_error {
+ public:
+  OperatorError(const std::string& operator_name, int subtask, int parallelism,
+                const std::string& what);
+  const std::string& operator_name() const { return operator_name_; }
+  int subtask() const { return subtask_; }
+
+ private:
+  std::string operator_name_;
+  int subtask_;
+};
+
+// Processing-time timers of one task (Flink's ProcessingTimeService).  A
+// callback runs on the task's thread once the clock has reached its time.
+class ProcessingTimeService {
+ public:
+  using Callback = std::function<void(Timestamp now)>;
+  explicit ProcessingTimeService(const Clock* clock) : clock_(clock) {}
+
+  Timestamp CurrentProcessingTime() const { return clock_->NowMillis(); }
+  // Registers `cb` to run at `time`; returns an id for Cancel().
+  int64_t RegisterTimer(Timestamp time, Callback cb);
+  void Cancel(int64_t id);
+
+  // --- for the task ---
+  // Earliest registered time, kMaxTimestamp if none.
+  Timestamp NextTimerTime() const;
+  // Runs every callback due at `now`, in time order (callbacks registered for
+  // a time <= now while firing run too).
+  void FireDue(Timestamp now);
+  const Clock* clock() const { return clock_; }
+
+ private:
+  const Clock* clock_;
+  std::multimap<Timestamp, std::pair<int64_t, Callback>> timers_;
+  std::map<int64_t, Timestamp> by_id_;
+  int64_t next_id_ = 1;
+};
+
+struct JobConfig {
+  Duration auto_watermark_interval{200};
+  Duration buffer_timeout{100};
+  size_t batch_size = 1024;
+  size_t channel_capacity = 4;  // batches
+};
+
+// What an operator instance can see of its surroundings.
+class OperatorContext {
+ public:
+  OperatorContext(std::string name, int subtask, int parallelism, int max_parallelism,
+                  SubtaskMetrics* metrics, ProcessingTimeService* timers, const JobConfig* config,
+                  WatermarkListener* listener)
+      : name_(std::move(name)),
+        subtask_(subtask),
+        parallelism_(parallelism),
+        max_parallelism_(max_parallelism),
+        metrics_(metrics),
+        timers_(timers),
+        config_(config),
+        listener_(listener) {}
+
+  const std::string& operator_name() const { return name_; }
+  int subtask_index() const { return subtask_; }
+  int parallelism() const { return parallelism_; }
+  int max_parallelism() const { return max_parallelism_; }
+  SubtaskMetrics& metrics() { return *metrics_; }
+  Counter* counter(const std::string& name) { return metrics_->GetCounter(name); }
+  ProcessingTimeService& timers() { return *timers_; }
+  const JobConfig& config() const { return *config_; }
+  WatermarkListener* listener() const { return listener_; }
+
+ private:
+  std::string name_;
+  int subtask_;
+  int parallelism_;
+  int max_parallelism_;
+  SubtaskMetrics* metrics_;
+  ProcessingTimeService* timers_;
+  const JobConfig* config_;
+  WatermarkListener* listener_;
+};
+
+class OperatorBase {
+ public:
+  virtual ~OperatorBase() = default;
+  virtual void Open(OperatorContext& ctx) { ctx_ = &ctx; }
+  virtual void ProcessWatermark(Timestamp watermark) { ForwardWatermark(watermark); }
+  virtual void ProcessStatus(WatermarkStatus status) { ForwardStatus(status); }
+  virtual void Finish() {}
+  virtual void Close() {}
+
+  // --- wiring, done by the executor before Open() ---
+  // `out` is an Output<Out> of the operator's output type, or nullptr for
+  // operators without output (sinks).
+  void set_output(OutputBase* out) { output_base_ = out; }
+  void set_side_output(const std::string& tag, OutputBase* out) { side_outputs_[tag] = out; }
+
+ protected:
+  OperatorContext& ctx() { return *ctx_; }
+  void ForwardWatermark(Timestamp w) {
+    if (output_base_) output_base_->EmitWatermark(w);
+    for (auto& [tag, out] : side_outputs_) out->EmitWatermark(w);
+  }
+  void ForwardStatus(WatermarkStatus s) {
+    if (output_base_) output_base_->EmitStatus(s);
+    for (auto& [tag, out] : side_outputs_) out->EmitStatus(s);
+  }
+  // The side output for `tag`, or nullptr when nobody consumes it.
+  template <typename T>
+  Output<T>* side_output(const OutputTag<T>& tag) {
+    auto it = side_outputs_.find(tag.id());
+    return it == side_outputs_.end() ? nullptr : static_cast<Output<T>*>(it->second);
+  }
+
+  OutputBase* output_base_ = nullptr;
+  OperatorContext* ctx_ = nullptr;
+  std::map<std::string, OutputBase*> side_outputs_;
+};
+
+// An operator with one (logical) input of type In.
+template <typename In>
+class InputOperator : public OperatorBase {
+ public:
+  virtual void ProcessElement(In&& value, Timestamp ts) = 0;
+};
+
+// An operator from In to Out.
+template <typename In, typename Out>
+class OneInputOperator : public InputOperator<In> {
+ public:
+  using InputType = In;
+  using OutputType = Out;
+
+ protected:
+  Output<Out>& output() { return *static_cast<Output<Out>*>(this->output_base_); }
+};
+
+// Sinks: operators with no output.
+template <typename In>
+class SinkOperator : public InputOperator<In> {};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_OPERATOR_H_

@@ -1,0 +1,69 @@
+// runtime/source.h
+//
+// Source<T>: where records come from.  The executor creates one instance per
+// source subtask (from a factory) and polls it:
+//
+//   Open(ctx)            once, with the subtask index and parallelism;
+//   Poll(out, budget)    emits up to about `budget` records and says whether
+//                        more are available now, nothing is available yet
+//                        (poll again at RetryAt(), or when WaitFd() becomes
+//                        readable), or the input has ended (bounded sources);
+//   Close()              once.
+//
+// Non-blocking sources (collections, generators) run on the arena's workers
+// with everything else, so Poll must return promptly.  Sources doing blocking
+// I/O return true from NeedsOwnThread() and get a dedicated thread; even they
+// should not block in Poll for long: cancellation waits for Poll to return.
+// A source reports a fatal error (missing file, refused connection, malformed
+// line under the `fail` policy) by throwing; the job then fails with that
+// message.
+#ifndef TM_RUNTIME_SOURCE_H_
+#define TM_RUNTIME_SOURCE_H_
+
+#include <cstddef>
+
+#include "runtime/clock.h"
+#include "runtime/time.h"
+
+namespace tidemark {
+
+template <typename T>
+class SourceOutput {
+ public:
+  virtual ~SourceOutput() = default;
+  // A record without a timestamp (kNoTimestamp).
+  virtual void Collect(T&& value) = 0;
+  virtual void CollectWithTimestamp(T&& value, Timestamp ts) = 0;
+  // Watermarks produced by the source itself (most sources leave this to a
+  // WatermarkStrategy).
+  virtual void EmitWatermark(Timestamp watermark) = 0;
+  virtual void MarkIdle() = 0;
+  // True once an output channel is full: stop emitting and return from Poll.
+  virtual bool Backpressured() const = 0;
+};
+
+struct SourceContext {
+  int subtask_index = 0;
+  int parallelism = 1;
+  const Clock* clock = nullptr;
+};
+
+enum class PollStatus { kMoreAvailable, kNothingAvailable, kEndOfInput };
+
+template <typename T>
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual void Open(const SourceContext& ctx) { (void)ctx; }
+  virtual PollStatus Poll(SourceOutput<T>& out, size_t budget) = 0;
+  virtual void Close() {}
+  // After kNothingAvailable: processing time (ms) at which to poll again;
+  // kMaxTimestamp means "when WaitFd() is readable or never".
+  virtual Timestamp RetryAt() const { return kMaxTimestamp; }
+  virtual bool NeedsOwnThread() const { return false; }
+  virtual int WaitFd() const { return -1; }
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_SOURCE_H_

@@ -1,0 +1,213 @@
+// runtime/watermark_strategy.h
+//
+// Watermark generation, as Flink's WatermarkStrategy / WatermarkGenerator
+// (docs/flink-semantics.md, section 2).  Every subtask of the operator that
+// assigns timestamps and watermarks gets its own generator instance from the
+// strategy, and its own periodic timer: source subtasks generate watermarks
+// independently of each other.
+//
+//   auto strategy = WatermarkStrategy<Event>::for_bounded_out_of_orderness(2s)
+//                       .with_timestamp_assigner([](const Event& e, Timestamp) { return e.ts; })
+//                       .with_idleness(5s);
+//
+// Periodic generators emit in OnPeriodicEmit(), called every auto-watermark
+// interval (JobConfig, 200 ms by default; 0 turns periodic emission off) on the
+// subtask's own clock; punctuated ones emit in OnEvent().  The operator drops
+// every watermark that does not advance, so generators may emit the same value
+// again and again.
+#ifndef TM_RUNTIME_WATERMARK_STRATEGY_H_
+#define TM_RUNTIME_WATERMARK_STRATEGY_H_
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "runtime/clock.h"
+#include "runtime/time.h"
+
+namespace tidemark {
+
+class WatermarkOutput {
+ public:
+  virtual ~WatermarkOutput() = default;
+  virtual void EmitWatermark(Timestamp watermark) = 0;
+  virtual void MarkIdle() = 0;
+  virtual void MarkActive() = 0;
+};
+
+template <typename T>
+class WatermarkGenerator {
+ public:
+  virtual ~WatermarkGenerator() = default;
+  // Every record, after its timestamp has been assigned.
+  virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
+  // On the periodic timer.
+  virtual void OnPeriodicEmit(WatermarkOutput& out) = 0;
+};
+
+// forBoundedOutOfOrderness(d): watermark = max_ts - d - 1, starting at
+// kMinTimestamp before any record (never wraps).
+template <typename T>
+class BoundedOutOfOrdernessWatermarks : public WatermarkGenerator<T> {
+ public:
+  explicit BoundedOutOfOrdernessWatermarks(Duration max_out_of_orderness)
+      : delay_(ToMillis(max_out_of_orderness)), max_ts_(SaturatingAdd(kMinTimestamp, delay_ + 1)) {
+    if (delay_ < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
+  }
+  void OnEvent(const T&, Timestamp ts, WatermarkOutput&) override {
+    if (ts > max_ts_) max_ts_ = ts;
+  }
+  void OnPeriodicEmit(WatermarkOutput& out) override {
+    out.EmitWatermark(SaturatingSub(SaturatingSub(max_ts_, delay_), 1));
+  }
+  Timestamp max_timestamp() const { return max_ts_; }
+
+ private:
+  int64_t delay_;
+  Timestamp max_ts_;
+};
+
+// Flink's IdlenessTimer: idle once a periodic probe finds no activity for
+// strictly more than `timeout` since the first quiet probe.
+class IdlenessTimer {
+ public:
+  IdlenessTimer(const Clock* clock, Duration timeout) : clock_(clock), timeout_(ToMillis(timeout)) {}
+  void Activity() { counter_++; }
+  bool CheckIfIdle() {
+    if (counter_ != last_counter_) {
+      last_counter_ = counter_;
+      start_ = kNoStart;
+      return false;
+    }
+    const Timestamp now = clock_->NowMillis();
+    if (start_ == kNoStart) {
+      start_ = now;
+      return false;
+    }
+    return now - start_ > timeout_;
+  }
+
+ private:
+  static constexpr Timestamp kNoStart = kMinTimestamp;
+  const Clock* clock_;
+  int64_t timeout_;
+  uint64_t counter_ = 0;
+  uint64_t last_counter_ = 0;
+  Timestamp start_ = kNoStart;
+};
+
+// withIdleness(timeout): marks the output idle when no record arrived for the
+// timeout; the next emitted watermark makes it active again.
+template <typename T>
+class WatermarksWithIdleness : public WatermarkGenerator<T> {
+ public:
+  WatermarksWithIdleness(std::unique_ptr<WatermarkGenerator<T>> inner, Duration timeout,
+                         const Clock* clock)
+      : inner_(std::move(inner)), timer_(clock, timeout) {
+    if (ToMillis(timeout) <= 0) throw std::invalid_argument("idle timeout must be greater than 0");
+  }
+  void OnEvent(const T& event, Timestamp ts, WatermarkOutput& out) override {
+    inner_->OnEvent(event, ts, out);
+    timer_.Activity();
+    is_idle_now_ = false;
+  }
+  void OnPeriodicEmit(WatermarkOutput& out) override {
+    if (timer_.CheckIfIdle()) {
+      if (!is_idle_now_) {
+        out.MarkIdle();
+        is_idle_now_ = true;
+      }
+    } else {
+      inner_->OnPeriodicEmit(out);
+    }
+  }
+
+ private:
+  std::unique_ptr<WatermarkGenerator<T>> inner_;
+  IdlenessTimer timer_;
+  bool is_idle_now_ = false;
+};
+
+template <typename T>
+class WatermarkStrategy {
+ public:
+  using GeneratorFactory = std::function<std::unique_ptr<WatermarkGenerator<T>>()>;
+  using TimestampAssigner = std::function<Timestamp(const T&, Timestamp previous)>;
+
+  // Watermark = max_ts - d - 1.  Throws std::invalid_argument for d < 0.
+  static WatermarkStrategy for_bounded_out_of_orderness(Duration d) {
+    if (d.count() < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
+    return for_generator(
+        [d] { return std::make_unique<BoundedOutOfOrdernessWatermarks<T>>(d); });
+  }
+  // Watermark = max_ts - 1 (bounded out of orderness with 0 delay).
+  static WatermarkStrategy for_monotonous_timestamps() {
+    return for_bounded_out_of_orderness(Duration(0));
+  }
+  // A user-written generator; `factory` is called once per subtask.
+  static WatermarkStrategy for_generator(GeneratorFactory factory) {
+    WatermarkStrategy s;
+    s.factory_ = std::move(factory);
+    return s;
+  }
+  // No watermarks at all (except kMaxWatermark at the end of input).
+  static WatermarkStrategy no_watermarks() { return WatermarkStrategy(); }
+
+  // `f(value, previous_timestamp)` or `f(value)` returns the event timestamp.
+  template <typename F>
+  WatermarkStrategy with_timestamp_assigner(F f) const {
+    WatermarkStrategy s = *this;
+    if constexpr (std::is_invocable_v<F, const T&, Timestamp>) {
+      s.assigner_ = std::move(f);
+    } else {
+      s.assigner_ = [f = std::move(f)](const T& v, Timestamp) -> Timestamp { return f(v); };
+    }
+    return s;
+  }
+  // Marks the stream idle after `timeout` without records.  Throws for
+  // timeout <= 0.
+  WatermarkStrategy with_idleness(Duration timeout) const {
+    if (timeout.count() <= 0) throw std::invalid_argument("idle timeout must be greater than 0");
+    WatermarkStrategy s = *this;
+    s.idleness_ = timeout;
+    return s;
+  }
+  // tidemark extension for deterministic replays: ask the generator for a
+  // periodic watermark right after every record (what a person typing into a
+  // socket gets from a 200 ms timer), instead of on the timer.
+  WatermarkStrategy with_periodic_emit_per_record() const {
+    WatermarkStrategy s = *this;
+    s.periodic_per_record_ = true;
+    return s;
+  }
+
+  // --- for the operator ---
+  std::unique_ptr<WatermarkGenerator<T>> CreateGenerator(const Clock* clock) const {
+    std::unique_ptr<WatermarkGenerator<T>> g;
+    if (factory_) g = factory_();
+    if (!g) g = std::make_unique<NoWatermarks>();
+    if (idleness_.count() > 0)
+      g = std::make_unique<WatermarksWithIdleness<T>>(std::move(g), idleness_, clock);
+    return g;
+  }
+  const TimestampAssigner& assigner() const { return assigner_; }
+  bool periodic_per_record() const { return periodic_per_record_; }
+
+ private:
+  class NoWatermarks : public WatermarkGenerator<T> {
+   public:
+    void OnEvent(const T&, Timestamp, WatermarkOutput&) override {}
+    void OnPeriodicEmit(WatermarkOutput&) override {}
+  };
+
+  GeneratorFactory factory_;
+  TimestampAssigner assigner_;
+  Duration idleness_{0};
+  bool periodic_per_record_ = false;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_WATERMARK_STRATEGY_H_

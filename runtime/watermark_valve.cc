@@ -1,0 +1,86 @@
+#include "runtime/watermark_valve.h"
+
+#include <algorithm>
+
+namespace tidemark {
+
+WatermarkValve::WatermarkValve(int num_channels) : channels_(num_channels) {}
+
+bool WatermarkValve::AnyActive() const {
+  return std::any_of(channels_.begin(), channels_.end(),
+                     [](const Channel& c) { return c.status == WatermarkStatus::kActive; });
+}
+
+int WatermarkValve::HoldingChannel() const {
+  int best = -1;
+  for (int i = 0; i < num_channels(); ++i) {
+    if (!channels_[i].aligned) continue;
+    if (best < 0 || channels_[i].watermark < channels_[best].watermark) best = i;
+  }
+  return best;
+}
+
+void WatermarkValve::InputWatermark(int c, Timestamp watermark, Emitter& out) {
+  Channel& ch = channels_[c];
+  // Watermarks of idle channels (or while the whole valve is idle) are ignored:
+  // an idle channel's stored watermark is not updated either.
+  if (last_output_status_ == WatermarkStatus::kIdle || ch.status == WatermarkStatus::kIdle) return;
+  if (watermark <= ch.watermark) return;  // a channel's watermark never decreases
+  ch.watermark = watermark;
+  if (!ch.aligned && watermark >= last_output_watermark_) ch.aligned = true;
+  FindAndOutputNewMin(out);
+}
+
+void WatermarkValve::InputStatus(int c, WatermarkStatus status, Emitter& out) {
+  Channel& ch = channels_[c];
+  if (status == WatermarkStatus::kIdle && ch.status == WatermarkStatus::kActive) {
+    ch.status = WatermarkStatus::kIdle;
+    ch.aligned = false;
+    if (!AnyActive()) {
+      if (ch.watermark == last_output_watermark_) FindAndOutputMaxAcrossAll(out);
+      last_output_status_ = WatermarkStatus::kIdle;
+      out.EmitStatus(WatermarkStatus::kIdle);
+    } else if (ch.watermark == last_output_watermark_) {
+      FindAndOutputNewMin(out);
+    }
+  } else if (status == WatermarkStatus::kActive && ch.status == WatermarkStatus::kIdle) {
+    ch.status = WatermarkStatus::kActive;
+    if (ch.watermark >= last_output_watermark_) ch.aligned = true;
+    if (last_output_status_ == WatermarkStatus::kIdle) {
+      last_output_status_ = WatermarkStatus::kActive;
+      out.EmitStatus(WatermarkStatus::kActive);
+    }
+  }
+}
+
+void WatermarkValve::InputEnd(int c, Emitter& out) {
+  if (channels_[c].ended) return;
+  InputStatus(c, WatermarkStatus::kActive, out);
+  InputWatermark(c, kMaxWatermark, out);
+  channels_[c].ended = true;
+}
+
+void WatermarkValve::FindAndOutputNewMin(Emitter& out) {
+  bool any_aligned = false;
+  Timestamp min = kMaxTimestamp;
+  for (const Channel& ch : channels_) {
+    if (!ch.aligned) continue;
+    any_aligned = true;
+    min = std::min(min, ch.watermark);
+  }
+  if (any_aligned && min > last_output_watermark_) {
+    last_output_watermark_ = min;
+    out.EmitWatermark(min);
+  }
+}
+
+void WatermarkValve::FindAndOutputMaxAcrossAll(Emitter& out) {
+  Timestamp max = kMinTimestamp;
+  for (const Channel& ch : channels_) max = std::max(max, ch.watermark);
+  if (max > last_output_watermark_) {
+    last_output_watermark_ = max;
+    out.EmitWatermark(max);
+  }
+}
+
+}  // namespace tidemark

@@ -1,0 +1,15 @@
+// tidemark.h: the whole public API in one include.
+#ifndef TM_TIDEMARK_H_
+#define TM_TIDEMARK_H_
+
+#include "operators/basic.h"
+#include "operators/sinks.h"
+#include "operators/sources.h"
+#include "partitioning/key_groups.h"
+#include "partitioning/partitioner.h"
+#include "runtime/environment.h"
+#include "runtime/time.h"
+#include "runtime/watermark_strategy.h"
+#include "runtime/watermark_valve.h"
+
+#endif  // TM_TIDEMARK_H_
