@@ -35,11 +35,21 @@ struct IsStatusOr<absl::StatusOr<T>> : std::true_type {
 
 // The type map(f) produces for an input T: f's result, or U for
 // absl::StatusOr<U>.
+// (IsStatusOr<...>::type would be std::true_type's own `type`, so unwrap
+// with a separate trait.)
+template <typename R>
+struct UnwrapStatusOr {
+  using type = R;
+};
+template <typename U>
+struct UnwrapStatusOr<absl::StatusOr<U>> {
+  using type = U;
+};
+
 template <typename F, typename T>
 struct MapResult {
   using raw = std::decay_t<std::invoke_result_t<F&, const T&>>;
-  using type = typename std::conditional_t<IsStatusOr<raw>::value, IsStatusOr<raw>,
-                                           std::type_identity<raw>>::type;
+  using type = typename UnwrapStatusOr<raw>::type;
 };
 
 template <typename In, typename Out, typename F>

@@ -35,7 +35,8 @@ class FdLineReader : public LineReader {
   ~FdLineReader() override {
     if (fd_ >= 0) close(fd_);
   }
-  int fd() const override { return nonblocking_ ? fd_ : -1; }
+  int fd() const override { return nonblocking_ || poll_first_ ? fd_ : -1; }
+  void set_poll_first() { poll_first_ = true; }
 
   Result Next(std::string_view* line, LineLocation* where) override {
     for (;;) {
@@ -67,6 +68,16 @@ class FdLineReader : public LineReader {
         buf_.erase(0, pos_);
         pos_ = 0;
       }
+      if (poll_first_) {
+        // stdin: read only what is there, so a waiting reader can be
+        // cancelled (the task then waits in poll() on fd()).
+        pollfd p{fd_, POLLIN, 0};
+        int rc;
+        do {
+          rc = poll(&p, 1, 0);
+        } while (rc < 0 && errno == EINTR);
+        if (rc == 0) return Result::kNothing;
+      }
       const size_t old = buf_.size();
       buf_.resize(old + kReadChunk);
       ssize_t n;
@@ -94,6 +105,7 @@ class FdLineReader : public LineReader {
   std::string buf_;
   size_t pos_ = 0;
   bool eof_ = false;
+  bool poll_first_ = false;
 };
 
 }  // namespace
@@ -103,8 +115,10 @@ std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask,
   const int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   const std::string name = path == "-" ? "<stdin>" : path;
-  if (!split || parallelism <= 1) {
-    return std::make_unique<FdLineReader>(fd, name, '\n', false, 1, 0, -1);
+  if (!split || parallelism <= 1 || path == "-") {
+    auto reader = std::make_unique<FdLineReader>(fd, name, '\n', false, 1, 0, -1);
+    if (path == "-") reader->set_poll_first();
+    return reader;
   }
   struct stat st{};
   if (fstat(fd, &st) != 0) {

@@ -274,9 +274,9 @@ class DataStream {
     n->kind = StreamNode::Kind::kVirtual;
     n->name = "Union";
     n->out = env_->node(id_).out;
-    n->inputs.push_back(EdgeSpec{id_});
-    n->inputs.push_back(EdgeSpec{other.id()});
-    (n->inputs.push_back(EdgeSpec{more.id()}), ...);
+    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
+    n->inputs.push_back(EdgeSpec{other.id(), ShipStrategy::kDefault, nullptr});
+    (n->inputs.push_back(EdgeSpec{more.id(), ShipStrategy::kDefault, nullptr}), ...);
     return DataStream<T>(env_, env_->AddNode(std::move(n)));
   }
   // The side output `tag` of this stream's operator.
@@ -288,7 +288,7 @@ class DataStream {
     n->name = "Side output " + tag.id();
     n->out = std::make_shared<TypedNodeOps<U>>();
     n->side_tag = tag.id();
-    n->inputs.push_back(EdgeSpec{id_});
+    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
     return DataStream<U>(env_, env_->AddNode(std::move(n)));
   }
 
@@ -326,7 +326,7 @@ class DataStream {
     n->kind = StreamNode::Kind::kOperator;
     n->name = std::move(name);
     n->out = std::make_shared<TypedNodeOps<Out>>();
-    n->inputs.push_back(EdgeSpec{id_});
+    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
     n->make_operator = std::move(factory);
     n->keyed = keyed;
     return DataStream<Out>(env_, env_->AddNode(std::move(n)));
@@ -337,7 +337,7 @@ class DataStream {
     auto n = std::make_unique<StreamNode>();
     n->kind = StreamNode::Kind::kOperator;
     n->name = std::move(name);
-    n->inputs.push_back(EdgeSpec{id_});
+    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
     n->make_operator = std::move(factory);
     return DataStream<T>(env_, env_->AddNode(std::move(n)));
   }

@@ -83,6 +83,7 @@ class JobExecution final : public Dispatcher, public std::enable_shared_from_thi
 
  private:
   class ThreadSlot;
+  static void RunOneReady();
   void RunArenaTask(Task* task);
   void AfterWait(Task* task);
   void ThreadMain(ThreadSlot* slot);
@@ -92,6 +93,7 @@ class JobExecution final : public Dispatcher, public std::enable_shared_from_thi
 
   const int worker_threads_;
   void* arena_ = nullptr;  // tbb::task_arena*, shared and never destroyed
+  void* ready_ = nullptr;  // its ReadyQueue
   std::vector<std::unique_ptr<StreamTask>> tasks_;
   std::vector<std::unique_ptr<ChannelBase>> channels_;
   std::vector<std::unique_ptr<ThreadSlot>> thread_slots_;

@@ -282,6 +282,11 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
   }
 
   void HandleControl(int c, const Control& ctl) {
+    const Timestamp before_wm = valve_.channel_watermark(c);
+    const bool before_idle = valve_.channel_idle(c);
+    const Timestamp before_aligned = valve_.last_output_watermark();
+    current_channel_ = c;
+    notified_ = false;
     switch (ctl.kind) {
       case ControlKind::kWatermark:
         valve_.InputWatermark(c, ctl.value, *this);
@@ -294,6 +299,19 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
         ++ended_;
         break;
     }
+    if (!notified_ && (valve_.channel_watermark(c) != before_wm ||
+                       valve_.channel_idle(c) != before_idle ||
+                       valve_.last_output_watermark() != before_aligned)) {
+      Notify(c);
+    }
+    current_channel_ = -1;
+  }
+
+  // Publishes channel `c`'s state (metrics, listener).  Called before the
+  // valve's output reaches the operators, so a trace shows the channel change
+  // before the window firings it causes.
+  void Notify(int c) {
+    notified_ = true;
     InputChannelMetrics& m = metrics_->channel(c);
     m.watermark.store(valve_.channel_watermark(c), std::memory_order_relaxed);
     m.idle.store(valve_.channel_idle(c), std::memory_order_relaxed);
@@ -313,9 +331,13 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
   // WatermarkValve::Emitter
   void EmitWatermark(Timestamp w) override {
     metrics_->input_watermark.store(w, std::memory_order_relaxed);
+    if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
     head_->EmitWatermark(w);
   }
-  void EmitStatus(WatermarkStatus s) override { head_->EmitStatus(s); }
+  void EmitStatus(WatermarkStatus s) override {
+    if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
+    head_->EmitStatus(s);
+  }
 
   std::vector<Channel<T>*> channels_;
   Output<T>* head_;
@@ -324,6 +346,8 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
   WatermarkValve valve_;
   size_t next_ = 0;
   size_t ended_ = 0;
+  int current_channel_ = -1;
+  bool notified_ = false;
 };
 
 // Drives a Source<T> into the head of its chain.  At the end of input it
@@ -368,7 +392,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
       case PollStatus::kNothingAvailable:
         return Step::kNothing;
       case PollStatus::kEndOfInput:
-        head_->EmitWatermark(kMaxWatermark);
+        // Through our own EmitWatermark, so an idle source first becomes
+        // ACTIVE again: W(MAX) is not ignored downstream as coming from an
+        // idle channel.
+        EmitWatermark(kMaxWatermark);
         return Step::kEnd;
     }
     return Step::kEnd;

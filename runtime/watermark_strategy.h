@@ -53,7 +53,7 @@ template <typename T>
 class BoundedOutOfOrdernessWatermarks : public WatermarkGenerator<T> {
  public:
   explicit BoundedOutOfOrdernessWatermarks(Duration max_out_of_orderness)
-      : delay_(ToMillis(max_out_of_orderness)), max_ts_(SaturatingAdd(kMinTimestamp, delay_ + 1)) {
+      : delay_(ToMillis(max_out_of_orderness)), max_ts_(SaturatingAdd(SaturatingAdd(kMinTimestamp, delay_), 1)) {
     if (delay_ < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
   }
   void OnEvent(const T&, Timestamp ts, WatermarkOutput&) override {

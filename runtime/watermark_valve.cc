@@ -37,7 +37,10 @@ void WatermarkValve::InputStatus(int c, WatermarkStatus status, Emitter& out) {
     ch.status = WatermarkStatus::kIdle;
     ch.aligned = false;
     if (!AnyActive()) {
-      if (ch.watermark == last_output_watermark_) FindAndOutputMaxAcrossAll(out);
+      // Flush the maximum whatever the order the channels went idle in, even
+      // when the last one was unaligned (Flink, FLINK-7728); only an advancing
+      // maximum is emitted.
+      FindAndOutputMaxAcrossAll(out);
       last_output_status_ = WatermarkStatus::kIdle;
       out.EmitStatus(WatermarkStatus::kIdle);
     } else if (ch.watermark == last_output_watermark_) {
@@ -45,10 +48,14 @@ void WatermarkValve::InputStatus(int c, WatermarkStatus status, Emitter& out) {
     }
   } else if (status == WatermarkStatus::kActive && ch.status == WatermarkStatus::kIdle) {
     ch.status = WatermarkStatus::kActive;
-    if (ch.watermark >= last_output_watermark_) ch.aligned = true;
     if (last_output_status_ == WatermarkStatus::kIdle) {
       last_output_status_ = WatermarkStatus::kActive;
       out.EmitStatus(WatermarkStatus::kActive);
+    }
+    if (ch.watermark >= last_output_watermark_) {
+      ch.aligned = true;
+      // It may now be the only aligned channel, above the last output.
+      FindAndOutputNewMin(out);
     }
   }
 }

@@ -1,0 +1,366 @@
+// operators/keyed_process.h
+//
+// KeyedStream::process(f): Flink's KeyedProcessFunction / KeyedProcessOperator,
+// plus the keyed state user functions keep.
+//
+//   struct Alarm : KeyedProcessFunction<std::string, Event, std::string> {
+//     void process_element(const Event& e, Context& ctx, Collector<std::string>& out) override {
+//       auto last = ctx.get_state<Timestamp>("last");      // ValueState, per key
+//       last.update(ctx.timestamp());
+//       ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1000);
+//     }
+//     void on_timer(Timestamp ts, OnTimerContext& ctx, Collector<std::string>& out) override {
+//       out.collect(ctx.get_current_key() + " idle at " + std::to_string(ts));
+//     }
+//   };
+//   DataStream<std::string> alarms = events.key_by(key).process(Alarm());
+//
+// The function may also be any copyable object with
+//   process_element(const In&, KeyedProcessContext<K>&, Collector<Out>&)
+// and optionally on_timer(Timestamp, KeyedProcessContext<K>&, Collector<Out>&);
+// Out comes from a nested OutputType or from process_element's third
+// parameter.  Every subtask gets its own copy of the function.
+//
+// Timers: per (key, timestamp), a set per time domain (registering twice
+// keeps one), deletable; event-time timers fire when the watermark reaches
+// them, in timestamp order, before the watermark is forwarded; processing-time
+// timers when the subtask's clock does.  on_timer's output is timestamped with
+// the timer's time (event time) or carries no timestamp (processing time);
+// process_element's output carries the record's timestamp.
+//
+// State (KeyedProcessContext::get_state / get_list_state / get_reducing_state
+// / get_aggregating_state) is per key, by name; a handle is valid while the
+// function call it was obtained in runs.
+//
+// Thread safety: one task thread per operator instance; nothing shared.
+#ifndef TM_OPERATORS_KEYED_PROCESS_H_
+#define TM_OPERATORS_KEYED_PROCESS_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "operators/basic.h"
+#include "operators/window/timer_service.h"
+#include "operators/window/window_contents.h"
+#include "runtime/environment.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+enum class TimeDomain { kEventTime, kProcessingTime };
+
+// The namespace of timers that belong to no window.
+struct VoidNamespace {
+  friend bool operator==(const VoidNamespace&, const VoidNamespace&) { return true; }
+  template <typename H>
+  friend H AbslHashValue(H h, const VoidNamespace&) {
+    return H::combine(std::move(h), 0);
+  }
+};
+
+// --- keyed state -----------------------------------------------------------
+
+class StateTableBase {
+ public:
+  virtual ~StateTableBase() = default;
+};
+template <typename K, typename V>
+class StateTable final : public StateTableBase {
+ public:
+  absl::flat_hash_map<K, V> map;
+};
+
+// Every named state of one operator instance, per key.
+template <typename K>
+class KeyedStateStore {
+ public:
+  template <typename V>
+  absl::flat_hash_map<K, V>& Table(const std::string& name) {
+    auto& slot = tables_[name];
+    if (!slot) slot = std::make_unique<StateTable<K, V>>();
+    auto* t = dynamic_cast<StateTable<K, V>*>(slot.get());
+    if (t == nullptr) throw std::logic_error("state '" + name + "' was created with another type");
+    return t->map;
+  }
+  size_t num_tables() const { return tables_.size(); }
+
+ private:
+  std::map<std::string, std::unique_ptr<StateTableBase>> tables_;
+};
+
+// The value of the current key (Flink's ValueState).
+template <typename K, typename V>
+class ValueState {
+ public:
+  ValueState(absl::flat_hash_map<K, V>* map, const K* key) : map_(map), key_(key) {}
+  // nullopt when the key has none.
+  std::optional<V> value() const {
+    auto it = map_->find(*key_);
+    return it == map_->end() ? std::nullopt : std::optional<V>(it->second);
+  }
+  V value_or(V dflt) const {
+    auto it = map_->find(*key_);
+    return it == map_->end() ? std::move(dflt) : it->second;
+  }
+  void update(V v) { (*map_)[*key_] = std::move(v); }
+  void clear() { map_->erase(*key_); }
+
+ private:
+  absl::flat_hash_map<K, V>* map_;
+  const K* key_;
+};
+
+// The list of the current key (ListState).
+template <typename K, typename V>
+class ListState {
+ public:
+  ListState(absl::flat_hash_map<K, std::vector<V>>* map, const K* key) : map_(map), key_(key) {}
+  const std::vector<V>& get() const {
+    static const std::vector<V> kEmpty;
+    auto it = map_->find(*key_);
+    return it == map_->end() ? kEmpty : it->second;
+  }
+  void add(V v) { (*map_)[*key_].push_back(std::move(v)); }
+  void update(std::vector<V> values) {
+    if (values.empty()) return clear();
+    (*map_)[*key_] = std::move(values);
+  }
+  void clear() { map_->erase(*key_); }
+
+ private:
+  absl::flat_hash_map<K, std::vector<V>>* map_;
+  const K* key_;
+};
+
+// A value reduced with F on every add (ReducingState).
+template <typename K, typename V, typename F>
+class ReducingState {
+ public:
+  ReducingState(absl::flat_hash_map<K, V>* map, const K* key, F f) : map_(map), key_(key), f_(f) {}
+  void add(const V& v) {
+    auto [it, inserted] = map_->try_emplace(*key_, v);
+    if (!inserted) it->second = f_(static_cast<const V&>(it->second), v);
+  }
+  std::optional<V> get() const {
+    auto it = map_->find(*key_);
+    return it == map_->end() ? std::nullopt : std::optional<V>(it->second);
+  }
+  void clear() { map_->erase(*key_); }
+
+ private:
+  absl::flat_hash_map<K, V>* map_;
+  const K* key_;
+  F f_;
+};
+
+// An accumulator of an aggregate function (AggregatingState).
+template <typename K, typename Agg>
+class AggregatingState {
+ public:
+  using Acc = AccumulatorOf<Agg>;
+  AggregatingState(absl::flat_hash_map<K, Acc>* map, const K* key, Agg agg)
+      : map_(map), key_(key), agg_(std::move(agg)) {}
+  template <typename In>
+  void add(const In& v) {
+    auto it = map_->find(*key_);
+    if (it == map_->end()) it = map_->emplace(*key_, agg_.create_accumulator()).first;
+    it->second = agg_.add(v, std::move(it->second));
+  }
+  std::optional<AggregateResultOf<Agg>> get() const {
+    auto it = map_->find(*key_);
+    if (it == map_->end()) return std::nullopt;
+    return agg_.get_result(static_cast<const Acc&>(it->second));
+  }
+  void clear() { map_->erase(*key_); }
+
+ private:
+  absl::flat_hash_map<K, Acc>* map_;
+  const K* key_;
+  mutable Agg agg_;
+};
+
+// --- the context ---------------------------------------------------------
+
+template <typename K>
+class KeyedProcessContext;
+
+// Timers of the current key (Flink's TimerService).
+template <typename K>
+class TimerService {
+ public:
+  TimerService(KeyedTimerService<K, VoidNamespace>* timers, const K* const* key)
+      : timers_(timers), key_(key) {}
+  Timestamp current_processing_time() const { return timers_->current_processing_time(); }
+  Timestamp current_watermark() const { return timers_->current_watermark(); }
+  void register_event_time_timer(Timestamp t) { timers_->RegisterEventTimeTimer(**key_, {}, t); }
+  void register_processing_time_timer(Timestamp t) {
+    timers_->RegisterProcessingTimeTimer(**key_, {}, t);
+  }
+  void delete_event_time_timer(Timestamp t) { timers_->DeleteEventTimeTimer(**key_, {}, t); }
+  void delete_processing_time_timer(Timestamp t) {
+    timers_->DeleteProcessingTimeTimer(**key_, {}, t);
+  }
+
+ private:
+  KeyedTimerService<K, VoidNamespace>* timers_;
+  const K* const* key_;
+};
+
+template <typename K>
+class KeyedProcessContext {
+ public:
+  KeyedProcessContext(KeyedTimerService<K, VoidNamespace>* timers, KeyedStateStore<K>* state,
+                      const std::map<std::string, OutputBase*>* side_outputs)
+      : timers_(timers), state_(state), side_outputs_(side_outputs), timer_service_(timers, &key_) {}
+
+  const K& get_current_key() const { return *key_; }
+  // The record's timestamp in process_element (kNoTimestamp if it has
+  // none); the timer's time in on_timer.
+  Timestamp timestamp() const { return timestamp_; }
+  // In on_timer: which kind of timer fired.
+  TimeDomain time_domain() const { return domain_; }
+  Timestamp current_watermark() const { return timers_->current_watermark(); }
+  Timestamp current_processing_time() const { return timers_->current_processing_time(); }
+  TimerService<K>& timer_service() { return timer_service_; }
+  // Emits to side output `tag` with the current timestamp; dropped when
+  // nobody consumes it.
+  template <typename V>
+  void output(const OutputTag<V>& tag, V value) {
+    auto it = side_outputs_->find(tag.id());
+    if (it == side_outputs_->end()) return;
+    static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
+  }
+
+  template <typename V>
+  ValueState<K, V> get_state(const std::string& name) {
+    return ValueState<K, V>(&state_->template Table<V>(name), key_);
+  }
+  template <typename V>
+  ListState<K, V> get_list_state(const std::string& name) {
+    return ListState<K, V>(&state_->template Table<std::vector<V>>(name), key_);
+  }
+  template <typename V, typename F>
+  ReducingState<K, V, F> get_reducing_state(const std::string& name, F f) {
+    return ReducingState<K, V, F>(&state_->template Table<V>(name), key_, std::move(f));
+  }
+  template <typename Agg>
+  AggregatingState<K, Agg> get_aggregating_state(const std::string& name, Agg agg) {
+    return AggregatingState<K, Agg>(&state_->template Table<AccumulatorOf<Agg>>(name), key_,
+                                    std::move(agg));
+  }
+
+  // --- for the operator ---
+  void Set(const K* key, Timestamp ts, TimeDomain domain) {
+    key_ = key;
+    timestamp_ = ts;
+    domain_ = domain;
+  }
+
+ private:
+  KeyedTimerService<K, VoidNamespace>* timers_;
+  KeyedStateStore<K>* state_;
+  const std::map<std::string, OutputBase*>* side_outputs_;
+  const K* key_ = nullptr;
+  Timestamp timestamp_ = kNoTimestamp;
+  TimeDomain domain_ = TimeDomain::kEventTime;
+  TimerService<K> timer_service_;
+};
+
+// Base class for process functions (optional: any object with the same
+// members works).
+template <typename K, typename In, typename Out>
+class KeyedProcessFunction {
+ public:
+  using KeyType = K;
+  using InputType = In;
+  using OutputType = Out;
+  using Context = KeyedProcessContext<K>;
+  using OnTimerContext = KeyedProcessContext<K>;
+  virtual ~KeyedProcessFunction() = default;
+  virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {}
+};
+
+namespace keyed_process_internal {
+template <typename F, typename = void>
+struct OutOf {
+  using type = typename CollectorType<
+      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
+};
+template <typename F>
+struct OutOf<F, std::void_t<typename F::OutputType>> {
+  using type = typename F::OutputType;
+};
+}  // namespace keyed_process_internal
+
+template <typename T, typename K, typename KeyFn, typename F, typename Out>
+class KeyedProcessOperator final : public OneInputOperator<T, Out> {
+ public:
+  KeyedProcessOperator(KeyFn key, F f) : key_fn_(std::move(key)), f_(std::move(f)) {}
+
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    pctx_.emplace(&timers_, &state_, &this->side_outputs_);
+    timers_.Init(
+        &ctx.timers(),
+        [this](const K& key, const VoidNamespace&, Timestamp t) {
+          OnTimer(key, t, TimeDomain::kEventTime);
+        },
+        [this](const K& key, const VoidNamespace&, Timestamp t) {
+          OnTimer(key, t, TimeDomain::kProcessingTime);
+        });
+  }
+  void ProcessElement(T&& value, Timestamp ts) override {
+    const K key = key_fn_(static_cast<const T&>(value));
+    pctx_->Set(&key, ts, TimeDomain::kEventTime);
+    collector_->set_timestamp(ts);
+    f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+  }
+  void ProcessWatermark(Timestamp w) override {
+    timers_.AdvanceWatermark(w);
+    this->ForwardWatermark(w);
+  }
+
+  KeyedTimerService<K, VoidNamespace>& timer_service() { return timers_; }
+  const F& function() const { return f_; }
+
+ private:
+  void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
+    pctx_->Set(&key, t, domain);
+    collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    if constexpr (requires { f_.on_timer(t, *pctx_, *collector_); }) {
+      f_.on_timer(t, *pctx_, *collector_);
+    }
+  }
+
+  KeyFn key_fn_;
+  F f_;
+  KeyedTimerService<K, VoidNamespace> timers_;
+  KeyedStateStore<K> state_;
+  std::optional<KeyedProcessContext<K>> pctx_;
+  std::optional<Collector<Out>> collector_;
+};
+
+// KeyedStream::process, declared in runtime/environment.h.
+template <typename T, typename KeyFn>
+template <typename Function>
+auto KeyedStream<T, KeyFn>::process(Function f) const {
+  using Out = typename keyed_process_internal::OutOf<Function>::type;
+  using Op = KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
+  KeyFn key = key_;
+  return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {
+    return std::make_unique<Op>(key, f);
+  });
+}
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_KEYED_PROCESS_H_

@@ -1,0 +1,26 @@
+#include "operators/window/assigners.h"
+
+#include <random>
+
+namespace tidemark {
+namespace window_internal {
+
+int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t size) {
+  switch (stagger) {
+    case WindowStagger::kAligned:
+      return 0;
+    case WindowStagger::kRandom: {
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      return static_cast<int64_t>(std::uniform_real_distribution<double>(0.0, 1.0)(rng) *
+                                  static_cast<double>(size));
+    }
+    case WindowStagger::kNatural: {
+      const Timestamp start = GetWindowStartWithOffset(processing_time, 0, size);
+      return std::max<int64_t>(0, processing_time - start);
+    }
+  }
+  return 0;
+}
+
+}  // namespace window_internal
+}  // namespace tidemark

@@ -1,0 +1,380 @@
+// operators/window/assigners.h
+//
+// Window assigners (docs/flink-semantics.md 5.2-5.6).  An assigner is a small
+// immutable value, validated when it is made (so a bad job fails while it is
+// being built, with std::invalid_argument and a message), and copied into
+// every subtask's window operator.  Members the WindowOperator uses:
+//
+//   using WindowType = TimeWindow | GlobalWindow;
+//   static constexpr bool kIsEventTime;   // lateness and cleanup apply
+//   static constexpr bool kIsMerging;     // sessions
+//   template <typename T>
+//   void assign_windows(const T& element, Timestamp ts, Timestamp processing_time,
+//                       std::vector<WindowType>& out) const;   // appends
+//   auto default_trigger() const;
+//
+// Tumbling assigners with a WindowStagger other than kAligned fix their
+// stagger offset at the first element a copy sees (mutable, so each operator
+// instance, which owns its copy, gets its own; used by one thread only).
+//
+// Event-time assigners reject a record without a timestamp (kNoTimestamp)
+// with std::runtime_error, as Flink does.  Sliding assigners append windows in
+// descending start order (the order the operator processes them).
+#ifndef TM_OPERATORS_WINDOW_ASSIGNERS_H_
+#define TM_OPERATORS_WINDOW_ASSIGNERS_H_
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "operators/window/time_window.h"
+#include "operators/window/triggers.h"
+#include "runtime/time.h"
+
+namespace tidemark {
+
+// How tumbling windows of different subtasks are shifted against each other
+// (Flink's WindowStagger), computed once per operator instance at its first
+// element from the processing time then: kAligned 0 (default); kRandom
+// uniform in [0, size); kNatural processing time minus the start of its
+// window (so windows start when the subtask saw its first element).
+enum class WindowStagger { kAligned, kRandom, kNatural };
+
+namespace window_internal {
+
+int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t size);
+
+inline void CheckHasTimestamp(Timestamp ts) {
+  if (ts == kNoTimestamp) {
+    throw std::runtime_error(
+        "Record has kNoTimestamp (= no timestamp marker, Long.MIN_VALUE). Is the time characteristic "
+        "set to 'ProcessingTime', or did you forget to call "
+        "'DataStream::assign_timestamps_and_watermarks(...)'?");
+  }
+}
+
+inline void CheckTumbling(const char* name, int64_t size, int64_t offset) {
+  // abs(offset) < size also rejects size <= 0; offset MIN has no abs.
+  if (size <= 0 || offset == kMinTimestamp || std::llabs(offset) >= size) {
+    throw std::invalid_argument(absl::StrCat(
+        name, " parameters must satisfy abs(offset) < size (size=", size, " ms, offset=", offset,
+        " ms)"));
+  }
+}
+
+inline void CheckSliding(const char* name, int64_t size, int64_t slide, int64_t offset) {
+  if (slide <= 0 || offset == kMinTimestamp || std::llabs(offset) >= slide || size <= 0) {
+    throw std::invalid_argument(absl::StrCat(
+        name, " parameters must satisfy abs(offset) < slide and size > 0 (size=", size,
+        " ms, slide=", slide, " ms, offset=", offset, " ms)"));
+  }
+  if (size / slide > 10000000) {
+    throw std::invalid_argument(absl::StrCat(
+        name, ": the number of windows per element (size / slide = ", size / slide,
+        ") must not exceed 10000000"));
+  }
+}
+
+inline void AssignTumbling(Timestamp t, int64_t size, int64_t offset, std::vector<TimeWindow>& out) {
+  const Timestamp start = GetWindowStartWithOffset(t, offset, size);
+  out.emplace_back(start, static_cast<Timestamp>(static_cast<uint64_t>(start) +
+                                                 static_cast<uint64_t>(size)));
+}
+
+inline void AssignSliding(Timestamp t, int64_t size, int64_t slide, int64_t offset,
+                          std::vector<TimeWindow>& out) {
+  const Timestamp last = GetWindowStartWithOffset(t, offset, slide);
+  // for (s = last; s > t - size; s -= slide), without wrapping.
+  const Timestamp lower = SaturatingSub(t, size);
+  for (Timestamp s = last; s > lower;) {
+    out.emplace_back(s, SaturatingAdd(s, size));
+    if (SaturatingSub(s, slide) == kMinTimestamp) break;
+    s -= slide;
+  }
+}
+
+}  // namespace window_internal
+
+// Tumbling event-time windows of `size`, aligned to `offset` from the epoch.
+class TumblingEventTimeWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = true;
+  static constexpr bool kIsMerging = false;
+
+  static TumblingEventTimeWindows of(Duration size, Duration offset = Duration(0),
+                 WindowStagger stagger = WindowStagger::kAligned) {
+    window_internal::CheckTumbling("TumblingEventTimeWindows", ToMillis(size), ToMillis(offset));
+    return TumblingEventTimeWindows(ToMillis(size), ToMillis(offset), stagger);
+  }
+  template <typename T>
+  void assign_windows(const T&, Timestamp ts, Timestamp now, std::vector<TimeWindow>& out) const {
+    window_internal::CheckHasTimestamp(ts);
+    window_internal::AssignTumbling(ts, size_, EffectiveOffset(now), out);
+  }
+  EventTimeTrigger default_trigger() const { return {}; }
+  int64_t size() const { return size_; }
+  int64_t offset() const { return offset_; }
+
+ private:
+  TumblingEventTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)
+      : size_(size), offset_(offset), stagger_(stagger) {}
+  // (offset + stagger offset) % size; the stagger part fixed at the first
+  // element this copy (one per operator instance) sees.
+  int64_t EffectiveOffset(Timestamp processing_time) const {
+    if (stagger_ == WindowStagger::kAligned) return offset_;
+    if (!stagger_offset_set_) {
+      stagger_offset_ = window_internal::StaggerOffset(stagger_, processing_time, size_);
+      stagger_offset_set_ = true;
+    }
+    return (offset_ + stagger_offset_) % size_;
+  }
+  int64_t size_;
+  int64_t offset_;
+  WindowStagger stagger_;
+  mutable bool stagger_offset_set_ = false;
+  mutable int64_t stagger_offset_ = 0;
+};
+
+// Sliding event-time windows of `size` every `slide`, aligned to `offset`.
+class SlidingEventTimeWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = true;
+  static constexpr bool kIsMerging = false;
+
+  static SlidingEventTimeWindows of(Duration size, Duration slide, Duration offset = Duration(0)) {
+    window_internal::CheckSliding("SlidingEventTimeWindows", ToMillis(size), ToMillis(slide),
+                                  ToMillis(offset));
+    return SlidingEventTimeWindows(ToMillis(size), ToMillis(slide), ToMillis(offset));
+  }
+  template <typename T>
+  void assign_windows(const T&, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
+    window_internal::CheckHasTimestamp(ts);
+    window_internal::AssignSliding(ts, size_, slide_, offset_, out);
+  }
+  EventTimeTrigger default_trigger() const { return {}; }
+  int64_t size() const { return size_; }
+  int64_t slide() const { return slide_; }
+  int64_t offset() const { return offset_; }
+
+ private:
+  SlidingEventTimeWindows(int64_t size, int64_t slide, int64_t offset)
+      : size_(size), slide_(slide), offset_(offset) {}
+  int64_t size_;
+  int64_t slide_;
+  int64_t offset_;
+};
+
+// Session windows with a gap computed per element by `Fn`: const T& -> Duration
+// (or integral milliseconds).  A gap <= 0 fails the job at that element.
+template <typename Fn>
+class DynamicEventTimeSessionWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = true;
+  static constexpr bool kIsMerging = true;
+
+  explicit DynamicEventTimeSessionWindows(Fn fn) : fn_(std::move(fn)) {}
+  template <typename T>
+  void assign_windows(const T& element, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
+    window_internal::CheckHasTimestamp(ts);
+    auto g = fn_(element);
+    int64_t gap;
+    if constexpr (std::is_integral_v<decltype(g)>) {
+      gap = static_cast<int64_t>(g);
+    } else {
+      gap = std::chrono::duration_cast<Duration>(g).count();
+    }
+    if (gap <= 0) {
+      throw std::invalid_argument(
+          absl::StrCat("Dynamic session time gap must satisfy 0 < gap (gap=", gap, " ms)"));
+    }
+    out.emplace_back(ts, SaturatingAdd(ts, gap));
+  }
+  EventTimeTrigger default_trigger() const { return {}; }
+
+ private:
+  Fn fn_;
+};
+
+// Session windows: each element gets [ts, ts + gap); overlapping (or
+// touching) windows of a key merge.
+class EventTimeSessionWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = true;
+  static constexpr bool kIsMerging = true;
+
+  static EventTimeSessionWindows with_gap(Duration gap) {
+    if (ToMillis(gap) <= 0) {
+      throw std::invalid_argument(absl::StrCat(
+          "EventTimeSessionWindows parameters must satisfy 0 < size (gap=", ToMillis(gap), " ms)"));
+    }
+    return EventTimeSessionWindows(ToMillis(gap));
+  }
+  template <typename Fn>
+  static DynamicEventTimeSessionWindows<Fn> with_dynamic_gap(Fn fn) {
+    return DynamicEventTimeSessionWindows<Fn>(std::move(fn));
+  }
+  template <typename T>
+  void assign_windows(const T&, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
+    window_internal::CheckHasTimestamp(ts);
+    out.emplace_back(ts, SaturatingAdd(ts, gap_));
+  }
+  EventTimeTrigger default_trigger() const { return {}; }
+  int64_t gap() const { return gap_; }
+
+ private:
+  explicit EventTimeSessionWindows(int64_t gap) : gap_(gap) {}
+  int64_t gap_;
+};
+
+// One window per key.  The default trigger never fires; use
+// create_with_end_of_stream_trigger() to fire once at W(MAX), or a
+// CountTrigger etc.
+class GlobalWindows {
+ public:
+  using WindowType = GlobalWindow;
+  static constexpr bool kIsEventTime = false;
+  static constexpr bool kIsMerging = false;
+
+  // Fires when the watermark reaches MAX (end of input).
+  class EndOfStreamTrigger {
+   public:
+    template <typename T, typename W>
+    TriggerResult on_element(const T&, Timestamp, const W&, TriggerContext& ctx) const {
+      ctx.register_event_time_timer(kMaxTimestamp);
+      return TriggerResult::kContinue;
+    }
+    template <typename W>
+    TriggerResult on_event_time(Timestamp t, const W&, TriggerContext&) const {
+      return t == kMaxTimestamp ? TriggerResult::kFire : TriggerResult::kContinue;
+    }
+    template <typename W>
+    TriggerResult on_processing_time(Timestamp, const W&, TriggerContext&) const {
+      return TriggerResult::kContinue;
+    }
+    template <typename W>
+    void clear(const W&, TriggerContext& ctx) const {
+      ctx.delete_event_time_timer(kMaxTimestamp);
+    }
+    bool can_merge() const { return false; }
+    template <typename W>
+    void on_merge(const W&, OnMergeContext&) const {}
+  };
+
+  static GlobalWindows create() { return GlobalWindows(false); }
+  static GlobalWindows create_with_end_of_stream_trigger() { return GlobalWindows(true); }
+  template <typename T>
+  void assign_windows(const T&, Timestamp, Timestamp, std::vector<GlobalWindow>& out) const {
+    out.emplace_back();
+  }
+  // The trigger type is the same either way so that WindowedStream's type
+  // does not depend on the factory used.
+  class DefaultTrigger {
+   public:
+    explicit DefaultTrigger(bool eos) : eos_(eos) {}
+    template <typename T, typename W>
+    TriggerResult on_element(const T& e, Timestamp ts, const W& w, TriggerContext& ctx) const {
+      return eos_ ? EndOfStreamTrigger().on_element(e, ts, w, ctx) : TriggerResult::kContinue;
+    }
+    template <typename W>
+    TriggerResult on_event_time(Timestamp t, const W& w, TriggerContext& ctx) const {
+      return eos_ ? EndOfStreamTrigger().on_event_time(t, w, ctx) : TriggerResult::kContinue;
+    }
+    template <typename W>
+    TriggerResult on_processing_time(Timestamp, const W&, TriggerContext&) const {
+      return TriggerResult::kContinue;
+    }
+    template <typename W>
+    void clear(const W& w, TriggerContext& ctx) const {
+      if (eos_) EndOfStreamTrigger().clear(w, ctx);
+    }
+    bool can_merge() const { return false; }
+    template <typename W>
+    void on_merge(const W&, OnMergeContext&) const {}
+
+   private:
+    bool eos_;
+  };
+  DefaultTrigger default_trigger() const { return DefaultTrigger(end_of_stream_); }
+
+ private:
+  explicit GlobalWindows(bool eos) : end_of_stream_(eos) {}
+  bool end_of_stream_;
+};
+
+// Tumbling windows of processing time (the wall clock of the subtask).
+class TumblingProcessingTimeWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = false;
+  static constexpr bool kIsMerging = false;
+
+  static TumblingProcessingTimeWindows of(Duration size, Duration offset = Duration(0),
+                 WindowStagger stagger = WindowStagger::kAligned) {
+    window_internal::CheckTumbling("TumblingProcessingTimeWindows", ToMillis(size),
+                                   ToMillis(offset));
+    return TumblingProcessingTimeWindows(ToMillis(size), ToMillis(offset), stagger);
+  }
+  template <typename T>
+  void assign_windows(const T&, Timestamp, Timestamp now, std::vector<TimeWindow>& out) const {
+    window_internal::AssignTumbling(now, size_, EffectiveOffset(now), out);
+  }
+  ProcessingTimeTrigger default_trigger() const { return {}; }
+
+ private:
+  TumblingProcessingTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)
+      : size_(size), offset_(offset), stagger_(stagger) {}
+  // (offset + stagger offset) % size; the stagger part fixed at the first
+  // element this copy (one per operator instance) sees.
+  int64_t EffectiveOffset(Timestamp processing_time) const {
+    if (stagger_ == WindowStagger::kAligned) return offset_;
+    if (!stagger_offset_set_) {
+      stagger_offset_ = window_internal::StaggerOffset(stagger_, processing_time, size_);
+      stagger_offset_set_ = true;
+    }
+    return (offset_ + stagger_offset_) % size_;
+  }
+  int64_t size_;
+  int64_t offset_;
+  WindowStagger stagger_;
+  mutable bool stagger_offset_set_ = false;
+  mutable int64_t stagger_offset_ = 0;
+};
+
+// Sliding windows of processing time.
+class SlidingProcessingTimeWindows {
+ public:
+  using WindowType = TimeWindow;
+  static constexpr bool kIsEventTime = false;
+  static constexpr bool kIsMerging = false;
+
+  static SlidingProcessingTimeWindows of(Duration size, Duration slide,
+                                         Duration offset = Duration(0)) {
+    window_internal::CheckSliding("SlidingProcessingTimeWindows", ToMillis(size), ToMillis(slide),
+                                  ToMillis(offset));
+    return SlidingProcessingTimeWindows(ToMillis(size), ToMillis(slide), ToMillis(offset));
+  }
+  template <typename T>
+  void assign_windows(const T&, Timestamp, Timestamp now, std::vector<TimeWindow>& out) const {
+    window_internal::AssignSliding(now, size_, slide_, offset_, out);
+  }
+  ProcessingTimeTrigger default_trigger() const { return {}; }
+
+ private:
+  SlidingProcessingTimeWindows(int64_t size, int64_t slide, int64_t offset)
+      : size_(size), slide_(slide), offset_(offset) {}
+  int64_t size_;
+  int64_t slide_;
+  int64_t offset_;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_ASSIGNERS_H_

@@ -1,0 +1,204 @@
+// operators/window/window_contents.h
+//
+// Per-(key, state window) contents of a window operator, one policy class per
+// kind of window function.  Each keeps an absl::flat_hash_map keyed by
+// (key, window) and offers:
+//
+//   void Add(const K& key, const W& sw, const T& value, Timestamp ts);
+//   bool Has(const K& key, const W& sw) const;        // non-empty contents
+//   void Emit(const K& key, const W& window, const W& sw, Timestamp watermark,
+//             WindowContext& ctx, Collector<Out>& out);
+//   void Clear(const K& key, const W& sw);
+//   void Merge(const K& key, const W& target, const std::vector<W>& sources);
+//   size_t size() const;                               // live (key, window)s
+//
+//   ReduceContents     - one T per window, reduced on arrival (Flink's
+//                        ReducingState): incremental, no allocation per
+//                        record once the window exists;
+//   AggregateContents  - one accumulator per window (AggregatingState);
+//   ListContents       - every element with its timestamp (ListState), for
+//                        process / apply and evictors.
+// Merge follows Flink's heap state: the sources are combined in order, then
+// the target (if present) is combined with that: target first.
+//
+// Thread safety: none; owned by one operator instance.
+#ifndef TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
+#define TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
+
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "operators/basic.h"
+#include "operators/window/evictors.h"
+#include "operators/window/window_context.h"
+
+namespace tidemark {
+
+// Marks "no process function" in ReduceContents / AggregateContents.
+struct NoProcessFunction {};
+
+template <typename K, typename W>
+using KeyWindow = std::pair<K, W>;
+
+template <typename T, typename K, typename W, typename ReduceFn, typename ProcessFn, typename Out>
+class ReduceContents {
+ public:
+  using OutputType = Out;
+  ReduceContents(ReduceFn f, ProcessFn p) : reduce_(std::move(f)), process_(std::move(p)) {}
+
+  void Add(const K& key, const W& sw, const T& v, Timestamp) {
+    auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, sw), v);
+    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), v);
+  }
+  bool Has(const K& key, const W& sw) const { return state_.contains(KeyWindow<K, W>(key, sw)); }
+  void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
+            Collector<Out>& out) {
+    auto it = state_.find(KeyWindow<K, W>(key, sw));
+    if (it == state_.end()) return;
+    if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
+      out.collect(it->second);
+    } else {
+      process_(key, window, static_cast<const T&>(it->second), ctx, out);
+    }
+  }
+  void Clear(const K& key, const W& sw) { state_.erase(KeyWindow<K, W>(key, sw)); }
+  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
+    std::optional<T> merged;
+    for (const W& s : sources) {
+      auto it = state_.find(KeyWindow<K, W>(key, s));
+      if (it == state_.end()) continue;
+      if (merged) {
+        merged = reduce_(static_cast<const T&>(*merged), static_cast<const T&>(it->second));
+      } else {
+        merged.emplace(std::move(it->second));
+      }
+      state_.erase(it);
+    }
+    if (!merged) return;
+    auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
+    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
+  }
+  size_t size() const { return state_.size(); }
+
+ private:
+  ReduceFn reduce_;
+  ProcessFn process_;
+  absl::flat_hash_map<KeyWindow<K, W>, T> state_;
+};
+
+// The accumulator type of an aggregate function.
+template <typename Agg>
+using AccumulatorOf = std::decay_t<decltype(std::declval<Agg&>().create_accumulator())>;
+// Its result type.
+template <typename Agg>
+using AggregateResultOf =
+    std::decay_t<decltype(std::declval<Agg&>().get_result(std::declval<const AccumulatorOf<Agg>&>()))>;
+
+template <typename T, typename K, typename W, typename Agg, typename ProcessFn, typename Out>
+class AggregateContents {
+ public:
+  using OutputType = Out;
+  using Acc = AccumulatorOf<Agg>;
+  AggregateContents(Agg agg, ProcessFn p) : agg_(std::move(agg)), process_(std::move(p)) {}
+
+  void Add(const K& key, const W& sw, const T& v, Timestamp) {
+    KeyWindow<K, W> kw(key, sw);
+    auto it = state_.find(kw);
+    if (it == state_.end()) it = state_.emplace(std::move(kw), agg_.create_accumulator()).first;
+    it->second = agg_.add(v, std::move(it->second));
+  }
+  bool Has(const K& key, const W& sw) const { return state_.contains(KeyWindow<K, W>(key, sw)); }
+  void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
+            Collector<Out>& out) {
+    auto it = state_.find(KeyWindow<K, W>(key, sw));
+    if (it == state_.end()) return;
+    if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
+      out.collect(agg_.get_result(static_cast<const Acc&>(it->second)));
+    } else {
+      auto result = agg_.get_result(static_cast<const Acc&>(it->second));
+      process_(key, window, static_cast<const decltype(result)&>(result), ctx, out);
+    }
+  }
+  void Clear(const K& key, const W& sw) { state_.erase(KeyWindow<K, W>(key, sw)); }
+  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
+    std::optional<Acc> merged;
+    for (const W& s : sources) {
+      auto it = state_.find(KeyWindow<K, W>(key, s));
+      if (it == state_.end()) continue;
+      if (merged) {
+        merged = agg_.merge(std::move(*merged), std::move(it->second));
+      } else {
+        merged.emplace(std::move(it->second));
+      }
+      state_.erase(it);
+    }
+    if (!merged) return;
+    auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
+    if (!inserted) it->second = agg_.merge(std::move(it->second), std::move(*merged));
+  }
+  size_t size() const { return state_.size(); }
+
+ private:
+  Agg agg_;
+  ProcessFn process_;
+  absl::flat_hash_map<KeyWindow<K, W>, Acc> state_;
+};
+
+template <typename T, typename K, typename W, typename Fn, typename EvictorT, typename Out>
+class ListContents {
+ public:
+  using OutputType = Out;
+  ListContents(Fn f, EvictorT e) : fn_(std::move(f)), evictor_(std::move(e)) {}
+
+  void Add(const K& key, const W& sw, const T& v, Timestamp ts) {
+    WindowElements<T>& e = state_[KeyWindow<K, W>(key, sw)];
+    e.values.push_back(v);
+    e.timestamps.push_back(ts);
+  }
+  bool Has(const K& key, const W& sw) const { return state_.contains(KeyWindow<K, W>(key, sw)); }
+  void Emit(const K& key, const W& window, const W& sw, Timestamp watermark, WindowContext& ctx,
+            Collector<Out>& out) {
+    auto it = state_.find(KeyWindow<K, W>(key, sw));
+    if (it == state_.end()) return;
+    // The function may not touch this map; the reference stays valid.
+    WindowElements<T>& e = it->second;
+    evictor_.evict_before(e, window, watermark);
+    fn_(key, window, static_cast<const std::vector<T>&>(e.values), ctx, out);
+    evictor_.evict_after(e, window, watermark);
+    if (e.empty()) state_.erase(it);  // as Flink's ListState.update(empty)
+  }
+  void Clear(const K& key, const W& sw) { state_.erase(KeyWindow<K, W>(key, sw)); }
+  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
+    std::optional<WindowElements<T>> merged;
+    for (const W& s : sources) {
+      auto it = state_.find(KeyWindow<K, W>(key, s));
+      if (it == state_.end()) continue;
+      if (merged) {
+        Append(*merged, std::move(it->second));
+      } else {
+        merged.emplace(std::move(it->second));
+      }
+      state_.erase(it);
+    }
+    if (!merged) return;
+    auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
+    if (!inserted) Append(it->second, std::move(*merged));
+  }
+  size_t size() const { return state_.size(); }
+
+ private:
+  static void Append(WindowElements<T>& to, WindowElements<T>&& from) {
+    for (auto& v : from.values) to.values.push_back(std::move(v));
+    to.timestamps.insert(to.timestamps.end(), from.timestamps.begin(), from.timestamps.end());
+  }
+  Fn fn_;
+  EvictorT evictor_;
+  absl::flat_hash_map<KeyWindow<K, W>, WindowElements<T>> state_;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_

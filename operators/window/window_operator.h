@@ -1,0 +1,379 @@
+// operators/window/window_operator.h
+//
+// WindowOperator: Flink's WindowOperator, exactly as docs/flink-semantics.md
+// section 6 states it.  One instance per subtask of a keyed window node; it
+// sees only the keys of its key groups.
+//
+// Definitions (event-time assigners; processing-time ones use cleanup time =
+// max_timestamp and are never "late"):
+//   cleanup_time(w)  = w.max_timestamp() + allowed_lateness, MAX if that
+//                      overflows;
+//   window late      : cleanup_time(w) <= current watermark;
+//   element late     : ts + allowed_lateness <= current watermark (Java long
+//                      arithmetic: wraps, no guard);
+//   cleanup timer    : event-time timer at cleanup_time(w), none when MAX.
+//
+// ProcessElement(v, ts): the assigner's windows, in its order; a late window
+// is skipped; otherwise the element is added to the window's contents (for
+// sessions: to the state window of the window it merged into), the trigger
+// sees it, a FIRE emits the window function's output for non-empty contents
+// (every output timestamped w.max_timestamp()), a PURGE clears the contents,
+// and the cleanup timer is registered.  An element no window accepted that is
+// also late goes unchanged to the late-data side output if one is set
+// (counted as "numLateRecordsToUnconsumedSideOutput" when nobody reads that
+// output), else it is counted as "numLateRecordsDropped".
+//
+// Timers: the trigger's timers and the cleanup timer share one set per
+// (key, window, timestamp).  At a timer the trigger decides fire/purge; at
+// cleanup_time the contents, the trigger state and (sessions) the in-flight
+// window are dropped.  With lateness 0 one timer fires and cleans.
+//
+// Sessions (merging assigners) keep a MergingWindowSet per key; merging
+// calls trigger.on_merge(cover), clears the triggers of and deletes the
+// cleanup timers of the merged windows, and merges their contents into the
+// cover's state window.  Merging into a window whose max_timestamp +
+// lateness <= watermark throws (fails the job), as in Flink.
+//
+// Watermarks: ProcessWatermark(w) fires every event-time timer <= w, then
+// forwards w (main and side outputs), so results precede the watermark that
+// caused them.
+//
+// Thread safety: none needed; one task thread calls every method.
+#ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
+#define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "operators/basic.h"
+#include "operators/window/assigners.h"
+#include "operators/window/merging_window_set.h"
+#include "operators/window/time_window.h"
+#include "operators/window/timer_service.h"
+#include "operators/window/triggers.h"
+#include "operators/window/window_context.h"
+#include "operators/window/window_contents.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+inline constexpr char kNumLateRecordsDropped[] = "numLateRecordsDropped";
+inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
+    "numLateRecordsToUnconsumedSideOutput";
+
+// Settings common to every window operator.
+template <typename T>
+struct WindowOperatorConfig {
+  int64_t allowed_lateness = 0;          // ms, >= 0
+  std::optional<OutputTag<T>> late_tag;  // side_output_late_data
+};
+
+// T: input; K: key; KeyFn: const T& -> K; Assigner, TriggerT: see
+// assigners.h / triggers.h; Contents: see window_contents.h.
+template <typename T, typename K, typename KeyFn, typename Assigner, typename TriggerT,
+          typename Contents>
+class WindowOperator final : public OneInputOperator<T, typename Contents::OutputType>,
+                             private TriggerHost,
+                             private WindowStateHost {
+ public:
+  using W = typename Assigner::WindowType;
+  using Out = typename Contents::OutputType;
+
+  WindowOperator(KeyFn key, Assigner assigner, TriggerT trigger, Contents contents,
+                 WindowOperatorConfig<T> config)
+      : key_(std::move(key)),
+        assigner_(std::move(assigner)),
+        trigger_(std::move(trigger)),
+        contents_(std::move(contents)),
+        lateness_(config.allowed_lateness),
+        late_tag_(std::move(config.late_tag)),
+        trigger_ctx_(this),
+        merge_ctx_(this) {
+    if (lateness_ < 0) throw std::invalid_argument("allowed lateness must be >= 0");
+    if constexpr (Assigner::kIsMerging) {
+      if (!trigger_.can_merge())
+        throw std::invalid_argument(
+            "a merging window assigner (sessions) needs a trigger that can merge");
+    }
+  }
+
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    window_ctx_.SetSideOutputs(&this->side_outputs_);
+    window_ctx_.SetStateHost(this);
+    window_ctx_.SetSubtask(ctx.subtask_index());
+    late_dropped_ = ctx.counter(kNumLateRecordsDropped);
+    late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
+    timers_.Init(
+        &ctx.timers(),
+        [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
+        [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
+  }
+
+  void ProcessElement(T&& value, Timestamp ts) override {
+    const K key = key_(static_cast<const T&>(value));
+    current_key_ = &key;
+    windows_.clear();
+    assigner_.assign_windows(static_cast<const T&>(value), ts, timers_.current_processing_time(),
+                             windows_);
+    bool skipped = true;
+    if constexpr (Assigner::kIsMerging) {
+      MergingWindowSet& set = merging_[key];
+      for (const W& w : windows_) {
+        const W actual = set.add_window(
+            w, [&](const W& cover, const std::vector<W>& merged, const W& state_window,
+                   const std::vector<W>& merged_state_windows) {
+              OnMerge(key, cover, merged, state_window, merged_state_windows);
+            });
+        if (IsWindowLate(actual)) {
+          set.retire_window(actual);
+          continue;
+        }
+        skipped = false;
+        const W state_window = *set.get_state_window(actual);
+        AddAndTrigger(key, value, ts, actual, state_window);
+      }
+      if (set.empty()) merging_.erase(key);
+    } else {
+      for (const W& w : windows_) {
+        if (IsWindowLate(w)) continue;
+        skipped = false;
+        AddAndTrigger(key, value, ts, w, w);
+      }
+    }
+    if (skipped && IsElementLate(ts)) {
+      if (late_tag_) {
+        if (Output<T>* side = this->side_output(*late_tag_)) {
+          side->Collect(std::move(value), ts);
+        } else {
+          late_unconsumed_->Inc();
+        }
+      } else {
+        late_dropped_->Inc();
+      }
+    }
+    current_key_ = nullptr;
+  }
+
+  void ProcessWatermark(Timestamp watermark) override {
+    timers_.AdvanceWatermark(watermark);
+    this->ForwardWatermark(watermark);
+  }
+
+  // --- introspection, for tests ---
+  Timestamp current_watermark() const { return timers_.current_watermark(); }
+  size_t num_event_time_timers() const { return timers_.NumEventTimeTimers(); }
+  size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
+  // Windows (sessions: state windows) that hold contents.
+  size_t num_windows_with_contents() const { return contents_.size(); }
+  size_t num_trigger_states() const { return trigger_state_.size(); }
+  size_t num_keys_with_sessions() const { return merging_.size(); }
+  KeyedTimerService<K, W>& timer_service() { return timers_; }
+  int64_t allowed_lateness() const { return lateness_; }
+
+  Timestamp CleanupTime(const W& w) const {
+    if constexpr (Assigner::kIsEventTime) {
+      Timestamp r = 0;
+      if (__builtin_add_overflow(w.max_timestamp(), lateness_, &r)) return kMaxTimestamp;
+      return r;
+    } else {
+      return w.max_timestamp();
+    }
+  }
+
+ private:
+  static Timestamp JavaAdd(Timestamp a, int64_t b) {
+    return static_cast<Timestamp>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+  bool IsWindowLate(const W& w) const {
+    return Assigner::kIsEventTime && CleanupTime(w) <= timers_.current_watermark();
+  }
+  bool IsElementLate(Timestamp ts) const {
+    return Assigner::kIsEventTime && JavaAdd(ts, lateness_) <= timers_.current_watermark();
+  }
+
+  void AddAndTrigger(const K& key, const T& value, Timestamp ts, const W& window,
+                     const W& state_window) {
+    contents_.Add(key, state_window, value, ts);
+    current_window_ = &window;
+    const TriggerResult r = trigger_.on_element(value, ts, window, trigger_ctx_);
+    if (IsFire(r) && contents_.Has(key, state_window)) {
+      window_ctx_.SetFiredByElement(true);
+      Emit(key, window, state_window);
+      window_ctx_.SetFiredByElement(false);
+    }
+    if (IsPurge(r)) contents_.Clear(key, state_window);
+    RegisterCleanupTimer(key, window);
+  }
+
+  void Emit(const K& key, const W& window, const W& state_window) {
+    collector_->set_timestamp(window.max_timestamp());
+    current_key_ = &key;
+    current_window_ = &window;
+    window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
+    contents_.Emit(key, window, state_window, timers_.current_watermark(), window_ctx_,
+                   *collector_);
+  }
+
+  void RegisterCleanupTimer(const K& key, const W& w) {
+    const Timestamp t = CleanupTime(w);
+    if (t == kMaxTimestamp) return;
+    if constexpr (Assigner::kIsEventTime) {
+      timers_.RegisterEventTimeTimer(key, w, t);
+    } else {
+      timers_.RegisterProcessingTimeTimer(key, w, t);
+    }
+  }
+  void DeleteCleanupTimer(const K& key, const W& w) {
+    const Timestamp t = CleanupTime(w);
+    if (t == kMaxTimestamp) return;
+    if constexpr (Assigner::kIsEventTime) {
+      timers_.DeleteEventTimeTimer(key, w, t);
+    } else {
+      timers_.DeleteProcessingTimeTimer(key, w, t);
+    }
+  }
+
+  void OnMerge(const K& key, const W& cover, const std::vector<W>& merged, const W& state_window,
+               const std::vector<W>& merged_state_windows) {
+    if (Assigner::kIsEventTime && JavaAdd(cover.max_timestamp(), lateness_) <= timers_.current_watermark()) {
+      throw std::logic_error(
+          "The end timestamp of an event-time window cannot become earlier than the current "
+          "watermark by merging. Current watermark: " +
+          FormatTimestamp(timers_.current_watermark()) + " window: " + cover.ToString());
+    }
+    current_window_ = &cover;
+    merged_windows_ = &merged;
+    if constexpr (requires { trigger_.on_merge(cover, merge_ctx_); }) {
+      trigger_.on_merge(cover, merge_ctx_);
+    }
+    merged_windows_ = nullptr;
+    for (const W& m : merged) {
+      current_window_ = &m;
+      trigger_.clear(m, trigger_ctx_);
+      trigger_state_.erase(KeyWindow<K, W>(key, m));
+      DeleteCleanupTimer(key, m);
+    }
+    contents_.Merge(key, state_window, merged_state_windows);
+  }
+
+  // Runs the trigger for a timer and, at cleanup time, drops the window.
+  template <bool kEventTime>
+  void OnTimer(const K& key, const W& window, Timestamp t) {
+    current_key_ = &key;
+    current_window_ = &window;
+    W state_window = window;
+    MergingWindowSet* set = nullptr;
+    if constexpr (Assigner::kIsMerging) {
+      auto it = merging_.find(key);
+      if (it == merging_.end()) return;
+      const W* sw = it->second.get_state_window(window);
+      if (sw == nullptr) return;  // merged away: a stale timer
+      state_window = *sw;
+      set = &it->second;
+    }
+    const TriggerResult r = kEventTime ? trigger_.on_event_time(t, window, trigger_ctx_)
+                                       : trigger_.on_processing_time(t, window, trigger_ctx_);
+    if (IsFire(r) && contents_.Has(key, state_window)) Emit(key, window, state_window);
+    if (IsPurge(r)) contents_.Clear(key, state_window);
+    if (Assigner::kIsEventTime == kEventTime && t == CleanupTime(window)) {
+      contents_.Clear(key, state_window);
+      current_window_ = &window;
+      trigger_.clear(window, trigger_ctx_);
+      trigger_state_.erase(KeyWindow<K, W>(key, window));
+      function_window_state_.erase(KeyWindow<K, W>(key, window));
+      if constexpr (Assigner::kIsMerging) {
+        set->retire_window(window);
+        if (set->empty()) merging_.erase(key);
+      }
+    }
+    current_key_ = nullptr;
+  }
+  void OnEventTime(const K& key, const W& window, Timestamp t) { OnTimer<true>(key, window, t); }
+  void OnProcessingTime(const K& key, const W& window, Timestamp t) {
+    OnTimer<false>(key, window, t);
+  }
+
+  // --- TriggerHost: for the current key and window ---
+  Timestamp HostWatermark() const override { return timers_.current_watermark(); }
+  Timestamp HostProcessingTime() const override { return timers_.current_processing_time(); }
+  void HostRegisterEventTimeTimer(Timestamp t) override {
+    timers_.RegisterEventTimeTimer(*current_key_, *current_window_, t);
+  }
+  void HostRegisterProcessingTimeTimer(Timestamp t) override {
+    timers_.RegisterProcessingTimeTimer(*current_key_, *current_window_, t);
+  }
+  void HostDeleteEventTimeTimer(Timestamp t) override {
+    timers_.DeleteEventTimeTimer(*current_key_, *current_window_, t);
+  }
+  void HostDeleteProcessingTimeTimer(Timestamp t) override {
+    timers_.DeleteProcessingTimeTimer(*current_key_, *current_window_, t);
+  }
+  TriggerState* HostState(bool create) override {
+    KeyWindow<K, W> kw(*current_key_, *current_window_);
+    if (create) return &trigger_state_[std::move(kw)];
+    auto it = trigger_state_.find(kw);
+    return it == trigger_state_.end() ? nullptr : &it->second;
+  }
+  void HostDropStateIfEmpty() override {
+    auto it = trigger_state_.find(KeyWindow<K, W>(*current_key_, *current_window_));
+    if (it != trigger_state_.end() && it->second.empty()) trigger_state_.erase(it);
+  }
+  size_t HostNumMerged() const override { return merged_windows_ ? merged_windows_->size() : 0; }
+  TriggerState* HostMergedState(size_t i) override {
+    auto it = trigger_state_.find(KeyWindow<K, W>(*current_key_, (*merged_windows_)[i]));
+    return it == trigger_state_.end() ? nullptr : &it->second;
+  }
+
+  // --- WindowStateHost ---
+  TriggerState* WindowFunctionState(bool create) override {
+    if constexpr (Assigner::kIsMerging) {
+      throw std::logic_error("Per-window state is not allowed when using merging windows.");
+    } else {
+      KeyWindow<K, W> kw(*current_key_, *current_window_);
+      if (create) return &function_window_state_[std::move(kw)];
+      auto it = function_window_state_.find(kw);
+      return it == function_window_state_.end() ? nullptr : &it->second;
+    }
+  }
+  TriggerState* GlobalFunctionState(bool create) override {
+    if (create) return &function_global_state_[*current_key_];
+    auto it = function_global_state_.find(*current_key_);
+    return it == function_global_state_.end() ? nullptr : &it->second;
+  }
+
+  KeyFn key_;
+  Assigner assigner_;
+  TriggerT trigger_;
+  Contents contents_;
+  const int64_t lateness_;
+  std::optional<OutputTag<T>> late_tag_;
+
+  KeyedTimerService<K, W> timers_;
+  absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> function_window_state_;
+  absl::flat_hash_map<K, TriggerState> function_global_state_;
+  TriggerContext trigger_ctx_;
+  OnMergeContext merge_ctx_;
+  WindowContext window_ctx_;
+  std::optional<Collector<Out>> collector_;
+  Counter* late_dropped_ = nullptr;
+  Counter* late_unconsumed_ = nullptr;
+
+  // Set while a key / window is being processed.
+  const K* current_key_ = nullptr;
+  const W* current_window_ = nullptr;
+  const std::vector<W>* merged_windows_ = nullptr;
+  std::vector<W> windows_;  // scratch for the assigner
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_

@@ -1,0 +1,233 @@
+// operators/window/windowed_stream.h
+//
+// The windowing API (Flink's WindowedStream), in tidemark's snake_case:
+//
+//   #include "operators/window/windows.h"
+//   using namespace tidemark;
+//   OutputTag<Event> late("late");
+//   DataStream<Event> sums = events                     // timestamps assigned
+//       .key_by([](const Event& e) { return e.id; })
+//       .window(TumblingEventTimeWindows::of(3s))       // or SlidingEventTimeWindows::of(10s, 5s),
+//                                                       // EventTimeSessionWindows::with_gap(5s), ...
+//       .allowed_lateness(2s)                           // optional, default 0
+//       .side_output_late_data(late)                    // optional
+//       .reduce([](const Event& a, const Event& b) { return a.Plus(b); });
+//   DataStream<Event> late_events = sums.get_side_output(late);
+//
+// Optional, before the function: .trigger(CountTrigger::of(3)) (any trigger
+// of triggers.h, or a class derived from Trigger<T, W>), .evictor(
+// CountEvictor::of(2)) (process / apply only).
+//
+// Window functions, each returning DataStream<Out>; every output record is
+// timestamped with the window's max_timestamp() (end - 1):
+//   .reduce(f)                 f(const T&, const T&) -> T; Out = T
+//   .reduce(f, p)              p(const K& key, const W& window, const T& reduced,
+//                                WindowContext& ctx, Collector<Out>& out)
+//   .aggregate(agg)            agg.create_accumulator() -> Acc, agg.add(const T&, Acc) -> Acc,
+//                              agg.get_result(const Acc&) -> Out, agg.merge(Acc, Acc) -> Acc
+//   .aggregate(agg, p)         p(const K&, const W&, const R& result, WindowContext&, Collector<Out>&)
+//   .process(fn) / .apply(fn)  fn(const K& key, const W& window, const std::vector<T>& elements,
+//                                 WindowContext& ctx, Collector<Out>& out)
+// W is TimeWindow (GlobalWindow for GlobalWindows).  Out is deduced from the
+// Collector<Out>& parameter of a non-generic lambda, else given explicitly:
+// .process<std::string>(fn), .reduce<Out>(f, p), .aggregate<Out>(agg, p).
+// WindowContext: window(), current_watermark(), current_processing_time(),
+// output(tag, value) for side outputs, window_state<V>(name) (per key and
+// window, dropped at cleanup; not for sessions) and global_state<V>(name)
+// (per key), subtask_index(), fired_by_element().
+//
+// Keyed process functions (operators/keyed_process.h):
+//   stream.key_by(key).process(MyFn())   // MyFn : KeyedProcessFunction<K, T, Out>
+// with process_element(value, ctx, out) / on_timer(ts, ctx, out); ctx gives
+// get_current_key(), timestamp(), current_watermark(), timer_service()
+// (register_/delete_ event_time / processing_time timers), output(tag, v) and
+// keyed state: get_state<V>(name), get_list_state<V>(name),
+// get_reducing_state<V>(name, f), get_aggregating_state(name, agg).
+//
+// Records that are too late (docs/flink-semantics.md 6) go to the late side
+// output when one is set, else count in the subtask counter
+// "numLateRecordsDropped".  Invalid parameters (negative lateness, bad window
+// sizes) throw std::invalid_argument while the job is built.
+//
+// WindowedStream is a cheap immutable value: each setter returns a new one.
+#ifndef TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_
+#define TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_
+
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "operators/window/assigners.h"
+#include "operators/window/evictors.h"
+#include "operators/window/triggers.h"
+#include "operators/window/window_context.h"
+#include "operators/window/window_contents.h"
+#include "operators/window/window_operator.h"
+#include "runtime/environment.h"
+
+namespace tidemark {
+
+namespace window_internal {
+// Out from the Collector<Out>& parameter at position I of F, unless given.
+template <typename Out, typename F, size_t I>
+struct DeduceOut {
+  using type = Out;
+};
+template <typename F, size_t I>
+struct DeduceOut<void, F, I> {
+  using type = typename CollectorType<std::tuple_element_t<I, typename CallableArgs<F>::args>>::type;
+};
+}  // namespace window_internal
+
+template <typename T, typename KeyFn, typename Assigner,
+          typename TriggerT = decltype(std::declval<const Assigner&>().default_trigger()),
+          typename EvictorT = NoEvictor>
+class WindowedStream {
+ public:
+  using Key = typename KeyedStream<T, KeyFn>::Key;
+  using W = typename Assigner::WindowType;
+
+  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner)
+      : keyed_(std::move(keyed)), assigner_(assigner), trigger_(assigner_.default_trigger()) {}
+  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger,
+                 EvictorT evictor, WindowOperatorConfig<T> config)
+      : keyed_(std::move(keyed)),
+        assigner_(std::move(assigner)),
+        trigger_(std::move(trigger)),
+        evictor_(std::move(evictor)),
+        config_(std::move(config)) {}
+  WindowedStream(const WindowedStream&) = default;
+  // Assignable even when the key selector or a function object is a
+  // capturing lambda (whose copy assignment is deleted), so that
+  // `w = w.side_output_late_data(tag);` works: copy-constructs in place (the
+  // object is transparently replaceable: no const or reference members).
+  WindowedStream& operator=(const WindowedStream& other) {
+    if (this != &other) {
+      WindowedStream copy(other);
+      this->~WindowedStream();
+      new (this) WindowedStream(std::move(copy));
+    }
+    return *this;
+  }
+  WindowedStream(WindowedStream&&) = default;
+  WindowedStream& operator=(WindowedStream&& other) { return *this = static_cast<const WindowedStream&>(other); }
+  ~WindowedStream() = default;
+
+  // Replaces the assigner's default trigger.
+  template <typename NewTrigger>
+  WindowedStream<T, KeyFn, Assigner, NewTrigger, EvictorT> trigger(NewTrigger t) const {
+    if constexpr (Assigner::kIsMerging) {
+      if (!t.can_merge())
+        throw std::invalid_argument(
+            "A merging window assigner cannot be used with a trigger that does not support "
+            "merging.");
+    }
+    return {keyed_, assigner_, std::move(t), evictor_, config_};
+  }
+  // Evicts elements before/after the window function (process / apply only).
+  template <typename NewEvictor>
+  WindowedStream<T, KeyFn, Assigner, TriggerT, NewEvictor> evictor(NewEvictor e) const {
+    return {keyed_, assigner_, trigger_, std::move(e), config_};
+  }
+  // How long after the window's end (event time) late elements are still
+  // added, re-firing the window.  Must be >= 0.
+  WindowedStream allowed_lateness(Duration lateness) const {
+    if (ToMillis(lateness) < 0)
+      throw std::invalid_argument("The allowed lateness cannot be negative.");
+    WindowedStream s = *this;
+    s.config_.allowed_lateness = ToMillis(lateness);
+    return s;
+  }
+  // Sends elements that are too late to `tag` (read with get_side_output).
+  WindowedStream side_output_late_data(OutputTag<T> tag) const {
+    WindowedStream s = *this;
+    s.config_.late_tag = std::move(tag);
+    return s;
+  }
+
+  // --- window functions ---
+  template <typename ReduceFn>
+  DataStream<T> reduce(ReduceFn f) const {
+    NoEvictorOnly();
+    using C = ReduceContents<T, Key, W, ReduceFn, NoProcessFunction, T>;
+    return Build<C>("reduce", C(std::move(f), NoProcessFunction{}));
+  }
+  template <typename Out = void, typename ReduceFn, typename ProcessFn>
+  auto reduce(ReduceFn f, ProcessFn p) const {
+    NoEvictorOnly();
+    using O = typename window_internal::DeduceOut<Out, ProcessFn, 4>::type;
+    using C = ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
+    return Build<C>("reduce", C(std::move(f), std::move(p)));
+  }
+  template <typename Agg>
+  auto aggregate(Agg agg) const {
+    NoEvictorOnly();
+    using O = AggregateResultOf<Agg>;
+    using C = AggregateContents<T, Key, W, Agg, NoProcessFunction, O>;
+    return Build<C>("aggregate", C(std::move(agg), NoProcessFunction{}));
+  }
+  template <typename Out = void, typename Agg, typename ProcessFn>
+  auto aggregate(Agg agg, ProcessFn p) const {
+    NoEvictorOnly();
+    using O = typename window_internal::DeduceOut<Out, ProcessFn, 4>::type;
+    using C = AggregateContents<T, Key, W, Agg, ProcessFn, O>;
+    return Build<C>("aggregate", C(std::move(agg), std::move(p)));
+  }
+  template <typename Out = void, typename Fn>
+  auto process(Fn fn) const {
+    using O = typename window_internal::DeduceOut<Out, Fn, 4>::type;
+    using C = ListContents<T, Key, W, Fn, EvictorT, O>;
+    return Build<C>("process", C(std::move(fn), evictor_));
+  }
+  template <typename Out = void, typename Fn>
+  auto apply(Fn fn) const {
+    return process<Out>(std::move(fn));
+  }
+
+  const Assigner& assigner() const { return assigner_; }
+  const WindowOperatorConfig<T>& config() const { return config_; }
+
+ private:
+  static constexpr void NoEvictorOnly() {
+    static_assert(std::is_same_v<EvictorT, NoEvictor>,
+                  "evictors apply to process / apply windows only");
+  }
+  template <typename C>
+  DataStream<typename C::OutputType> Build(const char* what, C contents) const {
+    using Op = WindowOperator<T, Key, KeyFn, Assigner, TriggerT, C>;
+    KeyFn key = keyed_.key_selector();
+    Assigner assigner = assigner_;
+    TriggerT trigger = trigger_;
+    WindowOperatorConfig<T> config = config_;
+    // Validates now, when the job is built.
+    Op probe(key, assigner, trigger, contents, config);
+    (void)probe;
+    return keyed_.template transform<typename C::OutputType>(
+        std::string("Window(") + what + ")",
+        [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
+          return std::make_unique<Op>(key, assigner, trigger, contents, config);
+        });
+  }
+
+  KeyedStream<T, KeyFn> keyed_;
+  Assigner assigner_;
+  TriggerT trigger_;
+  EvictorT evictor_{};
+  WindowOperatorConfig<T> config_;
+};
+
+// KeyedStream::window, declared in runtime/environment.h.
+template <typename T, typename KeyFn>
+template <typename Assigner>
+auto KeyedStream<T, KeyFn>::window(Assigner assigner) const {
+  return WindowedStream<T, KeyFn, Assigner>(*this, std::move(assigner));
+}
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_

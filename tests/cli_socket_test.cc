@@ -1,0 +1,77 @@
+// S1 (document 000) over a real socket, as the document ran it: the test
+// listens on 127.0.0.1 like `nc -lk`, `tidemark run --socket` connects, and
+// the test types the records with a pace (150 ms) longer than the periodic
+// watermark interval (50 ms), so the real periodic generator emits a
+// watermark between every two records.  Real time is the subject here, so the
+// writer sleeps between records; nothing else waits on time.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "cli_test_util.h"
+#include "partitioning/key_groups.h"
+
+namespace tidemark {
+namespace {
+
+TEST(CliSocketTest, S1OverASocketWithThePeriodicGenerator) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+
+  std::thread writer([listener] {
+    const int conn = accept(listener, nullptr, nullptr);
+    if (conn < 0) return;
+    for (int64_t ts : {1538359882000, 1538359886000, 1538359892000, 1538359893000, 1538359894000,
+                       1538359896000, 1538359897000, 1538359899000, 1538359891000,
+                       1538359903000}) {
+      const std::string line = absl::StrCat("0001,", ts, "\n");
+      if (write(conn, line.data(), line.size()) < 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+    close(conn);
+  });
+  testing::CliRun r = testing::RunTidemark(
+      {"run", absl::StrCat("--socket=127.0.0.1:", port), "--fields=key,ts", "--watermarks=lag:10s",
+       "--watermark-interval=50ms", "--window=tumbling:3s", "--aggregate=list",
+       "--timezone=Asia/Shanghai", "--output=jsonl", "--summary=false"});
+  writer.join();
+  close(listener);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = r.OutLines();
+  // The three windows of the document fire on time, while the input is still
+  // open, in this order; the rest fire at the end of input.
+  std::vector<std::string> on_time;
+  for (const auto& l : lines)
+    if (l.find("\"on_time\"") != std::string::npos) on_time.push_back(l);
+  ASSERT_EQ(on_time.size(), 3u) << r.out;
+  EXPECT_THAT(on_time[0], ::testing::HasSubstr("\"start\":1538359881000,\"end\":1538359884000,\"first\":1538359882000,\"last\":1538359882000,\"count\":1"));
+  EXPECT_THAT(on_time[1], ::testing::HasSubstr("\"start\":1538359884000,\"end\":1538359887000,\"first\":1538359886000,\"last\":1538359886000,\"count\":1"));
+  EXPECT_THAT(on_time[2], ::testing::HasSubstr("\"start\":1538359890000,\"end\":1538359893000,\"first\":1538359891000,\"last\":1538359892000,\"count\":2"));
+  // Fired by the watermarks the document's table shows (max - 10 s).
+  EXPECT_THAT(on_time[0], ::testing::HasSubstr("\"watermark\":1538359884000"));
+  EXPECT_THAT(on_time[1], ::testing::HasSubstr("\"watermark\":1538359887000"));
+  EXPECT_THAT(on_time[2], ::testing::HasSubstr("\"watermark\":1538359893000"));
+}
+
+}  // namespace
+}  // namespace tidemark

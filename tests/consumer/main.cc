@@ -1,0 +1,36 @@
+// Built against an installed tidemark by the find_package test: runs a small
+// keyed job and checks its result.
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark.h"
+
+int main() {
+  using namespace tidemark;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  std::vector<std::string> words = {"a", "b", "a", "c", "a", "b"};
+  auto out = env.from_collection(words)
+                 .map([](const std::string& w) { return std::make_pair(w, 1); })
+                 .key_by([](const std::pair<std::string, int>& p) { return p.first; })
+                 .reduce([](const std::pair<std::string, int>& x, const std::pair<std::string, int>& y) {
+                   return std::make_pair(x.first, x.second + y.second);
+                 })
+                 .collect();
+  JobResult r = env.execute("consumer");
+  if (!r.ok()) {
+    std::fprintf(stderr, "job failed: %s\n", std::string(r.status.message()).c_str());
+    return 1;
+  }
+  int max_a = 0;
+  for (const auto& p : out->values())
+    if (p.first == "a" && p.second > max_a) max_a = p.second;
+  if (out->size() != words.size() || max_a != 3) {
+    std::fprintf(stderr, "unexpected result: %zu records, a=%d\n", out->size(), max_a);
+    return 1;
+  }
+  std::printf("tidemark consumer ok (key group of \"hello\": %d)\n", KeyGroupOf(std::string("hello"), 128));
+  return 0;
+}

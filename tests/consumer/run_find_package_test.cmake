@@ -1,0 +1,40 @@
+# Installs the tidemark build in BUILD_DIR into a fresh prefix under WORK_DIR,
+# then configures, builds and runs the consumer project (SOURCE_DIR) against
+# that install tree with find_package(tidemark).
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DGENERATOR=...]
+#         [-DBUILD_TYPE=...] [-DSANITIZE_FLAGS=...] -P run_find_package_test.cmake
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT ${var})
+    message(FATAL_ERROR "${var} is required")
+  endif()
+endforeach()
+
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGV}\n${out}\n${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+# (`cmake --install` needs the whole build done: build first, then ctest.)
+run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+if(NOT EXISTS "${prefix}/include/tidemark/tidemark.h")
+  message(FATAL_ERROR "install tree has no include/tidemark/tidemark.h")
+endif()
+
+set(gen_args)
+if(GENERATOR)
+  list(APPEND gen_args -G "${GENERATOR}")
+endif()
+if(NOT BUILD_TYPE)
+  set(BUILD_TYPE Release)
+endif()
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" ${gen_args}
+    "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
+    "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+run("${WORK_DIR}/build/consumer")
+file(REMOVE_RECURSE "${WORK_DIR}")

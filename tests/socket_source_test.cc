@@ -1,0 +1,336 @@
+// Line sources: socket_text_stream against a local listening socket fed by a
+// test thread (Flink's socketTextStream, read until the peer closes), a
+// refused connection, and the file sources.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+// A listening socket on 127.0.0.1 with a kernel-chosen port.
+class Listener {
+ public:
+  Listener() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd_, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(fd_, 4), 0);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~Listener() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int port() const { return port_; }
+  int Accept() { return accept(fd_, nullptr, nullptr); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+void WriteAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = write(fd, s.data() + off, s.size() - off);
+    ASSERT_GT(n, 0);
+    off += static_cast<size_t>(n);
+  }
+}
+
+TEST(SocketSource, ReadsLinesUntilThePeerCloses) {
+  for (int rep = 0; rep < tidemark::testing::StressIterations(5); ++rep) {
+    Listener listener;
+    std::vector<std::string> expected;
+    std::thread feeder([&] {
+      const int conn = listener.Accept();
+      ASSERT_GE(conn, 0);
+      // Lines in pieces: a line split across writes, CRLF, an empty line, a
+      // long line, and a last line without a newline.
+      WriteAll(conn, "hello\nwor");
+      WriteAll(conn, "ld\r\n\n");
+      std::string many;
+      for (int i = 0; i < 2000; ++i) many += "line " + std::to_string(i) + "\n";
+      WriteAll(conn, many);
+      WriteAll(conn, std::string(100000, 'x') + "\n");
+      WriteAll(conn, "last without newline");
+      close(conn);
+    });
+    expected = {"hello", "world", ""};
+    for (int i = 0; i < 2000; ++i) expected.push_back("line " + std::to_string(i));
+    expected.push_back(std::string(100000, 'x'));
+    expected.push_back("last without newline");
+
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2).set_worker_threads(2);
+    auto out = env.socket_text_stream("127.0.0.1", listener.port()).collect();
+    JobResult r = env.execute();
+    feeder.join();
+    ASSERT_TRUE(r.ok()) << r.status;
+    // non-parallel source chained to a parallelism-1... the collect sink has
+    // parallelism 2 and gets the lines by rebalance; order per subtask kept.
+    auto items = out->items();
+    ASSERT_EQ(items.size(), expected.size());
+    std::vector<std::string> got;
+    for (const auto& it : items) got.push_back(it.value);
+    std::vector<std::string> a = got, b = expected;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    EXPECT_EQ(a, b);
+  }
+}
+
+TEST(SocketSource, SlowPeerLinesArriveBeforeTheEnd) {
+  // A person typing: each line must reach the sink while the connection is
+  // still open (the feeder waits for the sink before it writes the next).
+  Listener listener;
+  auto count = std::make_shared<std::atomic<int>>(0);
+  std::thread feeder([&] {
+    const int conn = listener.Accept();
+    ASSERT_GE(conn, 0);
+    for (int i = 0; i < 5; ++i) {
+      WriteAll(conn, "typed " + std::to_string(i) + "\n");
+      while (count->load() <= i) std::this_thread::yield();
+    }
+    close(conn);
+  });
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  std::vector<std::string> got;
+  env.socket_text_stream("127.0.0.1", listener.port())
+      .map([](const std::string& s) { return s; })
+      .rebalance()
+      .add_sink([count](std::string) { count->fetch_add(1); });
+  JobResult r = env.execute();
+  feeder.join();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(count->load(), 5);
+}
+
+TEST(SocketSource, OrderKeptWithParallelismOne) {
+  Listener listener;
+  std::thread feeder([&] {
+    const int conn = listener.Accept();
+    ASSERT_GE(conn, 0);
+    for (int i = 0; i < 500; ++i) WriteAll(conn, std::to_string(i) + "\n");
+    close(conn);
+  });
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  auto out = env.socket_text_stream("127.0.0.1", listener.port()).collect();
+  JobResult r = env.execute();
+  feeder.join();
+  ASSERT_TRUE(r.ok()) << r.status;
+  auto v = out->values();
+  ASSERT_EQ(v.size(), 500u);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(v[i], std::to_string(i));
+}
+
+TEST(SocketSource, ConnectionRefusedNamesHostAndPort) {
+  int port = 0;
+  {
+    Listener l;  // take a free port, then close it: nobody listens there
+    port = l.port();
+  }
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.socket_text_stream("127.0.0.1", port).add_sink([](std::string) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Socket Stream"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
+}
+
+TEST(SocketSource, CancelWhileWaitingForThePeer) {
+  // The peer sends one line and then keeps the connection open and silent:
+  // the source sleeps waiting for data, and cancellation must still end it.
+  for (int rep = 0; rep < tidemark::testing::StressIterations(5); ++rep) {
+    Listener listener;
+    auto count = std::make_shared<std::atomic<int>>(0);
+    std::atomic<bool> release{false};
+    std::thread feeder([&] {
+      const int conn = listener.Accept();
+      ASSERT_GE(conn, 0);
+      WriteAll(conn, "only line\n");
+      while (!release.load()) std::this_thread::yield();
+      close(conn);
+    });
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1).set_worker_threads(2);
+    env.socket_text_stream("127.0.0.1", listener.port())
+        .rebalance()
+        .add_sink([count](std::string) { count->fetch_add(1); });
+    JobClient client = env.execute_async();
+    while (count->load() < 1) std::this_thread::yield();
+    client.cancel();
+    JobResult r = client.wait();
+    release = true;
+    feeder.join();
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
+    EXPECT_EQ(count->load(), 1);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tidemark-src-XXXXXX").string();
+    char* p = mkdtemp(tmpl.data());
+    EXPECT_NE(p, nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string File(const std::string& name, const std::string& content) const {
+    const std::string f = path_ + "/" + name;
+    std::ofstream(f, std::ios::binary) << content;
+    return f;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(FileSource, SplitFileGivesEveryLineExactlyOnce) {
+  TempDir dir;
+  for (int variant = 0; variant < 6; ++variant) {
+    std::vector<std::string> lines;
+    std::string content;
+    const int n = variant == 0 ? 3 : 500 * variant;
+    for (int i = 0; i < n; ++i) {
+      // varied lengths, some empty lines, so split points fall anywhere
+      std::string line = i % 17 == 0 ? "" : "line-" + std::to_string(i) + std::string(i % 23, '.');
+      lines.push_back(line);
+      content += line + "\n";
+    }
+    if (variant % 2 == 1) {  // last line without a newline
+      lines.push_back("tail");
+      content += "tail";
+    }
+    const std::string f = dir.File("split" + std::to_string(variant) + ".txt", content);
+    for (int p : {1, 2, 3, 7}) {
+      StreamExecutionEnvironment env;
+      env.set_parallelism(p).set_worker_threads(2);
+      auto out = env.read_text_file(f).collect();
+      JobResult r = env.execute();
+      ASSERT_TRUE(r.ok()) << r.status;
+      auto got = out->values();
+      std::sort(got.begin(), got.end());
+      auto want = lines;
+      std::sort(want.begin(), want.end());
+      ASSERT_EQ(got, want) << "variant " << variant << " p=" << p;
+    }
+  }
+}
+
+TEST(FileSource, ThreeSubtasksShareTheFileAndKeepLocalOrder) {
+  TempDir dir;
+  std::string content;
+  for (int i = 0; i < 3000; ++i) content += std::to_string(i) + "\n";
+  const std::string f = dir.File("numbers.txt", content);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(3).set_worker_threads(2);
+  auto out = env.read_text_file(f).collect();
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::map<int, std::vector<int>> by;
+  for (const auto& it : out->items()) by[it.subtask].push_back(std::stoi(it.value));
+  ASSERT_EQ(by.size(), 3u) << "every subtask reads a part";
+  size_t total = 0;
+  for (auto& [s, v] : by) {
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << "subtask " << s;
+    total += v.size();
+  }
+  EXPECT_EQ(total, 3000u);
+}
+
+TEST(FileSource, OneFilePerSubtask) {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int k = 0; k < 3; ++k) {
+    std::string content;
+    for (int i = 0; i < 100 + k; ++i) content += "f" + std::to_string(k) + ":" + std::to_string(i) + "\n";
+    files.push_back(dir.File("part" + std::to_string(k), content));
+  }
+  StreamExecutionEnvironment env;
+  env.set_parallelism(3).set_worker_threads(2);
+  // the source's parallelism is the number of files; forward keeps each
+  // file's lines on its subtask all the way to the sink
+  auto out = env.read_text_files(files).forward().map([](const std::string& s) { return s; }).collect();
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::map<int, std::vector<std::string>> by;
+  for (const auto& it : out->items()) by[it.subtask].push_back(it.value);
+  ASSERT_EQ(by.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(by[k].size(), static_cast<size_t>(100 + k));
+    for (int i = 0; i < 100 + k; ++i) EXPECT_EQ(by[k][i], "f" + std::to_string(k) + ":" + std::to_string(i));
+  }
+}
+
+TEST(FileSource, MissingFileErrorNamesTheFile) {
+  TempDir dir;
+  const std::string missing = "/nonexistent-dir-tidemark/missing-input.txt";
+  {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2).set_worker_threads(2);
+    env.read_text_file(missing).add_sink([](std::string) {});
+    JobResult r = env.execute();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(std::string(r.status.message()).find(missing), std::string::npos) << r.status;
+  }
+  {
+    const std::string ok = dir.File("ok.txt", "a\nb\n");
+    StreamExecutionEnvironment env;
+    env.set_worker_threads(2);
+    env.read_text_files({ok, missing}).add_sink([](std::string) {});
+    JobResult r = env.execute();
+    ASSERT_FALSE(r.ok());
+    const std::string msg(r.status.message());
+    EXPECT_NE(msg.find(missing), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(subtask 1 of 2)"), std::string::npos) << msg;
+  }
+}
+
+TEST(FileSource, EmptyFile) {
+  TempDir dir;
+  const std::string f = dir.File("empty.txt", "");
+  StreamExecutionEnvironment env;
+  env.set_parallelism(3).set_worker_threads(2);
+  auto out = env.read_text_file(f).collect();
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(out->size(), 0u);
+}
+
+}  // namespace
+}  // namespace tidemark

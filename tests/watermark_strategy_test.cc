@@ -1,0 +1,439 @@
+// Tests for watermark generation (docs/flink-semantics.md section 2): the
+// bounded-out-of-orderness and monotonous generators, saturating time
+// arithmetic, the idleness timer, and TimestampsAndWatermarksOperator driven
+// directly with a recording output and a manual clock.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operators/basic.h"
+#include "runtime/clock.h"
+#include "runtime/metrics.h"
+#include "runtime/operator.h"
+#include "runtime/time.h"
+#include "runtime/watermark_strategy.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using V = std::vector<std::string>;
+
+// Records WatermarkOutput calls.
+class WmRecorder final : public WatermarkOutput {
+ public:
+  void EmitWatermark(Timestamp w) override { out.push_back("W:" + FormatTimestamp(w)); }
+  void MarkIdle() override { out.push_back("IDLE"); }
+  void MarkActive() override { out.push_back("ACTIVE"); }
+  V Pop() {
+    V r;
+    r.swap(out);
+    return r;
+  }
+  V out;
+};
+
+// Records what an operator emits, records included, in order.
+template <typename T>
+class OutputRecorder final : public Output<T> {
+ public:
+  void Collect(T&& v, Timestamp ts) override {
+    out.push_back("R:" + std::to_string(v) + "@" + FormatTimestamp(ts));
+  }
+  void EmitWatermark(Timestamp w) override { out.push_back("W:" + FormatTimestamp(w)); }
+  void EmitStatus(WatermarkStatus s) override { out.push_back(ToString(s)); }
+  V Pop() {
+    V r;
+    r.swap(out);
+    return r;
+  }
+  V out;
+};
+
+// ---------------------------------------------------------------------------
+// Saturating arithmetic (the no-wrap cases).
+
+TEST(TimeArithmetic, SaturatesAtBothEnds) {
+  EXPECT_EQ(SaturatingAdd(1, 2), 3);
+  EXPECT_EQ(SaturatingSub(1, 2), -1);
+  EXPECT_EQ(SaturatingAdd(kMaxTimestamp, 1), kMaxTimestamp);
+  EXPECT_EQ(SaturatingAdd(kMaxTimestamp - 5, 10), kMaxTimestamp);
+  EXPECT_EQ(SaturatingAdd(kMinTimestamp, -1), kMinTimestamp);
+  EXPECT_EQ(SaturatingAdd(kMinTimestamp, kMaxTimestamp), -1);
+  EXPECT_EQ(SaturatingSub(kMinTimestamp, 1), kMinTimestamp);
+  EXPECT_EQ(SaturatingSub(kMinTimestamp + 3, 10), kMinTimestamp);
+  EXPECT_EQ(SaturatingSub(kMaxTimestamp, -1), kMaxTimestamp);
+  EXPECT_EQ(SaturatingSub(-2, kMaxTimestamp), kMinTimestamp);
+  // `end - 1 + lateness` near the top
+  EXPECT_EQ(SaturatingAdd(SaturatingSub(kMaxTimestamp, 1), 5000), kMaxTimestamp);
+  // `max_ts - d - 1` before anything was seen
+  EXPECT_EQ(SaturatingSub(SaturatingSub(kMinTimestamp, 10), 1), kMinTimestamp);
+  static_assert(SaturatingAdd(kMaxTimestamp, kMaxTimestamp) == kMaxTimestamp);
+  static_assert(SaturatingSub(kMinTimestamp, kMaxTimestamp) == kMinTimestamp);
+}
+
+TEST(TimeArithmetic, FormatAndDurations) {
+  EXPECT_EQ(FormatTimestamp(kMinTimestamp), "MIN");
+  EXPECT_EQ(FormatTimestamp(kMaxTimestamp), "MAX");
+  EXPECT_EQ(FormatTimestamp(-5), "-5");
+  EXPECT_EQ(ToMillis(2s), 2000);
+  EXPECT_EQ(ToMillis(std::chrono::duration_cast<Duration>(std::chrono::microseconds(1999))), 1);
+  EXPECT_EQ(kNoTimestamp, kMinTimestamp);
+  EXPECT_STREQ(ToString(WatermarkStatus::kIdle), "IDLE");
+  EXPECT_STREQ(ToString(WatermarkStatus::kActive), "ACTIVE");
+}
+
+// ---------------------------------------------------------------------------
+// BoundedOutOfOrdernessWatermarks (BoundedOutOfOrdernessWatermarksTest facts).
+
+TEST(BoundedOutOfOrderness, NothingSeenGivesMin) {
+  BoundedOutOfOrdernessWatermarks<int> g(10ms);
+  WmRecorder out;
+  g.OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:MIN"});
+}
+
+TEST(BoundedOutOfOrderness, SingleEvent) {
+  BoundedOutOfOrdernessWatermarks<int> g(10ms);
+  WmRecorder out;
+  g.OnEvent(0, 1337, out);
+  EXPECT_EQ(out.Pop(), V{}) << "onEvent never emits";
+  g.OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:1326"});
+}
+
+TEST(BoundedOutOfOrderness, MultipleEventsTrackTheMaximum) {
+  BoundedOutOfOrdernessWatermarks<int> g(10ms);
+  WmRecorder out;
+  for (Timestamp ts : {12345, 12300, 12340, 12280}) g.OnEvent(0, ts, out);
+  g.OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:12334"});
+}
+
+TEST(BoundedOutOfOrderness, RepeatedProbesEmitTheSameValue) {
+  BoundedOutOfOrdernessWatermarks<int> g(10ms);
+  WmRecorder out;
+  g.OnEvent(0, 723456, out);
+  g.OnPeriodicEmit(out);
+  g.OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), (V{"W:723445", "W:723445"}));
+}
+
+TEST(BoundedOutOfOrderness, TwoSecondBoundClosesWindowAt7000) {
+  BoundedOutOfOrdernessWatermarks<int> g(2s);
+  WmRecorder out;
+  g.OnEvent(0, 7000, out);
+  g.OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:4999"});
+}
+
+TEST(BoundedOutOfOrderness, NoWrapAtTheEdges) {
+  {
+    // A huge bound before any event: still MIN, and events near MIN do not wrap.
+    BoundedOutOfOrdernessWatermarks<int> g{Duration(kMaxTimestamp)};
+    WmRecorder out;
+    g.OnPeriodicEmit(out);
+    g.OnEvent(0, 5, out);
+    g.OnPeriodicEmit(out);
+    // 5 - MAX - 1 == MIN + 5: exact, no saturation needed
+    EXPECT_EQ(out.Pop(), (V{"W:MIN", "W:" + std::to_string(kMinTimestamp + 5)}));
+    g.OnEvent(0, -5, out);
+    g.OnPeriodicEmit(out);
+    EXPECT_EQ(out.Pop(), (V{"W:" + std::to_string(kMinTimestamp + 5)}));
+  }
+  {
+    BoundedOutOfOrdernessWatermarks<int> g(10ms);
+    WmRecorder out;
+    g.OnEvent(0, kMinTimestamp, out);  // the "no timestamp" marker
+    g.OnPeriodicEmit(out);
+    g.OnEvent(0, kMinTimestamp + 5, out);
+    g.OnPeriodicEmit(out);
+    EXPECT_EQ(out.Pop(), (V{"W:MIN", "W:MIN"}));
+  }
+  {
+    BoundedOutOfOrdernessWatermarks<int> g(0ms);
+    WmRecorder out;
+    g.OnEvent(0, kMaxTimestamp, out);
+    g.OnPeriodicEmit(out);
+    EXPECT_EQ(out.Pop(), V{"W:" + std::to_string(kMaxTimestamp - 1)});
+  }
+  {
+    BoundedOutOfOrdernessWatermarks<int> g(10ms);
+    WmRecorder out;
+    g.OnEvent(0, -100, out);  // negative timestamps are valid
+    g.OnPeriodicEmit(out);
+    EXPECT_EQ(out.Pop(), V{"W:-111"});
+  }
+}
+
+TEST(BoundedOutOfOrderness, NegativeBoundRejected) {
+  EXPECT_THROW(WatermarkStrategy<int>::for_bounded_out_of_orderness(Duration(-1)),
+               std::invalid_argument);
+  EXPECT_THROW(BoundedOutOfOrdernessWatermarks<int>(Duration(-1)), std::invalid_argument);
+}
+
+TEST(MonotonousTimestamps, IsBoundZero) {
+  ManualClock clock;
+  auto g = WatermarkStrategy<int>::for_monotonous_timestamps().CreateGenerator(&clock);
+  WmRecorder out;
+  g->OnEvent(0, 1337, out);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:1336"});
+  g->OnEvent(0, 12345, out);
+  g->OnEvent(0, 12340, out);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:12344"});
+}
+
+// ---------------------------------------------------------------------------
+// Idleness (section 2.6).
+
+TEST(IdlenessTimer, DocumentedExample) {
+  // timeout 10 ms, event at 4 ms, probes every 5 ms: the countdown starts at
+  // the 10 ms probe and idleness is declared at the 25 ms probe.
+  ManualClock clock(0);
+  IdlenessTimer t(&clock, 10ms);
+  clock.Set(4);
+  t.Activity();
+  std::vector<Timestamp> idle_at;
+  for (Timestamp now = 5; now <= 40; now += 5) {
+    clock.Set(now);
+    if (t.CheckIfIdle()) idle_at.push_back(now);
+  }
+  ASSERT_FALSE(idle_at.empty());
+  EXPECT_EQ(idle_at.front(), 25);
+}
+
+TEST(IdlenessTimer, StrictlyGreaterThanTimeoutAndResetByActivity) {
+  ManualClock clock(1000);
+  IdlenessTimer t(&clock, 100ms);
+  EXPECT_FALSE(t.CheckIfIdle());  // starts the countdown at 1000
+  clock.Set(1100);
+  EXPECT_FALSE(t.CheckIfIdle());  // exactly the timeout: not yet
+  clock.Set(1101);
+  EXPECT_TRUE(t.CheckIfIdle());
+  t.Activity();
+  EXPECT_FALSE(t.CheckIfIdle());  // activity resets
+  clock.Set(5000);
+  EXPECT_FALSE(t.CheckIfIdle());  // first quiet probe restarts the countdown
+  clock.Set(5101);
+  EXPECT_TRUE(t.CheckIfIdle());
+}
+
+TEST(WatermarksWithIdleness, MarksIdleOnceAndResumes) {
+  ManualClock clock(0);
+  auto strategy = WatermarkStrategy<int>::for_bounded_out_of_orderness(0ms).with_idleness(10ms);
+  auto g = strategy.CreateGenerator(&clock);
+  WmRecorder out;
+  g->OnEvent(0, 100, out);
+  clock.Set(5);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:99"});
+  clock.Set(10);
+  g->OnPeriodicEmit(out);  // countdown starts, still delegates
+  EXPECT_EQ(out.Pop(), V{"W:99"});
+  clock.Set(20);
+  g->OnPeriodicEmit(out);  // 10 ms: not strictly greater
+  EXPECT_EQ(out.Pop(), V{"W:99"});
+  clock.Set(21);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"IDLE"}) << "idle: markIdle and the inner generator is not asked";
+  clock.Set(30);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{}) << "markIdle only once";
+  g->OnEvent(0, 200, out);
+  clock.Set(35);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{"W:199"});
+}
+
+TEST(WatermarksWithIdleness, NonPositiveTimeoutRejected) {
+  EXPECT_THROW(WatermarkStrategy<int>::for_monotonous_timestamps().with_idleness(0ms),
+               std::invalid_argument);
+  EXPECT_THROW(WatermarkStrategy<int>::for_monotonous_timestamps().with_idleness(Duration(-5)),
+               std::invalid_argument);
+}
+
+TEST(WatermarkStrategy, NoWatermarksAndCustomGenerator) {
+  ManualClock clock;
+  auto g = WatermarkStrategy<int>::no_watermarks().CreateGenerator(&clock);
+  WmRecorder out;
+  g->OnEvent(1, 100, out);
+  g->OnPeriodicEmit(out);
+  EXPECT_EQ(out.Pop(), V{});
+
+  struct Punctuated : WatermarkGenerator<int> {
+    void OnEvent(const int& v, Timestamp ts, WatermarkOutput& o) override {
+      if (v < 0) o.EmitWatermark(ts - 2000);
+    }
+    void OnPeriodicEmit(WatermarkOutput&) override {}
+  };
+  int made = 0;
+  auto s = WatermarkStrategy<int>::for_generator([&made] {
+    ++made;
+    return std::make_unique<Punctuated>();
+  });
+  auto p1 = s.CreateGenerator(&clock);
+  auto p2 = s.CreateGenerator(&clock);
+  EXPECT_EQ(made, 2) << "one generator per subtask";
+  p1->OnEvent(1, 5000, out);
+  p1->OnEvent(-1, 5000, out);
+  EXPECT_EQ(out.Pop(), V{"W:3000"});
+}
+
+TEST(WatermarkStrategy, TimestampAssignerForms) {
+  auto s1 = WatermarkStrategy<int>::for_monotonous_timestamps().with_timestamp_assigner(
+      [](const int& v, Timestamp prev) { return v + prev; });
+  EXPECT_EQ(s1.assigner()(5, 10), 15);
+  auto s2 = WatermarkStrategy<int>::for_monotonous_timestamps().with_timestamp_assigner(
+      [](const int& v) -> Timestamp { return v * 1000; });
+  EXPECT_EQ(s2.assigner()(5, 10), 5000);
+  EXPECT_FALSE(WatermarkStrategy<int>::for_monotonous_timestamps().assigner());
+}
+
+// ---------------------------------------------------------------------------
+// TimestampsAndWatermarksOperator, driven directly.
+
+class OperatorHarness {
+ public:
+  explicit OperatorHarness(WatermarkStrategy<int> strategy, Duration interval = 200ms)
+      : clock_(1000),
+        timers_(&clock_),
+        metrics_("op", 0, 1, 0),
+        op_(std::move(strategy)) {
+    config_.auto_watermark_interval = interval;
+    ctx_ = std::make_unique<OperatorContext>("Timestamps/Watermarks", 0, 1, 128, &metrics_,
+                                             &timers_, &config_, nullptr);
+    op_.set_output(&out_);
+    op_.Open(*ctx_);
+  }
+  void Element(int v, Timestamp ts = kNoTimestamp) { op_.ProcessElement(std::move(v), ts); }
+  // Moves processing time and fires due periodic timers, like the task does.
+  void AdvanceTo(Timestamp now) {
+    clock_.Set(now);
+    timers_.FireDue(now);
+  }
+  V Pop() { return out_.Pop(); }
+  TimestampsAndWatermarksOperator<int>& op() { return op_; }
+  ProcessingTimeService& timers() { return timers_; }
+
+ private:
+  ManualClock clock_;
+  ProcessingTimeService timers_;
+  SubtaskMetrics metrics_;
+  JobConfig config_;
+  std::unique_ptr<OperatorContext> ctx_;
+  OutputRecorder<int> out_;
+  TimestampsAndWatermarksOperator<int> op_;
+};
+
+WatermarkStrategy<int> Bounded(Duration d) {
+  return WatermarkStrategy<int>::for_bounded_out_of_orderness(d).with_timestamp_assigner(
+      [](const int& v) -> Timestamp { return v; });
+}
+
+TEST(TimestampsAndWatermarksOperator, AssignsTimestampsAndEmitsPeriodically) {
+  OperatorHarness h(Bounded(10ms), 200ms);
+  EXPECT_EQ(h.timers().NextTimerTime(), 1200) << "first timer at open time + interval";
+  h.Element(1337, 5);
+  EXPECT_EQ(h.Pop(), V{"R:1337@1337"});
+  h.AdvanceTo(1199);
+  EXPECT_EQ(h.Pop(), V{});
+  h.AdvanceTo(1200);
+  EXPECT_EQ(h.Pop(), V{"W:1326"});
+  EXPECT_EQ(h.timers().NextTimerTime(), 1400) << "re-armed at now + interval";
+  h.AdvanceTo(1400);
+  EXPECT_EQ(h.Pop(), V{}) << "a watermark that does not advance is dropped";
+  h.Element(1300);  // late record: forwarded, watermark unchanged
+  h.AdvanceTo(1600);
+  EXPECT_EQ(h.Pop(), V{"R:1300@1300"});
+  h.Element(2000);
+  h.AdvanceTo(1800);
+  EXPECT_EQ(h.Pop(), (V{"R:2000@2000", "W:1989"}));
+  EXPECT_EQ(h.op().last_emitted(), 1989);
+}
+
+TEST(TimestampsAndWatermarksOperator, MinWatermarkIsNeverEmitted) {
+  OperatorHarness h(Bounded(10ms), 200ms);
+  h.AdvanceTo(1200);
+  h.AdvanceTo(1400);
+  EXPECT_EQ(h.Pop(), V{});
+}
+
+TEST(TimestampsAndWatermarksOperator, IntervalZeroDisablesPeriodicEmission) {
+  OperatorHarness h(Bounded(10ms), 0ms);
+  EXPECT_EQ(h.timers().NextTimerTime(), kMaxTimestamp);
+  h.Element(500);
+  EXPECT_EQ(h.Pop(), V{"R:500@500"});
+  h.op().Finish();  // one last onPeriodicEmit at end of input
+  EXPECT_EQ(h.Pop(), V{"W:489"});
+}
+
+TEST(TimestampsAndWatermarksOperator, PunctuatedWatermarkFollowsItsRecord) {
+  struct Punctuated : WatermarkGenerator<int> {
+    void OnEvent(const int&, Timestamp ts, WatermarkOutput& o) override { o.EmitWatermark(ts - 2000); }
+    void OnPeriodicEmit(WatermarkOutput&) override {}
+  };
+  auto s = WatermarkStrategy<int>::for_generator([] { return std::make_unique<Punctuated>(); })
+               .with_timestamp_assigner([](const int& v) -> Timestamp { return v; });
+  OperatorHarness h(s, 0ms);
+  h.Element(5000);
+  h.Element(6000);
+  h.Element(5500);  // W(3500) does not advance: dropped
+  h.Element(9000);
+  EXPECT_EQ(h.Pop(), (V{"R:5000@5000", "W:3000", "R:6000@6000", "W:4000", "R:5500@5500",
+                        "R:9000@9000", "W:7000"}));
+}
+
+TEST(TimestampsAndWatermarksOperator, IgnoresUpstreamWatermarksExceptMax) {
+  OperatorHarness h(Bounded(0ms), 0ms);
+  h.op().ProcessWatermark(50);
+  h.op().ProcessStatus(WatermarkStatus::kIdle);
+  EXPECT_EQ(h.Pop(), V{});
+  h.op().ProcessWatermark(kMaxWatermark);
+  EXPECT_EQ(h.Pop(), V{"W:MAX"});
+  h.op().ProcessWatermark(kMaxWatermark);
+  EXPECT_EQ(h.Pop(), V{}) << "MAX only once";
+}
+
+TEST(TimestampsAndWatermarksOperator, KeepsUpstreamTimestampWithoutAssigner) {
+  OperatorHarness h(WatermarkStrategy<int>::for_monotonous_timestamps(), 0ms);
+  h.Element(1, 777);
+  h.op().Finish();
+  EXPECT_EQ(h.Pop(), (V{"R:1@777", "W:776"}));
+}
+
+TEST(TimestampsAndWatermarksOperator, IdleThenActiveBeforeTheNextWatermark) {
+  auto s = Bounded(0ms).with_idleness(300ms);
+  OperatorHarness h(s, 100ms);  // open at 1000, probes every 100 ms
+  h.Element(100);
+  h.AdvanceTo(1100);
+  EXPECT_EQ(h.Pop(), (V{"R:100@100", "W:99"}));
+  // quiet from now on: countdown starts at 1200, idle at the first probe > 1500
+  for (Timestamp t = 1200; t <= 1500; t += 100) h.AdvanceTo(t);
+  EXPECT_EQ(h.Pop(), V{});
+  h.AdvanceTo(1600);
+  EXPECT_EQ(h.Pop(), V{"IDLE"});
+  h.AdvanceTo(1700);
+  h.AdvanceTo(1800);
+  EXPECT_EQ(h.Pop(), V{}) << "IDLE only once";
+  h.Element(500);
+  EXPECT_EQ(h.Pop(), V{"R:500@500"}) << "a record alone does not make the output active";
+  h.AdvanceTo(1900);
+  EXPECT_EQ(h.Pop(), (V{"ACTIVE", "W:499"})) << "ACTIVE comes right before the watermark";
+}
+
+TEST(TimestampsAndWatermarksOperator, MaxWatermarkWhileIdleEmitsActiveFirst) {
+  auto s = Bounded(0ms).with_idleness(50ms);
+  OperatorHarness h(s, 100ms);
+  h.AdvanceTo(1100);
+  h.AdvanceTo(1200);
+  EXPECT_EQ(h.Pop(), V{"IDLE"});
+  h.op().ProcessWatermark(kMaxWatermark);
+  EXPECT_EQ(h.Pop(), (V{"ACTIVE", "W:MAX"}));
+}
+
+}  // namespace
+}  // namespace tidemark

@@ -1,0 +1,250 @@
+// Window types and assigners: docs/flink-semantics.md 5.1-5.6, ported facts
+// of Flink's TimeWindowTest and the assigner tests.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "operators/window/windows.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+template <typename A>
+std::vector<TimeWindow> Assign(const A& a, Timestamp ts, Timestamp now = 0) {
+  std::vector<TimeWindow> out;
+  a.assign_windows(0, ts, now, out);
+  return out;
+}
+
+TEST(TimeWindow, BasicsAndMaxTimestamp) {
+  TimeWindow w(10, 20);
+  EXPECT_EQ(w.max_timestamp(), 19);
+  EXPECT_TRUE(w.intersects(TimeWindow(20, 30)));  // touching windows intersect
+  EXPECT_TRUE(w.intersects(TimeWindow(0, 10)));
+  EXPECT_FALSE(w.intersects(TimeWindow(21, 30)));
+  EXPECT_FALSE(w.intersects(TimeWindow(0, 9)));
+  EXPECT_EQ(w.cover(TimeWindow(15, 40)), TimeWindow(10, 40));
+  EXPECT_EQ(w.cover(TimeWindow(0, 5)), TimeWindow(0, 20));
+}
+
+TEST(TimeWindow, GetWindowStartWithOffsetSpecExamples) {
+  // size 7, offset 0
+  EXPECT_EQ(GetWindowStartWithOffset(-8, 0, 7), -14);
+  EXPECT_EQ(GetWindowStartWithOffset(-7, 0, 7), -7);
+  EXPECT_EQ(GetWindowStartWithOffset(-1, 0, 7), -7);
+  EXPECT_EQ(GetWindowStartWithOffset(6, 0, 7), 0);
+  EXPECT_EQ(GetWindowStartWithOffset(0, 0, 7), 0);
+  EXPECT_EQ(GetWindowStartWithOffset(7, 0, 7), 7);
+  // offset 3
+  EXPECT_EQ(GetWindowStartWithOffset(2, 3, 7), -4);
+  EXPECT_EQ(GetWindowStartWithOffset(3, 3, 7), 3);
+  // offset -2
+  EXPECT_EQ(GetWindowStartWithOffset(-3, -2, 7), -9);
+  EXPECT_EQ(GetWindowStartWithOffset(4, -2, 7), -2);
+  EXPECT_EQ(GetWindowStartWithOffset(7, -2, 7), 5);
+  // Daily windows aligned to UTC+8 midnight.
+  EXPECT_EQ(GetWindowStartWithOffset(1470902048450, -28800000, 86400000), 1470844800000);
+}
+
+TEST(TimeWindow, MergeWindowsTouchingAndSeparate) {
+  std::vector<TimeWindow> in{{10, 20}, {0, 5}, {20, 30}, {40, 50}, {45, 46}, {60, 70}};
+  std::vector<TimeWindow> group;
+  std::vector<std::pair<TimeWindow, std::vector<TimeWindow>>> merges;
+  MergeTimeWindows(in, group, [&](const TimeWindow& c, const std::vector<TimeWindow>& m) {
+    merges.emplace_back(c, m);
+  });
+  ASSERT_EQ(merges.size(), 2u);
+  EXPECT_EQ(merges[0].first, TimeWindow(10, 30));
+  EXPECT_THAT(merges[0].second, ElementsAre(TimeWindow(10, 20), TimeWindow(20, 30)));
+  EXPECT_EQ(merges[1].first, TimeWindow(40, 50));
+}
+
+TEST(TumblingEventTimeWindows, AssignsWithOffsetsAndNegativeTimestamps) {
+  auto a = TumblingEventTimeWindows::of(5000ms);
+  EXPECT_THAT(Assign(a, 0), ElementsAre(TimeWindow(0, 5000)));
+  EXPECT_THAT(Assign(a, 4999), ElementsAre(TimeWindow(0, 5000)));
+  EXPECT_THAT(Assign(a, 5000), ElementsAre(TimeWindow(5000, 10000)));
+  EXPECT_THAT(Assign(a, -1), ElementsAre(TimeWindow(-5000, 0)));
+  EXPECT_THAT(Assign(a, -5000), ElementsAre(TimeWindow(-5000, 0)));
+  auto off = TumblingEventTimeWindows::of(5000ms, 100ms);
+  EXPECT_THAT(Assign(off, 100), ElementsAre(TimeWindow(100, 5100)));
+  EXPECT_THAT(Assign(off, 99), ElementsAre(TimeWindow(-4900, 100)));
+  auto neg = TumblingEventTimeWindows::of(5000ms, -100ms);
+  EXPECT_THAT(Assign(neg, 0), ElementsAre(TimeWindow(-100, 4900)));
+  auto daily = TumblingEventTimeWindows::of(24h, -8h);
+  EXPECT_THAT(Assign(daily, 1470902048450), ElementsAre(TimeWindow(1470844800000, 1470931200000)));
+}
+
+TEST(TumblingEventTimeWindows, RejectsInvalidParametersWithMessage) {
+  EXPECT_THROW(TumblingEventTimeWindows::of(0ms), std::invalid_argument);
+  EXPECT_THROW(TumblingEventTimeWindows::of(-1ms), std::invalid_argument);
+  EXPECT_THROW(TumblingEventTimeWindows::of(10ms, 10ms), std::invalid_argument);
+  EXPECT_THROW(TumblingEventTimeWindows::of(10ms, -10ms), std::invalid_argument);
+  try {
+    TumblingEventTimeWindows::of(1000ms, 2000ms);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("abs(offset) < size"));
+  }
+  EXPECT_NO_THROW(TumblingEventTimeWindows::of(10ms, 9ms));
+}
+
+TEST(TumblingEventTimeWindows, RejectsRecordWithoutTimestamp) {
+  auto a = TumblingEventTimeWindows::of(5000ms);
+  try {
+    Assign(a, kNoTimestamp);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("assign_timestamps_and_watermarks"));
+  }
+}
+
+TEST(SlidingEventTimeWindows, DescendingStartOrder) {
+  auto a = SlidingEventTimeWindows::of(5000ms, 1000ms);
+  EXPECT_THAT(Assign(a, 0), ElementsAre(TimeWindow(0, 5000), TimeWindow(-1000, 4000),
+                                        TimeWindow(-2000, 3000), TimeWindow(-3000, 2000),
+                                        TimeWindow(-4000, 1000)));
+  EXPECT_THAT(Assign(a, 4999), ElementsAre(TimeWindow(4000, 9000), TimeWindow(3000, 8000),
+                                           TimeWindow(2000, 7000), TimeWindow(1000, 6000),
+                                           TimeWindow(0, 5000)));
+  // Size not a multiple of slide.
+  auto b = SlidingEventTimeWindows::of(3000ms, 2000ms);
+  EXPECT_THAT(Assign(b, 2500), ElementsAre(TimeWindow(2000, 5000), TimeWindow(0, 3000)));
+  EXPECT_THAT(Assign(b, 3500), ElementsAre(TimeWindow(2000, 5000)));
+  // With offset, negative timestamp.
+  auto c = SlidingEventTimeWindows::of(6000ms, 3000ms, 500ms);
+  EXPECT_THAT(Assign(c, -1), ElementsAre(TimeWindow(-2500, 3500), TimeWindow(-5500, 500)));
+  // Document S5: 10 s windows sliding 5 s.
+  auto d = SlidingEventTimeWindows::of(10s, 5s);
+  EXPECT_THAT(Assign(d, 7000), ElementsAre(TimeWindow(5000, 15000), TimeWindow(0, 10000)));
+}
+
+TEST(SlidingEventTimeWindows, RejectsInvalidParameters) {
+  EXPECT_THROW(SlidingEventTimeWindows::of(0ms, 1000ms), std::invalid_argument);
+  EXPECT_THROW(SlidingEventTimeWindows::of(1000ms, 0ms), std::invalid_argument);
+  EXPECT_THROW(SlidingEventTimeWindows::of(1000ms, -1ms), std::invalid_argument);
+  EXPECT_THROW(SlidingEventTimeWindows::of(5000ms, 1000ms, 1000ms), std::invalid_argument);
+  EXPECT_THROW(SlidingEventTimeWindows::of(5000ms, 1000ms, -1000ms), std::invalid_argument);
+  EXPECT_THROW(SlidingEventTimeWindows::of(100000000ms, 1ms), std::invalid_argument);
+  try {
+    SlidingEventTimeWindows::of(1000ms, 10ms, 20ms);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("abs(offset) < slide and size > 0"));
+  }
+}
+
+TEST(EventTimeSessionWindows, AssignsGapWindowAndRejectsBadGap) {
+  auto a = EventTimeSessionWindows::with_gap(5000ms);
+  EXPECT_THAT(Assign(a, 2000), ElementsAre(TimeWindow(2000, 7000)));
+  EXPECT_THAT(Assign(a, -3000), ElementsAre(TimeWindow(-3000, 2000)));
+  EXPECT_THROW(EventTimeSessionWindows::with_gap(0ms), std::invalid_argument);
+  EXPECT_THROW(EventTimeSessionWindows::with_gap(-5ms), std::invalid_argument);
+  EXPECT_TRUE(EventTimeSessionWindows::kIsMerging);
+}
+
+TEST(EventTimeSessionWindows, DynamicGap) {
+  auto a = EventTimeSessionWindows::with_dynamic_gap(
+      [](const int& v) { return std::chrono::milliseconds(v); });
+  std::vector<TimeWindow> out;
+  a.assign_windows(300, 1000, 0, out);
+  EXPECT_THAT(out, ElementsAre(TimeWindow(1000, 1300)));
+  out.clear();
+  EXPECT_THROW(a.assign_windows(0, 1000, 0, out), std::invalid_argument);
+  auto b = EventTimeSessionWindows::with_dynamic_gap([](const int& v) { return int64_t{v} * 2; });
+  b.assign_windows(10, 5, 0, out);
+  EXPECT_THAT(out, ElementsAre(TimeWindow(5, 25)));
+}
+
+TEST(GlobalWindows, OneWindowMaxTimestamp) {
+  auto g = GlobalWindows::create();
+  std::vector<GlobalWindow> out;
+  g.assign_windows(1, 123, 0, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].max_timestamp(), kMaxTimestamp);
+  EXPECT_FALSE(GlobalWindows::kIsEventTime);
+}
+
+TEST(ProcessingTimeWindows, UseProcessingTimeNotRecordTime) {
+  auto t = TumblingProcessingTimeWindows::of(1000ms);
+  EXPECT_THAT(Assign(t, /*ts=*/kNoTimestamp, /*now=*/2500), ElementsAre(TimeWindow(2000, 3000)));
+  auto s = SlidingProcessingTimeWindows::of(2000ms, 1000ms);
+  EXPECT_THAT(Assign(s, 99999, 2500), ElementsAre(TimeWindow(2000, 4000), TimeWindow(1000, 3000)));
+  EXPECT_THROW(TumblingProcessingTimeWindows::of(0ms), std::invalid_argument);
+  EXPECT_THROW(SlidingProcessingTimeWindows::of(10ms, 0ms), std::invalid_argument);
+}
+
+TEST(MergingWindowSet, AddMergeRetire) {
+  MergingWindowSet set;
+  int calls = 0;
+  auto no_merge = [&](const TimeWindow&, const std::vector<TimeWindow>&, const TimeWindow&,
+                      const std::vector<TimeWindow>&) { ++calls; };
+  EXPECT_EQ(set.add_window(TimeWindow(0, 10), no_merge), TimeWindow(0, 10));
+  EXPECT_EQ(set.add_window(TimeWindow(20, 30), no_merge), TimeWindow(20, 30));
+  EXPECT_EQ(calls, 0);
+  // Inside an existing window: nothing changes, no callback.
+  EXPECT_EQ(set.add_window(TimeWindow(2, 8), no_merge), TimeWindow(0, 10));
+  EXPECT_EQ(calls, 0);
+  // Extends [0,10): merge callback with the old window, state window [0,10).
+  TimeWindow cover, sw;
+  std::vector<TimeWindow> merged, merged_sw;
+  auto rec = [&](const TimeWindow& c, const std::vector<TimeWindow>& m, const TimeWindow& s,
+                 const std::vector<TimeWindow>& ms) {
+    cover = c;
+    merged = m;
+    sw = s;
+    merged_sw = ms;
+    ++calls;
+  };
+  EXPECT_EQ(set.add_window(TimeWindow(5, 15), rec), TimeWindow(0, 15));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(cover, TimeWindow(0, 15));
+  EXPECT_THAT(merged, ElementsAre(TimeWindow(0, 10)));
+  EXPECT_EQ(sw, TimeWindow(0, 10));
+  EXPECT_TRUE(merged_sw.empty());
+  ASSERT_NE(set.get_state_window(TimeWindow(0, 15)), nullptr);
+  EXPECT_EQ(*set.get_state_window(TimeWindow(0, 15)), TimeWindow(0, 10));
+  // Bridges [0,15) and [20,30).
+  EXPECT_EQ(set.add_window(TimeWindow(14, 21), rec), TimeWindow(0, 30));
+  EXPECT_EQ(calls, 2);
+  EXPECT_THAT(merged, ElementsAre(TimeWindow(0, 15), TimeWindow(20, 30)));
+  EXPECT_EQ(sw, TimeWindow(0, 10));
+  EXPECT_THAT(merged_sw, ElementsAre(TimeWindow(20, 30)));
+  EXPECT_EQ(set.size(), 1u);
+  set.retire_window(TimeWindow(0, 30));
+  EXPECT_TRUE(set.empty());
+  EXPECT_THROW(set.retire_window(TimeWindow(0, 30)), std::logic_error);
+}
+
+}  // namespace
+}  // namespace tidemark
+
+namespace tidemark {
+namespace {
+
+TEST(TumblingEventTimeWindows, StaggerNaturalShiftsByFirstProcessingTime) {
+  auto a = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000), std::chrono::milliseconds(0),
+                                        WindowStagger::kNatural);
+  std::vector<TimeWindow> out;
+  a.assign_windows(0, 5000, /*now=*/12345, out);  // stagger offset 345, fixed from now on
+  a.assign_windows(0, 5000, /*now=*/99999, out);
+  EXPECT_THAT(out, ::testing::ElementsAre(TimeWindow(4345, 5345), TimeWindow(4345, 5345)));
+  auto r = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000), std::chrono::milliseconds(0),
+                                        WindowStagger::kRandom);
+  out.clear();
+  r.assign_windows(0, 5000, 0, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_LE(out[0].start, 5000);
+  EXPECT_GT(out[0].end, 5000);
+  EXPECT_EQ(out[0].end - out[0].start, 1000);
+}
+
+}  // namespace
+}  // namespace tidemark

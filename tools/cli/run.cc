@@ -1,0 +1,355 @@
+#include "tools/cli/run.h"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "operators/window/windows.h"
+#include "tidemark.h"
+#include "tools/cli/generators.h"
+
+namespace tidemark::cli {
+namespace {
+
+// Accumulator of every aggregate the CLI offers.
+struct Acc {
+  double sum = 0;
+  int64_t count = 0;
+  double min = 0;
+  double max = 0;
+  Timestamp first = kMaxTimestamp;
+  Timestamp last = kMinTimestamp;
+};
+
+struct CliAggregate {
+  Acc create_accumulator() const { return Acc{}; }
+  Acc add(const CliRecord& r, Acc a) const {
+    if (a.count == 0) {
+      a.min = a.max = r.value;
+    } else {
+      a.min = std::min(a.min, r.value);
+      a.max = std::max(a.max, r.value);
+    }
+    a.sum += r.value;
+    a.count += 1;
+    a.first = std::min(a.first, r.ts);
+    a.last = std::max(a.last, r.ts);
+    return a;
+  }
+  Acc get_result(const Acc& a) const { return a; }
+  Acc merge(Acc a, const Acc& b) const {
+    if (b.count == 0) return a;
+    if (a.count == 0) return b;
+    a.sum += b.sum;
+    a.count += b.count;
+    a.min = std::min(a.min, b.min);
+    a.max = std::max(a.max, b.max);
+    a.first = std::min(a.first, b.first);
+    a.last = std::max(a.last, b.last);
+    return a;
+  }
+};
+
+struct CliResult {
+  std::string key;
+  Timestamp start = 0;
+  Timestamp end = 0;
+  Acc acc;
+  std::string firing;
+  Timestamp watermark = kMinTimestamp;
+  int subtask = 0;
+};
+
+std::string Number(double v) { return absl::StrCat(v); }
+
+// Everything the job's functions share; outlives the job.
+struct Shared {
+  LineFormat format;
+  AggregateKind aggregate;
+  OutputFormat output;
+  int parallelism = 1;
+  LinePrinter* printer;
+  TraceRecorder* recorder;
+  std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> fired{0};
+  std::atomic<int64_t> late{0};
+  std::mutex dead_mu;
+  std::ofstream dead_letter;
+};
+
+std::string FormatResult(const Shared& sh, const CliResult& r) {
+  const absl::TimeZone& z = sh.format.zone();
+  if (sh.output == OutputFormat::kJsonl) {
+    std::string s = absl::StrCat("{\"kind\":\"window\",\"key\":", JsonString(r.key),
+                                 ",\"start\":", r.start, ",\"end\":", r.end);
+    if (sh.aggregate == AggregateKind::kList) {
+      absl::StrAppend(&s, ",\"first\":", r.acc.first, ",\"last\":", r.acc.last);
+    } else {
+      double v = r.acc.sum;
+      if (sh.aggregate == AggregateKind::kCount) v = static_cast<double>(r.acc.count);
+      if (sh.aggregate == AggregateKind::kMin) v = r.acc.min;
+      if (sh.aggregate == AggregateKind::kMax) v = r.acc.max;
+      absl::StrAppend(&s, ",\"value\":", Number(v));
+    }
+    absl::StrAppend(&s, ",\"count\":", r.acc.count, ",\"firing\":\"", r.firing,
+                    "\",\"watermark\":", r.watermark, ",\"subtask\":", r.subtask, "}");
+    return s;
+  }
+  const std::string prefix = sh.parallelism > 1 ? absl::StrCat(r.subtask + 1, "> ") : "";
+  if (sh.aggregate == AggregateKind::kList) {
+    // Document 000's window function output.
+    return absl::StrCat(prefix, "(", r.key, "),", r.acc.count, ",", FormatTime(r.acc.first, z),
+                        ",", FormatTime(r.acc.last, z), ",", FormatTime(r.start, z), ",",
+                        FormatTime(r.end, z));
+  }
+  double v = r.acc.sum;
+  if (sh.aggregate == AggregateKind::kCount) v = static_cast<double>(r.acc.count);
+  if (sh.aggregate == AggregateKind::kMin) v = r.acc.min;
+  if (sh.aggregate == AggregateKind::kMax) v = r.acc.max;
+  // Document 002's window function output.
+  return absl::StrCat(prefix, "window:[", FormatTime(r.start, z, false), "--",
+                      FormatTime(r.end, z, false), "]-<", r.key, ">--", ToString(sh.aggregate),
+                      ": ", Number(v));
+}
+
+template <typename Assigner>
+DataStream<CliResult> BuildWindows(const KeyedStream<CliRecord, std::string (*)(const CliRecord&)>& keyed,
+                                   Assigner assigner, Duration lateness,
+                                   const std::optional<OutputTag<CliRecord>>& late_tag,
+                                   std::shared_ptr<Shared> sh) {
+  auto windowed = keyed.window(assigner).allowed_lateness(lateness);
+  if (late_tag) windowed = windowed.side_output_late_data(*late_tag);
+  return windowed.aggregate(
+      CliAggregate{},
+      [sh](const std::string& key, const TimeWindow& w, const Acc& acc, WindowContext& ctx,
+           Collector<CliResult>& out) {
+        CliResult r;
+        r.key = key;
+        r.start = w.start;
+        r.end = w.end;
+        r.acc = acc;
+        r.watermark = ctx.current_watermark();
+        r.subtask = ctx.subtask_index();
+        r.firing = ctx.current_watermark() == kMaxWatermark ? "end_of_input"
+                   : ctx.fired_by_element() && w.max_timestamp() <= ctx.current_watermark() ? "late"
+                                                           : "on_time";
+        out.collect(std::move(r));
+      });
+}
+
+std::string KeyOf(const CliRecord& r) { return r.key; }
+
+}  // namespace
+
+int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  auto fail = [&](const std::string& msg) {
+    err << "tidemark: " << msg << "\n";
+    return 2;
+  };
+  // --- check everything before anything runs ---
+  auto format = LineFormat::Make(o.format);
+  if (!format.ok()) return fail(std::string(format.status().message()));
+  auto wm = ParseWatermarkSpec(o.watermarks);
+  if (!wm.ok()) return fail(std::string(wm.status().message()));
+  bool per_record = o.watermark_interval == "per-record";
+  Duration interval{200};
+  if (!per_record) {
+    auto d = ParseDuration(o.watermark_interval);
+    if (!d.ok()) return fail(absl::StrCat("--watermark-interval: ", d.status().message()));
+    if (d->count() < 0) return fail("--watermark-interval must not be negative");
+    interval = *d;
+  }
+  std::optional<Duration> idleness;
+  if (!o.idleness.empty()) {
+    auto d = ParseDuration(o.idleness);
+    if (!d.ok()) return fail(absl::StrCat("--idleness: ", d.status().message()));
+    if (d->count() <= 0) return fail("--idleness must be greater than 0");
+    idleness = *d;
+  }
+  auto window = ParseWindowSpec(o.window);
+  if (!window.ok()) return fail(std::string(window.status().message()));
+  auto lateness = ParseDuration(o.allowed_lateness);
+  if (!lateness.ok()) return fail(absl::StrCat("--allowed-lateness: ", lateness.status().message()));
+  if (lateness->count() < 0) return fail("--allowed-lateness must not be negative");
+  if (o.late != "drop" && o.late != "side") return fail("--late must be drop or side");
+  auto aggregate = ParseAggregate(o.aggregate);
+  if (!aggregate.ok()) return fail(std::string(aggregate.status().message()));
+  if (o.parallelism <= 0) return fail("--parallelism must be positive");
+  if (o.output != "text" && o.output != "jsonl") return fail("--output must be text or jsonl");
+  if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
+  if (o.bad_lines != "fail" && o.bad_lines != "skip") return fail("--bad-lines must be fail or skip");
+  if (!o.socket.empty() && !o.inputs.empty()) return fail("give either --socket or --input, not both");
+  std::string host;
+  int port = 0;
+  if (!o.socket.empty()) {
+    const size_t colon = o.socket.rfind(':');
+    if (colon == std::string::npos || !absl::SimpleAtoi(o.socket.substr(colon + 1), &port) ||
+        port <= 0 || port > 65535) {
+      return fail(absl::StrCat("--socket=", o.socket, ": expected HOST:PORT"));
+    }
+    host = o.socket.substr(0, colon);
+  }
+  std::vector<std::string> inputs = o.inputs;
+  if (o.socket.empty() && inputs.empty()) inputs = {"-"};
+  for (const std::string& path : inputs) {
+    if (path == "-") continue;
+    std::ifstream probe(path);
+    if (!probe) return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
+  }
+  if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
+
+  auto sh = std::make_shared<Shared>();
+  sh->format = *format;
+  sh->aggregate = *aggregate;
+  sh->output = o.output == "jsonl" ? OutputFormat::kJsonl : OutputFormat::kText;
+  sh->parallelism = o.parallelism;
+  if (!o.dead_letter.empty()) {
+    sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
+    if (!sh->dead_letter) return fail(absl::StrCat("cannot open dead-letter file ", o.dead_letter));
+  }
+  LinePrinter printer(&out);
+  sh->printer = &printer;
+  auto recorder = std::make_shared<TraceRecorder>(&printer, sh->output, o.trace == "watermarks",
+                                                  !o.timeline.empty(), sh->format.zone());
+  sh->recorder = recorder.get();
+
+  // --- the job ---
+  StreamExecutionEnvironment env;
+  env.set_parallelism(o.parallelism);
+  env.set_auto_watermark_interval(per_record ? Duration(0) : interval);
+  env.set_watermark_listener(recorder);
+
+  using Spec = LineSource<CliRecord>::Spec;
+  Spec spec;
+  if (!o.socket.empty()) {
+    spec.kind = Spec::Kind::kSocket;
+    spec.host = host;
+    spec.port = port;
+  } else {
+    spec.kind = Spec::Kind::kFilePerSubtask;
+    spec.paths = inputs;
+  }
+  const bool skip = o.bad_lines == "skip";
+  auto parser = [sh, skip, inputs](std::string_view line,
+                                   const LineLocation& where) -> std::optional<CliRecord> {
+    auto r = sh->format.Parse(absl::string_view(line.data(), line.size()));
+    if (r.ok()) {
+      std::optional<CliRecord> rec = *std::move(r);
+      if (rec) {
+        for (size_t i = 0; i < inputs.size(); ++i)
+          if (where.source == inputs[i]) rec->source = static_cast<int>(i);
+      }
+      return rec;
+    }
+    if (!skip) {
+      throw std::runtime_error(absl::StrCat(std::string(where.source), ":", where.line_number,
+                                            ": ", r.status().message(), ": '", std::string(line),
+                                            "'"));
+    }
+    sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    if (sh->dead_letter.is_open()) {
+      std::lock_guard<std::mutex> lock(sh->dead_mu);
+      sh->dead_letter << where.source << ":" << where.line_number << ": " << r.status().message()
+                      << ": " << line << "\n";
+    }
+    return std::nullopt;
+  };
+  DataStream<CliRecord> lines = env.read_lines<CliRecord>(spec, parser, "input");
+  const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;
+
+  WatermarkStrategy<CliRecord> strategy =
+      WatermarkStrategy<CliRecord>::for_generator(MakeCliGeneratorFactory(*wm, recorder.get()))
+          .with_timestamp_assigner([](const CliRecord& r, Timestamp) { return r.is_marker() ? r.marker : r.ts; });
+  if (idleness) strategy = strategy.with_idleness(*idleness);
+  if (per_record) strategy = strategy.with_periodic_emit_per_record();
+  auto stamped = lines.assign_timestamps_and_watermarks(strategy)
+                     .set_parallelism(source_p)
+                     .filter([](const CliRecord& r) { return !r.is_marker(); })
+                     .name("Drop markers")
+                     .set_parallelism(source_p);
+  auto keyed = stamped.key_by(&KeyOf);
+
+  std::optional<OutputTag<CliRecord>> late_tag;
+  if (o.late == "side") late_tag.emplace("late");
+  DataStream<CliResult> results = [&]() {
+    switch (window->kind) {
+      case WindowSpec::Kind::kTumbling:
+        return BuildWindows(keyed, TumblingEventTimeWindows::of(window->size, window->offset),
+                            *lateness, late_tag, sh);
+      case WindowSpec::Kind::kSliding:
+        return BuildWindows(keyed,
+                            SlidingEventTimeWindows::of(window->size, window->slide, window->offset),
+                            *lateness, late_tag, sh);
+      case WindowSpec::Kind::kSession:
+        break;
+    }
+    return BuildWindows(keyed, EventTimeSessionWindows::with_gap(window->gap), *lateness, late_tag,
+                        sh);
+  }();
+  results = results.name("window").set_parallelism(o.parallelism);
+  results.add_sink(
+      [sh](CliResult&& r) {
+        sh->fired.fetch_add(1, std::memory_order_relaxed);
+        sh->printer->Print(FormatResult(*sh, r));
+        TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
+        e.subtask = r.subtask;
+        e.key = r.key;
+        e.start = r.start;
+        e.end = r.end;
+        e.watermark = r.watermark;
+        e.firing = r.firing;
+        e.value = absl::StrCat("count ", r.acc.count, ", sum ", Number(r.acc.sum));
+        sh->recorder->OnFiring(e);
+      },
+      "print");
+  if (late_tag) {
+    results.get_side_output(*late_tag)
+        .add_sink(
+            [sh](CliRecord&& r) {
+              sh->late.fetch_add(1, std::memory_order_relaxed);
+              if (sh->output == OutputFormat::kJsonl) {
+                sh->printer->Print(absl::StrCat("{\"kind\":\"late\",\"key\":", JsonString(r.key),
+                                                ",\"timestamp\":", r.ts, ",\"line\":",
+                                                JsonString(r.line), "}"));
+              } else {
+                sh->printer->Print(absl::StrCat("Side> ", r.line));
+              }
+              TimelineEvent e{TimelineEvent::Kind::kLate, 0};
+              e.key = r.key;
+              e.ts = r.ts;
+              e.subtask = SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism);
+              e.value = r.line;
+              sh->recorder->OnLate(e);
+            },
+            "late")
+        .set_parallelism(o.parallelism);
+  }
+
+  JobResult result = env.execute("tidemark run");
+  if (!o.timeline.empty()) {
+    std::ofstream page(o.timeline, std::ios::out | std::ios::trunc);
+    page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
+                               sh->format.zone());
+    if (!page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
+  }
+  if (!result.ok()) return fail(std::string(result.status.message()));
+  if (o.summary) {
+    int64_t records = 0;
+    for (const auto& m : result.metrics)
+      if (m.task_name.rfind("Source", 0) == 0) records += m.records_in;
+    err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
+        << sh->late.load() << " late (side output), "
+        << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
+        << " bad lines skipped" << (o.timeline.empty() ? "" : ", timeline written to ")
+        << o.timeline << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tidemark::cli

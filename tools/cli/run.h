@@ -1,0 +1,58 @@
+// tools/cli/run.h
+//
+// `tidemark run`: a windowed job built from flags.  RunCommand() checks every
+// option first (nothing starts when one is wrong), builds
+//   lines (socket / files / stdin) -> parse -> timestamps and watermarks
+//     -> key_by(key) -> window -> aggregate -> print
+//   (+ the late side output, + traces and the timeline)
+// runs it, and returns the process exit status: 0 on success, 2 on any error
+// (after one line on `err` saying what and where).
+#ifndef TM_TOOLS_CLI_RUN_H_
+#define TM_TOOLS_CLI_RUN_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/cli/line_format.h"
+#include "tools/cli/specs.h"
+#include "tools/cli/trace.h"
+
+namespace tidemark::cli {
+
+struct RunOptions {
+  std::string socket;               // HOST:PORT
+  std::vector<std::string> inputs;  // files, "-" for stdin
+  LineFormatOptions format;
+  std::string watermarks = "bounded:0s";
+  std::string watermark_interval = "200ms";  // or "per-record"
+  std::string idleness;                      // empty: none
+  std::string window = "tumbling:5s";
+  std::string allowed_lateness = "0s";
+  std::string late = "drop";  // drop | side
+  std::string aggregate = "sum";
+  int parallelism = 1;
+  std::string output = "text";  // text | jsonl
+  std::string trace;            // "" | watermarks
+  std::string timeline;         // path of the HTML page
+  std::string bad_lines = "fail";  // fail | skip
+  std::string dead_letter;         // with skip: file receiving skipped lines
+  bool summary = true;
+};
+
+int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+// `tidemark demo`.
+struct DemoOptions {
+  std::string duration = "8s";
+  std::string timeline = "/tmp/tidemark-demo-timeline.html";
+  int sources = 3;
+  int parallelism = 2;
+  bool progress = true;
+};
+int DemoCommand(const DemoOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace tidemark::cli
+
+#endif  // TM_TOOLS_CLI_RUN_H_

@@ -1,0 +1,419 @@
+#include "tools/cli/trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "tools/cli/line_format.h"
+
+namespace tidemark::cli {
+
+void LinePrinter::Print(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  (*out_) << line << '\n';
+  out_->flush();
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+TraceRecorder::TraceRecorder(LinePrinter* printer, OutputFormat format, bool print_trace,
+                             bool keep_events, absl::TimeZone zone)
+    : printer_(printer),
+      format_(format),
+      print_trace_(print_trace),
+      keep_(keep_events),
+      zone_(zone),
+      start_(std::chrono::steady_clock::now()) {}
+
+double TraceRecorder::NowMs() const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+      .count();
+}
+
+std::string TraceRecorder::Time(Timestamp ts) const { return FormatTime(ts, zone_); }
+
+void TraceRecorder::Keep(TimelineEvent e) {
+  if (!keep_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(e));
+}
+
+std::vector<TimelineEvent> TraceRecorder::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
+  // Only the window operator's subtasks: the sinks of the late side output
+  // have input channels too, but they are not what a reader studies.
+  if (e.task_name->rfind("window", 0) != 0) return;
+  TimelineEvent ev{TimelineEvent::Kind::kChannel, NowMs()};
+  ev.subtask = e.subtask;
+  ev.channel = e.channel;
+  ev.watermark = e.channel_watermark;
+  ev.aligned = e.aligned;
+  ev.idle = e.channel_idle;
+  ev.holding = e.holding_channel;
+  if (print_trace_) {
+    if (format_ == OutputFormat::kJsonl) {
+      printer_->Print(absl::StrCat(
+          "{\"kind\":\"watermark\",\"operator\":\"window\",\"subtask\":", e.subtask,
+          ",\"channel\":", e.channel, ",\"channel_watermark\":", e.channel_watermark,
+          ",\"aligned\":", e.aligned, ",\"idle\":", e.channel_idle ? "true" : "false",
+          ",\"subtask_idle\":", e.subtask_idle ? "true" : "false", ",\"holding_channel\":",
+          e.holding_channel, ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
+    } else {
+      printer_->Print(absl::StrCat(
+          "[watermark] window subtask ", e.subtask, " channel ", e.channel, " -> ",
+          FormatTimestamp(e.channel_watermark), " (", Time(e.channel_watermark), ")",
+          e.channel_idle ? " idle" : "", "; aligned = ", FormatTimestamp(e.aligned), " (",
+          Time(e.aligned), ")", e.subtask_idle ? " [subtask idle]" : "",
+          e.holding_channel >= 0 ? absl::StrCat("; held back by channel ", e.holding_channel)
+                                 : std::string()));
+    }
+  }
+  Keep(std::move(ev));
+}
+
+void TraceRecorder::OnOutputWatermark(const std::string& task, int subtask, Timestamp w) {
+  if (task.rfind("Source", 0) != 0) return;  // window subtasks are covered by channel events
+  TimelineEvent ev{TimelineEvent::Kind::kSourceWatermark, NowMs()};
+  ev.subtask = subtask;
+  ev.watermark = w;
+  if (print_trace_) {
+    if (format_ == OutputFormat::kJsonl) {
+      printer_->Print(absl::StrCat("{\"kind\":\"source_watermark\",\"subtask\":", subtask,
+                                   ",\"watermark\":", w, ",\"t_ms\":",
+                                   absl::StrFormat("%.3f", ev.t_ms), "}"));
+    } else {
+      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, " emits ",
+                                   FormatTimestamp(w), " (", Time(w), ")"));
+    }
+  }
+  Keep(std::move(ev));
+}
+
+void TraceRecorder::OnOutputStatus(const std::string& task, int subtask, WatermarkStatus s) {
+  if (task.rfind("Source", 0) != 0) return;
+  TimelineEvent ev{TimelineEvent::Kind::kSourceIdle, NowMs()};
+  ev.subtask = subtask;
+  ev.idle = s == WatermarkStatus::kIdle;
+  if (print_trace_) {
+    if (format_ == OutputFormat::kJsonl) {
+      printer_->Print(absl::StrCat("{\"kind\":\"source_status\",\"subtask\":", subtask,
+                                   ",\"idle\":", ev.idle ? "true" : "false", "}"));
+    } else {
+      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, " is ",
+                                   ev.idle ? "idle" : "active"));
+    }
+  }
+  Keep(std::move(ev));
+}
+
+void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, Timestamp max_ts,
+                             Timestamp watermark) {
+  if (!print_trace_) return;
+  if (format_ == OutputFormat::kJsonl) {
+    printer_->Print(absl::StrCat("{\"kind\":\"record\",\"source\":", source,
+                                 ",\"key\":", JsonString(key), ",\"timestamp\":", ts,
+                                 ",\"max_timestamp\":", max_ts, ",\"watermark\":", watermark,
+                                 "}"));
+  } else {
+    // The line the documents print (document 000).
+    printer_->Print(absl::StrCat("key:", key, ",eventtime:[", ts, "|", Time(ts),
+                                 "],currentMaxTimestamp:[", max_ts, "|", Time(max_ts),
+                                 "],watermark:[", watermark, "|", Time(watermark), "]"));
+  }
+}
+
+void TraceRecorder::OnFiring(const TimelineEvent& e) {
+  TimelineEvent ev = e;
+  ev.t_ms = NowMs();
+  Keep(std::move(ev));
+}
+
+void TraceRecorder::OnLate(const TimelineEvent& e) {
+  TimelineEvent ev = e;
+  ev.t_ms = NowMs();
+  Keep(std::move(ev));
+}
+
+// ---------------------------------------------------------------------------
+// Timeline page.
+
+namespace {
+
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                          "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#d62728"};
+
+std::string Esc(const std::string& s) {
+  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+struct Scale {
+  double t0, t1, x0, x1;
+  double e0, e1;  // event time range (ms, as double)
+  double X(double t) const { return x0 + (t1 > t0 ? (t - t0) / (t1 - t0) : 0) * (x1 - x0); }
+  // y within a panel [top, top+h]
+  double Y(Timestamp ts, double top, double h) const {
+    if (ts == kMinTimestamp) return top + h;
+    if (ts == kMaxTimestamp) return top;
+    const double v = static_cast<double>(ts);
+    const double f = e1 > e0 ? (v - e0) / (e1 - e0) : 0.5;
+    return top + h - std::clamp(f, -0.02, 1.02) * h;
+  }
+};
+
+// A step line through (t, value) points, held until `t_end`.
+std::string StepPath(const std::vector<std::pair<double, Timestamp>>& pts, const Scale& s,
+                     double top, double h, double t_end) {
+  std::string d;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const double x = s.X(pts[i].first), y = s.Y(pts[i].second, top, h);
+    if (i == 0) {
+      absl::StrAppendFormat(&d, "M%.1f %.1f", x, y);
+    } else {
+      absl::StrAppendFormat(&d, " H%.1f V%.1f", x, y);
+    }
+  }
+  if (!pts.empty()) absl::StrAppendFormat(&d, " H%.1f", s.X(t_end));
+  return d;
+}
+
+}  // namespace
+
+std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
+                               const absl::TimeZone& zone) {
+  using K = TimelineEvent::Kind;
+  // Ranges.
+  double t_end = 1;
+  Timestamp e_min = kMaxTimestamp, e_max = kMinTimestamp;
+  auto see = [&](Timestamp v) {
+    if (v == kMinTimestamp || v == kMaxTimestamp) return;
+    e_min = std::min(e_min, v);
+    e_max = std::max(e_max, v);
+  };
+  std::set<int> sources, window_subtasks;
+  std::map<int, std::set<int>> channels;
+  for (const auto& e : events) {
+    t_end = std::max(t_end, e.t_ms);
+    switch (e.kind) {
+      case K::kSourceWatermark: see(e.watermark); sources.insert(e.subtask); break;
+      case K::kSourceIdle: sources.insert(e.subtask); break;
+      case K::kChannel:
+        see(e.watermark);
+        see(e.aligned);
+        window_subtasks.insert(e.subtask);
+        channels[e.subtask].insert(e.channel);
+        break;
+      case K::kFiring: see(e.end); see(e.start); window_subtasks.insert(e.subtask); break;
+      case K::kLate: see(e.ts); window_subtasks.insert(e.subtask); break;
+    }
+  }
+  if (e_min > e_max) {
+    e_min = 0;
+    e_max = 1;
+  }
+  const double pad = std::max(1.0, static_cast<double>(e_max - e_min) * 0.05);
+  t_end *= 1.02;
+  const double width = 1200, left = 150, right = 30;
+  const double panel_h = 170, gap = 50, top0 = 70;
+  const int panels = 1 + static_cast<int>(window_subtasks.size());
+  const double height = top0 + panels * (panel_h + gap) + 40;
+  Scale s{0, t_end, left, width - right, static_cast<double>(e_min) - pad,
+          static_cast<double>(e_max) + pad};
+
+  std::string svg;
+  absl::StrAppendFormat(&svg,
+                        "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' "
+                        "font-family='sans-serif' font-size='11'>\n",
+                        width, height);
+  // Legend.
+  absl::StrAppend(&svg,
+                  "<g class='legend' transform='translate(", left, ",20)'>"
+                  "<line x1='0' y1='0' x2='24' y2='0' stroke='#1f77b4' stroke-width='2'/>"
+                  "<text x='30' y='4'>source / channel watermark (one colour per source subtask)</text>"
+                  "<line x1='360' y1='0' x2='384' y2='0' stroke='black' stroke-width='3' "
+                  "stroke-dasharray='6 3'/><text x='390' y='4'>aligned minimum</text>"
+                  "<rect x='500' y='-6' width='20' height='12' fill='#999' opacity='0.25'/>"
+                  "<text x='526' y='4'>idle</text>"
+                  "<circle cx='570' cy='0' r='5' fill='#2ca02c'/><text x='580' y='4'>fired on time</text>"
+                  "<circle cx='670' cy='0' r='5' fill='#ff7f0e'/><text x='680' y='4'>late firing</text>"
+                  "<circle cx='760' cy='0' r='5' fill='#1f77b4'/><text x='770' y='4'>end of input</text>"
+                  "<path d='M850 -5 l10 10 m0 -10 l-10 10' stroke='#d62728' stroke-width='2'/>"
+                  "<text x='866' y='4'>late record</text></g>\n");
+
+  auto panel_frame = [&](double top, const std::string& label) {
+    absl::StrAppendFormat(&svg,
+                          "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' "
+                          "stroke='#ccc'/>\n<text x='8' y='%.1f' font-weight='bold'>%s</text>\n",
+                          left, top, width - left - right, panel_h, top + 14, Esc(label));
+    for (int i = 0; i <= 4; ++i) {
+      const double v = s.e0 + (s.e1 - s.e0) * i / 4;
+      const double y = top + panel_h - panel_h * i / 4;
+      absl::StrAppendFormat(&svg,
+                            "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#eee'/>"
+                            "<text x='%.1f' y='%.1f' text-anchor='end' fill='#666'>%s</text>\n",
+                            left, width - right, y, y, left - 4, y + 4,
+                            Esc(FormatTime(static_cast<Timestamp>(v), zone).substr(11)));
+    }
+  };
+  auto info = [](const std::string& text) { return absl::StrCat(" data-info=\"", Esc(text), "\""); };
+
+  // Sources panel.
+  double top = top0;
+  panel_frame(top, "sources");
+  for (int src : sources) {
+    std::vector<std::pair<double, Timestamp>> pts;
+    std::vector<std::pair<double, bool>> idle;
+    for (const auto& e : events) {
+      if (e.kind == K::kSourceWatermark && e.subtask == src) pts.emplace_back(e.t_ms, e.watermark);
+      if (e.kind == K::kSourceIdle && e.subtask == src) idle.emplace_back(e.t_ms, e.idle);
+    }
+    const char* color = kPalette[src % 10];
+    absl::StrAppendFormat(&svg,
+                          "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
+                          "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
+                          src, StepPath(pts, s, top, panel_h, t_end), color,
+                          info(absl::StrCat("source subtask ", src, ": ", pts.size(),
+                                            " watermarks, last ",
+                                            pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
+                          src);
+    for (size_t i = 0; i < idle.size(); ++i) {
+      if (!idle[i].second) continue;
+      const double until = i + 1 < idle.size() ? idle[i + 1].first : t_end;
+      absl::StrAppendFormat(&svg,
+                            "<rect class='idle source' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
+                            "fill='%s' opacity='0.15'%s><title>source %d idle</title></rect>\n",
+                            s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)),
+                            panel_h, color, info(absl::StrCat("source subtask ", src, " idle")), src);
+    }
+  }
+  // One panel per window subtask.
+  for (int ws : window_subtasks) {
+    top += panel_h + gap;
+    panel_frame(top, absl::StrCat("window subtask ", ws));
+    std::vector<std::pair<double, Timestamp>> aligned;
+    for (int ch : channels[ws]) {
+      std::vector<std::pair<double, Timestamp>> pts;
+      std::vector<std::pair<double, bool>> idle;
+      for (const auto& e : events) {
+        if (e.kind != K::kChannel || e.subtask != ws || e.channel != ch) continue;
+        pts.emplace_back(e.t_ms, e.watermark);
+        idle.emplace_back(e.t_ms, e.idle);
+      }
+      const char* color = kPalette[ch % 10];
+      absl::StrAppendFormat(
+          &svg,
+          "<path class='lane channel' data-subtask='%d' data-channel='%d' d='%s' fill='none' "
+          "stroke='%s' stroke-width='1.5' opacity='0.8'%s><title>window %d, input channel %d</title></path>\n",
+          ws, ch, StepPath(pts, s, top, panel_h, t_end), color,
+          info(absl::StrCat("window subtask ", ws, ", channel ", ch, ": last ",
+                            pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
+          ws, ch);
+      for (size_t i = 0; i < idle.size(); ++i) {
+        if (!idle[i].second || (i > 0 && idle[i - 1].second)) continue;
+        size_t j = i + 1;
+        while (j < idle.size() && idle[j].second) ++j;
+        const double until = j < idle.size() ? idle[j].first : t_end;
+        absl::StrAppendFormat(&svg,
+                              "<rect class='idle channel' x='%.1f' y='%.1f' width='%.1f' "
+                              "height='%.1f' fill='%s' opacity='0.12'><title>channel %d idle</title></rect>\n",
+                              s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)),
+                              panel_h, color, ch);
+      }
+    }
+    Timestamp last = kMinTimestamp;
+    std::vector<std::string> holders;
+    for (const auto& e : events) {
+      if (e.kind != K::kChannel || e.subtask != ws) continue;
+      if (aligned.empty() || e.aligned != last) {
+        aligned.emplace_back(e.t_ms, e.aligned);
+        last = e.aligned;
+      }
+    }
+    absl::StrAppendFormat(&svg,
+                          "<path class='lane aligned' data-subtask='%d' d='%s' fill='none' "
+                          "stroke='black' stroke-width='3' stroke-dasharray='6 3'%s>"
+                          "<title>window %d aligned watermark (minimum over active channels)</title></path>\n",
+                          ws, StepPath(aligned, s, top, panel_h, t_end),
+                          info(absl::StrCat("window subtask ", ws, " aligned watermark, last ",
+                                            aligned.empty() ? "none"
+                                                            : FormatTime(aligned.back().second, zone))),
+                          ws);
+    for (const auto& e : events) {
+      if (e.subtask != ws) continue;
+      if (e.kind == K::kFiring) {
+        const char* color = e.firing == "on_time" ? "#2ca02c"
+                            : e.firing == "late"  ? "#ff7f0e"
+                                                  : "#1f77b4";
+        const std::string text = absl::StrCat(
+            "key ", e.key, " window [", FormatTime(e.start, zone), ", ", FormatTime(e.end, zone),
+            ") fired ", e.firing, " at watermark ", FormatTime(e.watermark, zone), ": ", e.value);
+        absl::StrAppendFormat(&svg,
+                              "<circle class='mark firing %s' cx='%.1f' cy='%.1f' r='4.5' "
+                              "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
+                              e.firing, s.X(e.t_ms), s.Y(e.end - 1, top, panel_h), color,
+                              info(text), Esc(text));
+      } else if (e.kind == K::kLate) {
+        const std::string text =
+            absl::StrCat("late record key ", e.key, " at ", FormatTime(e.ts, zone), ": ", e.value);
+        const double x = s.X(e.t_ms), y = s.Y(e.ts, top, panel_h);
+        absl::StrAppendFormat(&svg,
+                              "<path class='mark late' d='M%.1f %.1f l8 8 m0 -8 l-8 8' "
+                              "stroke='#d62728' stroke-width='2'%s><title>%s</title></path>\n",
+                              x - 4, y - 4, info(text), Esc(text));
+      }
+    }
+  }
+  // Processing-time axis.
+  const double axis_y = top + panel_h + 18;
+  for (int i = 0; i <= 8; ++i) {
+    const double t = t_end * i / 8;
+    absl::StrAppendFormat(&svg, "<text x='%.1f' y='%.1f' text-anchor='middle' fill='#666'>%.0f ms</text>\n",
+                          s.X(t), axis_y, t);
+  }
+  absl::StrAppendFormat(&svg, "<text x='%.1f' y='%.1f' text-anchor='middle'>processing time since start</text>\n",
+                        (left + width - right) / 2, axis_y + 16);
+  svg += "</svg>\n";
+
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>", Esc(title),
+      "</title>\n<style>body{font-family:sans-serif;margin:16px}#details{position:sticky;top:0;"
+      "background:#fffbe6;border:1px solid #e0d890;padding:6px;min-height:1.4em}"
+      "[data-info]:hover{opacity:1;stroke-width:4}</style></head><body>\n<h2>",
+      Esc(title),
+      "</h2>\n<p>Event time (vertical, in ", Esc(zone.name()),
+      ") against processing time (horizontal). Each window subtask takes the minimum of its "
+      "active input channels: the dashed black line. The channel whose line sits on it is the "
+      "one holding windows back.</p>\n<div id='details'>hover over a line or mark for details</div>\n",
+      svg,
+      "<script>\ndocument.querySelectorAll('[data-info]').forEach(function(el){\n"
+      "  el.addEventListener('mouseover',function(){document.getElementById('details').textContent="
+      "el.getAttribute('data-info');});\n});\n</script>\n</body></html>\n");
+  return html;
+}
+
+}  // namespace tidemark::cli

@@ -1,0 +1,103 @@
+// tools/cli/trace.h
+//
+// What `tidemark run --trace=watermarks` prints and `--timeline=FILE.html`
+// draws.  A TraceRecorder is the job's WatermarkListener: it sees every
+// watermark a source subtask sends and every change on every input channel of
+// the window subtasks (tasks whose name starts with "window"; with the aligned minimum and the channel holding it
+// back), plus, from the CLI's own operators, every record's watermark line and
+// every window firing and late record.  It prints them as they happen (text or
+// JSON Lines) and keeps them, stamped with processing time, for the timeline.
+//
+// Thread safety: all methods may be called from any subtask thread.
+#ifndef TM_TOOLS_CLI_TRACE_H_
+#define TM_TOOLS_CLI_TRACE_H_
+
+#include <chrono>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "runtime/metrics.h"
+#include "runtime/time.h"
+
+namespace tidemark::cli {
+
+// Writes whole lines to a stream, one at a time.
+class LinePrinter {
+ public:
+  explicit LinePrinter(std::ostream* out) : out_(out) {}
+  void Print(const std::string& line);
+
+ private:
+  std::mutex mu_;
+  std::ostream* out_;
+};
+
+enum class OutputFormat { kText, kJsonl };
+
+struct TimelineEvent {
+  enum class Kind { kSourceWatermark, kSourceIdle, kChannel, kFiring, kLate };
+  Kind kind;
+  double t_ms;  // processing time since the job started
+  int subtask = 0;
+  int channel = -1;
+  Timestamp watermark = kMinTimestamp;  // source / channel watermark, or the firing watermark
+  Timestamp aligned = kMinTimestamp;
+  bool idle = false;
+  int holding = -1;
+  // firings and late records
+  std::string key;
+  Timestamp start = 0, end = 0, ts = 0;
+  std::string firing;  // on_time, late, end_of_input
+  std::string value;
+};
+
+class TraceRecorder final : public WatermarkListener {
+ public:
+  TraceRecorder(LinePrinter* printer, OutputFormat format, bool print_trace, bool keep_events,
+                absl::TimeZone zone);
+
+  // WatermarkListener
+  void OnInputChannel(const ChannelEvent& e) override;
+  void OnOutputWatermark(const std::string& task, int subtask, Timestamp watermark) override;
+  void OnOutputStatus(const std::string& task, int subtask, WatermarkStatus status) override;
+
+  // The documents' per-record line: key, event time, max timestamp, watermark.
+  void OnRecord(int source, const std::string& key, Timestamp ts, Timestamp max_ts,
+                Timestamp watermark);
+  void OnFiring(const TimelineEvent& e);  // kind kFiring
+  void OnLate(const TimelineEvent& e);    // kind kLate
+
+  std::vector<TimelineEvent> events() const;
+  double NowMs() const;
+
+ private:
+  void Keep(TimelineEvent e);
+  std::string Time(Timestamp ts) const;
+
+  LinePrinter* printer_;
+  OutputFormat format_;
+  bool print_trace_;
+  bool keep_;
+  absl::TimeZone zone_;
+  std::chrono::steady_clock::time_point start_;
+  mutable std::mutex mu_;
+  std::vector<TimelineEvent> events_;
+};
+
+// A self-contained HTML page (inline SVG and script, no network) drawing, over
+// processing time: each source subtask's watermark; for each window subtask,
+// each input channel's watermark and the aligned minimum, idle stretches,
+// window firings (on time / late / end of input) and late records; with a
+// legend and hover details.
+std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
+                               const absl::TimeZone& zone);
+
+// JSON string literal for `s`.
+std::string JsonString(const std::string& s);
+
+}  // namespace tidemark::cli
+
+#endif  // TM_TOOLS_CLI_TRACE_H_

@@ -1,0 +1,182 @@
+// tools/main.cc: the `tidemark` command line.
+//
+//   tidemark run  [flags]   a windowed job built from flags (see --help)
+//   tidemark demo [flags]   the built-in demo: no input needed
+//
+// Flags are Abseil flags, given as --name=value (--input may repeat).  An
+// unknown flag or a bad value is a one-line error and exit status 2, before
+// anything runs.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tools/cli/run.h"
+
+ABSL_FLAG(std::string, socket, "", "read lines from HOST:PORT (like Flink's socketTextStream)");
+ABSL_FLAG(std::string, input, "", "read lines from a file (repeatable: one source subtask per file; - is stdin)");
+ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separated lines)");
+ABSL_FLAG(std::string, fields, "key,ts,value", "names of the columns, in order");
+ABSL_FLAG(std::string, key, "key", "field used as the key");
+ABSL_FLAG(std::string, timestamp, "ts", "field holding the event time");
+ABSL_FLAG(std::string, value, "", "field holding the value to aggregate (empty: 1 per record)");
+ABSL_FLAG(std::string, where, "", "keep only records with FIELD=VALUE");
+ABSL_FLAG(std::string, time_format, "ms", "ms, s, or a pattern such as '%Y-%m-%d %H:%M:%E*S'");
+ABSL_FLAG(std::string, timezone, "UTC", "time zone for patterns and printing (IANA name or +08:00)");
+ABSL_FLAG(std::string, watermarks, "bounded:0s", "bounded:D | monotonous | lag:D | punctuated:D | marker");
+ABSL_FLAG(std::string, watermark_interval, "200ms", "periodic watermark interval, or per-record");
+ABSL_FLAG(std::string, idleness, "", "mark a source idle after this long without records");
+ABSL_FLAG(std::string, window, "tumbling:5s", "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
+ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
+ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
+ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
+ABSL_FLAG(int, parallelism, 1, "parallelism of the window operator");
+ABSL_FLAG(std::string, output, "text", "text or jsonl");
+ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
+ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
+ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
+ABSL_FLAG(std::string, dead_letter, "", "with --bad-lines=skip: write skipped lines here");
+ABSL_FLAG(bool, summary, true, "print a summary line on stderr at the end");
+ABSL_FLAG(std::string, duration, "8s", "demo: how long the demo runs");
+ABSL_FLAG(int, sources, 3, "demo: number of source subtasks");
+ABSL_FLAG(bool, progress, true, "demo: live progress line");
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: tidemark run [--socket=HOST:PORT | --input=FILE ...] [flags]\n"
+    "       tidemark demo [--duration=8s] [--timeline=FILE.html]\n"
+    "Run `tidemark help` for the flags.\n";
+
+int Usage(const std::string& msg) {
+  std::cerr << "tidemark: " << msg << "\n" << kUsage;
+  return 2;
+}
+
+void PrintHelp() {
+  std::cout << kUsage << "\nflags:\n";
+  for (const char* name :
+       {"socket", "input", "delimiter", "fields", "key", "timestamp", "value", "where",
+        "time_format", "timezone", "watermarks", "watermark_interval", "idleness", "window",
+        "allowed_lateness", "late", "aggregate", "parallelism", "output", "trace", "timeline",
+        "bad_lines", "dead_letter", "summary", "duration", "sources", "progress"}) {
+    absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
+    std::string dashed = name;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    std::cout << "  --" << dashed << " (default '" << f->DefaultValue() << "'): " << f->Help()
+              << "\n";
+  }
+}
+
+// Parses argv[first..]; returns false (after printing) on a bad flag.
+bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inputs) {
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      Usage(absl::StrCat("unexpected argument '", arg, "' (flags are --name=value)"));
+      return false;
+    }
+    arg = arg.substr(2);
+    std::string name = arg, value;
+    bool has_value = false;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    std::replace(name.begin(), name.end(), '-', '_');
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && !has_value && name.rfind("no", 0) == 0) {
+      flag = absl::FindCommandLineFlag(name.substr(2));
+      if (flag != nullptr && flag->IsOfType<bool>()) {
+        value = "false";
+        has_value = true;
+      } else {
+        flag = nullptr;
+      }
+    }
+    if (flag == nullptr) {
+      Usage(absl::StrCat("unknown flag --", arg.substr(0, arg.find('='))));
+      return false;
+    }
+    if (!has_value) {
+      if (!flag->IsOfType<bool>()) {
+        Usage(absl::StrCat("flag --", name, " needs a value (--", name, "=...)"));
+        return false;
+      }
+      value = "true";
+    }
+    if (name == "input") {
+      inputs->push_back(value);
+      continue;
+    }
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      Usage(absl::StrCat("bad value for --", name, ": ", error));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage("missing command");
+  const std::string command = argv[1];
+  if (command == "help" || command == "--help" || command == "-h") {
+    PrintHelp();
+    return 0;
+  }
+  std::vector<std::string> inputs;
+  if (command != "run" && command != "demo") return Usage(absl::StrCat("unknown command '", command, "'"));
+  if (!ParseFlags(argc, argv, 2, &inputs)) return 2;
+
+  if (command == "demo") {
+    tidemark::cli::DemoOptions d;
+    d.duration = absl::GetFlag(FLAGS_duration);
+    if (!absl::GetFlag(FLAGS_timeline).empty()) d.timeline = absl::GetFlag(FLAGS_timeline);
+    d.sources = absl::GetFlag(FLAGS_sources);
+    d.parallelism = absl::GetFlag(FLAGS_parallelism) > 1 ? absl::GetFlag(FLAGS_parallelism) : 2;
+    d.progress = absl::GetFlag(FLAGS_progress);
+    return tidemark::cli::DemoCommand(d, std::cout, std::cerr);
+  }
+
+  tidemark::cli::RunOptions o;
+  o.socket = absl::GetFlag(FLAGS_socket);
+  o.inputs = inputs;
+  const std::string delim = absl::GetFlag(FLAGS_delimiter);
+  if (delim.size() != 1) return Usage("--delimiter must be one character");
+  o.format.delimiter = delim[0];
+  o.format.fields = absl::StrSplit(absl::GetFlag(FLAGS_fields), ',');
+  o.format.key_field = absl::GetFlag(FLAGS_key);
+  o.format.timestamp_field = absl::GetFlag(FLAGS_timestamp);
+  o.format.value_field = absl::GetFlag(FLAGS_value);
+  const std::string where = absl::GetFlag(FLAGS_where);
+  if (!where.empty()) {
+    const size_t eq = where.find('=');
+    if (eq == std::string::npos || eq == 0) return Usage("--where must be FIELD=VALUE");
+    o.format.where.emplace_back(where.substr(0, eq), where.substr(eq + 1));
+  }
+  o.format.time_format = absl::GetFlag(FLAGS_time_format);
+  o.format.timezone = absl::GetFlag(FLAGS_timezone);
+  o.watermarks = absl::GetFlag(FLAGS_watermarks);
+  o.watermark_interval = absl::GetFlag(FLAGS_watermark_interval);
+  o.idleness = absl::GetFlag(FLAGS_idleness);
+  o.window = absl::GetFlag(FLAGS_window);
+  o.allowed_lateness = absl::GetFlag(FLAGS_allowed_lateness);
+  o.late = absl::GetFlag(FLAGS_late);
+  o.aggregate = absl::GetFlag(FLAGS_aggregate);
+  o.parallelism = absl::GetFlag(FLAGS_parallelism);
+  o.output = absl::GetFlag(FLAGS_output);
+  o.trace = absl::GetFlag(FLAGS_trace);
+  o.timeline = absl::GetFlag(FLAGS_timeline);
+  o.bad_lines = absl::GetFlag(FLAGS_bad_lines);
+  o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
+  o.summary = absl::GetFlag(FLAGS_summary);
+  return tidemark::cli::RunCommand(o, std::cout, std::cerr);
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the normal build under ctest, then the
+# concurrency tests again under ThreadSanitizer.
+#   TIDEMARK_SKIP_TSAN=1 skips the sanitizer pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./tools/setup.sh
+jobs=$(nproc)
+
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build/test -j "$jobs"
+ctest --test-dir build/test --output-on-failure -j "$jobs"
+
+if [ "${TIDEMARK_SKIP_TSAN:-0}" != "1" ]; then
+  cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIDEMARK_SANITIZE=thread \
+    -DTIDEMARK_BUILD_BENCHMARKS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF
+  cmake --build build/tsan -j "$jobs"
+  # Concurrency tests only; a reduced case count keeps this within CI's time.
+  TIDEMARK_STRESS_SCALE=0.2 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L concurrency
+fi
