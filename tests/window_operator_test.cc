@@ -795,6 +795,64 @@ TEST(WindowOperator, PerWindowAndGlobalFunctionState) {
 }
 
 // ---------------------------------------------------------------------------
+// KeyedTimerService on its own
+
+TEST(KeyedTimerService, SetSemanticsOrderDeleteAndReRegister) {
+  ManualClock clock(0);
+  ProcessingTimeService pts(&clock);
+  KeyedTimerService<std::string, int> timers;
+  std::vector<std::string> fired;
+  timers.Init(
+      &pts,
+      [&](const std::string& k, const int& ns, Timestamp t) {
+        fired.push_back("e " + k + "/" + std::to_string(ns) + "@" + std::to_string(t) +
+                        " wm=" + FormatTimestamp(timers.current_watermark()));
+        if (t == 30) timers.RegisterEventTimeTimer(k, ns, 25);  // <= wm: same loop
+        if (t == 40) timers.RegisterEventTimeTimer(k, ns, 40);  // == current: next advance
+      },
+      [&](const std::string& k, const int& ns, Timestamp t) {
+        fired.push_back("p " + k + "/" + std::to_string(ns) + "@" + std::to_string(t));
+      });
+  timers.RegisterEventTimeTimer("a", 1, 30);
+  timers.RegisterEventTimeTimer("a", 1, 30);  // set: kept once
+  timers.RegisterEventTimeTimer("a", 2, 30);  // other namespace: separate
+  timers.RegisterEventTimeTimer("b", 1, 10);
+  timers.RegisterEventTimeTimer("b", 1, 20);
+  timers.DeleteEventTimeTimer("b", 1, 20);
+  timers.RegisterEventTimeTimer("b", 1, 20);  // re-registered after delete: fires once
+  timers.RegisterEventTimeTimer("c", 1, 40);
+  timers.DeleteEventTimeTimer("c", 1, 99);    // absent: no-op
+  EXPECT_EQ(timers.NumEventTimeTimers(), 5u);
+  timers.AdvanceWatermark(35);
+  EXPECT_THAT(fired, ElementsAre("e b/1@10 wm=35", "e b/1@20 wm=35", "e a/1@30 wm=35",
+                                 "e a/2@30 wm=35", "e a/1@25 wm=35", "e a/2@25 wm=35"));
+  fired.clear();
+  timers.AdvanceWatermark(40);
+  EXPECT_THAT(fired, ElementsAre("e c/1@40 wm=40"));
+  fired.clear();
+  timers.AdvanceWatermark(41);
+  EXPECT_THAT(fired, ElementsAre("e c/1@40 wm=41"));
+  EXPECT_EQ(timers.NumEventTimeTimers(), 0u);
+
+  // Processing time: one physical timer at the earliest keyed timer.
+  fired.clear();
+  timers.RegisterProcessingTimeTimer("a", 1, 500);
+  timers.RegisterProcessingTimeTimer("b", 1, 300);
+  timers.RegisterProcessingTimeTimer("b", 1, 300);
+  timers.RegisterProcessingTimeTimer("c", 1, 700);
+  timers.DeleteProcessingTimeTimer("c", 1, 700);
+  EXPECT_EQ(pts.NextTimerTime(), 300);
+  clock.Set(299);
+  pts.FireDue(299);
+  EXPECT_THAT(fired, IsEmpty());
+  clock.Set(600);
+  pts.FireDue(600);
+  EXPECT_THAT(fired, ElementsAre("p b/1@300", "p a/1@500"));
+  EXPECT_EQ(pts.NextTimerTime(), kMaxTimestamp);  // nothing live: nothing armed
+  EXPECT_EQ(timers.NumProcessingTimeTimers(), 0u);
+}
+
+// ---------------------------------------------------------------------------
 // KeyedProcessOperator: timers and state
 
 struct TimerFn : KeyedProcessFunction<std::string, E, std::string> {
