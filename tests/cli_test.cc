@@ -343,5 +343,49 @@ TEST(CliErrorTest, MalformedLineNamesFileAndLine) {
   EXPECT_THAT(skip.OutLines(), ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
 }
 
+// Every class of malformed line: under --bad-lines=fail (the default) the job
+// stops with one line naming the source, file, line number, what is wrong and
+// the text; under --bad-lines=skip each is counted and, with --dead-letter,
+// written out with its location.
+TEST(CliBadInputTest, EachClassOfMalformedLine) {
+  struct Case {
+    std::string line;
+    std::string message;
+  } cases[] = {
+      {"k", "expected 2 fields (key,ts), found 1"},
+      {"k,12:00", "field 'ts': timestamp '12:00' is not an integer number of milliseconds"},
+      {"k,99999999999999999999", "field 'ts': timestamp '99999999999999999999' is out of range (64-bit milliseconds)"},
+      {"k,-9223372036854775808", "timestamp is Long.MIN_VALUE (the no-timestamp marker)"},
+      {"", "empty line"},
+      {"k,1000,and a lot more text here", "line is longer than 24 bytes (31)"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = InputFile("bad_class.txt", {"k,1000", c.line, "k,2000"});
+    CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--max-line-length=24"});
+    EXPECT_EQ(r.exit_code, 2) << c.line;
+    EXPECT_EQ(r.err, absl::StrCat("tidemark: operator 'Source: input' (subtask 0 of 1) failed: ",
+                                  path, ":2: ", c.message, ": '", c.line, "'\n"))
+        << c.line;
+    EXPECT_EQ(r.out, "") << "nothing half-run: " << c.line;
+  }
+}
+
+TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
+  const std::string path =
+      InputFile("bad_mix.txt", {"k,1000", "k", "", "k,x", "k,2000", "k,99999999999999999999"});
+  const std::string dead = TempPath("dead_letter.txt");
+  CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--bad-lines=skip",
+                          "--dead-letter=" + dead, "--aggregate=count", "--window=tumbling:10s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("2 records, 1 window results, 0 late (side output), 0 late dropped, 4 bad lines skipped"));
+  EXPECT_THAT(r.OutLines(), ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
+  std::vector<std::string> dead_lines = absl::StrSplit(testing::ReadFile(dead), '\n', absl::SkipEmpty());
+  EXPECT_THAT(dead_lines,
+              ElementsAreArray({path + ":2: expected 2 fields (key,ts), found 1: k",
+                                path + ":3: empty line: ",
+                                path + ":4: field 'ts': timestamp 'x' is not an integer number of milliseconds: k,x",
+                                path + ":6: field 'ts': timestamp '99999999999999999999' is out of range (64-bit milliseconds): k,99999999999999999999"}));
+}
+
 }  // namespace
 }  // namespace tidemark

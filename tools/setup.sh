@@ -10,6 +10,10 @@ packages=(g++ cmake ninja-build pkg-config libtbb-dev libabsl-dev libgtest-dev l
 if [ "${1:-}" = "--with-chromium" ]; then
   packages=(chromium fonts-dejavu-core)
 fi
+# --with-fuzz: clang and its libFuzzer runtime, for tools/fuzz.sh.
+if [ "${1:-}" = "--with-fuzz" ]; then
+  packages=(clang libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the normal build under ctest, then the
-# concurrency tests again under ThreadSanitizer.
-#   TIDEMARK_SKIP_TSAN=1 skips the sanitizer pass.
+# Sets up, builds and runs every test: the normal build under ctest, the
+# parsers under libFuzzer, then the concurrency tests again under
+# ThreadSanitizer.
+#   TIDEMARK_SKIP_TSAN=1 skips the sanitizer pass; FUZZ_SECONDS sets how long
+#   each libFuzzer target runs (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./tools/setup.sh
@@ -13,6 +15,9 @@ jobs=$(nproc)
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build/test -j "$jobs"
 ctest --test-dir build/test --output-on-failure -j "$jobs"
+
+# The line and flag parsers under libFuzzer, briefly (FUZZ_SECONDS each).
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./tools/fuzz.sh
 
 if [ "${TIDEMARK_SKIP_TSAN:-0}" != "1" ]; then
   cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIDEMARK_SANITIZE=thread \

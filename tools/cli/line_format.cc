@@ -75,9 +75,17 @@ absl::StatusOr<LineFormat> LineFormat::Make(const LineFormatOptions& o) {
 absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) const {
   text = absl::StripAsciiWhitespace(text);
   const std::string& fmt = options_.time_format;
+  auto all_digits = [](absl::string_view t) {
+    if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   if (fmt == "ms") {
     int64_t v = 0;
     if (!absl::SimpleAtoi(text, &v)) {
+      if (all_digits(text)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("timestamp '", text, "' is not an integer number of milliseconds"));
     }
@@ -88,9 +96,14 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
     if (absl::SimpleAtoi(text, &v)) {
       int64_t ms = 0;
       if (__builtin_mul_overflow(v, int64_t{1000}, &ms)) {
-        return absl::InvalidArgumentError(absl::StrCat("timestamp '", text, "' s is out of range"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
       }
       return ms;
+    }
+    if (all_digits(text)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
     }
     double d = 0;
     if (!absl::SimpleAtod(text, &d) || !std::isfinite(d) || std::fabs(d) > 9.2e15) {
