@@ -3,8 +3,10 @@
 #define TM_TIDEMARK_H_
 
 #include "operators/basic.h"
+#include "operators/keyed_process.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"
+#include "operators/window/windows.h"
 #include "partitioning/key_groups.h"
 #include "partitioning/partitioner.h"
 #include "runtime/environment.h"

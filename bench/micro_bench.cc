@@ -59,7 +59,8 @@ inline uint64_t Mix(uint64_t x) {
 
 std::vector<int64_t> IntKeys(size_t n, int64_t distinct) {
   std::vector<int64_t> keys(n);
-  for (size_t i = 0; i < n; ++i) keys[i] = static_cast<int64_t>(Mix(i) % static_cast<uint64_t>(distinct));
+  for (size_t i = 0; i < n; ++i)
+    keys[i] = static_cast<int64_t>(Mix(i) % static_cast<uint64_t>(distinct));
   return keys;
 }
 
@@ -142,7 +143,11 @@ void BM_Channel_Handoff(benchmark::State& state) {
   state.counters["batches/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * batches), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Channel_Handoff)->RangeMultiplier(4)->Range(64, 4096)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Channel_Handoff)
+    ->RangeMultiplier(4)
+    ->Range(64, 4096)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // --- key groups ---------------------------------------------------------------
 
@@ -292,11 +297,12 @@ class SumOutput final : public Output<T> {
 
 // Harness for running one operator outside a job.
 struct OperatorHarness {
-  OperatorHarness()
-      : metrics("bench", 0, 1, 0), timers(SystemClock::Get()) {
+  OperatorHarness() : metrics("bench", 0, 1, 0), timers(SystemClock::Get()) {
     config.auto_watermark_interval = Duration(0);  // no periodic timer
   }
-  OperatorContext Context() { return OperatorContext("bench op", 0, 1, 128, &metrics, &timers, &config, nullptr); }
+  OperatorContext Context() {
+    return OperatorContext("bench op", 0, 1, 128, &metrics, &timers, &config, nullptr);
+  }
   SubtaskMetrics metrics;
   ProcessingTimeService timers;
   JobConfig config;
@@ -380,14 +386,17 @@ void BM_FusedLoop_W1Core(benchmark::State& state) {
   constexpr size_t kBatch = 1024;
   std::vector<Batch<Event>> batches(static_cast<size_t>(channels));
   std::vector<absl::flat_hash_map<int64_t, Event>> state_of(static_cast<size_t>(channels));
-  std::vector<std::vector<int64_t>> sink(static_cast<size_t>(channels), std::vector<int64_t>(kKeys));
+  std::vector<std::vector<int64_t>> sink(static_cast<size_t>(channels),
+                                         std::vector<int64_t>(kKeys));
   Timestamp max_ts = kMinTimestamp;
   auto replay = [&](int c) {
     auto& st = state_of[static_cast<size_t>(c)];
     auto& out = sink[static_cast<size_t>(c)];
     for (auto& r : batches[static_cast<size_t>(c)].records) {
       auto [it, inserted] = st.try_emplace(r.value.key, r.value);
-      if (!inserted) it->second = Event{r.value.key, it->second.value + r.value.value, std::max(it->second.ts, r.value.ts)};
+      if (!inserted)
+        it->second = Event{r.value.key, it->second.value + r.value.value,
+                           std::max(it->second.ts, r.value.ts)};
       out[static_cast<size_t>(r.value.key)] = it->second.value;
     }
     batches[static_cast<size_t>(c)].clear();
@@ -399,7 +408,8 @@ void BM_FusedLoop_W1Core(benchmark::State& state) {
     const auto back = static_cast<int64_t>(((h >> 48) * 101u) >> 16);
     Event e{key, static_cast<int64_t>((h >> 32) & 0xff), 1'700'000'000'000 + i / 1000 - back};
     max_ts = std::max(max_ts, e.ts);  // the watermark generator's work
-    const int c = channels == 1 ? 0 : SubtaskForKey<int64_t>(e.key, kDefaultMaxParallelism, channels);
+    const int c =
+        channels == 1 ? 0 : SubtaskForKey<int64_t>(e.key, kDefaultMaxParallelism, channels);
     auto& b = batches[static_cast<size_t>(c)];
     b.records.push_back(Record<Event>{e, e.ts});
     if (b.records.size() >= kBatch) replay(c);

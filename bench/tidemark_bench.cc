@@ -122,7 +122,8 @@ struct Input {
     // Multiply-shift ranges (no division): key in [0, keys), back in
     // [0, disorder].
     const auto key = static_cast<int64_t>(((h & 0xffffffffu) * keys) >> 32);
-    const auto back = static_cast<int64_t>(((h >> 48) * static_cast<uint64_t>(disorder_ms + 1)) >> 16);
+    const auto back =
+        static_cast<int64_t>(((h >> 48) * static_cast<uint64_t>(disorder_ms + 1)) >> 16);
     const auto value = static_cast<int64_t>((h >> 32) & 0xff);
     return Event{key, value, kBase + i / events_per_ms - back};
   }
@@ -252,7 +253,8 @@ struct LastValueSink {
   std::shared_ptr<SinkRegistry> registry;
   SinkTable* table = nullptr;
   void operator()(Event&& e) {
-    if (table == nullptr) [[unlikely]] table = registry->NewTable();
+    if (table == nullptr) [[unlikely]]
+      table = registry->NewTable();
     ++table->records;
     table->last[static_cast<size_t>(e.key)] = e.value;
   }
@@ -285,8 +287,7 @@ DataStream<Event> TimestampedSource(StreamExecutionEnvironment& env, const Optio
           in.records, 0, "Events");
     }
     strategy = strategy.with_timestamp_assigner([](const Event& e, Timestamp) { return e.ts; });
-    return env.from_generator<Event>([in](int64_t i) { return in.At(i); }, in.records, 0,
-                                     "Events");
+    return env.from_generator<Event>([in](int64_t i) { return in.At(i); }, in.records, 0, "Events");
   }();
   s.set_parallelism(o.sources);
   return s.assign_timestamps_and_watermarks(strategy).set_parallelism(o.sources);
@@ -420,7 +421,8 @@ struct WindowResultSink {
   std::shared_ptr<WindowSinkRegistry> registry;
   WindowSinkTable* table = nullptr;
   void operator()(Event&& e, Timestamp window_max_ts) {
-    if (table == nullptr) [[unlikely]] table = registry->NewTable();
+    if (table == nullptr) [[unlikely]]
+      table = registry->NewTable();
     ++table->records;
     if (!table->results.emplace(ResultKey{e.key, window_max_ts}, e.value).second)
       table->duplicates = true;
@@ -555,9 +557,12 @@ std::string JsonEscape(const std::string& s) {
 }
 
 std::string JsonList(const std::vector<double>& v) {
-  return absl::StrCat("[", absl::StrJoin(v, ", ", [](std::string* out, double d) {
-                        absl::StrAppend(out, absl::StrFormat("%.6g", d));
-                      }), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(v, ", ",
+                                    [](std::string* out, double d) {
+                                      absl::StrAppend(out, absl::StrFormat("%.6g", d));
+                                    }),
+                      "]");
 }
 
 int Main() {
@@ -594,13 +599,15 @@ int Main() {
   }
   o.source_timestamps = ts_mode == "source";
   if (o.sources <= 0 || o.windows <= 0 || o.input.records < 0 || o.input.keys == 0 ||
-      o.input.keys > (uint64_t{1} << 32) || o.input.disorder_ms < 0 || o.input.disorder_ms > 65535 ||
-      o.input.events_per_ms <= 0 || o.window_ms <= 0 || o.batch_size == 0 || o.channel_capacity == 0 ||
-      o.buffer_timeout_ms < 0 || o.watermark_interval_ms < 0) {
-    std::fprintf(stderr,
-                 "invalid parameters: need sources, windows, keys (<= 2^32), events_per_ms, window_ms, "
-                 "batch_size, channel_capacity > 0; records, buffer_timeout_ms, "
-                 "watermark_interval_ms >= 0; 0 <= disorder_ms <= 65535\n");
+      o.input.keys > (uint64_t{1} << 32) || o.input.disorder_ms < 0 ||
+      o.input.disorder_ms > 65535 || o.input.events_per_ms <= 0 || o.window_ms <= 0 ||
+      o.batch_size == 0 || o.channel_capacity == 0 || o.buffer_timeout_ms < 0 ||
+      o.watermark_interval_ms < 0) {
+    std::fprintf(
+        stderr,
+        "invalid parameters: need sources, windows, keys (<= 2^32), events_per_ms, window_ms, "
+        "batch_size, channel_capacity > 0; records, buffer_timeout_ms, "
+        "watermark_interval_ms >= 0; 0 <= disorder_ms <= 65535\n");
     return 2;
   }
 
@@ -659,8 +666,8 @@ int Main() {
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, cores));
 
   if (absl::GetFlag(FLAGS_json)) {
-    std::string j = absl::StrCat(
-        "{\"job\": \"", JsonEscape(o.job), "\", \"ok\": ", error.empty() ? "true" : "false");
+    std::string j = absl::StrCat("{\"job\": \"", JsonEscape(o.job),
+                                 "\", \"ok\": ", error.empty() ? "true" : "false");
     if (!error.empty()) absl::StrAppend(&j, ", \"error\": \"", JsonEscape(error), "\"");
     absl::StrAppend(&j, ", \"records\": ", o.input.records,
                     absl::StrFormat(", \"seconds\": %.6f", best_job.seconds),
@@ -671,44 +678,45 @@ int Main() {
       absl::StrAppend(&j, ", \"baseline_records_per_s\": null, \"baseline_seconds\": null",
                       ", \"ratio\": null, \"results_equal\": null");
     } else {
-      absl::StrAppend(&j, absl::StrFormat(", \"baseline_records_per_s\": %.1f", std::max(0.0, best_base_rate)),
-                      absl::StrFormat(", \"baseline_seconds\": %.6f", best_base.seconds),
-                      absl::StrFormat(", \"ratio\": %.4f", ratio),
-                      ", \"results_equal\": ", all_equal ? "true" : "false");
+      absl::StrAppend(
+          &j, absl::StrFormat(", \"baseline_records_per_s\": %.1f", std::max(0.0, best_base_rate)),
+          absl::StrFormat(", \"baseline_seconds\": %.6f", best_base.seconds),
+          absl::StrFormat(", \"ratio\": %.4f", ratio),
+          ", \"results_equal\": ", all_equal ? "true" : "false");
     }
     // Latency: window jobs only (null otherwise); state size: not measured yet.
     if (p50 >= 0) {
-      absl::StrAppend(&j, absl::StrFormat(", \"p50_latency_ms\": %.4f, \"p99_latency_ms\": %.4f",
-                                          p50, p99),
-                      ", \"latency_results\": ", best_job.latencies_ms.size(),
-                      ", \"latency_unmeasured\": ", best_job.latency_unmeasured);
+      absl::StrAppend(
+          &j, absl::StrFormat(", \"p50_latency_ms\": %.4f, \"p99_latency_ms\": %.4f", p50, p99),
+          ", \"latency_results\": ", best_job.latencies_ms.size(),
+          ", \"latency_unmeasured\": ", best_job.latency_unmeasured);
     } else {
       absl::StrAppend(&j, ", \"p50_latency_ms\": null, \"p99_latency_ms\": null");
     }
     absl::StrAppend(&j, ", \"bytes_per_key_window\": null");
-    absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak, ", \"sink_records\": ",
-                    best_job.sink_records, ", \"distinct_keys_out\": ", best_job.results.size(),
-                    ", \"sources\": ", o.sources, ", \"windows\": ", o.windows,
-                    ", \"keys\": ", o.input.keys, ", \"disorder_ms\": ", o.input.disorder_ms,
-                    ", \"events_per_ms\": ", o.input.events_per_ms,
-                    ", \"batch_size\": ", o.batch_size,
-                    ", \"buffer_timeout_ms\": ", o.buffer_timeout_ms,
-                    ", \"channel_capacity\": ", o.channel_capacity,
-                    ", \"watermark_interval_ms\": ", o.watermark_interval_ms,
-                    ", \"worker_threads\": ", threads, ", \"timestamps\": \"", ts_mode, "\"",
-                    ", \"repeat\": ", repeat, ", \"job_records_per_s_runs\": ", JsonList(job_rates),
-                    ", \"baseline_records_per_s_runs\": ", JsonList(base_rates),
-                    ", \"cores\": ", cores, ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
+    absl::StrAppend(
+        &j, ", \"peak_rss_bytes\": ", peak, ", \"sink_records\": ", best_job.sink_records,
+        ", \"distinct_keys_out\": ", best_job.results.size(), ", \"sources\": ", o.sources,
+        ", \"windows\": ", o.windows, ", \"keys\": ", o.input.keys,
+        ", \"disorder_ms\": ", o.input.disorder_ms, ", \"events_per_ms\": ", o.input.events_per_ms,
+        ", \"batch_size\": ", o.batch_size, ", \"buffer_timeout_ms\": ", o.buffer_timeout_ms,
+        ", \"channel_capacity\": ", o.channel_capacity,
+        ", \"watermark_interval_ms\": ", o.watermark_interval_ms, ", \"worker_threads\": ", threads,
+        ", \"timestamps\": \"", ts_mode, "\"", ", \"repeat\": ", repeat,
+        ", \"job_records_per_s_runs\": ", JsonList(job_rates),
+        ", \"baseline_records_per_s_runs\": ", JsonList(base_rates), ", \"cores\": ", cores,
+        ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
     std::printf("%s\n", j.c_str());
   } else {
     std::printf("tidemark-bench  job %s: %s\n", o.job.c_str(), job->description);
-    std::printf("  sources %d, windows %d, keys %llu, records %lld, disorder %lld ms, batch %zu, "
-                "buffer timeout %lld ms, channel capacity %zu, watermark interval %lld ms, "
-                "worker threads %d, timestamps from %s, repeat %d\n",
-                o.sources, o.windows, static_cast<unsigned long long>(o.input.keys),
-                static_cast<long long>(o.input.records), static_cast<long long>(o.input.disorder_ms),
-                o.batch_size, static_cast<long long>(o.buffer_timeout_ms), o.channel_capacity,
-                static_cast<long long>(o.watermark_interval_ms), threads, ts_mode.c_str(), repeat);
+    std::printf(
+        "  sources %d, windows %d, keys %llu, records %lld, disorder %lld ms, batch %zu, "
+        "buffer timeout %lld ms, channel capacity %zu, watermark interval %lld ms, "
+        "worker threads %d, timestamps from %s, repeat %d\n",
+        o.sources, o.windows, static_cast<unsigned long long>(o.input.keys),
+        static_cast<long long>(o.input.records), static_cast<long long>(o.input.disorder_ms),
+        o.batch_size, static_cast<long long>(o.buffer_timeout_ms), o.channel_capacity,
+        static_cast<long long>(o.watermark_interval_ms), threads, ts_mode.c_str(), repeat);
     std::printf("  machine: %u cores, %s\n\n", cores, Machine().c_str());
     if (!error.empty()) std::printf("  JOB FAILED: %s\n\n", error.c_str());
     std::printf("  %-22s %14s %10s\n", "", "records/s", "seconds");
@@ -725,12 +733,14 @@ int Main() {
     std::printf("  sink records           %lld\n", static_cast<long long>(best_job.sink_records));
     std::printf("  peak RSS (job)         %.1f MiB\n", static_cast<double>(peak) / (1 << 20));
     if (p50 >= 0) {
-      std::printf("  watermark-to-result    p50 %.3f ms, p99 %.3f ms (%zu results, %lld unmeasured)\n",
-                  p50, p99, best_job.latencies_ms.size(),
-                  static_cast<long long>(best_job.latency_unmeasured));
+      std::printf(
+          "  watermark-to-result    p50 %.3f ms, p99 %.3f ms (%zu results, %lld unmeasured)\n", p50,
+          p99, best_job.latencies_ms.size(), static_cast<long long>(best_job.latency_unmeasured));
     }
     if (repeat > 1) {
-      auto fmt = [](std::string* out, double d) { absl::StrAppend(out, absl::StrFormat("%.4g", d)); };
+      auto fmt = [](std::string* out, double d) {
+        absl::StrAppend(out, absl::StrFormat("%.4g", d));
+      };
       std::printf("  job runs (records/s)   %s\n", absl::StrJoin(job_rates, " ", fmt).c_str());
       if (!skip_baseline)
         std::printf("  baseline runs          %s\n", absl::StrJoin(base_rates, " ", fmt).c_str());
@@ -747,7 +757,8 @@ int Main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "tidemark end-to-end benchmark: a job beside a plain-loop baseline.\n"
-      "  tidemark-bench --job=W1-core --sources=2 --windows=2 --keys=10000 --records=50000000 --json");
+      "  tidemark-bench --job=W1-core --sources=2 --windows=2 --keys=10000 --records=50000000 "
+      "--json");
   absl::ParseCommandLine(argc, argv);
   return tidemark::bench::Main();
 }

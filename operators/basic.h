@@ -13,11 +13,11 @@
 
 #include <functional>
 #include <optional>
-#include <vector>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -121,10 +121,12 @@ class FlatMapOperator final : public OneInputOperator<In, Out> {
 template <typename T, typename K, typename KeyFn, typename ReduceFn>
 class RollingReduceOperator final : public OneInputOperator<T, T> {
  public:
-  RollingReduceOperator(KeyFn key, ReduceFn reduce) : key_(std::move(key)), reduce_(std::move(reduce)) {}
+  RollingReduceOperator(KeyFn key, ReduceFn reduce)
+      : key_(std::move(key)), reduce_(std::move(reduce)) {}
   void ProcessElement(T&& v, Timestamp ts) override {
     auto [it, inserted] = state_.try_emplace(key_(static_cast<const T&>(v)), v);
-    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(v));
+    if (!inserted)
+      it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(v));
     this->output().CollectCopy(it->second, ts);
   }
   size_t num_keys() const { return state_.size(); }
@@ -223,9 +225,12 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
       auto actions = std::move(pending);
       pending.clear();
       for (auto [what, w] : actions) {
-        if (what == 0) EmitWatermark(w);
-        else if (what == 1) MarkIdle();
-        else MarkActive();
+        if (what == 0)
+          EmitWatermark(w);
+        else if (what == 1)
+          MarkIdle();
+        else
+          MarkActive();
       }
     }
   };

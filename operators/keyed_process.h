@@ -218,7 +218,10 @@ class KeyedProcessContext {
  public:
   KeyedProcessContext(KeyedTimerService<K, VoidNamespace>* timers, KeyedStateStore<K>* state,
                       const std::map<std::string, OutputBase*>* side_outputs)
-      : timers_(timers), state_(state), side_outputs_(side_outputs), timer_service_(timers, &key_) {}
+      : timers_(timers),
+        state_(state),
+        side_outputs_(side_outputs),
+        timer_service_(timers, &key_) {}
 
   const K& get_current_key() const { return *key_; }
   // The record's timestamp in process_element (kNoTimestamp if it has
@@ -285,7 +288,8 @@ class KeyedProcessFunction {
   using OnTimerContext = KeyedProcessContext<K>;
   virtual ~KeyedProcessFunction() = default;
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
-  virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {}
+  virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {
+  }
 };
 
 namespace keyed_process_internal {

@@ -17,11 +17,14 @@ std::string OpenSinkFile(const std::string& path, int subtask, int parallelism,
   if (parallelism > 1) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) throw std::runtime_error(absl::StrCat("cannot create directory ", path, ": ", ec.message()));
+    if (ec)
+      throw std::runtime_error(absl::StrCat("cannot create directory ", path, ": ", ec.message()));
     file = absl::StrCat(path, "/", subtask + 1);
   }
   out.open(file, std::ios::out | std::ios::trunc);
-  if (!out) throw std::runtime_error(absl::StrCat("cannot open ", file, " for writing: ", std::strerror(errno)));
+  if (!out)
+    throw std::runtime_error(
+        absl::StrCat("cannot open ", file, " for writing: ", std::strerror(errno)));
   return file;
 }
 

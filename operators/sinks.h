@@ -116,7 +116,8 @@ template <typename T>
 class TextFileSinkOperator final : public SinkOperator<T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
-  TextFileSinkOperator(std::string path, Formatter fmt) : path_(std::move(path)), fmt_(std::move(fmt)) {}
+  TextFileSinkOperator(std::string path, Formatter fmt)
+      : path_(std::move(path)), fmt_(std::move(fmt)) {}
   void Open(OperatorContext& ctx) override;
   void ProcessElement(T&& v, Timestamp) override {
     out_ << (fmt_ ? fmt_(v) : Format(v)) << '\n';

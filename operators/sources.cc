@@ -87,7 +87,8 @@ class FdLineReader : public LineReader {
       if (n < 0) {
         buf_.resize(old);
         if (errno == EAGAIN || errno == EWOULDBLOCK) return Result::kNothing;
-        throw std::runtime_error(absl::StrCat("read from ", name_, " failed: ", std::strerror(errno)));
+        throw std::runtime_error(
+            absl::StrCat("read from ", name_, " failed: ", std::strerror(errno)));
       }
       buf_.resize(old + static_cast<size_t>(n));
       if (n == 0) eof_ = true;
@@ -113,14 +114,15 @@ class FdLineReader : public LineReader {
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
                                            bool split) {
   const int fd = path == "-" ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  if (fd < 0)
+    throw std::runtime_error(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   const std::string name = path == "-" ? "<stdin>" : path;
   if (!split || parallelism <= 1 || path == "-") {
     auto reader = std::make_unique<FdLineReader>(fd, name, '\n', false, 1, 0, -1);
     if (path == "-") reader->set_poll_first();
     return reader;
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) {
     close(fd);
     throw std::runtime_error(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
@@ -149,7 +151,8 @@ std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask,
           start = size;
           break;
         }
-        const char* p = static_cast<const char*>(memchr(chunk.data(), '\n', static_cast<size_t>(n)));
+        const char* p =
+            static_cast<const char*>(memchr(chunk.data(), '\n', static_cast<size_t>(n)));
         if (p) {
           start += (p - chunk.data()) + 1;
           ++line;

@@ -68,7 +68,8 @@ class GeneratorSource final : public Source<T> {
       const double elapsed_s = static_cast<double>(clock_->NowMillis() - start_ms_) / 1000.0;
       const auto allowed = static_cast<int64_t>(elapsed_s * rate_) + 1;
       if (emitted_ >= allowed) {
-        retry_at_ = start_ms_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
+        retry_at_ =
+            start_ms_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
         return PollStatus::kNothingAvailable;
       }
       budget = std::min<size_t>(budget, static_cast<size_t>(allowed - emitted_));

@@ -31,8 +31,8 @@ uint32_t DecodeUtf8(std::string_view s, size_t& i) {
     }
   } else if ((b0 & 0xF0) == 0xE0) {
     const int c1 = cont(1), c2 = c1 >= 0 ? cont(2) : -1;
-    const uint32_t cp = ((b0 & 0x0Fu) << 12) | (static_cast<uint32_t>(c1) << 6) |
-                        static_cast<uint32_t>(c2);
+    const uint32_t cp =
+        ((b0 & 0x0Fu) << 12) | (static_cast<uint32_t>(c1) << 6) | static_cast<uint32_t>(c2);
     if (c1 >= 0 && c2 >= 0 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) {
       i += 3;
       return cp;
@@ -123,9 +123,8 @@ int DefaultMaxParallelism(int parallelism) {
 
 absl::Status ValidateParallelism(int parallelism, int max_parallelism) {
   if (max_parallelism <= 0 || max_parallelism > kUpperBoundMaxParallelism) {
-    return absl::InvalidArgumentError(absl::StrCat("max parallelism must be in (0, ",
-                                                   kUpperBoundMaxParallelism, "], got ",
-                                                   max_parallelism));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max parallelism must be in (0, ", kUpperBoundMaxParallelism, "], got ", max_parallelism));
   }
   if (parallelism <= 0 || parallelism > max_parallelism) {
     return absl::InvalidArgumentError(absl::StrCat("parallelism must be in (0, ", max_parallelism,
@@ -141,12 +140,18 @@ absl::Status ValidateParallelism(int parallelism, int max_parallelism) {
 namespace tidemark {
 const char* ToString(ShipStrategy s) {
   switch (s) {
-    case ShipStrategy::kDefault: return "DEFAULT";
-    case ShipStrategy::kForward: return "FORWARD";
-    case ShipStrategy::kRebalance: return "REBALANCE";
-    case ShipStrategy::kBroadcast: return "BROADCAST";
-    case ShipStrategy::kKeyGroups: return "HASH";
-    case ShipStrategy::kCustom: return "CUSTOM";
+    case ShipStrategy::kDefault:
+      return "DEFAULT";
+    case ShipStrategy::kForward:
+      return "FORWARD";
+    case ShipStrategy::kRebalance:
+      return "REBALANCE";
+    case ShipStrategy::kBroadcast:
+      return "BROADCAST";
+    case ShipStrategy::kKeyGroups:
+      return "HASH";
+    case ShipStrategy::kCustom:
+      return "CUSTOM";
   }
   return "?";
 }

@@ -72,8 +72,8 @@ struct KeyHash<bool> {
   int32_t operator()(bool b) const { return b ? 1231 : 1237; }
 };
 template <typename K>
-struct KeyHash<K, std::enable_if_t<std::is_integral_v<K> && !std::is_same_v<K, bool> &&
-                                   (sizeof(K) <= 4)>> {
+struct KeyHash<
+    K, std::enable_if_t<std::is_integral_v<K> && !std::is_same_v<K, bool> && (sizeof(K) <= 4)>> {
   int32_t operator()(K key) const { return static_cast<int32_t>(key); }
 };
 template <typename K>

@@ -29,7 +29,7 @@
 namespace tidemark {
 
 enum class ShipStrategy {
-  kDefault,    // forward when parallelism matches, else rebalance (Flink's rule)
+  kDefault,  // forward when parallelism matches, else rebalance (Flink's rule)
   kForward,
   kRebalance,
   kBroadcast,
@@ -64,7 +64,8 @@ class BroadcastPartitioner final : public Partitioner<T> {
 template <typename T>
 class RebalancePartitioner final : public Partitioner<T> {
  public:
-  RebalancePartitioner(int num_channels, int start) : n_(num_channels), next_(start % num_channels) {}
+  RebalancePartitioner(int num_channels, int start)
+      : n_(num_channels), next_(start % num_channels) {}
   int Select(const T&) override {
     const int c = next_;
     if (++next_ == n_) next_ = 0;
@@ -100,8 +101,8 @@ class CustomPartitioner final : public Partitioner<T> {
   int Select(const T& value) override {
     const int c = part_(key_(value), n_);
     if (c < 0 || c >= n_) {
-      throw std::out_of_range(absl::StrCat("custom partitioner returned channel ", c,
-                                           ", not in [0, ", n_, ")"));
+      throw std::out_of_range(
+          absl::StrCat("custom partitioner returned channel ", c, ", not in [0, ", n_, ")"));
     }
     return c;
   }

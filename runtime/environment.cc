@@ -84,7 +84,7 @@ int StreamExecutionEnvironment::AddNode(std::unique_ptr<StreamNode> n) {
 }
 
 DataStream<std::string> StreamExecutionEnvironment::socket_text_stream(const std::string& host,
-                                                                      int port, char delimiter) {
+                                                                       int port, char delimiter) {
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
   spec.host = host;
@@ -111,15 +111,14 @@ DataStream<std::string> StreamExecutionEnvironment::read_text_files(
   spec.kind = LineSource<std::string>::Spec::Kind::kFilePerSubtask;
   spec.paths = paths;
   return read_lines<std::string>(
-      spec, [](std::string_view line, const LineLocation&) { return std::string(line); },
-      "Files");
+      spec, [](std::string_view line, const LineLocation&) { return std::string(line); }, "Files");
 }
 
 namespace {
 
 struct PhysEdge {
-  int from;          // a real (source/operator) node
-  std::string tag;   // "" for the main output
+  int from;         // a real (source/operator) node
+  std::string tag;  // "" for the main output
   ShipStrategy strategy;
   std::shared_ptr<PartitionerFactoryBase> partitioner;
 };
@@ -158,8 +157,8 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
     StreamNode& node = *nodes_[i];
     const int p = node.parallelism > 0 ? node.parallelism : parallelism_;
     int max_p = node.max_parallelism > 0 ? node.max_parallelism
-                : max_parallelism_ > 0  ? max_parallelism_
-                                        : DefaultMaxParallelism(p);
+                : max_parallelism_ > 0   ? max_parallelism_
+                                         : DefaultMaxParallelism(p);
     if (absl::Status s = ValidateParallelism(p, max_p); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("operator '", node.name, "': ", s.message()));
     }
@@ -201,7 +200,8 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
   for (int i = 0; i < n; ++i) {
     if (!is_real(i)) continue;
     for (const EdgeSpec& e : nodes_[i]->inputs) {
-      if (absl::Status st = resolve(i, e, ShipStrategy::kDefault, nullptr, plan.inputs[i]); !st.ok())
+      if (absl::Status st = resolve(i, e, ShipStrategy::kDefault, nullptr, plan.inputs[i]);
+          !st.ok())
         return st;
     }
     for (int k = 0; k < static_cast<int>(plan.inputs[i].size()); ++k) {
@@ -211,13 +211,14 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
         pe.strategy = pu == pd ? ShipStrategy::kForward : ShipStrategy::kRebalance;
       } else if (pe.strategy == ShipStrategy::kForward && pu != pd) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "forward partitioning needs equal parallelism, but '", nodes_[pe.from]->name,
-            "' has ", pu, " and '", nodes_[i]->name, "' has ", pd));
+            "forward partitioning needs equal parallelism, but '", nodes_[pe.from]->name, "' has ",
+            pu, " and '", nodes_[i]->name, "' has ", pd));
       }
       plan.consumers[{pe.from, pe.tag}].emplace_back(i, k);
     }
     if (nodes_[i]->kind == StreamNode::Kind::kOperator && plan.inputs[i].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("operator '", nodes_[i]->name, "' has no input"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator '", nodes_[i]->name, "' has no input"));
     }
   }
 
@@ -367,8 +368,8 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
           if (!outs.empty()) op->set_side_output(tag, combine(side_ops.get(), outs));
         }
         OperatorContext* ctx = task->AddContext(std::make_unique<OperatorContext>(
-            node.name, s, p, plan.max_parallelism[id], task->metrics(), &task->timers(),
-            &config_, listener));
+            node.name, s, p, plan.max_parallelism[id], task->metrics(), &task->timers(), &config_,
+            listener));
         next_op = op.get();
         next_ctx = ctx;
         ops_rev.emplace_back(std::move(op), ctx);
@@ -378,8 +379,9 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
 
       StreamNode& head_node = *nodes_[head];
       if (head_node.kind == StreamNode::Kind::kSource) {
-        SourceBuildArgs args{source_head, SourceContext{s, p, clock_}, head_node.name,
-                             task->signals(), task->metrics(), config_.batch_size};
+        SourceBuildArgs args{source_head,     SourceContext{s, p, clock_},
+                             head_node.name,  task->signals(),
+                             task->metrics(), config_.batch_size};
         task->SetInput(head_node.make_source(args));
       } else {
         std::vector<ChannelBase*> in;

@@ -125,8 +125,8 @@ class StreamExecutionEnvironment {
                                std::string name = "Generator");
   // A user source; `factory` is called once per subtask.
   template <typename T>
-  DataStream<T> add_source(std::function<std::unique_ptr<Source<T>>()> factory,
-                           std::string name, bool parallel = true);
+  DataStream<T> add_source(std::function<std::unique_ptr<Source<T>>()> factory, std::string name,
+                           bool parallel = true);
   // add_source followed by assign_timestamps_and_watermarks.
   template <typename T>
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
@@ -140,8 +140,8 @@ class StreamExecutionEnvironment {
   DataStream<std::string> read_text_files(const std::vector<std::string>& paths);
   // The general forms, with a parser that sees each line's file and line.
   template <typename T>
-  DataStream<T> read_lines(typename LineSource<T>::Spec spec,
-                           typename LineSource<T>::Parser parser, std::string name);
+  DataStream<T> read_lines(typename LineSource<T>::Spec spec, typename LineSource<T>::Parser parser,
+                           std::string name);
 
   // --- execution ---
   JobResult execute(const std::string& job_name = "tidemark job");
@@ -249,9 +249,10 @@ class DataStream {
   }
   // A user operator (OneInputOperator<T, Out>), made once per subtask.
   template <typename Out>
-  DataStream<Out> transform(std::string name,
-                            std::function<std::unique_ptr<OneInputOperator<T, Out>>()> factory) const {
-    return Add<Out>(std::move(name), [factory] { return std::unique_ptr<OperatorBase>(factory()); });
+  DataStream<Out> transform(
+      std::string name, std::function<std::unique_ptr<OneInputOperator<T, Out>>()> factory) const {
+    return Add<Out>(std::move(name),
+                    [factory] { return std::unique_ptr<OperatorBase>(factory()); });
   }
 
   // --- partitioning ---
@@ -313,9 +314,9 @@ class DataStream {
   }
   DataStream<T> write_as_text(std::string path,
                               std::function<std::string(const T&)> fmt = nullptr) const {
-    return Sink("Text file", [path, fmt] {
-             return std::make_unique<TextFileSinkOperator<T>>(path, fmt);
-           }).set_parallelism(1);
+    return Sink("Text file",
+                [path, fmt] { return std::make_unique<TextFileSinkOperator<T>>(path, fmt); })
+        .set_parallelism(1);
   }
 
   // --- for extensions ---
@@ -333,7 +334,8 @@ class DataStream {
   }
 
  private:
-  DataStream<T> Sink(std::string name, std::function<std::unique_ptr<OperatorBase>()> factory) const {
+  DataStream<T> Sink(std::string name,
+                     std::function<std::unique_ptr<OperatorBase>()> factory) const {
     auto n = std::make_unique<StreamNode>();
     n->kind = StreamNode::Kind::kOperator;
     n->name = std::move(name);
@@ -372,7 +374,9 @@ class KeyedStream {
     KeyFn key = key_;
     return stream_.template Add<T>(
         "Keyed Reduce",
-        [key, f] { return std::make_unique<RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f); },
+        [key, f] {
+          return std::make_unique<RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f);
+        },
         /*keyed=*/true);
   }
   // A keyed operator built by the caller (windows, process functions).
@@ -427,7 +431,8 @@ template <typename T>
 DataStream<T> StreamExecutionEnvironment::from_source(
     std::function<std::unique_ptr<Source<T>>()> factory, WatermarkStrategy<T> strategy,
     std::string name) {
-  return add_source<T>(std::move(factory), std::move(name)).assign_timestamps_and_watermarks(strategy);
+  return add_source<T>(std::move(factory), std::move(name))
+      .assign_timestamps_and_watermarks(strategy);
 }
 
 template <typename T>

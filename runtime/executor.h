@@ -101,8 +101,8 @@ class JobExecution final : public Dispatcher, public std::enable_shared_from_thi
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
-  int remaining_ = 0;          // guarded by mu_
-  absl::Status first_error_;   // guarded by mu_
+  int remaining_ = 0;         // guarded by mu_
+  absl::Status first_error_;  // guarded by mu_
   bool started_ = false;
   std::chrono::steady_clock::time_point start_time_;
 

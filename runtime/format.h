@@ -22,7 +22,8 @@ namespace tidemark {
 template <typename T, typename = void>
 struct IsStreamable : std::false_type {};
 template <typename T>
-struct IsStreamable<T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
+struct IsStreamable<
+    T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
     : std::true_type {};
 
 template <typename T>

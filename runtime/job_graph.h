@@ -116,14 +116,14 @@ struct StreamNode {
   int id = -1;
   Kind kind = Kind::kOperator;
   std::string name;
-  int parallelism = 0;      // 0: the environment's default
-  int max_parallelism = 0;  // 0: the environment's, else Flink's default for the parallelism
+  int parallelism = 0;             // 0: the environment's default
+  int max_parallelism = 0;         // 0: the environment's, else Flink's default for the parallelism
   bool fixed_parallelism = false;  // non-parallel sources (collection, socket)
   bool keyed = false;              // consumes a key_by edge (needs max parallelism)
   std::vector<EdgeSpec> inputs;
-  std::shared_ptr<NodeOps> out;                           // null for sinks
+  std::shared_ptr<NodeOps> out;                               // null for sinks
   std::map<std::string, std::shared_ptr<NodeOps>> side_outs;  // by tag
-  std::string side_tag;                                    // kSideOutput
+  std::string side_tag;                                       // kSideOutput
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
   std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
 };

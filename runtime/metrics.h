@@ -25,7 +25,9 @@ namespace tidemark {
 // A single-writer counter.
 class Counter {
  public:
-  void Inc(int64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  void Inc(int64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   void Set(int64_t n) { v_.store(n, std::memory_order_relaxed); }
   int64_t Get() const { return v_.load(std::memory_order_relaxed); }
 
@@ -114,12 +116,12 @@ class WatermarkListener {
   struct ChannelEvent {
     const std::string* task_name;
     int subtask;
-    int channel;                 // input channel index at that subtask
-    Timestamp channel_watermark; // the channel's watermark after the change
+    int channel;                  // input channel index at that subtask
+    Timestamp channel_watermark;  // the channel's watermark after the change
     bool channel_idle;
-    Timestamp aligned;           // the subtask's aligned input watermark after the change
+    Timestamp aligned;  // the subtask's aligned input watermark after the change
     bool subtask_idle;
-    int holding_channel;         // channel holding the minimum back, -1 if none
+    int holding_channel;  // channel holding the minimum back, -1 if none
   };
   // A watermark, status or end arrived on an input channel.
   virtual void OnInputChannel(const ChannelEvent&) {}

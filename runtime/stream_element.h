@@ -26,9 +26,9 @@ struct Record {
 };
 
 enum class ControlKind : uint8_t {
-  kWatermark,      // value = the watermark
-  kStatus,         // value = WatermarkStatus (0 active, 1 idle)
-  kEndOfInput,     // the producer will send nothing more on this channel
+  kWatermark,   // value = the watermark
+  kStatus,      // value = WatermarkStatus (0 active, 1 idle)
+  kEndOfInput,  // the producer will send nothing more on this channel
 };
 
 struct Control {

@@ -8,9 +8,8 @@ namespace {
 constexpr int kStepsPerSlice = 32;
 }  // namespace
 
-StreamTask::StreamTask(std::string name, JobExecution* job,
-                       std::unique_ptr<SubtaskMetrics> metrics, const Clock* clock,
-                       const JobConfig* config)
+StreamTask::StreamTask(std::string name, JobExecution* job, std::unique_ptr<SubtaskMetrics> metrics,
+                       const Clock* clock, const JobConfig* config)
     : Task(std::move(name)),
       job_(job),
       metrics_(std::move(metrics)),
@@ -97,9 +96,9 @@ Task::Result StreamTask::RunSlice() {
   } catch (const OperatorError& e) {
     job_->Fail(absl::AbortedError(e.what()));
   } catch (const std::exception& e) {
-    job_->Fail(absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ",
-                                               metrics_->subtask(), " of ",
-                                               metrics_->parallelism(), ") failed: ", e.what())));
+    job_->Fail(
+        absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(),
+                                        " of ", metrics_->parallelism(), ") failed: ", e.what())));
   }
   CloseAll();
   return Result::kFinished;
@@ -112,8 +111,7 @@ void StreamTask::FinishChain() {
     } catch (const OperatorError&) {
       throw;
     } catch (const std::exception& e) {
-      throw OperatorError(ctx->operator_name(), ctx->subtask_index(), ctx->parallelism(),
-                          e.what());
+      throw OperatorError(ctx->operator_name(), ctx->subtask_index(), ctx->parallelism(), e.what());
     }
   }
 }

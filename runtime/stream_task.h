@@ -274,7 +274,8 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
     size_t ci = 0;
     const size_t nr = b.records.size();
     for (size_t r = 0; r < nr; ++r) {
-      while (ci < b.controls.size() && b.controls[ci].position == r) HandleControl(c, b.controls[ci++]);
+      while (ci < b.controls.size() && b.controls[ci].position == r)
+        HandleControl(c, b.controls[ci++]);
       head_->Collect(std::move(b.records[r].value), b.records[r].timestamp);
     }
     while (ci < b.controls.size()) HandleControl(c, b.controls[ci++]);
@@ -299,9 +300,9 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
         ++ended_;
         break;
     }
-    if (!notified_ && (valve_.channel_watermark(c) != before_wm ||
-                       valve_.channel_idle(c) != before_idle ||
-                       valve_.last_output_watermark() != before_aligned)) {
+    if (!notified_ &&
+        (valve_.channel_watermark(c) != before_wm || valve_.channel_idle(c) != before_idle ||
+         valve_.last_output_watermark() != before_aligned)) {
       Notify(c);
     }
     current_channel_ = -1;

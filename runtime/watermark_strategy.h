@@ -53,7 +53,8 @@ template <typename T>
 class BoundedOutOfOrdernessWatermarks : public WatermarkGenerator<T> {
  public:
   explicit BoundedOutOfOrdernessWatermarks(Duration max_out_of_orderness)
-      : delay_(ToMillis(max_out_of_orderness)), max_ts_(SaturatingAdd(SaturatingAdd(kMinTimestamp, delay_), 1)) {
+      : delay_(ToMillis(max_out_of_orderness)),
+        max_ts_(SaturatingAdd(SaturatingAdd(kMinTimestamp, delay_), 1)) {
     if (delay_ < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
   }
   void OnEvent(const T&, Timestamp ts, WatermarkOutput&) override {
@@ -73,7 +74,8 @@ class BoundedOutOfOrdernessWatermarks : public WatermarkGenerator<T> {
 // strictly more than `timeout` since the first quiet probe.
 class IdlenessTimer {
  public:
-  IdlenessTimer(const Clock* clock, Duration timeout) : clock_(clock), timeout_(ToMillis(timeout)) {}
+  IdlenessTimer(const Clock* clock, Duration timeout)
+      : clock_(clock), timeout_(ToMillis(timeout)) {}
   void Activity() { counter_++; }
   bool CheckIfIdle() {
     if (counter_ != last_counter_) {
@@ -139,8 +141,7 @@ class WatermarkStrategy {
   // Watermark = max_ts - d - 1.  Throws std::invalid_argument for d < 0.
   static WatermarkStrategy for_bounded_out_of_orderness(Duration d) {
     if (d.count() < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
-    return for_generator(
-        [d] { return std::make_unique<BoundedOutOfOrdernessWatermarks<T>>(d); });
+    return for_generator([d] { return std::make_unique<BoundedOutOfOrdernessWatermarks<T>>(d); });
   }
   // Watermark = max_ts - 1 (bounded out of orderness with 0 delay).
   static WatermarkStrategy for_monotonous_timestamps() {

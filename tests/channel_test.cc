@@ -2,6 +2,8 @@
 // the producer/consumer notifications, batch recycling, and a threaded
 // stress test; then, through real jobs, end of input, the flush of partial
 // batches (a slow stream is never held back) and backpressure.
+#include "runtime/channel.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/channel.h"
 #include "runtime/environment.h"
 #include "test_util.h"
 #include "tidemark.h"
@@ -267,7 +268,8 @@ class OneThenWaitSource final : public Source<int> {
       out.CollectWithTimestamp(42, 1);
     }
     if (s_->seen.load()) return PollStatus::kEndOfInput;
-    if (clock_->NowMillis() - start_ > 10000) throw std::runtime_error("record never reached the sink");
+    if (clock_->NowMillis() - start_ > 10000)
+      throw std::runtime_error("record never reached the sink");
     // busy: keep the task running (only the buffer timeout can flush);
     // otherwise: nothing available, poll again in 2 ms (flush when idle).
     if (busy_) return PollStatus::kMoreAvailable;
@@ -312,7 +314,8 @@ TEST(ChannelJob, BackpressureBoundsHowFarTheProducerRunsAhead) {
   auto consumed = std::make_shared<std::atomic<int64_t>>(0);
   auto max_ahead = std::make_shared<std::atomic<int64_t>>(0);
   StreamExecutionEnvironment env;
-  env.set_parallelism(1).set_worker_threads(2).set_batch_size(kBatch).set_channel_capacity(kCapacity);
+  env.set_parallelism(1).set_worker_threads(2).set_batch_size(kBatch).set_channel_capacity(
+      kCapacity);
   env.from_generator<int64_t>(
          [consumed, max_ahead](int64_t i, SourceOutput<int64_t>& out) {
            const int64_t ahead = i - consumed->load();

@@ -5,6 +5,8 @@
 // watermark between every two records.  Real time is the subject here, so the
 // writer sleeps between records; nothing else waits on time.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,9 +16,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "cli_test_util.h"
@@ -42,8 +41,7 @@ TEST(CliSocketTest, S1OverASocketWithThePeriodicGenerator) {
     const int conn = accept(listener, nullptr, nullptr);
     if (conn < 0) return;
     for (int64_t ts : {1538359882000, 1538359886000, 1538359892000, 1538359893000, 1538359894000,
-                       1538359896000, 1538359897000, 1538359899000, 1538359891000,
-                       1538359903000}) {
+                       1538359896000, 1538359897000, 1538359899000, 1538359891000, 1538359903000}) {
       const std::string line = absl::StrCat("0001,", ts, "\n");
       if (write(conn, line.data(), line.size()) < 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -64,9 +62,15 @@ TEST(CliSocketTest, S1OverASocketWithThePeriodicGenerator) {
   for (const auto& l : lines)
     if (l.find("\"on_time\"") != std::string::npos) on_time.push_back(l);
   ASSERT_EQ(on_time.size(), 3u) << r.out;
-  EXPECT_THAT(on_time[0], ::testing::HasSubstr("\"start\":1538359881000,\"end\":1538359884000,\"first\":1538359882000,\"last\":1538359882000,\"count\":1"));
-  EXPECT_THAT(on_time[1], ::testing::HasSubstr("\"start\":1538359884000,\"end\":1538359887000,\"first\":1538359886000,\"last\":1538359886000,\"count\":1"));
-  EXPECT_THAT(on_time[2], ::testing::HasSubstr("\"start\":1538359890000,\"end\":1538359893000,\"first\":1538359891000,\"last\":1538359892000,\"count\":2"));
+  EXPECT_THAT(on_time[0],
+              ::testing::HasSubstr("\"start\":1538359881000,\"end\":1538359884000,\"first\":"
+                                   "1538359882000,\"last\":1538359882000,\"count\":1"));
+  EXPECT_THAT(on_time[1],
+              ::testing::HasSubstr("\"start\":1538359884000,\"end\":1538359887000,\"first\":"
+                                   "1538359886000,\"last\":1538359886000,\"count\":1"));
+  EXPECT_THAT(on_time[2],
+              ::testing::HasSubstr("\"start\":1538359890000,\"end\":1538359893000,\"first\":"
+                                   "1538359891000,\"last\":1538359892000,\"count\":2"));
   // Fired by the watermarks the document's table shows (max - 10 s).
   EXPECT_THAT(on_time[0], ::testing::HasSubstr("\"watermark\":1538359884000"));
   EXPECT_THAT(on_time[1], ::testing::HasSubstr("\"watermark\":1538359887000"));

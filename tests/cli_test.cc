@@ -11,12 +11,12 @@
 // The input files end, so at the end every window still open fires with the
 // maximum watermark (Flink's end-of-input behaviour); those firings follow the
 // documents' outputs in the expected text and are marked "end of input".
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,9 +29,9 @@
 namespace tidemark {
 namespace {
 
+using testing::CliRun;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using testing::CliRun;
 using testing::RunTidemark;
 using testing::TempPath;
 using testing::WriteFile;
@@ -68,26 +68,39 @@ const std::vector<std::string> kS1 = {
     "0001,1538359891000", "0001,1538359903000"};
 
 std::vector<std::string> S1Args(const std::string& input) {
-  return {"run", "--input=" + input, "--fields=key,ts", "--watermarks=lag:10s",
-          "--watermark-interval=per-record", "--window=tumbling:3s", "--aggregate=list",
-          "--timezone=Asia/Shanghai", "--parallelism=2", "--summary=false"};
+  return {"run",
+          "--input=" + input,
+          "--fields=key,ts",
+          "--watermarks=lag:10s",
+          "--watermark-interval=per-record",
+          "--window=tumbling:3s",
+          "--aggregate=list",
+          "--timezone=Asia/Shanghai",
+          "--parallelism=2",
+          "--summary=false"};
 }
 
 TEST(CliScenarioTest, S1TumblingWithLagGenerator) {
   CliRun r = RunTidemark(S1Args(InputFile("s1.txt", kS1)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.OutLines(),
-              ElementsAreArray(WithPrefix(
-                  "0001",
-                  {// as the document shows, after 10:11:34, 10:11:37 and 10:11:43
-                   "(0001),1,2018-10-01 10:11:22.000,2018-10-01 10:11:22.000,2018-10-01 10:11:21.000,2018-10-01 10:11:24.000",
-                   "(0001),1,2018-10-01 10:11:26.000,2018-10-01 10:11:26.000,2018-10-01 10:11:24.000,2018-10-01 10:11:27.000",
-                   "(0001),2,2018-10-01 10:11:31.000,2018-10-01 10:11:32.000,2018-10-01 10:11:30.000,2018-10-01 10:11:33.000",
-                   // end of input
-                   "(0001),2,2018-10-01 10:11:33.000,2018-10-01 10:11:34.000,2018-10-01 10:11:33.000,2018-10-01 10:11:36.000",
-                   "(0001),2,2018-10-01 10:11:36.000,2018-10-01 10:11:37.000,2018-10-01 10:11:36.000,2018-10-01 10:11:39.000",
-                   "(0001),1,2018-10-01 10:11:39.000,2018-10-01 10:11:39.000,2018-10-01 10:11:39.000,2018-10-01 10:11:42.000",
-                   "(0001),1,2018-10-01 10:11:43.000,2018-10-01 10:11:43.000,2018-10-01 10:11:42.000,2018-10-01 10:11:45.000"})));
+  EXPECT_THAT(r.OutLines(), ElementsAreArray(WithPrefix(
+                                "0001",
+                                {// as the document shows, after 10:11:34, 10:11:37 and 10:11:43
+                                 "(0001),1,2018-10-01 10:11:22.000,2018-10-01 "
+                                 "10:11:22.000,2018-10-01 10:11:21.000,2018-10-01 10:11:24.000",
+                                 "(0001),1,2018-10-01 10:11:26.000,2018-10-01 "
+                                 "10:11:26.000,2018-10-01 10:11:24.000,2018-10-01 10:11:27.000",
+                                 "(0001),2,2018-10-01 10:11:31.000,2018-10-01 "
+                                 "10:11:32.000,2018-10-01 10:11:30.000,2018-10-01 10:11:33.000",
+                                 // end of input
+                                 "(0001),2,2018-10-01 10:11:33.000,2018-10-01 "
+                                 "10:11:34.000,2018-10-01 10:11:33.000,2018-10-01 10:11:36.000",
+                                 "(0001),2,2018-10-01 10:11:36.000,2018-10-01 "
+                                 "10:11:37.000,2018-10-01 10:11:36.000,2018-10-01 10:11:39.000",
+                                 "(0001),1,2018-10-01 10:11:39.000,2018-10-01 "
+                                 "10:11:39.000,2018-10-01 10:11:39.000,2018-10-01 10:11:42.000",
+                                 "(0001),1,2018-10-01 10:11:43.000,2018-10-01 "
+                                 "10:11:43.000,2018-10-01 10:11:42.000,2018-10-01 10:11:45.000"})));
 }
 
 TEST(CliScenarioTest, S1TraceShowsTheDocumentsTable) {
@@ -98,39 +111,49 @@ TEST(CliScenarioTest, S1TraceShowsTheDocumentsTable) {
   const std::vector<std::string> records = Filter(r.OutLines(), "key:", true);
   ASSERT_EQ(records.size(), 10u);
   // Rows 1, 9 and 10 of the document's table.
-  EXPECT_EQ(records[0],
-            "key:0001,eventtime:[1538359882000|2018-10-01 10:11:22.000],currentMaxTimestamp:["
-            "1538359882000|2018-10-01 10:11:22.000],watermark:[1538359872000|2018-10-01 10:11:12.000]");
-  EXPECT_EQ(records[8],
-            "key:0001,eventtime:[1538359891000|2018-10-01 10:11:31.000],currentMaxTimestamp:["
-            "1538359899000|2018-10-01 10:11:39.000],watermark:[1538359889000|2018-10-01 10:11:29.000]");
-  EXPECT_EQ(records[9],
-            "key:0001,eventtime:[1538359903000|2018-10-01 10:11:43.000],currentMaxTimestamp:["
-            "1538359903000|2018-10-01 10:11:43.000],watermark:[1538359893000|2018-10-01 10:11:33.000]");
+  EXPECT_EQ(
+      records[0],
+      "key:0001,eventtime:[1538359882000|2018-10-01 10:11:22.000],currentMaxTimestamp:["
+      "1538359882000|2018-10-01 10:11:22.000],watermark:[1538359872000|2018-10-01 10:11:12.000]");
+  EXPECT_EQ(
+      records[8],
+      "key:0001,eventtime:[1538359891000|2018-10-01 10:11:31.000],currentMaxTimestamp:["
+      "1538359899000|2018-10-01 10:11:39.000],watermark:[1538359889000|2018-10-01 10:11:29.000]");
+  EXPECT_EQ(
+      records[9],
+      "key:0001,eventtime:[1538359903000|2018-10-01 10:11:43.000],currentMaxTimestamp:["
+      "1538359903000|2018-10-01 10:11:43.000],watermark:[1538359893000|2018-10-01 10:11:33.000]");
 }
 
 // --- S2: document 004, tumbling 10 s, space-separated, late record dropped ---
 TEST(CliScenarioTest, S2TumblingTenSecondsOutOfOrder) {
   std::vector<std::string> lines;
-  for (int s : {22, 25, 28, 30, 31, 35, 38, 40, 51}) lines.push_back(absl::StrCat("0001 ", 1569895860000 + s * 1000));
+  for (int s : {22, 25, 28, 30, 31, 35, 38, 40, 51})
+    lines.push_back(absl::StrCat("0001 ", 1569895860000 + s * 1000));
   for (int s : {88, 85, 87, 90, 100, 89})  // 10:12:28, :25, :27, :30, :40, then :29 (too late)
     lines.push_back(absl::StrCat("0001 ", 1569895860000 + s * 1000));
-  CliRun r = RunTidemark({"run", "--input=" + InputFile("s2.txt", lines), "--delimiter= ",
-                          "--fields=key,ts", "--watermarks=lag:10s", "--watermark-interval=per-record",
-                          "--window=tumbling:10s", "--aggregate=list", "--timezone=Asia/Shanghai",
-                          "--parallelism=2"});
+  CliRun r = RunTidemark({"run", "--input=" + InputFile("s2.txt", lines),
+                          "--delimiter= ", "--fields=key,ts", "--watermarks=lag:10s",
+                          "--watermark-interval=per-record", "--window=tumbling:10s",
+                          "--aggregate=list", "--timezone=Asia/Shanghai", "--parallelism=2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.OutLines(),
               ElementsAreArray(WithPrefix(
-                  "0001",
-                  {"(0001),3,2019-10-01 10:11:22.000,2019-10-01 10:11:28.000,2019-10-01 10:11:20.000,2019-10-01 10:11:30.000",
-                   "(0001),4,2019-10-01 10:11:30.000,2019-10-01 10:11:38.000,2019-10-01 10:11:30.000,2019-10-01 10:11:40.000",
-                   "(0001),1,2019-10-01 10:11:40.000,2019-10-01 10:11:40.000,2019-10-01 10:11:40.000,2019-10-01 10:11:50.000",
-                   "(0001),1,2019-10-01 10:11:51.000,2019-10-01 10:11:51.000,2019-10-01 10:11:50.000,2019-10-01 10:12:00.000",
-                   "(0001),3,2019-10-01 10:12:25.000,2019-10-01 10:12:28.000,2019-10-01 10:12:20.000,2019-10-01 10:12:30.000",
-                   // end of input
-                   "(0001),1,2019-10-01 10:12:30.000,2019-10-01 10:12:30.000,2019-10-01 10:12:30.000,2019-10-01 10:12:40.000",
-                   "(0001),1,2019-10-01 10:12:40.000,2019-10-01 10:12:40.000,2019-10-01 10:12:40.000,2019-10-01 10:12:50.000"})));
+                  "0001", {"(0001),3,2019-10-01 10:11:22.000,2019-10-01 10:11:28.000,2019-10-01 "
+                           "10:11:20.000,2019-10-01 10:11:30.000",
+                           "(0001),4,2019-10-01 10:11:30.000,2019-10-01 10:11:38.000,2019-10-01 "
+                           "10:11:30.000,2019-10-01 10:11:40.000",
+                           "(0001),1,2019-10-01 10:11:40.000,2019-10-01 10:11:40.000,2019-10-01 "
+                           "10:11:40.000,2019-10-01 10:11:50.000",
+                           "(0001),1,2019-10-01 10:11:51.000,2019-10-01 10:11:51.000,2019-10-01 "
+                           "10:11:50.000,2019-10-01 10:12:00.000",
+                           "(0001),3,2019-10-01 10:12:25.000,2019-10-01 10:12:28.000,2019-10-01 "
+                           "10:12:20.000,2019-10-01 10:12:30.000",
+                           // end of input
+                           "(0001),1,2019-10-01 10:12:30.000,2019-10-01 10:12:30.000,2019-10-01 "
+                           "10:12:30.000,2019-10-01 10:12:40.000",
+                           "(0001),1,2019-10-01 10:12:40.000,2019-10-01 10:12:40.000,2019-10-01 "
+                           "10:12:40.000,2019-10-01 10:12:50.000"})));
   EXPECT_THAT(r.err, HasSubstr("1 late dropped"));
 }
 
@@ -143,24 +166,33 @@ std::vector<std::string> VcLines(const std::vector<int>& secs) {
 
 std::vector<std::string> Doc001Args(const std::string& input, const std::string& window,
                                     const std::string& watermarks = "bounded:2s") {
-  return {"run", "--input=" + input, "--fields=id,ts,vc", "--key=id", "--timestamp=ts",
-          "--value=vc", "--time-format=s", "--watermarks=" + watermarks,
-          "--watermark-interval=per-record", "--window=" + window, "--timezone=Asia/Shanghai",
-          "--parallelism=2", "--summary=false"};
+  return {"run",
+          "--input=" + input,
+          "--fields=id,ts,vc",
+          "--key=id",
+          "--timestamp=ts",
+          "--value=vc",
+          "--time-format=s",
+          "--watermarks=" + watermarks,
+          "--watermark-interval=per-record",
+          "--window=" + window,
+          "--timezone=Asia/Shanghai",
+          "--parallelism=2",
+          "--summary=false"};
 }
 
 // "window:[10:00:0a--10:00:0b]-<ws_001>--sum: v" for seconds a, b of 2020-01-01.
 std::string Sum(int a, int b, int v) {
-  auto t = [](int s) {
-    return absl::StrCat("2020-01-01 10:00:", s < 10 ? "0" : "", s);
-  };
+  auto t = [](int s) { return absl::StrCat("2020-01-01 10:00:", s < 10 ? "0" : "", s); };
   return absl::StrCat(Prefix("ws_001"), "window:[", t(a), "--", t(b), "]-<ws_001>--sum: ", v);
 }
 
 TEST(CliScenarioTest, S3TumblingSumInOrderAndOutOfOrder) {
-  CliRun in_order = RunTidemark(Doc001Args(InputFile("s3a.txt", VcLines({1, 2, 3, 5, 6, 9})), "tumbling:5s"));
+  CliRun in_order =
+      RunTidemark(Doc001Args(InputFile("s3a.txt", VcLines({1, 2, 3, 5, 6, 9})), "tumbling:5s"));
   ASSERT_EQ(in_order.exit_code, 0) << in_order.err;
-  EXPECT_THAT(in_order.OutLines(), ElementsAreArray({Sum(0, 5, 3), /*end of input*/ Sum(5, 10, 3)}));
+  EXPECT_THAT(in_order.OutLines(),
+              ElementsAreArray({Sum(0, 5, 3), /*end of input*/ Sum(5, 10, 3)}));
   CliRun out_of_order =
       RunTidemark(Doc001Args(InputFile("s3b.txt", VcLines({1, 2, 3, 5, 1, 2, 9})), "tumbling:5s"));
   ASSERT_EQ(out_of_order.exit_code, 0) << out_of_order.err;
@@ -216,11 +248,20 @@ TEST(CliScenarioTest, S7PunctuatedWatermarks) {
 
 // --- S8: document 002, wall-clock timestamps, callType filter, lateness ---
 std::vector<std::string> S8Args(const std::string& input, const std::string& lateness) {
-  return {"run", "--input=" + input, "--fields=sid,callType,ts,duration", "--key=sid",
-          "--timestamp=ts", "--value=duration", "--where=callType=success",
-          "--time-format=%Y-%m-%d %H:%M:%E*S", "--timezone=Asia/Shanghai", "--watermarks=bounded:0s",
-          "--watermark-interval=per-record", "--window=tumbling:5s",
-          "--allowed-lateness=" + lateness, "--parallelism=2"};
+  return {"run",
+          "--input=" + input,
+          "--fields=sid,callType,ts,duration",
+          "--key=sid",
+          "--timestamp=ts",
+          "--value=duration",
+          "--where=callType=success",
+          "--time-format=%Y-%m-%d %H:%M:%E*S",
+          "--timezone=Asia/Shanghai",
+          "--watermarks=bounded:0s",
+          "--watermark-interval=per-record",
+          "--window=tumbling:5s",
+          "--allowed-lateness=" + lateness,
+          "--parallelism=2"};
 }
 
 std::vector<std::string> S8Lines(const std::vector<std::string>& times) {
@@ -258,11 +299,10 @@ TEST(CliScenarioTest, S8WithTwoSecondsLateness) {
 
 // --- alignment: two files, scripted watermarks ---
 TEST(CliAlignmentTest, AlignedWatermarkIsTheMinimumAndWindowsWaitForTheSlowerFile) {
-  const std::string fast = InputFile(
-      "fast.txt", {"k,1000", "#watermark 6000", "k,7000", "#watermark 20000", "k,21000"});
-  const std::string slow =
-      InputFile("slow.txt", {"k,2000", "#watermark 3000", "k,4000", "#watermark 5500", "k,9000",
-                             "#watermark 12000"});
+  const std::string fast =
+      InputFile("fast.txt", {"k,1000", "#watermark 6000", "k,7000", "#watermark 20000", "k,21000"});
+  const std::string slow = InputFile("slow.txt", {"k,2000", "#watermark 3000", "k,4000",
+                                                  "#watermark 5500", "k,9000", "#watermark 12000"});
   CliRun r = RunTidemark({"run", "--input=" + fast, "--input=" + slow, "--fields=key,ts",
                           "--watermarks=marker", "--window=tumbling:5s", "--aggregate=count",
                           "--output=jsonl", "--trace=watermarks", "--parallelism=1"});
@@ -340,7 +380,9 @@ TEST(CliErrorTest, MalformedLineNamesFileAndLine) {
                              "--aggregate=count", "--window=tumbling:10s"});
   EXPECT_EQ(skip.exit_code, 0) << skip.err;
   EXPECT_THAT(skip.err, HasSubstr("1 bad lines skipped"));
-  EXPECT_THAT(skip.OutLines(), ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
+  EXPECT_THAT(
+      skip.OutLines(),
+      ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
 }
 
 // Every class of malformed line: under --bad-lines=fail (the default) the job
@@ -354,7 +396,8 @@ TEST(CliBadInputTest, EachClassOfMalformedLine) {
   } cases[] = {
       {"k", "expected 2 fields (key,ts), found 1"},
       {"k,12:00", "field 'ts': timestamp '12:00' is not an integer number of milliseconds"},
-      {"k,99999999999999999999", "field 'ts': timestamp '99999999999999999999' is out of range (64-bit milliseconds)"},
+      {"k,99999999999999999999",
+       "field 'ts': timestamp '99999999999999999999' is out of range (64-bit milliseconds)"},
       {"k,-9223372036854775808", "timestamp is Long.MIN_VALUE (the no-timestamp marker)"},
       {"", "empty line"},
       {"k,1000,and a lot more text here", "line is longer than 24 bytes (31)"},
@@ -377,14 +420,20 @@ TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
   CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--bad-lines=skip",
                           "--dead-letter=" + dead, "--aggregate=count", "--window=tumbling:10s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("2 records, 1 window results, 0 late (side output), 0 late dropped, 4 bad lines skipped"));
-  EXPECT_THAT(r.OutLines(), ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
-  std::vector<std::string> dead_lines = absl::StrSplit(testing::ReadFile(dead), '\n', absl::SkipEmpty());
-  EXPECT_THAT(dead_lines,
-              ElementsAreArray({path + ":2: expected 2 fields (key,ts), found 1: k",
-                                path + ":3: empty line: ",
-                                path + ":4: field 'ts': timestamp 'x' is not an integer number of milliseconds: k,x",
-                                path + ":6: field 'ts': timestamp '99999999999999999999' is out of range (64-bit milliseconds): k,99999999999999999999"}));
+  EXPECT_THAT(r.err, HasSubstr("2 records, 1 window results, 0 late (side output), 0 late dropped, "
+                               "4 bad lines skipped"));
+  EXPECT_THAT(
+      r.OutLines(),
+      ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
+  std::vector<std::string> dead_lines =
+      absl::StrSplit(testing::ReadFile(dead), '\n', absl::SkipEmpty());
+  EXPECT_THAT(
+      dead_lines,
+      ElementsAreArray(
+          {path + ":2: expected 2 fields (key,ts), found 1: k", path + ":3: empty line: ",
+           path + ":4: field 'ts': timestamp 'x' is not an integer number of milliseconds: k,x",
+           path + ":6: field 'ts': timestamp '99999999999999999999' is out of range (64-bit "
+                  "milliseconds): k,99999999999999999999"}));
 }
 
 }  // namespace

@@ -28,8 +28,10 @@ struct CliRun {
 inline std::string ShellQuote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
-    if (c == '\'') q += "'\\''";
-    else q += c;
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
   }
   return q + "'";
 }
@@ -53,7 +55,8 @@ inline void WriteFile(const std::string& path, const std::string& text) {
 }
 
 // Runs `tidemark args...` (stdin from `stdin_text` when given).
-inline CliRun RunTidemark(const std::vector<std::string>& args, const std::string* stdin_text = nullptr) {
+inline CliRun RunTidemark(const std::vector<std::string>& args,
+                          const std::string* stdin_text = nullptr) {
   static int counter = 0;
   const std::string stem = TempPath("cli" + std::to_string(++counter));
   std::string cmd = ShellQuote(TIDEMARK_BINARY);

@@ -4,11 +4,11 @@
 // late-record marks.  A screenshot is saved as a test artifact
 // (build/tests/artifacts/timeline.png).  Chromium comes from Debian's package,
 // installed by tools/setup.sh --with-chromium the first time this test runs.
-#include <cstdlib>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -46,7 +46,9 @@ TEST(CliTimelineTest, RenderedPageShowsLanesAndMarks) {
   // k1,1200 and k1,1300 come after their own file's high watermark; the
   // window subtask of k1 sees at least one of them after both channels
   // passed 4999, so at least one late mark is certain.
-  WriteFile(b, "k1,2000\n#watermark 3000\nk2,4000\n#watermark 5500\nk2,9000\n#watermark 12000\nk1,1300\n");
+  WriteFile(
+      b,
+      "k1,2000\n#watermark 3000\nk2,4000\n#watermark 5500\nk2,9000\n#watermark 12000\nk1,1300\n");
   const std::string page = TempPath("timeline.html");
   testing::CliRun r = testing::RunTidemark(
       {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--watermarks=marker",
@@ -62,9 +64,9 @@ TEST(CliTimelineTest, RenderedPageShowsLanesAndMarks) {
   const std::string chromium = Chromium();
   ASSERT_FALSE(chromium.empty()) << "chromium could not be installed";
   const std::string dom_file = TempPath("timeline.dom");
-  const std::string cmd = absl::StrCat(Headless(chromium, TempPath("profile1")), " --dump-dom ",
-                                       ShellQuote("file://" + page), " > ", ShellQuote(dom_file),
-                                       " 2>/dev/null");
+  const std::string cmd =
+      absl::StrCat(Headless(chromium, TempPath("profile1")), " --dump-dom ",
+                   ShellQuote("file://" + page), " > ", ShellQuote(dom_file), " 2>/dev/null");
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   const std::string dom = ReadFile(dom_file);
   // One lane per source subtask (the two files).
@@ -86,10 +88,10 @@ TEST(CliTimelineTest, RenderedPageShowsLanesAndMarks) {
   std::system(absl::StrCat("mkdir -p ", ShellQuote(artifacts)).c_str());
   const std::string png = artifacts + "/timeline.png";
   std::remove(png.c_str());
-  const std::string shot = absl::StrCat(Headless(chromium, TempPath("profile2")),
-                                        " --hide-scrollbars --window-size=1250,900 --screenshot=",
-                                        ShellQuote(png), " ", ShellQuote("file://" + page),
-                                        " > /dev/null 2>&1");
+  const std::string shot =
+      absl::StrCat(Headless(chromium, TempPath("profile2")),
+                   " --hide-scrollbars --window-size=1250,900 --screenshot=", ShellQuote(png), " ",
+                   ShellQuote("file://" + page), " > /dev/null 2>&1");
   ASSERT_EQ(std::system(shot.c_str()), 0);
   EXPECT_GT(ReadFile(png).size(), 10000u) << "screenshot missing or empty: " << png;
 }

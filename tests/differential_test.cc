@@ -124,9 +124,12 @@ Fire MakeFire(int64_t key, const TimeWindow& w, int64_t count, int64_t sum, uint
 enum class Function { kAggregate, kReduce, kProcess };
 const char* Name(Function f) {
   switch (f) {
-    case Function::kAggregate: return "aggregate";
-    case Function::kReduce: return "reduce";
-    case Function::kProcess: return "process";
+    case Function::kAggregate:
+      return "aggregate";
+    case Function::kReduce:
+      return "reduce";
+    case Function::kProcess:
+      return "process";
   }
   return "?";
 }
@@ -185,8 +188,8 @@ int64_t Uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {  // inclusive
 }
 bool Chance(std::mt19937_64& rng, double p) { return std::bernoulli_distribution(p)(rng); }
 int64_t LogUniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
-  const double x = std::uniform_real_distribution<double>(std::log(static_cast<double>(lo)),
-                                                          std::log(static_cast<double>(hi) + 1))(rng);
+  const double x = std::uniform_real_distribution<double>(
+      std::log(static_cast<double>(lo)), std::log(static_cast<double>(hi) + 1))(rng);
   return std::clamp<int64_t>(static_cast<int64_t>(std::exp(x)), lo, hi);
 }
 
@@ -209,8 +212,8 @@ Case Generate(uint64_t seed, m::WindowKind kind) {
       break;
     case m::WindowKind::kSliding:
       c.spec.slide = LogUniform(rng, 1, 2000);
-      c.spec.size = Chance(rng, 0.7) ? c.spec.slide * Uniform(rng, 1, 5)
-                                     : Uniform(rng, 1, c.spec.slide * 4);
+      c.spec.size =
+          Chance(rng, 0.7) ? c.spec.slide * Uniform(rng, 1, 5) : Uniform(rng, 1, c.spec.slide * 4);
       c.spec.offset = Chance(rng, 0.5) ? 0 : Uniform(rng, -(c.spec.slide - 1), c.spec.slide - 1);
       scale = c.spec.size;
       break;
@@ -522,11 +525,10 @@ Actual RunOnRuntime(const Case& c, Assigner assigner) {
   std::optional<DataStream<Fire>> fired;
   switch (c.function) {
     case Function::kAggregate:
-      fired = windowed.aggregate(
-          SumAgg{}, [](const int64_t& key, const TimeWindow& w, const Acc& a, WindowContext& ctx,
-                       Collector<Fire>& out) {
-            out.collect(MakeFire(key, w, a.count, a.sum, a.id_hash, ctx));
-          });
+      fired = windowed.aggregate(SumAgg{}, [](const int64_t& key, const TimeWindow& w, const Acc& a,
+                                              WindowContext& ctx, Collector<Fire>& out) {
+        out.collect(MakeFire(key, w, a.count, a.sum, a.id_hash, ctx));
+      });
       break;
     case Function::kReduce:
       fired = windowed.reduce(
@@ -575,12 +577,12 @@ Actual RunOnRuntime(const Case& c, Assigner assigner) {
 Actual Run(const Case& c) {
   switch (c.spec.kind) {
     case m::WindowKind::kTumbling:
-      return RunOnRuntime(c, TumblingEventTimeWindows::of(Duration(c.spec.size),
-                                                          Duration(c.spec.offset)));
+      return RunOnRuntime(
+          c, TumblingEventTimeWindows::of(Duration(c.spec.size), Duration(c.spec.offset)));
     case m::WindowKind::kSliding:
-      return RunOnRuntime(c, SlidingEventTimeWindows::of(Duration(c.spec.size),
-                                                         Duration(c.spec.slide),
-                                                         Duration(c.spec.offset)));
+      return RunOnRuntime(c,
+                          SlidingEventTimeWindows::of(Duration(c.spec.size), Duration(c.spec.slide),
+                                                      Duration(c.spec.offset)));
     case m::WindowKind::kSession:
       return RunOnRuntime(c, EventTimeSessionWindows::with_gap(Duration(c.spec.gap)));
   }
@@ -776,7 +778,8 @@ Case Shrink(Case c, int budget) {
       std::vector<Pos> all;
       for (int r = 0; r < c.script.num_rounds(); ++r)
         for (int s = 0; s < c.sources; ++s)
-          for (size_t i = 0; i < c.script.rounds[r][s].records.size(); ++i) all.push_back({r, s, i});
+          for (size_t i = 0; i < c.script.rounds[r][s].records.size(); ++i)
+            all.push_back({r, s, i});
       for (size_t from = 0; from < all.size() && budget > 0; from += chunk) {
         Case t = c;
         // Remove all[from, from+chunk), back to front.
@@ -834,8 +837,8 @@ void RunCases(m::WindowKind kind, int normal_count) {
       const Outcome so = RunCase(small);
       msg << "shrunk reproduction (" << small.script.num_records() << " of "
           << c.script.num_records() << " records"
-          << (so.errors.empty() ? "; passed on re-run: timing-dependent" : "") << "): "
-          << small.Describe() << "\n"
+          << (so.errors.empty() ? "; passed on re-run: timing-dependent" : "")
+          << "): " << small.Describe() << "\n"
           << small.DescribeScript();
       for (const auto& e : so.errors) msg << "  " << e << "\n";
     } else {
@@ -846,13 +849,12 @@ void RunCases(m::WindowKind kind, int normal_count) {
     ADD_FAILURE() << msg.str();
     if (failures >= 3) break;
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "[differential] " << m::Name(kind) << ": " << seeds.size() << " cases (seeds "
             << seeds.front() << ".." << seeds.back() << "), " << records << " records, "
             << total.timer_firings << " timer firings, " << total.element_firings
-            << " late firings, " << total.late << " side-output, " << total.dropped
-            << " dropped, " << failures << " failed, " << secs << " s" << std::endl;
+            << " late firings, " << total.late << " side-output, " << total.dropped << " dropped, "
+            << failures << " failed, " << secs << " s" << std::endl;
 }
 
 // ---------------------------------------------------------------------------
@@ -895,7 +897,7 @@ TEST(ReferenceModel, ValveTakesTheMinimumAndFlushesWhenAllIdle) {
   EXPECT_FALSE(v.Watermark(1, 14, &e));  // not advancing
   EXPECT_TRUE(v.Idle(1, &e));            // the other channel alone now
   EXPECT_EQ(e, 29);
-  EXPECT_FALSE(v.Idle(0, &e));  // all idle: max is 29, not above the output
+  EXPECT_FALSE(v.Idle(0, &e));    // all idle: max is 29, not above the output
   EXPECT_FALSE(v.Active(1, &e));  // 14 < 29: unaligned until it catches up
   EXPECT_FALSE(v.Watermark(1, 20, &e));
   EXPECT_TRUE(v.Watermark(1, 40, &e));
@@ -980,8 +982,8 @@ TEST(Differential, GeneratedCasesAreValidAndTimingIndependentInTheModel) {
           records += sr.records.size();
           const m::Ts lo = r == 0 ? m::kMin : ends[r - 1].output;
           const m::Ts own = r == 0 ? m::kMin : ends[r - 1].channels[src].watermark;
-          const m::Ts hi = sr.mode == m::Mode::kResume ? ends[r].output
-                                                       : std::min(own, ends[r].output);
+          const m::Ts hi =
+              sr.mode == m::Mode::kResume ? ends[r].output : std::min(own, ends[r].output);
           if (hi != lo) ranged += sr.records.size();
           if (sr.mode == m::Mode::kResume) resumed += sr.records.size();
         }

@@ -28,8 +28,8 @@ TEST(Failure, ThrowingMapFailsTheJobNamingOperatorAndSubtask) {
     StreamExecutionEnvironment env;
     env.set_parallelism(p).set_worker_threads(1 + rep % 3).set_batch_size(1 + rep % 50);
     auto src = env.from_generator<int64_t>([](int64_t i) { return i; }, count);
-    DataStream<int64_t> in = keyed ? src.key_by([](const int64_t& v) { return v % 13; }).stream()
-                                   : src.rebalance();
+    DataStream<int64_t> in =
+        keyed ? src.key_by([](const int64_t& v) { return v % 13; }).stream() : src.rebalance();
     in.map([bad](const int64_t& v) -> int64_t {
         if (v == bad) throw std::runtime_error("boom at " + std::to_string(v));
         return v;

@@ -141,14 +141,14 @@ std::shared_ptr<CollectedResults<WinOut>> WindowJob(StreamExecutionEnvironment& 
                                                     int64_t keys, int64_t size,
                                                     std::shared_ptr<const int64_t> bad,
                                                     std::shared_ptr<std::atomic<int>> alive) {
-  auto events = env.from_generator<Ev>(
-                       [keys](int64_t i, SourceOutput<Ev>& out) {
-                         out.CollectWithTimestamp(Ev{i, i % keys}, i);
-                       },
-                       n)
-                    .assign_timestamps_and_watermarks(
-                        WatermarkStrategy<Ev>::for_monotonous_timestamps()
-                            .with_periodic_emit_per_record());
+  auto events =
+      env.from_generator<Ev>(
+             [keys](int64_t i, SourceOutput<Ev>& out) {
+               out.CollectWithTimestamp(Ev{i, i % keys}, i);
+             },
+             n)
+          .assign_timestamps_and_watermarks(
+              WatermarkStrategy<Ev>::for_monotonous_timestamps().with_periodic_emit_per_record());
   return events.key_by([](const Ev& e) { return e.key; })
       .window(TumblingEventTimeWindows::of(Duration(size)))
       .aggregate(CountAgg{bad},
@@ -193,7 +193,8 @@ TEST(Fault, ThrowingUserFunctionFailsCleanlyAndNothingIsCountedTwice) {
         passed = env.from_generator<int64_t>([](int64_t i) { return i; }, n)
                      .rebalance()
                      .map([bad_id, alive](const int64_t& v) -> int64_t {
-                       if (v == bad_id) throw std::runtime_error("map boom at " + std::to_string(v));
+                       if (v == bad_id)
+                         throw std::runtime_error("map boom at " + std::to_string(v));
                        return v;
                      })
                      .name("Exploding Map")
@@ -246,8 +247,8 @@ TEST(Fault, SlowSinkKeepsInFlightRecordsBoundedAndGetsEverything) {
     // works on one batch.  Double it for slack: an unbounded queue would
     // reach n.
     const int64_t channels = static_cast<int64_t>(p) * p;
-    const int64_t bound =
-        2 * (channels * static_cast<int64_t>((capacity + 2) * batch) + p * static_cast<int64_t>(batch));
+    const int64_t bound = 2 * (channels * static_cast<int64_t>((capacity + 2) * batch) +
+                               p * static_cast<int64_t>(batch));
     const int64_t n = std::max<int64_t>(20000, 30 * bound);
     const std::string where = "rep " + std::to_string(rep) + " p=" + std::to_string(p) +
                               " batch=" + std::to_string(batch) +
@@ -272,13 +273,12 @@ TEST(Fault, SlowSinkKeepsInFlightRecordsBoundedAndGetsEverything) {
         n);
     DataStream<int64_t> routed =
         keyed ? src.key_by([](const int64_t& v) { return v % 17; }).stream() : src.rebalance();
-    routed.map([](const int64_t& v) { return v; })
-        .add_sink([consumed, sum](int64_t v) {
-          // A slow sink: real time is the subject here.
-          if (v % 64 == 0) std::this_thread::sleep_for(100us);
-          sum->fetch_add(v);
-          consumed->fetch_add(1);
-        });
+    routed.map([](const int64_t& v) { return v; }).add_sink([consumed, sum](int64_t v) {
+      // A slow sink: real time is the subject here.
+      if (v % 64 == 0) std::this_thread::sleep_for(100us);
+      sum->fetch_add(v);
+      consumed->fetch_add(1);
+    });
     bool hung = false;
     JobClient client = env.execute_async("slow sink");
     JobResult r = WaitWithWatchdog(client, &hung);
@@ -288,8 +288,8 @@ TEST(Fault, SlowSinkKeepsInFlightRecordsBoundedAndGetsEverything) {
     EXPECT_EQ(sum->load(), n * (n - 1) / 2) << where;
     EXPECT_LE(max_in_flight->load(), bound) << where;
     RecordProperty("max_in_flight_" + std::to_string(rep), static_cast<int>(max_in_flight->load()));
-    std::cout << "[slow sink] " << where << " n=" << n << " max in flight "
-              << max_in_flight->load() << std::endl;
+    std::cout << "[slow sink] " << where << " n=" << n << " max in flight " << max_in_flight->load()
+              << std::endl;
   }
 }
 
@@ -314,14 +314,14 @@ TEST(Fault, CancellingAWindowedRunReturnsCancelledWithExactPartialResults) {
       env.set_parallelism(p).set_worker_threads(2).set_batch_size(1 + rng() % 64);
       // An unbounded input; the sink below tells the test when enough windows
       // fired.
-      auto events = env.from_generator<Ev>(
-                           [keys](int64_t i, SourceOutput<Ev>& out) {
-                             out.CollectWithTimestamp(Ev{i, i % keys}, i);
-                           },
-                           -1)
-                        .assign_timestamps_and_watermarks(
-                            WatermarkStrategy<Ev>::for_monotonous_timestamps()
-                                .with_periodic_emit_per_record());
+      auto events =
+          env.from_generator<Ev>(
+                 [keys](int64_t i, SourceOutput<Ev>& out) {
+                   out.CollectWithTimestamp(Ev{i, i % keys}, i);
+                 },
+                 -1)
+              .assign_timestamps_and_watermarks(WatermarkStrategy<Ev>::for_monotonous_timestamps()
+                                                    .with_periodic_emit_per_record());
       windows = std::make_shared<CollectedResults<WinOut>>();
       auto sink_results = windows;
       events.key_by([](const Ev& e) { return e.key; })

@@ -4,6 +4,8 @@
 // Expected murmur / key-group values were computed with an independent
 // re-implementation of Flink's MathUtils.murmurHash and Java's
 // String.hashCode (docs/flink-semantics.md section 8), not with tidemark.
+#include "partitioning/key_groups.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "partitioning/key_groups.h"
 #include "partitioning/partitioner.h"
 
 namespace tidemark {
@@ -33,12 +34,14 @@ TEST(JavaStringHashCode, KnownValues) {
 }
 
 TEST(JavaStringHashCode, NonAscii) {
-  EXPECT_EQ(JavaStringHashCode("\xC3\xA9"), 233);                // é, U+00E9
+  EXPECT_EQ(JavaStringHashCode("\xC3\xA9"), 233);                     // é, U+00E9
   EXPECT_EQ(JavaStringHashCode("\xE6\x97\xA5\xE6\x9C\xAC"), 835047);  // 日本
   // U+1F600 is the surrogate pair D83D DE00 in UTF-16
   EXPECT_EQ(JavaStringHashCode("\xF0\x9F\x98\x80"), 0xD83D * 31 + 0xDE00);
   EXPECT_EQ(JavaStringHashCode("\xF0\x9F\x98\x80"), 1772899);
-  EXPECT_EQ(JavaStringHashCode("a\xF0\x9F\x98\x80" "b"), 57849694);
+  EXPECT_EQ(JavaStringHashCode("a\xF0\x9F\x98\x80"
+                               "b"),
+            57849694);
   // a malformed byte counts as U+FFFD
   EXPECT_EQ(JavaStringHashCode("\xFF"), 0xFFFD);
   EXPECT_EQ(JavaStringHashCode("a\x80"), 97 * 31 + 0xFFFD);
@@ -93,10 +96,11 @@ TEST(KeyGroups, KnownKeyGroupsAndSubtasks) {
     int subtask_p3;
   };
   const std::vector<Case> cases = {
-      {"hello", 35, 1, 0},  {"", 94, 2, 2},          {"a", 81, 2, 1},
-      {"Aa", 108, 3, 2},    {"BB", 108, 3, 2},       {"Flink", 127, 3, 2},
-      {"key-1", 54, 1, 1},  {"sensor_7", 96, 3, 2},  {"\xC3\xA9", 30, 0, 0},
-      {"\xF0\x9F\x98\x80", 54, 1, 1},
+      {"hello", 35, 1, 0},    {"", 94, 2, 2},
+      {"a", 81, 2, 1},        {"Aa", 108, 3, 2},
+      {"BB", 108, 3, 2},      {"Flink", 127, 3, 2},
+      {"key-1", 54, 1, 1},    {"sensor_7", 96, 3, 2},
+      {"\xC3\xA9", 30, 0, 0}, {"\xF0\x9F\x98\x80", 54, 1, 1},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(KeyGroupOf(c.key, 128), c.group128) << c.key;

@@ -129,9 +129,12 @@ enum class WindowKind { kTumbling, kSliding, kSession };
 
 inline const char* Name(WindowKind k) {
   switch (k) {
-    case WindowKind::kTumbling: return "tumbling";
-    case WindowKind::kSliding: return "sliding";
-    case WindowKind::kSession: return "session";
+    case WindowKind::kTumbling:
+      return "tumbling";
+    case WindowKind::kSliding:
+      return "sliding";
+    case WindowKind::kSession:
+      return "session";
   }
   return "?";
 }
@@ -171,11 +174,16 @@ enum class Mode { kActive, kSilent, kGoIdle, kStayIdle, kResume };
 
 inline const char* Name(Mode m) {
   switch (m) {
-    case Mode::kActive: return "active";
-    case Mode::kSilent: return "silent";
-    case Mode::kGoIdle: return "go-idle";
-    case Mode::kStayIdle: return "stay-idle";
-    case Mode::kResume: return "resume";
+    case Mode::kActive:
+      return "active";
+    case Mode::kSilent:
+      return "silent";
+    case Mode::kGoIdle:
+      return "go-idle";
+    case Mode::kStayIdle:
+      return "stay-idle";
+    case Mode::kResume:
+      return "resume";
   }
   return "?";
 }
@@ -232,8 +240,8 @@ inline std::vector<RoundEnd> ExpectedRoundEnds(const Script& s) {
       const bool was_idle = ch[c].idle;
       const bool needs_idle = sr.mode == Mode::kStayIdle || sr.mode == Mode::kResume;
       if (needs_idle != was_idle)
-        throw std::logic_error("mode " + std::string(Name(sr.mode)) + " after idle=" +
-                               (was_idle ? "true" : "false"));
+        throw std::logic_error("mode " + std::string(Name(sr.mode)) +
+                               " after idle=" + (was_idle ? "true" : "false"));
       if (!SendsRecords(sr.mode) && !sr.records.empty())
         throw std::logic_error("records in a round without a closing control");
       if (EmitsWatermark(sr.mode)) {
@@ -429,8 +437,7 @@ struct Firing {
     std::ostringstream o;
     o << "key=" << key << " [" << window.start << "," << window.end << ") count=" << count
       << " sum=" << (sum_known ? std::to_string(sum) : "?") << " "
-      << (by_element ? "element" : "timer")
-      << " wm=" << (watermark_known ? TsStr(watermark) : "?");
+      << (by_element ? "element" : "timer") << " wm=" << (watermark_known ? TsStr(watermark) : "?");
     return o.str();
   }
 };
@@ -452,8 +459,7 @@ class WindowModel {
   // The record `rec` of source `source`, round `round`, processed at the
   // current watermark, which the driver guarantees is in [lo, hi];
   // `round_output` = O_round.
-  void Element(const Rec& rec, int source, int round, Ts lo, Ts hi, Ts round_output,
-               Result* out) {
+  void Element(const Rec& rec, int source, int round, Ts lo, Ts hi, Ts round_output, Result* out) {
     if (wm_ < lo || wm_ > hi)
       throw std::logic_error("model: watermark " + TsStr(wm_) + " outside [" + TsStr(lo) + ", " +
                              TsStr(hi) + "]");
@@ -466,9 +472,8 @@ class WindowModel {
                                  " with a watermark range");
         auto [it, fresh] = unsafe_owner_.try_emplace({rec.key, round}, source);
         if (!fresh && it->second != source)
-          throw std::logic_error("model: unsafe session records of key " +
-                                 std::to_string(rec.key) + " from two sources in round " +
-                                 std::to_string(round));
+          throw std::logic_error("model: unsafe session records of key " + std::to_string(rec.key) +
+                                 " from two sources in round " + std::to_string(round));
       }
       skipped = !SessionElement(rec, ctx, out);
     } else {
@@ -677,8 +682,8 @@ inline Result Run(const WindowSpec& spec, const Script& script, Interleaving ord
     for (int c = 0; c < script.sources; ++c) before[c] = valve.state(c);
     auto records = [&](int c) {
       const SourceRound& sr = script.rounds[r][c];
-      const Ts hi = sr.mode == Mode::kResume ? round_output
-                                             : std::min(before[c].watermark, round_output);
+      const Ts hi =
+          sr.mode == Mode::kResume ? round_output : std::min(before[c].watermark, round_output);
       for (const Rec& rec : sr.records) win.Element(rec, c, r, lo, hi, round_output, &out);
     };
     std::vector<int> seq;

@@ -12,8 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -147,33 +147,37 @@ class ChannelLog final : public WatermarkListener {
 void RunKeyedJob(int sources, int downstream, int64_t per_source, int workers, bool chaining,
                  int union_sources = 0) {
   SCOPED_TRACE("sources=" + std::to_string(sources) + "+" + std::to_string(union_sources) +
-               " downstream=" + std::to_string(downstream) +
-               " workers=" + std::to_string(workers) + " chaining=" + std::to_string(chaining));
+               " downstream=" + std::to_string(downstream) + " workers=" + std::to_string(workers) +
+               " chaining=" + std::to_string(chaining));
   auto obs = std::make_shared<Observed>();
   auto log = std::make_shared<ChannelLog>("Recorder");
   StreamExecutionEnvironment env;
-  env.set_parallelism(downstream).set_worker_threads(workers).set_batch_size(8).set_channel_capacity(2);
+  env.set_parallelism(downstream)
+      .set_worker_threads(workers)
+      .set_batch_size(8)
+      .set_channel_capacity(2);
   env.set_auto_watermark_interval(Duration(0));
   env.set_watermark_listener(log);
   if (!chaining) env.disable_operator_chaining();
   const int keys = 37;
   auto sink_count = std::make_shared<std::atomic<int64_t>>(0);
   DataStream<Ev> in =
-      env.add_source<Ev>([per_source, keys] { return std::make_unique<WmSource>(per_source, keys); },
-                         "wm source")
+      env.add_source<Ev>(
+             [per_source, keys] { return std::make_unique<WmSource>(per_source, keys); },
+             "wm source")
           .set_parallelism(sources);
   if (union_sources > 0) {
-    in = in.union_with(env.add_source<Ev>(
-                              [per_source, keys] {
-                                return std::make_unique<WmSource>(per_source, keys, 100);
-                              },
-                              "second source")
-                           .set_parallelism(union_sources));
+    in = in.union_with(
+        env.add_source<Ev>(
+               [per_source, keys] { return std::make_unique<WmSource>(per_source, keys, 100); },
+               "second source")
+            .set_parallelism(union_sources));
   }
   in.key_by([](const Ev& e) { return e.key; })
-      .transform<Ev>("Recorder", [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
-        return std::make_unique<RecorderOp>(obs);
-      })
+      .transform<Ev>("Recorder",
+                     [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
+                       return std::make_unique<RecorderOp>(obs);
+                     })
       .add_sink([sink_count](Ev&&) { sink_count->fetch_add(1); });
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;
@@ -250,7 +254,8 @@ TEST(RuntimeIntegration, SourcesTimesDownstreamKeyedWatermarks) {
 }
 
 TEST(RuntimeIntegration, UnionedSourcesAlignOverAllChannels) {
-  const std::vector<std::tuple<int, int, int>> shapes = {{1, 1, 1}, {2, 3, 2}, {3, 1, 4}, {4, 2, 2}};
+  const std::vector<std::tuple<int, int, int>> shapes = {
+      {1, 1, 1}, {2, 3, 2}, {3, 1, 4}, {4, 2, 2}};
   for (int rep = 0; rep < tidemark::testing::StressIterations(4); ++rep) {
     for (auto [a, b, d] : shapes) {
       RunKeyedJob(a, d, 500, 2, rep % 2 == 0, b);
@@ -311,13 +316,15 @@ TEST(RuntimeIntegration, IdleSourceSubtaskDoesNotHoldBackTheWatermark) {
     const int64_t count = 200;
     StreamExecutionEnvironment env;
     env.set_parallelism(2).set_worker_threads(2).set_batch_size(4);
-    env.add_source<Ev>([done, count] { return std::make_unique<IdleUntilOthersEnd>(done, sources - 1, count); },
-                       "idle source")
+    env.add_source<Ev>(
+           [done, count] { return std::make_unique<IdleUntilOthersEnd>(done, sources - 1, count); },
+           "idle source")
         .set_parallelism(sources)
         .key_by([](const Ev& e) { return e.key; })
-        .transform<Ev>("Recorder", [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
-          return std::make_unique<RecorderOp>(obs);
-        })
+        .transform<Ev>("Recorder",
+                       [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
+                         return std::make_unique<RecorderOp>(obs);
+                       })
         .add_sink([](Ev&&) {});
     JobResult r = env.execute();
     ASSERT_TRUE(r.ok()) << r.status;
@@ -371,7 +378,8 @@ TEST(RuntimeIntegration, RebalanceIsRoundRobin) {
   StreamExecutionEnvironment env;
   env.set_parallelism(4).set_worker_threads(2);
   std::vector<int64_t> data = Range(100);
-  auto out = env.from_collection(data).rebalance().map([](const int64_t& v) { return v; }).collect();
+  auto out =
+      env.from_collection(data).rebalance().map([](const int64_t& v) { return v; }).collect();
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;
   auto items = out->items();
@@ -388,7 +396,8 @@ TEST(RuntimeIntegration, RebalanceIsRoundRobin) {
 TEST(RuntimeIntegration, BroadcastSendsEveryRecordToEverySubtask) {
   StreamExecutionEnvironment env;
   env.set_parallelism(3).set_worker_threads(2);
-  auto out = env.from_collection(Range(50)).broadcast().map([](const int64_t& v) { return v; }).collect();
+  auto out =
+      env.from_collection(Range(50)).broadcast().map([](const int64_t& v) { return v; }).collect();
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;
   std::map<int, std::vector<int64_t>> by;
@@ -432,11 +441,12 @@ TEST(RuntimeIntegration, ForwardWithUnequalParallelismIsRejected) {
 TEST(RuntimeIntegration, CustomPartitioner) {
   StreamExecutionEnvironment env;
   env.set_parallelism(4).set_worker_threads(2);
-  auto out = env.from_collection(Range(200))
-                 .partition_custom([](int64_t key, int n) { return static_cast<int>((key / 10) % n); },
-                                   [](const int64_t& v) { return v; })
-                 .map([](const int64_t& v) { return v; })
-                 .collect();
+  auto out =
+      env.from_collection(Range(200))
+          .partition_custom([](int64_t key, int n) { return static_cast<int>((key / 10) % n); },
+                            [](const int64_t& v) { return v; })
+          .map([](const int64_t& v) { return v; })
+          .collect();
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;
   auto items = out->items();
@@ -488,8 +498,10 @@ TEST(RuntimeIntegration, OneStreamConsumedTwice) {
   for (int rep = 0; rep < tidemark::testing::StressIterations(10); ++rep) {
     StreamExecutionEnvironment env;
     env.set_parallelism(2).set_worker_threads(2);
-    auto s = env.from_generator<int64_t>([](int64_t i) { return i; }, 400)
-                 .map([](const int64_t& v) { return v; });
+    auto s =
+        env.from_generator<int64_t>([](int64_t i) { return i; }, 400).map([](const int64_t& v) {
+          return v;
+        });
     auto all = s.map([](const int64_t& v) { return v; }).collect();
     auto even = s.filter([](const int64_t& v) { return v % 2 == 0; }).set_parallelism(3).collect();
     auto keyed = s.key_by([](const int64_t& v) { return v % 7; })
@@ -511,14 +523,19 @@ TEST(RuntimeIntegration, WatermarkStrategyAtTheSourceReachesDownstream) {
   StreamExecutionEnvironment env;
   env.set_parallelism(3).set_worker_threads(2).set_auto_watermark_interval(Duration(1));
   auto obs = std::make_shared<Observed>();
-  env.from_generator<Ev>([](int64_t i) { return Ev{static_cast<int>(i % 3), i, "k" + std::to_string(i % 11)}; }, 3000)
+  env.from_generator<Ev>(
+         [](int64_t i) {
+           return Ev{static_cast<int>(i % 3), i, "k" + std::to_string(i % 11)};
+         },
+         3000)
       .assign_timestamps_and_watermarks(
           WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(5))
               .with_timestamp_assigner([](const Ev& e) -> Timestamp { return e.seq; }))
       .key_by([](const Ev& e) { return e.key; })
-      .transform<Ev>("Recorder", [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
-        return std::make_unique<RecorderOp>(obs);
-      })
+      .transform<Ev>("Recorder",
+                     [obs]() -> std::unique_ptr<OneInputOperator<Ev, Ev>> {
+                       return std::make_unique<RecorderOp>(obs);
+                     })
       .add_sink([](Ev&&) {});
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;

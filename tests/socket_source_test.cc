@@ -2,11 +2,10 @@
 // test thread (Flink's socketTextStream, read until the peer closes), a
 // refused connection, and the file sources.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -181,9 +180,9 @@ TEST(SocketSource, CancelWhileWaitingForThePeer) {
     });
     StreamExecutionEnvironment env;
     env.set_parallelism(1).set_worker_threads(2);
-    env.socket_text_stream("127.0.0.1", listener.port())
-        .rebalance()
-        .add_sink([count](std::string) { count->fetch_add(1); });
+    env.socket_text_stream("127.0.0.1", listener.port()).rebalance().add_sink([count](std::string) {
+      count->fetch_add(1);
+    });
     JobClient client = env.execute_async();
     while (count->load() < 1) std::this_thread::yield();
     client.cancel();
@@ -278,14 +277,16 @@ TEST(FileSource, OneFilePerSubtask) {
   std::vector<std::string> files;
   for (int k = 0; k < 3; ++k) {
     std::string content;
-    for (int i = 0; i < 100 + k; ++i) content += "f" + std::to_string(k) + ":" + std::to_string(i) + "\n";
+    for (int i = 0; i < 100 + k; ++i)
+      content += "f" + std::to_string(k) + ":" + std::to_string(i) + "\n";
     files.push_back(dir.File("part" + std::to_string(k), content));
   }
   StreamExecutionEnvironment env;
   env.set_parallelism(3).set_worker_threads(2);
   // the source's parallelism is the number of files; forward keeps each
   // file's lines on its subtask all the way to the sink
-  auto out = env.read_text_files(files).forward().map([](const std::string& s) { return s; }).collect();
+  auto out =
+      env.read_text_files(files).forward().map([](const std::string& s) { return s; }).collect();
   JobResult r = env.execute();
   ASSERT_TRUE(r.ok()) << r.status;
   std::map<int, std::vector<std::string>> by;
@@ -293,7 +294,8 @@ TEST(FileSource, OneFilePerSubtask) {
   ASSERT_EQ(by.size(), 3u);
   for (int k = 0; k < 3; ++k) {
     ASSERT_EQ(by[k].size(), static_cast<size_t>(100 + k));
-    for (int i = 0; i < 100 + k; ++i) EXPECT_EQ(by[k][i], "f" + std::to_string(k) + ":" + std::to_string(i));
+    for (int i = 0; i < 100 + k; ++i)
+      EXPECT_EQ(by[k][i], "f" + std::to_string(k) + ":" + std::to_string(i));
   }
 }
 

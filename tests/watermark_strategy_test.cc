@@ -2,6 +2,8 @@
 // bounded-out-of-orderness and monotonous generators, saturating time
 // arithmetic, the idleness timer, and TimestampsAndWatermarksOperator driven
 // directly with a recording output and a manual clock.
+#include "runtime/watermark_strategy.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -13,7 +15,6 @@
 #include "runtime/metrics.h"
 #include "runtime/operator.h"
 #include "runtime/time.h"
-#include "runtime/watermark_strategy.h"
 
 namespace tidemark {
 namespace {
@@ -299,10 +300,7 @@ TEST(WatermarkStrategy, TimestampAssignerForms) {
 class OperatorHarness {
  public:
   explicit OperatorHarness(WatermarkStrategy<int> strategy, Duration interval = 200ms)
-      : clock_(1000),
-        timers_(&clock_),
-        metrics_("op", 0, 1, 0),
-        op_(std::move(strategy)) {
+      : clock_(1000), timers_(&clock_), metrics_("op", 0, 1, 0), op_(std::move(strategy)) {
     config_.auto_watermark_interval = interval;
     ctx_ = std::make_unique<OperatorContext>("Timestamps/Watermarks", 0, 1, 128, &metrics_,
                                              &timers_, &config_, nullptr);
@@ -373,11 +371,14 @@ TEST(TimestampsAndWatermarksOperator, IntervalZeroDisablesPeriodicEmission) {
 
 TEST(TimestampsAndWatermarksOperator, PunctuatedWatermarkFollowsItsRecord) {
   struct Punctuated : WatermarkGenerator<int> {
-    void OnEvent(const int&, Timestamp ts, WatermarkOutput& o) override { o.EmitWatermark(ts - 2000); }
+    void OnEvent(const int&, Timestamp ts, WatermarkOutput& o) override {
+      o.EmitWatermark(ts - 2000);
+    }
     void OnPeriodicEmit(WatermarkOutput&) override {}
   };
-  auto s = WatermarkStrategy<int>::for_generator([] { return std::make_unique<Punctuated>(); })
-               .with_timestamp_assigner([](const int& v) -> Timestamp { return v; });
+  auto s = WatermarkStrategy<int>::for_generator([] {
+             return std::make_unique<Punctuated>();
+           }).with_timestamp_assigner([](const int& v) -> Timestamp { return v; });
   OperatorHarness h(s, 0ms);
   h.Element(5000);
   h.Element(6000);

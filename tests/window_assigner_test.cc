@@ -108,12 +108,12 @@ TEST(TumblingEventTimeWindows, RejectsRecordWithoutTimestamp) {
 
 TEST(SlidingEventTimeWindows, DescendingStartOrder) {
   auto a = SlidingEventTimeWindows::of(5000ms, 1000ms);
-  EXPECT_THAT(Assign(a, 0), ElementsAre(TimeWindow(0, 5000), TimeWindow(-1000, 4000),
-                                        TimeWindow(-2000, 3000), TimeWindow(-3000, 2000),
-                                        TimeWindow(-4000, 1000)));
-  EXPECT_THAT(Assign(a, 4999), ElementsAre(TimeWindow(4000, 9000), TimeWindow(3000, 8000),
-                                           TimeWindow(2000, 7000), TimeWindow(1000, 6000),
-                                           TimeWindow(0, 5000)));
+  EXPECT_THAT(Assign(a, 0),
+              ElementsAre(TimeWindow(0, 5000), TimeWindow(-1000, 4000), TimeWindow(-2000, 3000),
+                          TimeWindow(-3000, 2000), TimeWindow(-4000, 1000)));
+  EXPECT_THAT(Assign(a, 4999),
+              ElementsAre(TimeWindow(4000, 9000), TimeWindow(3000, 8000), TimeWindow(2000, 7000),
+                          TimeWindow(1000, 6000), TimeWindow(0, 5000)));
   // Size not a multiple of slide.
   auto b = SlidingEventTimeWindows::of(3000ms, 2000ms);
   EXPECT_THAT(Assign(b, 2500), ElementsAre(TimeWindow(2000, 5000), TimeWindow(0, 3000)));
@@ -230,14 +230,14 @@ namespace tidemark {
 namespace {
 
 TEST(TumblingEventTimeWindows, StaggerNaturalShiftsByFirstProcessingTime) {
-  auto a = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000), std::chrono::milliseconds(0),
-                                        WindowStagger::kNatural);
+  auto a = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000),
+                                        std::chrono::milliseconds(0), WindowStagger::kNatural);
   std::vector<TimeWindow> out;
   a.assign_windows(0, 5000, /*now=*/12345, out);  // stagger offset 345, fixed from now on
   a.assign_windows(0, 5000, /*now=*/99999, out);
   EXPECT_THAT(out, ::testing::ElementsAre(TimeWindow(4345, 5345), TimeWindow(4345, 5345)));
-  auto r = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000), std::chrono::milliseconds(0),
-                                        WindowStagger::kRandom);
+  auto r = TumblingEventTimeWindows::of(std::chrono::milliseconds(1000),
+                                        std::chrono::milliseconds(0), WindowStagger::kRandom);
   out.clear();
   r.assign_windows(0, 5000, 0, out);
   ASSERT_EQ(out.size(), 1u);

@@ -49,7 +49,9 @@ class RecordingOutput final : public Output<T> {
   void Collect(T&& v, Timestamp ts) override {
     events_.push_back({Emitted<T>::kRecord, std::move(v), ts});
   }
-  void EmitWatermark(Timestamp w) override { events_.push_back({Emitted<T>::kWatermark, std::nullopt, w}); }
+  void EmitWatermark(Timestamp w) override {
+    events_.push_back({Emitted<T>::kWatermark, std::nullopt, w});
+  }
   void EmitStatus(WatermarkStatus s) override {
     events_.push_back({Emitted<T>::kStatus, std::nullopt, static_cast<Timestamp>(s)});
   }
@@ -59,7 +61,8 @@ class RecordingOutput final : public Output<T> {
   std::vector<std::pair<T, Timestamp>> TakeRecords() {
     std::vector<std::pair<T, Timestamp>> out;
     for (size_t i = taken_; i < events_.size(); ++i)
-      if (events_[i].kind == Emitted<T>::kRecord) out.emplace_back(*events_[i].value, events_[i].ts);
+      if (events_[i].kind == Emitted<T>::kRecord)
+        out.emplace_back(*events_[i].value, events_[i].ts);
     taken_ = events_.size();
     return out;
   }

@@ -65,20 +65,21 @@ Results RunJob(int parallelism) {
   env.set_parallelism(parallelism);
   env.set_auto_watermark_interval(5ms);
   constexpr int64_t kCount = 20000;
-  auto events =
-      env.from_generator<Ev>(
-             [](int64_t i) {
-               // A 5 s gap in the middle separates sessions.
-               return Ev{i % 13, i * 10 + (i >= kCount / 2 ? 5000 : 0), 1 + i % 3};
-             },
-             kCount)
-          .assign_timestamps_and_watermarks(
-              WatermarkStrategy<Ev>::for_monotonous_timestamps().with_timestamp_assigner(
-                  [](const Ev& e, Timestamp) { return e.ts; }));
+  auto events = env.from_generator<Ev>(
+                       [](int64_t i) {
+                         // A 5 s gap in the middle separates sessions.
+                         return Ev{i % 13, i * 10 + (i >= kCount / 2 ? 5000 : 0), 1 + i % 3};
+                       },
+                       kCount)
+                    .assign_timestamps_and_watermarks(
+                        WatermarkStrategy<Ev>::for_monotonous_timestamps().with_timestamp_assigner(
+                            [](const Ev& e, Timestamp) { return e.ts; }));
   auto keyed = events.key_by([](const Ev& e) { return e.key; });
 
   auto tumbling = keyed.window(TumblingEventTimeWindows::of(1s))
-                      .reduce([](const Ev& a, const Ev& b) { return Ev{a.key, a.ts, a.n + b.n}; })
+                      .reduce([](const Ev& a, const Ev& b) {
+                        return Ev{a.key, a.ts, a.n + b.n};
+                      })
                       .collect();
   auto sliding = keyed.window(SlidingEventTimeWindows::of(2s, 500ms))
                      .aggregate(CountAgg{},
@@ -121,13 +122,13 @@ Results RunJob(int parallelism) {
   out.sliding = Sorted<std::string>(
       sliding, [](const std::string& s, Timestamp ts) { return s + " @" + std::to_string(ts); });
   out.sessions = Sorted<Ev>(sessions, [](const Ev& e, Timestamp ts) {
-    return std::to_string(e.key) + " " + std::to_string(e.ts) + " " + std::to_string(e.n) +
-           " @" + std::to_string(ts);
+    return std::to_string(e.key) + " " + std::to_string(e.ts) + " " + std::to_string(e.n) + " @" +
+           std::to_string(ts);
   });
   out.process = Sorted<std::string>(
       process, [](const std::string& s, Timestamp ts) { return s + " @" + std::to_string(ts); });
-  out.keyed_process = Sorted<std::string>(
-      keyed_process, [](const std::string& s, Timestamp) { return s; });
+  out.keyed_process =
+      Sorted<std::string>(keyed_process, [](const std::string& s, Timestamp) { return s; });
   return out;
 }
 
@@ -170,8 +171,9 @@ TEST(WindowParallel, LateDataSideOutputAndDroppedCounterOnRealPipeline) {
                         .allowed_lateness(0ms);
     (void)size_ms;
     if (with_tag) windowed = windowed.side_output_late_data(late);
-    auto sums = windowed.reduce(
-        [size_ms](const Ev& a, const Ev& b) { return Ev{a.key, a.ts % size_ms + a.ts - a.ts % size_ms, a.n + b.n}; });
+    auto sums = windowed.reduce([size_ms](const Ev& a, const Ev& b) {
+      return Ev{a.key, a.ts % size_ms + a.ts - a.ts % size_ms, a.n + b.n};
+    });
     auto results = sums.collect();
     std::shared_ptr<CollectedResults<Ev>> late_results;
     if (with_tag) late_results = sums.get_side_output(late).collect();
@@ -185,8 +187,8 @@ TEST(WindowParallel, LateDataSideOutputAndDroppedCounterOnRealPipeline) {
     // wm after 6000 is 4999: [0,3000) fires with 1000, 2000 (key 1) and 1200
     // (key 2); 1500 and 2500 are then late; wm 5999 after 7000 fires
     // [3000,6000) (5200); [6000,9000) fires at the end of input.
-    EXPECT_THAT(got, ::testing::ElementsAre("1:1@5999", "1:1@8999", "1:2@2999", "2:1@2999",
-                                            "2:1@8999"));
+    EXPECT_THAT(got,
+                ::testing::ElementsAre("1:1@5999", "1:1@8999", "1:2@2999", "2:1@2999", "2:1@8999"));
     if (with_tag) {
       std::vector<Timestamp> late_ts;
       for (const auto& item : late_results->items()) late_ts.push_back(item.timestamp);
@@ -225,12 +227,15 @@ TEST(WindowParallel, FluentFormsOnRealPipeline) {
                       })
                       .collect();
   auto described = keyed.window(TumblingEventTimeWindows::of(4s))
-                       .reduce([](const Ev& a, const Ev& b) { return Ev{a.key, a.ts, a.n + b.n}; },
-                               [](const int64_t& key, const TimeWindow& w, const Ev& sum,
-                                  WindowContext&, Collector<std::string>& out) {
-                                 out.collect(std::to_string(key) + " " + std::to_string(w.start) +
-                                             " " + std::to_string(sum.n));
-                               })
+                       .reduce(
+                           [](const Ev& a, const Ev& b) {
+                             return Ev{a.key, a.ts, a.n + b.n};
+                           },
+                           [](const int64_t& key, const TimeWindow& w, const Ev& sum,
+                              WindowContext&, Collector<std::string>& out) {
+                             out.collect(std::to_string(key) + " " + std::to_string(w.start) + " " +
+                                         std::to_string(sum.n));
+                           })
                        .collect();
   auto counts = keyed.window(SlidingEventTimeWindows::of(4s, 2s)).aggregate(CountAgg{}).collect();
   JobResult r = env.execute("fluent");

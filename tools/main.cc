@@ -18,7 +18,8 @@
 #include "tools/cli/run.h"
 
 ABSL_FLAG(std::string, socket, "", "read lines from HOST:PORT (like Flink's socketTextStream)");
-ABSL_FLAG(std::string, input, "", "read lines from a file (repeatable: one source subtask per file; - is stdin)");
+ABSL_FLAG(std::string, input, "",
+          "read lines from a file (repeatable: one source subtask per file; - is stdin)");
 ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separated lines)");
 ABSL_FLAG(std::string, fields, "key,ts,value", "names of the columns, in order");
 ABSL_FLAG(std::string, key, "key", "field used as the key");
@@ -26,11 +27,14 @@ ABSL_FLAG(std::string, timestamp, "ts", "field holding the event time");
 ABSL_FLAG(std::string, value, "", "field holding the value to aggregate (empty: 1 per record)");
 ABSL_FLAG(std::string, where, "", "keep only records with FIELD=VALUE");
 ABSL_FLAG(std::string, time_format, "ms", "ms, s, or a pattern such as '%Y-%m-%d %H:%M:%E*S'");
-ABSL_FLAG(std::string, timezone, "UTC", "time zone for patterns and printing (IANA name or +08:00)");
-ABSL_FLAG(std::string, watermarks, "bounded:0s", "bounded:D | monotonous | lag:D | punctuated:D | marker");
+ABSL_FLAG(std::string, timezone, "UTC",
+          "time zone for patterns and printing (IANA name or +08:00)");
+ABSL_FLAG(std::string, watermarks, "bounded:0s",
+          "bounded:D | monotonous | lag:D | punctuated:D | marker");
 ABSL_FLAG(std::string, watermark_interval, "200ms", "periodic watermark interval, or per-record");
 ABSL_FLAG(std::string, idleness, "", "mark a source idle after this long without records");
-ABSL_FLAG(std::string, window, "tumbling:5s", "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
+ABSL_FLAG(std::string, window, "tumbling:5s",
+          "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
 ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
 ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
@@ -60,11 +64,16 @@ int Usage(const std::string& msg) {
 
 void PrintHelp() {
   std::cout << kUsage << "\nflags:\n";
-  for (const char* name :
-       {"socket", "input", "delimiter", "fields", "key", "timestamp", "value", "where",
-        "time_format", "timezone", "watermarks", "watermark_interval", "idleness", "window",
-        "allowed_lateness", "late", "aggregate", "parallelism", "output", "trace", "timeline",
-        "bad_lines", "dead_letter", "max_line_length", "summary", "duration", "sources", "progress"}) {
+  for (const char* name : {"socket",    "input",       "delimiter",
+                           "fields",    "key",         "timestamp",
+                           "value",     "where",       "time_format",
+                           "timezone",  "watermarks",  "watermark_interval",
+                           "idleness",  "window",      "allowed_lateness",
+                           "late",      "aggregate",   "parallelism",
+                           "output",    "trace",       "timeline",
+                           "bad_lines", "dead_letter", "max_line_length",
+                           "summary",   "duration",    "sources",
+                           "progress"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -134,7 +143,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> inputs;
-  if (command != "run" && command != "demo") return Usage(absl::StrCat("unknown command '", command, "'"));
+  if (command != "run" && command != "demo")
+    return Usage(absl::StrCat("unknown command '", command, "'"));
   if (!ParseFlags(argc, argv, 2, &inputs)) return 2;
 
   if (command == "demo") {

@@ -51,7 +51,8 @@ int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t 
 inline void CheckHasTimestamp(Timestamp ts) {
   if (ts == kNoTimestamp) {
     throw std::runtime_error(
-        "Record has kNoTimestamp (= no timestamp marker, Long.MIN_VALUE). Is the time characteristic "
+        "Record has kNoTimestamp (= no timestamp marker, Long.MIN_VALUE). Is the time "
+        "characteristic "
         "set to 'ProcessingTime', or did you forget to call "
         "'DataStream::assign_timestamps_and_watermarks(...)'?");
   }
@@ -60,29 +61,30 @@ inline void CheckHasTimestamp(Timestamp ts) {
 inline void CheckTumbling(const char* name, int64_t size, int64_t offset) {
   // abs(offset) < size also rejects size <= 0; offset MIN has no abs.
   if (size <= 0 || offset == kMinTimestamp || std::llabs(offset) >= size) {
-    throw std::invalid_argument(absl::StrCat(
-        name, " parameters must satisfy abs(offset) < size (size=", size, " ms, offset=", offset,
-        " ms)"));
+    throw std::invalid_argument(
+        absl::StrCat(name, " parameters must satisfy abs(offset) < size (size=", size,
+                     " ms, offset=", offset, " ms)"));
   }
 }
 
 inline void CheckSliding(const char* name, int64_t size, int64_t slide, int64_t offset) {
   if (slide <= 0 || offset == kMinTimestamp || std::llabs(offset) >= slide || size <= 0) {
-    throw std::invalid_argument(absl::StrCat(
-        name, " parameters must satisfy abs(offset) < slide and size > 0 (size=", size,
-        " ms, slide=", slide, " ms, offset=", offset, " ms)"));
+    throw std::invalid_argument(
+        absl::StrCat(name, " parameters must satisfy abs(offset) < slide and size > 0 (size=", size,
+                     " ms, slide=", slide, " ms, offset=", offset, " ms)"));
   }
   if (size / slide > 10000000) {
-    throw std::invalid_argument(absl::StrCat(
-        name, ": the number of windows per element (size / slide = ", size / slide,
-        ") must not exceed 10000000"));
+    throw std::invalid_argument(
+        absl::StrCat(name, ": the number of windows per element (size / slide = ", size / slide,
+                     ") must not exceed 10000000"));
   }
 }
 
-inline void AssignTumbling(Timestamp t, int64_t size, int64_t offset, std::vector<TimeWindow>& out) {
+inline void AssignTumbling(Timestamp t, int64_t size, int64_t offset,
+                           std::vector<TimeWindow>& out) {
   const Timestamp start = GetWindowStartWithOffset(t, offset, size);
-  out.emplace_back(start, static_cast<Timestamp>(static_cast<uint64_t>(start) +
-                                                 static_cast<uint64_t>(size)));
+  out.emplace_back(
+      start, static_cast<Timestamp>(static_cast<uint64_t>(start) + static_cast<uint64_t>(size)));
 }
 
 inline void AssignSliding(Timestamp t, int64_t size, int64_t slide, int64_t offset,
@@ -107,7 +109,7 @@ class TumblingEventTimeWindows {
   static constexpr bool kIsMerging = false;
 
   static TumblingEventTimeWindows of(Duration size, Duration offset = Duration(0),
-                 WindowStagger stagger = WindowStagger::kAligned) {
+                                     WindowStagger stagger = WindowStagger::kAligned) {
     window_internal::CheckTumbling("TumblingEventTimeWindows", ToMillis(size), ToMillis(offset));
     return TumblingEventTimeWindows(ToMillis(size), ToMillis(offset), stagger);
   }
@@ -181,7 +183,8 @@ class DynamicEventTimeSessionWindows {
 
   explicit DynamicEventTimeSessionWindows(Fn fn) : fn_(std::move(fn)) {}
   template <typename T>
-  void assign_windows(const T& element, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
+  void assign_windows(const T& element, Timestamp ts, Timestamp,
+                      std::vector<TimeWindow>& out) const {
     window_internal::CheckHasTimestamp(ts);
     auto g = fn_(element);
     int64_t gap;
@@ -317,7 +320,7 @@ class TumblingProcessingTimeWindows {
   static constexpr bool kIsMerging = false;
 
   static TumblingProcessingTimeWindows of(Duration size, Duration offset = Duration(0),
-                 WindowStagger stagger = WindowStagger::kAligned) {
+                                          WindowStagger stagger = WindowStagger::kAligned) {
     window_internal::CheckTumbling("TumblingProcessingTimeWindows", ToMillis(size),
                                    ToMillis(offset));
     return TumblingProcessingTimeWindows(ToMillis(size), ToMillis(offset), stagger);

@@ -116,9 +116,9 @@ class MergingWindowSet {
   }
 
  private:
-  std::vector<std::pair<W, W>> mapping_;  // in-flight window -> state window
-  std::vector<W> windows_;                // scratch
-  std::vector<W> group_;                  // scratch
+  std::vector<std::pair<W, W>> mapping_;               // in-flight window -> state window
+  std::vector<W> windows_;                             // scratch
+  std::vector<W> group_;                               // scratch
   std::vector<std::pair<W, std::vector<W>>> results_;  // scratch
 };
 

@@ -53,8 +53,12 @@ struct TimeWindow {
   friend H AbslHashValue(H h, const TimeWindow& w) {
     return H::combine(std::move(h), w.start, w.end);
   }
-  std::string ToString() const { return absl::StrCat("TimeWindow{start=", start, ", end=", end, "}"); }
-  friend std::ostream& operator<<(std::ostream& os, const TimeWindow& w) { return os << w.ToString(); }
+  std::string ToString() const {
+    return absl::StrCat("TimeWindow{start=", start, ", end=", end, "}");
+  }
+  friend std::ostream& operator<<(std::ostream& os, const TimeWindow& w) {
+    return os << w.ToString();
+  }
 };
 
 // The one window of GlobalWindows.
@@ -68,7 +72,9 @@ struct GlobalWindow {
     return H::combine(std::move(h), 0);
   }
   std::string ToString() const { return "GlobalWindow"; }
-  friend std::ostream& operator<<(std::ostream& os, const GlobalWindow&) { return os << "GlobalWindow"; }
+  friend std::ostream& operator<<(std::ostream& os, const GlobalWindow&) {
+    return os << "GlobalWindow";
+  }
 };
 
 // Start of the window of `size` containing `ts`, windows being aligned to
@@ -78,8 +84,8 @@ struct GlobalWindow {
 // Requires size > 0.  Like Flink, plain 64-bit arithmetic (wraps only within
 // `size` of the ends of the range).
 constexpr Timestamp GetWindowStartWithOffset(Timestamp ts, Timestamp offset, Timestamp size) {
-  const Timestamp r = static_cast<Timestamp>(
-      static_cast<uint64_t>(ts) - static_cast<uint64_t>(offset)) % size;
+  const Timestamp r =
+      static_cast<Timestamp>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(offset)) % size;
   const Timestamp sub = r < 0 ? r + size : r;
   return static_cast<Timestamp>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(sub));
 }

@@ -79,7 +79,8 @@ class ReduceContents {
     }
     if (!merged) return;
     auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
-    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
+    if (!inserted)
+      it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
   }
   size_t size() const { return state_.size(); }
 
@@ -94,8 +95,8 @@ template <typename Agg>
 using AccumulatorOf = std::decay_t<decltype(std::declval<Agg&>().create_accumulator())>;
 // Its result type.
 template <typename Agg>
-using AggregateResultOf =
-    std::decay_t<decltype(std::declval<Agg&>().get_result(std::declval<const AccumulatorOf<Agg>&>()))>;
+using AggregateResultOf = std::decay_t<decltype(std::declval<Agg&>().get_result(
+    std::declval<const AccumulatorOf<Agg>&>()))>;
 
 template <typename T, typename K, typename W, typename Agg, typename ProcessFn, typename Out>
 class AggregateContents {

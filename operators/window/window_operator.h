@@ -56,8 +56,8 @@
 #include "operators/window/time_window.h"
 #include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
-#include "operators/window/window_context.h"
 #include "operators/window/window_contents.h"
+#include "operators/window/window_context.h"
 #include "runtime/operator.h"
 
 namespace tidemark {
@@ -111,8 +111,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     late_dropped_ = ctx.counter(kNumLateRecordsDropped);
     late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
     timers_.Init(
-        &ctx.timers(),
-        [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
+        &ctx.timers(), [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
         [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
   }
 
@@ -242,7 +241,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
 
   void OnMerge(const K& key, const W& cover, const std::vector<W>& merged, const W& state_window,
                const std::vector<W>& merged_state_windows) {
-    if (Assigner::kIsEventTime && JavaAdd(cover.max_timestamp(), lateness_) <= timers_.current_watermark()) {
+    if (Assigner::kIsEventTime &&
+        JavaAdd(cover.max_timestamp(), lateness_) <= timers_.current_watermark()) {
       throw std::logic_error(
           "The end timestamp of an event-time window cannot become earlier than the current "
           "watermark by merging. Current watermark: " +

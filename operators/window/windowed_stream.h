@@ -8,7 +8,8 @@
 //   DataStream<Event> sums = events                     // timestamps assigned
 //       .key_by([](const Event& e) { return e.id; })
 //       .window(TumblingEventTimeWindows::of(3s))       // or SlidingEventTimeWindows::of(10s, 5s),
-//                                                       // EventTimeSessionWindows::with_gap(5s), ...
+//                                                       // EventTimeSessionWindows::with_gap(5s),
+//                                                       ...
 //       .allowed_lateness(2s)                           // optional, default 0
 //       .side_output_late_data(late)                    // optional
 //       .reduce([](const Event& a, const Event& b) { return a.Plus(b); });
@@ -25,8 +26,9 @@
 //                                WindowContext& ctx, Collector<Out>& out)
 //   .aggregate(agg)            agg.create_accumulator() -> Acc, agg.add(const T&, Acc) -> Acc,
 //                              agg.get_result(const Acc&) -> Out, agg.merge(Acc, Acc) -> Acc
-//   .aggregate(agg, p)         p(const K&, const W&, const R& result, WindowContext&, Collector<Out>&)
-//   .process(fn) / .apply(fn)  fn(const K& key, const W& window, const std::vector<T>& elements,
+//   .aggregate(agg, p)         p(const K&, const W&, const R& result, WindowContext&,
+//   Collector<Out>&) .process(fn) / .apply(fn)  fn(const K& key, const W& window, const
+//   std::vector<T>& elements,
 //                                 WindowContext& ctx, Collector<Out>& out)
 // W is TimeWindow (GlobalWindow for GlobalWindows).  Out is deduced from the
 // Collector<Out>& parameter of a non-generic lambda, else given explicitly:
@@ -65,8 +67,8 @@
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
 #include "operators/window/triggers.h"
-#include "operators/window/window_context.h"
 #include "operators/window/window_contents.h"
+#include "operators/window/window_context.h"
 #include "operators/window/window_operator.h"
 #include "runtime/environment.h"
 
@@ -80,7 +82,8 @@ struct DeduceOut {
 };
 template <typename F, size_t I>
 struct DeduceOut<void, F, I> {
-  using type = typename CollectorType<std::tuple_element_t<I, typename CallableArgs<F>::args>>::type;
+  using type =
+      typename CollectorType<std::tuple_element_t<I, typename CallableArgs<F>::args>>::type;
 };
 }  // namespace window_internal
 
@@ -94,8 +97,8 @@ class WindowedStream {
 
   WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner)
       : keyed_(std::move(keyed)), assigner_(assigner), trigger_(assigner_.default_trigger()) {}
-  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger,
-                 EvictorT evictor, WindowOperatorConfig<T> config)
+  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger, EvictorT evictor,
+                 WindowOperatorConfig<T> config)
       : keyed_(std::move(keyed)),
         assigner_(std::move(assigner)),
         trigger_(std::move(trigger)),
@@ -115,7 +118,9 @@ class WindowedStream {
     return *this;
   }
   WindowedStream(WindowedStream&&) = default;
-  WindowedStream& operator=(WindowedStream&& other) { return *this = static_cast<const WindowedStream&>(other); }
+  WindowedStream& operator=(WindowedStream&& other) {
+    return *this = static_cast<const WindowedStream&>(other);
+  }
   ~WindowedStream() = default;
 
   // Replaces the assigner's default trigger.

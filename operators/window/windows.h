@@ -11,8 +11,8 @@
 #include "operators/window/time_window.h"
 #include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
-#include "operators/window/window_context.h"
 #include "operators/window/window_contents.h"
+#include "operators/window/window_context.h"
 #include "operators/window/window_operator.h"
 #include "operators/window/windowed_stream.h"
 

@@ -12,13 +12,14 @@ int main() {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
   std::vector<std::string> words = {"a", "b", "a", "c", "a", "b"};
-  auto out = env.from_collection(words)
-                 .map([](const std::string& w) { return std::make_pair(w, 1); })
-                 .key_by([](const std::pair<std::string, int>& p) { return p.first; })
-                 .reduce([](const std::pair<std::string, int>& x, const std::pair<std::string, int>& y) {
-                   return std::make_pair(x.first, x.second + y.second);
-                 })
-                 .collect();
+  auto out =
+      env.from_collection(words)
+          .map([](const std::string& w) { return std::make_pair(w, 1); })
+          .key_by([](const std::pair<std::string, int>& p) { return p.first; })
+          .reduce([](const std::pair<std::string, int>& x, const std::pair<std::string, int>& y) {
+            return std::make_pair(x.first, x.second + y.second);
+          })
+          .collect();
   JobResult r = env.execute("consumer");
   if (!r.ok()) {
     std::fprintf(stderr, "job failed: %s\n", std::string(r.status.message()).c_str());
@@ -31,6 +32,7 @@ int main() {
     std::fprintf(stderr, "unexpected result: %zu records, a=%d\n", out->size(), max_a);
     return 1;
   }
-  std::printf("tidemark consumer ok (key group of \"hello\": %d)\n", KeyGroupOf(std::string("hello"), 128));
+  std::printf("tidemark consumer ok (key group of \"hello\": %d)\n",
+              KeyGroupOf(std::string("hello"), 128));
   return 0;
 }

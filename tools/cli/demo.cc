@@ -67,8 +67,8 @@ class DemoSource final : public Source<Reading> {
     for (int64_t i = 0; i < n; ++i, ++emitted_) {
       Reading r;
       r.key = absl::StrCat("sensor-", (emitted_ * 7 + subtask_) % kKeys);
-      Timestamp ts = kBase + static_cast<Timestamp>(static_cast<double>(elapsed) * speed_) -
-                     disorder(rng_);
+      Timestamp ts =
+          kBase + static_cast<Timestamp>(static_cast<double>(elapsed) * speed_) - disorder(rng_);
       if (rare(rng_) == 0) ts -= 6000;  // a very late reading
       r.ts = ts;
       r.value = 1 + (emitted_ % 10);
@@ -127,8 +127,8 @@ std::string Short(Timestamp ts) {
 int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   auto duration = ParseDuration(o.duration);
   if (!duration.ok() || duration->count() <= 0) {
-    err << "tidemark: --duration: " << (duration.ok() ? "must be positive" : duration.status().message())
-        << "\n";
+    err << "tidemark: --duration: "
+        << (duration.ok() ? "must be positive" : duration.status().message()) << "\n";
     return 2;
   }
   if (o.sources <= 0 || o.parallelism <= 0) {
@@ -155,17 +155,18 @@ int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   auto sums = readings.key_by([](const Reading& r) { return r.key; })
                   .window(TumblingEventTimeWindows::of(std::chrono::seconds(1)))
                   .side_output_late_data(late_tag)
-                  .aggregate(SumAgg{}, [](const std::string& key, const TimeWindow& w, const Sum& s,
-                                          WindowContext& ctx, Collector<Sum>& c) {
-                    Sum r = s;
-                    r.key = key;
-                    r.watermark = ctx.current_watermark();
-                    r.subtask = ctx.subtask_index();
-                    r.late = ctx.fired_by_element();
-                    r.start = w.start;
-                    r.end = w.end;
-                    c.collect(std::move(r));
-                  })
+                  .aggregate(SumAgg{},
+                             [](const std::string& key, const TimeWindow& w, const Sum& s,
+                                WindowContext& ctx, Collector<Sum>& c) {
+                               Sum r = s;
+                               r.key = key;
+                               r.watermark = ctx.current_watermark();
+                               r.subtask = ctx.subtask_index();
+                               r.late = ctx.fired_by_element();
+                               r.start = w.start;
+                               r.end = w.end;
+                               c.collect(std::move(r));
+                             })
                   .name("window");
   TraceRecorder* rec = recorder.get();
   sums.add_sink([&fired, rec](Sum&& s, Timestamp) {
@@ -191,7 +192,8 @@ int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     rec->OnLate(e);
   });
 
-  out << "tidemark demo: " << o.sources << " sources (event-time speeds differ; the slowest goes quiet"
+  out << "tidemark demo: " << o.sources
+      << " sources (event-time speeds differ; the slowest goes quiet"
       << " for a while), key_by 20 keys into " << o.parallelism
       << " tumbling 1 s window subtasks, for " << o.duration << "\n";
   JobClient client = env.execute_async("tidemark demo");
@@ -242,9 +244,10 @@ int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   std::ofstream page(o.timeline, std::ios::out | std::ios::trunc);
   page << RenderTimelineHtml(recorder->events(), "tidemark demo: watermark timeline",
                              absl::UTCTimeZone());
-  out << "records " << records << ", windows fired " << fired.load() << ", late records (side output) "
-      << late.load() << ", dropped " << r.CounterTotal("numLateRecordsDropped") << ", in "
-      << absl::StrFormat("%.2f", r.seconds) << " s\n";
+  out << "records " << records << ", windows fired " << fired.load()
+      << ", late records (side output) " << late.load() << ", dropped "
+      << r.CounterTotal("numLateRecordsDropped") << ", in " << absl::StrFormat("%.2f", r.seconds)
+      << " s\n";
   if (page) {
     out << "timeline: " << o.timeline << "\n";
   } else {

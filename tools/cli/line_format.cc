@@ -44,8 +44,8 @@ absl::StatusOr<LineFormat> LineFormat::Make(const LineFormatOptions& o) {
   auto index_of = [&](const std::string& name, const char* what) -> absl::StatusOr<int> {
     auto it = std::find(o.fields.begin(), o.fields.end(), name);
     if (it == o.fields.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", what, "=", name, " is not one of --fields=",
-                                                     absl::StrJoin(o.fields, ",")));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", what, "=", name, " is not one of --fields=", absl::StrJoin(o.fields, ",")));
     }
     return static_cast<int>(it - o.fields.begin());
   };
@@ -77,7 +77,8 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
   const std::string& fmt = options_.time_format;
   auto all_digits = [](absl::string_view t) {
     if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
-    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !t.empty() &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   if (fmt == "ms") {
     int64_t v = 0;
@@ -107,7 +108,8 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
     }
     double d = 0;
     if (!absl::SimpleAtod(text, &d) || !std::isfinite(d) || std::fabs(d) > 9.2e15) {
-      return absl::InvalidArgumentError(absl::StrCat("timestamp '", text, "' is not a number of seconds"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("timestamp '", text, "' is not a number of seconds"));
     }
     return static_cast<Timestamp>(std::llround(d * 1000));
   }
@@ -147,9 +149,9 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
     parts = absl::StrSplit(stripped, options_.delimiter);
   }
   if (parts.size() < options_.fields.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("expected ", options_.fields.size(),
-                                                   " fields (", absl::StrJoin(options_.fields, ","),
-                                                   "), found ", parts.size()));
+    return absl::InvalidArgumentError(absl::StrCat("expected ", options_.fields.size(), " fields (",
+                                                   absl::StrJoin(options_.fields, ","), "), found ",
+                                                   parts.size()));
   }
   for (const auto& [i, value] : where_) {
     if (absl::StripAsciiWhitespace(parts[i]) != value) return std::optional<CliRecord>();

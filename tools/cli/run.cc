@@ -104,8 +104,8 @@ std::string FormatResult(const Shared& sh, const CliResult& r) {
   const std::string prefix = sh.parallelism > 1 ? absl::StrCat(r.subtask + 1, "> ") : "";
   if (sh.aggregate == AggregateKind::kList) {
     // Document 000's window function output.
-    return absl::StrCat(prefix, "(", r.key, "),", r.acc.count, ",", FormatTime(r.acc.first, z),
-                        ",", FormatTime(r.acc.last, z), ",", FormatTime(r.start, z), ",",
+    return absl::StrCat(prefix, "(", r.key, "),", r.acc.count, ",", FormatTime(r.acc.first, z), ",",
+                        FormatTime(r.acc.last, z), ",", FormatTime(r.start, z), ",",
                         FormatTime(r.end, z));
   }
   double v = r.acc.sum;
@@ -119,28 +119,27 @@ std::string FormatResult(const Shared& sh, const CliResult& r) {
 }
 
 template <typename Assigner>
-DataStream<CliResult> BuildWindows(const KeyedStream<CliRecord, std::string (*)(const CliRecord&)>& keyed,
-                                   Assigner assigner, Duration lateness,
-                                   const std::optional<OutputTag<CliRecord>>& late_tag,
-                                   std::shared_ptr<Shared> sh) {
+DataStream<CliResult> BuildWindows(
+    const KeyedStream<CliRecord, std::string (*)(const CliRecord&)>& keyed, Assigner assigner,
+    Duration lateness, const std::optional<OutputTag<CliRecord>>& late_tag,
+    std::shared_ptr<Shared> sh) {
   auto windowed = keyed.window(assigner).allowed_lateness(lateness);
   if (late_tag) windowed = windowed.side_output_late_data(*late_tag);
-  return windowed.aggregate(
-      CliAggregate{},
-      [sh](const std::string& key, const TimeWindow& w, const Acc& acc, WindowContext& ctx,
-           Collector<CliResult>& out) {
-        CliResult r;
-        r.key = key;
-        r.start = w.start;
-        r.end = w.end;
-        r.acc = acc;
-        r.watermark = ctx.current_watermark();
-        r.subtask = ctx.subtask_index();
-        r.firing = ctx.current_watermark() == kMaxWatermark ? "end_of_input"
-                   : ctx.fired_by_element() && w.max_timestamp() <= ctx.current_watermark() ? "late"
-                                                           : "on_time";
-        out.collect(std::move(r));
-      });
+  return windowed.aggregate(CliAggregate{}, [sh](const std::string& key, const TimeWindow& w,
+                                                 const Acc& acc, WindowContext& ctx,
+                                                 Collector<CliResult>& out) {
+    CliResult r;
+    r.key = key;
+    r.start = w.start;
+    r.end = w.end;
+    r.acc = acc;
+    r.watermark = ctx.current_watermark();
+    r.subtask = ctx.subtask_index();
+    r.firing = ctx.current_watermark() == kMaxWatermark ? "end_of_input"
+               : ctx.fired_by_element() && w.max_timestamp() <= ctx.current_watermark() ? "late"
+                                                                                        : "on_time";
+    out.collect(std::move(r));
+  });
 }
 
 std::string KeyOf(const CliRecord& r) { return r.key; }
@@ -175,7 +174,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   auto window = ParseWindowSpec(o.window);
   if (!window.ok()) return fail(std::string(window.status().message()));
   auto lateness = ParseDuration(o.allowed_lateness);
-  if (!lateness.ok()) return fail(absl::StrCat("--allowed-lateness: ", lateness.status().message()));
+  if (!lateness.ok())
+    return fail(absl::StrCat("--allowed-lateness: ", lateness.status().message()));
   if (lateness->count() < 0) return fail("--allowed-lateness must not be negative");
   if (o.late != "drop" && o.late != "side") return fail("--late must be drop or side");
   auto aggregate = ParseAggregate(o.aggregate);
@@ -183,8 +183,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (o.parallelism <= 0) return fail("--parallelism must be positive");
   if (o.output != "text" && o.output != "jsonl") return fail("--output must be text or jsonl");
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
-  if (o.bad_lines != "fail" && o.bad_lines != "skip") return fail("--bad-lines must be fail or skip");
-  if (!o.socket.empty() && !o.inputs.empty()) return fail("give either --socket or --input, not both");
+  if (o.bad_lines != "fail" && o.bad_lines != "skip")
+    return fail("--bad-lines must be fail or skip");
+  if (!o.socket.empty() && !o.inputs.empty())
+    return fail("give either --socket or --input, not both");
   std::string host;
   int port = 0;
   if (!o.socket.empty()) {
@@ -200,7 +202,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   for (const std::string& path : inputs) {
     if (path == "-") continue;
     std::ifstream probe(path);
-    if (!probe) return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
+    if (!probe)
+      return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
 
@@ -248,9 +251,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       return rec;
     }
     if (!skip) {
-      throw std::runtime_error(absl::StrCat(std::string(where.source), ":", where.line_number,
-                                            ": ", r.status().message(), ": '", std::string(line),
-                                            "'"));
+      throw std::runtime_error(absl::StrCat(std::string(where.source), ":", where.line_number, ": ",
+                                            r.status().message(), ": '", std::string(line), "'"));
     }
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
     if (sh->dead_letter.is_open()) {
@@ -265,7 +267,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
 
   WatermarkStrategy<CliRecord> strategy =
       WatermarkStrategy<CliRecord>::for_generator(MakeCliGeneratorFactory(*wm, recorder.get()))
-          .with_timestamp_assigner([](const CliRecord& r, Timestamp) { return r.is_marker() ? r.marker : r.ts; });
+          .with_timestamp_assigner(
+              [](const CliRecord& r, Timestamp) { return r.is_marker() ? r.marker : r.ts; });
   if (idleness) strategy = strategy.with_idleness(*idleness);
   if (per_record) strategy = strategy.with_periodic_emit_per_record();
   auto stamped = lines.assign_timestamps_and_watermarks(strategy)
@@ -283,9 +286,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
         return BuildWindows(keyed, TumblingEventTimeWindows::of(window->size, window->offset),
                             *lateness, late_tag, sh);
       case WindowSpec::Kind::kSliding:
-        return BuildWindows(keyed,
-                            SlidingEventTimeWindows::of(window->size, window->slide, window->offset),
-                            *lateness, late_tag, sh);
+        return BuildWindows(
+            keyed, SlidingEventTimeWindows::of(window->size, window->slide, window->offset),
+            *lateness, late_tag, sh);
       case WindowSpec::Kind::kSession:
         break;
     }
@@ -315,15 +318,16 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
               sh->late.fetch_add(1, std::memory_order_relaxed);
               if (sh->output == OutputFormat::kJsonl) {
                 sh->printer->Print(absl::StrCat("{\"kind\":\"late\",\"key\":", JsonString(r.key),
-                                                ",\"timestamp\":", r.ts, ",\"line\":",
-                                                JsonString(r.line), "}"));
+                                                ",\"timestamp\":", r.ts,
+                                                ",\"line\":", JsonString(r.line), "}"));
               } else {
                 sh->printer->Print(absl::StrCat("Side> ", r.line));
               }
               TimelineEvent e{TimelineEvent::Kind::kLate, 0};
               e.key = r.key;
               e.ts = r.ts;
-              e.subtask = SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism);
+              e.subtask =
+                  SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism);
               e.value = r.line;
               sh->recorder->OnLate(e);
             },

@@ -33,9 +33,9 @@ struct RunOptions {
   std::string late = "drop";  // drop | side
   std::string aggregate = "sum";
   int parallelism = 1;
-  std::string output = "text";  // text | jsonl
-  std::string trace;            // "" | watermarks
-  std::string timeline;         // path of the HTML page
+  std::string output = "text";     // text | jsonl
+  std::string trace;               // "" | watermarks
+  std::string timeline;            // path of the HTML page
   std::string bad_lines = "fail";  // fail | skip
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;

@@ -22,11 +22,16 @@ absl::StatusOr<Duration> ParseDuration(absl::string_view text) {
         absl::StrCat("bad duration '", text, "': expected a number and a unit (ms, s, min, h)"));
   }
   int64_t factor = 0;
-  if (unit == "ms") factor = 1;
-  else if (unit == "s") factor = 1000;
-  else if (unit == "min" || unit == "m") factor = 60'000;
-  else if (unit == "h") factor = 3'600'000;
-  else if (unit.empty() && n == 0) factor = 1;
+  if (unit == "ms")
+    factor = 1;
+  else if (unit == "s")
+    factor = 1000;
+  else if (unit == "min" || unit == "m")
+    factor = 60'000;
+  else if (unit == "h")
+    factor = 3'600'000;
+  else if (unit.empty() && n == 0)
+    factor = 1;
   else {
     return absl::InvalidArgumentError(
         absl::StrCat("bad duration '", text, "': unit must be ms, s, min or h"));
@@ -92,10 +97,14 @@ absl::StatusOr<WatermarkSpec> ParseWatermarkSpec(absl::string_view text) {
     w.kind = kind == "marker" ? WatermarkSpec::Kind::kMarker : WatermarkSpec::Kind::kMonotonous;
     return w;
   }
-  if (kind == "bounded") w.kind = WatermarkSpec::Kind::kBounded;
-  else if (kind == "lag") w.kind = WatermarkSpec::Kind::kLag;
-  else if (kind == "punctuated") w.kind = WatermarkSpec::Kind::kPunctuated;
-  else return bad("expected bounded:D, monotonous, lag:D, punctuated:D or marker");
+  if (kind == "bounded")
+    w.kind = WatermarkSpec::Kind::kBounded;
+  else if (kind == "lag")
+    w.kind = WatermarkSpec::Kind::kLag;
+  else if (kind == "punctuated")
+    w.kind = WatermarkSpec::Kind::kPunctuated;
+  else
+    return bad("expected bounded:D, monotonous, lag:D, punctuated:D or marker");
   if (colon == absl::string_view::npos) return bad("needs a duration, e.g. bounded:2s");
   auto d = ParseDuration(text.substr(colon + 1));
   if (!d.ok()) return bad(d.status().message());
@@ -116,11 +125,16 @@ absl::StatusOr<AggregateKind> ParseAggregate(absl::string_view text) {
 
 const char* ToString(AggregateKind k) {
   switch (k) {
-    case AggregateKind::kSum: return "sum";
-    case AggregateKind::kCount: return "count";
-    case AggregateKind::kMin: return "min";
-    case AggregateKind::kMax: return "max";
-    case AggregateKind::kList: return "list";
+    case AggregateKind::kSum:
+      return "sum";
+    case AggregateKind::kCount:
+      return "count";
+    case AggregateKind::kMin:
+      return "min";
+    case AggregateKind::kMax:
+      return "max";
+    case AggregateKind::kList:
+      return "list";
   }
   return "?";
 }

@@ -10,9 +10,9 @@
 #define TM_TOOLS_CLI_SPECS_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/time.h"
 
 namespace tidemark::cli {

@@ -22,11 +22,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += absl::StrFormat("\\u%04x", c);
@@ -105,8 +115,8 @@ void TraceRecorder::OnOutputWatermark(const std::string& task, int subtask, Time
   if (print_trace_) {
     if (format_ == OutputFormat::kJsonl) {
       printer_->Print(absl::StrCat("{\"kind\":\"source_watermark\",\"subtask\":", subtask,
-                                   ",\"watermark\":", w, ",\"t_ms\":",
-                                   absl::StrFormat("%.3f", ev.t_ms), "}"));
+                                   ",\"watermark\":", w,
+                                   ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
       printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, " emits ",
                                    FormatTimestamp(w), " (", Time(w), ")"));
@@ -138,8 +148,7 @@ void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, T
   if (format_ == OutputFormat::kJsonl) {
     printer_->Print(absl::StrCat("{\"kind\":\"record\",\"source\":", source,
                                  ",\"key\":", JsonString(key), ",\"timestamp\":", ts,
-                                 ",\"max_timestamp\":", max_ts, ",\"watermark\":", watermark,
-                                 "}"));
+                                 ",\"max_timestamp\":", max_ts, ",\"watermark\":", watermark, "}"));
   } else {
     // The line the documents print (document 000).
     printer_->Print(absl::StrCat("key:", key, ",eventtime:[", ts, "|", Time(ts),
@@ -220,16 +229,28 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   for (const auto& e : events) {
     t_end = std::max(t_end, e.t_ms);
     switch (e.kind) {
-      case K::kSourceWatermark: see(e.watermark); sources.insert(e.subtask); break;
-      case K::kSourceIdle: sources.insert(e.subtask); break;
+      case K::kSourceWatermark:
+        see(e.watermark);
+        sources.insert(e.subtask);
+        break;
+      case K::kSourceIdle:
+        sources.insert(e.subtask);
+        break;
       case K::kChannel:
         see(e.watermark);
         see(e.aligned);
         window_subtasks.insert(e.subtask);
         channels[e.subtask].insert(e.channel);
         break;
-      case K::kFiring: see(e.end); see(e.start); window_subtasks.insert(e.subtask); break;
-      case K::kLate: see(e.ts); window_subtasks.insert(e.subtask); break;
+      case K::kFiring:
+        see(e.end);
+        see(e.start);
+        window_subtasks.insert(e.subtask);
+        break;
+      case K::kLate:
+        see(e.ts);
+        window_subtasks.insert(e.subtask);
+        break;
     }
   }
   if (e_min > e_max) {
@@ -242,7 +263,11 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   const double panel_h = 170, gap = 50, top0 = 70;
   const int panels = 1 + static_cast<int>(window_subtasks.size());
   const double height = top0 + panels * (panel_h + gap) + 40;
-  Scale s{0, t_end, left, width - right, static_cast<double>(e_min) - pad,
+  Scale s{0,
+          t_end,
+          left,
+          width - right,
+          static_cast<double>(e_min) - pad,
           static_cast<double>(e_max) + pad};
 
   std::string svg;
@@ -251,19 +276,20 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                         "font-family='sans-serif' font-size='11'>\n",
                         width, height);
   // Legend.
-  absl::StrAppend(&svg,
-                  "<g class='legend' transform='translate(", left, ",20)'>"
-                  "<line x1='0' y1='0' x2='24' y2='0' stroke='#1f77b4' stroke-width='2'/>"
-                  "<text x='30' y='4'>source / channel watermark (one colour per source subtask)</text>"
-                  "<line x1='360' y1='0' x2='384' y2='0' stroke='black' stroke-width='3' "
-                  "stroke-dasharray='6 3'/><text x='390' y='4'>aligned minimum</text>"
-                  "<rect x='500' y='-6' width='20' height='12' fill='#999' opacity='0.25'/>"
-                  "<text x='526' y='4'>idle</text>"
-                  "<circle cx='570' cy='0' r='5' fill='#2ca02c'/><text x='580' y='4'>fired on time</text>"
-                  "<circle cx='670' cy='0' r='5' fill='#ff7f0e'/><text x='680' y='4'>late firing</text>"
-                  "<circle cx='760' cy='0' r='5' fill='#1f77b4'/><text x='770' y='4'>end of input</text>"
-                  "<path d='M850 -5 l10 10 m0 -10 l-10 10' stroke='#d62728' stroke-width='2'/>"
-                  "<text x='866' y='4'>late record</text></g>\n");
+  absl::StrAppend(
+      &svg, "<g class='legend' transform='translate(", left,
+      ",20)'>"
+      "<line x1='0' y1='0' x2='24' y2='0' stroke='#1f77b4' stroke-width='2'/>"
+      "<text x='30' y='4'>source / channel watermark (one colour per source subtask)</text>"
+      "<line x1='360' y1='0' x2='384' y2='0' stroke='black' stroke-width='3' "
+      "stroke-dasharray='6 3'/><text x='390' y='4'>aligned minimum</text>"
+      "<rect x='500' y='-6' width='20' height='12' fill='#999' opacity='0.25'/>"
+      "<text x='526' y='4'>idle</text>"
+      "<circle cx='570' cy='0' r='5' fill='#2ca02c'/><text x='580' y='4'>fired on time</text>"
+      "<circle cx='670' cy='0' r='5' fill='#ff7f0e'/><text x='680' y='4'>late firing</text>"
+      "<circle cx='760' cy='0' r='5' fill='#1f77b4'/><text x='770' y='4'>end of input</text>"
+      "<path d='M850 -5 l10 10 m0 -10 l-10 10' stroke='#d62728' stroke-width='2'/>"
+      "<text x='866' y='4'>late record</text></g>\n");
 
   auto panel_frame = [&](double top, const std::string& label) {
     absl::StrAppendFormat(&svg,
@@ -280,7 +306,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                             Esc(FormatTime(static_cast<Timestamp>(v), zone).substr(11)));
     }
   };
-  auto info = [](const std::string& text) { return absl::StrCat(" data-info=\"", Esc(text), "\""); };
+  auto info = [](const std::string& text) {
+    return absl::StrCat(" data-info=\"", Esc(text), "\"");
+  };
 
   // Sources panel.
   double top = top0;
@@ -293,22 +321,23 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       if (e.kind == K::kSourceIdle && e.subtask == src) idle.emplace_back(e.t_ms, e.idle);
     }
     const char* color = kPalette[src % 10];
-    absl::StrAppendFormat(&svg,
-                          "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
-                          "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
-                          src, StepPath(pts, s, top, panel_h, t_end), color,
-                          info(absl::StrCat("source subtask ", src, ": ", pts.size(),
-                                            " watermarks, last ",
-                                            pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
-                          src);
+    absl::StrAppendFormat(
+        &svg,
+        "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
+        "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
+        src, StepPath(pts, s, top, panel_h, t_end), color,
+        info(absl::StrCat("source subtask ", src, ": ", pts.size(), " watermarks, last ",
+                          pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
+        src);
     for (size_t i = 0; i < idle.size(); ++i) {
       if (!idle[i].second) continue;
       const double until = i + 1 < idle.size() ? idle[i + 1].first : t_end;
-      absl::StrAppendFormat(&svg,
-                            "<rect class='idle source' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
-                            "fill='%s' opacity='0.15'%s><title>source %d idle</title></rect>\n",
-                            s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)),
-                            panel_h, color, info(absl::StrCat("source subtask ", src, " idle")), src);
+      absl::StrAppendFormat(
+          &svg,
+          "<rect class='idle source' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
+          "fill='%s' opacity='0.15'%s><title>source %d idle</title></rect>\n",
+          s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)), panel_h, color,
+          info(absl::StrCat("source subtask ", src, " idle")), src);
     }
   }
   // One panel per window subtask.
@@ -328,7 +357,8 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       absl::StrAppendFormat(
           &svg,
           "<path class='lane channel' data-subtask='%d' data-channel='%d' d='%s' fill='none' "
-          "stroke='%s' stroke-width='1.5' opacity='0.8'%s><title>window %d, input channel %d</title></path>\n",
+          "stroke='%s' stroke-width='1.5' opacity='0.8'%s><title>window %d, input channel "
+          "%d</title></path>\n",
           ws, ch, StepPath(pts, s, top, panel_h, t_end), color,
           info(absl::StrCat("window subtask ", ws, ", channel ", ch, ": last ",
                             pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
@@ -338,11 +368,12 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         size_t j = i + 1;
         while (j < idle.size() && idle[j].second) ++j;
         const double until = j < idle.size() ? idle[j].first : t_end;
-        absl::StrAppendFormat(&svg,
-                              "<rect class='idle channel' x='%.1f' y='%.1f' width='%.1f' "
-                              "height='%.1f' fill='%s' opacity='0.12'><title>channel %d idle</title></rect>\n",
-                              s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)),
-                              panel_h, color, ch);
+        absl::StrAppendFormat(
+            &svg,
+            "<rect class='idle channel' x='%.1f' y='%.1f' width='%.1f' "
+            "height='%.1f' fill='%s' opacity='0.12'><title>channel %d idle</title></rect>\n",
+            s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)), panel_h, color,
+            ch);
       }
     }
     Timestamp last = kMinTimestamp;
@@ -354,15 +385,15 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         last = e.aligned;
       }
     }
-    absl::StrAppendFormat(&svg,
-                          "<path class='lane aligned' data-subtask='%d' d='%s' fill='none' "
-                          "stroke='black' stroke-width='3' stroke-dasharray='6 3'%s>"
-                          "<title>window %d aligned watermark (minimum over active channels)</title></path>\n",
-                          ws, StepPath(aligned, s, top, panel_h, t_end),
-                          info(absl::StrCat("window subtask ", ws, " aligned watermark, last ",
-                                            aligned.empty() ? "none"
-                                                            : FormatTime(aligned.back().second, zone))),
-                          ws);
+    absl::StrAppendFormat(
+        &svg,
+        "<path class='lane aligned' data-subtask='%d' d='%s' fill='none' "
+        "stroke='black' stroke-width='3' stroke-dasharray='6 3'%s>"
+        "<title>window %d aligned watermark (minimum over active channels)</title></path>\n",
+        ws, StepPath(aligned, s, top, panel_h, t_end),
+        info(absl::StrCat("window subtask ", ws, " aligned watermark, last ",
+                          aligned.empty() ? "none" : FormatTime(aligned.back().second, zone))),
+        ws);
     for (const auto& e : events) {
       if (e.subtask != ws) continue;
       if (e.kind == K::kFiring) {
@@ -392,11 +423,13 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   const double axis_y = top + panel_h + 18;
   for (int i = 0; i <= 8; ++i) {
     const double t = t_end * i / 8;
-    absl::StrAppendFormat(&svg, "<text x='%.1f' y='%.1f' text-anchor='middle' fill='#666'>%.0f ms</text>\n",
-                          s.X(t), axis_y, t);
+    absl::StrAppendFormat(
+        &svg, "<text x='%.1f' y='%.1f' text-anchor='middle' fill='#666'>%.0f ms</text>\n", s.X(t),
+        axis_y, t);
   }
-  absl::StrAppendFormat(&svg, "<text x='%.1f' y='%.1f' text-anchor='middle'>processing time since start</text>\n",
-                        (left + width - right) / 2, axis_y + 16);
+  absl::StrAppendFormat(
+      &svg, "<text x='%.1f' y='%.1f' text-anchor='middle'>processing time since start</text>\n",
+      (left + width - right) / 2, axis_y + 16);
   svg += "</svg>\n";
 
   std::string html = absl::StrCat(
@@ -404,11 +437,11 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       "</title>\n<style>body{font-family:sans-serif;margin:16px}#details{position:sticky;top:0;"
       "background:#fffbe6;border:1px solid #e0d890;padding:6px;min-height:1.4em}"
       "[data-info]:hover{opacity:1;stroke-width:4}</style></head><body>\n<h2>",
-      Esc(title),
-      "</h2>\n<p>Event time (vertical, in ", Esc(zone.name()),
+      Esc(title), "</h2>\n<p>Event time (vertical, in ", Esc(zone.name()),
       ") against processing time (horizontal). Each window subtask takes the minimum of its "
       "active input channels: the dashed black line. The channel whose line sits on it is the "
-      "one holding windows back.</p>\n<div id='details'>hover over a line or mark for details</div>\n",
+      "one holding windows back.</p>\n<div id='details'>hover over a line or mark for "
+      "details</div>\n",
       svg,
       "<script>\ndocument.querySelectorAll('[data-info]').forEach(function(el){\n"
       "  el.addEventListener('mouseover',function(){document.getElementById('details').textContent="

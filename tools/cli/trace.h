@@ -3,8 +3,8 @@
 // What `tidemark run --trace=watermarks` prints and `--timeline=FILE.html`
 // draws.  A TraceRecorder is the job's WatermarkListener: it sees every
 // watermark a source subtask sends and every change on every input channel of
-// the window subtasks (tasks whose name starts with "window"; with the aligned minimum and the channel holding it
-// back), plus, from the CLI's own operators, every record's watermark line and
+// the window subtasks (tasks whose name starts with "window"; with the aligned minimum and the
+// channel holding it back), plus, from the CLI's own operators, every record's watermark line and
 // every window firing and late record.  It prints them as they happen (text or
 // JSON Lines) and keeps them, stamped with processing time, for the timeline.
 //
