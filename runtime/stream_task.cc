@@ -63,6 +63,7 @@ Task::Result StreamTask::RunSlice() {
     }
     signals_.now = std::chrono::steady_clock::now();
     const Timestamp now_ms = clock_->NowMillis();
+    timers_.set_slice_processing_time(now_ms);
     timers_.FireDue(now_ms);
     bool check_space = true;
     for (int step = 0; step < kStepsPerSlice; ++step) {

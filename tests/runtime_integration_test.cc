@@ -564,12 +564,13 @@ TEST(RuntimeIntegration, MetricsAreReadableWhileTheJobRuns) {
       .name("Downstream")
       .add_sink([](int64_t) {});
   JobClient client = env.execute_async();
-  bool advanced = false;
-  while (!advanced) {
+  // Wait until every downstream subtask has shown progress.
+  for (int advanced = 0; advanced < 2;) {
+    advanced = 0;
     for (const auto& m : client.metrics()) {
       if (m.task_name.rfind("Downstream", 0) != 0) continue;
       ASSERT_EQ(m.channel_watermarks.size(), 2u);
-      if (m.input_watermark > 10000 && m.records_in > 0) advanced = true;
+      if (m.input_watermark > 10000 && m.records_in > 0) ++advanced;
     }
     std::this_thread::yield();
   }

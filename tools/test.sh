@@ -14,7 +14,11 @@ jobs=$(nproc)
 
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build/test -j "$jobs"
-ctest --test-dir build/test --output-on-failure -j "$jobs"
+ctest --test-dir build/test --output-on-failure -j "$jobs" -E '^Differential\.'
+# The randomized differential tests, with their case counts and seed ranges
+# shown.
+ctest --test-dir build/test --output-on-failure -j "$jobs" -R '^Differential\.' -V |
+  grep -E '\[differential\]|tests passed|tests failed|Failed|FAILED|Error'
 
 # The line and flag parsers under libFuzzer, briefly (FUZZ_SECONDS each).
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./tools/fuzz.sh

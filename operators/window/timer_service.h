@@ -136,6 +136,11 @@ class KeyedTimerService {
   Timestamp current_processing_time() const {
     return pts_ ? pts_->CurrentProcessingTime() : kMinTimestamp;
   }
+  // The processing time at the start of the task's slice (see
+  // ProcessingTimeService::SliceProcessingTime).
+  Timestamp slice_processing_time() const {
+    return pts_ ? pts_->SliceProcessingTime() : kMinTimestamp;
+  }
 
   void RegisterEventTimeTimer(const K& key, const N& ns, Timestamp ts) { event_.Add(key, ns, ts); }
   void DeleteEventTimeTimer(const K& key, const N& ns, Timestamp ts) { event_.Remove(key, ns, ts); }

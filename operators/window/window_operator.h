@@ -119,7 +119,11 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     const K key = key_(static_cast<const T&>(value));
     current_key_ = &key;
     windows_.clear();
-    assigner_.assign_windows(static_cast<const T&>(value), ts, timers_.current_processing_time(),
+    // Event-time assigners use processing time at most once (a stagger
+    // offset), so they get the slice's time instead of a clock read per record.
+    assigner_.assign_windows(static_cast<const T&>(value), ts,
+                             Assigner::kIsEventTime ? timers_.slice_processing_time()
+                                                    : timers_.current_processing_time(),
                              windows_);
     bool skipped = true;
     if constexpr (Assigner::kIsMerging) {
