@@ -416,13 +416,13 @@ absl::StatusOr<std::string> StreamExecutionEnvironment::ExplainPlan() {
 JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name) {
   auto exec = Build(job_name);
   if (!exec.ok()) return JobClient(exec.status());
-  (*exec)->Start();
   {
-    // Published only once started, so cancel() never sees a job whose tasks
-    // cannot be notified yet.
+    // Published before it starts, so a cancel() racing with the start is
+    // never lost (JobExecution::Cancel() handles a job not yet started).
     std::lock_guard<std::mutex> lock(mu_);
     running_ = *exec;
   }
+  (*exec)->Start();
   return JobClient(*exec);
 }
 

@@ -136,32 +136,30 @@ void JobExecution::Start() {
   start_time_ = std::chrono::steady_clock::now();
   arena_ = ArenaFor(worker_threads_);
   ready_ = ReadyQueueFor(static_cast<tbb::task_arena*>(arena_)->max_concurrency());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    remaining_ = static_cast<int>(tasks_.size());
-    started_ = true;
-  }
   timer_thread_ = std::thread([this] { TimerMain(); });
   std::vector<Task*> arena_tasks;
   for (auto& t : tasks_) {
     if (t->NeedsOwnThread()) {
       thread_slots_.push_back(std::make_unique<ThreadSlot>(t.get()));
       t->set_dispatcher(thread_slots_.back().get());
+      t->state().store(Task::kRunning, std::memory_order_release);
     } else {
       t->set_dispatcher(this);
       arena_tasks.push_back(t.get());
     }
   }
+  {
+    // From here on Cancel() may notify tasks: every dispatcher is set.
+    std::lock_guard<std::mutex> lock(mu_);
+    remaining_ = static_cast<int>(tasks_.size());
+    started_ = true;
+    if (tasks_.empty()) done_cv_.notify_all();
+  }
   for (auto& slot : thread_slots_) {
-    slot->task->state().store(Task::kRunning, std::memory_order_release);
     ThreadSlot* s = slot.get();
     slot->thread = std::thread([this, s] { ThreadMain(s); });
   }
   for (Task* t : arena_tasks) t->Notify();
-  if (tasks_.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_cv_.notify_all();
-  }
 }
 
 void JobExecution::Dispatch(Task* task) {
@@ -288,6 +286,12 @@ bool JobExecution::done() const {
 
 void JobExecution::Cancel() {
   cancelled_.store(true, std::memory_order_release);
+  {
+    // Before Start() the tasks cannot be notified yet; they see the flag at
+    // their first slice.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+  }
   for (auto& t : tasks_) t->Notify();
 }
 
