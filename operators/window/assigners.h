@@ -48,6 +48,30 @@ namespace window_internal {
 
 int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t size);
 
+// The offset a tumbling assigner uses: (offset + stagger offset) % size, the
+// stagger part fixed at the first element this copy (one per operator
+// instance) sees.
+class StaggeredOffset {
+ public:
+  StaggeredOffset(int64_t size, int64_t offset, WindowStagger stagger)
+      : size_(size), offset_(offset), stagger_(stagger) {}
+  int64_t Get(Timestamp processing_time) const {
+    if (stagger_ == WindowStagger::kAligned) return offset_;
+    if (!set_) {
+      stagger_offset_ = StaggerOffset(stagger_, processing_time, size_);
+      set_ = true;
+    }
+    return (offset_ + stagger_offset_) % size_;
+  }
+
+ private:
+  int64_t size_;
+  int64_t offset_;
+  WindowStagger stagger_;
+  mutable bool set_ = false;
+  mutable int64_t stagger_offset_ = 0;
+};
+
 inline void CheckHasTimestamp(Timestamp ts) {
   if (ts == kNoTimestamp) {
     throw std::runtime_error(
@@ -124,22 +148,13 @@ class TumblingEventTimeWindows {
 
  private:
   TumblingEventTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)
-      : size_(size), offset_(offset), stagger_(stagger) {}
-  // (offset + stagger offset) % size; the stagger part fixed at the first
-  // element this copy (one per operator instance) sees.
+      : size_(size), offset_(offset), effective_(size, offset, stagger) {}
   int64_t EffectiveOffset(Timestamp processing_time) const {
-    if (stagger_ == WindowStagger::kAligned) return offset_;
-    if (!stagger_offset_set_) {
-      stagger_offset_ = window_internal::StaggerOffset(stagger_, processing_time, size_);
-      stagger_offset_set_ = true;
-    }
-    return (offset_ + stagger_offset_) % size_;
+    return effective_.Get(processing_time);
   }
   int64_t size_;
   int64_t offset_;
-  WindowStagger stagger_;
-  mutable bool stagger_offset_set_ = false;
-  mutable int64_t stagger_offset_ = 0;
+  window_internal::StaggeredOffset effective_;
 };
 
 // Sliding event-time windows of `size` every `slide`, aligned to `offset`.
@@ -333,22 +348,13 @@ class TumblingProcessingTimeWindows {
 
  private:
   TumblingProcessingTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)
-      : size_(size), offset_(offset), stagger_(stagger) {}
-  // (offset + stagger offset) % size; the stagger part fixed at the first
-  // element this copy (one per operator instance) sees.
+      : size_(size), offset_(offset), effective_(size, offset, stagger) {}
   int64_t EffectiveOffset(Timestamp processing_time) const {
-    if (stagger_ == WindowStagger::kAligned) return offset_;
-    if (!stagger_offset_set_) {
-      stagger_offset_ = window_internal::StaggerOffset(stagger_, processing_time, size_);
-      stagger_offset_set_ = true;
-    }
-    return (offset_ + stagger_offset_) % size_;
+    return effective_.Get(processing_time);
   }
   int64_t size_;
   int64_t offset_;
-  WindowStagger stagger_;
-  mutable bool stagger_offset_set_ = false;
-  mutable int64_t stagger_offset_ = 0;
+  window_internal::StaggeredOffset effective_;
 };
 
 // Sliding windows of processing time.
