@@ -473,29 +473,7 @@ struct Actual {
   int64_t dropped = 0;
 };
 
-// Runs `client` to completion; cancels it (and reports a hang) if it takes
-// longer than a generous limit.  Not a timing assertion on results: a case
-// that needs this is a deadlock.
-JobResult WaitWithWatchdog(JobClient& client, bool* hung) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, 120s, [&] { return done; })) {
-      *hung = true;
-      client.cancel();
-    }
-  });
-  JobResult r = client.wait();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
-  return r;
-}
+using tidemark::testing::WaitWithWatchdog;
 
 template <typename Assigner>
 Actual RunOnRuntime(const Case& c, Assigner assigner) {

@@ -49,26 +49,7 @@ int ThreadCount() {
   return -1;
 }
 
-JobResult WaitWithWatchdog(JobClient& client, bool* hung) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, 120s, [&] { return done; })) {
-      *hung = true;
-      client.cancel();
-    }
-  });
-  JobResult r = client.wait();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  watchdog.join();
-  return r;
-}
+using tidemark::testing::WaitWithWatchdog;
 
 struct Ev {
   int64_t id = 0;

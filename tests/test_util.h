@@ -3,7 +3,13 @@
 #define TM_TESTS_TEST_UTIL_H_
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "runtime/environment.h"
 
 namespace tidemark::testing {
 
@@ -14,6 +20,30 @@ inline int StressIterations(int n) {
   const char* s = std::getenv("TIDEMARK_STRESS_SCALE");
   const double scale = s ? std::atof(s) : 1.0;
   return std::max(1, static_cast<int>(n * (scale > 0 ? scale : 1.0)));
+}
+
+// Runs `client` to completion; cancels it and sets *hung if it takes longer
+// than a generous limit.  Not a timing assertion on results: a case that needs
+// this is a deadlock.
+inline JobResult WaitWithWatchdog(JobClient& client, bool* hung) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(120), [&] { return done; })) {
+      *hung = true;
+      client.cancel();
+    }
+  });
+  JobResult r = client.wait();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  return r;
 }
 
 }  // namespace tidemark::testing
