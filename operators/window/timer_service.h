@@ -79,6 +79,11 @@ class TimerQueue {
     }
   }
   size_t size() const { return live_.size(); }
+  // Bytes allocated: the heap and the set of live timers (capacity).
+  size_t StateBytes() const {
+    return heap_.capacity() * sizeof(Entry) +
+           live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
+  }
   // All live timers as (ts, key, ns), sorted by timestamp (for tests).
   std::vector<std::tuple<Timestamp, K, N>> Snapshot() const {
     std::vector<std::tuple<Timestamp, K, N>> out(live_.begin(), live_.end());
@@ -159,6 +164,7 @@ class KeyedTimerService {
 
   size_t NumEventTimeTimers() const { return event_.size(); }
   size_t NumProcessingTimeTimers() const { return processing_.size(); }
+  size_t StateBytes() const { return event_.StateBytes() + processing_.StateBytes(); }
   TimerQueue<K, N>& event_timers() { return event_; }
   TimerQueue<K, N>& processing_timers() { return processing_; }
 

@@ -49,6 +49,21 @@ class ReduceContents {
   using OutputType = Out;
   ReduceContents(ReduceFn f, ProcessFn p) : reduce_(std::move(f)), process_(std::move(p)) {}
 
+  // One value per (key, window): the hooks of WindowOperator's window-major
+  // state (time_window_table.h).  kNeedsContext: EmitValue reads the context.
+  using Value = T;
+  static constexpr bool kNeedsContext = !std::is_same_v<ProcessFn, NoProcessFunction>;
+  Value NewValue(const T& v) { return v; }
+  void AddTo(Value& acc, const T& v) { acc = reduce_(static_cast<const T&>(acc), v); }
+  void EmitValue(const K& key, const W& window, const Value& acc, WindowContext& ctx,
+                 Collector<Out>& out) {
+    if constexpr (kNeedsContext) {
+      process_(key, window, acc, ctx, out);
+    } else {
+      out.collect(acc);
+    }
+  }
+
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
     auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, sw), v);
     if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), v);
@@ -83,6 +98,10 @@ class ReduceContents {
       it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
   }
   size_t size() const { return state_.size(); }
+  // Bytes of the table (capacity; heap memory owned by the values not seen).
+  size_t StateBytes() const {
+    return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
+  }
 
  private:
   ReduceFn reduce_;
@@ -104,6 +123,21 @@ class AggregateContents {
   using OutputType = Out;
   using Acc = AccumulatorOf<Agg>;
   AggregateContents(Agg agg, ProcessFn p) : agg_(std::move(agg)), process_(std::move(p)) {}
+
+  // One accumulator per (key, window): see ReduceContents.
+  using Value = Acc;
+  static constexpr bool kNeedsContext = !std::is_same_v<ProcessFn, NoProcessFunction>;
+  Value NewValue(const T& v) { return agg_.add(v, agg_.create_accumulator()); }
+  void AddTo(Value& acc, const T& v) { acc = agg_.add(v, std::move(acc)); }
+  void EmitValue(const K& key, const W& window, const Value& acc, WindowContext& ctx,
+                 Collector<Out>& out) {
+    if constexpr (kNeedsContext) {
+      auto result = agg_.get_result(acc);
+      process_(key, window, static_cast<const decltype(result)&>(result), ctx, out);
+    } else {
+      out.collect(agg_.get_result(acc));
+    }
+  }
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
     KeyWindow<K, W> kw(key, sw);
@@ -141,6 +175,10 @@ class AggregateContents {
     if (!inserted) it->second = agg_.merge(std::move(it->second), std::move(*merged));
   }
   size_t size() const { return state_.size(); }
+  // Bytes of the table (capacity; heap memory owned by the values not seen).
+  size_t StateBytes() const {
+    return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
+  }
 
  private:
   Agg agg_;
@@ -189,6 +227,10 @@ class ListContents {
     if (!inserted) Append(it->second, std::move(*merged));
   }
   size_t size() const { return state_.size(); }
+  // Bytes of the table (capacity; heap memory owned by the values not seen).
+  size_t StateBytes() const {
+    return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
+  }
 
  private:
   static void Append(WindowElements<T>& to, WindowElements<T>&& from) {

@@ -38,6 +38,18 @@
 // forwards w (main and side outputs), so results precede the watermark that
 // caused them.
 //
+// Window-major fast path: with a non-merging event-time assigner (tumbling,
+// sliding), the default EventTimeTrigger and one value per window (reduce,
+// aggregate), the contents live in a TimeWindowTable and the trigger and
+// cleanup timers are implicit (all keys of a window share their times); see
+// time_window_table.h for why the output and its order are the same.  The
+// timer introspection below reports the timers the general path would hold.
+//
+// State size: at every watermark the operator compares its live
+// (key, window) pairs with the largest number seen and, at a new peak,
+// publishes that number and the bytes its state occupies as the counters
+// "windowPeakLiveKeyWindows" and "windowStateBytesAtPeak".
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
@@ -54,6 +66,7 @@
 #include "operators/window/assigners.h"
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
+#include "operators/window/time_window_table.h"
 #include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
@@ -65,6 +78,24 @@ namespace tidemark {
 inline constexpr char kNumLateRecordsDropped[] = "numLateRecordsDropped";
 inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
     "numLateRecordsToUnconsumedSideOutput";
+inline constexpr char kWindowPeakLiveKeyWindows[] = "windowPeakLiveKeyWindows";
+inline constexpr char kWindowStateBytesAtPeak[] = "windowStateBytesAtPeak";
+
+namespace window_internal {
+// The per-window value type of contents that keep one (reduce, aggregate),
+// else NoValue.
+struct NoValue {};
+template <typename Contents>
+struct SingleValueOf {
+  using type = NoValue;
+};
+template <typename Contents>
+requires requires { typename Contents::Value; }
+struct SingleValueOf<Contents> {
+  using type = typename Contents::Value;
+};
+struct NoTable {};
+}  // namespace window_internal
 
 // Settings common to every window operator.
 template <typename T>
@@ -83,6 +114,11 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
  public:
   using W = typename Assigner::WindowType;
   using Out = typename Contents::OutputType;
+  using Value = typename window_internal::SingleValueOf<Contents>::type;
+  // See the file comment.
+  static constexpr bool kWindowMajor =
+      Assigner::kIsEventTime && !Assigner::kIsMerging && std::is_same_v<W, TimeWindow> &&
+      std::is_same_v<TriggerT, EventTimeTrigger> && !std::is_same_v<Value, window_internal::NoValue>;
 
   WindowOperator(KeyFn key, Assigner assigner, TriggerT trigger, Contents contents,
                  WindowOperatorConfig<T> config)
@@ -110,6 +146,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     window_ctx_.SetSubtask(ctx.subtask_index());
     late_dropped_ = ctx.counter(kNumLateRecordsDropped);
     late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
+    peak_live_counter_ = ctx.counter(kWindowPeakLiveKeyWindows);
+    peak_bytes_counter_ = ctx.counter(kWindowStateBytesAtPeak);
     timers_.Init(
         &ctx.timers(), [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
         [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
@@ -143,6 +181,22 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
         AddAndTrigger(key, value, ts, actual, state_window);
       }
       if (set.empty()) merging_.erase(key);
+    } else if constexpr (kWindowMajor) {
+      const Timestamp watermark = timers_.current_watermark();
+      for (const W& w : windows_) {
+        if (IsWindowLate(w)) continue;
+        skipped = false;
+        auto [slot, created] =
+            table_.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
+        if (!created) contents_.AddTo(slot->value, value);
+        // EventTimeTrigger.on_element: FIRE once the watermark has reached
+        // the window's end; before that its timer (implicit) will.
+        if (w.max_timestamp() <= watermark) {
+          window_ctx_.SetFiredByElement(true);
+          EmitValue(key, w, slot->value);
+          window_ctx_.SetFiredByElement(false);
+        }
+      }
     } else {
       for (const W& w : windows_) {
         if (IsWindowLate(w)) continue;
@@ -165,16 +219,38 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   }
 
   void ProcessWatermark(Timestamp watermark) override {
+    NoteStateSize();
     timers_.AdvanceWatermark(watermark);
+    if constexpr (kWindowMajor) FireWindows(watermark);
     this->ForwardWatermark(watermark);
   }
 
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
-  size_t num_event_time_timers() const { return timers_.NumEventTimeTimers(); }
+  size_t num_event_time_timers() const {
+    return timers_.NumEventTimeTimers() + NumImplicitEventTimeTimers();
+  }
   size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
-  // Windows (sessions: state windows) that hold contents.
-  size_t num_windows_with_contents() const { return contents_.size(); }
+  // (key, window) pairs (sessions: state windows) that hold contents.
+  size_t num_windows_with_contents() const {
+    if constexpr (kWindowMajor) {
+      return table_.size();
+    } else {
+      return contents_.size();
+    }
+  }
+  // Bytes allocated for the window contents, trigger state and timers.
+  size_t StateBytes() const {
+    size_t bytes =
+        timers_.StateBytes() +
+        trigger_state_.capacity() * (sizeof(typename decltype(trigger_state_)::value_type) + 1);
+    if constexpr (kWindowMajor) {
+      bytes += table_.StateBytes();
+    } else {
+      bytes += contents_.StateBytes();
+    }
+    return bytes;
+  }
   size_t num_trigger_states() const { return trigger_state_.size(); }
   size_t num_keys_with_sessions() const { return merging_.size(); }
   KeyedTimerService<K, W>& timer_service() { return timers_; }
@@ -213,6 +289,65 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     }
     if (IsPurge(r)) contents_.Clear(key, state_window);
     RegisterCleanupTimer(key, window);
+  }
+
+  // Window-major path: emits one key's value of `window`.
+  void EmitValue(const K& key, const W& window, const Value& value) {
+    collector_->set_timestamp(window.max_timestamp());
+    if constexpr (Contents::kNeedsContext) {
+      current_key_ = &key;
+      current_window_ = &window;
+      window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
+    }
+    contents_.EmitValue(key, window, value, window_ctx_, *collector_);
+  }
+
+  // Window-major path: the implicit timers <= watermark, in timestamp order:
+  // a window fires (every key, in arrival order) when the watermark reaches
+  // its max timestamp and is dropped at its cleanup time.
+  void FireWindows(Timestamp watermark) {
+    for (auto it = table_.begin();
+         it != table_.end() && it->second.window.max_timestamp() <= watermark;) {
+      auto& win = it->second;
+      if (!win.fired) {
+        win.fired = true;
+        for (const auto& slot : win.slots) EmitValue(slot.key, win.window, slot.value);
+      }
+      const Timestamp cleanup = CleanupTime(win.window);
+      if (cleanup == kMaxTimestamp || cleanup > watermark) {
+        ++it;
+        continue;
+      }
+      if (!function_window_state_.empty()) {
+        for (const auto& slot : win.slots)
+          function_window_state_.erase(KeyWindow<K, W>(slot.key, win.window));
+      }
+      it = table_.Erase(it);
+    }
+  }
+
+  // The timers the general path would hold for the window-major contents:
+  // per (key, window) the trigger timer until the window fired and the
+  // cleanup timer when it differs from it (allowed lateness > 0) and exists.
+  size_t NumImplicitEventTimeTimers() const {
+    size_t n = 0;
+    if constexpr (kWindowMajor) {
+      for (const auto& [k, win] : table_) {
+        const Timestamp cleanup = CleanupTime(win.window);
+        const size_t per_key = (win.fired ? 0 : 1) +
+                               (cleanup != kMaxTimestamp && cleanup != win.window.max_timestamp());
+        n += per_key * win.slots.size();
+      }
+    }
+    return n;
+  }
+
+  void NoteStateSize() {
+    const size_t live = num_windows_with_contents();
+    if (live <= peak_live_) return;
+    peak_live_ = live;
+    peak_live_counter_->Set(static_cast<int64_t>(live));
+    peak_bytes_counter_->Set(static_cast<int64_t>(StateBytes()));
   }
 
   void Emit(const K& key, const W& window, const W& state_window) {
@@ -360,6 +495,12 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   std::optional<OutputTag<T>> late_tag_;
 
   KeyedTimerService<K, W> timers_;
+  using TableT =
+      std::conditional_t<kWindowMajor, TimeWindowTable<K, Value>, window_internal::NoTable>;
+  TableT table_;  // window-major contents (kWindowMajor)
+  size_t peak_live_ = 0;
+  Counter* peak_live_counter_ = nullptr;
+  Counter* peak_bytes_counter_ = nullptr;
   absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState> function_window_state_;

@@ -1,0 +1,162 @@
+// operators/window/time_window_table.h
+//
+// TimeWindowTable<K, V>: the window-major state of a window operator whose
+// assigner is non-merging and event-time (tumbling, sliding), whose trigger
+// is EventTimeTrigger and whose contents are one value per (key, window)
+// (reduce, aggregate).  WindowOperator uses it instead of its general
+// (key, window)-keyed contents plus one timer per (key, window, timestamp)
+// when those three hold; the observable behaviour is the same (see
+// window_operator.h), the cost per record is one hash probe instead of three
+// (contents, trigger timer, cleanup timer) and no timer is stored at all.
+//
+// Why that is exact: with EventTimeTrigger every (key, window) that holds
+// contents has, until the watermark reaches the window's max timestamp, a
+// trigger timer at max_timestamp and (allowed lateness > 0) a cleanup timer at
+// max_timestamp + lateness, registered when its first element arrived; no
+// other timer exists.  All keys of one window therefore share their timer
+// times, and the timers of a window fire in registration order, which is the
+// order in which the window's keys first arrived.  So the table keeps, per
+// window, its keys in arrival order (`slots`) with a hash index, and the
+// windows ordered by max timestamp: a watermark fires the windows in
+// timestamp order and, within one, the keys in arrival order, exactly as the
+// timer queue would.
+//
+// Memory: per live (key, window) one Slot (key + value) in a vector and one
+// 32-bit position in an absl::flat_hash_set that hashes and compares the
+// positions by the key of their slot (looked up by key, heterogeneously), so
+// the key is stored once; a new window reserves as many slots as the window
+// before it ended with, so neither grows by doubling in a steady stream.
+// StateBytes() counts the allocated capacity.
+//
+// Thread safety: none; owned by one operator instance (one task thread).
+#ifndef TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
+#define TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "operators/window/time_window.h"
+#include "runtime/time.h"
+
+namespace tidemark {
+
+template <typename K, typename V>
+class TimeWindowTable {
+ public:
+  struct Slot {
+    K key;
+    V value;
+  };
+  // Hash and equality of slot positions by their keys, and of keys.
+  struct PositionHash {
+    using is_transparent = void;
+    const std::vector<Slot>* slots;
+    size_t operator()(uint32_t pos) const { return absl::Hash<K>{}((*slots)[pos].key); }
+    size_t operator()(const K& key) const { return absl::Hash<K>{}(key); }
+  };
+  struct PositionEq {
+    using is_transparent = void;
+    const std::vector<Slot>* slots;
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(const K& key, uint32_t pos) const { return (*slots)[pos].key == key; }
+    bool operator()(uint32_t pos, const K& key) const { return (*slots)[pos].key == key; }
+  };
+  struct Window {
+    Window() : index(0, PositionHash{&slots}, PositionEq{&slots}) {}
+    Window(const Window&) = delete;
+    Window& operator=(const Window&) = delete;
+
+    TimeWindow window;
+    // The watermark has reached max_timestamp: the (implicit) trigger timers
+    // have fired; a late element fires its own key at once.
+    bool fired = false;
+    std::vector<Slot> slots;  // in order of each key's first element
+    absl::flat_hash_set<uint32_t, PositionHash, PositionEq> index;  // positions in slots
+  };
+
+  // The slot of (key, w), created with value make() if there is none; the
+  // bool says whether it was created.  A window created when `watermark` has
+  // already reached its max timestamp starts fired.  The pointer stays valid
+  // until the next call that may create a slot of the same window, or Erase.
+  template <typename Make>
+  std::pair<Slot*, bool> FindOrCreate(const K& key, const TimeWindow& w, Timestamp watermark,
+                                      Make&& make) {
+    Window& win = GetWindow(w, watermark);
+    if (auto it = win.index.find(key); it != win.index.end()) return {&win.slots[*it], false};
+    win.slots.push_back(Slot{key, make()});
+    win.index.insert(static_cast<uint32_t>(win.slots.size() - 1));
+    ++live_;
+    return {&win.slots.back(), true};
+  }
+
+  // Windows in ascending max timestamp (then start).
+  auto begin() { return windows_.begin(); }
+  auto end() { return windows_.end(); }
+  auto begin() const { return windows_.begin(); }
+  auto end() const { return windows_.end(); }
+  bool empty() const { return windows_.empty(); }
+
+  // Drops a window and its contents; returns the iterator after it.
+  auto Erase(typename std::map<std::pair<Timestamp, Timestamp>, Window>::iterator it) {
+    Window& win = it->second;
+    live_ -= win.slots.size();
+    last_closed_size_ = win.slots.size();
+    for (Window*& c : cache_)
+      if (c == &win) c = nullptr;
+    return windows_.erase(it);
+  }
+
+  // Live (key, window) pairs.
+  size_t size() const { return live_; }
+  size_t num_windows() const { return windows_.size(); }
+  // Bytes allocated for the contents: slots, index and per-window overhead
+  // (heap allocations made by V itself are not seen).
+  size_t StateBytes() const {
+    size_t bytes = 0;
+    for (const auto& [k, win] : windows_) {
+      bytes += sizeof(std::pair<const std::pair<Timestamp, Timestamp>, Window>) + 4 * sizeof(void*);
+      bytes += win.slots.capacity() * sizeof(Slot);
+      // One control byte per slot of the table plus the slots themselves.
+      bytes += win.index.capacity() * (sizeof(uint32_t) + 1);
+    }
+    return bytes;
+  }
+
+ private:
+  Window& GetWindow(const TimeWindow& w, Timestamp watermark) {
+    // A record belongs to one window (tumbling) or size/slide windows
+    // (sliding); a small direct-mapped cache of recent windows by start saves
+    // the ordered-map lookup for nearly every record.
+    Window*& cached = cache_[CacheIndex(w.start)];
+    if (cached != nullptr && cached->window == w) [[likely]]
+      return *cached;
+    auto [it, inserted] = windows_.try_emplace({w.max_timestamp(), w.start});
+    Window& win = it->second;
+    if (inserted) {
+      win.window = w;
+      win.fired = w.max_timestamp() <= watermark;
+      win.slots.reserve(last_closed_size_);
+      win.index.reserve(last_closed_size_);
+    }
+    cached = &win;
+    return win;
+  }
+  static size_t CacheIndex(Timestamp start) {
+    return static_cast<size_t>((static_cast<uint64_t>(start) * 0x9e3779b97f4a7c15ull) >> 59);
+  }
+
+  std::map<std::pair<Timestamp, Timestamp>, Window> windows_;  // by (max timestamp, start)
+  std::array<Window*, 32> cache_{};
+  size_t live_ = 0;
+  size_t last_closed_size_ = 0;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_

@@ -1,0 +1,213 @@
+// The window operator's window-major fast path (operators/window/
+// time_window_table.h) against its general path: the same operator with a
+// trigger type that behaves exactly like EventTimeTrigger but is another type
+// takes the general path (contents keyed by (key, window), one timer per
+// (key, window, timestamp)).  Random inputs (keys, out-of-order timestamps,
+// watermarks, allowed lateness, late side output, tumbling and sliding
+// windows with offsets) must give the same output in the same order, the
+// same side output and counters, and the same timer and contents counts after
+// every step.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "window_harness.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::OperatorHarness;
+
+using E = std::pair<std::string, int>;
+
+struct KeyOfE {
+  std::string operator()(const E& e) const { return e.first; }
+};
+struct SumE {
+  E operator()(const E& a, const E& b) const { return E(a.first, a.second + b.second); }
+};
+
+// EventTimeTrigger under another name: the operator cannot tell it is the
+// default trigger, so it keeps the general path.
+struct OpaqueEventTimeTrigger : EventTimeTrigger {};
+
+// An aggregate: (count, sum) -> "count/sum".
+struct CountSum {
+  std::pair<int, int> create_accumulator() const { return {0, 0}; }
+  std::pair<int, int> add(const E& e, std::pair<int, int> acc) const {
+    return {acc.first + 1, acc.second + e.second};
+  }
+  std::string get_result(const std::pair<int, int>& acc) const {
+    return std::to_string(acc.first) + "/" + std::to_string(acc.second);
+  }
+  std::pair<int, int> merge(std::pair<int, int> a, std::pair<int, int> b) const {
+    return {a.first + b.first, a.second + b.second};
+  }
+};
+
+// A process function over the reduced value that shows what the context
+// says: the window, who fired, and a per-window firing count (window state,
+// dropped at cleanup).
+struct Describe {
+  void operator()(const std::string& key, const TimeWindow& w, const E& sum, WindowContext& ctx,
+                  Collector<std::string>& out) const {
+    int& firings = ctx.window_state<int>("firings");
+    ++firings;
+    out.collect(key + " " + w.ToString() + " sum=" + std::to_string(sum.second) +
+                (ctx.fired_by_element() ? " element" : " timer") +
+                " firing=" + std::to_string(firings) +
+                " wm=" + std::to_string(ctx.current_watermark()));
+  }
+};
+
+template <typename Assigner, typename Trigger, typename Contents>
+using Op = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
+
+template <typename Out, typename Assigner, typename Trigger, typename Contents>
+std::unique_ptr<OperatorHarness<E, Out>> Make(const Assigner& a, Contents c, int64_t lateness,
+                                               const std::optional<OutputTag<E>>& tag) {
+  WindowOperatorConfig<E> cfg;
+  cfg.allowed_lateness = lateness;
+  cfg.late_tag = tag;
+  return std::make_unique<OperatorHarness<E, Out>>(
+      std::make_unique<Op<Assigner, Trigger, Contents>>(KeyOfE{}, a, Trigger{}, std::move(c),
+                                                        cfg));
+}
+
+struct Case {
+  uint64_t seed;
+  int64_t lateness;
+  bool side_output;
+};
+
+// Feeds the same random input to the fast and the general operator and
+// compares them after every step.
+template <typename Out, typename Assigner, typename Contents>
+void RunCase(const Assigner& assigner, const Contents& contents, const Case& c) {
+  using Fast = Op<Assigner, EventTimeTrigger, Contents>;
+  using General = Op<Assigner, OpaqueEventTimeTrigger, Contents>;
+  static_assert(Fast::kWindowMajor);
+  static_assert(!General::kWindowMajor);
+  SCOPED_TRACE("seed " + std::to_string(c.seed) + " lateness " + std::to_string(c.lateness) +
+               " side output " + std::to_string(c.side_output));
+
+  std::optional<OutputTag<E>> tag;
+  if (c.side_output) tag.emplace("late");
+  auto fast = Make<Out, Assigner, EventTimeTrigger>(assigner, contents, c.lateness, tag);
+  auto general = Make<Out, Assigner, OpaqueEventTimeTrigger>(assigner, contents, c.lateness, tag);
+  testing::RecordingOutput<E>* fast_side = nullptr;
+  testing::RecordingOutput<E>* general_side = nullptr;
+  if (tag) {
+    fast_side = &fast->AddSideOutput(*tag);
+    general_side = &general->AddSideOutput(*tag);
+  }
+  fast->Open();
+  general->Open();
+  auto& fast_op = fast->template op<Fast>();
+  auto& general_op = general->template op<General>();
+
+  std::mt19937_64 rng(c.seed);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  Timestamp cursor = uniform(-5000, 5000);
+  Timestamp watermark = kMinTimestamp;
+  const int steps = 300;
+  for (int step = 0; step < steps; ++step) {
+    if (uniform(0, 3) == 0) {
+      // The watermark moves on (sometimes not at all, sometimes far).
+      const Timestamp next = cursor - uniform(-500, 2500);
+      if (next > watermark) watermark = next;
+      fast->ProcessWatermark(watermark);
+      general->ProcessWatermark(watermark);
+    } else {
+      cursor += uniform(0, 400);
+      const E e("k" + std::to_string(uniform(0, 6)), static_cast<int>(uniform(1, 9)));
+      const Timestamp ts = cursor - uniform(0, 4000);  // out of order, often late
+      fast->ProcessElement(e, ts);
+      general->ProcessElement(e, ts);
+    }
+    if (step == steps - 1) {  // end of input
+      fast->ProcessWatermark(kMaxTimestamp);
+      general->ProcessWatermark(kMaxTimestamp);
+    }
+    ASSERT_EQ(fast->TakeRecords(), general->TakeRecords()) << "step " << step;
+    if (tag) ASSERT_EQ(fast_side->TakeRecords(), general_side->TakeRecords()) << "step " << step;
+    ASSERT_EQ(fast_op.num_windows_with_contents(), general_op.num_windows_with_contents())
+        << "step " << step;
+    ASSERT_EQ(fast_op.num_event_time_timers(), general_op.num_event_time_timers())
+        << "step " << step;
+    ASSERT_EQ(fast->counter(kNumLateRecordsDropped), general->counter(kNumLateRecordsDropped));
+  }
+  EXPECT_EQ(fast_op.num_windows_with_contents(), 0u);
+  EXPECT_EQ(fast_op.num_event_time_timers(), 0u);
+}
+
+const int64_t kLateness[] = {0, 700, 2500};
+
+template <typename Out, typename Assigner, typename Contents>
+void RunCases(const Assigner& assigner, const Contents& contents) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    for (int64_t lateness : kLateness) {
+      for (bool side : {false, true}) {
+        RunCase<Out>(assigner, contents, Case{seed, lateness, side});
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+using ReduceC = ReduceContents<E, std::string, TimeWindow, SumE, NoProcessFunction, E>;
+using AggregateC = AggregateContents<E, std::string, TimeWindow, CountSum, NoProcessFunction,
+                                     std::string>;
+using ProcessC = ReduceContents<E, std::string, TimeWindow, SumE, Describe, std::string>;
+
+TEST(WindowFastPath, TumblingReduceMatchesGeneralPath) {
+  RunCases<E>(TumblingEventTimeWindows::of(1s), ReduceC(SumE{}, NoProcessFunction{}));
+  RunCases<E>(TumblingEventTimeWindows::of(1s, 300ms), ReduceC(SumE{}, NoProcessFunction{}));
+}
+
+TEST(WindowFastPath, SlidingReduceMatchesGeneralPath) {
+  RunCases<E>(SlidingEventTimeWindows::of(3s, 1s), ReduceC(SumE{}, NoProcessFunction{}));
+  RunCases<E>(SlidingEventTimeWindows::of(1s, 300ms, 100ms), ReduceC(SumE{}, NoProcessFunction{}));
+}
+
+TEST(WindowFastPath, AggregateMatchesGeneralPath) {
+  RunCases<std::string>(TumblingEventTimeWindows::of(1s), AggregateC(CountSum{}, {}));
+  RunCases<std::string>(SlidingEventTimeWindows::of(2s, 500ms), AggregateC(CountSum{}, {}));
+}
+
+TEST(WindowFastPath, ProcessFunctionSeesTheSameContextAndWindowState) {
+  RunCases<std::string>(TumblingEventTimeWindows::of(1s), ProcessC(SumE{}, Describe{}));
+  RunCases<std::string>(SlidingEventTimeWindows::of(3s, 1s), ProcessC(SumE{}, Describe{}));
+}
+
+// The state-size counters: the peak of live (key, window) pairs and the bytes
+// at that peak, noted at watermarks.
+TEST(WindowFastPath, PublishesPeakLiveKeyWindowsAndStateBytes) {
+  auto h = Make<E, TumblingEventTimeWindows, EventTimeTrigger>(
+      TumblingEventTimeWindows::of(1s), ReduceC(SumE{}, NoProcessFunction{}), 0, std::nullopt);
+  h->Open();
+  for (int k = 0; k < 100; ++k) h->ProcessElement(E("k" + std::to_string(k), 1), 10);
+  for (int k = 0; k < 50; ++k) h->ProcessElement(E("k" + std::to_string(k), 1), 1010);
+  h->ProcessWatermark(999);  // notes 150 live pairs, then fires [0,1000)
+  EXPECT_EQ(h->counter(kWindowPeakLiveKeyWindows), 150);
+  const int64_t bytes = h->counter(kWindowStateBytesAtPeak);
+  // At least the slots themselves; at most a generous bound per pair.
+  EXPECT_GE(bytes, 150 * static_cast<int64_t>(sizeof(std::string) + sizeof(E)));
+  EXPECT_LE(bytes, 150 * 1024);
+  h->ProcessWatermark(1999);  // 50 live: no new peak
+  EXPECT_EQ(h->counter(kWindowPeakLiveKeyWindows), 150);
+  EXPECT_EQ(h->counter(kWindowStateBytesAtPeak), bytes);
+}
+
+}  // namespace
+}  // namespace tidemark
