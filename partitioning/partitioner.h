@@ -22,6 +22,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "partitioning/key_groups.h"
@@ -82,15 +83,28 @@ class KeyGroupPartitioner final : public Partitioner<T> {
  public:
   using Key = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
   KeyGroupPartitioner(KeyFn key, int num_channels, int max_parallelism)
-      : key_(std::move(key)), n_(num_channels), max_p_(max_parallelism) {}
+      : key_(std::move(key)),
+        max_p_(max_parallelism),
+        mask_((max_parallelism & (max_parallelism - 1)) == 0 ? max_parallelism - 1 : -1),
+        owner_(static_cast<size_t>(max_parallelism)) {
+    for (int g = 0; g < max_parallelism; ++g)
+      owner_[static_cast<size_t>(g)] =
+          static_cast<uint16_t>(KeyGroupToSubtask(g, max_parallelism, num_channels));
+  }
+  // KeyGroupToSubtask(KeyGroupOf(key)) with the owner of each key group
+  // precomputed, and a mask instead of the modulo for the usual power-of-two
+  // max parallelism (the murmur hash is never negative).
   int Select(const T& value) override {
-    return KeyGroupToSubtask(KeyGroupOf<Key>(key_(value), max_p_), max_p_, n_);
+    const int32_t h = FlinkMurmurHash(KeyHash<Key>{}(key_(value)));
+    const int group = mask_ >= 0 ? (h & mask_) : h % max_p_;
+    return owner_[static_cast<size_t>(group)];
   }
 
  private:
   KeyFn key_;
-  int n_;
   int max_p_;
+  int mask_;                     // max_p_ - 1 when max_p_ is a power of two, else -1
+  std::vector<uint16_t> owner_;  // key group -> subtask (parallelism <= 32768)
 };
 
 template <typename T, typename KeyFn, typename PartFn>

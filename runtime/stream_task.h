@@ -140,13 +140,14 @@ class ChannelWriter final : public Output<T>, public WriterBase {
         listener_(listener),
         report_(report_watermarks),
         current_(channels_.size()),
-        started_(channels_.size()) {
+        started_(channels_.size()),
+        broadcast_(partitioner_ != nullptr && partitioner_->IsBroadcast()) {
     for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
   }
 
   void Collect(T&& v, Timestamp ts) override {
     if (channels_.size() == 1) return Append(0, std::move(v), ts);
-    if (partitioner_->IsBroadcast()) {
+    if (broadcast_) {
       for (size_t c = 0; c + 1 < channels_.size(); ++c) Append(c, T(v), ts);
       return Append(channels_.size() - 1, std::move(v), ts);
     }
@@ -222,6 +223,7 @@ class ChannelWriter final : public Output<T>, public WriterBase {
   const bool report_;
   std::vector<std::unique_ptr<Batch<T>>> current_;
   std::vector<SteadyTime> started_;
+  const bool broadcast_;  // partitioner_->IsBroadcast(), asked once
   int64_t count_ = 0;
 };
 

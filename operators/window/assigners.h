@@ -140,7 +140,13 @@ class TumblingEventTimeWindows {
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp now, std::vector<TimeWindow>& out) const {
     window_internal::CheckHasTimestamp(ts);
+    // Most records fall into the window of the record before: no division.
+    if (ts >= last_.start && ts < last_.end) [[likely]] {
+      out.push_back(last_);
+      return;
+    }
     window_internal::AssignTumbling(ts, size_, EffectiveOffset(now), out);
+    last_ = out.back();  // the offset is fixed once EffectiveOffset has run
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t size() const { return size_; }
@@ -155,6 +161,9 @@ class TumblingEventTimeWindows {
   int64_t size_;
   int64_t offset_;
   window_internal::StaggeredOffset effective_;
+  // The window assigned last (empty at first; an end that wrapped past MAX
+  // makes it empty too, so such windows are always computed).
+  mutable TimeWindow last_{0, 0};
 };
 
 // Sliding event-time windows of `size` every `slide`, aligned to `offset`.
