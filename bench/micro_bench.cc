@@ -3,9 +3,10 @@
 // Google Benchmark micro-benchmarks for the hot parts of the runtime:
 //
 //   BM_Channel_Handoff/<batch>           producer thread fills batches of
-//                                        `batch` records and pushes them; the
-//                                        benchmark thread pops, reads and
-//                                        recycles them (items/s = records/s);
+//                                        `batch` records (1 to 4096) and
+//                                        pushes them; the benchmark thread
+//                                        pops, reads and recycles them
+//                                        (items/s = records/s);
 //   BM_KeyGroup_Assign_{Int64,String}    key -> key group -> subtask;
 //   BM_Partitioner_KeyGroups/<channels>  KeyGroupPartitioner::Select through
 //                                        the Partitioner<T> interface, as the
@@ -24,13 +25,39 @@
 //   BM_RollingReduce/<keys>              KeyedStream::reduce's operator per
 //                                        record (flat_hash_map update + copy);
 //   BM_PlainLoop_HashMapSum/<keys>       the same sums in a plain loop (what
-//                                        the end-to-end baseline does).
+//                                        the end-to-end baseline does);
+//   BM_FusedLoop_W1Core/<channels>       W1-core's work fused into one loop;
+//   BM_WindowAssign_{Tumbling,Sliding,Session}
+//                                        an event-time assigner per record
+//                                        (sliding: size = 10 x slide);
+//   BM_SessionMerge_AddWindow            MergingWindowSet::add_window per
+//                                        record, merging into the session;
+//   BM_TimerService_{RegisterNew,RegisterDuplicate,Delete}/<keys>
+//                                        KeyedTimerService<int64_t,
+//                                        TimeWindow>, one timer per key live;
+//   BM_TimerService_Fire/<keys>          AdvanceWatermark firing <keys>
+//                                        timers (items/s = timers fired/s);
+//   BM_WindowOperator_TumblingReduce/<keys>
+//                                        the WindowOperator of W1 (1 s
+//                                        tumbling event-time sum) driven on
+//                                        one thread, a watermark every 1024
+//                                        records (items/s = records/s);
+//   BM_WindowOperator_TumblingReduceGeneralPath/<keys>
+//                                        the same with a trigger that is not
+//                                        EventTimeTrigger by type, so the
+//                                        operator takes its general path
+//                                        (per-(key, window) timers).
+//
+// The variants with 1M keys allocate ~100 MB and take a few seconds each;
+// the ctest smoke run leaves them out (--benchmark_filter=-/1000000$).
 //
 // A smoke run under ctest (bench/CMakeLists.txt) keeps them building and
 // running; no test asserts a time.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <semaphore>
@@ -39,6 +66,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "tests/window_harness.h"
 #include "tidemark.h"
 
 namespace tidemark {
@@ -103,8 +131,9 @@ class ThreadSide final : public Task, public Dispatcher {
 
 void BM_Channel_Handoff(benchmark::State& state) {
   const size_t batch = static_cast<size_t>(state.range(0));
-  constexpr size_t kRecordsPerIteration = 1 << 20;
-  const size_t batches = kRecordsPerIteration / batch;
+  // 2^20 records per iteration, but at most 4096 batches, so that the small
+  // batches (a thread wake-up per batch at worst) keep an iteration short.
+  const size_t batches = std::min<size_t>(4096, (size_t{1} << 20) / batch);
   int64_t checksum = 0;
   for (auto _ : state) {
     Channel<Event> ch(/*capacity=*/4);
@@ -144,8 +173,12 @@ void BM_Channel_Handoff(benchmark::State& state) {
       static_cast<double>(state.iterations() * batches), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Channel_Handoff)
-    ->RangeMultiplier(4)
-    ->Range(64, 4096)
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(4096)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -421,6 +454,321 @@ void BM_FusedLoop_W1Core(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_FusedLoop_W1Core)->Arg(1)->Arg(2);
+
+// --- window assignment ------------------------------------------------------------------
+
+// What the WindowOperator does per record before touching any state: the
+// assigner appends the record's windows to a reused vector.  Timestamps
+// advance 1000 per ms of event time (tidemark-bench's default), with up to
+// 100 ms of disorder.
+std::vector<Timestamp> Timestamps(size_t n) {
+  std::vector<Timestamp> ts(n);
+  for (size_t i = 0; i < n; ++i)
+    ts[i] =
+        1'700'000'000'000 + static_cast<Timestamp>(i / 1000) - static_cast<Timestamp>(Mix(i) % 101);
+  return ts;
+}
+
+template <typename Assigner>
+void RunAssigner(benchmark::State& state, const Assigner& assigner) {
+  const auto ev = Events(4096, 10000);
+  const auto ts = Timestamps(4096);
+  std::vector<TimeWindow> windows;
+  size_t i = 0;
+  int64_t acc = 0;
+  int64_t assigned = 0;
+  for (auto _ : state) {
+    windows.clear();
+    assigner.assign_windows(ev[i], ts[i], /*processing_time=*/0, windows);
+    acc += windows.front().start;
+    assigned += static_cast<int64_t>(windows.size());
+    i = (i + 1) & 4095;
+  }
+  benchmark::DoNotOptimize(acc);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["windows/record"] =
+      static_cast<double>(assigned) / static_cast<double>(std::max<int64_t>(1, state.iterations()));
+}
+
+// The sizes come from the benchmark's arguments, i.e. at run time, as in a
+// job (a compile-time size would turn the division in the window start into
+// a multiplication).  Args: size (tumbling), size and slide (sliding), gap
+// (sessions), in ms.
+void BM_WindowAssign_Tumbling(benchmark::State& state) {
+  RunAssigner(state, TumblingEventTimeWindows::of(Duration(state.range(0))));
+}
+BENCHMARK(BM_WindowAssign_Tumbling)->Arg(1000);
+
+// size = 10 x slide: 10 windows per record.
+void BM_WindowAssign_Sliding(benchmark::State& state) {
+  RunAssigner(state,
+              SlidingEventTimeWindows::of(Duration(state.range(0)), Duration(state.range(1))));
+}
+BENCHMARK(BM_WindowAssign_Sliding)->Args({10000, 1000});
+
+void BM_WindowAssign_Session(benchmark::State& state) {
+  RunAssigner(state, EventTimeSessionWindows::with_gap(Duration(state.range(0))));
+}
+BENCHMARK(BM_WindowAssign_Session)->Arg(100);
+
+// Sessions also merge: per record, MergingWindowSet::add_window of one key,
+// the new [ts, ts + gap) overlapping the key's in-flight session (the common
+// case, a merge per record); every 1024 records the session is retired (as
+// its cleanup timer would), so the set holds one window.
+void BM_SessionMerge_AddWindow(benchmark::State& state) {
+  constexpr int64_t kGap = 100;
+  MergingWindowSet set;
+  int64_t merges = 0;
+  Timestamp t = 0;
+  int64_t n = 0;
+  TimeWindow last;
+  auto on_merge = [&](const TimeWindow&, const std::vector<TimeWindow>&, const TimeWindow&,
+                      const std::vector<TimeWindow>&) { ++merges; };
+  for (auto _ : state) {
+    last = set.add_window(TimeWindow(t, t + kGap), on_merge);
+    ++t;
+    if ((++n & 1023) == 0) {  // the session ends: a gap, and its cleanup
+      set.retire_window(last);
+      t += 10 * kGap;
+    }
+  }
+  benchmark::DoNotOptimize(last);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["merges/record"] =
+      static_cast<double>(merges) / static_cast<double>(std::max<int64_t>(1, state.iterations()));
+}
+BENCHMARK(BM_SessionMerge_AddWindow);
+
+// --- timer service ------------------------------------------------------------------------
+
+// KeyedTimerService<K, TimeWindow> as the WindowOperator uses it: one
+// event-time timer per (key, window) at the window's max timestamp.  Arg:
+// the number of keys, i.e. of live timers (one tumbling window per key).
+using BenchTimerService = KeyedTimerService<int64_t, TimeWindow>;
+
+TimeWindow RoundWindow(int64_t round) { return TimeWindow(round * 1000, round * 1000 + 1000); }
+
+// Registers a new timer per iteration: key k of round r registers (k, window
+// r); after every key has one the round's timers are fired, untimed.  Live
+// timers: up to `keys`.
+void BM_TimerService_RegisterNew(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  BenchTimerService svc;
+  int64_t fired = 0;
+  svc.Init(
+      nullptr, [&](const int64_t&, const TimeWindow&, Timestamp) { ++fired; },
+      [](const int64_t&, const TimeWindow&, Timestamp) {});
+  int64_t k = 0, round = 0;
+  TimeWindow w = RoundWindow(round);
+  for (auto _ : state) {
+    svc.RegisterEventTimeTimer(k, w, w.max_timestamp());
+    if (++k == keys) {
+      state.PauseTiming();
+      svc.AdvanceWatermark(w.max_timestamp());
+      k = 0;
+      w = RoundWindow(++round);
+      state.ResumeTiming();
+    }
+  }
+  benchmark::DoNotOptimize(fired);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TimerService_RegisterNew)->Arg(10000)->Arg(1000000);
+
+// Registers a timer that is already there (what the window operator does for
+// every record after a window's first: the trigger's timer and the cleanup
+// timer are the same, registered twice per record).
+void BM_TimerService_RegisterDuplicate(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  BenchTimerService svc;
+  const TimeWindow w = RoundWindow(0);
+  for (int64_t k = 0; k < keys; ++k) svc.RegisterEventTimeTimer(k, w, w.max_timestamp());
+  const auto order = IntKeys(size_t{1} << 16, keys);  // random keys: cache misses as in a job
+  size_t i = 0;
+  for (auto _ : state) {
+    svc.RegisterEventTimeTimer(order[i], w, w.max_timestamp());
+    i = (i + 1) & 0xffff;
+  }
+  benchmark::DoNotOptimize(svc.NumEventTimeTimers());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TimerService_RegisterDuplicate)->Arg(10000)->Arg(1000000);
+
+// Deletes one live timer per iteration (lazy: the heap entry stays until it
+// reaches the top).  After every key's timer is deleted, untimed: the stale
+// heap entries are dropped by AdvanceWatermark and the next round's timers
+// registered.
+void BM_TimerService_Delete(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  BenchTimerService svc;
+  int64_t fired = 0;
+  svc.Init(
+      nullptr, [&](const int64_t&, const TimeWindow&, Timestamp) { ++fired; },
+      [](const int64_t&, const TimeWindow&, Timestamp) {});
+  int64_t round = 0;
+  TimeWindow w = RoundWindow(round);
+  for (int64_t k = 0; k < keys; ++k) svc.RegisterEventTimeTimer(k, w, w.max_timestamp());
+  int64_t k = 0;
+  for (auto _ : state) {
+    svc.DeleteEventTimeTimer(k, w, w.max_timestamp());
+    if (++k == keys) {
+      state.PauseTiming();
+      svc.AdvanceWatermark(w.max_timestamp());
+      w = RoundWindow(++round);
+      for (k = 0; k < keys; ++k) svc.RegisterEventTimeTimer(k, w, w.max_timestamp());
+      k = 0;
+      state.ResumeTiming();
+    }
+  }
+  benchmark::DoNotOptimize(fired);  // stays 0
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TimerService_Delete)->Arg(10000)->Arg(1000000);
+
+// AdvanceWatermark firing `keys` timers (one per key, same timestamp, as at
+// the end of a tumbling window) through the std::function callback; the
+// registration before each iteration is untimed.  items/s = timers fired/s.
+void BM_TimerService_Fire(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  BenchTimerService svc;
+  int64_t fired = 0;
+  int64_t checksum = 0;
+  svc.Init(
+      nullptr,
+      [&](const int64_t& key, const TimeWindow&, Timestamp) {
+        ++fired;
+        checksum += key;
+      },
+      [](const int64_t&, const TimeWindow&, Timestamp) {});
+  int64_t round = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const TimeWindow w = RoundWindow(round++);
+    for (int64_t k = 0; k < keys; ++k) svc.RegisterEventTimeTimer(k, w, w.max_timestamp());
+    state.ResumeTiming();
+    svc.AdvanceWatermark(w.max_timestamp());
+  }
+  benchmark::DoNotOptimize(checksum);
+  state.SetItemsProcessed(fired);
+}
+BENCHMARK(BM_TimerService_Fire)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
+
+// --- the window operator ------------------------------------------------------------------
+
+// EventTimeTrigger under another type name: the WindowOperator's window-major
+// fast path (time_window_table.h) applies only to EventTimeTrigger itself, so
+// with this trigger the same job takes the general path (contents keyed by
+// (key, window), a trigger timer and a cleanup timer per (key, window) in the
+// KeyedTimerService).
+class GeneralPathEventTimeTrigger {
+ public:
+  template <typename T, typename W>
+  TriggerResult on_element(const T& e, Timestamp ts, const W& w, TriggerContext& ctx) const {
+    return EventTimeTrigger().on_element(e, ts, w, ctx);
+  }
+  template <typename W>
+  TriggerResult on_event_time(Timestamp t, const W& w, TriggerContext& ctx) const {
+    return EventTimeTrigger().on_event_time(t, w, ctx);
+  }
+  template <typename W>
+  TriggerResult on_processing_time(Timestamp t, const W& w, TriggerContext& ctx) const {
+    return EventTimeTrigger().on_processing_time(t, w, ctx);
+  }
+  template <typename W>
+  void clear(const W& w, TriggerContext& ctx) const {
+    EventTimeTrigger().clear(w, ctx);
+  }
+  bool can_merge() const { return true; }
+  template <typename W>
+  void on_merge(const W& w, OnMergeContext& ctx) const {
+    EventTimeTrigger().on_merge(w, ctx);
+  }
+};
+
+// WindowOperator for a tumbling event-time window reduce (sum), driven
+// directly on this thread as a task would drive it: records through
+// InputOperator<T>::ProcessElement, a watermark (bounded out of orderness,
+// 100 ms) every 1024 records, results into a checksum output.  The input is
+// tidemark-bench W1's: 1000 records per ms of event time, disorder <= 100 ms,
+// 1 s windows, so a window holds 1M records; with 10k keys that is ~100
+// records per (key, window), with 1M keys ~1.6 (632k distinct keys per
+// window, a result per 1.6 records).  items/s = records/s, results (window
+// fires) included; counters: results per record, the share of the time spent
+// in ProcessWatermark (firing), event-time timers (as the operator reports
+// them) at the end.  Arg: keys.
+//
+// tests/window_harness.h builds the operator (MakeReduceWindowOperator); its
+// OperatorHarness records every output, so the context here is the
+// OperatorHarness above and the output a SumOutput.
+template <typename Trigger>
+void RunTumblingWindowOperator(benchmark::State& state, Trigger trigger) {
+  const int64_t keys = state.range(0);
+  constexpr size_t kN = size_t{1} << 20;
+  constexpr int64_t kEventsPerMs = 1000;
+  constexpr int64_t kDisorderMs = 100;
+  const auto ev = Events(kN, keys);
+  std::vector<Timestamp> back(kN);
+  for (size_t i = 0; i < kN; ++i) back[i] = static_cast<Timestamp>(Mix(i + kN) % (kDisorderMs + 1));
+  auto key = [](const Event& e) { return e.key; };
+  auto sum = [](const Event& a, const Event& b) {
+    return Event{a.key, a.value + b.value, std::max(a.ts, b.ts)};
+  };
+  auto op = testing::MakeReduceWindowOperator<Event>(
+      key, TumblingEventTimeWindows::of(Duration(1000)), trigger, sum);
+  OperatorHarness h;
+  // As a task does at the start of each slice (see SliceProcessingTime).
+  h.timers.set_slice_processing_time(SystemClock::Get()->NowMillis());
+  OperatorContext ctx = h.Context();
+  SumOutput<Event> out;
+  op->set_output(&out);
+  op->Open(ctx);
+  InputOperator<Event>* in = op.get();
+  OperatorBase* base = op.get();
+  int64_t i = 0;
+  Timestamp max_ts = kMinTimestamp;
+  std::chrono::steady_clock::duration in_watermarks{0};
+  auto one = [&] {
+    const size_t j = static_cast<size_t>(i) & (kN - 1);
+    const Timestamp ts = 1'700'000'000'000 + i / kEventsPerMs - back[j];
+    max_ts = std::max(max_ts, ts);
+    Event e{ev[j].key, ev[j].value, ts};
+    in->ProcessElement(std::move(e), ts);
+    if ((++i & 1023) == 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      base->ProcessWatermark(max_ts - kDisorderMs - 1);
+      in_watermarks += std::chrono::steady_clock::now() - t0;
+    }
+  };
+  // Warm up: for the large key counts one window's worth, so that the state
+  // tables have grown to their steady size before timing starts.
+  const int64_t warmup = keys > 100000 ? 1000 * kEventsPerMs : 65536;
+  while (i < warmup) one();
+  const int64_t results_before = out.n;
+  in_watermarks = {};
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) one();
+  const auto total = std::chrono::steady_clock::now() - start;
+  benchmark::DoNotOptimize(out.sum);
+  state.SetItemsProcessed(state.iterations());
+  state.counters["results/record"] = static_cast<double>(out.n - results_before) /
+                                     static_cast<double>(std::max<int64_t>(1, state.iterations()));
+  state.counters["watermark_time_share"] =
+      std::chrono::duration<double>(in_watermarks).count() /
+      std::max(1e-9, std::chrono::duration<double>(total).count());
+  state.counters["timers"] = static_cast<double>(op->num_event_time_timers());
+}
+
+// The default trigger: the window-major fast path where the operator has one.
+void BM_WindowOperator_TumblingReduce(benchmark::State& state) {
+  RunTumblingWindowOperator(state, EventTimeTrigger());
+}
+BENCHMARK(BM_WindowOperator_TumblingReduce)->Arg(10000)->Arg(1000000);
+
+// The same job on the general path (per-(key, window) contents and timers).
+void BM_WindowOperator_TumblingReduceGeneralPath(benchmark::State& state) {
+  RunTumblingWindowOperator(state, GeneralPathEventTimeTrigger());
+}
+BENCHMARK(BM_WindowOperator_TumblingReduceGeneralPath)->Arg(10000)->Arg(1000000);
 
 }  // namespace
 }  // namespace tidemark

@@ -3,35 +3,105 @@
 // Runs one job on generator sources with bounded disorder and, in the same
 // process, a plain single-threaded loop that computes the same results from
 // the same generated input; compares the results and reports records/s of
-// both, their ratio, whether the results are equal, and peak memory.
+// both, their ratio, whether the results are equal, watermark-to-result
+// latency, peak memory and the window state's bytes per live (key, window).
 //
 //   tidemark-bench --job=W1-core --sources=2 --windows=2 --keys=10000
 //                  --records=50000000 [--json] [--repeat=3]   (one line)
 //
-// Jobs (--job; --list_jobs prints them):
-//   W1-core  generator sources (--sources) -> assign_timestamps_and_watermarks
-//            (bounded out of orderness, --disorder_ms) -> key_by(key) ->
-//            KeyedStream::reduce running sum (--windows subtasks) -> a
-//            discarding sink that counts records and keeps the last value per
-//            key.  Baseline: sums[key] += value in an absl::flat_hash_map.
-//   W1       the same sources -> key_by -> tumbling event-time window
-//            (--window_ms) reduce sum -> a sink that keeps every
-//            (key, window) result.  Baseline: open windows in a
-//            std::map<start, flat_hash_map<key, sum>>, each emitted when the
-//            bounded-out-of-orderness watermark passes its end (built only
-//            when operators/window/windows.h is there).
-//            Reports p50/p99 watermark-to-result latency (WindowWatermarkProbe).
-// The other window jobs of issue 6 (W2..W6) go into kJobs the same way: a
-// job runner and a baseline over the same Input.  bytes_per_key_window is not
-// measured yet (null).
+// Jobs (--job; --list_jobs prints them).  Every job reads the same sources:
+// generator sources (--sources subtasks, --rate records/s in all) ->
+// assign_timestamps_and_watermarks (bounded out of orderness,
+// --watermark_delay_ms) -> key_by(key); the window jobs end in a sink that
+// keeps every (key, window) result.  Each baseline is a plain loop over the
+// same records in index order, with the watermark a single-threaded
+// implementation has (max timestamp so far - watermark delay - 1).
+//   W1-core  keyed running sum (KeyedStream::reduce, --windows subtasks) -> a
+//            sink that counts records and keeps the last value per key.
+//            Baseline: sums[key] += value in an absl::flat_hash_map.
+//   W1       tumbling event-time window (--window_ms) reduce sum.
+//            Baseline: open windows in a std::map<start, flat_hash_map<key,
+//            sum>>, each emitted when the watermark reaches its max timestamp
+//            (end - 1), the rest at the end of the input.
+//   W2       sliding event-time window (--window_ms every --slide_ms, default
+//            slide window_ms / 10) reduce sum.  Baseline: as W1, each record
+//            added to each of the size / slide windows it belongs to.
+//   W3       event-time session window (--gap_ms) reduce sum.  Baseline: per
+//            key the in-flight sessions; a record's window [ts, ts + gap)
+//            merges with every session it intersects (touching counts, as
+//            Flink's TimeWindow.intersects), so a late-arriving record can
+//            bridge two sessions; a min-heap of (session max timestamp, key)
+//            timers emits a session when the watermark reaches its max
+//            timestamp (timers of sessions merged away are skipped).
+//   W4       W1 with 1 000 000 keys (unless --keys is given).  Baseline: W1's.
+//   W5       W1 with a punctuated watermark generator: after every record it
+//            emits max timestamp - watermark delay - 1 (and nothing on the
+//            periodic timer).  Baseline: W1's.
+//   W6       W1 with allowed lateness (--lateness_ms), a watermark delay below
+//            the disorder (default disorder / 2) and a watermark interval of
+//            5 ms (default), so that records arrive after their window fired
+//            and re-fire it (at 200 ms the watermark trails the sources by
+//            seconds of event time at full speed and no record ever does),
+//            and very late records (--very_late_fraction) to the late-data
+//            side output, read by a second sink.  The sinks keep the last
+//            result per (key, window).  Baseline: as W1, but a window is
+//            emitted when the watermark reaches its max timestamp, emitted
+//            again for every record that arrives later within the lateness,
+//            and dropped at max timestamp + lateness; records of dropped
+//            windows go to a late list.
+// The window jobs name their window operator "<job> <assigner> window sum",
+// which the latency probe looks for.
 //
 // The input: record i (0 <= i < --records) is a pure function of i (Input::At),
 // so the job's sources (which split the indices round robin) and the baseline
 // see exactly the same records.  Event time advances --events_per_ms records
 // per millisecond; each record's timestamp is pulled back by a pseudo-random
 // amount in [0, disorder_ms], so the stream is out of order by at most
-// --disorder_ms and, with a bounded-out-of-orderness watermark of the same
-// bound, no record is late.
+// --disorder_ms.  Values are in [1, 256], never 0, so a lost or duplicated
+// record always changes a sum.
+//
+// Why the results do not depend on timing (results_equal is meaningful):
+//   * A source's watermark never exceeds its own max timestamp - delay - 1,
+//     and a window subtask's watermark is the minimum over the sources; so
+//     when record i arrives, the window operator's watermark is at most the
+//     baseline's watermark at record i.  With delay >= disorder (W1..W5) no
+//     record is late, in the job or in the baseline, and a window fires only
+//     after all of its records arrived.
+//   * Sessions (W3) need delay > disorder (default disorder + 1): with delay
+//     == disorder a record with timestamp exactly a closed session's end is
+//     not late but would have merged (touching) had it come earlier, which
+//     depends on timing.  With delay > disorder it cannot arrive after the
+//     session closed, and the sessions are the connected components of the
+//     records' windows, whatever the order.
+//   * W6: with lateness + delay >= disorder no ordinary record is too late,
+//     so each window's final sum (the sinks keep the last firing) is fixed;
+//     whether a record is on time or re-fires its window depends on timing,
+//     the final sum does not.  Very late records (Input: a pure function of
+//     i picks them; their timestamp is pulled back a further 10 minutes) are
+//     dropped once the job's watermark has passed their window's cleanup
+//     time; before the sources' first watermarks it has not, and the job
+//     accepts them (a later watermark fires their old window).  Which of
+//     them the job drops depends on timing, so the comparison reconciles: the job's side output
+//     must be a sub-multiset of the baseline's late list (the job's watermark never runs ahead of
+//     the baseline's), and the late records the job accepted are added to the baseline's sums
+//     before the results are compared.  Together with the numLateRecordsDropped counter being 0,
+//     every record is accounted for: in a window sum or in the side output, once.
+//
+// Latency (window jobs): the time from the moment a window subtask's aligned
+// input watermark passes a window's end to the moment the window's result
+// reaches the sink (see WindowWatermarkProbe).  W6's firings caused by a late
+// record are not watermark-caused; they are counted (element_firings), not
+// measured.  For "at half load", run once unlimited and then with --rate at
+// half the records/s measured.
+//
+// Memory: the window operator publishes per subtask "windowPeakLiveKeyWindows"
+// (the most live (key, window) pairs it held, sampled at each watermark) and
+// "windowStateBytesAtPeak" (its window state's bytes then);
+// bytes_per_key_window is the ratio of their totals over the subtasks.
+// bytes_per_key_window_rss is a coarser estimate: (the job's peak RSS - RSS
+// before the job) / peak live key windows; it includes everything else the
+// job allocated (channels, the sinks' result tables).  null when the counters
+// are absent or 0.
 //
 // Output: a table, or with --json one JSON object on stdout.  With --repeat=N
 // job and baseline each run N times (alternating); the best run of each is
@@ -42,6 +112,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -49,8 +120,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <queue>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -71,17 +146,29 @@ ABSL_FLAG(std::string, job, "W1-core", "which job to run (--list_jobs lists them
 ABSL_FLAG(bool, list_jobs, false, "print the jobs and exit");
 ABSL_FLAG(int, sources, 1, "source parallelism");
 ABSL_FLAG(int, windows, 1, "parallelism of the keyed operator (and its sink)");
-ABSL_FLAG(int64_t, keys, 10000, "number of distinct keys");
+ABSL_FLAG(int64_t, keys, 0, "number of distinct keys (0: the job's default, 10000; W4 1000000)");
 ABSL_FLAG(int64_t, records, 20000000, "records in all (over all source subtasks)");
+ABSL_FLAG(double, rate, 0,
+          "records per second over all sources (each source gets rate / sources); 0: unlimited");
 ABSL_FLAG(int64_t, disorder_ms, 100,
-          "bounded disorder: timestamps are out of order by at most this; also the "
-          "watermark strategy's max out of orderness");
+          "bounded disorder: timestamps are out of order by at most this");
+ABSL_FLAG(int64_t, watermark_delay_ms, -1,
+          "the watermark strategy's max out of orderness (-1: the job's default: disorder_ms; "
+          "W3 disorder_ms + 1; W6 disorder_ms / 2)");
 ABSL_FLAG(int64_t, events_per_ms, 1000, "records per millisecond of event time");
-ABSL_FLAG(int64_t, window_ms, 1000, "window size of the window jobs (W1: tumbling)");
+ABSL_FLAG(int64_t, window_ms, 1000, "window size of the tumbling and sliding window jobs");
+ABSL_FLAG(int64_t, slide_ms, 0, "W2: window slide (0: window_ms / 10)");
+ABSL_FLAG(int64_t, gap_ms, 0,
+          "W3: session gap (0: twice the mean time between two records of a key, "
+          "2 * keys / events_per_ms, at least 1; 20 ms with the defaults)");
+ABSL_FLAG(int64_t, lateness_ms, 200, "W6: allowed lateness");
+ABSL_FLAG(double, very_late_fraction, 0.01,
+          "W6: fraction of records pulled back 10 minutes, for the late-data side output");
 ABSL_FLAG(int64_t, batch_size, 1024, "records per channel batch");
 ABSL_FLAG(int64_t, buffer_timeout_ms, 100, "flush timeout of a partly filled batch");
 ABSL_FLAG(int64_t, channel_capacity, 4, "batches a channel holds before backpressure");
-ABSL_FLAG(int64_t, watermark_interval_ms, 200, "auto-watermark interval (0: off)");
+ABSL_FLAG(int64_t, watermark_interval_ms, -1,
+          "auto-watermark interval (0: off; -1: the job's default, 200 ms; W6 5 ms)");
 ABSL_FLAG(int, threads, 0, "arena worker threads (0: the number of cores)");
 ABSL_FLAG(std::string, timestamps, "assigner",
           "'assigner': WatermarkStrategy::with_timestamp_assigner reads the event's "
@@ -115,31 +202,44 @@ struct Input {
   uint64_t keys;
   int64_t disorder_ms;
   int64_t events_per_ms;
+  // W6: record i is very late when Mix(Mix(i)) < very_late_threshold (0: no
+  // record is); its timestamp is pulled back a further kVeryLatePullbackMs.
+  uint64_t very_late_threshold = 0;
   static constexpr Timestamp kBase = 1'700'000'000'000;  // 2023-11-14, epoch ms
+  static constexpr int64_t kVeryLatePullbackMs = 10 * 60 * 1000;
 
   Event At(int64_t i) const {
     const uint64_t h = Mix(static_cast<uint64_t>(i));
     // Multiply-shift ranges (no division): key in [0, keys), back in
-    // [0, disorder].
+    // [0, disorder], value in [1, 256].
     const auto key = static_cast<int64_t>(((h & 0xffffffffu) * keys) >> 32);
     const auto back =
         static_cast<int64_t>(((h >> 48) * static_cast<uint64_t>(disorder_ms + 1)) >> 16);
-    const auto value = static_cast<int64_t>((h >> 32) & 0xff);
-    return Event{key, value, kBase + i / events_per_ms - back};
+    const auto value = static_cast<int64_t>((h >> 32) & 0xff) + 1;
+    Timestamp ts = kBase + i / events_per_ms - back;
+    if (very_late_threshold != 0 && Mix(h) < very_late_threshold) ts -= kVeryLatePullbackMs;
+    return Event{key, value, ts};
   }
 };
 
-// --- peak memory ------------------------------------------------------------------
+// --- memory ---------------------------------------------------------------------
+
+// A "VmXXX:" line of /proc/self/status in bytes (0 when unreadable).
+int64_t ProcStatusBytes(const char* field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string prefix = absl::StrCat(field, ":");
+  while (std::getline(f, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      return std::stoll(line.substr(prefix.size())) * 1024;  // "VmHWM:   1234 kB"
+    }
+  }
+  return 0;
+}
 
 // VmHWM of this process in bytes (0 when unreadable).
 int64_t PeakRssBytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   1234 kB"
-    }
-  }
+  if (const int64_t hwm = ProcStatusBytes("VmHWM"); hwm > 0) return hwm;
   rusage ru{};
   if (getrusage(RUSAGE_SELF, &ru) == 0) return static_cast<int64_t>(ru.ru_maxrss) * 1024;
   return 0;
@@ -163,14 +263,38 @@ bool ResetPeakRss() {
   return static_cast<bool>(f);
 }
 
+// The window operator's counters (operators/window/window_operator.h), summed
+// over subtasks; a runtime that does not publish them gives 0.
+constexpr char kPeakLiveKeyWindowsCounter[] = "windowPeakLiveKeyWindows";
+constexpr char kStateBytesAtPeakCounter[] = "windowStateBytesAtPeak";
+constexpr char kLateDroppedCounter[] = "numLateRecordsDropped";
+constexpr char kLateUnconsumedCounter[] = "numLateRecordsToUnconsumedSideOutput";
+
 // --- options and results ---------------------------------------------------------------
+
+// Which window parameters a job uses (and reports).
+enum class WindowKind { kNone, kTumbling, kSliding, kSession };
+
+// How the job's watermark delay relates to the disorder, which decides what
+// "late" means for it (see the file comment).
+enum class Lateness {
+  kNone,            // delay >= disorder: no record is late (default delay: disorder)
+  kNoSessionTouch,  // delay > disorder: no record can touch a closed session (disorder + 1)
+  kAllowed,         // lateness + delay >= disorder, very late records (disorder / 2)
+};
 
 struct Options {
   std::string job;
   int sources;
   int windows;
   Input input;
+  double rate;  // records/s over all sources, 0: unlimited
+  int64_t watermark_delay_ms;
   int64_t window_ms;
+  int64_t slide_ms;
+  int64_t gap_ms;
+  int64_t lateness_ms;
+  double very_late_fraction;
   size_t batch_size;
   int64_t buffer_timeout_ms;
   size_t channel_capacity;
@@ -190,19 +314,58 @@ struct JobRun {
   // could not be attributed to a watermark advance.
   std::vector<double> latencies_ms;
   int64_t latency_unmeasured = 0;
+  // Results a record fired (W6: a late record within the allowed lateness);
+  // not watermark-caused, so not in the latencies.
+  int64_t element_firings = 0;
   std::string error;
   double seconds = 0;
   double cpu_seconds = 0;  // process CPU time during the job (all threads)
   int64_t sink_records = 0;
   int64_t expected_sink_records = -1;  // -1: not known in advance
+  int64_t rss_before_bytes = 0;
   int64_t peak_rss_bytes = 0;
+  bool peak_rss_reset = false;  // peak_rss_bytes covers the job only
+  int64_t peak_live_key_windows = 0;
+  int64_t window_state_bytes_at_peak = 0;
+  int64_t late_dropped = 0;     // late records dropped, not to a (consumed) side output
   bool duplicate_keys = false;  // a result reached a sink twice (or two subtasks)
   KeyResults results;
+  std::vector<Event> late;  // W6: the late-data side output
 };
+
+// A result as emitted, in order: appending it costs the same in the job's
+// sink and in the baseline loop, and the lookup table (KeyResults) is built
+// after the clock stopped, so neither side is timed building a hash map.
+struct Emitted {
+  int64_t key;
+  Timestamp window_max_ts;
+  int64_t value;
+};
+
+// Builds the results from what was emitted in order (a later result of the
+// same (key, window) replaces the earlier one: re-firing with lateness);
+// returns whether any (key, window) came twice.
+bool BuildResults(const std::vector<Emitted>& emitted, KeyResults& results) {
+  bool repeated = false;
+  results.reserve(results.size() + emitted.size());
+  for (const Emitted& e : emitted) {
+    auto [it, inserted] = results.try_emplace(ResultKey{e.key, e.window_max_ts}, e.value);
+    if (!inserted) {
+      repeated = true;
+      it->second = e.value;
+    }
+  }
+  return repeated;
+}
 
 struct BaselineRun {
   double seconds = 0;
-  KeyResults results;
+  std::vector<Emitted> emitted;  // filled by the timed loop
+  KeyResults results;            // built from `emitted` afterwards
+  std::vector<Event> late;       // W6: records of windows already dropped
+  void Emit(int64_t key, Timestamp window_max_ts, int64_t value) {
+    emitted.push_back(Emitted{key, window_max_ts, value});
+  }
 };
 
 // --- sinks ------------------------------------------------------------------------
@@ -271,10 +434,15 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   if (o.threads > 0) env.set_worker_threads(o.threads);
 }
 
-// Generator sources -> assign_timestamps_and_watermarks, at --sources.
-DataStream<Event> TimestampedSource(StreamExecutionEnvironment& env, const Options& o) {
+WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
+  return WatermarkStrategy<Event>::for_bounded_out_of_orderness(Duration(o.watermark_delay_ms));
+}
+
+// Generator sources (--sources, --rate) -> assign_timestamps_and_watermarks.
+DataStream<Event> TimestampedSource(StreamExecutionEnvironment& env, const Options& o,
+                                    WatermarkStrategy<Event> strategy) {
   const Input in = o.input;
-  auto strategy = WatermarkStrategy<Event>::for_bounded_out_of_orderness(Duration(in.disorder_ms));
+  const double rate_per_source = o.rate / o.sources;
   DataStream<Event> s = [&] {
     if (o.source_timestamps) {
       // The generator attaches the timestamp; the strategy keeps it.
@@ -284,21 +452,34 @@ DataStream<Event> TimestampedSource(StreamExecutionEnvironment& env, const Optio
             const Timestamp ts = e.ts;
             out.CollectWithTimestamp(std::move(e), ts);
           },
-          in.records, 0, "Events");
+          in.records, rate_per_source, "Events");
     }
     strategy = strategy.with_timestamp_assigner([](const Event& e, Timestamp) { return e.ts; });
-    return env.from_generator<Event>([in](int64_t i) { return in.At(i); }, in.records, 0, "Events");
+    return env.from_generator<Event>([in](int64_t i) { return in.At(i); }, in.records,
+                                     rate_per_source, "Events");
   }();
   s.set_parallelism(o.sources);
   return s.assign_timestamps_and_watermarks(strategy).set_parallelism(o.sources);
 }
 
-// Runs the job; the registry (SinkRegistry or another with Merge(JobRun&))
-// fills in the results.
-template <typename Registry>
-JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>& registry) {
+struct EventKey {
+  int64_t operator()(const Event& e) const { return e.key; }
+};
+
+// The reduce function of every job: sums the values.
+struct SumValues {
+  Event operator()(const Event& acc, const Event& e) const {
+    return Event{acc.key, acc.value + e.value, std::max(acc.ts, e.ts)};
+  }
+};
+
+// Runs the job; each registry (anything with Merge(JobRun&)) fills in its
+// part of the results.
+template <typename... Registry>
+JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&... registries) {
   JobRun run;
-  ResetPeakRss();
+  run.rss_before_bytes = ProcStatusBytes("VmRSS");
+  run.peak_rss_reset = ResetPeakRss();
   const double cpu0 = ProcessCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   JobResult r = env.execute("tidemark-bench");
@@ -307,7 +488,10 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   run.peak_rss_bytes = PeakRssBytes();
   run.ok = r.ok();
   if (!r.ok()) run.error = std::string(r.status.ToString());
-  registry->Merge(run);
+  run.peak_live_key_windows = r.CounterTotal(kPeakLiveKeyWindowsCounter);
+  run.window_state_bytes_at_peak = r.CounterTotal(kStateBytesAtPeakCounter);
+  run.late_dropped = r.CounterTotal(kLateDroppedCounter) + r.CounterTotal(kLateUnconsumedCounter);
+  (registries->Merge(run), ...);
   return run;
 }
 
@@ -317,11 +501,9 @@ JobRun RunW1Core(const Options& o) {
   StreamExecutionEnvironment env;
   Configure(env, o);
   auto registry = std::make_shared<SinkRegistry>(static_cast<size_t>(o.input.keys));
-  TimestampedSource(env, o)
-      .key_by([](const Event& e) { return e.key; })
-      .reduce([](const Event& acc, const Event& e) {
-        return Event{acc.key, acc.value + e.value, std::max(acc.ts, e.ts)};
-      })
+  TimestampedSource(env, o, BoundedOutOfOrderness(o))
+      .key_by(EventKey{})
+      .reduce(SumValues{})
       .name("Keyed running sum")
       .set_parallelism(o.windows)
       .add_sink(LastValueSink{registry, nullptr}, "Discarding sink")
@@ -350,7 +532,7 @@ BaselineRun BaselineW1Core(const Options& o) {
 }
 
 #ifdef TM_BENCH_HAVE_WINDOWS
-// --- W1: keyed tumbling event-time window sum ------------------------------------------
+// --- window jobs: latency probe and sinks ------------------------------------------------
 
 // Watermark-to-result latency: from the moment the aligned input watermark of
 // a window subtask passes a window's end to the moment the window's result
@@ -361,19 +543,28 @@ BaselineRun BaselineW1Core(const Options& o) {
 // chained sink.  So the listener notes (aligned watermark, time) in a
 // thread_local, and the sink, on the same thread, subtracts.  A result whose
 // window end the noted watermark has not reached (a runtime that notifies
-// only after firing) is counted as unmeasured instead.
-constexpr const char* kWindowOperatorName = "W1 tumbling window sum";
+// only after firing) is counted as unmeasured instead.  The listener knows
+// the window subtasks by this part of their task's name (every window job
+// names its window operator "<job> <assigner> window sum").
+constexpr char kWindowOperatorMarker[] = " window sum";
+
+std::string WindowOperatorName(const Options& o, const char* assigner) {
+  return absl::StrCat(o.job, " ", assigner, kWindowOperatorMarker);
+}
 
 struct WatermarkMoment {
   Timestamp aligned = kMinTimestamp;
   std::chrono::steady_clock::time_point at{};
 };
 thread_local WatermarkMoment tl_window_watermark;
+// Set by W6's window function just before it emits a result: whether a
+// record (not the watermark) fired the window.
+thread_local bool tl_fired_by_element = false;
 
 class WindowWatermarkProbe final : public WatermarkListener {
  public:
   void OnInputChannel(const ChannelEvent& e) override {
-    if (e.task_name == nullptr || e.task_name->find(kWindowOperatorName) == std::string::npos)
+    if (e.task_name == nullptr || e.task_name->find(kWindowOperatorMarker) == std::string::npos)
       return;
     if (e.aligned != tl_window_watermark.aligned) {
       tl_window_watermark.aligned = e.aligned;
@@ -385,25 +576,65 @@ class WindowWatermarkProbe final : public WatermarkListener {
 // Per sink subtask: the result of every (key, window) it received.
 struct WindowSinkTable {
   int64_t records = 0;
-  bool duplicates = false;
-  KeyResults results;
+  bool refiring = false;  // a (key, window) may come more than once
+  int64_t element_firings = 0;
+  std::vector<Emitted> emitted;  // in order
   std::vector<double> latencies_ms;
   int64_t unmeasured = 0;
 };
 
+// About how many results a window job emits at most: per key and window of
+// event time one (re-firing aside), and never more than one per record and
+// window it belongs to.  Session jobs pass the gap as `window_ms` (a session
+// is at least one gap long).
+size_t ResultCapacityHint(const Options& o, int64_t window_ms, int64_t windows_per_record) {
+  const double span_ms =
+      static_cast<double>(o.input.records) / static_cast<double>(o.input.events_per_ms);
+  const double windows =
+      (span_ms / static_cast<double>(window_ms) + 2) * static_cast<double>(windows_per_record);
+  const double per_records =
+      static_cast<double>(o.input.records) * static_cast<double>(windows_per_record);
+  return static_cast<size_t>(std::min(per_records, static_cast<double>(o.input.keys) * windows));
+}
+
 class WindowSinkRegistry {
  public:
+  WindowSinkRegistry() = default;
+  // Prepares one table per sink subtask with room for its share of
+  // `expected_results`, its memory touched now: the job's sinks then append
+  // without reallocating or faulting pages in, as a real sink would hand its
+  // results on instead of keeping them.
+  WindowSinkRegistry(int subtasks, size_t expected_results) {
+    const size_t per_table = expected_results / static_cast<size_t>(std::max(1, subtasks)) * 5 / 4;
+    for (int i = 0; i < subtasks; ++i) {
+      auto t = std::make_unique<WindowSinkTable>();
+      t->emitted.resize(per_table);
+      t->emitted.clear();
+      t->latencies_ms.resize(per_table);
+      t->latencies_ms.clear();
+      spare_.push_back(std::move(t));
+    }
+  }
   WindowSinkTable* NewTable() {
     std::lock_guard<std::mutex> lock(mu_);
-    tables_.push_back(std::make_unique<WindowSinkTable>());
+    if (!spare_.empty()) {
+      tables_.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    } else {
+      tables_.push_back(std::make_unique<WindowSinkTable>());
+    }
     return tables_.back().get();
   }
   void Merge(JobRun& run) const {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& t : tables_) {
       run.sink_records += t->records;
-      run.duplicate_keys = run.duplicate_keys || t->duplicates;
-      for (const auto& [k, v] : t->results)
+      run.element_firings += t->element_firings;
+      // One key's results all come from one subtask, so a (key, window) of
+      // two tables is a duplicate even with re-firing.
+      KeyResults table_results;
+      if (BuildResults(t->emitted, table_results) && !t->refiring) run.duplicate_keys = true;
+      for (const auto& [k, v] : table_results)
         if (!run.results.emplace(k, v).second) run.duplicate_keys = true;
       run.latencies_ms.insert(run.latencies_ms.end(), t->latencies_ms.begin(),
                               t->latencies_ms.end());
@@ -414,18 +645,30 @@ class WindowSinkRegistry {
  private:
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<WindowSinkTable>> tables_;
+  std::vector<std::unique_ptr<WindowSinkTable>> spare_;  // prepared, not yet handed out
 };
 
-// Window results arrive timestamped with the window's max timestamp.
+// Window results arrive timestamped with the window's max timestamp.  A
+// window fires once, except with allowed lateness (W6: `refiring`), where
+// every late record within the lateness fires it again: the sink then keeps
+// the last result, which is the window's final sum (one key's results all
+// come from one subtask, in order).
 struct WindowResultSink {
   std::shared_ptr<WindowSinkRegistry> registry;
+  bool refiring = false;
   WindowSinkTable* table = nullptr;
   void operator()(Event&& e, Timestamp window_max_ts) {
-    if (table == nullptr) [[unlikely]]
+    if (table == nullptr) [[unlikely]] {
       table = registry->NewTable();
+      table->refiring = refiring;
+    }
     ++table->records;
-    if (!table->results.emplace(ResultKey{e.key, window_max_ts}, e.value).second)
-      table->duplicates = true;
+    table->emitted.push_back(Emitted{e.key, window_max_ts, e.value});
+    if (tl_fired_by_element) {
+      tl_fired_by_element = false;
+      ++table->element_firings;
+      return;
+    }
     const WatermarkMoment& wm = tl_window_watermark;
     if (wm.aligned >= window_max_ts) {
       table->latencies_ms.push_back(
@@ -437,47 +680,59 @@ struct WindowResultSink {
   }
 };
 
-JobRun RunW1(const Options& o) {
+// The window jobs but W6: sources -> key_by -> window(assigner) -> reduce sum
+// -> WindowResultSink.
+template <typename Assigner>
+JobRun RunWindowSum(const Options& o, WatermarkStrategy<Event> strategy, Assigner assigner,
+                    const char* assigner_name, size_t expected_results) {
   StreamExecutionEnvironment env;
   Configure(env, o);
-  auto registry = std::make_shared<WindowSinkRegistry>();
+  auto registry = std::make_shared<WindowSinkRegistry>(o.windows, expected_results);
   env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
-  TimestampedSource(env, o)
-      .key_by([](const Event& e) { return e.key; })
-      .window(TumblingEventTimeWindows::of(Duration(o.window_ms)))
-      .reduce([](const Event& acc, const Event& e) {
-        return Event{acc.key, acc.value + e.value, std::max(acc.ts, e.ts)};
-      })
-      .name(kWindowOperatorName)
+  TimestampedSource(env, o, std::move(strategy))
+      .key_by(EventKey{})
+      .window(std::move(assigner))
+      .reduce(SumValues{})
+      .name(WindowOperatorName(o, assigner_name))
       .set_parallelism(o.windows)
-      .add_sink(WindowResultSink{registry, nullptr}, "Discarding sink")
+      .add_sink(WindowResultSink{registry}, "Discarding sink")
       .set_parallelism(o.windows);
   return Execute(env, registry);
 }
 
-// Flink's TimeWindow.getWindowStartWithOffset.
+// Flink's TimeWindow.getWindowStartWithOffset (offset 0).
 inline Timestamp WindowStart(Timestamp ts, int64_t size) {
-  const int64_t rem = (ts + size) % size;  // offset 0
+  const int64_t rem = (ts + size) % size;
   return rem < 0 ? ts - (rem + size) : ts - rem;
+}
+
+using KeySums = absl::flat_hash_map<int64_t, int64_t>;
+
+// --- W1 (and W4): keyed tumbling event-time window sum ---------------------------------
+
+JobRun RunW1(const Options& o) {
+  return RunWindowSum(o, BoundedOutOfOrderness(o),
+                      TumblingEventTimeWindows::of(Duration(o.window_ms)), "tumbling",
+                      ResultCapacityHint(o, o.window_ms, 1));
 }
 
 // The plain loop: open windows by start, each a key -> sum table; a window is
 // emitted (moved to the results) once the bounded-out-of-orderness watermark
-// (max_ts - disorder - 1) reaches its max timestamp, as the job's operator
+// (max_ts - delay - 1) reaches its max timestamp, as the job's operator
 // fires it; the rest at the end of the input.
 BaselineRun BaselineW1(const Options& o) {
   BaselineRun run;
   const Input in = o.input;
   const int64_t size = o.window_ms;
   const auto t0 = std::chrono::steady_clock::now();
-  std::map<Timestamp, absl::flat_hash_map<int64_t, int64_t>> open;
+  std::map<Timestamp, KeySums> open;
   Timestamp cur_start = kMinTimestamp;
-  absl::flat_hash_map<int64_t, int64_t>* cur = nullptr;
+  KeySums* cur = nullptr;
   Timestamp max_ts = kMinTimestamp;
   auto emit_first = [&] {
     auto it = open.begin();
     const Timestamp max_of_window = it->first + size - 1;
-    for (const auto& [k, v] : it->second) run.results[{k, max_of_window}] = v;
+    for (const auto& [k, v] : it->second) run.Emit(k, max_of_window, v);
     if (it->first == cur_start) cur = nullptr, cur_start = kMinTimestamp;
     open.erase(it);
   };
@@ -491,13 +746,316 @@ BaselineRun BaselineW1(const Options& o) {
     (*cur)[e.key] += e.value;
     if (e.ts > max_ts) {
       max_ts = e.ts;
-      const Timestamp wm = max_ts - in.disorder_ms - 1;
+      const Timestamp wm = max_ts - o.watermark_delay_ms - 1;
       while (!open.empty() && open.begin()->first + size - 1 <= wm) emit_first();
     }
   }
   while (!open.empty()) emit_first();
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return run;
+}
+
+// --- W2: keyed sliding event-time window sum ----------------------------------------------
+
+JobRun RunW2(const Options& o) {
+  return RunWindowSum(o, BoundedOutOfOrderness(o),
+                      SlidingEventTimeWindows::of(Duration(o.window_ms), Duration(o.slide_ms)),
+                      "sliding", ResultCapacityHint(o, o.window_ms, o.window_ms / o.slide_ms + 1));
+}
+
+// As BaselineW1, but each record goes into every window that contains it:
+// starts last, last - slide, ... > ts - size, with last the start of the
+// slide-sized window of ts (Flink's SlidingEventTimeWindows.assignWindows).
+// The iterator of the last-used newest window is cached, the older ones are
+// reached by walking the ordered map backwards.
+BaselineRun BaselineW2(const Options& o) {
+  BaselineRun run;
+  const Input in = o.input;
+  const int64_t size = o.window_ms;
+  const int64_t slide = o.slide_ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<Timestamp, KeySums> open;
+  auto cur = open.end();  // the window starting at cur_start
+  Timestamp cur_start = kMinTimestamp;
+  Timestamp max_ts = kMinTimestamp;
+  auto emit_first = [&] {
+    auto it = open.begin();
+    const Timestamp max_of_window = it->first + size - 1;
+    for (const auto& [k, v] : it->second) run.Emit(k, max_of_window, v);
+    if (it == cur) cur = open.end(), cur_start = kMinTimestamp;
+    open.erase(it);
+  };
+  for (int64_t i = 0; i < in.records; ++i) {
+    const Event e = in.At(i);
+    const Timestamp last = WindowStart(e.ts, slide);
+    if (last != cur_start) {
+      cur_start = last;
+      cur = open.try_emplace(last).first;
+    }
+    auto it = cur;
+    for (Timestamp s = last;;) {
+      it->second[e.key] += e.value;
+      s -= slide;
+      if (s <= e.ts - size) break;
+      if (it != open.begin() && std::prev(it)->first == s) {
+        --it;
+      } else {
+        it = open.emplace_hint(it, s, KeySums{});
+      }
+    }
+    if (e.ts > max_ts) {
+      max_ts = e.ts;
+      const Timestamp wm = max_ts - o.watermark_delay_ms - 1;
+      while (!open.empty() && open.begin()->first + size - 1 <= wm) emit_first();
+    }
+  }
+  while (!open.empty()) emit_first();
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+// --- W3: keyed event-time session window sum -------------------------------------------------
+
+JobRun RunW3(const Options& o) {
+  return RunWindowSum(o, BoundedOutOfOrderness(o),
+                      EventTimeSessionWindows::with_gap(Duration(o.gap_ms)), "session",
+                      ResultCapacityHint(o, o.gap_ms, 1));
+}
+
+// Per key, the in-flight sessions [start, end) (pairwise not intersecting,
+// as they would have merged); a record's window [ts, ts + gap) absorbs every
+// one it intersects, as Flink's MergingWindowSet.  Timers (session max
+// timestamp, key) in a min-heap emit a session when the watermark reaches
+// its max timestamp; a timer whose session has merged into a later-ending
+// one finds no session with that end and is skipped.
+BaselineRun BaselineW3(const Options& o) {
+  struct Session {
+    Timestamp start;
+    Timestamp end;  // exclusive
+    int64_t sum;
+  };
+  using Timer = std::pair<Timestamp, int64_t>;  // (session max timestamp, key)
+  BaselineRun run;
+  const Input in = o.input;
+  const int64_t gap = o.gap_ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::flat_hash_map<int64_t, std::vector<Session>> open;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  auto fire_until = [&](Timestamp wm) {
+    while (!timers.empty() && timers.top().first <= wm) {
+      const auto [max_of_session, key] = timers.top();
+      timers.pop();
+      std::vector<Session>& sessions = open.find(key)->second;  // keys stay in `open`
+      for (size_t j = 0; j < sessions.size(); ++j) {
+        if (sessions[j].end - 1 != max_of_session) continue;
+        run.Emit(key, max_of_session, sessions[j].sum);
+        sessions[j] = sessions.back();
+        sessions.pop_back();
+        break;
+      }
+    }
+  };
+  Timestamp max_ts = kMinTimestamp;
+  for (int64_t i = 0; i < in.records; ++i) {
+    const Event e = in.At(i);
+    std::vector<Session>& sessions = open[e.key];
+    Session s{e.ts, e.ts + gap, e.value};
+    Timestamp merged_end = kMinTimestamp;  // the latest end among the merged sessions
+    for (size_t j = 0; j < sessions.size();) {
+      const Session& x = sessions[j];
+      if (x.start <= s.end && x.end >= s.start) {  // TimeWindow.intersects
+        s.start = std::min(s.start, x.start);
+        merged_end = std::max(merged_end, x.end);
+        s.sum += x.sum;
+        sessions[j] = sessions.back();
+        sessions.pop_back();
+      } else {
+        ++j;
+      }
+    }
+    // The merged session keeps the timer of a merged one with the same end.
+    if (merged_end < s.end) timers.emplace(s.end - 1, e.key);
+    s.end = std::max(s.end, merged_end);
+    sessions.push_back(s);
+    if (e.ts > max_ts) {
+      max_ts = e.ts;
+      fire_until(max_ts - o.watermark_delay_ms - 1);
+    }
+  }
+  fire_until(kMaxTimestamp);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+// --- W5: W1 with a punctuated watermark after every record -------------------------------------
+
+// The bounded-out-of-orderness watermark (max timestamp - delay - 1), emitted
+// after every record instead of on the periodic timer.
+class PunctuatedBoundedWatermarks final : public WatermarkGenerator<Event> {
+ public:
+  explicit PunctuatedBoundedWatermarks(int64_t delay) : delay_(delay) {}
+  void OnEvent(const Event&, Timestamp ts, WatermarkOutput& out) override {
+    max_ts_ = std::max(max_ts_, ts);
+    out.EmitWatermark(max_ts_ - delay_ - 1);
+  }
+  void OnPeriodicEmit(WatermarkOutput&) override {}
+
+ private:
+  const int64_t delay_;
+  Timestamp max_ts_ = kMinTimestamp;
+};
+
+JobRun RunW5(const Options& o) {
+  const int64_t delay = o.watermark_delay_ms;
+  return RunWindowSum(o, WatermarkStrategy<Event>::for_generator([delay] {
+                        return std::make_unique<PunctuatedBoundedWatermarks>(delay);
+                      }),
+                      TumblingEventTimeWindows::of(Duration(o.window_ms)), "tumbling",
+                      ResultCapacityHint(o, o.window_ms, 1));
+}
+
+// --- W6: W1 with allowed lateness and a late-data side output -----------------------------------
+
+// Per sink subtask of the side output: the late records.
+class LateRecordRegistry {
+ public:
+  std::vector<Event>* NewTable() {
+    std::lock_guard<std::mutex> lock(mu_);
+    tables_.push_back(std::make_unique<std::vector<Event>>());
+    return tables_.back().get();
+  }
+  void Merge(JobRun& run) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : tables_) run.late.insert(run.late.end(), t->begin(), t->end());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<std::vector<Event>>> tables_;
+};
+
+struct LateRecordSink {
+  std::shared_ptr<LateRecordRegistry> registry;
+  std::vector<Event>* table = nullptr;
+  void operator()(Event&& e) {
+    if (table == nullptr) [[unlikely]]
+      table = registry->NewTable();
+    table->push_back(e);
+  }
+};
+
+// The window function of W6: passes the sum on, noting for the sink whether a
+// record (a late one within the lateness) or the watermark fired the window.
+struct NoteFiringCause {
+  void operator()(const int64_t&, const TimeWindow&, const Event& sum, WindowContext& ctx,
+                  Collector<Event>& out) const {
+    tl_fired_by_element = ctx.fired_by_element();
+    out.collect(sum);
+  }
+};
+
+JobRun RunW6(const Options& o) {
+  StreamExecutionEnvironment env;
+  Configure(env, o);
+  auto results =
+      std::make_shared<WindowSinkRegistry>(o.windows, ResultCapacityHint(o, o.window_ms, 1));
+  auto late = std::make_shared<LateRecordRegistry>();
+  env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
+  const OutputTag<Event> late_tag("late");
+  DataStream<Event> sums = TimestampedSource(env, o, BoundedOutOfOrderness(o))
+                               .key_by(EventKey{})
+                               .window(TumblingEventTimeWindows::of(Duration(o.window_ms)))
+                               .allowed_lateness(Duration(o.lateness_ms))
+                               .side_output_late_data(late_tag)
+                               .reduce(SumValues{}, NoteFiringCause{})
+                               .name(WindowOperatorName(o, "tumbling"))
+                               .set_parallelism(o.windows);
+  sums.add_sink(WindowResultSink{results, /*refiring=*/true}, "Discarding sink")
+      .set_parallelism(o.windows);
+  sums.get_side_output(late_tag)
+      .add_sink(LateRecordSink{late}, "Late data sink")
+      .set_parallelism(o.windows);
+  return Execute(env, results, late);
+}
+
+// BaselineW1 with allowed lateness: a window is emitted when the watermark
+// reaches its max timestamp, emitted again for each record that arrives
+// later, and dropped when the watermark reaches max timestamp + lateness;
+// a record whose window has been dropped (Flink: the window is late) goes
+// to run.late.
+BaselineRun BaselineW6(const Options& o) {
+  BaselineRun run;
+  const Input in = o.input;
+  const int64_t size = o.window_ms;
+  const int64_t lateness = o.lateness_ms;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<Timestamp, KeySums> open;
+  Timestamp cur_start = kMinTimestamp;
+  KeySums* cur = nullptr;
+  Timestamp max_ts = kMinTimestamp;
+  Timestamp wm = kMinTimestamp;
+  // Fires the windows new_wm passes, drops those past their cleanup time.
+  auto advance = [&](Timestamp new_wm) {
+    for (auto it = open.begin(); it != open.end();) {
+      const Timestamp max_of_window = it->first + size - 1;
+      if (max_of_window > new_wm) break;
+      if (max_of_window > wm) {
+        for (const auto& [k, v] : it->second) run.Emit(k, max_of_window, v);
+      }
+      if (max_of_window + lateness <= new_wm) {
+        if (it->first == cur_start) cur = nullptr, cur_start = kMinTimestamp;
+        it = open.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    wm = new_wm;
+  };
+  for (int64_t i = 0; i < in.records; ++i) {
+    const Event e = in.At(i);
+    const Timestamp start = WindowStart(e.ts, size);
+    const Timestamp max_of_window = start + size - 1;
+    if (max_of_window + lateness <= wm) {
+      run.late.push_back(e);
+      continue;
+    }
+    if (start != cur_start) {
+      cur_start = start;
+      cur = &open[start];
+    }
+    const int64_t sum = (*cur)[e.key] += e.value;
+    if (max_of_window <= wm) run.Emit(e.key, max_of_window, sum);  // fires again
+    if (e.ts > max_ts) {
+      max_ts = e.ts;
+      advance(max_ts - o.watermark_delay_ms - 1);
+    }
+  }
+  advance(kMaxTimestamp);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+
+// Which late records the job dropped depends on when its watermarks came;
+// its watermark never runs ahead of the baseline's, so it may only drop what
+// the baseline dropped.  Checks that (false if not) and adds the records the
+// job accepted anyway to the baseline's window sums.
+bool ReconcileLateData(const Options& o, const JobRun& job, BaselineRun& base) {
+  using Identity = std::tuple<int64_t, Timestamp, int64_t>;  // (key, ts, value)
+  // The baseline's late records (a multiset) less the job's: those the job
+  // accepted.
+  absl::flat_hash_map<Identity, int64_t> accepted;
+  for (const Event& e : base.late) ++accepted[Identity{e.key, e.ts, e.value}];
+  for (const Event& e : job.late) {
+    auto it = accepted.find(Identity{e.key, e.ts, e.value});
+    if (it == accepted.end() || it->second == 0) return false;
+    --it->second;
+  }
+  for (const auto& [id, n] : accepted) {
+    if (n == 0) continue;
+    const auto& [key, ts, value] = id;
+    base.results[{key, WindowStart(ts, o.window_ms) + o.window_ms - 1}] += n * value;
+  }
+  return true;
 }
 #endif  // TM_BENCH_HAVE_WINDOWS
 
@@ -508,18 +1066,63 @@ struct JobSpec {
   const char* description;
   JobRun (*run)(const Options&);
   BaselineRun (*baseline)(const Options&);
+  WindowKind windows = WindowKind::kNone;
+  Lateness lateness = Lateness::kNone;
+  int64_t default_keys = 10'000;
+  int64_t default_watermark_interval_ms = 200;
+  // Makes the baseline's results comparable with the job's where the job may
+  // legitimately differ with timing (W6's late data); false when the job's
+  // results are wrong whatever the timing.
+  bool (*reconcile)(const Options&, const JobRun&, BaselineRun&) = nullptr;
 };
 
 constexpr JobSpec kJobs[] = {
-    {"W1-core",
-     "generator sources -> timestamps/watermarks (bounded out of orderness) -> key_by -> "
-     "keyed running sum (reduce) -> discarding sink",
-     &RunW1Core, &BaselineW1Core},
+    {.name = "W1-core",
+     .description = "generator sources -> timestamps/watermarks (bounded out of orderness) -> "
+                    "key_by -> keyed running sum (reduce) -> discarding sink",
+     .run = &RunW1Core,
+     .baseline = &BaselineW1Core},
 #ifdef TM_BENCH_HAVE_WINDOWS
-    {"W1",
-     "generator sources -> timestamps/watermarks (bounded out of orderness) -> key_by -> "
-     "tumbling event-time window (--window_ms) reduce sum -> discarding sink",
-     &RunW1, &BaselineW1},
+    {.name = "W1",
+     .description = "generator sources -> timestamps/watermarks (bounded out of orderness) -> "
+                    "key_by -> tumbling event-time window (--window_ms) reduce sum -> "
+                    "discarding sink",
+     .run = &RunW1,
+     .baseline = &BaselineW1,
+     .windows = WindowKind::kTumbling},
+    {.name = "W2",
+     .description = "W1 with a sliding event-time window (--window_ms every --slide_ms)",
+     .run = &RunW2,
+     .baseline = &BaselineW2,
+     .windows = WindowKind::kSliding},
+    {.name = "W3",
+     .description = "W1 with an event-time session window (--gap_ms); watermark delay "
+                    "disorder + 1",
+     .run = &RunW3,
+     .baseline = &BaselineW3,
+     .windows = WindowKind::kSession,
+     .lateness = Lateness::kNoSessionTouch},
+    {.name = "W4",
+     .description = "W1 with 1000000 keys",
+     .run = &RunW1,
+     .baseline = &BaselineW1,
+     .windows = WindowKind::kTumbling,
+     .default_keys = 1'000'000},
+    {.name = "W5",
+     .description = "W1 with a punctuated watermark (max_ts - delay - 1) after every record",
+     .run = &RunW5,
+     .baseline = &BaselineW1,
+     .windows = WindowKind::kTumbling},
+    {.name = "W6",
+     .description = "W1 with allowed lateness (--lateness_ms), watermark delay disorder / 2, "
+                    "watermark interval 5 ms and very late records (--very_late_fraction) to a "
+                    "side output sink",
+     .run = &RunW6,
+     .baseline = &BaselineW6,
+     .windows = WindowKind::kTumbling,
+     .lateness = Lateness::kAllowed,
+     .default_watermark_interval_ms = 5,
+     .reconcile = &ReconcileLateData},
 #endif
 };
 
@@ -527,6 +1130,132 @@ const JobSpec* FindJob(const std::string& name) {
   for (const JobSpec& j : kJobs)
     if (name == j.name) return &j;
   return nullptr;
+}
+
+// How the job's results differ from the baseline's: counts and a few
+// examples, for stderr.
+std::string DescribeDifference(const KeyResults& job, const KeyResults& base) {
+  int64_t missing = 0, extra = 0, different = 0;
+  std::vector<std::string> examples;
+  auto example = [&](const ResultKey& k, const std::string& what) {
+    if (examples.size() < 5)
+      examples.push_back(absl::StrCat("(", k.first, ", ", k.second, "): ", what));
+  };
+  for (const auto& [k, v] : base) {
+    auto it = job.find(k);
+    if (it == job.end()) {
+      ++missing;
+      example(k, absl::StrCat("missing, baseline ", v));
+    } else if (it->second != v) {
+      ++different;
+      example(k, absl::StrCat("job ", it->second, ", baseline ", v));
+    }
+  }
+  for (const auto& [k, v] : job) {
+    if (!base.contains(k)) {
+      ++extra;
+      example(k, absl::StrCat("job ", v, ", not in the baseline"));
+    }
+  }
+  return absl::StrCat(missing, " results missing, ", extra, " extra, ", different,
+                      " different; e.g. ", absl::StrJoin(examples, "; "));
+}
+
+// Whether the job's results equal the baseline's (after reconciling); says
+// why not on stderr.
+bool ResultsEqual(const JobSpec& spec, const Options& o, const JobRun& job, BaselineRun& base) {
+  if (spec.reconcile != nullptr && !spec.reconcile(o, job, base)) {
+    std::fprintf(stderr, "results differ: the job's late data is not the baseline's\n");
+    return false;
+  }
+  if (job.results == base.results) return true;
+  std::fprintf(stderr, "results differ: %s\n",
+               DescribeDifference(job.results, base.results).c_str());
+  return false;
+}
+
+// --- options ---------------------------------------------------------------------------
+
+// Reads the flags and fills in the job's defaults; an error message when they
+// are invalid.
+std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
+  o.job = job.name;
+  o.sources = absl::GetFlag(FLAGS_sources);
+  o.windows = absl::GetFlag(FLAGS_windows);
+  o.rate = absl::GetFlag(FLAGS_rate);
+  o.input.records = absl::GetFlag(FLAGS_records);
+  const int64_t keys = absl::GetFlag(FLAGS_keys);
+  o.input.keys = static_cast<uint64_t>(keys == 0 ? job.default_keys : keys);
+  o.input.disorder_ms = absl::GetFlag(FLAGS_disorder_ms);
+  o.input.events_per_ms = absl::GetFlag(FLAGS_events_per_ms);
+  o.window_ms = absl::GetFlag(FLAGS_window_ms);
+  o.slide_ms = absl::GetFlag(FLAGS_slide_ms);
+  if (o.slide_ms == 0) o.slide_ms = std::max<int64_t>(1, o.window_ms / 10);
+  o.gap_ms = absl::GetFlag(FLAGS_gap_ms);
+  if (o.gap_ms == 0 && o.input.events_per_ms > 0)
+    o.gap_ms = std::max<int64_t>(1, 2 * static_cast<int64_t>(o.input.keys) / o.input.events_per_ms);
+  const bool allowed_lateness = job.lateness == Lateness::kAllowed;
+  o.lateness_ms = allowed_lateness ? absl::GetFlag(FLAGS_lateness_ms) : 0;
+  o.very_late_fraction = allowed_lateness ? absl::GetFlag(FLAGS_very_late_fraction) : 0;
+  const int64_t disorder = o.input.disorder_ms;
+  o.watermark_delay_ms = absl::GetFlag(FLAGS_watermark_delay_ms);
+  if (o.watermark_delay_ms == -1) {
+    switch (job.lateness) {
+      case Lateness::kNone:
+        o.watermark_delay_ms = disorder;
+        break;
+      case Lateness::kNoSessionTouch:
+        o.watermark_delay_ms = disorder + 1;
+        break;
+      case Lateness::kAllowed:
+        o.watermark_delay_ms = disorder / 2;
+        break;
+    }
+  }
+  o.batch_size = static_cast<size_t>(absl::GetFlag(FLAGS_batch_size));
+  o.buffer_timeout_ms = absl::GetFlag(FLAGS_buffer_timeout_ms);
+  o.channel_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_channel_capacity));
+  o.watermark_interval_ms = absl::GetFlag(FLAGS_watermark_interval_ms);
+  if (o.watermark_interval_ms == -1) o.watermark_interval_ms = job.default_watermark_interval_ms;
+  o.threads = absl::GetFlag(FLAGS_threads);
+  const std::string ts_mode = absl::GetFlag(FLAGS_timestamps);
+  if (ts_mode != "assigner" && ts_mode != "source")
+    return "--timestamps must be 'assigner' or 'source'";
+  o.source_timestamps = ts_mode == "source";
+
+  if (o.sources <= 0 || o.windows <= 0 || o.input.records < 0 || keys < 0 ||
+      o.input.keys > (uint64_t{1} << 32) || disorder < 0 || disorder > 65535 ||
+      o.input.events_per_ms <= 0 || o.window_ms <= 0 || o.slide_ms <= 0 || o.gap_ms <= 0 ||
+      o.batch_size == 0 || o.channel_capacity == 0 || o.buffer_timeout_ms < 0 ||
+      o.watermark_interval_ms < 0 || o.watermark_delay_ms < 0 || o.lateness_ms < 0 ||
+      !(o.rate >= 0) || !(o.very_late_fraction >= 0 && o.very_late_fraction <= 1)) {
+    return "invalid parameters: need sources, windows, events_per_ms, window_ms, slide_ms, "
+           "gap_ms, batch_size, channel_capacity > 0; keys <= 2^32; records, rate, "
+           "buffer_timeout_ms, watermark_interval_ms, watermark_delay_ms, lateness_ms >= 0; "
+           "0 <= disorder_ms <= 65535; 0 <= very_late_fraction <= 1";
+  }
+  // The comparison with the baseline holds only when no record is late by
+  // timing (see the file comment).
+  switch (job.lateness) {
+    case Lateness::kNone:
+      if (o.watermark_delay_ms < disorder)
+        return "--watermark_delay_ms < --disorder_ms makes records late (only W6 allows that)";
+      break;
+    case Lateness::kNoSessionTouch:
+      if (o.watermark_delay_ms <= disorder)
+        return "sessions need --watermark_delay_ms > --disorder_ms (a record at a closed "
+               "session's end would merge or not depending on timing)";
+      break;
+    case Lateness::kAllowed:
+      if (o.lateness_ms + o.watermark_delay_ms < disorder)
+        return "W6 needs --lateness_ms + --watermark_delay_ms >= --disorder_ms (else records "
+               "other than the very late ones are dropped depending on timing)";
+      break;
+  }
+  o.input.very_late_threshold = o.very_late_fraction >= 1
+                                    ? UINT64_MAX
+                                    : static_cast<uint64_t>(std::ldexp(o.very_late_fraction, 64));
+  return std::nullopt;
 }
 
 // --- reporting ---------------------------------------------------------------------------
@@ -565,51 +1294,43 @@ std::string JsonList(const std::vector<double>& v) {
                       "]");
 }
 
+// The value with one decimal, or null.
+std::string JsonNumber(std::optional<double> v) { return v ? absl::StrFormat("%.1f", *v) : "null"; }
+
+// Window state per live (key, window), from the window operator's counters
+// and from RSS (see the file comment); nullopt when not computable.
+std::optional<double> BytesPerKeyWindow(const JobRun& run) {
+  if (run.peak_live_key_windows <= 0 || run.window_state_bytes_at_peak <= 0) return std::nullopt;
+  return static_cast<double>(run.window_state_bytes_at_peak) /
+         static_cast<double>(run.peak_live_key_windows);
+}
+std::optional<double> RssBytesPerKeyWindow(const JobRun& run) {
+  if (run.peak_live_key_windows <= 0 || !run.peak_rss_reset || run.rss_before_bytes <= 0 ||
+      run.peak_rss_bytes <= run.rss_before_bytes)
+    return std::nullopt;
+  return static_cast<double>(run.peak_rss_bytes - run.rss_before_bytes) /
+         static_cast<double>(run.peak_live_key_windows);
+}
+
 int Main() {
   if (absl::GetFlag(FLAGS_list_jobs)) {
     for (const JobSpec& j : kJobs) std::printf("%-8s %s\n", j.name, j.description);
     return 0;
   }
+  const std::string job_name = absl::GetFlag(FLAGS_job);
+  const JobSpec* job = FindJob(job_name);
+  if (job == nullptr) {
+    std::fprintf(stderr, "unknown job '%s' (--list_jobs lists them)\n", job_name.c_str());
+    return 2;
+  }
   Options o;
-  o.job = absl::GetFlag(FLAGS_job);
-  o.sources = absl::GetFlag(FLAGS_sources);
-  o.windows = absl::GetFlag(FLAGS_windows);
-  o.input.records = absl::GetFlag(FLAGS_records);
-  o.input.keys = static_cast<uint64_t>(absl::GetFlag(FLAGS_keys));
-  o.input.disorder_ms = absl::GetFlag(FLAGS_disorder_ms);
-  o.input.events_per_ms = absl::GetFlag(FLAGS_events_per_ms);
-  o.window_ms = absl::GetFlag(FLAGS_window_ms);
-  o.batch_size = static_cast<size_t>(absl::GetFlag(FLAGS_batch_size));
-  o.buffer_timeout_ms = absl::GetFlag(FLAGS_buffer_timeout_ms);
-  o.channel_capacity = static_cast<size_t>(absl::GetFlag(FLAGS_channel_capacity));
-  o.watermark_interval_ms = absl::GetFlag(FLAGS_watermark_interval_ms);
-  o.threads = absl::GetFlag(FLAGS_threads);
-  const std::string ts_mode = absl::GetFlag(FLAGS_timestamps);
+  if (std::optional<std::string> invalid = ReadOptions(*job, o)) {
+    std::fprintf(stderr, "%s\n", invalid->c_str());
+    return 2;
+  }
+  const char* ts_mode = o.source_timestamps ? "source" : "assigner";
   const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
   const bool skip_baseline = absl::GetFlag(FLAGS_skip_baseline);
-
-  const JobSpec* job = FindJob(o.job);
-  if (job == nullptr) {
-    std::fprintf(stderr, "unknown job '%s' (--list_jobs lists them)\n", o.job.c_str());
-    return 2;
-  }
-  if (ts_mode != "assigner" && ts_mode != "source") {
-    std::fprintf(stderr, "--timestamps must be 'assigner' or 'source'\n");
-    return 2;
-  }
-  o.source_timestamps = ts_mode == "source";
-  if (o.sources <= 0 || o.windows <= 0 || o.input.records < 0 || o.input.keys == 0 ||
-      o.input.keys > (uint64_t{1} << 32) || o.input.disorder_ms < 0 ||
-      o.input.disorder_ms > 65535 || o.input.events_per_ms <= 0 || o.window_ms <= 0 ||
-      o.batch_size == 0 || o.channel_capacity == 0 || o.buffer_timeout_ms < 0 ||
-      o.watermark_interval_ms < 0) {
-    std::fprintf(
-        stderr,
-        "invalid parameters: need sources, windows, keys (<= 2^32), events_per_ms, window_ms, "
-        "batch_size, channel_capacity > 0; records, buffer_timeout_ms, "
-        "watermark_interval_ms >= 0; 0 <= disorder_ms <= 65535\n");
-    return 2;
-  }
 
   std::vector<double> job_rates, base_rates;
   JobRun best_job;
@@ -627,13 +1348,16 @@ int Main() {
     }
     const double rate = jr.seconds > 0 ? static_cast<double>(o.input.records) / jr.seconds : 0;
     job_rates.push_back(rate);
+    // Nothing lost silently: every late record reached a consumed side output.
     bool equal = (jr.expected_sink_records < 0 || jr.sink_records == jr.expected_sink_records) &&
-                 !jr.duplicate_keys;
+                 !jr.duplicate_keys && jr.late_dropped == 0;
     if (!skip_baseline) {
       BaselineRun br = job->baseline(o);
+      BuildResults(br.emitted, br.results);
+      br.emitted = {};
       const double brate = br.seconds > 0 ? static_cast<double>(o.input.records) / br.seconds : 0;
       base_rates.push_back(brate);
-      equal = equal && jr.results == br.results;
+      equal = equal && ResultsEqual(*job, o, jr, br);
       if (brate > best_base_rate) {
         best_base_rate = brate;
         best_base = std::move(br);
@@ -664,6 +1388,9 @@ int Main() {
       o.input.records > 0 ? best_job.cpu_seconds * 1e9 / static_cast<double>(o.input.records) : 0;
   const unsigned cores = std::thread::hardware_concurrency();
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, cores));
+  const std::optional<double> bytes_per_kw = BytesPerKeyWindow(best_job);
+  const std::optional<double> rss_bytes_per_kw = RssBytesPerKeyWindow(best_job);
+  const bool lateness = job->lateness == Lateness::kAllowed;
 
   if (absl::GetFlag(FLAGS_json)) {
     std::string j = absl::StrCat("{\"job\": \"", JsonEscape(o.job),
@@ -684,7 +1411,7 @@ int Main() {
           absl::StrFormat(", \"ratio\": %.4f", ratio),
           ", \"results_equal\": ", all_equal ? "true" : "false");
     }
-    // Latency: window jobs only (null otherwise); state size: not measured yet.
+    // Latency: window jobs only (null otherwise).
     if (p50 >= 0) {
       absl::StrAppend(
           &j, absl::StrFormat(", \"p50_latency_ms\": %.4f, \"p99_latency_ms\": %.4f", p50, p99),
@@ -693,30 +1420,80 @@ int Main() {
     } else {
       absl::StrAppend(&j, ", \"p50_latency_ms\": null, \"p99_latency_ms\": null");
     }
-    absl::StrAppend(&j, ", \"bytes_per_key_window\": null");
-    absl::StrAppend(
-        &j, ", \"peak_rss_bytes\": ", peak, ", \"sink_records\": ", best_job.sink_records,
-        ", \"distinct_keys_out\": ", best_job.results.size(), ", \"sources\": ", o.sources,
-        ", \"windows\": ", o.windows, ", \"keys\": ", o.input.keys,
-        ", \"disorder_ms\": ", o.input.disorder_ms, ", \"events_per_ms\": ", o.input.events_per_ms,
-        ", \"batch_size\": ", o.batch_size, ", \"buffer_timeout_ms\": ", o.buffer_timeout_ms,
-        ", \"channel_capacity\": ", o.channel_capacity,
-        ", \"watermark_interval_ms\": ", o.watermark_interval_ms, ", \"worker_threads\": ", threads,
-        ", \"timestamps\": \"", ts_mode, "\"", ", \"repeat\": ", repeat,
-        ", \"job_records_per_s_runs\": ", JsonList(job_rates),
-        ", \"baseline_records_per_s_runs\": ", JsonList(base_rates), ", \"cores\": ", cores,
-        ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
+    absl::StrAppend(&j, ", \"bytes_per_key_window\": ", JsonNumber(bytes_per_kw),
+                    ", \"bytes_per_key_window_rss\": ", JsonNumber(rss_bytes_per_kw),
+                    ", \"peak_live_key_windows\": ", best_job.peak_live_key_windows,
+                    ", \"window_state_bytes_at_peak\": ", best_job.window_state_bytes_at_peak,
+                    ", \"rss_before_job_bytes\": ", best_job.rss_before_bytes);
+    absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak,
+                    ", \"sink_records\": ", best_job.sink_records,
+                    ", \"distinct_keys_out\": ", best_job.results.size(),
+                    ", \"late_dropped\": ", best_job.late_dropped, ", \"sources\": ", o.sources,
+                    ", \"windows\": ", o.windows, ", \"keys\": ", o.input.keys,
+                    ", \"disorder_ms\": ", o.input.disorder_ms,
+                    ", \"watermark_delay_ms\": ", o.watermark_delay_ms,
+                    ", \"events_per_ms\": ", o.input.events_per_ms,
+                    absl::StrFormat(", \"rate\": %.1f", o.rate));
+    switch (job->windows) {
+      case WindowKind::kNone:
+        break;
+      case WindowKind::kTumbling:
+        absl::StrAppend(&j, ", \"window_ms\": ", o.window_ms);
+        break;
+      case WindowKind::kSliding:
+        absl::StrAppend(&j, ", \"window_ms\": ", o.window_ms, ", \"slide_ms\": ", o.slide_ms);
+        break;
+      case WindowKind::kSession:
+        absl::StrAppend(&j, ", \"gap_ms\": ", o.gap_ms);
+        break;
+    }
+    if (lateness) {
+      absl::StrAppend(&j, ", \"lateness_ms\": ", o.lateness_ms,
+                      absl::StrFormat(", \"very_late_fraction\": %g", o.very_late_fraction),
+                      ", \"late_records\": ", best_job.late.size(), ", \"baseline_late_records\": ",
+                      skip_baseline ? "null" : absl::StrCat(best_base.late.size()),
+                      ", \"element_firings\": ", best_job.element_firings);
+    }
+    absl::StrAppend(&j, ", \"batch_size\": ", o.batch_size,
+                    ", \"buffer_timeout_ms\": ", o.buffer_timeout_ms,
+                    ", \"channel_capacity\": ", o.channel_capacity,
+                    ", \"watermark_interval_ms\": ", o.watermark_interval_ms,
+                    ", \"worker_threads\": ", threads, ", \"timestamps\": \"", ts_mode, "\"",
+                    ", \"repeat\": ", repeat, ", \"job_records_per_s_runs\": ", JsonList(job_rates),
+                    ", \"baseline_records_per_s_runs\": ", JsonList(base_rates),
+                    ", \"cores\": ", cores, ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
     std::printf("%s\n", j.c_str());
   } else {
     std::printf("tidemark-bench  job %s: %s\n", o.job.c_str(), job->description);
     std::printf(
-        "  sources %d, windows %d, keys %llu, records %lld, disorder %lld ms, batch %zu, "
-        "buffer timeout %lld ms, channel capacity %zu, watermark interval %lld ms, "
-        "worker threads %d, timestamps from %s, repeat %d\n",
+        "  sources %d, windows %d, keys %llu, records %lld, disorder %lld ms, watermark delay "
+        "%lld ms, rate %s, batch %zu, buffer timeout %lld ms, channel capacity %zu, watermark "
+        "interval %lld ms, worker threads %d, timestamps from %s, repeat %d\n",
         o.sources, o.windows, static_cast<unsigned long long>(o.input.keys),
         static_cast<long long>(o.input.records), static_cast<long long>(o.input.disorder_ms),
-        o.batch_size, static_cast<long long>(o.buffer_timeout_ms), o.channel_capacity,
-        static_cast<long long>(o.watermark_interval_ms), threads, ts_mode.c_str(), repeat);
+        static_cast<long long>(o.watermark_delay_ms),
+        o.rate > 0 ? absl::StrFormat("%.4g records/s", o.rate).c_str() : "unlimited", o.batch_size,
+        static_cast<long long>(o.buffer_timeout_ms), o.channel_capacity,
+        static_cast<long long>(o.watermark_interval_ms), threads, ts_mode, repeat);
+    switch (job->windows) {
+      case WindowKind::kNone:
+        break;
+      case WindowKind::kTumbling:
+        std::printf("  window %lld ms", static_cast<long long>(o.window_ms));
+        if (lateness) {
+          std::printf(", allowed lateness %lld ms, very late fraction %g",
+                      static_cast<long long>(o.lateness_ms), o.very_late_fraction);
+        }
+        std::printf("\n");
+        break;
+      case WindowKind::kSliding:
+        std::printf("  window %lld ms, slide %lld ms\n", static_cast<long long>(o.window_ms),
+                    static_cast<long long>(o.slide_ms));
+        break;
+      case WindowKind::kSession:
+        std::printf("  session gap %lld ms\n", static_cast<long long>(o.gap_ms));
+        break;
+    }
     std::printf("  machine: %u cores, %s\n\n", cores, Machine().c_str());
     if (!error.empty()) std::printf("  JOB FAILED: %s\n\n", error.c_str());
     std::printf("  %-22s %14s %10s\n", "", "records/s", "seconds");
@@ -730,8 +1507,24 @@ int Main() {
     }
     std::printf("  job CPU                %.3f s (%.1f ns per record, all threads)\n",
                 best_job.cpu_seconds, cpu_ns_per_record);
-    std::printf("  sink records           %lld\n", static_cast<long long>(best_job.sink_records));
+    std::printf("  sink records           %lld (%zu distinct results)\n",
+                static_cast<long long>(best_job.sink_records), best_job.results.size());
+    if (lateness) {
+      std::printf(
+          "  late records           %zu to the side output (baseline: %s), %lld firings "
+          "by late records\n",
+          best_job.late.size(), skip_baseline ? "-" : absl::StrCat(best_base.late.size()).c_str(),
+          static_cast<long long>(best_job.element_firings));
+    }
+    if (best_job.late_dropped != 0) {
+      std::printf("  LATE RECORDS DROPPED   %lld\n", static_cast<long long>(best_job.late_dropped));
+    }
     std::printf("  peak RSS (job)         %.1f MiB\n", static_cast<double>(peak) / (1 << 20));
+    if (best_job.peak_live_key_windows > 0) {
+      std::printf("  live key windows       %lld at the peak; %s bytes each (state), %s (RSS)\n",
+                  static_cast<long long>(best_job.peak_live_key_windows),
+                  JsonNumber(bytes_per_kw).c_str(), JsonNumber(rss_bytes_per_kw).c_str());
+    }
     if (p50 >= 0) {
       std::printf(
           "  watermark-to-result    p50 %.3f ms, p99 %.3f ms (%zu results, %lld unmeasured)\n", p50,
