@@ -81,14 +81,15 @@ BEGIN { nj = 0; np = 0; lines = 0 }
     printf("plot_scaling: %s:%d: job failed (%s), skipped\n", FILENAME, FNR, str($0, "error")) > "/dev/stderr"
     next
   }
-  job = str($0, "job")
+  job = str($0, "series")  # a named series, else the job
+  if (job == "") job = str($0, "job")
   p = num($0, "sources")
   r = num($0, "records_per_s")
   if (job == "" || p == "" || r == "") {
     printf("plot_scaling: %s:%d: no job/sources/records_per_s, skipped\n", FILENAME, FNR) > "/dev/stderr"
     next
   }
-  if (!(job in jobidx)) { jobidx[job] = ++nj; jobs[nj] = job }
+  if (!(job in jobidx)) { jobidx[job] = ++nj; jobs[nj] = job; basejob[nj] = str($0, "job") }
   j = jobidx[job]
   if (!(p in pseen)) { pseen[p] = 1; ps[++np] = p }
   rate[j, p] = r
@@ -124,6 +125,14 @@ END {
       if ((j, ps[i]) in hi && hi[j, ps[i]] > ymax) ymax = hi[j, ps[i]]
   }
   if (ymax <= 0) ymax = 1
+  # Series of the same job share one baseline: the best, drawn with the first.
+  for (j = 1; j <= nj; j++)
+    for (k = 1; k < j; k++)
+      if (basejob[k] == basejob[j]) {
+        if (base[j] > base[k]) base[k] = base[j]
+        base[j] = 0
+        break
+      }
   step = nice_step(ymax * 1.12, 5)
   ymax = step * int(ymax * 1.12 / step + 0.999)
 
@@ -133,8 +142,11 @@ END {
   split("#1f6fb4 #d9480f #2f9e44 #7048e8 #c2255c #0c8599", color, " ")
   font = "-apple-system, BlinkMacSystemFont, 'Segoe UI', Helvetica, Arial, sans-serif"
 
-  jobnames = jobs[1]
-  for (j = 2; j <= nj; j++) jobnames = jobnames ", " jobs[j]
+  jobnames = basejob[1]
+  for (j = 2; j <= nj; j++) {
+    for (k = 1; k < j && basejob[k] != basejob[j]; k++) ;
+    if (k == j) jobnames = jobnames ", " basejob[j]
+  }
   if (title == "") title = "tidemark-bench " jobnames ": throughput vs parallelism"
   sub_t = cores " cores"
   if (cpu != "") sub_t = sub_t " (" cpu ")"
@@ -237,11 +249,11 @@ END {
     lx = px0 - 60
     printf("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2.5\"/>\n", lx, ly, lx + 26, ly, c)
     printf("<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"#ffffff\" stroke=\"%s\" stroke-width=\"2\"/>\n", lx + 13, ly, c)
-    printf("<text x=\"%d\" y=\"%d\" fill=\"#212529\">%s job (tidemark runtime)</text>\n", lx + 34, ly + 4, xml(jobs[j]))
+    printf("<text x=\"%d\" y=\"%d\" fill=\"#212529\">%s</text>\n", lx + 34, ly + 4, xml(jobs[j]))
     if (base[j] > 0) {
-      lx = px0 + 250
+      lx = px0 + 290
       printf("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n", lx, ly, lx + 26, ly, c)
-      printf("<text x=\"%d\" y=\"%d\" fill=\"#212529\">%s baseline (plain single-threaded loop)</text>\n", lx + 34, ly + 4, xml(jobs[j]))
+      printf("<text x=\"%d\" y=\"%d\" fill=\"#212529\">%s baseline (plain single-threaded loop)</text>\n", lx + 34, ly + 4, xml(basejob[j]))
     }
     ly += 22
   }
