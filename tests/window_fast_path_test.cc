@@ -62,9 +62,8 @@ struct Describe {
     int& firings = ctx.window_state<int>("firings");
     ++firings;
     out.collect(key + " " + w.ToString() + " sum=" + std::to_string(sum.second) +
-                (ctx.fired_by_element() ? " element" : " timer") +
-                " firing=" + std::to_string(firings) +
-                " wm=" + std::to_string(ctx.current_watermark()));
+                (ctx.fired_by_element() ? " element" : " timer") + " firing=" +
+                std::to_string(firings) + " wm=" + std::to_string(ctx.current_watermark()));
   }
 };
 
@@ -73,13 +72,12 @@ using Op = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
 
 template <typename Out, typename Assigner, typename Trigger, typename Contents>
 std::unique_ptr<OperatorHarness<E, Out>> Make(const Assigner& a, Contents c, int64_t lateness,
-                                               const std::optional<OutputTag<E>>& tag) {
+                                              const std::optional<OutputTag<E>>& tag) {
   WindowOperatorConfig<E> cfg;
   cfg.allowed_lateness = lateness;
   cfg.late_tag = tag;
   return std::make_unique<OperatorHarness<E, Out>>(
-      std::make_unique<Op<Assigner, Trigger, Contents>>(KeyOfE{}, a, Trigger{}, std::move(c),
-                                                        cfg));
+      std::make_unique<Op<Assigner, Trigger, Contents>>(KeyOfE{}, a, Trigger{}, std::move(c), cfg));
 }
 
 struct Case {
@@ -166,8 +164,8 @@ void RunCases(const Assigner& assigner, const Contents& contents) {
 }
 
 using ReduceC = ReduceContents<E, std::string, TimeWindow, SumE, NoProcessFunction, E>;
-using AggregateC = AggregateContents<E, std::string, TimeWindow, CountSum, NoProcessFunction,
-                                     std::string>;
+using AggregateC =
+    AggregateContents<E, std::string, TimeWindow, CountSum, NoProcessFunction, std::string>;
 using ProcessC = ReduceContents<E, std::string, TimeWindow, SumE, Describe, std::string>;
 
 TEST(WindowFastPath, TumblingReduceMatchesGeneralPath) {
@@ -188,6 +186,69 @@ TEST(WindowFastPath, AggregateMatchesGeneralPath) {
 TEST(WindowFastPath, ProcessFunctionSeesTheSameContextAndWindowState) {
   RunCases<std::string>(TumblingEventTimeWindows::of(1s), ProcessC(SumE{}, Describe{}));
   RunCases<std::string>(SlidingEventTimeWindows::of(3s, 1s), ProcessC(SumE{}, Describe{}));
+}
+
+// Many keys per window: the contents cross the SlotList's chunk boundaries.
+TEST(WindowFastPath, ManyKeysMatchGeneralPath) {
+  using Fast = Op<TumblingEventTimeWindows, EventTimeTrigger, ReduceC>;
+  using General = Op<TumblingEventTimeWindows, OpaqueEventTimeTrigger, ReduceC>;
+  const auto assigner = TumblingEventTimeWindows::of(1s);
+  auto fast = Make<E, TumblingEventTimeWindows, EventTimeTrigger>(
+      assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
+  auto general = Make<E, TumblingEventTimeWindows, OpaqueEventTimeTrigger>(
+      assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
+  fast->Open();
+  general->Open();
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 30000; ++i) {
+      const E e("k" + std::to_string(rng() % 20000), static_cast<int>(rng() % 9) + 1);
+      const Timestamp ts = round * 1000 + static_cast<Timestamp>(rng() % 1400);
+      fast->ProcessElement(e, ts);
+      general->ProcessElement(e, ts);
+    }
+    ASSERT_EQ(fast->op<Fast>().num_windows_with_contents(),
+              general->op<General>().num_windows_with_contents());
+    fast->ProcessWatermark(round * 1000 + 999);
+    general->ProcessWatermark(round * 1000 + 999);
+    ASSERT_EQ(fast->TakeRecords(), general->TakeRecords()) << "round " << round;
+  }
+  fast->ProcessWatermark(kMaxTimestamp);
+  general->ProcessWatermark(kMaxTimestamp);
+  EXPECT_EQ(fast->TakeRecords(), general->TakeRecords());
+}
+
+// SlotList: positions stay valid, across chunk sizes, with a type that has
+// no default constructor; every element is destroyed once.
+TEST(SlotList, AppendsAcrossChunksAndDestroysEachElementOnce) {
+  struct Counted {
+    explicit Counted(int v, int* live) : v(v), live(live) { ++*live; }
+    Counted(Counted&& o) noexcept : v(o.v), live(o.live) { ++*live; }
+    Counted& operator=(Counted&&) = delete;
+    ~Counted() { --*live; }
+    int v;
+    int* live;
+  };
+  int live = 0;
+  {
+    SlotList<Counted> list;
+    constexpr int kN = 16 * 15 + 40 * 256 + 17;  // the growing chunks, then 41 of 256
+    std::vector<const Counted*> addresses;
+    for (int i = 0; i < kN; ++i) addresses.push_back(&list.push_back(Counted(i, &live)));
+    EXPECT_EQ(list.size(), static_cast<uint32_t>(kN));
+    EXPECT_EQ(live, kN);
+    EXPECT_EQ(list.num_chunks(), 45u);
+    EXPECT_GE(list.capacity(), static_cast<size_t>(kN));
+    EXPECT_LT(list.capacity(), static_cast<size_t>(kN) + 256);
+    for (int i = 0; i < kN; ++i) {
+      ASSERT_EQ(list[static_cast<uint32_t>(i)].v, i);
+      ASSERT_EQ(&list[static_cast<uint32_t>(i)], addresses[static_cast<size_t>(i)]);
+    }
+    int expected = 0;
+    list.ForEach([&](const Counted& c) { EXPECT_EQ(c.v, expected++); });
+    EXPECT_EQ(expected, kN);
+  }
+  EXPECT_EQ(live, 0);
 }
 
 // The state-size counters: the peak of live (key, window) pairs and the bytes

@@ -21,21 +21,27 @@
 // timestamp order and, within one, the keys in arrival order, exactly as the
 // timer queue would.
 //
-// Memory: per live (key, window) one Slot (key + value) in a vector and one
-// 32-bit position in an absl::flat_hash_set that hashes and compares the
+// Memory: per live (key, window) one Slot (key + value) in a SlotList and
+// one 32-bit position in an absl::flat_hash_set that hashes and compares the
 // positions by the key of their slot (looked up by key, heterogeneously), so
-// the key is stored once; a new window reserves as many slots as the window
-// before it ended with, so neither grows by doubling in a steady stream.
-// StateBytes() counts the allocated capacity.
+// the key is stored once.  The SlotList is chunked (16, 32, 64, 128 slots,
+// then chunks of 256): slots never move, nothing is copied as a window
+// grows, and at most one chunk is partly empty.  A new window's index
+// reserves as many entries as the window before it ended with, so it does
+// not rehash as it fills in a steady stream.  StateBytes() counts the
+// allocated capacity.
 //
 // Thread safety: none; owned by one operator instance (one task thread).
 #ifndef TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
 #define TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -45,6 +51,84 @@
 #include "runtime/time.h"
 
 namespace tidemark {
+
+// An append-only sequence of T in chunks that never move (see above).  T
+// needs no default constructor: slots are constructed as they are appended.
+template <typename T>
+class SlotList {
+ public:
+  SlotList() = default;
+  SlotList(const SlotList&) = delete;
+  SlotList& operator=(const SlotList&) = delete;
+  ~SlotList() {
+    ForEach([](T& t) { std::destroy_at(&t); });
+    std::allocator<T> alloc;
+    for (size_t c = 0; c < chunks_.size(); ++c) alloc.deallocate(chunks_[c], ChunkSize(c));
+  }
+
+  T& operator[](uint32_t pos) {
+    const auto [chunk, offset] = Locate(pos);
+    return chunks_[chunk][offset];
+  }
+  const T& operator[](uint32_t pos) const {
+    const auto [chunk, offset] = Locate(pos);
+    return chunks_[chunk][offset];
+  }
+  T& push_back(T v) {
+    const auto [chunk, offset] = Locate(size_);
+    if (chunk == chunks_.size()) {
+      std::allocator<T> alloc;
+      T* mem = alloc.allocate(ChunkSize(chunk));
+      try {
+        chunks_.push_back(mem);
+      } catch (...) {
+        alloc.deallocate(mem, ChunkSize(chunk));
+        throw;
+      }
+    }
+    T* slot = std::construct_at(chunks_[chunk] + offset, std::move(v));
+    ++size_;
+    return *slot;
+  }
+  uint32_t size() const { return size_; }
+  size_t capacity() const {
+    size_t n = 0;
+    for (size_t c = 0; c < chunks_.size(); ++c) n += ChunkSize(c);
+    return n;
+  }
+  size_t num_chunks() const { return chunks_.size(); }
+  // f(slot) for every slot, in order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    uint32_t left = size_;
+    for (size_t c = 0; c < chunks_.size() && left > 0; ++c) {
+      const auto n = static_cast<uint32_t>(std::min<size_t>(left, ChunkSize(c)));
+      for (uint32_t i = 0; i < n; ++i) f(chunks_[c][i]);
+      left -= n;
+    }
+  }
+
+ private:
+  static constexpr uint32_t kFirst = 16;       // slots in chunk 0
+  static constexpr size_t kGrowing = 4;        // chunks 0..3 hold 16 << c slots
+  static constexpr uint32_t kGrown = 16 * 15;  // slots in chunks 0..3
+  static constexpr uint32_t kLargeShift = 8;   // then 256 slots a chunk
+  static size_t ChunkSize(size_t chunk) {
+    return chunk < kGrowing ? size_t{kFirst} << chunk : size_t{1} << kLargeShift;
+  }
+  static std::pair<size_t, uint32_t> Locate(uint32_t pos) {
+    if (pos < kGrown) {
+      // Chunk c starts at 16 * (2^c - 1).
+      const int c = std::bit_width(pos / kFirst + 1) - 1;
+      return {static_cast<size_t>(c), pos - kFirst * ((1u << c) - 1)};
+    }
+    const uint32_t rest = pos - kGrown;
+    return {kGrowing + (rest >> kLargeShift), rest & ((1u << kLargeShift) - 1)};
+  }
+
+  std::vector<T*> chunks_;
+  uint32_t size_ = 0;
+};
 
 template <typename K, typename V>
 class TimeWindowTable {
@@ -56,13 +140,13 @@ class TimeWindowTable {
   // Hash and equality of slot positions by their keys, and of keys.
   struct PositionHash {
     using is_transparent = void;
-    const std::vector<Slot>* slots;
+    const SlotList<Slot>* slots;
     size_t operator()(uint32_t pos) const { return absl::Hash<K>{}((*slots)[pos].key); }
     size_t operator()(const K& key) const { return absl::Hash<K>{}(key); }
   };
   struct PositionEq {
     using is_transparent = void;
-    const std::vector<Slot>* slots;
+    const SlotList<Slot>* slots;
     bool operator()(uint32_t a, uint32_t b) const { return a == b; }
     bool operator()(const K& key, uint32_t pos) const { return (*slots)[pos].key == key; }
     bool operator()(uint32_t pos, const K& key) const { return (*slots)[pos].key == key; }
@@ -76,23 +160,23 @@ class TimeWindowTable {
     // The watermark has reached max_timestamp: the (implicit) trigger timers
     // have fired; a late element fires its own key at once.
     bool fired = false;
-    std::vector<Slot> slots;  // in order of each key's first element
+    SlotList<Slot> slots;  // in order of each key's first element
     absl::flat_hash_set<uint32_t, PositionHash, PositionEq> index;  // positions in slots
   };
 
   // The slot of (key, w), created with value make() if there is none; the
   // bool says whether it was created.  A window created when `watermark` has
   // already reached its max timestamp starts fired.  The pointer stays valid
-  // until the next call that may create a slot of the same window, or Erase.
+  // until the window is erased.
   template <typename Make>
   std::pair<Slot*, bool> FindOrCreate(const K& key, const TimeWindow& w, Timestamp watermark,
                                       Make&& make) {
     Window& win = GetWindow(w, watermark);
     if (auto it = win.index.find(key); it != win.index.end()) return {&win.slots[*it], false};
-    win.slots.push_back(Slot{key, make()});
-    win.index.insert(static_cast<uint32_t>(win.slots.size() - 1));
+    Slot& slot = win.slots.push_back(Slot{key, make()});
+    win.index.insert(win.slots.size() - 1);
     ++live_;
-    return {&win.slots.back(), true};
+    return {&slot, true};
   }
 
   // Windows in ascending max timestamp (then start).
@@ -121,7 +205,7 @@ class TimeWindowTable {
     size_t bytes = 0;
     for (const auto& [k, win] : windows_) {
       bytes += sizeof(std::pair<const std::pair<Timestamp, Timestamp>, Window>) + 4 * sizeof(void*);
-      bytes += win.slots.capacity() * sizeof(Slot);
+      bytes += win.slots.capacity() * sizeof(Slot) + win.slots.num_chunks() * sizeof(void*);
       // One control byte per slot of the table plus the slots themselves.
       bytes += win.index.capacity() * (sizeof(uint32_t) + 1);
     }
@@ -141,7 +225,6 @@ class TimeWindowTable {
     if (inserted) {
       win.window = w;
       win.fired = w.max_timestamp() <= watermark;
-      win.slots.reserve(last_closed_size_);
       win.index.reserve(last_closed_size_);
     }
     cached = &win;

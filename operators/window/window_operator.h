@@ -116,9 +116,10 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   using Out = typename Contents::OutputType;
   using Value = typename window_internal::SingleValueOf<Contents>::type;
   // See the file comment.
-  static constexpr bool kWindowMajor =
-      Assigner::kIsEventTime && !Assigner::kIsMerging && std::is_same_v<W, TimeWindow> &&
-      std::is_same_v<TriggerT, EventTimeTrigger> && !std::is_same_v<Value, window_internal::NoValue>;
+  static constexpr bool kWindowMajor = Assigner::kIsEventTime && !Assigner::kIsMerging &&
+                                       std::is_same_v<W, TimeWindow> &&
+                                       std::is_same_v<TriggerT, EventTimeTrigger> &&
+                                       !std::is_same_v<Value, window_internal::NoValue>;
 
   WindowOperator(KeyFn key, Assigner assigner, TriggerT trigger, Contents contents,
                  WindowOperatorConfig<T> config)
@@ -311,7 +312,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
       auto& win = it->second;
       if (!win.fired) {
         win.fired = true;
-        for (const auto& slot : win.slots) EmitValue(slot.key, win.window, slot.value);
+        win.slots.ForEach([&](const auto& slot) { EmitValue(slot.key, win.window, slot.value); });
       }
       const Timestamp cleanup = CleanupTime(win.window);
       if (cleanup == kMaxTimestamp || cleanup > watermark) {
@@ -319,8 +320,9 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
         continue;
       }
       if (!function_window_state_.empty()) {
-        for (const auto& slot : win.slots)
+        win.slots.ForEach([&](const auto& slot) {
           function_window_state_.erase(KeyWindow<K, W>(slot.key, win.window));
+        });
       }
       it = table_.Erase(it);
     }
