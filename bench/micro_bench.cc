@@ -594,9 +594,9 @@ void BM_TimerService_RegisterDuplicate(benchmark::State& state) {
 }
 BENCHMARK(BM_TimerService_RegisterDuplicate)->Arg(10000)->Arg(1000000);
 
-// Deletes one live timer per iteration (lazy: the heap entry stays until it
-// reaches the top).  After every key's timer is deleted, untimed: the stale
-// heap entries are dropped by AdvanceWatermark and the next round's timers
+// Deletes one live timer per iteration (lazy: its queued entry stays until
+// its timestamp comes up).  After every key's timer is deleted, untimed: the
+// stale entries are dropped by AdvanceWatermark and the next round's timers
 // registered.
 void BM_TimerService_Delete(benchmark::State& state) {
   const int64_t keys = state.range(0);

@@ -17,10 +17,15 @@
 // ProcessingTimeService, at the earliest keyed timer, and re-arms it after
 // each firing.
 //
-// Implementation: per domain a binary min-heap of entries plus a hash set of
-// the live triples.  Deletion only removes from the set; a heap entry whose
-// triple is not in the set when it reaches the top is skipped (lazy
-// deletion), so delete is O(1) and a re-registered timer fires once.
+// Implementation: per domain a hash set of the live triples plus the
+// registrations in timestamp order: per timestamp a bucket of (key, namespace)
+// entries in registration order, the buckets in a binary min-heap of
+// timestamps (window timers cluster on few timestamps, so registering and
+// firing cost no heap operation per timer).  Deletion only removes from the
+// set; an entry whose triple is not in the set when it is reached is skipped
+// (lazy deletion), so delete is O(1) and a re-registered timer fires once
+// (at its earliest remaining entry: the order is that of a heap of
+// (timestamp, registration number) entries with lazy deletion).
 //
 // Thread safety: none; one operator instance, one task thread.
 #ifndef TM_OPERATORS_WINDOW_TIMER_SERVICE_H_
@@ -30,9 +35,11 @@
 #include <cstdint>
 #include <functional>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "runtime/operator.h"
 #include "runtime/time.h"
@@ -44,44 +51,70 @@ class TimerQueue {
  public:
   // Returns true when the timer was not registered yet.
   bool Add(const K& key, const N& ns, Timestamp ts) {
-    if (!live_.emplace(ts, key, ns).second) return false;
-    heap_.push_back(Entry{ts, seq_++, key, ns});
-    std::push_heap(heap_.begin(), heap_.end(), Later);
+    if (CacheHolds(key, ns, ts) && cache_live_) return false;
+    const bool inserted = live_.emplace(ts, key, ns).second;
+    Remember(key, ns, ts, true);
+    if (!inserted) return false;
+    std::vector<Entry>& entries = BucketFor(ts).entries;
+    if (entries.size() == entries.capacity()) {
+      const size_t before = entries.capacity();
+      if (entries.size() >= kKeepCapacity && spare_.capacity() > entries.size()) {
+        // Grows into the spare buffer instead of allocating.
+        spare_.assign(entries.begin(), entries.end());
+        entries.swap(spare_);
+        std::vector<Entry>().swap(spare_);
+      } else {
+        entries.reserve(before == 0 ? 1 : 2 * before);
+      }
+      entry_capacity_ += entries.capacity() - before;
+    }
+    entries.push_back(Entry{key, ns});
     return true;
   }
   bool Remove(const K& key, const N& ns, Timestamp ts) {
-    return live_.erase(std::make_tuple(ts, key, ns)) != 0;
+    if (CacheHolds(key, ns, ts) && !cache_live_) return false;
+    const bool erased = live_.erase(std::make_tuple(ts, key, ns)) != 0;
+    Remember(key, ns, ts, false);
+    return erased;
   }
   bool Contains(const K& key, const N& ns, Timestamp ts) const {
+    if (CacheHolds(key, ns, ts)) return cache_live_;
     return live_.contains(std::make_tuple(ts, key, ns));
   }
   // Earliest live timestamp, kMaxTimestamp when none (drops stale entries).
   Timestamp PeekTime() {
     DropStale();
-    return heap_.empty() ? kMaxTimestamp : heap_.front().ts;
+    return times_.empty() ? kMaxTimestamp : times_.front().first;
   }
   bool HasLive() {
     DropStale();
-    return !heap_.empty();
+    return !times_.empty();
   }
   // Fires, in timestamp order, every live timer with timestamp <= limit,
   // including those added by `fire` itself.  fire(key, ns, ts).
   template <typename F>
   void FireUpTo(Timestamp limit, F&& fire) {
-    while (true) {
-      DropStale();
-      if (heap_.empty() || heap_.front().ts > limit) return;
-      std::pop_heap(heap_.begin(), heap_.end(), Later);
-      Entry e = std::move(heap_.back());
-      heap_.pop_back();
-      live_.erase(std::make_tuple(e.ts, e.key, e.ns));
-      fire(e.key, e.ns, e.ts);
+    while (!times_.empty()) {
+      const auto [ts, slot] = times_.front();
+      if (ts > limit) break;
+      Bucket& b = buckets_[slot];
+      Entry e = std::move(b.entries[b.head++]);
+      if (b.head == b.entries.size()) ReleaseFront();
+      // A stale entry (deleted, or fired through an earlier entry) is skipped.
+      if (live_.erase(std::make_tuple(ts, e.key, e.ns)) == 0) continue;
+      Remember(e.key, e.ns, ts, false);
+      fire(e.key, e.ns, ts);
     }
+    DropStale();
   }
   size_t size() const { return live_.size(); }
-  // Bytes allocated: the heap and the set of live timers (capacity).
+  // Bytes allocated: the buckets, their index and heap, and the set of live
+  // timers (capacity).
   size_t StateBytes() const {
-    return heap_.capacity() * sizeof(Entry) +
+    return times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
+           index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
+           buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
+           (entry_capacity_ + spare_.capacity()) * sizeof(Entry) +
            live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
   }
   // All live timers as (ts, key, ns), sorted by timestamp (for tests).
@@ -93,28 +126,128 @@ class TimerQueue {
   }
 
  private:
+  // Registrations of one timestamp, in registration order; entries before
+  // `head` are consumed.  A bucket in the heap has an unconsumed entry.
   struct Entry {
-    Timestamp ts;
-    uint64_t seq;
     K key;
     N ns;
   };
-  // Heap comparator: "a is later than b" makes a min-heap.
-  static bool Later(const Entry& a, const Entry& b) {
-    return a.ts != b.ts ? a.ts > b.ts : a.seq > b.seq;
+  struct Bucket {
+    size_t head = 0;
+    std::vector<Entry> entries;
+  };
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  // Buckets larger than this give their memory back when released, but for
+  // the largest, kept as the spare that a bucket growing past this size
+  // moves into.
+  static constexpr size_t kKeepCapacity = 4096;
+  // The last (ts, key, ns) added, removed or fired and whether it is live,
+  // for small trivially copyable keys and namespaces: a window operator
+  // registers the same timer several times per record (trigger and cleanup
+  // timer) and deletes it twice when the window merges.
+  static constexpr bool kCache = std::is_trivially_copyable_v<K> &&
+                                 std::is_trivially_copyable_v<N> &&
+                                 std::is_default_constructible_v<K> &&
+                                 std::is_default_constructible_v<N> && sizeof(K) + sizeof(N) <= 32;
+  struct NoCache {};
+  struct Cache {
+    Timestamp ts = 0;
+    K key{};
+    N ns{};
+  };
+
+  static bool Later(const std::pair<Timestamp, uint32_t>& a,
+                    const std::pair<Timestamp, uint32_t>& b) {
+    return a.first > b.first;  // "a is later than b" makes a min-heap
   }
-  void DropStale() {
-    while (!heap_.empty()) {
-      const Entry& top = heap_.front();
-      if (live_.contains(std::make_tuple(top.ts, top.key, top.ns))) return;
-      std::pop_heap(heap_.begin(), heap_.end(), Later);
-      heap_.pop_back();
+
+  bool CacheHolds(const K& key, const N& ns, Timestamp ts) const {
+    if constexpr (kCache) {
+      return cache_valid_ && cache_.ts == ts && cache_.key == key && cache_.ns == ns;
+    } else {
+      return false;
+    }
+  }
+  void Remember(const K& key, const N& ns, Timestamp ts, bool live) {
+    if constexpr (kCache) {
+      cache_.ts = ts;
+      cache_.key = key;
+      cache_.ns = ns;
+      cache_live_ = live;
+      cache_valid_ = true;
     }
   }
 
-  std::vector<Entry> heap_;
+  // The bucket of `ts`, created (and put in the heap) if absent.
+  Bucket& BucketFor(Timestamp ts) {
+    if (last_slot_ != kNoSlot && last_ts_ == ts) return buckets_[last_slot_];
+    auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
+    if (inserted) {
+      uint32_t slot;
+      if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(buckets_.size());
+        buckets_.emplace_back();
+      }
+      it->second = slot;
+      times_.emplace_back(ts, slot);
+      std::push_heap(times_.begin(), times_.end(), Later);
+    }
+    last_ts_ = ts;
+    last_slot_ = it->second;
+    return buckets_[last_slot_];
+  }
+  // Drops the earliest bucket (all of its entries consumed).
+  void ReleaseFront() {
+    const auto [ts, slot] = times_.front();
+    std::pop_heap(times_.begin(), times_.end(), Later);
+    times_.pop_back();
+    index_.erase(ts);
+    Bucket& b = buckets_[slot];
+    b.head = 0;
+    if (b.entries.capacity() > kKeepCapacity) {
+      entry_capacity_ -= b.entries.capacity();
+      // Only the largest such buffer is kept, as the spare.
+      if (b.entries.capacity() > spare_.capacity()) {
+        b.entries.clear();
+        spare_.swap(b.entries);
+      }
+      std::vector<Entry>().swap(b.entries);
+    } else {
+      b.entries.clear();
+    }
+    free_.push_back(slot);
+    if (last_slot_ == slot) last_slot_ = kNoSlot;
+  }
+  // Consumes stale entries at the front until the earliest entry is live.
+  void DropStale() {
+    while (!times_.empty()) {
+      const auto [ts, slot] = times_.front();
+      Bucket& b = buckets_[slot];
+      const Entry& top = b.entries[b.head];
+      if (Contains(top.key, top.ns, ts)) return;
+      ++b.head;
+      if (b.head == b.entries.size()) ReleaseFront();
+    }
+  }
+
+  // The registrations (live and stale) by timestamp: each timestamp's bucket,
+  // found through index_, and a min-heap of (timestamp, slot), one per
+  // bucket.  Timers fire in (timestamp, registration) order.
+  std::vector<Bucket> buckets_;
+  std::vector<uint32_t> free_;  // slots of released buckets
+  std::vector<Entry> spare_;    // empty; see kKeepCapacity
+  size_t entry_capacity_ = 0;   // the buckets' entry capacity, in entries
+  absl::flat_hash_map<Timestamp, uint32_t> index_;
+  std::vector<std::pair<Timestamp, uint32_t>> times_;
+  Timestamp last_ts_ = 0;  // BucketFor's last answer
+  uint32_t last_slot_ = kNoSlot;
   absl::flat_hash_set<std::tuple<Timestamp, K, N>> live_;
-  uint64_t seq_ = 0;
+  [[no_unique_address]] std::conditional_t<kCache, Cache, NoCache> cache_;
+  bool cache_valid_ = false;
+  bool cache_live_ = false;
 };
 
 template <typename K, typename N>

@@ -168,17 +168,19 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     if constexpr (Assigner::kIsMerging) {
       MergingWindowSet& set = merging_[key];
       for (const W& w : windows_) {
+        W state_window;
         const W actual = set.add_window(
-            w, [&](const W& cover, const std::vector<W>& merged, const W& state_window,
-                   const std::vector<W>& merged_state_windows) {
-              OnMerge(key, cover, merged, state_window, merged_state_windows);
-            });
+            w, merge_scratch_,
+            [&](const W& cover, const std::vector<W>& merged, const W& sw,
+                const std::vector<W>& merged_state_windows) {
+              OnMerge(key, cover, merged, sw, merged_state_windows);
+            },
+            &state_window);
         if (IsWindowLate(actual)) {
           set.retire_window(actual);
           continue;
         }
         skipped = false;
-        const W state_window = *set.get_state_window(actual);
         AddAndTrigger(key, value, ts, actual, state_window);
       }
       if (set.empty()) merging_.erase(key);
@@ -398,7 +400,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     for (const W& m : merged) {
       current_window_ = &m;
       trigger_.clear(m, trigger_ctx_);
-      trigger_state_.erase(KeyWindow<K, W>(key, m));
+      if (!trigger_state_.empty()) trigger_state_.erase(KeyWindow<K, W>(key, m));
       DeleteCleanupTimer(key, m);
     }
     contents_.Merge(key, state_window, merged_state_windows);
@@ -427,8 +429,9 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
       contents_.Clear(key, state_window);
       current_window_ = &window;
       trigger_.clear(window, trigger_ctx_);
-      trigger_state_.erase(KeyWindow<K, W>(key, window));
-      function_window_state_.erase(KeyWindow<K, W>(key, window));
+      if (!trigger_state_.empty()) trigger_state_.erase(KeyWindow<K, W>(key, window));
+      if (!function_window_state_.empty())
+        function_window_state_.erase(KeyWindow<K, W>(key, window));
       if constexpr (Assigner::kIsMerging) {
         set->retire_window(window);
         if (set->empty()) merging_.erase(key);
@@ -504,6 +507,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   Counter* peak_live_counter_ = nullptr;
   Counter* peak_bytes_counter_ = nullptr;
   absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
+  MergingWindowSet::Scratch merge_scratch_;           // sessions only
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState> function_window_state_;
   absl::flat_hash_map<K, TriggerState> function_global_state_;
