@@ -603,9 +603,13 @@ class WindowSinkRegistry {
   // Prepares one table per sink subtask with room for its share of
   // `expected_results`, its memory touched now: the job's sinks then append
   // without reallocating or faulting pages in, as a real sink would hand its
-  // results on instead of keeping them.
+  // results on instead of keeping them.  At most kMaxPreparedBytes in all
+  // are prepared; past that the tables grow as they fill.
   WindowSinkRegistry(int subtasks, size_t expected_results) {
-    const size_t per_table = expected_results / static_cast<size_t>(std::max(1, subtasks)) * 5 / 4;
+    static constexpr size_t kMaxPreparedBytes = size_t{1} << 30;
+    const size_t n = static_cast<size_t>(std::max(1, subtasks));
+    const size_t per_table = std::min(expected_results / n * 5 / 4,
+                                      kMaxPreparedBytes / n / (sizeof(Emitted) + sizeof(double)));
     for (int i = 0; i < subtasks; ++i) {
       auto t = std::make_unique<WindowSinkTable>();
       t->emitted.resize(per_table);
