@@ -150,7 +150,9 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
 
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
-    generator_ = strategy_.CreateGenerator(ctx.timers().clock());
+    // Idleness runs on the input activity clock, which stands still while
+    // the task is back-pressured (FLINK-35886).
+    generator_ = strategy_.CreateGenerator(ctx.input_activity_clock());
     emitter_.op = this;
     interval_ = ToMillis(ctx.config().auto_watermark_interval);
     if (interval_ > 0 && !strategy_.periodic_per_record()) ScheduleNext();

@@ -31,8 +31,11 @@ template <typename T>
 class PrintSinkOperator final : public SinkOperator<T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
+  // `fmt` must not be empty (DataStream::print passes DefaultFormatter<T>()).
   PrintSinkOperator(std::string name, std::ostream* out, Formatter fmt)
-      : name_(std::move(name)), out_(out), fmt_(std::move(fmt)) {}
+      : name_(std::move(name)), out_(out), fmt_(std::move(fmt)) {
+    if (!fmt_) throw std::invalid_argument("print: the formatter is empty");
+  }
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
     prefix_ = name_;
@@ -42,7 +45,7 @@ class PrintSinkOperator final : public SinkOperator<T> {
     if (!prefix_.empty()) prefix_ += "> ";
   }
   void ProcessElement(T&& v, Timestamp) override {
-    std::string line = absl::StrCat(prefix_, fmt_ ? fmt_(v) : Format(v), "\n");
+    std::string line = absl::StrCat(prefix_, fmt_(v), "\n");
     std::lock_guard<std::mutex> lock(PrintMutex());
     (*out_) << line;
     out_->flush();
@@ -116,11 +119,15 @@ template <typename T>
 class TextFileSinkOperator final : public SinkOperator<T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
+  // `fmt` must not be empty (DataStream::write_as_text passes
+  // DefaultFormatter<T>()).
   TextFileSinkOperator(std::string path, Formatter fmt)
-      : path_(std::move(path)), fmt_(std::move(fmt)) {}
+      : path_(std::move(path)), fmt_(std::move(fmt)) {
+    if (!fmt_) throw std::invalid_argument("write_as_text: the formatter is empty");
+  }
   void Open(OperatorContext& ctx) override;
   void ProcessElement(T&& v, Timestamp) override {
-    out_ << (fmt_ ? fmt_(v) : Format(v)) << '\n';
+    out_ << fmt_(v) << '\n';
     if (!out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
   }
   void ProcessWatermark(Timestamp) override {}

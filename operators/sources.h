@@ -36,8 +36,10 @@ class CollectionSource final : public Source<T> {
     stride_ = static_cast<size_t>(ctx.parallelism);
   }
   PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
-    for (size_t n = 0; n < budget && index_ < data_->size(); ++n, index_ += stride_) {
-      out.Collect(T((*data_)[index_]));
+    for (size_t n = 0; n < budget && index_ < data_->size(); ++n) {
+      const size_t i = index_;
+      index_ += stride_;  // before a break: the element is emitted exactly once
+      out.Collect(T((*data_)[i]));
       if (out.Backpressured()) break;
     }
     return index_ < data_->size() ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "runtime/time.h"
 
@@ -42,6 +43,46 @@ class ManualClock final : public Clock {
 
  private:
   std::atomic<Timestamp> now_;
+};
+
+// A relative clock that stands still while it is paused (Flink's
+// PausableRelativeClock, FLINK-35886).  Idleness detection reads it as its
+// "input activity clock": time a task spends blocked on a full output
+// channel (back-pressure), or paused by the runtime for any other reason, does
+// not count as time without input.  Pauses nest: N Pause() calls need N
+// Resume() calls.  Only differences between readings are meaningful.
+// Thread-safe (the task pauses it; later a coordinator may too).
+class PausableRelativeClock final : public Clock {
+ public:
+  explicit PausableRelativeClock(const Clock* base) : base_(base) {}
+  Timestamp NowMillis() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Timestamp now = base_->NowMillis();
+    const int64_t paused_now = pauses_ > 0 ? now - pause_start_ : 0;
+    return now - paused_total_ - paused_now;
+  }
+  void Pause() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pauses_++ == 0) pause_start_ = base_->NowMillis();
+  }
+  // Ignored when not paused.
+  void Resume() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pauses_ == 0) return;
+    if (--pauses_ == 0) paused_total_ += base_->NowMillis() - pause_start_;
+  }
+  bool paused() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pauses_ > 0;
+  }
+  const Clock* base() const { return base_; }
+
+ private:
+  const Clock* base_;
+  mutable std::mutex mu_;
+  int pauses_ = 0;
+  Timestamp pause_start_ = 0;
+  int64_t paused_total_ = 0;
 };
 
 }  // namespace tidemark

@@ -316,8 +316,15 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
             if (ch != nullptr) list.push_back(ch);
           WriterBase* writer = nullptr;
           EdgeSpec edge{node_id, pe.strategy, pe.partitioner};
+          // Errors in the partitioner (a key selector) are the key_by's.
+          const char* api = pe.strategy == ShipStrategy::kKeyGroups ? "key_by"
+                            : pe.strategy == ShipStrategy::kCustom  ? "partition_custom"
+                                                                    : "partitioning";
+          const std::string blame = absl::StrCat(api, " (", ToString(pe.strategy),
+                                                 " partitioner) into '", nodes_[consumer]->name,
+                                                 "'");
           auto w = ops->NewWriter(list, edge, s, plan.max_parallelism[consumer], task, listener,
-                                  !reported, &writer);
+                                  !reported, blame, &writer);
           reported = true;
           outs.push_back(w.get());
           task->AddWriter(writer);

@@ -294,8 +294,14 @@ class DataStream {
   }
 
   // --- sinks ---
-  DataStream<T> print(std::string sink_name = "",
-                      std::function<std::string(const T&)> fmt = nullptr) const {
+  // Prints each record as Flink's print() does.  Without a formatter the type
+  // needs an operator<< (or to be a string, number, pair or tuple); with one,
+  // any type prints.
+  DataStream<T> print(std::string sink_name = "") const {
+    return print(std::move(sink_name), DefaultFormatter<T>());
+  }
+  DataStream<T> print(std::string sink_name, std::function<std::string(const T&)> fmt) const {
+    if (!fmt) throw std::invalid_argument("print: the formatter is empty");
     std::ostream* out = env_->print_stream();
     return Sink("Print to Std. Out", [sink_name, out, fmt] {
       return std::make_unique<PrintSinkOperator<T>>(sink_name, out, fmt);
@@ -312,8 +318,11 @@ class DataStream {
     return Sink(std::move(sink_name),
                 [f] { return std::make_unique<FunctionSinkOperator<T, F>>(f); });
   }
-  DataStream<T> write_as_text(std::string path,
-                              std::function<std::string(const T&)> fmt = nullptr) const {
+  DataStream<T> write_as_text(std::string path) const {
+    return write_as_text(std::move(path), DefaultFormatter<T>());
+  }
+  DataStream<T> write_as_text(std::string path, std::function<std::string(const T&)> fmt) const {
+    if (!fmt) throw std::invalid_argument("write_as_text: the formatter is empty");
     return Sink("Text file",
                 [path, fmt] { return std::make_unique<TextFileSinkOperator<T>>(path, fmt); })
         .set_parallelism(1);

@@ -73,6 +73,8 @@ class JobExecution final : public Dispatcher, public std::enable_shared_from_thi
   // Records the first error and cancels the job.  Thread-safe.
   void Fail(const absl::Status& status);
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // The flag behind cancelled(), for the tasks' per-record checks.
+  const std::atomic<bool>* cancel_flag() const { return &cancelled_; }
   bool done() const;
 
   // Current metrics of every subtask.  Thread-safe.

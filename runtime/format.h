@@ -8,6 +8,7 @@
 #ifndef TM_RUNTIME_FORMAT_H_
 #define TM_RUNTIME_FORMAT_H_
 
+#include <functional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -63,6 +64,17 @@ std::string Format(const T& v) {
                   "tidemark::Format: give this type an operator<< or pass a formatter");
     return {};
   }
+}
+
+// The formatter print() and write_as_text() use when none is given.  Only
+// instantiated where it is used, so a type without operator<< compiles as
+// long as a formatter is passed.
+template <typename T>
+std::function<std::string(const T&)> DefaultFormatter() {
+  static_assert(kFormattable<T>,
+                "tidemark: this record type has no operator<<; pass a formatter: "
+                ".print(name, [](const T& v) { return ...; })");
+  return [](const T& v) { return Format(v); };
 }
 
 }  // namespace tidemark

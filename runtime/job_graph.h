@@ -45,6 +45,7 @@ class NodeOps {
                                                 const EdgeSpec& edge, int subtask,
                                                 int downstream_max_parallelism, StreamTask* task,
                                                 WatermarkListener* listener, bool report,
+                                                const std::string& blame,
                                                 WriterBase** writer) const = 0;
   virtual std::unique_ptr<OutputBase> NewChainOutput(OperatorBase* next,
                                                      const OperatorContext* next_ctx) const = 0;
@@ -64,6 +65,7 @@ class TypedNodeOps final : public NodeOps {
   std::unique_ptr<OutputBase> NewWriter(const std::vector<ChannelBase*>& channels,
                                         const EdgeSpec& edge, int subtask, int max_p,
                                         StreamTask* task, WatermarkListener* listener, bool report,
+                                        const std::string& blame,
                                         WriterBase** writer) const override {
     std::vector<Channel<T>*> typed;
     for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
@@ -76,7 +78,7 @@ class TypedNodeOps final : public NodeOps {
     }
     auto w = std::make_unique<ChannelWriter<T>>(std::move(typed), std::move(p),
                                                 task->config().batch_size, task->signals(),
-                                                task->metrics(), listener, report);
+                                                task->metrics(), listener, report, blame);
     *writer = w.get();
     return w;
   }

@@ -24,6 +24,7 @@
 #ifndef TM_RUNTIME_OPERATOR_H_
 #define TM_RUNTIME_OPERATOR_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -149,6 +150,19 @@ class OperatorContext {
   ProcessingTimeService& timers() { return *timers_; }
   const JobConfig& config() const { return *config_; }
   WatermarkListener* listener() const { return listener_; }
+  // The clock idleness is measured on (Flink's input activity clock): the
+  // task's processing time with the time it spent back-pressured or paused
+  // taken out.  The plain processing-time clock when the task sets none.
+  const Clock* input_activity_clock() const {
+    return activity_clock_ != nullptr ? activity_clock_ : timers_->clock();
+  }
+  void set_input_activity_clock(const Clock* c) { activity_clock_ = c; }
+  // True once the job is cancelled or failed: an operator looping over many
+  // user calls without emitting may stop early.
+  bool cancelled() const {
+    return cancel_flag_ != nullptr && cancel_flag_->load(std::memory_order_relaxed);
+  }
+  void set_cancel_flag(const std::atomic<bool>* flag) { cancel_flag_ = flag; }
 
  private:
   std::string name_;
@@ -159,6 +173,8 @@ class OperatorContext {
   ProcessingTimeService* timers_;
   const JobConfig* config_;
   WatermarkListener* listener_;
+  const Clock* activity_clock_ = nullptr;
+  const std::atomic<bool>* cancel_flag_ = nullptr;
 };
 
 class OperatorBase {

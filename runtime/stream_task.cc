@@ -15,11 +15,16 @@ StreamTask::StreamTask(std::string name, JobExecution* job, std::unique_ptr<Subt
       metrics_(std::move(metrics)),
       clock_(clock),
       config_(config),
-      timers_(clock) {}
+      timers_(clock),
+      activity_clock_(clock) {
+  signals_.cancelled = job_->cancel_flag();
+}
 
 StreamTask::~StreamTask() = default;
 
 OperatorContext* StreamTask::AddContext(std::unique_ptr<OperatorContext> ctx) {
+  ctx->set_input_activity_clock(&activity_clock_);
+  ctx->set_cancel_flag(job_->cancel_flag());
   contexts_.push_back(std::move(ctx));
   return contexts_.back().get();
 }
@@ -39,6 +44,22 @@ Task::Result StreamTask::Wait(Timestamp now_ms) {
   return Result::kWait;
 }
 
+void StreamTask::SetBackpressured(bool blocked) {
+  if (blocked == paused_by_backpressure_) return;
+  paused_by_backpressure_ = blocked;
+  if (blocked) {
+    activity_clock_.Pause();
+  } else {
+    activity_clock_.Resume();
+  }
+}
+
+bool StreamTask::AnyWriterFull() {
+  for (WriterBase* w : writers_)
+    if (!w->HasSpace()) return true;
+  return false;
+}
+
 Task::Result StreamTask::RunSlice() {
   if (job_->cancelled()) {
     CloseAll();
@@ -50,32 +71,31 @@ Task::Result StreamTask::RunSlice() {
       // Open from the tail to the head, so an operator's outputs are ready
       // when it opens.
       for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
-        try {
-          it->first->Open(*it->second);
-        } catch (const OperatorError&) {
-          throw;
-        } catch (const std::exception& e) {
-          throw OperatorError(it->second->operator_name(), it->second->subtask_index(),
-                              it->second->parallelism(), e.what());
-        }
+        OperatorBase* op = it->first.get();
+        OperatorContext* ctx = it->second;
+        GuardUserCall(*ctx, [&] { op->Open(*ctx); });
       }
       input_->Open();
     }
     signals_.now = std::chrono::steady_clock::now();
+    // Still blocked on output since the last slice?  Then the timers below see
+    // a stopped input activity clock.
+    if (paused_by_backpressure_) SetBackpressured(AnyWriterFull());
     const Timestamp now_ms = clock_->NowMillis();
     timers_.set_slice_processing_time(now_ms);
     timers_.FireDue(now_ms);
     bool check_space = true;
     for (int step = 0; step < kStepsPerSlice; ++step) {
+      if (job_->cancelled()) break;
       if (check_space || signals_.backpressured) {
         signals_.backpressured = false;
         check_space = false;
-        for (WriterBase* w : writers_) {
-          if (!w->HasSpace()) {
-            for (WriterBase* x : writers_) x->FlushAll();
-            return Wait(now_ms);
-          }
+        if (AnyWriterFull()) {
+          SetBackpressured(true);
+          for (WriterBase* x : writers_) x->FlushAll();
+          return Wait(now_ms);
         }
+        SetBackpressured(false);
       }
       switch (input_->RunStep()) {
         case TaskInput::Step::kMore:
@@ -94,12 +114,15 @@ Task::Result StreamTask::RunSlice() {
     const SteadyTime cutoff = signals_.now - config_->buffer_timeout;
     for (WriterBase* w : writers_) w->FlushOlderThan(cutoff);
     return Result::kYield;
+  } catch (const TaskCancelled&) {
+    // The job was cancelled in the middle of a chain; nothing to report.
   } catch (const OperatorError& e) {
     job_->Fail(absl::AbortedError(e.what()));
-  } catch (const std::exception& e) {
-    job_->Fail(
-        absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(),
-                                        " of ", metrics_->parallelism(), ") failed: ", e.what())));
+  } catch (...) {
+    job_->Fail(absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ",
+                                               metrics_->subtask(), " of ",
+                                               metrics_->parallelism(),
+                                               ") failed: ", DescribeCurrentException())));
   }
   CloseAll();
   return Result::kFinished;
@@ -107,24 +130,21 @@ Task::Result StreamTask::RunSlice() {
 
 void StreamTask::FinishChain() {
   for (auto& [op, ctx] : operators_) {
-    try {
-      op->Finish();
-    } catch (const OperatorError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw OperatorError(ctx->operator_name(), ctx->subtask_index(), ctx->parallelism(), e.what());
-    }
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o] { o->Finish(); });
   }
 }
 
 void StreamTask::CloseAll() {
   if (closed_) return;
   closed_ = true;
+  SetBackpressured(false);
   if (!opened_) return;
   for (auto& [op, ctx] : operators_) {
     try {
       op->Close();
     } catch (...) {
+      // The job has already ended or failed; Close() errors add nothing.
     }
   }
   try {

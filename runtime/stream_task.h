@@ -28,6 +28,7 @@
 
 #include "partitioning/partitioner.h"
 #include "runtime/channel.h"
+#include "runtime/error_guard.h"
 #include "runtime/metrics.h"
 #include "runtime/operator.h"
 #include "runtime/source.h"
@@ -39,44 +40,26 @@ namespace tidemark {
 class JobExecution;
 
 // Passes elements to the next operator of a chain; turns an exception from
-// that operator into an OperatorError naming it.
+// that operator into an OperatorError naming it (error_guard.h).  Once the job
+// is cancelled, the next element throws TaskCancelled instead, so a cancel
+// lands within one user call even in the middle of a batch or a firing.
 template <typename T>
 class ChainOutput final : public Output<T> {
  public:
   ChainOutput(InputOperator<T>* next, const OperatorContext* ctx) : next_(next), ctx_(ctx) {}
   void Collect(T&& v, Timestamp ts) override {
-    try {
-      next_->ProcessElement(std::move(v), ts);
-    } catch (const OperatorError&) {
-      throw;
-    } catch (const std::exception& e) {
-      Rethrow(e);
-    }
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    GuardUserCall(*ctx_, [&] { next_->ProcessElement(std::move(v), ts); });
   }
   void EmitWatermark(Timestamp w) override {
-    try {
-      next_->ProcessWatermark(w);
-    } catch (const OperatorError&) {
-      throw;
-    } catch (const std::exception& e) {
-      Rethrow(e);
-    }
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    GuardUserCall(*ctx_, [&] { next_->ProcessWatermark(w); });
   }
   void EmitStatus(WatermarkStatus s) override {
-    try {
-      next_->ProcessStatus(s);
-    } catch (const OperatorError&) {
-      throw;
-    } catch (const std::exception& e) {
-      Rethrow(e);
-    }
+    GuardUserCall(*ctx_, [&] { next_->ProcessStatus(s); });
   }
 
  private:
-  [[noreturn]] void Rethrow(const std::exception& e) {
-    throw OperatorError(ctx_->operator_name(), ctx_->subtask_index(), ctx_->parallelism(),
-                        e.what());
-  }
   InputOperator<T>* next_;
   const OperatorContext* ctx_;
 };
@@ -124,6 +107,7 @@ class WriterBase {
 struct WriterSignals {
   bool backpressured = false;
   SteadyTime now;  // the task's current slice time
+  const std::atomic<bool>* cancelled = nullptr;  // the job's cancel flag
 };
 
 template <typename T>
@@ -131,7 +115,7 @@ class ChannelWriter final : public Output<T>, public WriterBase {
  public:
   ChannelWriter(std::vector<Channel<T>*> channels, std::unique_ptr<Partitioner<T>> partitioner,
                 size_t batch_size, WriterSignals* signals, SubtaskMetrics* metrics,
-                WatermarkListener* listener, bool report_watermarks)
+                WatermarkListener* listener, bool report_watermarks, std::string blame = "")
       : channels_(std::move(channels)),
         partitioner_(std::move(partitioner)),
         batch_size_(std::max<size_t>(1, batch_size)),
@@ -141,7 +125,8 @@ class ChannelWriter final : public Output<T>, public WriterBase {
         report_(report_watermarks),
         current_(channels_.size()),
         started_(channels_.size()),
-        broadcast_(partitioner_ != nullptr && partitioner_->IsBroadcast()) {
+        broadcast_(partitioner_ != nullptr && partitioner_->IsBroadcast()),
+        blame_(std::move(blame)) {
     for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
   }
 
@@ -151,7 +136,11 @@ class ChannelWriter final : public Output<T>, public WriterBase {
       for (size_t c = 0; c + 1 < channels_.size(); ++c) Append(c, T(v), ts);
       return Append(channels_.size() - 1, std::move(v), ts);
     }
-    Append(static_cast<size_t>(partitioner_->Select(v)), std::move(v), ts);
+    // The partitioner runs user code (a key selector): its errors are the
+    // key_by's, not the upstream operator's.
+    const int c = GuardUserCall(blame_, metrics_->subtask(), metrics_->parallelism(),
+                                [&] { return partitioner_->Select(v); });
+    Append(static_cast<size_t>(c), std::move(v), ts);
   }
 
   void EmitWatermark(Timestamp w) override {
@@ -224,6 +213,7 @@ class ChannelWriter final : public Output<T>, public WriterBase {
   std::vector<std::unique_ptr<Batch<T>>> current_;
   std::vector<SteadyTime> started_;
   const bool broadcast_;  // partitioner_->IsBroadcast(), asked once
+  const std::string blame_;  // names the partitioner in errors
   int64_t count_ = 0;
 };
 
@@ -370,24 +360,14 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
         budget_(std::max<size_t>(1, budget)) {}
 
   void Open() override {
-    try {
-      source_->Open(ctx_);
-    } catch (const std::exception& e) {
-      throw OperatorError(name_, ctx_.subtask_index, ctx_.parallelism, e.what());
-    }
+    GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
   }
   void Close() override { source_->Close(); }
 
   Step RunStep() override {
-    PollStatus st;
     const int64_t before = emitted_;
-    try {
-      st = source_->Poll(*this, budget_);
-    } catch (const OperatorError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw OperatorError(name_, ctx_.subtask_index, ctx_.parallelism, e.what());
-    }
+    const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
+                                        [&] { return source_->Poll(*this, budget_); });
     if (emitted_ != before) metrics_->records_in.Inc(emitted_ - before);
     switch (st) {
       case PollStatus::kMoreAvailable:
@@ -431,7 +411,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
     idle_ = true;
     head_->EmitStatus(WatermarkStatus::kIdle);
   }
-  bool Backpressured() const override { return signals_->backpressured; }
+  // Also true once the job is cancelled, so a source stops emitting at once.
+  bool Backpressured() const override {
+    return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
+  }
 
   std::unique_ptr<Source<T>> source_;
   Output<T>* head_;
@@ -454,6 +437,9 @@ class StreamTask final : public Task {
 
   // --- assembly, by the executor, before the job starts ---
   ProcessingTimeService& timers() { return timers_; }
+  // Processing time without the time spent back-pressured (idleness runs on
+  // it; see PausableRelativeClock).
+  PausableRelativeClock& input_activity_clock() { return activity_clock_; }
   SubtaskMetrics* metrics() { return metrics_.get(); }
   WriterSignals* signals() { return &signals_; }
   const JobConfig& config() const { return *config_; }
@@ -473,6 +459,10 @@ class StreamTask final : public Task {
 
  private:
   Result Wait(Timestamp now_ms);
+  // Blocked on a full output channel: the input activity clock stands still
+  // until the task can write again.
+  void SetBackpressured(bool blocked);
+  bool AnyWriterFull();
   void FinishChain();
   void CloseAll();
 
@@ -481,6 +471,8 @@ class StreamTask final : public Task {
   const Clock* clock_;
   const JobConfig* config_;
   ProcessingTimeService timers_;
+  PausableRelativeClock activity_clock_;
+  bool paused_by_backpressure_ = false;
   WriterSignals signals_;
   std::vector<std::unique_ptr<OperatorContext>> contexts_;
   std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> operators_;

@@ -9,6 +9,9 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
 
 #include "test_util.h"
 #include "tidemark.h"
@@ -229,6 +232,126 @@ TEST(Cancellation, RateLimitedSourceSleepingOnItsTimerIsCancelled) {
     // no timing assertion (only that it returned); record what it took.
     RecordProperty("cancel_wait_ms", static_cast<int>(waited * 1000));
   }
+}
+
+// Issue 10, item 16: any exception, std::exception or not, fails the job
+// (never std::terminate) with the operator, the subtask and the exception's
+// demangled type.
+struct NotAStdException {
+  int code;
+};
+class CustomError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+JobResult RunMapThrowing(std::function<void()> thrower) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2).set_worker_threads(2);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000)
+      .rebalance()
+      .map([thrower](const int64_t& v) {
+        if (v == 777) thrower();
+        return v;
+      })
+      .name("Thrower")
+      .add_sink([](int64_t) {});
+  return env.execute();
+}
+
+TEST(Failure, ThrowingAnIntFailsTheJobNamingTheType) {
+  JobResult r = RunMapThrowing([] { throw 42; });
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("operator 'Thrower' (subtask "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" of 2) failed: exception of type int (not derived from std::exception)"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Failure, ThrowingAUserTypeFailsTheJobWithItsDemangledName) {
+  JobResult r = RunMapThrowing([] { throw NotAStdException{3}; });
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("exception of type tidemark::(anonymous namespace)::NotAStdException"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Failure, StdExceptionSubclassNamesItsType) {
+  JobResult r = RunMapThrowing([] { throw CustomError("bad state"); });
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("failed: tidemark::(anonymous namespace)::CustomError: bad state"),
+            std::string::npos)
+      << msg;
+  // A plain std::runtime_error keeps its message alone (its type adds nothing).
+  JobResult plain = RunMapThrowing([] { throw std::runtime_error("plain"); });
+  EXPECT_NE(std::string(plain.status.message()).find("failed: plain"), std::string::npos)
+      << plain.status;
+}
+
+TEST(Failure, ThrowingInASourceIsNamedToo) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.from_generator<int64_t>(
+         [](int64_t i) -> int64_t {
+           if (i == 5) throw 'x';
+           return i;
+         },
+         100, 0, "Gen")
+      .add_sink([](int64_t) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("'Source: Gen' (subtask 0 of 1) failed: exception of type char"),
+            std::string::npos)
+      << msg;
+}
+
+// Issue 10, item 17: a throwing key selector is the key_by's error, not the
+// upstream operator's.
+TEST(Failure, ThrowingKeySelectorIsBlamedOnTheKeyBy) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2).set_worker_threads(2);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000)
+      .assign_timestamps_and_watermarks(
+          WatermarkStrategy<int64_t>::for_monotonous_timestamps().with_timestamp_assigner(
+              [](const int64_t& v) { return v; }))
+      .key_by([](const int64_t& v) -> int64_t {
+        if (v == 500) throw std::out_of_range("no key for 500");
+        return v % 7;
+      })
+      .window(TumblingEventTimeWindows::of(10ms))
+      .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+      .name("Sums")
+      .add_sink([](int64_t) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("operator 'key_by (HASH partitioner) into 'Sums'' (subtask 0 of 2) failed: "
+                     "std::out_of_range: no key for 500"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("Timestamps/Watermarks"), std::string::npos) << msg;
+}
+
+// Issue 10, item 18: print() with a formatter compiles for a type without
+// operator<< (the default formatter is only instantiated when used).
+struct NoStreamOperator {
+  int x;
+};
+
+TEST(Print, FormatterMakesAnyTypePrintable) {
+  std::ostringstream out;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_print_stream(&out);
+  env.from_elements(NoStreamOperator{1}, NoStreamOperator{2})
+      .print("n", [](const NoStreamOperator& v) { return "x=" + std::to_string(v.x); });
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(out.str(), "n> x=1\nn> x=2\n");
+  EXPECT_THROW(env.from_elements(1).print("empty", nullptr), std::invalid_argument);
 }
 
 }  // namespace

@@ -374,6 +374,21 @@ TEST(RuntimeIntegration, UnionOfStreamsWithDifferentParallelism) {
   }
 }
 
+// A collection source stopped by back-pressure resumes after the element it
+// emitted last: every element arrives exactly once (it used to emit the
+// element at which it stopped again).
+TEST(RuntimeIntegration, CollectionSourceEmitsEachElementOnceUnderBackpressure) {
+  for (int rep = 0; rep < tidemark::testing::StressIterations(5); ++rep) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1).set_worker_threads(2).set_batch_size(1 + rep % 4).set_channel_capacity(1);
+    auto out = env.from_collection(Range(2000)).rebalance().map([](const int64_t& v) { return v; })
+                   .collect();
+    JobResult r = env.execute();
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(Sorted(out->values()), Range(2000)) << "rep " << rep;
+  }
+}
+
 TEST(RuntimeIntegration, RebalanceIsRoundRobin) {
   StreamExecutionEnvironment env;
   env.set_parallelism(4).set_worker_threads(2);

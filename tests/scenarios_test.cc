@@ -49,7 +49,7 @@ using ::testing::ElementsAreArray;
 using namespace std::chrono_literals;
 
 std::string DataPath(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "data" / name).string();
+  return (std::filesystem::path(TIDEMARK_TEST_DATA_DIR) / name).string();
 }
 
 absl::TimeZone Shanghai() {

@@ -1,0 +1,61 @@
+// runtime/error_guard.h
+//
+// One place that turns whatever user code throws into an OperatorError naming
+// the operator and subtask, so that a job fails with a message that says
+// where, never with std::terminate.
+//
+//   GuardUserCall(ctx, [&] { fn(value); });
+//
+// - OperatorError (already named) and TaskCancelled (cancellation unwinding a
+//   chain, below) pass through unchanged;
+// - a std::runtime_error becomes "operator 'X' (subtask i of n) failed: what"
+//   (its type adds nothing to its message);
+// - any other std::exception adds its demangled type: "...: std::out_of_range:
+//   what";
+// - anything else (`throw 42;`) is named by its demangled type: "...: exception
+//   of type int (not derived from std::exception)".
+#ifndef TM_RUNTIME_ERROR_GUARD_H_
+#define TM_RUNTIME_ERROR_GUARD_H_
+
+#include <string>
+#include <utility>
+
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+// Thrown by a chain output once the job is cancelled, so that an operator in
+// the middle of emitting (a window firing thousands of results into a slow
+// sink) stops at its next emission instead of finishing the batch.  Not a
+// std::exception on purpose: user code that catches std::exception does not
+// swallow it.  The task catches it and finishes.
+struct TaskCancelled {};
+
+// What the exception being handled is, for an error message.  Call only inside
+// a catch block.
+std::string DescribeCurrentException();
+
+// Runs f(); an exception from it becomes an OperatorError for `name`
+// (subtask `subtask` of `parallelism`).
+template <typename F>
+decltype(auto) GuardUserCall(const std::string& name, int subtask, int parallelism, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const OperatorError&) {
+    throw;
+  } catch (const TaskCancelled&) {
+    throw;
+  } catch (...) {
+    throw OperatorError(name, subtask, parallelism, DescribeCurrentException());
+  }
+}
+
+template <typename F>
+decltype(auto) GuardUserCall(const OperatorContext& ctx, F&& f) {
+  return GuardUserCall(ctx.operator_name(), ctx.subtask_index(), ctx.parallelism(),
+                       std::forward<F>(f));
+}
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_ERROR_GUARD_H_
