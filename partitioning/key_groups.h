@@ -1,9 +1,9 @@
 // partitioning/key_groups.h
 //
 // Key groups: how key_by decides which subtask owns a key.  This is Flink's
-// KeyGroupRangeAssignment, reproduced exactly so that a string or integer key
-// lands on the same subtask index a Flink job with the same parallelism and
-// max parallelism would use (docs/flink-semantics.md, section 8):
+// KeyGroupRangeAssignment, reproduced exactly so that a key lands on the same
+// subtask index a Flink job with the same parallelism and max parallelism
+// would use (docs/flink-semantics.md, section 8):
 //
 //   key_group = MurmurHash(JavaHashCode(key)) % max_parallelism
 //   subtask   = key_group * parallelism / max_parallelism
@@ -14,20 +14,56 @@
 // The mapping depends on nothing but the key, parallelism and max
 // parallelism: it is the same in every run and on every machine.
 //
-// Key hashing (KeyHash<K>): std::string / std::string_view / const char* use
-// Java's String.hashCode over the UTF-16 code units of the (UTF-8) text;
-// integers up to 32 bits use their value (Integer.hashCode), 64-bit integers
-// Long.hashCode; bool Boolean.hashCode; any other type absl::Hash, truncated to
-// 32 bits.  Specialise tidemark::KeyHash<K> to choose another hash.
+// Key hashing (KeyHash<K>) reproduces the hashCode() of the Java object a
+// Flink job would key by, so that every key lands on Flink's subtask.  Key
+// types accepted, and the Java type each hashes like:
+//
+//   C++ key type                         Java key type  hashCode
+//   std::string, std::string_view,       String         31 * h + c over the UTF-16 code units of
+//   const char*, char* (NUL-terminated)                 new String(bytes, UTF_8): malformed UTF-8
+//                                                       becomes U+FFFD as Java 17's decoder does it
+//   std::u16string, std::u16string_view  String         the same, over these UTF-16 code units
+//   bool                                 Boolean        1231 / 1237
+//   char                                 Character      the byte as a Latin-1 code unit, 0..255
+//                                                       (ASCII as is; 0xE9 is U+00E9, never
+//                                                       negative whether char is signed or not)
+//   char16_t                             Character      the UTF-16 code unit
+//   signed char (int8_t)                 Byte           the value
+//   short (int16_t)                      Short          the value
+//   int (int32_t)                        Integer        the value
+//   long long, long (int64_t)            Long           (int)(v ^ (v >>> 32))
+//                                                       (a 32-bit long hashes as Integer)
+//   float                                Float          floatToIntBits (every NaN 0x7fc00000;
+//                                                       -0.0f differs from 0.0f)
+//   double                               Double         (int)(b ^ (b >>> 32)), b = doubleToLongBits
+//                                                       (every NaN 0x7ff8000000000000)
+//   std::pair<A, B>                      Tuple2         h = 0; h = 31 * h + field hash, per field
+//   std::tuple<T...> (0 to 25 fields)    Tuple0..25     (fields of any type above; nests)
+//   a type T with `int32_t JavaHashCode(const T&)` found by argument-dependent lookup: what it
+//   returns (write the hashCode() of the Java object the Flink job keys by).
+//
+// Every other type is rejected at compile time, with a message naming the fix,
+// instead of being hashed some other way (which would put its keys on other
+// subtasks than Flink's): unsigned integers (Java has none: cast to int32_t or
+// int64_t, whichever the Flink job uses), char8_t / char32_t / wchar_t (cast to
+// char16_t or int32_t), long double (cast to double), enums (Java's
+// Enum.hashCode is per-JVM: key by an integer or a string), and any other class
+// without a JavaHashCode.  Specialising tidemark::KeyHash<K> still overrides
+// all of this for K.
 #ifndef TM_PARTITIONING_KEY_GROUPS_H_
 #define TM_PARTITIONING_KEY_GROUPS_H_
 
+#include <bit>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
-#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 
 namespace tidemark {
@@ -77,13 +113,82 @@ int DefaultMaxParallelism(int parallelism);
 // 0 < parallelism <= max_parallelism <= 32768.
 absl::Status ValidateParallelism(int parallelism, int max_parallelism);
 
+// Java's String.hashCode of UTF-16 code units.
+int32_t JavaStringHashCode(std::u16string_view utf16);
+
+namespace key_hash_internal {
+
+// Found by ordinary lookup so that the call below is always a call, and
+// resolved by argument-dependent lookup to the user's JavaHashCode.
+void JavaHashCode() = delete;
+
+template <typename K>
+concept HasJavaHashCode = requires(const K& key) {
+  { JavaHashCode(key) } -> std::same_as<int32_t>;
+};
+
+template <typename K>
+inline constexpr bool kIsCharacter =
+    std::is_same_v<K, char> || std::is_same_v<K, char8_t> || std::is_same_v<K, char16_t> ||
+    std::is_same_v<K, char32_t> || std::is_same_v<K, wchar_t>;
+
+// signed char, short, int, long, long long: Java's Byte, Short, Integer, Long.
+template <typename K>
+inline constexpr bool kIsSignedJavaInteger =
+    !kIsCharacter<K> && std::is_signed<K>::value && std::is_integral<K>::value &&
+    (sizeof(K) == 1 || sizeof(K) == 2 || sizeof(K) == 4 || sizeof(K) == 8);
+
+template <typename K>
+inline constexpr bool kIsUnsignedInteger = !kIsCharacter<K> && !std::is_same_v<K, bool> &&
+                                           std::is_unsigned<K>::value && std::is_integral<K>::value;
+
+// Characters other than char and char16_t.
+template <typename K>
+inline constexpr bool kIsOtherCharacter =
+    std::is_same_v<K, char8_t> || std::is_same_v<K, char32_t> || std::is_same_v<K, wchar_t>;
+
+// Types rejected below with a message of their own.
+template <typename K>
+inline constexpr bool kHasOwnRejection = kIsUnsignedInteger<K> || kIsOtherCharacter<K> ||
+                                         std::is_same_v<K, long double> || std::is_enum_v<K>;
+
+inline int32_t CombineTupleHash(int32_t h, int32_t field) {
+  return static_cast<int32_t>(31 * static_cast<uint32_t>(h) + static_cast<uint32_t>(field));
+}
+
+}  // namespace key_hash_internal
+
+// Every type that none of the specialisations below accepts: a type with a
+// JavaHashCode found by argument-dependent lookup, or a compile error.
 template <typename K, typename Enable = void>
 struct KeyHash {
-  int32_t operator()(const K& key) const {
-    return static_cast<int32_t>(static_cast<uint64_t>(absl::Hash<K>{}(key)));
+  static constexpr bool kCustom = key_hash_internal::HasJavaHashCode<K>;
+  static_assert(kCustom || !key_hash_internal::kIsUnsignedInteger<K>,
+                "tidemark: unsigned key types have no Java-compatible hashCode (Java has no "
+                "unsigned integers); key by the signed type the Flink job uses: int32_t "
+                "(Integer, same bits) or int64_t (Long)");
+  static_assert(kCustom || !key_hash_internal::kIsOtherCharacter<K>,
+                "tidemark: char8_t / char32_t / wchar_t keys have no Java-compatible hashCode; "
+                "key by char16_t (Java Character, one UTF-16 code unit), int32_t (Integer) or a "
+                "string");
+  static_assert(kCustom || !std::is_same_v<K, long double>,
+                "tidemark: long double keys have no Java-compatible hashCode; key by double "
+                "(Java Double)");
+  static_assert(kCustom || !std::is_enum_v<K>,
+                "tidemark: enum keys have no Java-compatible hashCode (Java's Enum.hashCode "
+                "differs per JVM); key by static_cast<int32_t>(value) or a std::string name, or "
+                "provide `int32_t JavaHashCode(const K&)` found by ADL");
+  static_assert(kCustom || key_hash_internal::kHasOwnRejection<K>,
+                "tidemark: key type has no Java-compatible hashCode; provide `int32_t "
+                "JavaHashCode(const K&)` found by ADL (the hashCode() of the Java key), or key "
+                "by a std::string / signed integer / double / float / bool / char / std::pair / "
+                "std::tuple of those");
+  int32_t operator()(const K& key) const requires key_hash_internal::HasJavaHashCode<K> {
+    return JavaHashCode(key);
   }
 };
 
+// String
 template <>
 struct KeyHash<std::string> {
   int32_t operator()(const std::string& key) const { return JavaStringHashCode(key); }
@@ -93,19 +198,100 @@ struct KeyHash<std::string_view> {
   int32_t operator()(std::string_view key) const { return JavaStringHashCode(key); }
 };
 template <>
+struct KeyHash<const char*> {
+  // A null pointer hashes as Java's null field of a tuple: 0.
+  int32_t operator()(const char* key) const {
+    return key == nullptr ? 0 : JavaStringHashCode(std::string_view(key));
+  }
+};
+template <>
+struct KeyHash<char*> : KeyHash<const char*> {};
+template <size_t N>
+struct KeyHash<char[N]> {  // a string literal: up to its first NUL
+  int32_t operator()(const char (&key)[N]) const {
+    size_t n = 0;
+    while (n < N && key[n] != '\0') ++n;
+    return JavaStringHashCode(std::string_view(key, n));
+  }
+};
+template <>
+struct KeyHash<std::u16string> {
+  int32_t operator()(const std::u16string& key) const { return JavaStringHashCode(key); }
+};
+template <>
+struct KeyHash<std::u16string_view> {
+  int32_t operator()(std::u16string_view key) const { return JavaStringHashCode(key); }
+};
+
+// Boolean
+template <>
 struct KeyHash<bool> {
   int32_t operator()(bool b) const { return b ? 1231 : 1237; }
 };
-template <typename K>
-struct KeyHash<
-    K, std::enable_if_t<std::is_integral_v<K> && !std::is_same_v<K, bool> && (sizeof(K) <= 4)>> {
-  int32_t operator()(K key) const { return static_cast<int32_t>(key); }
+
+// Character
+template <>
+struct KeyHash<char> {
+  int32_t operator()(char c) const { return static_cast<unsigned char>(c); }
 };
+template <>
+struct KeyHash<char16_t> {
+  int32_t operator()(char16_t c) const { return c; }
+};
+
+// Byte, Short, Integer, Long
 template <typename K>
-struct KeyHash<K, std::enable_if_t<std::is_integral_v<K> && (sizeof(K) == 8)>> {
+struct KeyHash<K, std::enable_if_t<key_hash_internal::kIsSignedJavaInteger<K>>> {
   int32_t operator()(K key) const {
-    const uint64_t v = static_cast<uint64_t>(key);
-    return static_cast<int32_t>(static_cast<uint32_t>(v ^ (v >> 32)));
+    if constexpr (sizeof(K) <= 4) {
+      return static_cast<int32_t>(key);
+    } else {
+      const uint64_t v = static_cast<uint64_t>(key);
+      return static_cast<int32_t>(static_cast<uint32_t>(v ^ (v >> 32)));
+    }
+  }
+};
+
+// Float, Double
+template <>
+struct KeyHash<float> {
+  int32_t operator()(float f) const {
+    return std::isnan(f) ? 0x7fc00000 : std::bit_cast<int32_t>(f);  // NaN: Float.floatToIntBits
+  }
+};
+template <>
+struct KeyHash<double> {
+  int32_t operator()(double d) const {
+    const uint64_t bits = std::isnan(d) ? uint64_t{0x7ff8000000000000}
+                                        // NaN: Double.doubleToLongBits
+                                        : std::bit_cast<uint64_t>(d);
+    return static_cast<int32_t>(static_cast<uint32_t>(bits ^ (bits >> 32)));
+  }
+};
+
+// Tuple2 .. Tuple25 (and Tuple0, Tuple1): Flink's TupleN.hashCode.
+template <typename A, typename B>
+struct KeyHash<std::pair<A, B>> {
+  int32_t operator()(const std::pair<A, B>& p) const {
+    return key_hash_internal::CombineTupleHash(KeyHash<std::remove_cvref_t<A>>{}(p.first),
+                                               KeyHash<std::remove_cvref_t<B>>{}(p.second));
+  }
+};
+template <typename... Ts>
+struct KeyHash<std::tuple<Ts...>> {
+  static_assert(sizeof...(Ts) <= 25,
+                "tidemark: a std::tuple key has at most 25 fields, as Flink's Tuple25; nest "
+                "tuples or provide `int32_t JavaHashCode(const K&)` found by ADL");
+  int32_t operator()(const std::tuple<Ts...>& t) const {
+    return std::apply(
+        [](const auto&... fields) {
+          int32_t h = 0;
+          ((h = key_hash_internal::CombineTupleHash(
+                h, KeyHash<std::remove_cvref_t<decltype(fields)>>{}(fields))),
+           ...);
+          return h;
+        },
+        t);
   }
 };
 

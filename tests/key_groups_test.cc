@@ -212,22 +212,9 @@ TEST(KeyGroups, StableAndSpreadAcrossSubtasks) {
   EXPECT_EQ(groups.size(), 128u);
 }
 
-struct P {
-  int a;
-  int b;
-  bool operator==(const P&) const = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const P& p) {
-    return H::combine(std::move(h), p.a, p.b);
-  }
-};
-
-TEST(KeyGroups, OtherKeyTypesUseAbslHashDeterministically) {
-  const int g1 = KeyGroupOf(P{1, 2}, 128);
-  EXPECT_EQ(g1, KeyGroupOf(P{1, 2}, 128));
-  EXPECT_GE(g1, 0);
-  EXPECT_LT(g1, 128);
-}
+// Key types other than strings and integers, and the compile-time rejection
+// of types with no Java-compatible hashCode: tests/java_key_hash_test.cc and
+// the key_hash_rejects_* tests.
 
 TEST(Partitioner, KeyGroupPartitionerMatchesSubtaskForKey) {
   auto key = [](const std::pair<std::string, int>& v) { return v.first; };
