@@ -585,6 +585,33 @@ TEST(WindowOperator, UserImplementedTrigger) {
   EXPECT_THAT(h->TakeRecords(), IsEmpty());
 }
 
+// Issue 10, item 4: session windows at MIN, MIN + 1, MAX - 1 and MAX are
+// Flink's [ts, ts + gap) in Java arithmetic: EventTimeSessionWindows has no
+// MIN check, and near MAX the end wraps, so the window's max_timestamp is
+// near MIN and the first watermark past it fires it.  Windows with wrapped
+// ends merge by TimeWindow.intersects on the wrapped values: [MAX - 1, MIN + 8)
+// and [MAX, MIN + 9) do not intersect (MAX - 1 > MIN + 9).
+TEST(WindowOperator, SessionWindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  auto h = ReduceHarness(EventTimeSessionWindows::with_gap(10ms), EventTimeTrigger::create());
+  h->Open();
+  constexpr Timestamp kMin = kMinTimestamp, kMax = kMaxTimestamp;
+  h->ProcessElement(E("a", 1), kMin);      // [MIN, MIN + 10)
+  h->ProcessElement(E("a", 2), kMin + 1);  // merges: [MIN, MIN + 11)
+  h->ProcessElement(E("b", 4), kMax - 1);  // [MAX - 1, MIN + 8)
+  h->ProcessElement(E("b", 8), kMax);      // [MAX, MIN + 9), on its own
+  using SessionOp = ReduceOp<EventTimeSessionWindows, EventTimeTrigger>;
+  EXPECT_EQ(h->op<SessionOp>().num_windows_with_contents(), 3u);
+  h->ProcessWatermark(kMin + 6);
+  EXPECT_THAT(h->TakeRecords(), IsEmpty());
+  h->ProcessWatermark(kMin + 7);
+  EXPECT_THAT(h->TakeRecords(), ElementsAre(R("b", 4, kMin + 7)));
+  h->ProcessWatermark(kMax);
+  EXPECT_THAT(h->TakeRecords(), ElementsAre(R("b", 8, kMin + 8), R("a", 3, kMin + 10)));
+  EXPECT_EQ(h->op<SessionOp>().num_windows_with_contents(), 0u);
+  EXPECT_EQ(h->op<SessionOp>().num_keys_with_sessions(), 0u);
+  EXPECT_EQ(h->counter(kNumLateRecordsDropped), 0);
+}
+
 TEST(WindowOperator, SessionsRejectNonMergingTrigger) {
   EXPECT_THROW(ReduceHarness(EventTimeSessionWindows::with_gap(1s), FireOnNegative()),
                std::invalid_argument);
