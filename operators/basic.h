@@ -179,6 +179,12 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   Timestamp last_emitted() const { return emitter_.last_emitted; }
 
  private:
+  // The periodic emitter, as Flink's: a timer at now + interval, re-armed
+  // at (the clock then) + interval after each emission.  Like every
+  // processing-time timer it runs once the clock has passed its time
+  // (ProcessingTimeService), so the first emission comes at open time +
+  // interval + 1 ms and the next ones about interval + 1 ms apart, which is
+  // what Flink's registerTimer(now + interval) does too.
   void ScheduleNext() {
     auto& timers = this->ctx().timers();
     timers.RegisterTimer(timers.CurrentProcessingTime() + interval_, [this](Timestamp) {

@@ -24,7 +24,8 @@
 // Timers: per (key, timestamp), a set per time domain (registering twice
 // keeps one), deletable; event-time timers fire when the watermark reaches
 // them, in timestamp order, before the watermark is forwarded; processing-time
-// timers when the subtask's clock does.  on_timer's output is timestamped with
+// timers once the subtask's clock has passed them (clock >= T + 1, see
+// ProcessingTimeService).  on_timer's output is timestamped with
 // the timer's time (event time) or carries no timestamp (processing time);
 // process_element's output carries the record's timestamp.
 //

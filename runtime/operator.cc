@@ -35,11 +35,16 @@ Timestamp ProcessingTimeService::NextTimerTime() const {
   return timers_.empty() ? kMaxTimestamp : timers_.begin()->first;
 }
 
+Timestamp ProcessingTimeService::NextFiringTime() const {
+  const Timestamp next = NextTimerTime();
+  return next == kMaxTimestamp ? kMaxTimestamp : next + 1;
+}
+
 void ProcessingTimeService::FireDue(Timestamp now) {
-  while (!timers_.empty() && timers_.begin()->first <= now) {
+  while (!timers_.empty() && IsDue(timers_.begin()->first, now)) {
     auto node = timers_.extract(timers_.begin());
     by_id_.erase(node.mapped().first);
-    node.mapped().second(now);
+    node.mapped().second(node.key());
   }
 }
 

@@ -34,7 +34,9 @@ void StreamTask::AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* 
 }
 
 Task::Result StreamTask::Wait(Timestamp now_ms) {
-  Timestamp next = std::min(timers_.NextTimerTime(), input_->RetryAt());
+  // A timer at T is due at clock T + 1 (ProcessingTimeService); a source's
+  // RetryAt() is the clock reading to poll again at.
+  Timestamp next = std::min(timers_.NextFiringTime(), input_->RetryAt());
   if (next == kMaxTimestamp) {
     wakeup_ = SteadyTime::max();
   } else {

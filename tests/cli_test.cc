@@ -436,5 +436,56 @@ TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
                   "milliseconds): k,99999999999999999999"}));
 }
 
+// --- timestamps at the ends of the long range (issue 10, item 4) ---
+
+// The start and end of each window result of a jsonl run, in output order.
+std::vector<std::pair<int64_t, int64_t>> WindowBounds(const CliRun& r) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const std::string& line : r.OutLines()) {
+    auto field = [&](const std::string& name) {
+      const size_t at = line.find("\"" + name + "\":");
+      int64_t v = 0;
+      if (at == std::string::npos) return v;
+      const size_t b = at + name.size() + 3;
+      EXPECT_TRUE(absl::SimpleAtoi(line.substr(b, line.find(',', b) - b), &v)) << line;
+      return v;
+    };
+    out.emplace_back(field("start"), field("end"));
+  }
+  return out;
+}
+
+// `a,-9223372036854775807` (MIN + 1) with sliding 10 ms / 5 ms windows used to
+// exhaust memory (the start saturated and the loop walked down to MIN).
+// Flink's windows there have wrapped starts: [MAX - 1, MIN + 8) and
+// [MAX - 6, MIN + 3), firing (by max timestamp, MIN + 2 first) at the end of
+// input.
+TEST(CliExtremeTimestampTest, SlidingWindowsOneAboveMinFinishWithFlinksWindows) {
+  constexpr int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+  CliRun r = RunTidemark({"run", "--input=" + InputFile("min1.txt", {"a,-9223372036854775807"}),
+                          "--fields=key,ts", "--window=sliding:10ms,5ms", "--output=jsonl",
+                          "--summary=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(WindowBounds(r), ElementsAreArray({std::make_pair(kMax - 6, kMin + 3),
+                                                 std::make_pair(kMax - 1, kMin + 8)}));
+  // Near MAX the ends wrap instead (they used to saturate at MAX).
+  r = RunTidemark({"run", "--input=" + InputFile("max.txt", {"a,9223372036854775807"}),
+                   "--fields=key,ts", "--window=sliding:10ms,5ms", "--output=jsonl",
+                   "--summary=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(WindowBounds(r), ElementsAreArray({std::make_pair(kMax - 7, kMin + 2),
+                                                 std::make_pair(kMax - 2, kMin + 7)}));
+}
+
+// Where Flink's sliding loop would walk around the whole long range (size 1 ms
+// < slide 5 ms at MIN + 1: the first start wraps, the bound does not), the job
+// fails at once with a message instead of running out of memory.
+TEST(CliExtremeTimestampTest, SlidingLoopThatWouldWrapAroundTheRangeFailsTheJob) {
+  CliRun r = RunTidemark({"run", "--input=" + InputFile("min1b.txt", {"a,-9223372036854775807"}),
+                          "--fields=key,ts", "--window=sliding:1ms,5ms", "--summary=false"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("wraps around the long range"));
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -604,5 +604,97 @@ TEST(RuntimeIntegration, MetricsAreReadableWhileTheJobRuns) {
   EXPECT_EQ(downstream, 2);
 }
 
+// Records released one at a time by the test (no timestamps: processing
+// time), then the end of input.
+struct Release {
+  std::vector<int> values;
+  std::atomic<int> released{0};
+  std::atomic<bool> end{false};
+};
+class ReleasedSource final : public Source<std::pair<std::string, int>> {
+ public:
+  explicit ReleasedSource(std::shared_ptr<Release> r) : r_(std::move(r)) {}
+  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
+  PollStatus Poll(SourceOutput<std::pair<std::string, int>>& out, size_t) override {
+    const int n = r_->released.load();
+    for (; emitted_ < n; ++emitted_) out.Collect({"a", r_->values[static_cast<size_t>(emitted_)]});
+    if (r_->end.load() && emitted_ == static_cast<int>(r_->values.size()))
+      return PollStatus::kEndOfInput;
+    return PollStatus::kNothingAvailable;
+  }
+  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
+
+ private:
+  std::shared_ptr<Release> r_;
+  const Clock* clock_ = nullptr;
+  int emitted_ = 0;
+};
+
+// Item 3 of issue 10 on real threads: a processing-time window [0, 1000)
+// with records seen at clock 500 and 999 fires once, with both, when the
+// clock reaches 1000 (its timer at 999 is due at 1000: Flink's
+// ProcessingTimeServiceUtil.getProcessingTimeDelay adds 1 ms).  The clock is a
+// ManualClock; the test moves it only after the window task has counted the
+// record in (records_in is counted after the record was processed).
+TEST(RuntimeIntegration, ProcessingTimeWindowFiresOnceWithARecordSeenAtItsLastMillisecond) {
+  ManualClock clock(0);
+  auto release = std::make_shared<Release>();
+  release->values = {1, 2};
+  auto results = std::make_shared<std::vector<int>>();
+  auto mu = std::make_shared<std::mutex>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2).set_clock(&clock);
+  env.add_source<std::pair<std::string, int>>(
+         [release] { return std::make_unique<ReleasedSource>(release); }, "Released", false)
+      .key_by([](const std::pair<std::string, int>& e) { return e.first; })
+      .window(TumblingProcessingTimeWindows::of(Duration(1000)))
+      .reduce([](const std::pair<std::string, int>& a, const std::pair<std::string, int>& b) {
+        return std::make_pair(a.first, a.second + b.second);
+      })
+      .name("PtWindow")
+      .add_sink([results, mu](const std::pair<std::string, int>& r) {
+        std::lock_guard<std::mutex> lock(*mu);
+        results->push_back(r.second);
+      });
+  JobClient client = env.execute_async();
+  auto window_records_in = [&] {
+    for (const auto& m : client.metrics())
+      if (m.task_name.find("PtWindow") != std::string::npos) return m.records_in;
+    return int64_t{-1};
+  };
+  auto num_results = [&] {
+    std::lock_guard<std::mutex> lock(*mu);
+    return results->size();
+  };
+  // Waits for a condition the job makes true (a watchdog ends a hang).
+  auto await = [&](auto&& done, const char* what) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "timed out waiting for " << what;
+        return false;
+      }
+      std::this_thread::yield();
+    }
+    return true;
+  };
+  clock.Set(500);
+  release->released = 1;
+  bool ok = await([&] { return window_records_in() == 1; }, "the record at 500");
+  clock.Set(999);
+  release->released = 2;
+  ok = ok && await([&] { return window_records_in() == 2; }, "the record at 999");
+  clock.Set(1000);
+  ok = ok && await([&] { return num_results() >= 1; }, "the firing at 1000");
+  release->end = true;
+  bool hung = false;
+  JobResult r = testing::WaitWithWatchdog(client, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_TRUE(ok);
+  std::lock_guard<std::mutex> lock(*mu);
+  EXPECT_EQ(*results, std::vector<int>{3}) << "one firing of [0, 1000) with both records";
+}
+
 }  // namespace
 }  // namespace tidemark

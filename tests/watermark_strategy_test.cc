@@ -332,31 +332,36 @@ WatermarkStrategy<int> Bounded(Duration d) {
       [](const int& v) -> Timestamp { return v; });
 }
 
+// The periodic timer is Flink's registerTimer(now + interval): like every
+// processing-time timer it runs once the clock has passed that time
+// (ProcessingTimeServiceUtil.getProcessingTimeDelay adds 1 ms), and it is
+// re-armed at the clock then + interval.
 TEST(TimestampsAndWatermarksOperator, AssignsTimestampsAndEmitsPeriodically) {
   OperatorHarness h(Bounded(10ms), 200ms);
   EXPECT_EQ(h.timers().NextTimerTime(), 1200) << "first timer at open time + interval";
   h.Element(1337, 5);
   EXPECT_EQ(h.Pop(), V{"R:1337@1337"});
-  h.AdvanceTo(1199);
-  EXPECT_EQ(h.Pop(), V{});
   h.AdvanceTo(1200);
+  EXPECT_EQ(h.Pop(), V{}) << "the timer at 1200 is due at clock 1201";
+  h.AdvanceTo(1201);
   EXPECT_EQ(h.Pop(), V{"W:1326"});
-  EXPECT_EQ(h.timers().NextTimerTime(), 1400) << "re-armed at now + interval";
-  h.AdvanceTo(1400);
+  EXPECT_EQ(h.timers().NextTimerTime(), 1401) << "re-armed at now + interval";
+  h.AdvanceTo(1402);
   EXPECT_EQ(h.Pop(), V{}) << "a watermark that does not advance is dropped";
+  EXPECT_EQ(h.timers().NextTimerTime(), 1602);
   h.Element(1300);  // late record: forwarded, watermark unchanged
-  h.AdvanceTo(1600);
+  h.AdvanceTo(1603);
   EXPECT_EQ(h.Pop(), V{"R:1300@1300"});
   h.Element(2000);
-  h.AdvanceTo(1800);
+  h.AdvanceTo(1804);
   EXPECT_EQ(h.Pop(), (V{"R:2000@2000", "W:1989"}));
   EXPECT_EQ(h.op().last_emitted(), 1989);
 }
 
 TEST(TimestampsAndWatermarksOperator, MinWatermarkIsNeverEmitted) {
   OperatorHarness h(Bounded(10ms), 200ms);
-  h.AdvanceTo(1200);
-  h.AdvanceTo(1400);
+  h.AdvanceTo(1201);  // probes (timers at 1200, 1401) run at 1201, 1402
+  h.AdvanceTo(1402);
   EXPECT_EQ(h.Pop(), V{});
 }
 
@@ -408,29 +413,31 @@ TEST(TimestampsAndWatermarksOperator, KeepsUpstreamTimestampWithoutAssigner) {
 
 TEST(TimestampsAndWatermarksOperator, IdleThenActiveBeforeTheNextWatermark) {
   auto s = Bounded(0ms).with_idleness(300ms);
-  OperatorHarness h(s, 100ms);  // open at 1000, probes every 100 ms
+  // Open at 1000, a probe timer every 100 ms after the last one ran; each runs
+  // 1 ms after its time (1100 at 1101, then 1201 at 1202, 1302 at 1303, ...).
+  OperatorHarness h(s, 100ms);
   h.Element(100);
-  h.AdvanceTo(1100);
+  h.AdvanceTo(1101);
   EXPECT_EQ(h.Pop(), (V{"R:100@100", "W:99"}));
-  // quiet from now on: countdown starts at 1200, idle at the first probe > 1500
-  for (Timestamp t = 1200; t <= 1500; t += 100) h.AdvanceTo(t);
+  // quiet from now on: countdown starts at 1202, idle at the first probe > 1502
+  for (Timestamp t = 1202; t <= 1404; t += 101) h.AdvanceTo(t);
   EXPECT_EQ(h.Pop(), V{});
-  h.AdvanceTo(1600);
+  h.AdvanceTo(1505);
   EXPECT_EQ(h.Pop(), V{"IDLE"});
-  h.AdvanceTo(1700);
-  h.AdvanceTo(1800);
+  h.AdvanceTo(1606);
+  h.AdvanceTo(1707);
   EXPECT_EQ(h.Pop(), V{}) << "IDLE only once";
   h.Element(500);
   EXPECT_EQ(h.Pop(), V{"R:500@500"}) << "a record alone does not make the output active";
-  h.AdvanceTo(1900);
+  h.AdvanceTo(1808);
   EXPECT_EQ(h.Pop(), (V{"ACTIVE", "W:499"})) << "ACTIVE comes right before the watermark";
 }
 
 TEST(TimestampsAndWatermarksOperator, MaxWatermarkWhileIdleEmitsActiveFirst) {
   auto s = Bounded(0ms).with_idleness(50ms);
   OperatorHarness h(s, 100ms);
-  h.AdvanceTo(1100);
-  h.AdvanceTo(1200);
+  h.AdvanceTo(1101);  // first probe: the countdown starts
+  h.AdvanceTo(1202);  // 101 ms > 50 ms later
   EXPECT_EQ(h.Pop(), V{"IDLE"});
   h.op().ProcessWatermark(kMaxWatermark);
   EXPECT_EQ(h.Pop(), (V{"ACTIVE", "W:MAX"}));

@@ -181,6 +181,120 @@ TEST(ProcessingTimeWindows, UseProcessingTimeNotRecordTime) {
   EXPECT_THROW(SlidingProcessingTimeWindows::of(10ms, 0ms), std::invalid_argument);
 }
 
+// ---------------------------------------------------------------------------
+// The ends of the long range (issue 10, item 4).  Flink computes windows in
+// Java long arithmetic, which wraps; the expected windows below are what
+// Flink's assigners return for these timestamps (worked out with Java's
+// wrapping `+`, `-` and truncating `%`), and each assignment is bounded work.
+
+constexpr Timestamp kMin = kMinTimestamp;
+constexpr Timestamp kMax = kMaxTimestamp;
+
+TEST(TimeWindow, MaxTimestampWrapsLikeJava) {
+  EXPECT_EQ(TimeWindow(kMax - 9, kMin).max_timestamp(), kMax);  // end - 1 wraps
+  EXPECT_EQ(TimeWindow(kMax - 7, kMin + 2).max_timestamp(), kMin + 1);
+  EXPECT_EQ(TimeWindow(kMin, kMin + 1).max_timestamp(), kMin);
+  EXPECT_EQ(GetWindowStartWithOffset(kMin + 1, 0, 10), kMax - 1);  // MIN - 2 wraps
+  EXPECT_EQ(GetWindowStartWithOffset(kMin + 1, 3, 10), kMax - 4);  // ts - offset wraps first
+  EXPECT_EQ(GetWindowStartWithOffset(kMax, -2, 5), kMax - 3);      // and near MAX too
+  EXPECT_EQ(GetWindowStartWithOffset(kMax, 0, 10), kMax - 7);
+}
+
+TEST(TumblingEventTimeWindows, WindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  auto a = TumblingEventTimeWindows::of(10ms);
+  EXPECT_THROW(Assign(a, kMin), std::runtime_error);  // the no-timestamp marker
+  EXPECT_THAT(Assign(a, kMin + 1), ElementsAre(TimeWindow(kMax - 1, kMin + 8)));
+  EXPECT_THAT(Assign(a, kMax - 1), ElementsAre(TimeWindow(kMax - 7, kMin + 2)));
+  EXPECT_THAT(Assign(a, kMax), ElementsAre(TimeWindow(kMax - 7, kMin + 2)));
+  auto off = TumblingEventTimeWindows::of(10ms, 3ms);
+  EXPECT_THROW(Assign(off, kMin), std::runtime_error);
+  EXPECT_THAT(Assign(off, kMin + 1), ElementsAre(TimeWindow(kMax - 4, kMin + 5)));
+  EXPECT_THAT(Assign(off, kMax - 1), ElementsAre(TimeWindow(kMax - 4, kMin + 5)));
+  EXPECT_THAT(Assign(off, kMax), ElementsAre(TimeWindow(kMax - 4, kMin + 5)));
+  // The cached last window is not mistaken for a wrapped one.
+  auto c = TumblingEventTimeWindows::of(10ms);
+  EXPECT_THAT(Assign(c, kMax - 1), ElementsAre(TimeWindow(kMax - 7, kMin + 2)));
+  EXPECT_THAT(Assign(c, kMin + 1), ElementsAre(TimeWindow(kMax - 1, kMin + 8)));
+  EXPECT_THAT(Assign(c, 5), ElementsAre(TimeWindow(0, 10)));
+  EXPECT_THAT(Assign(c, kMax), ElementsAre(TimeWindow(kMax - 7, kMin + 2)));
+}
+
+TEST(SlidingEventTimeWindows, WindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  auto a = SlidingEventTimeWindows::of(10ms, 5ms);
+  EXPECT_THROW(Assign(a, kMin), std::runtime_error);  // the no-timestamp marker
+  // Starts wrap to near MAX, the ends are the true ones.
+  EXPECT_THAT(Assign(a, kMin + 1),
+              ElementsAre(TimeWindow(kMax - 1, kMin + 8), TimeWindow(kMax - 6, kMin + 3)));
+  // Ends wrap to near MIN.
+  EXPECT_THAT(Assign(a, kMax - 1),
+              ElementsAre(TimeWindow(kMax - 2, kMin + 7), TimeWindow(kMax - 7, kMin + 2)));
+  EXPECT_THAT(Assign(a, kMax),
+              ElementsAre(TimeWindow(kMax - 2, kMin + 7), TimeWindow(kMax - 7, kMin + 2)));
+  auto off = SlidingEventTimeWindows::of(10ms, 5ms, 2ms);
+  EXPECT_THAT(Assign(off, kMin + 1),
+              ElementsAre(TimeWindow(kMax, kMin + 9), TimeWindow(kMax - 5, kMin + 4)));
+  EXPECT_THAT(Assign(off, kMax - 1),
+              ElementsAre(TimeWindow(kMax - 5, kMin + 4), TimeWindow(kMax - 10, kMax)));
+  EXPECT_THAT(Assign(off, kMax),
+              ElementsAre(TimeWindow(kMax, kMin + 9), TimeWindow(kMax - 5, kMin + 4)));
+  // t - size wraps, the first start does not: Flink's loop runs zero times.
+  auto neg = SlidingEventTimeWindows::of(10ms, 5ms, -2ms);
+  EXPECT_THAT(Assign(neg, kMin + 1), ::testing::IsEmpty());
+  EXPECT_THAT(Assign(neg, kMax - 1),
+              ElementsAre(TimeWindow(kMax - 3, kMin + 6), TimeWindow(kMax - 8, kMin + 1)));
+  EXPECT_THAT(Assign(neg, kMax),
+              ElementsAre(TimeWindow(kMax - 3, kMin + 6), TimeWindow(kMax - 8, kMin + 1)));
+  // An end that wraps to exactly MIN: max_timestamp MAX.
+  auto odd = SlidingEventTimeWindows::of(10ms, 3ms, 1ms);
+  EXPECT_THAT(Assign(odd, kMax - 1),
+              ElementsAre(TimeWindow(kMax - 3, kMin + 6), TimeWindow(kMax - 6, kMin + 3),
+                          TimeWindow(kMax - 9, kMin)));
+  EXPECT_THAT(Assign(odd, kMin + 1), ::testing::IsEmpty());
+  // Processing time: the same loop over the clock.
+  auto pt = SlidingProcessingTimeWindows::of(10ms, 5ms);
+  EXPECT_THAT(Assign(pt, 0, /*now=*/kMin + 1),
+              ElementsAre(TimeWindow(kMax - 1, kMin + 8), TimeWindow(kMax - 6, kMin + 3)));
+  EXPECT_THAT(Assign(pt, 0, /*now=*/kMax),
+              ElementsAre(TimeWindow(kMax - 2, kMin + 7), TimeWindow(kMax - 7, kMin + 2)));
+  EXPECT_THAT(Assign(TumblingProcessingTimeWindows::of(10ms), 0, /*now=*/kMin + 1),
+              ElementsAre(TimeWindow(kMax - 1, kMin + 8)));
+}
+
+// Where Flink's loop would walk about 2^64 / slide starts around the whole
+// range (and run out of memory), the assignment fails at once.
+TEST(SlidingEventTimeWindows, LoopThatWouldWrapAroundTheRangeFailsInsteadOfRunningAway) {
+  // The first start wraps (MIN - 2), the bound t - size (MIN) does not.
+  try {
+    Assign(SlidingEventTimeWindows::of(1ms, 5ms), kMin + 1);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("wraps around the long range"));
+  }
+  // A start steps below MIN while above the bound: MIN + 12 is in
+  // [MIN + 8, MIN + 18) and [MIN + 3, MIN + 13); the next start, MIN - 2,
+  // wraps to MAX - 1 > MIN + 2.
+  EXPECT_THROW(Assign(SlidingEventTimeWindows::of(10ms, 5ms), kMin + 12), std::runtime_error);
+  EXPECT_THROW(Assign(SlidingProcessingTimeWindows::of(10ms, 5ms), 0, kMin + 12),
+               std::runtime_error);
+  // Just above that: no wrap, the two windows.
+  EXPECT_THAT(Assign(SlidingEventTimeWindows::of(10ms, 5ms), kMin + 13),
+              ElementsAre(TimeWindow(kMin + 13, kMin + 23), TimeWindow(kMin + 8, kMin + 18)));
+}
+
+TEST(EventTimeSessionWindows, WindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  auto a = EventTimeSessionWindows::with_gap(10ms);
+  // Flink's session assigners have no MIN check: [MIN, MIN + gap).
+  EXPECT_THAT(Assign(a, kMin), ElementsAre(TimeWindow(kMin, kMin + 10)));
+  EXPECT_THAT(Assign(a, kMin + 1), ElementsAre(TimeWindow(kMin + 1, kMin + 11)));
+  EXPECT_THAT(Assign(a, kMax - 1), ElementsAre(TimeWindow(kMax - 1, kMin + 8)));
+  EXPECT_THAT(Assign(a, kMax), ElementsAre(TimeWindow(kMax, kMin + 9)));
+  auto d = EventTimeSessionWindows::with_dynamic_gap([](const int&) { return int64_t{10}; });
+  EXPECT_THAT(Assign(d, kMin), ElementsAre(TimeWindow(kMin, kMin + 10)));
+  EXPECT_THAT(Assign(d, kMin + 1), ElementsAre(TimeWindow(kMin + 1, kMin + 11)));
+  EXPECT_THAT(Assign(d, kMax - 1), ElementsAre(TimeWindow(kMax - 1, kMin + 8)));
+  EXPECT_THAT(Assign(d, kMax), ElementsAre(TimeWindow(kMax, kMin + 9)));
+}
+
 TEST(MergingWindowSet, AddMergeRetire) {
   MergingWindowSet set;
   int calls = 0;

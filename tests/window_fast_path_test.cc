@@ -7,6 +7,7 @@
 // windows with offsets) must give the same output in the same order, the
 // same side output and counters, and the same timer and contents counts after
 // every step.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -186,6 +187,142 @@ TEST(WindowFastPath, AggregateMatchesGeneralPath) {
 TEST(WindowFastPath, ProcessFunctionSeesTheSameContextAndWindowState) {
   RunCases<std::string>(TumblingEventTimeWindows::of(1s), ProcessC(SumE{}, Describe{}));
   RunCases<std::string>(SlidingEventTimeWindows::of(3s, 1s), ProcessC(SumE{}, Describe{}));
+}
+
+// ---------------------------------------------------------------------------
+// The ends of the long range (issue 10, item 4): tumbling and sliding windows
+// of records at MIN + 1, MAX - 1 and MAX are Flink's windows, whose start or
+// end wrapped (Java long arithmetic), and they fire, are late and are cleaned
+// up by Flink's rules on their wrapped max_timestamp(), on both paths alike.
+// A record at MIN is the no-timestamp marker and fails the job.
+
+constexpr Timestamp kMin = kMinTimestamp;
+constexpr Timestamp kMax = kMaxTimestamp;
+
+struct Step {
+  bool watermark;
+  Timestamp t;
+  E e;
+};
+Step El(const std::string& k, int v, Timestamp ts) { return {false, ts, E(k, v)}; }
+Step Wm(Timestamp w) { return {true, w, E()}; }
+
+// What Describe prints for a firing, with the record's timestamp.
+std::string Fired(const std::string& key, const TimeWindow& w, int sum, const char* by, int firing,
+                  Timestamp wm) {
+  return key + " " + w.ToString() + " sum=" + std::to_string(sum) + " " + by +
+         " firing=" + std::to_string(firing) + " wm=" + std::to_string(wm) + " @" +
+         std::to_string(w.max_timestamp());
+}
+
+// Runs `steps` through the fast and the general path, checks after every step
+// that they agree, and returns the fast path's output; *dropped receives
+// numLateRecordsDropped.
+template <typename Assigner>
+std::vector<std::string> RunBothPaths(const Assigner& assigner, int64_t lateness,
+                                      const std::vector<Step>& steps, int64_t* dropped) {
+  using Fast = Op<Assigner, EventTimeTrigger, ProcessC>;
+  using General = Op<Assigner, OpaqueEventTimeTrigger, ProcessC>;
+  static_assert(Fast::kWindowMajor && !General::kWindowMajor);
+  auto fast = Make<std::string, Assigner, EventTimeTrigger>(assigner, ProcessC(SumE{}, Describe{}),
+                                                            lateness, std::nullopt);
+  auto general = Make<std::string, Assigner, OpaqueEventTimeTrigger>(
+      assigner, ProcessC(SumE{}, Describe{}), lateness, std::nullopt);
+  fast->Open();
+  general->Open();
+  std::vector<std::string> out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& st = steps[i];
+    if (st.watermark) {
+      fast->ProcessWatermark(st.t);
+      general->ProcessWatermark(st.t);
+    } else {
+      fast->ProcessElement(st.e, st.t);
+      general->ProcessElement(st.e, st.t);
+    }
+    auto f = fast->TakeRecords();
+    EXPECT_EQ(f, general->TakeRecords()) << "step " << i;
+    for (const auto& [text, ts] : f) out.push_back(text + " @" + std::to_string(ts));
+    EXPECT_EQ(fast->template op<Fast>().num_windows_with_contents(),
+              general->template op<General>().num_windows_with_contents())
+        << "step " << i;
+    EXPECT_EQ(fast->template op<Fast>().num_event_time_timers(),
+              general->template op<General>().num_event_time_timers())
+        << "step " << i;
+    EXPECT_EQ(fast->counter(kNumLateRecordsDropped), general->counter(kNumLateRecordsDropped));
+  }
+  // MIN is the no-timestamp marker: both fail.
+  EXPECT_THROW(fast->ProcessElement(E("z", 1), kMin), std::runtime_error);
+  EXPECT_THROW(general->ProcessElement(E("z", 1), kMin), std::runtime_error);
+  *dropped = fast->counter(kNumLateRecordsDropped);
+  return out;
+}
+
+TEST(WindowFastPath, TumblingWindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  const TimeWindow a(kMax - 1, kMin + 8);  // of MIN + 1
+  const TimeWindow b(kMax - 7, kMin + 2);  // of MAX - 1 and MAX
+  int64_t dropped = -1;
+  EXPECT_THAT(
+      RunBothPaths(TumblingEventTimeWindows::of(10ms), 0,
+                   {El("a", 1, kMin + 1), El("b", 2, kMax - 1), El("b", 4, kMax), Wm(kMin + 1),
+                    // b's window is now late: MAX is skipped, and as an
+                    // element it is not late (MAX > MIN + 1): not counted.
+                    El("b", 8, kMax), Wm(kMin + 7), Wm(kMax)},
+                   &dropped),
+      ::testing::ElementsAre(Fired("b", b, 6, "timer", 1, kMin + 1),
+                             Fired("a", a, 1, "timer", 1, kMin + 7)));
+  EXPECT_EQ(dropped, 0);
+}
+
+TEST(WindowFastPath, SlidingWindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  int64_t dropped = -1;
+  // 10/5 ms: MIN + 1 has two windows with wrapped starts, MAX - 1 and MAX two
+  // with wrapped ends; they fire in max_timestamp order.
+  EXPECT_THAT(
+      RunBothPaths(
+          SlidingEventTimeWindows::of(10ms, 5ms), 0,
+          {El("a", 1, kMin + 1), El("b", 2, kMax - 1), El("b", 4, kMax), Wm(kMin + 2), Wm(kMax)},
+          &dropped),
+      ::testing::ElementsAre(Fired("b", TimeWindow(kMax - 7, kMin + 2), 6, "timer", 1, kMin + 2),
+                             Fired("a", TimeWindow(kMax - 6, kMin + 3), 1, "timer", 1, kMin + 2),
+                             Fired("b", TimeWindow(kMax - 2, kMin + 7), 6, "timer", 1, kMax),
+                             Fired("a", TimeWindow(kMax - 1, kMin + 8), 1, "timer", 1, kMax)));
+  EXPECT_EQ(dropped, 0);
+
+  // Offset 2 ms, lateness 5 ms: [MAX - 10, MAX) has max_timestamp MAX - 1 and
+  // no cleanup timer (MAX - 1 + 5 overflows: cleanup time MAX, Flink's
+  // guard); a late record fires its window by element until the wrapped
+  // cleanup time.
+  EXPECT_THAT(RunBothPaths(SlidingEventTimeWindows::of(10ms, 5ms, 2ms), 5,
+                           {El("a", 1, kMax - 1), Wm(kMin + 3), El("a", 2, kMax), Wm(kMin + 8),
+                            El("a", 4, kMax), Wm(kMax - 1), Wm(kMax)},
+                           &dropped),
+              ::testing::ElementsAre(
+                  Fired("a", TimeWindow(kMax - 5, kMin + 4), 1, "timer", 1, kMin + 3),
+                  Fired("a", TimeWindow(kMax - 5, kMin + 4), 3, "element", 2, kMin + 3),
+                  Fired("a", TimeWindow(kMax, kMin + 9), 2, "timer", 1, kMin + 8),
+                  // [MAX - 5, MIN + 4) was cleaned at MIN + 8: MAX only joins [MAX, MIN + 9).
+                  Fired("a", TimeWindow(kMax, kMin + 9), 6, "element", 2, kMin + 8),
+                  Fired("a", TimeWindow(kMax - 10, kMax), 1, "timer", 1, kMax - 1)));
+  EXPECT_EQ(dropped, 0);
+
+  // Offset -2 ms: MIN + 1 gets no window at all (t - size wraps, the first
+  // start does not), so it is late as an element once the watermark has
+  // reached it; MAX - 1's windows end at MIN + 6 and MIN + 1, both late here,
+  // but MAX - 1 is not a late element: skipped silently, as in Flink.
+  EXPECT_THAT(
+      RunBothPaths(SlidingEventTimeWindows::of(10ms, 5ms, -2ms), 0,
+                   {Wm(kMin + 5), El("a", 1, kMin + 1), El("a", 2, kMax - 1), Wm(kMax)}, &dropped),
+      ::testing::IsEmpty());
+  EXPECT_EQ(dropped, 1);
+
+  // An end that wraps to exactly MIN: max_timestamp MAX, fired by W(MAX).
+  EXPECT_THAT(
+      RunBothPaths(SlidingEventTimeWindows::of(10ms, 3ms, 1ms), 0,
+                   {El("a", 1, kMax - 1), Wm(kMin + 5), Wm(kMax)}, &dropped),
+      ::testing::ElementsAre(Fired("a", TimeWindow(kMax - 6, kMin + 3), 1, "timer", 1, kMin + 5),
+                             Fired("a", TimeWindow(kMax - 3, kMin + 6), 1, "timer", 1, kMin + 5),
+                             Fired("a", TimeWindow(kMax - 9, kMin), 1, "timer", 1, kMax)));
 }
 
 // Many keys per window: the contents cross the SlotList's chunk boundaries.

@@ -5,7 +5,10 @@
 // watermarks one by one and reads, in order, what the operator emitted on its
 // main output and side outputs.  Processing time is a ManualClock moved by
 // SetProcessingTime(), which also fires the due processing-time timers, as
-// the task thread would.
+// the task thread would: a timer at T fires at SetProcessingTime(T + 1) or
+// later, as in Flink's runtime (ProcessingTimeService).  Flink's own harness
+// (TestProcessingTimeService) fires it already at T; tests ported from Flink
+// move the clock one millisecond further.
 //
 //   auto h = MakeHarness<In, Out>(std::make_unique<SomeOperator>(...));
 //   h.AddSideOutput(late_tag);       // before Open()
@@ -108,7 +111,8 @@ class OperatorHarness {
   void Open() { op_->Open(ctx_); }
   void ProcessElement(In v, Timestamp ts) { input_->ProcessElement(std::move(v), ts); }
   void ProcessWatermark(Timestamp w) { op_->ProcessWatermark(w); }
-  // Moves processing time to `t` and fires every processing-time timer due.
+  // Moves processing time to `t` and fires every processing-time timer due
+  // (those registered for a time < t).
   void SetProcessingTime(Timestamp t) {
     clock_.Set(t);
     timers_.FireDue(t);

@@ -585,6 +585,33 @@ TEST(WindowOperator, UserImplementedTrigger) {
   EXPECT_THAT(h->TakeRecords(), IsEmpty());
 }
 
+// Issue 10, item 4: session windows at MIN, MIN + 1, MAX - 1 and MAX are
+// Flink's [ts, ts + gap) in Java arithmetic: EventTimeSessionWindows has no
+// MIN check, and near MAX the end wraps, so the window's max_timestamp is
+// near MIN and the first watermark past it fires it.  Windows with wrapped
+// ends merge by TimeWindow.intersects on the wrapped values: [MAX - 1, MIN + 8)
+// and [MAX, MIN + 9) do not intersect (MAX - 1 > MIN + 9).
+TEST(WindowOperator, SessionWindowsAtTheEndsOfTheLongRangeAreFlinks) {
+  auto h = ReduceHarness(EventTimeSessionWindows::with_gap(10ms), EventTimeTrigger::create());
+  h->Open();
+  constexpr Timestamp kMin = kMinTimestamp, kMax = kMaxTimestamp;
+  h->ProcessElement(E("a", 1), kMin);      // [MIN, MIN + 10)
+  h->ProcessElement(E("a", 2), kMin + 1);  // merges: [MIN, MIN + 11)
+  h->ProcessElement(E("b", 4), kMax - 1);  // [MAX - 1, MIN + 8)
+  h->ProcessElement(E("b", 8), kMax);      // [MAX, MIN + 9), on its own
+  using SessionOp = ReduceOp<EventTimeSessionWindows, EventTimeTrigger>;
+  EXPECT_EQ(h->op<SessionOp>().num_windows_with_contents(), 3u);
+  h->ProcessWatermark(kMin + 6);
+  EXPECT_THAT(h->TakeRecords(), IsEmpty());
+  h->ProcessWatermark(kMin + 7);
+  EXPECT_THAT(h->TakeRecords(), ElementsAre(R("b", 4, kMin + 7)));
+  h->ProcessWatermark(kMax);
+  EXPECT_THAT(h->TakeRecords(), ElementsAre(R("b", 8, kMin + 8), R("a", 3, kMin + 10)));
+  EXPECT_EQ(h->op<SessionOp>().num_windows_with_contents(), 0u);
+  EXPECT_EQ(h->op<SessionOp>().num_keys_with_sessions(), 0u);
+  EXPECT_EQ(h->counter(kNumLateRecordsDropped), 0);
+}
+
 TEST(WindowOperator, SessionsRejectNonMergingTrigger) {
   EXPECT_THROW(ReduceHarness(EventTimeSessionWindows::with_gap(1s), FireOnNegative()),
                std::invalid_argument);
@@ -610,6 +637,28 @@ TEST(WindowOperator, ProcessingTimeTumblingWindows) {
   EXPECT_THAT(h->TakeRecords(), ElementsAre(R("a", 4, 1999)));
   using PtOp = ReduceOp<TumblingProcessingTimeWindows, ProcessingTimeTrigger>;
   EXPECT_EQ(h->op<PtOp>().num_processing_time_timers(), 0u);
+}
+
+// A processing-time timer at T fires once the clock has passed T (clock >=
+// T + 1; Flink's ProcessingTimeServiceUtil.getProcessingTimeDelay).  The
+// window [0, 1000) has its timer at max_timestamp 999, so a record seen at
+// clock 999 still belongs to it and to its one firing, at clock 1000.
+TEST(WindowOperator, ProcessingTimeWindowFiresOnceWithARecordSeenAtItsLastMillisecond) {
+  auto h = ReduceHarness(TumblingProcessingTimeWindows::of(1s), ProcessingTimeTrigger::create());
+  h->Open();
+  h->SetProcessingTime(500);
+  h->ProcessElement(E("a", 1), kNoTimestamp);
+  h->SetProcessingTime(999);
+  EXPECT_THAT(h->TakeRecords(), IsEmpty()) << "the timer at 999 is not due at clock 999";
+  h->ProcessElement(E("a", 2), kNoTimestamp);
+  EXPECT_THAT(h->TakeRecords(), IsEmpty());
+  h->SetProcessingTime(1000);
+  EXPECT_THAT(h->TakeRecords(), ElementsAre(R("a", 3, 999)));
+  h->SetProcessingTime(5000);
+  EXPECT_THAT(h->TakeRecords(), IsEmpty()) << "fired once";
+  using PtOp = ReduceOp<TumblingProcessingTimeWindows, ProcessingTimeTrigger>;
+  EXPECT_EQ(h->op<PtOp>().num_processing_time_timers(), 0u);
+  EXPECT_EQ(h->op<PtOp>().num_windows_with_contents(), 0u);
 }
 
 // ---------------------------------------------------------------------------
@@ -855,14 +904,60 @@ TEST(KeyedTimerService, SetSemanticsOrderDeleteAndReRegister) {
   timers.RegisterProcessingTimeTimer("c", 1, 700);
   timers.DeleteProcessingTimeTimer("c", 1, 700);
   EXPECT_EQ(pts.NextTimerTime(), 300);
+  EXPECT_EQ(pts.NextFiringTime(), 301);
   clock.Set(299);
   pts.FireDue(299);
   EXPECT_THAT(fired, IsEmpty());
+  // Due once the clock has passed 300 (Flink: getProcessingTimeDelay + 1 ms).
+  clock.Set(300);
+  pts.FireDue(300);
+  EXPECT_THAT(fired, IsEmpty());
+  clock.Set(301);
+  pts.FireDue(301);
+  EXPECT_THAT(fired, ElementsAre("p b/1@300"));
+  fired.clear();
   clock.Set(600);
   pts.FireDue(600);
-  EXPECT_THAT(fired, ElementsAre("p b/1@300", "p a/1@500"));
+  EXPECT_THAT(fired, ElementsAre("p a/1@500"));
   EXPECT_EQ(pts.NextTimerTime(), kMaxTimestamp);  // nothing live: nothing armed
   EXPECT_EQ(timers.NumProcessingTimeTimers(), 0u);
+}
+
+// ProcessingTimeService on its own: a timer registered for T runs once the
+// clock reads T + 1 or more (Flink's SystemProcessingTimeService delays it by
+// ProcessingTimeServiceUtil.getProcessingTimeDelay(T, now) = T - now + 1),
+// with the time it was registered for.
+TEST(ProcessingTimeService, TimerAtTRunsOnceTheClockHasPassedT) {
+  ManualClock clock(0);
+  ProcessingTimeService pts(&clock);
+  std::vector<std::string> ran;
+  auto note = [&](const std::string& name) {
+    return [&ran, name](Timestamp t) { ran.push_back(name + "@" + std::to_string(t)); };
+  };
+  pts.RegisterTimer(300, note("a"));
+  pts.RegisterTimer(200, [&](Timestamp t) {
+    ran.push_back("b@" + std::to_string(t));
+    pts.RegisterTimer(250, note("c"));  // due at 301 as well: runs in this FireDue
+    pts.RegisterTimer(300, note("d"));  // not due at 300
+  });
+  EXPECT_EQ(pts.NextTimerTime(), 200);
+  EXPECT_EQ(pts.NextFiringTime(), 201);
+  EXPECT_FALSE(ProcessingTimeService::IsDue(200, 200));
+  EXPECT_TRUE(ProcessingTimeService::IsDue(200, 201));
+  pts.FireDue(200);
+  EXPECT_THAT(ran, IsEmpty());
+  pts.FireDue(300);
+  EXPECT_THAT(ran, ElementsAre("b@200", "c@250"));
+  EXPECT_EQ(pts.NextFiringTime(), 301);
+  pts.FireDue(301);
+  EXPECT_THAT(ran, ElementsAre("b@200", "c@250", "a@300", "d@300"));
+  EXPECT_EQ(pts.NextTimerTime(), kMaxTimestamp);
+  EXPECT_EQ(pts.NextFiringTime(), kMaxTimestamp);
+  // A timer at MAX never becomes due (T + 1 does not exist).
+  pts.RegisterTimer(kMaxTimestamp, note("never"));
+  EXPECT_EQ(pts.NextFiringTime(), kMaxTimestamp);
+  pts.FireDue(kMaxTimestamp);
+  EXPECT_EQ(ran.size(), 4u);
 }
 
 // ---------------------------------------------------------------------------
@@ -940,9 +1035,12 @@ TEST(KeyedProcessOperator, ProcessingTimeTimersAndState) {
   h.ProcessElement(E("a", 50), 0);
   h.ProcessElement(E("a", 20), 0);
   h.ProcessElement(E("b", 50), 0);  // same time as (a, 1050): two timers
-  h.SetProcessingTime(1019);
-  EXPECT_THAT(h.TakeRecords(), IsEmpty());
+  // A timer at 1020 fires once the clock has passed 1020, at 1021, as in
+  // Flink's runtime (ProcessingTimeServiceUtil.getProcessingTimeDelay adds
+  // 1 ms); Flink's TestProcessingTimeService would fire it at 1020 already.
   h.SetProcessingTime(1020);
+  EXPECT_THAT(h.TakeRecords(), IsEmpty());
+  h.SetProcessingTime(1021);
   EXPECT_THAT(h.TakeRecords(), ElementsAre(Pair("a@1020 sum=70 n=2 pt", kNoTimestamp)));
   h.SetProcessingTime(2000);
   EXPECT_THAT(h.TakeSortedRecords(), ElementsAre(Pair("a@1050 sum=70 n=2 pt", kNoTimestamp),

@@ -1,6 +1,9 @@
 #include "operators/window/assigners.h"
 
 #include <random>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
 
 namespace tidemark {
 namespace window_internal {
@@ -20,6 +23,14 @@ int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t 
     }
   }
   return 0;
+}
+
+void ThrowEndlessSlidingLoop(Timestamp t, int64_t size, int64_t slide, int64_t offset) {
+  throw std::runtime_error(absl::StrCat(
+      "sliding window assignment of timestamp ", t, " (size ", size, " ms, slide ", slide,
+      " ms, offset ", offset,
+      " ms): Flink's window loop wraps around the long range here and never ends (it walks "
+      "about 2^64 / slide window starts until memory runs out), so the job fails"));
 }
 
 }  // namespace window_internal

@@ -17,9 +17,26 @@
 // stagger offset at the first element a copy sees (mutable, so each operator
 // instance, which owns its copy, gets its own; used by one thread only).
 //
-// Event-time assigners reject a record without a timestamp (kNoTimestamp)
-// with std::runtime_error, as Flink does.  Sliding assigners append windows in
-// descending start order (the order the operator processes them).
+// Tumbling and sliding event-time assigners reject a record without a
+// timestamp (kNoTimestamp, i.e. MIN) with std::runtime_error, as Flink's
+// do; session assigners take it, as Flink's EventTimeSessionWindows and
+// DynamicEventTimeSessionWindows (no check there): [MIN, MIN + gap).
+// Sliding assigners append windows in descending start order (the order the
+// operator processes them).
+//
+// Near the ends of the long range (timestamps within a window size or slide
+// of MIN or MAX) every assigner gives Flink's windows, computed as Flink
+// computes them, in Java long arithmetic (JavaLongAdd in time_window.h): a
+// window's start or end may wrap, and so may its max_timestamp(), which is
+// what the window operator's lateness and timer rules then see.  At
+// MIN + 1, MAX - 1 and MAX, for example (Flink's own results):
+//   tumbling 10 ms      MIN+1 -> [MAX-1, MIN+8)   MAX-1, MAX -> [MAX-7, MIN+2)
+//   sliding 10/5 ms     MIN+1 -> [MAX-1, MIN+8), [MAX-6, MIN+3)
+//                       MAX-1, MAX -> [MAX-2, MIN+7), [MAX-7, MIN+2)
+//   session gap 10 ms   MIN+1 -> [MIN+1, MIN+11)  MAX-1 -> [MAX-1, MIN+8)
+//                       MAX -> [MAX, MIN+9)
+// Each costs the same bounded work as any other timestamp; see AssignSliding
+// for the cases where Flink's sliding loop never ends.
 #ifndef TM_OPERATORS_WINDOW_ASSIGNERS_H_
 #define TM_OPERATORS_WINDOW_ASSIGNERS_H_
 
@@ -61,7 +78,7 @@ class StaggeredOffset {
       stagger_offset_ = StaggerOffset(stagger_, processing_time, size_);
       set_ = true;
     }
-    return (offset_ + stagger_offset_) % size_;
+    return JavaLongAdd(offset_, stagger_offset_) % size_;
   }
 
  private:
@@ -104,22 +121,63 @@ inline void CheckSliding(const char* name, int64_t size, int64_t slide, int64_t 
   }
 }
 
+// Flink's TumblingEventTimeWindows / TumblingProcessingTimeWindows
+// .assignWindows: start = getWindowStartWithOffset(t, offset, size), the
+// window [start, start + size), both in Java arithmetic (so within `size` of
+// MIN the start wraps to near MAX, within `size` of MAX the end wraps to
+// near MIN).
 inline void AssignTumbling(Timestamp t, int64_t size, int64_t offset,
                            std::vector<TimeWindow>& out) {
   const Timestamp start = GetWindowStartWithOffset(t, offset, size);
-  out.emplace_back(
-      start, static_cast<Timestamp>(static_cast<uint64_t>(start) + static_cast<uint64_t>(size)));
+  out.emplace_back(start, JavaLongAdd(start, size));
 }
 
+// The error a sliding assigner fails the job with where Flink's loop would
+// never end (see AssignSliding).
+[[noreturn]] void ThrowEndlessSlidingLoop(Timestamp t, int64_t size, int64_t slide, int64_t offset);
+
+// Flink's SlidingEventTimeWindows / SlidingProcessingTimeWindows
+// .assignWindows, in Java arithmetic:
+//   for (start = getWindowStartWithOffset(t, offset, slide); start > t - size;
+//        start -= slide)
+//     add [start, start + size)
+// Away from the ends of the range these are the windows holding t.  Near MAX
+// the ends wrap (start + size); near MIN, when the first start wraps (it would
+// be below MIN) so does the bound t - size and the windows have wrapped starts
+// and true ends; when only the bound wraps the loop runs zero times and t gets
+// no window at all (sliding 10/5 ms, offset -2: MIN + 1 -> none).
+//
+// tidemark counts the iterations instead of walking, so the work is the
+// windows' number, never more.  In two cases Flink's loop walks about
+// 2^64 / slide starts around the whole range, which exhausts its memory:
+// when the first start has wrapped but the bound has not (size < slide, t
+// within slide of MIN: sliding 1/5 ms at MIN + 1), and when a start steps
+// below MIN while still above the bound (it wraps to near MAX and the walk
+// goes on: sliding 10/5 ms at MIN + 12).  tidemark fails the job there,
+// with std::runtime_error naming the case, after bounded work.  (Only with a
+// slide of more than about 58 years, 2^64 / 10^7 ms, would Flink's walk
+// around the range end within ten million windows; tidemark fails those
+// cases too.)
 inline void AssignSliding(Timestamp t, int64_t size, int64_t slide, int64_t offset,
                           std::vector<TimeWindow>& out) {
   const Timestamp last = GetWindowStartWithOffset(t, offset, slide);
-  // for (s = last; s > t - size; s -= slide), without wrapping.
-  const Timestamp lower = SaturatingSub(t, size);
-  for (Timestamp s = last; s > lower;) {
-    out.emplace_back(s, SaturatingAdd(s, size));
-    if (SaturatingSub(s, slide) == kMinTimestamp) break;
-    s -= slide;
+  const Timestamp bound = JavaLongSub(t, size);
+  if (last <= bound) return;  // the loop runs zero times
+  // The starts last - k * slide > bound, none wrapping: n of them.
+  const uint64_t n = (static_cast<uint64_t>(last) - static_cast<uint64_t>(bound) - 1) /
+                         static_cast<uint64_t>(slide) +
+                     1;
+  // Fewer than this unless the first start wrapped and the bound did not.
+  if (n > static_cast<uint64_t>(size / slide) + 1) ThrowEndlessSlidingLoop(t, size, slide, offset);
+  // The last start, > bound >= MIN; the one after it is <= bound unless it
+  // is below MIN, where Java wraps it to the top of the range and goes on.
+  const Timestamp lowest = JavaLongSub(last, static_cast<int64_t>((n - 1) * slide));
+  Timestamp below = 0;
+  if (__builtin_sub_overflow(lowest, slide, &below))
+    ThrowEndlessSlidingLoop(t, size, slide, offset);
+  for (Timestamp s = last;; s -= slide) {
+    out.emplace_back(s, JavaLongAdd(s, size));
+    if (s == lowest) break;
   }
 }
 
@@ -209,7 +267,6 @@ class DynamicEventTimeSessionWindows {
   template <typename T>
   void assign_windows(const T& element, Timestamp ts, Timestamp,
                       std::vector<TimeWindow>& out) const {
-    window_internal::CheckHasTimestamp(ts);
     auto g = fn_(element);
     int64_t gap;
     if constexpr (std::is_integral_v<decltype(g)>) {
@@ -221,7 +278,9 @@ class DynamicEventTimeSessionWindows {
       throw std::invalid_argument(
           absl::StrCat("Dynamic session time gap must satisfy 0 < gap (gap=", gap, " ms)"));
     }
-    out.emplace_back(ts, SaturatingAdd(ts, gap));
+    // [ts, ts + gap) in Java arithmetic, any ts (Flink's
+    // DynamicEventTimeSessionWindows.assignWindows has no MIN check).
+    out.emplace_back(ts, JavaLongAdd(ts, gap));
   }
   EventTimeTrigger default_trigger() const { return {}; }
 
@@ -248,10 +307,12 @@ class EventTimeSessionWindows {
   static DynamicEventTimeSessionWindows<Fn> with_dynamic_gap(Fn fn) {
     return DynamicEventTimeSessionWindows<Fn>(std::move(fn));
   }
+  // [ts, ts + gap) in Java arithmetic, for any ts: Flink's
+  // EventTimeSessionWindows.assignWindows has no MIN check, so a record
+  // without a timestamp gets [MIN, MIN + gap), and near MAX the end wraps.
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
-    window_internal::CheckHasTimestamp(ts);
-    out.emplace_back(ts, SaturatingAdd(ts, gap_));
+    out.emplace_back(ts, JavaLongAdd(ts, gap_));
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t gap() const { return gap_; }

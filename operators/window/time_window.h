@@ -20,7 +20,21 @@
 
 namespace tidemark {
 
-// [start, end).  Invariant assumed by callers, not enforced: start <= end.
+// Java's long addition and subtraction: two's complement, wrapping silently.
+// Flink computes window bounds with them (TimeWindow, the assigners), so
+// within a window size of MIN or MAX its windows have a wrapped start or end;
+// tidemark produces the same windows (docs/flink-semantics.md: every rule is
+// in Java long arithmetic unless a guard is named).  No C++ signed overflow.
+constexpr Timestamp JavaLongAdd(Timestamp a, int64_t b) {
+  return static_cast<Timestamp>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+constexpr Timestamp JavaLongSub(Timestamp a, int64_t b) {
+  return static_cast<Timestamp>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
+// [start, end).  Normally start <= end; near the ends of the long range a
+// window can have a wrapped bound (start > end), exactly as in Flink (see
+// JavaLongAdd), and every rule below then applies to it unchanged.
 struct TimeWindow {
   Timestamp start = 0;
   Timestamp end = 0;
@@ -28,8 +42,10 @@ struct TimeWindow {
   constexpr TimeWindow() = default;
   constexpr TimeWindow(Timestamp s, Timestamp e) : start(s), end(e) {}
 
-  // The largest timestamp that still belongs to the window.
-  constexpr Timestamp max_timestamp() const { return end - 1; }
+  // The largest timestamp that still belongs to the window: end - 1 in Java
+  // arithmetic (TimeWindow.maxTimestamp), so an end that wrapped to MIN gives
+  // MAX.
+  constexpr Timestamp max_timestamp() const { return JavaLongSub(end, 1); }
   constexpr Timestamp get_start() const { return start; }
   constexpr Timestamp get_end() const { return end; }
 
@@ -81,13 +97,13 @@ struct GlobalWindow {
 // `offset` (Flink's TimeWindow.getWindowStartWithOffset, with Java's `%`, which
 // C++ shares: the remainder takes the dividend's sign).  Right for negative
 // timestamps and offsets: size 7, offset 0: -8 -> -14, -1 -> -7, 6 -> 0.
-// Requires size > 0.  Like Flink, plain 64-bit arithmetic (wraps only within
-// `size` of the ends of the range).
+// Requires size > 0.  Like Flink, Java long arithmetic: `ts - offset` and the
+// result wrap within `size` of the ends of the range, e.g. size 10, offset 0:
+// MIN + 1 -> MAX - 1 (the true start, MIN - 2, does not exist); size 10,
+// offset 3: MIN + 1 -> MAX - 4 (ts - offset wraps first).
 constexpr Timestamp GetWindowStartWithOffset(Timestamp ts, Timestamp offset, Timestamp size) {
-  const Timestamp r =
-      static_cast<Timestamp>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(offset)) % size;
-  const Timestamp sub = r < 0 ? r + size : r;
-  return static_cast<Timestamp>(static_cast<uint64_t>(ts) - static_cast<uint64_t>(sub));
+  const Timestamp r = JavaLongSub(ts, offset) % size;
+  return JavaLongSub(ts, r < 0 ? r + size : r);
 }
 
 // Flink's TimeWindow.mergeWindows: sorts `windows` (in place) by start and

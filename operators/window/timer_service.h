@@ -12,10 +12,13 @@
 // Equal timestamps fire in registration order (Flink leaves that order
 // unspecified; tests must not depend on it).
 //
-// Processing time: timers fire when the subtask's ProcessingTimeService clock
-// reaches them.  The service keeps one physical timer in the
-// ProcessingTimeService, at the earliest keyed timer, and re-arms it after
-// each firing.
+// Processing time: a timer at T fires once the subtask's clock has passed T
+// (clock >= T + 1, as every ProcessingTimeService timer; Flink's
+// ProcessingTimeServiceUtil.getProcessingTimeDelay).  The service keeps one
+// physical timer in the ProcessingTimeService, at the earliest keyed timer;
+// when it fires (with its own time, as Flink's InternalTimerServiceImpl.
+// onProcessingTime) the keyed timers up to that time fire, and it is re-armed
+// at the next one, which fires in the same FireDue when it is due too.
 //
 // Implementation: per domain a hash set of the live triples plus the
 // registrations in timestamp order: per timestamp a bucket of (key, namespace)
@@ -310,9 +313,9 @@ class KeyedTimerService {
     if (physical_id_ != 0 && physical_time_ <= next) return;
     if (physical_id_ != 0) pts_->Cancel(physical_id_);
     physical_time_ = next;
-    physical_id_ = pts_->RegisterTimer(next, [this](Timestamp now) {
+    physical_id_ = pts_->RegisterTimer(next, [this](Timestamp time) {
       physical_id_ = 0;
-      processing_.FireUpTo(now, on_processing_time_);
+      processing_.FireUpTo(time, on_processing_time_);
       Arm();
     });
   }

@@ -259,6 +259,9 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   KeyedTimerService<K, W>& timer_service() { return timers_; }
   int64_t allowed_lateness() const { return lateness_; }
 
+  // Flink's WindowOperator.cleanupTime: max_timestamp + lateness, MAX when
+  // that overflows (max_timestamp itself may have wrapped near the ends of
+  // the range, see assigners.h; the guard is on the sum only).
   Timestamp CleanupTime(const W& w) const {
     if constexpr (Assigner::kIsEventTime) {
       Timestamp r = 0;
@@ -270,14 +273,11 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   }
 
  private:
-  static Timestamp JavaAdd(Timestamp a, int64_t b) {
-    return static_cast<Timestamp>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  }
   bool IsWindowLate(const W& w) const {
     return Assigner::kIsEventTime && CleanupTime(w) <= timers_.current_watermark();
   }
   bool IsElementLate(Timestamp ts) const {
-    return Assigner::kIsEventTime && JavaAdd(ts, lateness_) <= timers_.current_watermark();
+    return Assigner::kIsEventTime && JavaLongAdd(ts, lateness_) <= timers_.current_watermark();
   }
 
   void AddAndTrigger(const K& key, const T& value, Timestamp ts, const W& window,
@@ -316,8 +316,13 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
         win.fired = true;
         win.slots.ForEach([&](const auto& slot) { EmitValue(slot.key, win.window, slot.value); });
       }
+      // Dropped when a timer at the cleanup time fires: the cleanup timer
+      // (none when the cleanup time is MAX), or the trigger timer when it is
+      // at the cleanup time MAX too (a window whose end wrapped to MIN has
+      // max_timestamp MAX; Flink's onEventTime then sees isCleanupTime).
       const Timestamp cleanup = CleanupTime(win.window);
-      if (cleanup == kMaxTimestamp || cleanup > watermark) {
+      if (cleanup > watermark ||
+          (cleanup == kMaxTimestamp && win.window.max_timestamp() != kMaxTimestamp)) {
         ++it;
         continue;
       }
@@ -385,7 +390,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   void OnMerge(const K& key, const W& cover, const std::vector<W>& merged, const W& state_window,
                const std::vector<W>& merged_state_windows) {
     if (Assigner::kIsEventTime &&
-        JavaAdd(cover.max_timestamp(), lateness_) <= timers_.current_watermark()) {
+        JavaLongAdd(cover.max_timestamp(), lateness_) <= timers_.current_watermark()) {
       throw std::logic_error(
           "The end timestamp of an event-time window cannot become earlier than the current "
           "watermark by merging. Current watermark: " +
