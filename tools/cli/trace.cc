@@ -181,6 +181,25 @@ std::string Esc(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
 }
 
+// A double (event time as a coordinate) back to a timestamp, clamped to the
+// range: a cast of a double outside it would be undefined.
+Timestamp ClampToTimestamp(double v) {
+  if (!(v > -9.2233720368547758e18)) return kMinTimestamp;  // also NaN
+  if (v >= 9.2233720368547758e18) return kMaxTimestamp;
+  return static_cast<Timestamp>(v);
+}
+
+// A label of the event-time axis: the time of day when the axis spans less
+// than a day, else the date and time; MIN / MAX at the ends of the range.
+std::string AxisLabel(Timestamp ts, double span_ms, const absl::TimeZone& zone) {
+  if (ts == kMinTimestamp) return "MIN";
+  if (ts == kMaxTimestamp) return "MAX";
+  return absl::FormatTime(span_ms < 86400000.0 ? "%H:%M:%E3S" : "%Y-%m-%d %H:%M:%S",
+                          absl::FromUnixMillis(ts), zone);
+}
+
+// Every computation in doubles: event times anywhere in [MIN, MAX] (and
+// ranges as wide as the whole of it) map to finite coordinates.
 struct Scale {
   double t0, t1, x0, x1;
   double e0, e1;  // event time range (ms, as double)
@@ -257,7 +276,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
     e_min = 0;
     e_max = 1;
   }
-  const double pad = std::max(1.0, static_cast<double>(e_max - e_min) * 0.05);
+  // In doubles: e_max - e_min overflows int64 for, say, MIN + 1 and MAX - 1.
+  const double pad =
+      std::max(1.0, (static_cast<double>(e_max) - static_cast<double>(e_min)) * 0.05);
   t_end *= 1.02;
   const double width = 1200, left = 150, right = 30;
   const double panel_h = 170, gap = 50, top0 = 70;
@@ -303,7 +324,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                             "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#eee'/>"
                             "<text x='%.1f' y='%.1f' text-anchor='end' fill='#666'>%s</text>\n",
                             left, width - right, y, y, left - 4, y + 4,
-                            Esc(FormatTime(static_cast<Timestamp>(v), zone).substr(11)));
+                            Esc(AxisLabel(ClampToTimestamp(v), s.e1 - s.e0, zone)));
     }
   };
   auto info = [](const std::string& text) {
@@ -406,8 +427,8 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         absl::StrAppendFormat(&svg,
                               "<circle class='mark firing %s' cx='%.1f' cy='%.1f' r='4.5' "
                               "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
-                              e.firing, s.X(e.t_ms), s.Y(e.end - 1, top, panel_h), color,
-                              info(text), Esc(text));
+                              e.firing, s.X(e.t_ms), s.Y(SaturatingSub(e.end, 1), top, panel_h),
+                              color, info(text), Esc(text));
       } else if (e.kind == K::kLate) {
         const std::string text =
             absl::StrCat("late record key ", e.key, " at ", FormatTime(e.ts, zone), ": ", e.value);
