@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -359,6 +360,72 @@ TEST(CliTimelineExtremesTest, RunWithTimestampsAtInt64ExtremesWritesThePageAndRe
       EXPECT_THAT(r.out, HasSubstr("\"timestamp\":9223372036854775807,"));
     }
   }
+}
+
+// --- item 10: JSON output of any key ---
+
+TEST(CliJsonlTest, KeysWithInvalidUtf8AndControlBytesAreValidJson) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  struct Key {
+    std::string raw;
+    std::string json;  // the decoded "key" value
+    bool hex;          // whether "key_hex" is there
+  };
+  const std::vector<Key> keys = {
+      {"a\x80", "a" + fffd, true},
+      {"a\xFF", "a" + fffd, true},                        // differs from the one above by key_hex
+      {"b\xC3\x28", "b" + fffd + "(", true},              // truncated 2-byte sequence
+      {"e\xED\xA0\x80", "e" + fffd + fffd + fffd, true},  // an encoded surrogate: 3 subparts
+      {"f\xE2\x82", "f" + fffd, true},                    // truncated 3-byte: one subpart
+      {"g\xF0\x9F\x98", "g" + fffd, true},                // truncated 4-byte: one subpart
+      {"h\xC0\xAF", "h" + fffd + fffd, true},             // overlong
+      {std::string("n\0l", 3), std::string("n\0l", 3), false},
+      {"q\"uo\\te", "q\"uo\\te", false},
+      {"c\x01\x1f\x7f\b\f\t\rx", "c\x01\x1f\x7f\b\f\t\rx", false},
+      {"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", false},
+  };
+  std::string input;
+  for (const Key& k : keys) absl::StrAppend(&input, k.raw, ",1000\n");
+  // Then a late record (side output: its key and line) after the watermark passed.
+  const std::string late_line = "late\x80key,10";
+  absl::StrAppend(&input, "z,100000\n", late_line, "\n");
+  const std::string path = TempPath("jsonl_keys.txt");
+  WriteFile(path, input);
+  CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--aggregate=count",
+                          "--window=tumbling:5s", "--watermark-interval=per-record", "--late=side",
+                          "--trace=watermarks", "--output=jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::map<std::string, std::string>> windows;  // by key_hex or key
+  int records = 0, late = 0;
+  for (const std::string& line : r.OutLines()) {
+    auto obj = JsonObjectParser::Parse(line);
+    ASSERT_TRUE(obj) << "not valid UTF-8 JSON: " << absl::CHexEscape(line);
+    const std::string kind = (*obj)["kind"];
+    if (kind == "record") ++records;
+    if (kind == "window") {
+      const std::string id = obj->count("key_hex") ? (*obj)["key_hex"] : (*obj)["key"];
+      windows[id] = *obj;
+    }
+    if (kind == "late") {
+      ++late;
+      EXPECT_EQ((*obj)["key"], "late" + fffd + "key");
+      EXPECT_EQ((*obj)["key_hex"], absl::BytesToHexString("late\x80key"));
+      EXPECT_EQ((*obj)["line"], "late" + fffd + "key,10");
+      EXPECT_EQ((*obj)["line_hex"], absl::BytesToHexString(late_line));
+    }
+  }
+  EXPECT_EQ(records, static_cast<int>(keys.size()) + 2);
+  EXPECT_EQ(late, 1);
+  for (const Key& k : keys) {
+    const std::string id = k.hex ? absl::BytesToHexString(k.raw) : k.json;
+    ASSERT_EQ(windows.count(id), 1u) << absl::CHexEscape(k.raw);
+    auto& w = windows[id];
+    EXPECT_EQ(w["key"], k.json) << absl::CHexEscape(k.raw);
+    EXPECT_EQ(w.count("key_hex"), k.hex ? 1u : 0u) << absl::CHexEscape(k.raw);
+    EXPECT_EQ(w["count"], "1") << absl::CHexEscape(k.raw);
+  }
+  // The replacement is written as the escape \ufffd.
+  EXPECT_THAT(r.out, HasSubstr(R"("key":"b\ufffd(","key_hex":"62c328")"));
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ struct Shared {
 std::string FormatResult(const Shared& sh, const CliResult& r) {
   const absl::TimeZone& z = sh.format.zone();
   if (sh.output == OutputFormat::kJsonl) {
-    std::string s = absl::StrCat("{\"kind\":\"window\",\"key\":", JsonString(r.key),
+    std::string s = absl::StrCat("{\"kind\":\"window\",", JsonField("key", r.key),
                                  ",\"start\":", r.start, ",\"end\":", r.end);
     if (sh.aggregate == AggregateKind::kList) {
       absl::StrAppend(&s, ",\"first\":", r.acc.first, ",\"last\":", r.acc.last);
@@ -317,9 +317,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
             [sh](CliRecord&& r) {
               sh->late.fetch_add(1, std::memory_order_relaxed);
               if (sh->output == OutputFormat::kJsonl) {
-                sh->printer->Print(absl::StrCat("{\"kind\":\"late\",\"key\":", JsonString(r.key),
-                                                ",\"timestamp\":", r.ts,
-                                                ",\"line\":", JsonString(r.line), "}"));
+                sh->printer->Print(absl::StrCat("{\"kind\":\"late\",", JsonField("key", r.key),
+                                                ",\"timestamp\":", r.ts, ",",
+                                                JsonField("line", r.line), "}"));
               } else {
                 sh->printer->Print(absl::StrCat("Side> ", r.line));
               }
