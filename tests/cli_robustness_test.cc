@@ -362,6 +362,49 @@ TEST(CliTimelineExtremesTest, RunWithTimestampsAtInt64ExtremesWritesThePageAndRe
   }
 }
 
+// --- item 8: '#' lines ---
+
+TEST(CliCommentsTest, HashLineIsARecordUnlessCommentsFlagSkipsAndCountsIt) {
+  // Without --comments: '#tag1' is a key like any other.
+  const std::string data = TempPath("hash_data.txt");
+  WriteFile(data, "#tag1,1000\nk,2000\n");
+  CliRun plain = RunTidemark(
+      {"run", "--input=" + data, "--fields=key,ts", "--aggregate=count", "--window=tumbling:5s"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.OutLines(),
+              ::testing::UnorderedElementsAre(
+                  "window:[1970-01-01 00:00:00--1970-01-01 00:00:05]-<#tag1>--count: 1",
+                  "window:[1970-01-01 00:00:00--1970-01-01 00:00:05]-<k>--count: 1"));
+  EXPECT_THAT(plain.err, HasSubstr("tidemark: 2 records, 2 window results"));
+
+  // With --comments=#: such lines are skipped and counted.
+  const std::string commented = TempPath("hash_comments.txt");
+  WriteFile(commented, "#tag1,1000\nk,2000\n  # a note\n");
+  CliRun skip = RunTidemark({"run", "--input=" + commented, "--fields=key,ts", "--comments=#",
+                             "--aggregate=count", "--window=tumbling:5s"});
+  ASSERT_EQ(skip.exit_code, 0) << skip.err;
+  EXPECT_THAT(
+      skip.OutLines(),
+      ::testing::ElementsAre("window:[1970-01-01 00:00:00--1970-01-01 00:00:05]-<k>--count: 1"));
+  EXPECT_THAT(skip.err, HasSubstr("tidemark: 1 records, 1 window results"));
+  EXPECT_THAT(skip.err, HasSubstr(", 2 comment lines skipped"));
+
+  // A "#watermark" marker is special only with --watermarks=marker (and wins
+  // over --comments); otherwise it is an ordinary, here malformed, line.
+  const std::string marked = TempPath("hash_marker.txt");
+  WriteFile(marked, "k,1000\n#watermark 6000\n# note\nk,7000\n");
+  CliRun marker = RunTidemark({"run", "--input=" + marked, "--fields=key,ts", "--comments=#",
+                               "--watermarks=marker", "--aggregate=count", "--window=tumbling:5s",
+                               "--output=jsonl"});
+  ASSERT_EQ(marker.exit_code, 0) << marker.err;
+  EXPECT_THAT(marker.out, HasSubstr("\"start\":0,\"end\":5000,\"value\":1,\"count\":1,"
+                                    "\"firing\":\"on_time\",\"watermark\":6000"));
+  EXPECT_THAT(marker.err, HasSubstr(", 1 comment lines skipped"));
+  CliRun no_marker = RunTidemark({"run", "--input=" + marked, "--fields=key,ts"});
+  EXPECT_EQ(no_marker.exit_code, 2);
+  EXPECT_THAT(no_marker.err, HasSubstr(marked + ":2: expected 2 fields (key,ts), found 1"));
+}
+
 // --- item 10: JSON output of any key ---
 
 TEST(CliJsonlTest, KeysWithInvalidUtf8AndControlBytesAreValidJson) {

@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, output, "text", "text or jsonl");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
 ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
+ABSL_FLAG(std::string, comments, "",
+          "lines starting with this prefix (e.g. '#') are comments: skipped and counted "
+          "(empty: no comments; every line is data)");
 ABSL_FLAG(std::string, dead_letter, "", "with --bad-lines=skip: write skipped lines here");
 ABSL_FLAG(int64_t, max_line_length, 1 << 20, "longest accepted input line, in bytes");
 ABSL_FLAG(bool, summary, true, "print a summary line on stderr at the end");
@@ -64,16 +67,12 @@ int Usage(const std::string& msg) {
 
 void PrintHelp() {
   std::cout << kUsage << "\nflags:\n";
-  for (const char* name : {"socket",    "input",       "delimiter",
-                           "fields",    "key",         "timestamp",
-                           "value",     "where",       "time_format",
-                           "timezone",  "watermarks",  "watermark_interval",
-                           "idleness",  "window",      "allowed_lateness",
-                           "late",      "aggregate",   "parallelism",
-                           "output",    "trace",       "timeline",
-                           "bad_lines", "dead_letter", "max_line_length",
-                           "summary",   "duration",    "sources",
-                           "progress"}) {
+  for (const char* name :
+       {"socket",   "input",   "delimiter",        "fields",    "key",         "timestamp",
+        "value",    "where",   "time_format",      "timezone",  "watermarks",  "watermark_interval",
+        "idleness", "window",  "allowed_lateness", "late",      "aggregate",   "parallelism",
+        "output",   "trace",   "timeline",         "bad_lines", "dead_letter", "max_line_length",
+        "comments", "summary", "duration",         "sources",   "progress"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -189,6 +188,7 @@ int main(int argc, char** argv) {
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);
   o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
   o.summary = absl::GetFlag(FLAGS_summary);
+  o.comments = absl::GetFlag(FLAGS_comments);
   if (absl::GetFlag(FLAGS_max_line_length) <= 0) return Usage("--max-line-length must be positive");
   o.format.max_line_length = static_cast<size_t>(absl::GetFlag(FLAGS_max_line_length));
   return tidemark::cli::RunCommand(o, std::cout, std::cerr);

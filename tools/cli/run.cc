@@ -77,6 +77,8 @@ struct Shared {
   LinePrinter* printer;
   TraceRecorder* recorder;
   std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> comments{0};
+  std::atomic<int64_t> filtered{0};
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
   std::mutex dead_mu;
@@ -152,9 +154,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   };
   // --- check everything before anything runs ---
-  auto format = LineFormat::Make(o.format);
-  if (!format.ok()) return fail(std::string(format.status().message()));
   auto wm = ParseWatermarkSpec(o.watermarks);
+  LineFormatOptions format_options = o.format;
+  // "#watermark T" lines are markers only for --watermarks=marker.
+  format_options.markers = wm.ok() && wm->kind == WatermarkSpec::Kind::kMarker;
+  format_options.comment_prefix = o.comments;
+  auto format = LineFormat::Make(format_options);
+  if (!format.ok()) return fail(std::string(format.status().message()));
   if (!wm.ok()) return fail(std::string(wm.status().message()));
   bool per_record = o.watermark_interval == "per-record";
   Duration interval{200};
@@ -241,8 +247,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const bool skip = o.bad_lines == "skip";
   auto parser = [sh, skip, inputs](std::string_view line,
                                    const LineLocation& where) -> std::optional<CliRecord> {
-    auto r = sh->format.Parse(absl::string_view(line.data(), line.size()));
+    DroppedLine dropped = DroppedLine::kNone;
+    auto r = sh->format.Parse(absl::string_view(line.data(), line.size()), &dropped);
     if (r.ok()) {
+      if (dropped == DroppedLine::kComment) sh->comments.fetch_add(1, std::memory_order_relaxed);
+      if (dropped == DroppedLine::kFiltered) sh->filtered.fetch_add(1, std::memory_order_relaxed);
       std::optional<CliRecord> rec = *std::move(r);
       if (rec) {
         for (size_t i = 0; i < inputs.size(); ++i)
@@ -350,8 +359,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
         << sh->late.load() << " late (side output), "
         << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
-        << " bad lines skipped" << (o.timeline.empty() ? "" : ", timeline written to ")
-        << o.timeline << "\n";
+        << " bad lines skipped";
+    if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
+    if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
+    if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
+    err << "\n";
   }
   return 0;
 }

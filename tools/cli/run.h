@@ -39,6 +39,7 @@ struct RunOptions {
   std::string bad_lines = "fail";  // fail | skip
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;
+  std::string comments;  // --comments: prefix of comment lines; empty: none
 };
 
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
