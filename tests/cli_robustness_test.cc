@@ -25,6 +25,7 @@
 namespace tidemark {
 namespace {
 
+using testing::CliProcess;
 using testing::CliRun;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -360,6 +361,32 @@ TEST(CliTimelineExtremesTest, RunWithTimestampsAtInt64ExtremesWritesThePageAndRe
       EXPECT_THAT(r.out, HasSubstr("\"timestamp\":9223372036854775807,"));
     }
   }
+}
+
+// --- item 7: standard input closed ---
+
+// fd 0 closed when the process starts: with --input=- (or no input at all,
+// which reads standard input) `run` says so and exits 2 at once instead of
+// reading a descriptor the job opened itself; with a file it runs normally.
+TEST(CliStdinTest, ClosedStandardInputIsAnErrorNotAnEndlessRead) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--input=-", "--fields=key,ts"},
+        std::vector<std::string>{"run", "--fields=key,ts"}}) {
+    CliProcess p(args, CliProcess::kStdinClosed);
+    ASSERT_TRUE(p.started());
+    const int code = p.Wait(kLimit);
+    ASSERT_NE(code, CliProcess::kTimedOut) << absl::StrJoin(args, " ") << ": still running";
+    EXPECT_EQ(code, 2) << absl::StrJoin(args, " ");
+    EXPECT_THAT(p.err(), HasSubstr("standard input is closed")) << absl::StrJoin(args, " ");
+    EXPECT_EQ(p.out(), "");
+  }
+  const std::string input = TempPath("stdin_closed_file.txt");
+  WriteFile(input, "k,1000\n");
+  CliProcess p({"run", "--input=" + input, "--fields=key,ts", "--aggregate=count"},
+               CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_EQ(p.Wait(kLimit), 0) << p.err();
+  EXPECT_EQ(p.out(), "window:[1970-01-01 00:00:00--1970-01-01 00:00:05]-<k>--count: 1\n");
 }
 
 // --- item 8: '#' lines ---

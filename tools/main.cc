@@ -6,6 +6,15 @@
 // Flags are Abseil flags, given as --name=value (--input may repeat).  An
 // unknown flag or a bad value is a one-line error and exit status 2, before
 // anything runs.
+//
+// At start-up fds 0, 1 and 2 are made sure to be open (/dev/null on a closed
+// one), so no descriptor the job opens later (an eventfd, a file) becomes
+// "standard input"; `run` then refuses to read a closed standard input
+// (exit 2).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -132,9 +141,27 @@ bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inpu
   return true;
 }
 
+// Opens /dev/null on each of fds 0, 1, 2 that is closed.  Returns whether fd 0
+// was.
+bool GuardStandardDescriptors() {
+  bool stdin_closed = false;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 0) stdin_closed = true;
+    // The lowest free descriptor: fd itself, as the lower ones are open.
+    const int null_fd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (null_fd >= 0 && null_fd != fd) {
+      dup2(null_fd, fd);
+      close(null_fd);
+    }
+  }
+  return stdin_closed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool stdin_closed = GuardStandardDescriptors();
   if (argc < 2) return Usage("missing command");
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
@@ -189,6 +216,7 @@ int main(int argc, char** argv) {
   o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
   o.summary = absl::GetFlag(FLAGS_summary);
   o.comments = absl::GetFlag(FLAGS_comments);
+  o.stdin_closed = stdin_closed;
   if (absl::GetFlag(FLAGS_max_line_length) <= 0) return Usage("--max-line-length must be positive");
   o.format.max_line_length = static_cast<size_t>(absl::GetFlag(FLAGS_max_line_length));
   return tidemark::cli::RunCommand(o, std::cout, std::cerr);

@@ -212,6 +212,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
+  if (o.stdin_closed && std::count(inputs.begin(), inputs.end(), "-") > 0) {
+    return fail(o.inputs.empty() ? "standard input is closed (and no --input or --socket was given)"
+                                 : "--input=-: standard input is closed");
+  }
 
   auto sh = std::make_shared<Shared>();
   sh->format = *format;

@@ -40,6 +40,9 @@ struct RunOptions {
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;
   std::string comments;  // --comments: prefix of comment lines; empty: none
+  // Standard input was closed when the process started (main() then put
+  // /dev/null on fd 0): reading "-" is an error, not an empty input.
+  bool stdin_closed = false;
 };
 
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
