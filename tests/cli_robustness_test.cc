@@ -5,6 +5,7 @@
 // deadlines (tests/cli_test_util.h: CliProcess), never with sleeps.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 
 #include <cstdint>
 #include <map>
@@ -496,6 +497,54 @@ TEST(CliJsonlTest, KeysWithInvalidUtf8AndControlBytesAreValidJson) {
   }
   // The replacement is written as the escape \ufffd.
   EXPECT_THAT(r.out, HasSubstr(R"("key":"b\ufffd(","key_hex":"62c328")"));
+}
+
+// --- item 11: output paths checked before the job runs ---
+
+TEST(CliOutputPathTest, UnwritableTimelineOrDeadLetterFailsBeforeTheJobRuns) {
+  const std::string regular = TempPath("a_regular_file");
+  WriteFile(regular, "x");
+  const std::vector<std::string> bad_paths = {
+      "/nonexistent-tidemark-dir/out.html",  // no such directory
+      regular + "/out.html",                 // under a regular file
+      "/tmp",                                // a directory
+  };
+  const std::string input = TempPath("paths_input.txt");
+  WriteFile(input, "k,1000\nk,7000\n");
+  for (const std::string flag : {"timeline", "dead-letter"}) {
+    for (const std::string& bad : bad_paths) {
+      std::vector<std::string> args = {"run", "--input=" + input, "--fields=key,ts",
+                                       absl::StrCat("--", flag, "=", bad)};
+      if (flag == "dead-letter") args.push_back("--bad-lines=skip");
+      CliRun r = RunTidemark(args);
+      EXPECT_EQ(r.exit_code, 2) << flag << "=" << bad;
+      EXPECT_THAT(r.err, ::testing::StartsWith(absl::StrCat("tidemark: --", flag, "=", bad,
+                                                            ": cannot open for writing: ")))
+          << flag << "=" << bad;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(r.out, "") << flag << "=" << bad;
+
+      // Reading standard input that stays open: the error comes at once,
+      // and nothing of the input has been read.
+      int in[2];
+      ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+      const std::string pending = "k,1000\nk,7000\n";
+      ASSERT_EQ(write(in[1], pending.data(), pending.size()), static_cast<ssize_t>(pending.size()));
+      std::vector<std::string> stdin_args = args;
+      stdin_args[1] = "--input=-";
+      CliProcess p(stdin_args, in[0]);
+      ASSERT_TRUE(p.started());
+      const int code = p.Wait(std::chrono::seconds(30));
+      ASSERT_NE(code, CliProcess::kTimedOut) << flag << "=" << bad << ": the job ran";
+      EXPECT_EQ(code, 2);
+      EXPECT_EQ(p.out(), "");
+      int unread = 0;
+      ASSERT_EQ(ioctl(in[0], FIONREAD, &unread), 0);
+      EXPECT_EQ(unread, static_cast<int>(pending.size())) << "input was consumed";
+      close(in[0]);
+      close(in[1]);
+    }
+  }
 }
 
 }  // namespace

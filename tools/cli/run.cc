@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -217,6 +219,15 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
                                  : "--input=-: standard input is closed");
   }
 
+  // Where the results go, checked before anything runs.
+  std::ofstream timeline_page;
+  if (!o.timeline.empty()) {
+    timeline_page.open(o.timeline, std::ios::out | std::ios::trunc);
+    if (!timeline_page) {
+      return fail(absl::StrCat("--timeline=", o.timeline,
+                               ": cannot open for writing: ", std::strerror(errno)));
+    }
+  }
   auto sh = std::make_shared<Shared>();
   sh->format = *format;
   sh->aggregate = *aggregate;
@@ -224,7 +235,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->parallelism = o.parallelism;
   if (!o.dead_letter.empty()) {
     sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
-    if (!sh->dead_letter) return fail(absl::StrCat("cannot open dead-letter file ", o.dead_letter));
+    if (!sh->dead_letter) {
+      return fail(absl::StrCat("--dead-letter=", o.dead_letter,
+                               ": cannot open for writing: ", std::strerror(errno)));
+    }
   }
   LinePrinter printer(&out);
   sh->printer = &printer;
@@ -349,11 +363,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   JobResult result = env.execute("tidemark run");
-  if (!o.timeline.empty()) {
-    std::ofstream page(o.timeline, std::ios::out | std::ios::trunc);
-    page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
-                               sh->format.zone());
-    if (!page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
+  if (timeline_page.is_open()) {
+    timeline_page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
+                                        sh->format.zone());
+    timeline_page.close();
+    if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
   }
   if (!result.ok()) return fail(std::string(result.status.message()));
   if (o.summary) {
