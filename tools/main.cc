@@ -10,8 +10,10 @@
 // At start-up fds 0, 1 and 2 are made sure to be open (/dev/null on a closed
 // one), so no descriptor the job opens later (an eventfd, a file) becomes
 // "standard input"; `run` then refuses to read a closed standard input
-// (exit 2).
+// (exit 2).  `run` blocks SIGINT and SIGTERM before any thread starts; its
+// own thread takes them (tools/cli/run.h: handle_signals).
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -219,5 +221,17 @@ int main(int argc, char** argv) {
   o.stdin_closed = stdin_closed;
   if (absl::GetFlag(FLAGS_max_line_length) <= 0) return Usage("--max-line-length must be positive");
   o.format.max_line_length = static_cast<size_t>(absl::GetFlag(FLAGS_max_line_length));
+  // SIGINT / SIGTERM: blocked here, before the job starts any thread (they all
+  // inherit the mask), and taken by RunCommand's signal thread.  A signal
+  // ignored by whoever started us (nohup, `cmd &` in a script) stays ignored.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN)
+      sigaddset(&signals, sig);
+  }
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  o.handle_signals = true;
   return tidemark::cli::RunCommand(o, std::cout, std::cerr);
 }

@@ -1,5 +1,12 @@
 #include "tools/cli/run.h"
 
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -7,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -147,6 +155,118 @@ DataStream<CliResult> BuildWindows(
 }
 
 std::string KeyOf(const CliRecord& r) { return r.key; }
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal";
+  }
+}
+
+// "1 window", "2 windows".
+std::string Count(int64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+// Takes SIGINT and SIGTERM, as far as the caller blocked them in every thread,
+// through a signalfd on a thread of its own (so no worker thread is ever
+// interrupted and nothing runs in a signal handler).  The first signal cancels
+// the attached environment's job; a second one ends the process at once.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
+    sigemptyset(&set_);
+    for (int sig : {SIGINT, SIGTERM})
+      if (sigismember(&blocked, sig) == 1) sigaddset(&set_, sig);
+    signal_fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
+    stop_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (signal_fd_ < 0 || stop_fd_ < 0) return;
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~SignalWatcher() {
+    if (thread_.joinable()) {
+      const uint64_t one = 1;
+      if (write(stop_fd_, &one, sizeof(one)) < 0) {
+      }
+      thread_.join();
+    }
+    if (signal_fd_ >= 0) close(signal_fd_);
+    if (stop_fd_ >= 0) close(stop_fd_);
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  // The job to cancel at the first signal (nullptr: none any more).  When a
+  // signal came before, cancels it now.
+  void Attach(StreamExecutionEnvironment* env) {
+    std::lock_guard<std::mutex> lock(mu_);
+    env_ = env;
+    if (env_ != nullptr && signal_ != 0) env_->cancel();
+  }
+  // The first signal taken, 0 if none.
+  int signal() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return signal_;
+  }
+
+ private:
+  void Main() {
+    for (;;) {
+      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      signalfd_siginfo info;
+      if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
+      const int sig = static_cast<int>(info.ssi_signo);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (signal_ != 0) {
+        const std::string msg =
+            absl::StrCat("tidemark: second signal (", SignalName(sig), "): exiting at once\n");
+        if (write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+        }
+        _exit(128 + sig);
+      }
+      signal_ = sig;
+      const std::string msg = absl::StrCat("tidemark: ", SignalName(sig),
+                                           ": stopping the job (a second signal exits at once)\n");
+      if (write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+      }
+      if (env_ != nullptr) env_->cancel();
+    }
+  }
+
+  sigset_t set_;
+  int signal_fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  StreamExecutionEnvironment* env_ = nullptr;  // guarded by mu_
+  int signal_ = 0;                             // guarded by mu_
+};
+
+// What a cancelled job left open, from its final metrics.
+std::string LeftOpen(const JobResult& result) {
+  int64_t out = 0, in = 0;
+  for (const auto& m : result.metrics) {
+    out += m.records_out;
+    if (m.task_name.rfind("Source", 0) != 0) in += m.records_in;
+  }
+  const int64_t windows = result.CounterTotal(kWindowsNotFiredAtClose);
+  const int64_t keys = result.CounterTotal(kWindowKeysNotFiredAtClose);
+  return absl::StrCat(Count(windows, "window", "windows"), " not fired (",
+                      Count(keys, "key", "keys"), "), ",
+                      Count(std::max<int64_t>(0, out - in), "record", "records"), " in flight");
+}
 
 }  // namespace
 
@@ -362,14 +482,29 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
         .set_parallelism(o.parallelism);
   }
 
-  JobResult result = env.execute("tidemark run");
+  std::optional<SignalWatcher> signals;
+  if (o.handle_signals) {
+    signals.emplace();
+    signals->Attach(&env);
+  }
+  JobClient job = env.execute_async("tidemark run");
+  if (signals) signals->Attach(&env);  // a signal during the start cancels it now
+  JobResult result = job.wait();
+  if (signals) signals->Attach(nullptr);
+  const int signal = signals ? signals->signal() : 0;
+  // Interrupted: the job was cancelled by the signal (a job that had failed
+  // already reports its error).
+  const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
   if (timeline_page.is_open()) {
     timeline_page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
                                         sh->format.zone());
     timeline_page.close();
     if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
   }
-  if (!result.ok()) return fail(std::string(result.status.message()));
+  if (!result.ok() && !interrupted) return fail(std::string(result.status.message()));
+  if (interrupted) {
+    err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
+  }
   if (o.summary) {
     int64_t records = 0;
     for (const auto& m : result.metrics)
@@ -383,6 +518,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
     err << "\n";
   }
+  if (interrupted) return 128 + signal;
   return 0;
 }
 
