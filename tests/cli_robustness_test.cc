@@ -495,8 +495,10 @@ TEST(CliJsonlTest, KeysWithInvalidUtf8AndControlBytesAreValidJson) {
     EXPECT_EQ(w.count("key_hex"), k.hex ? 1u : 0u) << absl::CHexEscape(k.raw);
     EXPECT_EQ(w["count"], "1") << absl::CHexEscape(k.raw);
   }
-  // The replacement is written as the escape \ufffd.
+  // The replacement is written as the escape \ufffd, and the help says how.
   EXPECT_THAT(r.out, HasSubstr(R"("key":"b\ufffd(","key_hex":"62c328")"));
+  CliRun help = RunTidemark({"help"});
+  EXPECT_THAT(help.out, HasSubstr(R"("key":"\ufffd(","key_hex":"c328")"));
 }
 
 // --- item 11: output paths checked before the job runs ---

@@ -50,7 +50,7 @@ ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows"
 ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
 ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
 ABSL_FLAG(int, parallelism, 1, "parallelism of the window operator");
-ABSL_FLAG(std::string, output, "text", "text or jsonl");
+ABSL_FLAG(std::string, output, "text", "text or jsonl (JSON Lines; see the notes below)");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
 ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
@@ -71,6 +71,24 @@ constexpr char kUsage[] =
     "       tidemark demo [--duration=8s] [--timeline=FILE.html]\n"
     "Run `tidemark help` for the flags.\n";
 
+constexpr char kNotes[] =
+    "\nnotes:\n"
+    "  Lines: a line starting with '#' is data like any other (key '#tag1'), unless\n"
+    "    --comments=# makes it a comment (skipped, counted in the summary) or, with\n"
+    "    --watermarks=marker, it is a '#watermark <ts>' marker.\n"
+    "  --output=jsonl is always valid UTF-8 JSON: '\"' and '\\' are escaped, control\n"
+    "    characters and DEL are written as \\n, \\t, ... or \\u00XX, and each maximal\n"
+    "    invalid UTF-8 byte sequence becomes one \\ufffd (as Java decodes it); a string\n"
+    "    that had invalid bytes also gets its original bytes in hex beside it:\n"
+    "    key 0xC3 0x28 -> \"key\":\"\\ufffd(\",\"key_hex\":\"c328\" (likewise line_hex).\n"
+    "  Standard input (--input=-, or no --input and no --socket) that is closed is an\n"
+    "    error (exit 2), not an empty input.\n"
+    "  --timeline and --dead-letter files are opened before the job runs; an\n"
+    "    unwritable one is an error (exit 2) and nothing is read.\n"
+    "  SIGINT / SIGTERM stop the job: it says how many windows had not fired and how\n"
+    "    many records were in flight, writes the summary and the timeline, and exits\n"
+    "    130 / 143; a second signal exits at once.\n";
+
 int Usage(const std::string& msg) {
   std::cerr << "tidemark: " << msg << "\n" << kUsage;
   return 2;
@@ -90,6 +108,7 @@ void PrintHelp() {
     std::cout << "  --" << dashed << " (default '" << f->DefaultValue() << "'): " << f->Help()
               << "\n";
   }
+  std::cout << kNotes;
 }
 
 // Parses argv[first..]; returns false (after printing) on a bad flag.
