@@ -2,8 +2,14 @@
 #ifndef TM_TESTS_CLI_TEST_UTIL_H_
 #define TM_TESTS_CLI_TEST_UTIL_H_
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -78,6 +84,153 @@ inline CliRun RunTidemark(const std::vector<std::string>& args,
   std::remove((stem + ".in").c_str());
   return r;
 }
+
+// A `tidemark` process started by the test, its stdout and stderr read
+// through pipes.  Every wait is bounded by a deadline: at the deadline the
+// process is killed (SIGKILL) and the wait reports it, so a hang is a test
+// failure, never a hung test.
+class CliProcess {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // stdin_fd >= 0 becomes the child's fd 0; kStdinClosed starts it with fd 0
+  // closed.
+  static constexpr int kStdinClosed = -1;
+
+  CliProcess(const std::vector<std::string>& args, int stdin_fd) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return;
+    std::vector<std::string> argv_s = {TIDEMARK_BINARY};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      // Only async-signal-safe calls until exec.  Signals as a shell gives
+      // them to a foreground command: default dispositions, none blocked.
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (stdin_fd >= 0) {
+        dup2(stdin_fd, 0);
+      } else {
+        close(0);
+      }
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+  }
+  ~CliProcess() {
+    if (pid_ > 0 && exit_code_ == kRunning) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+  }
+  CliProcess(const CliProcess&) = delete;
+  CliProcess& operator=(const CliProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool started() const { return pid_ > 0; }
+  const std::string& out() const { return out_; }
+  const std::string& err() const { return err_; }
+
+  // Reads until stdout holds a complete line; false at EOF or the deadline.
+  bool WaitForOutLine(std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (out_.find('\n') == std::string::npos) {
+      if (!ReadSome(deadline)) return false;
+      if (out_fd_ < 0 && out_.find('\n') == std::string::npos) return false;
+    }
+    return true;
+  }
+
+  // Waits until stdout has something to read, without reading it (so a
+  // process writing much more than a pipe holds blocks); false at EOF or the
+  // deadline.
+  bool WaitForOutReadable(std::chrono::seconds limit) {
+    if (out_fd_ < 0) return false;
+    pollfd fd = {out_fd_, POLLIN, 0};
+    for (;;) {
+      const int n = poll(&fd, 1, static_cast<int>(limit.count() * 1000));
+      if (n < 0 && errno == EINTR) continue;
+      return n == 1 && (fd.revents & POLLIN) != 0;
+    }
+  }
+
+  // Reads stderr (only) until it contains `text`; false at EOF or the
+  // deadline.
+  bool WaitForErr(const std::string& text, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (err_.find(text) == std::string::npos) {
+      if (err_fd_ < 0 || !ReadSome(deadline, /*read_out=*/false)) return false;
+    }
+    return true;
+  }
+
+  // Reads stdout and stderr to the end and reaps the process: its exit
+  // status, or 128 + signal when a signal ended it, or kTimedOut when it was
+  // still running at the deadline (it is then killed).
+  static constexpr int kTimedOut = -2;
+  int Wait(std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (out_fd_ >= 0 || err_fd_ >= 0) {
+      if (!ReadSome(deadline)) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        exit_code_ = kTimedOut;
+        return exit_code_;
+      }
+    }
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
+
+ private:
+  static constexpr int kRunning = -3;
+
+  // One poll and read of whatever is ready; false at the deadline.
+  bool ReadSome(Clock::time_point deadline, bool read_out = true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd fds[2] = {{read_out ? out_fd_ : -1, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+    const int n = poll(fds, 2, static_cast<int>(left));
+    if (n < 0) return errno == EINTR;
+    if (n == 0) return false;
+    Drain(fds[0].revents, &out_fd_, &out_);
+    Drain(fds[1].revents, &err_fd_, &err_);
+    return true;
+  }
+  static void Drain(short revents, int* fd, std::string* to) {
+    if (*fd < 0 || revents == 0) return;
+    char buf[4096];
+    const ssize_t r = read(*fd, buf, sizeof(buf));
+    if (r > 0) {
+      to->append(buf, static_cast<size_t>(r));
+    } else if (r == 0 || errno != EINTR) {
+      close(*fd);
+      *fd = -1;
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  std::string out_, err_;
+  int exit_code_ = kRunning;
+};
 
 }  // namespace tidemark::testing
 

@@ -6,6 +6,17 @@
 // Flags are Abseil flags, given as --name=value (--input may repeat).  An
 // unknown flag or a bad value is a one-line error and exit status 2, before
 // anything runs.
+//
+// At start-up fds 0, 1 and 2 are made sure to be open (/dev/null on a closed
+// one), so no descriptor the job opens later (an eventfd, a file) becomes
+// "standard input"; `run` then refuses to read a closed standard input
+// (exit 2).  `run` blocks SIGINT and SIGTERM before any thread starts; its
+// own thread takes them (tools/cli/run.h: handle_signals).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -39,10 +50,13 @@ ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows"
 ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
 ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
 ABSL_FLAG(int, parallelism, 1, "parallelism of the window operator");
-ABSL_FLAG(std::string, output, "text", "text or jsonl");
+ABSL_FLAG(std::string, output, "text", "text or jsonl (JSON Lines; see the notes below)");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
 ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
+ABSL_FLAG(std::string, comments, "",
+          "lines starting with this prefix (e.g. '#') are comments: skipped and counted "
+          "(empty: no comments; every line is data)");
 ABSL_FLAG(std::string, dead_letter, "", "with --bad-lines=skip: write skipped lines here");
 ABSL_FLAG(int64_t, max_line_length, 1 << 20, "longest accepted input line, in bytes");
 ABSL_FLAG(bool, summary, true, "print a summary line on stderr at the end");
@@ -57,6 +71,24 @@ constexpr char kUsage[] =
     "       tidemark demo [--duration=8s] [--timeline=FILE.html]\n"
     "Run `tidemark help` for the flags.\n";
 
+constexpr char kNotes[] =
+    "\nnotes:\n"
+    "  Lines: a line starting with '#' is data like any other (key '#tag1'), unless\n"
+    "    --comments=# makes it a comment (skipped, counted in the summary) or, with\n"
+    "    --watermarks=marker, it is a '#watermark <ts>' marker.\n"
+    "  --output=jsonl is always valid UTF-8 JSON: '\"' and '\\' are escaped, control\n"
+    "    characters and DEL are written as \\n, \\t, ... or \\u00XX, and each maximal\n"
+    "    invalid UTF-8 byte sequence becomes one \\ufffd (as Java decodes it); a string\n"
+    "    that had invalid bytes also gets its original bytes in hex beside it:\n"
+    "    key 0xC3 0x28 -> \"key\":\"\\ufffd(\",\"key_hex\":\"c328\" (likewise line_hex).\n"
+    "  Standard input (--input=-, or no --input and no --socket) that is closed is an\n"
+    "    error (exit 2), not an empty input.\n"
+    "  --timeline and --dead-letter files are opened before the job runs; an\n"
+    "    unwritable one is an error (exit 2) and nothing is read.\n"
+    "  SIGINT / SIGTERM stop the job: it says how many windows had not fired and how\n"
+    "    many records were in flight, writes the summary and the timeline, and exits\n"
+    "    130 / 143; a second signal exits at once.\n";
+
 int Usage(const std::string& msg) {
   std::cerr << "tidemark: " << msg << "\n" << kUsage;
   return 2;
@@ -64,22 +96,19 @@ int Usage(const std::string& msg) {
 
 void PrintHelp() {
   std::cout << kUsage << "\nflags:\n";
-  for (const char* name : {"socket",    "input",       "delimiter",
-                           "fields",    "key",         "timestamp",
-                           "value",     "where",       "time_format",
-                           "timezone",  "watermarks",  "watermark_interval",
-                           "idleness",  "window",      "allowed_lateness",
-                           "late",      "aggregate",   "parallelism",
-                           "output",    "trace",       "timeline",
-                           "bad_lines", "dead_letter", "max_line_length",
-                           "summary",   "duration",    "sources",
-                           "progress"}) {
+  for (const char* name :
+       {"socket",   "input",   "delimiter",        "fields",    "key",         "timestamp",
+        "value",    "where",   "time_format",      "timezone",  "watermarks",  "watermark_interval",
+        "idleness", "window",  "allowed_lateness", "late",      "aggregate",   "parallelism",
+        "output",   "trace",   "timeline",         "bad_lines", "dead_letter", "max_line_length",
+        "comments", "summary", "duration",         "sources",   "progress"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
     std::cout << "  --" << dashed << " (default '" << f->DefaultValue() << "'): " << f->Help()
               << "\n";
   }
+  std::cout << kNotes;
 }
 
 // Parses argv[first..]; returns false (after printing) on a bad flag.
@@ -133,9 +162,27 @@ bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inpu
   return true;
 }
 
+// Opens /dev/null on each of fds 0, 1, 2 that is closed.  Returns whether fd 0
+// was.
+bool GuardStandardDescriptors() {
+  bool stdin_closed = false;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 0) stdin_closed = true;
+    // The lowest free descriptor: fd itself, as the lower ones are open.
+    const int null_fd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (null_fd >= 0 && null_fd != fd) {
+      dup2(null_fd, fd);
+      close(null_fd);
+    }
+  }
+  return stdin_closed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool stdin_closed = GuardStandardDescriptors();
   if (argc < 2) return Usage("missing command");
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
@@ -189,7 +236,21 @@ int main(int argc, char** argv) {
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);
   o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
   o.summary = absl::GetFlag(FLAGS_summary);
+  o.comments = absl::GetFlag(FLAGS_comments);
+  o.stdin_closed = stdin_closed;
   if (absl::GetFlag(FLAGS_max_line_length) <= 0) return Usage("--max-line-length must be positive");
   o.format.max_line_length = static_cast<size_t>(absl::GetFlag(FLAGS_max_line_length));
+  // SIGINT / SIGTERM: blocked here, before the job starts any thread (they all
+  // inherit the mask), and taken by RunCommand's signal thread.  A signal
+  // ignored by whoever started us (nohup, `cmd &` in a script) stays ignored.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN)
+      sigaddset(&signals, sig);
+  }
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  o.handle_signals = true;
   return tidemark::cli::RunCommand(o, std::cout, std::cerr);
 }

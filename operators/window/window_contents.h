@@ -11,6 +11,7 @@
 //   void Clear(const K& key, const W& sw);
 //   void Merge(const K& key, const W& target, const std::vector<W>& sources);
 //   size_t size() const;                               // live (key, window)s
+//   void ForEachKeyWindow(F f) const;                  // f(key, sw) for each
 //
 //   ReduceContents     - one T per window, reduced on arrival (Flink's
 //                        ReducingState): incremental, no allocation per
@@ -98,6 +99,10 @@ class ReduceContents {
       it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
   }
   size_t size() const { return state_.size(); }
+  template <typename F>
+  void ForEachKeyWindow(F&& f) const {
+    for (const auto& [kw, v] : state_) f(kw.first, kw.second);
+  }
   // Bytes of the table (capacity; heap memory owned by the values not seen).
   size_t StateBytes() const {
     return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
@@ -175,6 +180,10 @@ class AggregateContents {
     if (!inserted) it->second = agg_.merge(std::move(it->second), std::move(*merged));
   }
   size_t size() const { return state_.size(); }
+  template <typename F>
+  void ForEachKeyWindow(F&& f) const {
+    for (const auto& [kw, v] : state_) f(kw.first, kw.second);
+  }
   // Bytes of the table (capacity; heap memory owned by the values not seen).
   size_t StateBytes() const {
     return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
@@ -227,6 +236,10 @@ class ListContents {
     if (!inserted) Append(it->second, std::move(*merged));
   }
   size_t size() const { return state_.size(); }
+  template <typename F>
+  void ForEachKeyWindow(F&& f) const {
+    for (const auto& [kw, v] : state_) f(kw.first, kw.second);
+  }
   // Bytes of the table (capacity; heap memory owned by the values not seen).
   size_t StateBytes() const {
     return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);

@@ -50,6 +50,13 @@
 // publishes that number and the bytes its state occupies as the counters
 // "windowPeakLiveKeyWindows" and "windowStateBytesAtPeak".
 //
+// Left open: when the operator closes (at the end of its input nothing is
+// left; a cancelled job closes it with windows still open) it publishes the
+// (key, window) pairs holding contents whose window the watermark has not
+// reached (processing-time windows: every live one; sessions: by their
+// current, merged window) as "windowsNotFiredAtClose", and their distinct
+// keys as "windowKeysNotFiredAtClose".
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
@@ -62,6 +69,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "operators/basic.h"
 #include "operators/window/assigners.h"
 #include "operators/window/merging_window_set.h"
@@ -80,6 +88,8 @@ inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
     "numLateRecordsToUnconsumedSideOutput";
 inline constexpr char kWindowPeakLiveKeyWindows[] = "windowPeakLiveKeyWindows";
 inline constexpr char kWindowStateBytesAtPeak[] = "windowStateBytesAtPeak";
+inline constexpr char kWindowsNotFiredAtClose[] = "windowsNotFiredAtClose";
+inline constexpr char kWindowKeysNotFiredAtClose[] = "windowKeysNotFiredAtClose";
 
 namespace window_internal {
 // The per-window value type of contents that keep one (reduce, aggregate),
@@ -149,6 +159,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
     peak_live_counter_ = ctx.counter(kWindowPeakLiveKeyWindows);
     peak_bytes_counter_ = ctx.counter(kWindowStateBytesAtPeak);
+    not_fired_counter_ = ctx.counter(kWindowsNotFiredAtClose);
+    not_fired_keys_counter_ = ctx.counter(kWindowKeysNotFiredAtClose);
     timers_.Init(
         &ctx.timers(), [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
         [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
@@ -227,6 +239,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     if constexpr (kWindowMajor) FireWindows(watermark);
     this->ForwardWatermark(watermark);
   }
+
+  void Close() override { PublishNotFired(); }
 
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
@@ -357,6 +371,31 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
     peak_live_ = live;
     peak_live_counter_->Set(static_cast<int64_t>(live));
     peak_bytes_counter_->Set(static_cast<int64_t>(StateBytes()));
+  }
+
+  // See "Left open" in the file comment.
+  void PublishNotFired() {
+    if (not_fired_counter_ == nullptr) return;
+    const Timestamp watermark = timers_.current_watermark();
+    size_t pairs = 0;
+    absl::flat_hash_set<K> keys;
+    auto note = [&](const K& key, const W& w) {
+      if (Assigner::kIsEventTime && w.max_timestamp() <= watermark) return;  // has fired
+      ++pairs;
+      keys.insert(key);
+    };
+    if constexpr (kWindowMajor) {
+      for (const auto& [order, win] : table_)
+        win.slots.ForEach([&](const auto& slot) { note(slot.key, win.window); });
+    } else if constexpr (Assigner::kIsMerging) {
+      for (const auto& [key, set] : merging_)
+        for (const auto& [window, state_window] : set.windows())
+          if (contents_.Has(key, state_window)) note(key, window);
+    } else {
+      contents_.ForEachKeyWindow(note);
+    }
+    not_fired_counter_->Set(static_cast<int64_t>(pairs));
+    not_fired_keys_counter_->Set(static_cast<int64_t>(keys.size()));
   }
 
   void Emit(const K& key, const W& window, const W& state_window) {
@@ -511,6 +550,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   size_t peak_live_ = 0;
   Counter* peak_live_counter_ = nullptr;
   Counter* peak_bytes_counter_ = nullptr;
+  Counter* not_fired_counter_ = nullptr;
+  Counter* not_fired_keys_counter_ = nullptr;
   absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
   MergingWindowSet::Scratch merge_scratch_;           // sessions only
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;

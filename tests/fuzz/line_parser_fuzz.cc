@@ -20,8 +20,9 @@ const LineFormat& FormatFor(uint8_t selector) {
   if (formats[i] == nullptr) {
     LineFormatOptions o;
     switch (i) {
-      case 0:  // key,ts(ms),value
+      case 0:  // key,ts(ms),value; "#watermark T" markers
         o.value_field = "value";
+        o.markers = true;
         break;
       case 1:  // id ts(s) vc, space separated
         o.delimiter = ' ';
@@ -38,8 +39,10 @@ const LineFormat& FormatFor(uint8_t selector) {
         o.time_format = "%Y-%m-%d %H:%M:%E*S";
         o.timezone = "+08:00";
         break;
-      default:
+      default:  // short lines; '#' comments and markers
         o.max_line_length = 64;
+        o.markers = true;
+        o.comment_prefix = "#";
         break;
     }
     formats[i] = new LineFormat(*LineFormat::Make(o));
@@ -53,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const LineFormat& format = FormatFor(data[0]);
   const std::string line(reinterpret_cast<const char*>(data + 1), size - 1);
-  auto r = format.Parse(line);
+  tidemark::cli::DroppedLine dropped;
+  auto r = format.Parse(line, &dropped);
+  if (dropped != tidemark::cli::DroppedLine::kNone && !(r.ok() && !r->has_value())) std::abort();
   if (r.ok() && r->has_value()) {
     const auto& rec = **r;
     if (!rec.is_marker() && rec.ts == tidemark::kNoTimestamp) std::abort();

@@ -122,25 +122,28 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
   return absl::ToUnixMillis(t);
 }
 
-absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view line) const {
+absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view line,
+                                                           DroppedLine* dropped) const {
+  if (dropped != nullptr) *dropped = DroppedLine::kNone;
   if (line.size() > options_.max_line_length) {
     return absl::InvalidArgumentError(absl::StrCat("line is longer than ", options_.max_line_length,
                                                    " bytes (", line.size(), ")"));
   }
   const absl::string_view stripped = absl::StripAsciiWhitespace(line);
   if (stripped.empty()) return absl::InvalidArgumentError("empty line");
-  if (stripped[0] == '#') {
-    constexpr absl::string_view kMarker = "#watermark";
-    if (absl::StartsWith(stripped, kMarker)) {
-      auto ts = ParseTimestamp(stripped.substr(kMarker.size()));
-      if (!ts.ok()) return ts.status();
-      if (*ts == kMinTimestamp) return absl::InvalidArgumentError("marker watermark out of range");
-      CliRecord r;
-      r.marker = *ts;
-      r.line = std::string(line);
-      return std::optional<CliRecord>(std::move(r));
-    }
-    return std::optional<CliRecord>();  // comment
+  constexpr absl::string_view kMarker = "#watermark";
+  if (options_.markers && absl::StartsWith(stripped, kMarker)) {
+    auto ts = ParseTimestamp(stripped.substr(kMarker.size()));
+    if (!ts.ok()) return ts.status();
+    if (*ts == kMinTimestamp) return absl::InvalidArgumentError("marker watermark out of range");
+    CliRecord r;
+    r.marker = *ts;
+    r.line = std::string(line);
+    return std::optional<CliRecord>(std::move(r));
+  }
+  if (!options_.comment_prefix.empty() && absl::StartsWith(stripped, options_.comment_prefix)) {
+    if (dropped != nullptr) *dropped = DroppedLine::kComment;
+    return std::optional<CliRecord>();
   }
   std::vector<absl::string_view> parts;
   if (options_.delimiter == ' ') {
@@ -154,7 +157,10 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
                                                    parts.size()));
   }
   for (const auto& [i, value] : where_) {
-    if (absl::StripAsciiWhitespace(parts[i]) != value) return std::optional<CliRecord>();
+    if (absl::StripAsciiWhitespace(parts[i]) != value) {
+      if (dropped != nullptr) *dropped = DroppedLine::kFiltered;
+      return std::optional<CliRecord>();
+    }
   }
   CliRecord r;
   r.key = std::string(absl::StripAsciiWhitespace(parts[key_index_]));

@@ -7,8 +7,11 @@
 // time zone (absl::ParseTime, e.g. "%Y-%m-%d %H:%M:%E*S", which reads both
 // "10:10:01" and "10:10:04.989").
 //
-// A line "#watermark <ts>" is a marker (used with --watermarks=marker); other
-// lines starting with '#' are comments and are skipped.
+// With `markers` (--watermarks=marker) a line "#watermark <ts>" is a marker.
+// With a `comment_prefix` (--comments=#, off by default) a line starting with
+// it (after leading blanks; a marker wins) is a comment: no record, reported
+// as such so the caller counts it.  Otherwise a line starting with '#' is an
+// ordinary line: "#tag1,1000" is a record with key "#tag1".
 #ifndef TM_TOOLS_CLI_LINE_FORMAT_H_
 #define TM_TOOLS_CLI_LINE_FORMAT_H_
 
@@ -44,7 +47,12 @@ struct LineFormatOptions {
   std::string time_format = "ms";  // "ms", "s" or a pattern
   std::string timezone = "UTC";
   size_t max_line_length = 1 << 20;
+  bool markers = false;        // "#watermark <ts>" lines are markers
+  std::string comment_prefix;  // empty: no line is a comment
 };
+
+// Why LineFormat::Parse() returned no record.
+enum class DroppedLine { kNone, kComment, kFiltered };
 
 class LineFormat {
  public:
@@ -53,9 +61,11 @@ class LineFormat {
   static absl::StatusOr<LineFormat> Make(const LineFormatOptions& options);
 
   // The record for `line`, nullopt when the line is filtered out (--where) or
-  // a comment, or an error saying what is wrong with it (without the
-  // location; the caller adds file and line).
-  absl::StatusOr<std::optional<CliRecord>> Parse(absl::string_view line) const;
+  // a comment (then `*dropped`, when given, says which; else kNone), or an
+  // error saying what is wrong with it (without the location; the caller adds
+  // file and line).
+  absl::StatusOr<std::optional<CliRecord>> Parse(absl::string_view line,
+                                                 DroppedLine* dropped = nullptr) const;
 
   // Parses a timestamp field as configured.
   absl::StatusOr<Timestamp> ParseTimestamp(absl::string_view text) const;

@@ -1,10 +1,20 @@
 #include "tools/cli/run.h"
 
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -77,6 +87,8 @@ struct Shared {
   LinePrinter* printer;
   TraceRecorder* recorder;
   std::atomic<int64_t> skipped{0};
+  std::atomic<int64_t> comments{0};
+  std::atomic<int64_t> filtered{0};
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
   std::mutex dead_mu;
@@ -86,7 +98,7 @@ struct Shared {
 std::string FormatResult(const Shared& sh, const CliResult& r) {
   const absl::TimeZone& z = sh.format.zone();
   if (sh.output == OutputFormat::kJsonl) {
-    std::string s = absl::StrCat("{\"kind\":\"window\",\"key\":", JsonString(r.key),
+    std::string s = absl::StrCat("{\"kind\":\"window\",", JsonField("key", r.key),
                                  ",\"start\":", r.start, ",\"end\":", r.end);
     if (sh.aggregate == AggregateKind::kList) {
       absl::StrAppend(&s, ",\"first\":", r.acc.first, ",\"last\":", r.acc.last);
@@ -144,6 +156,118 @@ DataStream<CliResult> BuildWindows(
 
 std::string KeyOf(const CliRecord& r) { return r.key; }
 
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal";
+  }
+}
+
+// "1 window", "2 windows".
+std::string Count(int64_t n, const char* one, const char* many) {
+  return absl::StrCat(n, " ", n == 1 ? one : many);
+}
+
+// Takes SIGINT and SIGTERM, as far as the caller blocked them in every thread,
+// through a signalfd on a thread of its own (so no worker thread is ever
+// interrupted and nothing runs in a signal handler).  The first signal cancels
+// the attached environment's job; a second one ends the process at once.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
+    sigemptyset(&set_);
+    for (int sig : {SIGINT, SIGTERM})
+      if (sigismember(&blocked, sig) == 1) sigaddset(&set_, sig);
+    signal_fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
+    stop_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (signal_fd_ < 0 || stop_fd_ < 0) return;
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~SignalWatcher() {
+    if (thread_.joinable()) {
+      const uint64_t one = 1;
+      if (write(stop_fd_, &one, sizeof(one)) < 0) {
+      }
+      thread_.join();
+    }
+    if (signal_fd_ >= 0) close(signal_fd_);
+    if (stop_fd_ >= 0) close(stop_fd_);
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  // The job to cancel at the first signal (nullptr: none any more).  When a
+  // signal came before, cancels it now.
+  void Attach(StreamExecutionEnvironment* env) {
+    std::lock_guard<std::mutex> lock(mu_);
+    env_ = env;
+    if (env_ != nullptr && signal_ != 0) env_->cancel();
+  }
+  // The first signal taken, 0 if none.
+  int signal() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return signal_;
+  }
+
+ private:
+  void Main() {
+    for (;;) {
+      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      signalfd_siginfo info;
+      if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
+      const int sig = static_cast<int>(info.ssi_signo);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (signal_ != 0) {
+        const std::string msg =
+            absl::StrCat("tidemark: second signal (", SignalName(sig), "): exiting at once\n");
+        if (write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+        }
+        _exit(128 + sig);
+      }
+      signal_ = sig;
+      const std::string msg = absl::StrCat("tidemark: ", SignalName(sig),
+                                           ": stopping the job (a second signal exits at once)\n");
+      if (write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+      }
+      if (env_ != nullptr) env_->cancel();
+    }
+  }
+
+  sigset_t set_;
+  int signal_fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  StreamExecutionEnvironment* env_ = nullptr;  // guarded by mu_
+  int signal_ = 0;                             // guarded by mu_
+};
+
+// What a cancelled job left open, from its final metrics.
+std::string LeftOpen(const JobResult& result) {
+  int64_t out = 0, in = 0;
+  for (const auto& m : result.metrics) {
+    out += m.records_out;
+    if (m.task_name.rfind("Source", 0) != 0) in += m.records_in;
+  }
+  const int64_t windows = result.CounterTotal(kWindowsNotFiredAtClose);
+  const int64_t keys = result.CounterTotal(kWindowKeysNotFiredAtClose);
+  return absl::StrCat(Count(windows, "window", "windows"), " not fired (",
+                      Count(keys, "key", "keys"), "), ",
+                      Count(std::max<int64_t>(0, out - in), "record", "records"), " in flight");
+}
+
 }  // namespace
 
 int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
@@ -152,9 +276,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   };
   // --- check everything before anything runs ---
-  auto format = LineFormat::Make(o.format);
-  if (!format.ok()) return fail(std::string(format.status().message()));
   auto wm = ParseWatermarkSpec(o.watermarks);
+  LineFormatOptions format_options = o.format;
+  // "#watermark T" lines are markers only for --watermarks=marker.
+  format_options.markers = wm.ok() && wm->kind == WatermarkSpec::Kind::kMarker;
+  format_options.comment_prefix = o.comments;
+  auto format = LineFormat::Make(format_options);
+  if (!format.ok()) return fail(std::string(format.status().message()));
   if (!wm.ok()) return fail(std::string(wm.status().message()));
   bool per_record = o.watermark_interval == "per-record";
   Duration interval{200};
@@ -206,7 +334,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
+  if (o.stdin_closed && std::count(inputs.begin(), inputs.end(), "-") > 0) {
+    return fail(o.inputs.empty() ? "standard input is closed (and no --input or --socket was given)"
+                                 : "--input=-: standard input is closed");
+  }
 
+  // Where the results go, checked before anything runs.
+  std::ofstream timeline_page;
+  if (!o.timeline.empty()) {
+    timeline_page.open(o.timeline, std::ios::out | std::ios::trunc);
+    if (!timeline_page) {
+      return fail(absl::StrCat("--timeline=", o.timeline,
+                               ": cannot open for writing: ", std::strerror(errno)));
+    }
+  }
   auto sh = std::make_shared<Shared>();
   sh->format = *format;
   sh->aggregate = *aggregate;
@@ -214,7 +355,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->parallelism = o.parallelism;
   if (!o.dead_letter.empty()) {
     sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
-    if (!sh->dead_letter) return fail(absl::StrCat("cannot open dead-letter file ", o.dead_letter));
+    if (!sh->dead_letter) {
+      return fail(absl::StrCat("--dead-letter=", o.dead_letter,
+                               ": cannot open for writing: ", std::strerror(errno)));
+    }
   }
   LinePrinter printer(&out);
   sh->printer = &printer;
@@ -241,8 +385,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   const bool skip = o.bad_lines == "skip";
   auto parser = [sh, skip, inputs](std::string_view line,
                                    const LineLocation& where) -> std::optional<CliRecord> {
-    auto r = sh->format.Parse(absl::string_view(line.data(), line.size()));
+    DroppedLine dropped = DroppedLine::kNone;
+    auto r = sh->format.Parse(absl::string_view(line.data(), line.size()), &dropped);
     if (r.ok()) {
+      if (dropped == DroppedLine::kComment) sh->comments.fetch_add(1, std::memory_order_relaxed);
+      if (dropped == DroppedLine::kFiltered) sh->filtered.fetch_add(1, std::memory_order_relaxed);
       std::optional<CliRecord> rec = *std::move(r);
       if (rec) {
         for (size_t i = 0; i < inputs.size(); ++i)
@@ -317,9 +464,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
             [sh](CliRecord&& r) {
               sh->late.fetch_add(1, std::memory_order_relaxed);
               if (sh->output == OutputFormat::kJsonl) {
-                sh->printer->Print(absl::StrCat("{\"kind\":\"late\",\"key\":", JsonString(r.key),
-                                                ",\"timestamp\":", r.ts,
-                                                ",\"line\":", JsonString(r.line), "}"));
+                sh->printer->Print(absl::StrCat("{\"kind\":\"late\",", JsonField("key", r.key),
+                                                ",\"timestamp\":", r.ts, ",",
+                                                JsonField("line", r.line), "}"));
               } else {
                 sh->printer->Print(absl::StrCat("Side> ", r.line));
               }
@@ -335,14 +482,29 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
         .set_parallelism(o.parallelism);
   }
 
-  JobResult result = env.execute("tidemark run");
-  if (!o.timeline.empty()) {
-    std::ofstream page(o.timeline, std::ios::out | std::ios::trunc);
-    page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
-                               sh->format.zone());
-    if (!page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
+  std::optional<SignalWatcher> signals;
+  if (o.handle_signals) {
+    signals.emplace();
+    signals->Attach(&env);
   }
-  if (!result.ok()) return fail(std::string(result.status.message()));
+  JobClient job = env.execute_async("tidemark run");
+  if (signals) signals->Attach(&env);  // a signal during the start cancels it now
+  JobResult result = job.wait();
+  if (signals) signals->Attach(nullptr);
+  const int signal = signals ? signals->signal() : 0;
+  // Interrupted: the job was cancelled by the signal (a job that had failed
+  // already reports its error).
+  const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
+  if (timeline_page.is_open()) {
+    timeline_page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
+                                        sh->format.zone());
+    timeline_page.close();
+    if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
+  }
+  if (!result.ok() && !interrupted) return fail(std::string(result.status.message()));
+  if (interrupted) {
+    err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
+  }
   if (o.summary) {
     int64_t records = 0;
     for (const auto& m : result.metrics)
@@ -350,9 +512,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
         << sh->late.load() << " late (side output), "
         << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
-        << " bad lines skipped" << (o.timeline.empty() ? "" : ", timeline written to ")
-        << o.timeline << "\n";
+        << " bad lines skipped";
+    if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
+    if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
+    if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
+    err << "\n";
   }
+  if (interrupted) return 128 + signal;
   return 0;
 }
 

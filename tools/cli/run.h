@@ -6,7 +6,8 @@
 //     -> key_by(key) -> window -> aggregate -> print
 //   (+ the late side output, + traces and the timeline)
 // runs it, and returns the process exit status: 0 on success, 2 on any error
-// (after one line on `err` saying what and where).
+// (after one line on `err` saying what and where), 128 + the signal number
+// when interrupted (see handle_signals).
 #ifndef TM_TOOLS_CLI_RUN_H_
 #define TM_TOOLS_CLI_RUN_H_
 
@@ -39,6 +40,17 @@ struct RunOptions {
   std::string bad_lines = "fail";  // fail | skip
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;
+  std::string comments;  // --comments: prefix of comment lines; empty: none
+  // Standard input was closed when the process started (main() then put
+  // /dev/null on fd 0): reading "-" is an error, not an empty input.
+  bool stdin_closed = false;
+  // SIGINT and SIGTERM, those of them that the caller blocked in every
+  // thread (before starting any), are taken by a thread of RunCommand's own:
+  // the first cancels the job, which then reports what it left open (windows
+  // not fired, records in flight), writes the summary and the timeline, and
+  // RunCommand returns 128 + the signal (130, 143); a second one ends the
+  // process at once with _exit(128 + signal).
+  bool handle_signals = false;
 };
 
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);

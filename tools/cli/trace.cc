@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -18,15 +19,92 @@ void LinePrinter::Print(const std::string& line) {
   out_->flush();
 }
 
-std::string JsonString(const std::string& s) {
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at s[i] (Unicode
+// table 3-7), or 0 with *bad set to the length (>= 1) of the maximal
+// ill-formed subpart starting there.
+size_t Utf8SequenceAt(absl::string_view s, size_t i, size_t* bad) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c == 0xE0) {
+    n = 3;
+    lo = 0xA0;
+  } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+    n = 3;
+  } else if (c == 0xED) {
+    n = 3;
+    hi = 0x9F;
+  } else if (c == 0xF0) {
+    n = 4;
+    lo = 0x90;
+  } else if (c >= 0xF1 && c <= 0xF3) {
+    n = 4;
+  } else if (c == 0xF4) {
+    n = 4;
+    hi = 0x8F;
+  } else {
+    *bad = 1;  // 80..C1, F5..FF never start a sequence
+    return 0;
+  }
+  size_t k = 1;
+  for (; k < n && i + k < s.size(); ++k) {
+    const unsigned char d = static_cast<unsigned char>(s[i + k]);
+    if (d < lo || d > hi) break;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  if (k == n) return n;
+  *bad = k;
+  return 0;
+}
+
+}  // namespace
+
+bool IsValidUtf8(absl::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t bad = 0;
+    const size_t n = Utf8SequenceAt(s, i, &bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string JsonString(absl::string_view s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  out.reserve(s.size() + 2);
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t bad = 0;
+      const size_t n = Utf8SequenceAt(s, i, &bad);
+      if (n == 0) {
+        out += "\\ufffd";
+        i += bad;
+      } else {
+        out.append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"':
         out += "\\\"";
         break;
       case '\\':
         out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
         break;
       case '\n':
         out += "\\n";
@@ -38,7 +116,7 @@ std::string JsonString(const std::string& s) {
         out += "\\t";
         break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7F) {
           out += absl::StrFormat("\\u%04x", c);
         } else {
           out += static_cast<char>(c);
@@ -46,6 +124,15 @@ std::string JsonString(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+std::string JsonField(absl::string_view name, absl::string_view value) {
+  std::string out = absl::StrCat(JsonString(name), ":", JsonString(value));
+  if (!IsValidUtf8(value)) {
+    absl::StrAppend(&out, ",", JsonString(absl::StrCat(name, "_hex")), ":\"",
+                    absl::BytesToHexString(value), "\"");
+  }
+  return out;
 }
 
 TraceRecorder::TraceRecorder(LinePrinter* printer, OutputFormat format, bool print_trace,
@@ -146,8 +233,8 @@ void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, T
                              Timestamp watermark) {
   if (!print_trace_) return;
   if (format_ == OutputFormat::kJsonl) {
-    printer_->Print(absl::StrCat("{\"kind\":\"record\",\"source\":", source,
-                                 ",\"key\":", JsonString(key), ",\"timestamp\":", ts,
+    printer_->Print(absl::StrCat("{\"kind\":\"record\",\"source\":", source, ",",
+                                 JsonField("key", key), ",\"timestamp\":", ts,
                                  ",\"max_timestamp\":", max_ts, ",\"watermark\":", watermark, "}"));
   } else {
     // The line the documents print (document 000).
@@ -181,6 +268,25 @@ std::string Esc(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
 }
 
+// A double (event time as a coordinate) back to a timestamp, clamped to the
+// range: a cast of a double outside it would be undefined.
+Timestamp ClampToTimestamp(double v) {
+  if (!(v > -9.2233720368547758e18)) return kMinTimestamp;  // also NaN
+  if (v >= 9.2233720368547758e18) return kMaxTimestamp;
+  return static_cast<Timestamp>(v);
+}
+
+// A label of the event-time axis: the time of day when the axis spans less
+// than a day, else the date and time; MIN / MAX at the ends of the range.
+std::string AxisLabel(Timestamp ts, double span_ms, const absl::TimeZone& zone) {
+  if (ts == kMinTimestamp) return "MIN";
+  if (ts == kMaxTimestamp) return "MAX";
+  return absl::FormatTime(span_ms < 86400000.0 ? "%H:%M:%E3S" : "%Y-%m-%d %H:%M:%S",
+                          absl::FromUnixMillis(ts), zone);
+}
+
+// Every computation in doubles: event times anywhere in [MIN, MAX] (and
+// ranges as wide as the whole of it) map to finite coordinates.
 struct Scale {
   double t0, t1, x0, x1;
   double e0, e1;  // event time range (ms, as double)
@@ -257,7 +363,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
     e_min = 0;
     e_max = 1;
   }
-  const double pad = std::max(1.0, static_cast<double>(e_max - e_min) * 0.05);
+  // In doubles: e_max - e_min overflows int64 for, say, MIN + 1 and MAX - 1.
+  const double pad =
+      std::max(1.0, (static_cast<double>(e_max) - static_cast<double>(e_min)) * 0.05);
   t_end *= 1.02;
   const double width = 1200, left = 150, right = 30;
   const double panel_h = 170, gap = 50, top0 = 70;
@@ -303,7 +411,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                             "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#eee'/>"
                             "<text x='%.1f' y='%.1f' text-anchor='end' fill='#666'>%s</text>\n",
                             left, width - right, y, y, left - 4, y + 4,
-                            Esc(FormatTime(static_cast<Timestamp>(v), zone).substr(11)));
+                            Esc(AxisLabel(ClampToTimestamp(v), s.e1 - s.e0, zone)));
     }
   };
   auto info = [](const std::string& text) {
@@ -406,8 +514,8 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         absl::StrAppendFormat(&svg,
                               "<circle class='mark firing %s' cx='%.1f' cy='%.1f' r='4.5' "
                               "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
-                              e.firing, s.X(e.t_ms), s.Y(e.end - 1, top, panel_h), color,
-                              info(text), Esc(text));
+                              e.firing, s.X(e.t_ms), s.Y(SaturatingSub(e.end, 1), top, panel_h),
+                              color, info(text), Esc(text));
       } else if (e.kind == K::kLate) {
         const std::string text =
             absl::StrCat("late record key ", e.key, " at ", FormatTime(e.ts, zone), ": ", e.value);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "runtime/metrics.h"
 #include "runtime/time.h"
@@ -95,8 +96,21 @@ class TraceRecorder final : public WatermarkListener {
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
                                const absl::TimeZone& zone);
 
-// JSON string literal for `s`.
-std::string JsonString(const std::string& s);
+// JSON output is always valid UTF-8 JSON (`tidemark help` says so):
+// '"' and '\\' are escaped, control characters (U+0000..U+001F) and DEL are
+// written as \b \f \n \r \t or \u00XX, valid UTF-8 is copied, and each
+// maximal ill-formed subsequence of bytes (Unicode 15, section 3.9, "U+FFFD
+// substitution of maximal subparts", what Java's decoder and so Flink produce
+// for such input) becomes one \ufffd.
+
+// JSON string literal for `s`, as above.
+std::string JsonString(absl::string_view s);
+// `"name":<JsonString(value)>`, followed, when `value` is not valid UTF-8 (so
+// that some of it was replaced), by `,"name_hex":"<its bytes in lowercase
+// hex>"`: two keys that differ only in invalid bytes stay distinguishable.
+std::string JsonField(absl::string_view name, absl::string_view value);
+// Whether `s` is well-formed UTF-8.
+bool IsValidUtf8(absl::string_view s);
 
 }  // namespace tidemark::cli
 
