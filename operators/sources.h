@@ -13,8 +13,11 @@
 #ifndef TM_OPERATORS_SOURCES_H_
 #define TM_OPERATORS_SOURCES_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,9 +52,53 @@ class CollectionSource final : public Source<T> {
   size_t stride_ = 1;
 };
 
+// Paces a source at `rate` records per second: how many records may go now,
+// and, when none may, when to poll again.  The allowance is counted from the
+// start (not per wake-up), so the average rate is exact; the next poll is
+// always in the future (at least the next millisecond) and lets a chunk of
+// about kChunkMs worth of records go, so a paced source wakes at most about
+// 1000 / kChunkMs times a second whatever its rate, and uses CPU in
+// proportion to the records it emits rather than spinning until their time.
+class RatePacer {
+ public:
+  static constexpr int64_t kChunkMs = 2;
+
+  RatePacer() = default;  // unlimited
+  RatePacer(double rate_per_second, Timestamp start_ms)
+      : rate_(rate_per_second), start_(start_ms) {}
+
+  bool limited() const { return rate_ > 0; }
+  // Records that may be emitted at `now_ms` beyond those already emitted
+  // (the first goes at once).
+  int64_t Allowance(Timestamp now_ms) const {
+    if (!limited()) return std::numeric_limits<int64_t>::max();
+    const double due = static_cast<double>(now_ms - start_) * rate_ / 1000.0;
+    return std::max<int64_t>(0, static_cast<int64_t>(due) + 1 - emitted_);
+  }
+  void Emitted(int64_t n) { emitted_ += n; }
+  int64_t emitted() const { return emitted_; }
+  // When the allowance is used up: the time (> now_ms) at which the next chunk
+  // of records is due.
+  Timestamp NextPollAt(Timestamp now_ms) const {
+    if (!limited()) return now_ms + 1;
+    const auto chunk =
+        std::max<int64_t>(1, static_cast<int64_t>(rate_ * static_cast<double>(kChunkMs) / 1000.0));
+    // Allowance(t) >= chunk  <=>  (t - start) * rate / 1000 >= emitted + chunk - 1.
+    const double at_ms = std::ceil(static_cast<double>(emitted_ + chunk - 1) * 1000.0 / rate_);
+    const Timestamp t = start_ + static_cast<Timestamp>(std::min(at_ms, 9.0e15));
+    return std::max(t, now_ms + 1);
+  }
+
+ private:
+  double rate_ = 0;
+  Timestamp start_ = 0;
+  int64_t emitted_ = 0;
+};
+
 // f(index) -> T for the indices this subtask owns (index % parallelism ==
 // subtask).  count < 0 means unbounded.  rate_per_second > 0 limits each
-// subtask to about that many records per second.
+// subtask to that many records per second on average (RatePacer: a few
+// milliseconds' worth at a time, sleeping in between).
 template <typename T, typename F>
 class GeneratorSource final : public Source<T> {
  public:
@@ -61,31 +108,45 @@ class GeneratorSource final : public Source<T> {
     next_ = ctx.subtask_index;
     stride_ = ctx.parallelism;
     clock_ = ctx.clock;
-    start_ms_ = clock_->NowMillis();
+    if (rate_ > 0) pacer_ = RatePacer(rate_, clock_->NowMillis());
   }
   PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
-    if (rate_ > 0) {
-      const double elapsed_s = static_cast<double>(clock_->NowMillis() - start_ms_) / 1000.0;
-      const auto allowed = static_cast<int64_t>(elapsed_s * rate_) + 1;
-      if (emitted_ >= allowed) {
-        retry_at_ =
-            start_ms_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
+    Timestamp now = 0;
+    int64_t allowed = 0;
+    if (pacer_.limited()) {
+      now = clock_->NowMillis();
+      allowed = pacer_.Allowance(now);
+      if (allowed <= 0) {
+        retry_at_ = pacer_.NextPollAt(now);
         return PollStatus::kNothingAvailable;
       }
-      budget = std::min<size_t>(budget, static_cast<size_t>(allowed - emitted_));
+      budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
     }
-    for (size_t n = 0; n < budget; ++n) {
-      if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+    size_t n = 0;
+    for (; n < budget; ++n) {
+      if (count_ >= 0 && next_ >= count_) break;
       if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
         f_(next_, out);  // the function emits itself (may attach timestamps)
       } else {
         out.Collect(f_(next_));
       }
       next_ += stride_;
-      ++emitted_;
-      if (out.Backpressured()) break;
+      if (out.Backpressured()) {
+        ++n;
+        break;
+      }
     }
-    return (count_ >= 0 && next_ >= count_) ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable;
+    if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+    if (pacer_.limited()) {
+      pacer_.Emitted(static_cast<int64_t>(n));
+      // Everything due went out: sleep until the next chunk is due, rather
+      // than being polled again at once only to find nothing due.
+      if (static_cast<int64_t>(n) >= allowed) {
+        retry_at_ = pacer_.NextPollAt(now);
+        return PollStatus::kNothingAvailable;
+      }
+    }
+    return PollStatus::kMoreAvailable;
   }
   Timestamp RetryAt() const override { return retry_at_; }
 
@@ -95,9 +156,8 @@ class GeneratorSource final : public Source<T> {
   double rate_;
   int64_t next_ = 0;
   int64_t stride_ = 1;
-  int64_t emitted_ = 0;
   const Clock* clock_ = nullptr;
-  Timestamp start_ms_ = 0;
+  RatePacer pacer_;
   Timestamp retry_at_ = kMaxTimestamp;
 };
 

@@ -58,7 +58,8 @@ class Source {
   virtual PollStatus Poll(SourceOutput<T>& out, size_t budget) = 0;
   virtual void Close() {}
   // After kNothingAvailable: processing time (ms) at which to poll again;
-  // kMaxTimestamp means "when WaitFd() is readable or never".
+  // kMaxTimestamp means "when WaitFd() is readable or never".  A time that is
+  // not in the future counts as "in a millisecond" (the task never spins).
   virtual Timestamp RetryAt() const { return kMaxTimestamp; }
   virtual bool NeedsOwnThread() const { return false; }
   virtual int WaitFd() const { return -1; }

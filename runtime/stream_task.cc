@@ -29,7 +29,10 @@ void StreamTask::AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* 
 }
 
 Task::Result StreamTask::Wait(Timestamp now_ms) {
-  Timestamp next = std::min(timers_.NextTimerTime(), input_->RetryAt());
+  // A source that had nothing and asks to be polled again now (or in the
+  // past) is polled in a millisecond, not at once: the task must not spin.
+  const Timestamp retry = std::max(input_->RetryAt(), SaturatingAdd(now_ms, 1));
+  Timestamp next = std::min(timers_.NextTimerTime(), retry);
   if (next == kMaxTimestamp) {
     wakeup_ = SteadyTime::max();
   } else {
