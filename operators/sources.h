@@ -20,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -167,6 +168,31 @@ struct LineLocation {
   int64_t line_number;      // 1-based
 };
 
+// The longest line a line source accepts unless told otherwise.  A longer line
+// is rejected as soon as it passes the limit, without being buffered: the
+// reader keeps at most this many bytes (plus one read chunk) of a line.
+inline constexpr size_t kDefaultMaxLineLength = size_t{16} << 20;  // 16 MiB
+
+// A line longer than the source's max_line_length.  Reported as soon as the
+// limit is passed (its length is then only known to be more than the limit,
+// unless the whole line was already read); its bytes are not kept, and the
+// reader skips them up to the next delimiter.
+struct OverLongLine {
+  static constexpr size_t kPrefixBytes = 64;
+  LineLocation where;
+  size_t max_length = 0;
+  int64_t length = -1;      // the line's length when known, else -1
+  std::string_view prefix;  // its first bytes (at most kPrefixBytes)
+  // "line is longer than 1048576 bytes (1048577)", or "(more than 1048576)"
+  // when the length is not known.
+  std::string Message() const;
+  // The prefix, C-escaped, with "..." when the line goes on: bounded text to
+  // quote in an error.
+  std::string QuotedPrefix() const;
+  // "<source>:<line>: <Message()>: '<QuotedPrefix()>'".
+  std::string Describe() const;
+};
+
 // Reads lines from files or a socket.  The parser turns a line into a record
 // (nullopt to skip it) or throws to fail the job; the job's error then names
 // the source.
@@ -182,6 +208,11 @@ class LineSource final : public Source<T> {
     std::string host;                // kSocket
     int port = 0;
     char delimiter = '\n';
+    // Lines longer than this (without the delimiter) are over-long: passed
+    // to on_over_long, which may throw to fail the job or return to skip
+    // the line; without it the job fails (OverLongLine::Describe()).
+    size_t max_line_length = kDefaultMaxLineLength;
+    std::function<void(const OverLongLine&)> on_over_long;
   };
   LineSource(Spec spec, Parser parser);
   ~LineSource() override;
@@ -201,17 +232,38 @@ class LineSource final : public Source<T> {
 class LineReader {
  public:
   virtual ~LineReader() = default;
-  enum class Result { kLine, kNothing, kEnd };
-  // Next complete line (without the delimiter or a trailing '\r').
+  enum class Result { kLine, kNothing, kEnd, kOverLong };
+  // Next complete line (without the delimiter or a trailing '\r'), valid
+  // until the next call.  kNothing: nothing to read now (wait for fd() to
+  // be readable).  kOverLong: over_long() says which line was too long; the
+  // reader skips it.
   virtual Result Next(std::string_view* line, LineLocation* where) = 0;
+  // The descriptor to wait on after kNothing, -1 if none.
   virtual int fd() const = 0;
+  // After kOverLong, valid until the next call.
+  virtual const OverLongLine& over_long() const = 0;
+
+  // What the reader did so far (tests and diagnostics).
+  struct Stats {
+    int64_t bytes_read = 0;
+    int64_t bytes_scanned = 0;   // bytes examined when looking for delimiters
+    size_t buffer_peak = 0;      // most bytes buffered at once
+    size_t buffer_capacity = 0;  // the buffer's current capacity
+  };
+  virtual Stats stats() const = 0;
+};
+
+struct LineReaderOptions {
+  char delimiter = '\n';
+  size_t max_line_length = kDefaultMaxLineLength;
 };
 
 // Opens the reader for one subtask; throws std::runtime_error with a clear
 // message (missing file, refused connection).
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
-                                           bool split);
-std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port, char delimiter);
+                                           bool split, const LineReaderOptions& options = {});
+std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port,
+                                             const LineReaderOptions& options);
 
 template <typename T>
 LineSource<T>::LineSource(Spec spec, Parser parser)
@@ -222,15 +274,20 @@ LineSource<T>::~LineSource() = default;
 template <typename T>
 void LineSource<T>::Open(const SourceContext& ctx) {
   using K = typename Spec::Kind;
+  LineReaderOptions options;
+  options.delimiter = spec_.delimiter;
+  options.max_line_length = spec_.max_line_length;
   switch (spec_.kind) {
     case K::kFilePerSubtask:
-      reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false);
+      reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false,
+                               options);
       break;
     case K::kSplitFile:
-      reader_ = OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true);
+      reader_ =
+          OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true, options);
       break;
     case K::kSocket:
-      reader_ = OpenSocketReader(spec_.host, spec_.port, spec_.delimiter);
+      reader_ = OpenSocketReader(spec_.host, spec_.port, options);
       break;
   }
 }
@@ -245,6 +302,10 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
         return PollStatus::kEndOfInput;
       case LineReader::Result::kNothing:
         return PollStatus::kNothingAvailable;
+      case LineReader::Result::kOverLong:
+        if (!spec_.on_over_long) throw std::runtime_error(reader_->over_long().Describe());
+        spec_.on_over_long(reader_->over_long());
+        continue;
       case LineReader::Result::kLine:
         break;
     }

@@ -138,6 +138,10 @@ class StreamExecutionEnvironment {
   DataStream<std::string> read_text_file(const std::string& path);
   // One file per subtask (parallelism = number of files).
   DataStream<std::string> read_text_files(const std::vector<std::string>& paths);
+  // These fail the job on a line longer than kDefaultMaxLineLength (16 MiB),
+  // naming file and line; read_lines takes another limit and what to do
+  // with such lines (Spec::max_line_length, Spec::on_over_long).
+  //
   // The general forms, with a parser that sees each line's file and line.
   template <typename T>
   DataStream<T> read_lines(typename LineSource<T>::Spec spec, typename LineSource<T>::Parser parser,

@@ -2,13 +2,17 @@
 // test thread (Flink's socketTextStream, read until the peer closes), a
 // refused connection, and the file sources.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -192,6 +196,46 @@ TEST(SocketSource, CancelWhileWaitingForThePeer) {
     EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
     EXPECT_EQ(count->load(), 1);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Over-long lines.
+
+TEST(SocketSource, OverLongLineFailsTheJobAsSoonAsItPassesTheLimit) {
+  // The peer sends 8 MiB of one line and keeps the connection open: the job
+  // fails once 1 MiB has passed, without waiting for the line to end, and
+  // the error quotes a bounded prefix.
+  Listener listener;
+  std::atomic<bool> done{false};
+  std::thread feeder([&] {
+    const int conn = listener.Accept();
+    ASSERT_GE(conn, 0);
+    const std::string block(1 << 16, 'z');
+    for (int i = 0; i < 128; ++i)
+      if (send(conn, block.data(), block.size(), MSG_NOSIGNAL) < 0) break;
+    while (!done.load()) std::this_thread::yield();
+    close(conn);
+  });
+  LineSource<std::string>::Spec spec;
+  spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
+  spec.host = "127.0.0.1";
+  spec.port = listener.port();
+  spec.max_line_length = 1 << 20;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.read_lines<std::string>(
+         spec, [](std::string_view l, const LineLocation&) { return std::string(l); }, "long")
+      .add_sink([](std::string) {});
+  JobResult r = env.execute();
+  done = true;
+  feeder.join();
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_LT(msg.size(), 1024u);
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(listener.port()) +
+                     ":1: line is longer than 1048576 bytes (more than 1048576): 'zzzz"),
+            std::string::npos)
+      << msg;
 }
 
 // ---------------------------------------------------------------------------

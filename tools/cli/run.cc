@@ -83,6 +83,14 @@ struct Shared {
   std::ofstream dead_letter;
 };
 
+// A line quoted in an error: at most this many bytes of it.
+constexpr size_t kQuotedLineBytes = 256;
+std::string Quoted(std::string_view line) {
+  if (line.size() <= kQuotedLineBytes) return std::string(line);
+  return absl::StrCat(absl::string_view(line.data(), kQuotedLineBytes), "... (", line.size(),
+                      " bytes)");
+}
+
 std::string FormatResult(const Shared& sh, const CliResult& r) {
   const absl::TimeZone& z = sh.format.zone();
   if (sh.output == OutputFormat::kJsonl) {
@@ -252,7 +260,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     if (!skip) {
       throw std::runtime_error(absl::StrCat(std::string(where.source), ":", where.line_number, ": ",
-                                            r.status().message(), ": '", std::string(line), "'"));
+                                            r.status().message(), ": '", Quoted(line), "'"));
     }
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
     if (sh->dead_letter.is_open()) {
@@ -261,6 +269,18 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
                       << ": " << line << "\n";
     }
     return std::nullopt;
+  };
+  // A line over --max-line-length is rejected by the reader as soon as it
+  // passes the limit, without being buffered, under the same policy.
+  spec.max_line_length = o.format.max_line_length;
+  spec.on_over_long = [sh, skip](const OverLongLine& l) {
+    if (!skip) throw std::runtime_error(l.Describe());
+    sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    if (sh->dead_letter.is_open()) {
+      std::lock_guard<std::mutex> lock(sh->dead_mu);
+      sh->dead_letter << l.where.source << ":" << l.where.line_number << ": " << l.Message() << ": "
+                      << l.QuotedPrefix() << "\n";
+    }
   };
   DataStream<CliRecord> lines = env.read_lines<CliRecord>(spec, parser, "input");
   const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;
