@@ -226,26 +226,49 @@ class FdLineReader final : public LineReader {
   Stats stats_;
 };
 
+// The part of a stream a subtask other than the first gets: nothing.
+class EmptyLineReader final : public LineReader {
+ public:
+  Result Next(std::string_view*, LineLocation*) override { return Result::kEnd; }
+  int fd() const override { return -1; }
+  const OverLongLine& over_long() const override { return over_; }
+  Stats stats() const override { return {}; }
+
+ private:
+  OverLongLine over_;
+};
+
 }  // namespace
 
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
                                            bool split, const LineReaderOptions& options) {
   const bool is_stdin = path == "-";
-  const int fd = is_stdin ? dup(STDIN_FILENO) : open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (the subtask would
+  // wait there, without its timers).  Our own descriptor only: stdin's file
+  // description is shared, so it stays as it is and is read after poll().
+  const int fd = is_stdin ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                          : open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw std::runtime_error(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   const std::string name = is_stdin ? "<stdin>" : path;
-  using Mode = FdLineReader::Mode;
-  if (!split || parallelism <= 1 || is_stdin) {
-    return std::make_unique<FdLineReader>(
-        fd, name, options, is_stdin ? Mode::kPollFirst : Mode::kRegularFile, 1, 0, -1);
-  }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);
     throw std::runtime_error(absl::StrCat("cannot stat ", path, ": ", std::strerror(err)));
   }
+  using Mode = FdLineReader::Mode;
+  if (!S_ISREG(st.st_mode)) {
+    // A pipe, FIFO, terminal or socket: read when readable.  It has no byte
+    // ranges to split, so the first subtask reads it all.
+    if (split && subtask > 0) {
+      close(fd);
+      return std::make_unique<EmptyLineReader>();
+    }
+    return std::make_unique<FdLineReader>(fd, name, options, Mode::kPollFirst, 1, 0, -1);
+  }
+  if (!split || parallelism <= 1 || is_stdin)
+    return std::make_unique<FdLineReader>(fd, name, options, Mode::kRegularFile, 1, 0, -1);
   const char delim = options.delimiter;
   const int64_t size = st.st_size;
   int64_t start = size * subtask / parallelism;

@@ -8,8 +8,9 @@
 //                       readTextFile / socketTextStream), each line turned into a
 //                       record by a parser that knows where the line came from
 //                       (file and line number), so bad input can be reported
-//                       precisely.  These do blocking I/O and run on threads of
-//                       their own.
+//                       precisely.  These run on threads of their own, and
+//                       wait for input in poll() with their timers, never in
+//                       a blocking read().
 #ifndef TM_OPERATORS_SOURCES_H_
 #define TM_OPERATORS_SOURCES_H_
 
@@ -193,9 +194,16 @@ struct OverLongLine {
   std::string Describe() const;
 };
 
-// Reads lines from files or a socket.  The parser turns a line into a record
-// (nullopt to skip it) or throws to fail the job; the job's error then names
-// the source.
+// Reads lines from files, pipes, FIFOs, terminals or a socket.  The parser
+// turns a line into a record (nullopt to skip it) or throws to fail the job;
+// the job's error then names the source.
+//
+// Nothing here blocks the subtask: a descriptor that is not a regular file
+// (pipe, FIFO, terminal, socket) is read only when poll() says it is readable,
+// and otherwise the task waits in poll() on it together with its timers, so
+// periodic watermarks and idleness keep going while the input is quiet.  A
+// FIFO is opened without waiting for a writer; until one connects it reads as
+// empty (not ended), and it ends when the last writer closes it.
 class LineReader;  // sources.cc
 
 template <typename T>

@@ -134,7 +134,8 @@ class StreamExecutionEnvironment {
   // Lines from host:port until the peer closes (Flink's socketTextStream).
   DataStream<std::string> socket_text_stream(const std::string& host, int port,
                                              char delimiter = '\n');
-  // Lines of one file, split among the subtasks by byte ranges.
+  // Lines of one file, split among the subtasks by byte ranges.  A path that
+  // is not a regular file (a FIFO, /dev/stdin) is read by the first subtask.
   DataStream<std::string> read_text_file(const std::string& path);
   // One file per subtask (parallelism = number of files).
   DataStream<std::string> read_text_files(const std::vector<std::string>& paths);

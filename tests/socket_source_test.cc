@@ -367,6 +367,41 @@ TEST(FileSource, MissingFileErrorNamesTheFile) {
   }
 }
 
+TEST(FileSource, SplitFileOnAFifoIsReadWholeByTheFirstSubtask) {
+  // A FIFO has no byte ranges to split: the first subtask reads it all, and
+  // opening it does not wait for the writer.
+  signal(SIGPIPE, SIG_IGN);
+  TempDir dir;
+  const std::string fifo = dir.File("placeholder", "") + ".fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    int fd = -1;
+    while (fd < 0 && !stop.load()) {  // until the job has opened it for reading
+      fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (fd < 0) return;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    std::string text;
+    for (int i = 0; i < 1000; ++i) text += std::to_string(i) + "\n";
+    WriteAll(fd, text);
+    close(fd);
+  });
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2).set_worker_threads(2);
+  auto out = env.read_text_file(fifo).collect();
+  JobResult r = env.execute();
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<int> got;
+  for (const auto& it : out->items()) got.push_back(std::stoi(it.value));
+  std::sort(got.begin(), got.end());
+  ASSERT_EQ(got.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(got[i], i);
+}
+
 TEST(FileSource, EmptyFile) {
   TempDir dir;
   const std::string f = dir.File("empty.txt", "");

@@ -1,5 +1,7 @@
 #include "tools/cli/run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -209,8 +211,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (o.socket.empty() && inputs.empty()) inputs = {"-"};
   for (const std::string& path : inputs) {
     if (path == "-") continue;
-    std::ifstream probe(path);
-    if (!probe)
+    // Not opened here: opening a FIFO would wait for its writer, and closing
+    // it again would cut a writer off (the source opens it without waiting).
+    if (access(path.c_str(), R_OK) != 0)
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
