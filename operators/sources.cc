@@ -77,6 +77,7 @@ class FdLineReader final : public LineReader {
     s.buffer_capacity = buf_.capacity();
     return s;
   }
+  int64_t line_number() const { return line_no_; }
 
   Result Next(std::string_view* line, LineLocation* where) override {
     for (;;) {
@@ -238,6 +239,124 @@ class EmptyLineReader final : public LineReader {
   OverLongLine over_;
 };
 
+// Connects to host:port; -1 and `error` set when that fails.
+int Connect(const std::string& host, int port, const std::string& where, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int gai = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &res);
+  if (gai != 0) {
+    *error = absl::StrCat("cannot resolve ", where, ": ", gai_strerror(gai));
+    return -1;
+  }
+  int fd = -1;
+  int err = 0;
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+    err = errno;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    *error = absl::StrCat("cannot connect to ", where, ": ", std::strerror(err));
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+// Lines from host:port, reconnecting as SocketReaderOptions say (see
+// LineSource in sources.h for the semantics).
+class SocketLineReader final : public LineReader {
+ public:
+  SocketLineReader(std::string host, int port, const LineReaderOptions& options,
+                   SocketReaderOptions socket)
+      : host_(std::move(host)),
+        port_(port),
+        where_(absl::StrCat(host_, ":", port)),
+        options_(options),
+        socket_(std::move(socket)) {}
+
+  // Makes the first attempt; throws when it fails and there is no retry.
+  void Start() { TryConnect(); }
+
+  Result Next(std::string_view* line, LineLocation* where) override {
+    if (conn_ == nullptr) {
+      if (Now() < retry_at_) return Result::kNothing;
+      if (!TryConnect()) return Result::kNothing;
+    }
+    const Result r = conn_->Next(line, where);
+    if (r != Result::kEnd) return r;
+    if (!RetryLeft()) return Result::kEnd;
+    // The peer closed the connection: connect again later (Flink's
+    // socketTextStream with maxRetry does the same).
+    lines_ = conn_->line_number();
+    last_stats_ = conn_->stats();
+    conn_.reset();
+    UseRetry(absl::StrCat("connection to ", where_, " closed by the peer"));
+    return Result::kNothing;
+  }
+  int fd() const override { return conn_ ? conn_->fd() : -1; }
+  Timestamp retry_at() const override { return conn_ ? kMaxTimestamp : retry_at_; }
+  const OverLongLine& over_long() const override { return conn_->over_long(); }
+  Stats stats() const override { return conn_ ? conn_->stats() : last_stats_; }
+
+ private:
+  Timestamp Now() const {
+    return (socket_.clock ? socket_.clock : SystemClock::Get())->NowMillis();
+  }
+  bool RetryLeft() const { return socket_.max_retries < 0 || retries_ < socket_.max_retries; }
+
+  bool TryConnect() {
+    if (socket_.attempts != nullptr) socket_.attempts->Inc();
+    std::string error;
+    const int fd = Connect(host_, port_, where_, &error);
+    if (fd >= 0) {
+      conn_ = std::make_unique<FdLineReader>(fd, where_, options_, FdLineReader::Mode::kNonBlocking,
+                                             lines_ + 1, 0, -1);
+      return true;
+    }
+    if (!RetryLeft()) {
+      if (retries_ > 0) {
+        absl::StrAppend(&error, " (gave up after ", retries_, retries_ == 1 ? " retry" : " retries",
+                        ", ", socket_.retry_delay_ms, " ms apart)");
+      }
+      throw std::runtime_error(error);
+    }
+    UseRetry(error);
+    return false;
+  }
+
+  void UseRetry(const std::string& reason) {
+    ++retries_;
+    retry_at_ = SaturatingAdd(Now(), std::max<int64_t>(0, socket_.retry_delay_ms));
+    if (socket_.on_retry) {
+      socket_.on_retry(
+          absl::StrCat(reason, "; retry ", retries_,
+                       socket_.max_retries < 0 ? "" : absl::StrCat(" of ", socket_.max_retries),
+                       " in ", socket_.retry_delay_ms, " ms"));
+    }
+  }
+
+  std::string host_;
+  int port_;
+  std::string where_;
+  LineReaderOptions options_;
+  SocketReaderOptions socket_;
+  std::unique_ptr<FdLineReader> conn_;
+  int64_t retries_ = 0;
+  int64_t lines_ = 0;  // lines read on earlier connections
+  Timestamp retry_at_ = kMinTimestamp;
+  Stats last_stats_;
+};
+
 }  // namespace
 
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
@@ -316,36 +435,11 @@ std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask,
 }
 
 std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port,
-                                             const LineReaderOptions& options) {
-  const std::string where = absl::StrCat(host, ":", port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const int gai = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &res);
-  if (gai != 0) {
-    throw std::runtime_error(absl::StrCat("cannot resolve ", where, ": ", gai_strerror(gai)));
-  }
-  int fd = -1;
-  int err = 0;
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-    err = errno;
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  if (fd < 0) {
-    throw std::runtime_error(absl::StrCat("cannot connect to ", where, ": ", std::strerror(err)));
-  }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return std::make_unique<FdLineReader>(fd, where, options, FdLineReader::Mode::kNonBlocking, 1, 0,
-                                        -1);
+                                             const LineReaderOptions& options,
+                                             SocketReaderOptions socket) {
+  auto reader = std::make_unique<SocketLineReader>(host, port, options, std::move(socket));
+  reader->Start();
+  return reader;
 }
 
 }  // namespace tidemark

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/metrics.h"
 #include "runtime/source.h"
 
 namespace tidemark {
@@ -204,6 +205,17 @@ struct OverLongLine {
 // periodic watermarks and idleness keep going while the input is quiet.  A
 // FIFO is opened without waiting for a writer; until one connects it reads as
 // empty (not ended), and it ends when the last writer closes it.
+//
+// Socket retries (Flink's socketTextStream maxRetry): with max_retries N > 0
+// (-1: forever) a connection attempt that fails (refused, unreachable, name
+// not resolved) is retried every retry_delay_ms, and when the peer closes the
+// connection the source reconnects (after retry_delay_ms) instead of ending;
+// N counts retries of either kind over the source's life.  When they are used
+// up, a failed attempt fails the job and a closed connection ends the input.
+// Unlike Flink, a refused first connection is retried too (Flink's source
+// fails at once), and a line is never joined across two connections.  The
+// waits are not sleeps: the source returns nothing until the retry time.  The
+// subtask's counter "socketConnectAttempts" counts every attempt.
 class LineReader;  // sources.cc
 
 template <typename T>
@@ -221,6 +233,13 @@ class LineSource final : public Source<T> {
     // the line; without it the job fails (OverLongLine::Describe()).
     size_t max_line_length = kDefaultMaxLineLength;
     std::function<void(const OverLongLine&)> on_over_long;
+    // kSocket: see above.  0: no retry (Flink's default); -1: forever.
+    int64_t max_retries = 0;
+    int64_t retry_delay_ms = 500;
+    // kSocket, optional: told about each failed or closed connection that
+    // will be retried ("cannot connect to h:p: Connection refused; retry 1 of
+    // 3 in 500 ms").  Called on the source's thread.
+    std::function<void(const std::string&)> on_retry;
   };
   LineSource(Spec spec, Parser parser);
   ~LineSource() override;
@@ -229,6 +248,7 @@ class LineSource final : public Source<T> {
   void Close() override;
   bool NeedsOwnThread() const override { return true; }
   int WaitFd() const override;
+  Timestamp RetryAt() const override;
 
  private:
   Spec spec_;
@@ -243,11 +263,13 @@ class LineReader {
   enum class Result { kLine, kNothing, kEnd, kOverLong };
   // Next complete line (without the delimiter or a trailing '\r'), valid
   // until the next call.  kNothing: nothing to read now (wait for fd() to
-  // be readable).  kOverLong: over_long() says which line was too long; the
-  // reader skips it.
+  // be readable, or until retry_at()).  kOverLong: over_long() says which
+  // line was too long; the reader skips it.
   virtual Result Next(std::string_view* line, LineLocation* where) = 0;
   // The descriptor to wait on after kNothing, -1 if none.
   virtual int fd() const = 0;
+  // After kNothing: processing time at which to call Next() again.
+  virtual Timestamp retry_at() const { return kMaxTimestamp; }
   // After kOverLong, valid until the next call.
   virtual const OverLongLine& over_long() const = 0;
 
@@ -266,12 +288,21 @@ struct LineReaderOptions {
   size_t max_line_length = kDefaultMaxLineLength;
 };
 
+struct SocketReaderOptions {
+  int64_t max_retries = 0;  // -1: forever
+  int64_t retry_delay_ms = 500;
+  const Clock* clock = nullptr;  // for retry times; the system clock when null
+  Counter* attempts = nullptr;   // counts connection attempts, when given
+  std::function<void(const std::string&)> on_retry;
+};
+
 // Opens the reader for one subtask; throws std::runtime_error with a clear
-// message (missing file, refused connection).
+// message (missing file, refused connection and no retries).
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
                                            bool split, const LineReaderOptions& options = {});
 std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port,
-                                             const LineReaderOptions& options);
+                                             const LineReaderOptions& options,
+                                             SocketReaderOptions socket = {});
 
 template <typename T>
 LineSource<T>::LineSource(Spec spec, Parser parser)
@@ -294,9 +325,16 @@ void LineSource<T>::Open(const SourceContext& ctx) {
       reader_ =
           OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true, options);
       break;
-    case K::kSocket:
-      reader_ = OpenSocketReader(spec_.host, spec_.port, options);
+    case K::kSocket: {
+      SocketReaderOptions socket;
+      socket.max_retries = spec_.max_retries;
+      socket.retry_delay_ms = spec_.retry_delay_ms;
+      socket.clock = ctx.clock;
+      socket.attempts = ctx.metrics ? ctx.metrics->GetCounter("socketConnectAttempts") : nullptr;
+      socket.on_retry = spec_.on_retry;
+      reader_ = OpenSocketReader(spec_.host, spec_.port, options, std::move(socket));
       break;
+    }
   }
 }
 
@@ -332,6 +370,11 @@ void LineSource<T>::Close() {
 template <typename T>
 int LineSource<T>::WaitFd() const {
   return reader_ ? reader_->fd() : -1;
+}
+
+template <typename T>
+Timestamp LineSource<T>::RetryAt() const {
+  return reader_ ? reader_->retry_at() : kMaxTimestamp;
 }
 
 }  // namespace tidemark

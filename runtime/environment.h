@@ -132,8 +132,13 @@ class StreamExecutionEnvironment {
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
                             WatermarkStrategy<T> strategy, std::string name);
   // Lines from host:port until the peer closes (Flink's socketTextStream).
+  // max_retries (Flink's maxRetry): 0 (default) fails at once when the
+  // connection is refused and ends when the peer closes; N > 0 retries a
+  // failed connection and reconnects after a closed one, every 500 ms, N
+  // times in all; -1 forever.  Attempts are counted in the source subtask's
+  // "socketConnectAttempts" counter.  (LineSource in operators/sources.h.)
   DataStream<std::string> socket_text_stream(const std::string& host, int port,
-                                             char delimiter = '\n');
+                                             char delimiter = '\n', int64_t max_retries = 0);
   // Lines of one file, split among the subtasks by byte ranges.  A path that
   // is not a regular file (a FIFO, /dev/stdin) is read by the first subtask.
   DataStream<std::string> read_text_file(const std::string& path);

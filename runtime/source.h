@@ -42,10 +42,15 @@ class SourceOutput {
   virtual bool Backpressured() const = 0;
 };
 
+class SubtaskMetrics;  // runtime/metrics.h
+
 struct SourceContext {
   int subtask_index = 0;
   int parallelism = 1;
   const Clock* clock = nullptr;
+  // The subtask's metrics, for a source's own named counters
+  // (GetCounter("...")); null outside a running job.
+  SubtaskMetrics* metrics = nullptr;
 };
 
 enum class PollStatus { kMoreAvailable, kNothingAvailable, kEndOfInput };

@@ -1,4 +1,5 @@
-// `tidemark run` on inputs that are not plain files, and on over-long lines.
+// `tidemark run` on inputs that are not plain files, on over-long lines, and
+// on a socket that is not there yet.
 //
 // FIFOs: the source reads a FIFO without blocking its subtask, so periodic
 // watermarks and idleness keep going between lines (before, a blocking read()
@@ -323,6 +324,44 @@ TEST(CliOverLongLineTest, ParseErrorQuotesABoundedPrefixOfALongLine) {
   EXPECT_THAT(r.err, HasSubstr(input + ":2: field 'ts': timestamp 'bad' is not an integer"));
   EXPECT_THAT(r.err, HasSubstr(": 'k,bad,yyy"));
   EXPECT_THAT(r.err, HasSubstr("y... (5006 bytes)'"));
+}
+
+// ---------------------------------------------------------------------------
+// --socket-retries.
+
+TEST(CliSocketRetriesTest, EachFailedAttemptIsReportedThenTheJobGivesUp) {
+  int port = 0;
+  {
+    // A free port, closed again: nobody listens there.
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port = ntohs(addr.sin_port);
+    close(fd);
+  }
+  const std::string where = absl::StrCat("127.0.0.1:", port);
+  CliRun r = RunTidemark({"run", "--socket=" + where, "--socket-retries=2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  std::vector<std::string> err = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  EXPECT_THAT(
+      err,
+      ::testing::ElementsAre(
+          "tidemark: cannot connect to " + where + ": Connection refused; retry 1 of 2 in 500 ms",
+          "tidemark: cannot connect to " + where + ": Connection refused; retry 2 of 2 in 500 ms",
+          "tidemark: operator 'Source: input' (subtask 0 of 1) failed: cannot "
+          "connect to " +
+              where + ": Connection refused (gave up after 2 retries, 500 ms apart)"));
+}
+
+TEST(CliSocketRetriesTest, RejectsLessThanMinusOne) {
+  CliRun r = RunTidemark({"run", "--socket=127.0.0.1:9", "--socket-retries=-2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--socket-retries must be -1 (forever) or more"));
 }
 
 }  // namespace

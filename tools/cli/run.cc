@@ -83,6 +83,8 @@ struct Shared {
   std::atomic<int64_t> late{0};
   std::mutex dead_mu;
   std::ofstream dead_letter;
+  std::mutex err_mu;
+  std::ostream* err = nullptr;
 };
 
 // A line quoted in an error: at most this many bytes of it.
@@ -197,6 +199,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     return fail("--bad-lines must be fail or skip");
   if (!o.socket.empty() && !o.inputs.empty())
     return fail("give either --socket or --input, not both");
+  if (o.socket_retries < -1) return fail("--socket-retries must be -1 (forever) or more");
   std::string host;
   int port = 0;
   if (!o.socket.empty()) {
@@ -223,6 +226,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->aggregate = *aggregate;
   sh->output = o.output == "jsonl" ? OutputFormat::kJsonl : OutputFormat::kText;
   sh->parallelism = o.parallelism;
+  sh->err = &err;
   if (!o.dead_letter.empty()) {
     sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
     if (!sh->dead_letter) return fail(absl::StrCat("cannot open dead-letter file ", o.dead_letter));
@@ -245,6 +249,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     spec.kind = Spec::Kind::kSocket;
     spec.host = host;
     spec.port = port;
+    spec.max_retries = o.socket_retries;
+    spec.on_retry = [sh](const std::string& msg) {
+      std::lock_guard<std::mutex> lock(sh->err_mu);
+      *sh->err << "tidemark: " << msg << "\n" << std::flush;
+    };
   } else {
     spec.kind = Spec::Kind::kFilePerSubtask;
     spec.paths = inputs;
