@@ -8,20 +8,26 @@
 //                       readTextFile / socketTextStream), each line turned into a
 //                       record by a parser that knows where the line came from
 //                       (file and line number), so bad input can be reported
-//                       precisely.  These do blocking I/O and run on threads of
-//                       their own.
+//                       precisely.  These run on threads of their own, and
+//                       wait for input in poll() with their timers, never in
+//                       a blocking read().
 #ifndef TM_OPERATORS_SOURCES_H_
 #define TM_OPERATORS_SOURCES_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "runtime/metrics.h"
 #include "runtime/source.h"
 
 namespace tidemark {
@@ -51,9 +57,53 @@ class CollectionSource final : public Source<T> {
   size_t stride_ = 1;
 };
 
+// Paces a source at `rate` records per second: how many records may go now,
+// and, when none may, when to poll again.  The allowance is counted from the
+// start (not per wake-up), so the average rate is exact; the next poll is
+// always in the future (at least the next millisecond) and lets a chunk of
+// about kChunkMs worth of records go, so a paced source wakes at most about
+// 1000 / kChunkMs times a second whatever its rate, and uses CPU in
+// proportion to the records it emits rather than spinning until their time.
+class RatePacer {
+ public:
+  static constexpr int64_t kChunkMs = 2;
+
+  RatePacer() = default;  // unlimited
+  RatePacer(double rate_per_second, Timestamp start_ms)
+      : rate_(rate_per_second), start_(start_ms) {}
+
+  bool limited() const { return rate_ > 0; }
+  // Records that may be emitted at `now_ms` beyond those already emitted
+  // (the first goes at once).
+  int64_t Allowance(Timestamp now_ms) const {
+    if (!limited()) return std::numeric_limits<int64_t>::max();
+    const double due = static_cast<double>(now_ms - start_) * rate_ / 1000.0;
+    return std::max<int64_t>(0, static_cast<int64_t>(due) + 1 - emitted_);
+  }
+  void Emitted(int64_t n) { emitted_ += n; }
+  int64_t emitted() const { return emitted_; }
+  // When the allowance is used up: the time (> now_ms) at which the next chunk
+  // of records is due.
+  Timestamp NextPollAt(Timestamp now_ms) const {
+    if (!limited()) return now_ms + 1;
+    const auto chunk =
+        std::max<int64_t>(1, static_cast<int64_t>(rate_ * static_cast<double>(kChunkMs) / 1000.0));
+    // Allowance(t) >= chunk  <=>  (t - start) * rate / 1000 >= emitted + chunk - 1.
+    const double at_ms = std::ceil(static_cast<double>(emitted_ + chunk - 1) * 1000.0 / rate_);
+    const Timestamp t = start_ + static_cast<Timestamp>(std::min(at_ms, 9.0e15));
+    return std::max(t, now_ms + 1);
+  }
+
+ private:
+  double rate_ = 0;
+  Timestamp start_ = 0;
+  int64_t emitted_ = 0;
+};
+
 // f(index) -> T for the indices this subtask owns (index % parallelism ==
 // subtask).  count < 0 means unbounded.  rate_per_second > 0 limits each
-// subtask to about that many records per second.
+// subtask to that many records per second on average (RatePacer: a few
+// milliseconds' worth at a time, sleeping in between).
 template <typename T, typename F>
 class GeneratorSource final : public Source<T> {
  public:
@@ -63,31 +113,45 @@ class GeneratorSource final : public Source<T> {
     next_ = ctx.subtask_index;
     stride_ = ctx.parallelism;
     clock_ = ctx.clock;
-    start_ms_ = clock_->NowMillis();
+    if (rate_ > 0) pacer_ = RatePacer(rate_, clock_->NowMillis());
   }
   PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
-    if (rate_ > 0) {
-      const double elapsed_s = static_cast<double>(clock_->NowMillis() - start_ms_) / 1000.0;
-      const auto allowed = static_cast<int64_t>(elapsed_s * rate_) + 1;
-      if (emitted_ >= allowed) {
-        retry_at_ =
-            start_ms_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
+    Timestamp now = 0;
+    int64_t allowed = 0;
+    if (pacer_.limited()) {
+      now = clock_->NowMillis();
+      allowed = pacer_.Allowance(now);
+      if (allowed <= 0) {
+        retry_at_ = pacer_.NextPollAt(now);
         return PollStatus::kNothingAvailable;
       }
-      budget = std::min<size_t>(budget, static_cast<size_t>(allowed - emitted_));
+      budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
     }
-    for (size_t n = 0; n < budget; ++n) {
-      if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+    size_t n = 0;
+    for (; n < budget; ++n) {
+      if (count_ >= 0 && next_ >= count_) break;
       if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
         f_(next_, out);  // the function emits itself (may attach timestamps)
       } else {
         out.Collect(f_(next_));
       }
       next_ += stride_;
-      ++emitted_;
-      if (out.Backpressured()) break;
+      if (out.Backpressured()) {
+        ++n;
+        break;
+      }
     }
-    return (count_ >= 0 && next_ >= count_) ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable;
+    if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+    if (pacer_.limited()) {
+      pacer_.Emitted(static_cast<int64_t>(n));
+      // Everything due went out: sleep until the next chunk is due, rather
+      // than being polled again at once only to find nothing due.
+      if (static_cast<int64_t>(n) >= allowed) {
+        retry_at_ = pacer_.NextPollAt(now);
+        return PollStatus::kNothingAvailable;
+      }
+    }
+    return PollStatus::kMoreAvailable;
   }
   Timestamp RetryAt() const override { return retry_at_; }
 
@@ -97,9 +161,8 @@ class GeneratorSource final : public Source<T> {
   double rate_;
   int64_t next_ = 0;
   int64_t stride_ = 1;
-  int64_t emitted_ = 0;
   const Clock* clock_ = nullptr;
-  Timestamp start_ms_ = 0;
+  RatePacer pacer_;
   Timestamp retry_at_ = kMaxTimestamp;
 };
 
@@ -109,9 +172,52 @@ struct LineLocation {
   int64_t line_number;      // 1-based
 };
 
-// Reads lines from files or a socket.  The parser turns a line into a record
-// (nullopt to skip it) or throws to fail the job; the job's error then names
-// the source.
+// The longest line a line source accepts unless told otherwise.  A longer line
+// is rejected as soon as it passes the limit, without being buffered: the
+// reader keeps at most this many bytes (plus one read chunk) of a line.
+inline constexpr size_t kDefaultMaxLineLength = size_t{16} << 20;  // 16 MiB
+
+// A line longer than the source's max_line_length.  Reported as soon as the
+// limit is passed (its length is then only known to be more than the limit,
+// unless the whole line was already read); its bytes are not kept, and the
+// reader skips them up to the next delimiter.
+struct OverLongLine {
+  static constexpr size_t kPrefixBytes = 64;
+  LineLocation where;
+  size_t max_length = 0;
+  int64_t length = -1;      // the line's length when known, else -1
+  std::string_view prefix;  // its first bytes (at most kPrefixBytes)
+  // "line is longer than 1048576 bytes (1048577)", or "(more than 1048576)"
+  // when the length is not known.
+  std::string Message() const;
+  // The prefix, C-escaped, with "..." when the line goes on: bounded text to
+  // quote in an error.
+  std::string QuotedPrefix() const;
+  // "<source>:<line>: <Message()>: '<QuotedPrefix()>'".
+  std::string Describe() const;
+};
+
+// Reads lines from files, pipes, FIFOs, terminals or a socket.  The parser
+// turns a line into a record (nullopt to skip it) or throws to fail the job;
+// the job's error then names the source.
+//
+// Nothing here blocks the subtask: a descriptor that is not a regular file
+// (pipe, FIFO, terminal, socket) is read only when poll() says it is readable,
+// and otherwise the task waits in poll() on it together with its timers, so
+// periodic watermarks and idleness keep going while the input is quiet.  A
+// FIFO is opened without waiting for a writer; until one connects it reads as
+// empty (not ended), and it ends when the last writer closes it.
+//
+// Socket retries (Flink's socketTextStream maxRetry): with max_retries N > 0
+// (-1: forever) a connection attempt that fails (refused, unreachable, name
+// not resolved) is retried every retry_delay_ms, and when the peer closes the
+// connection the source reconnects (after retry_delay_ms) instead of ending;
+// N counts retries of either kind over the source's life.  When they are used
+// up, a failed attempt fails the job and a closed connection ends the input.
+// Unlike Flink, a refused first connection is retried too (Flink's source
+// fails at once), and a line is never joined across two connections.  The
+// waits are not sleeps: the source returns nothing until the retry time.  The
+// subtask's counter "socketConnectAttempts" counts every attempt.
 class LineReader;  // sources.cc
 
 template <typename T>
@@ -124,6 +230,18 @@ class LineSource final : public Source<T> {
     std::string host;                // kSocket
     int port = 0;
     char delimiter = '\n';
+    // Lines longer than this (without the delimiter) are over-long: passed
+    // to on_over_long, which may throw to fail the job or return to skip
+    // the line; without it the job fails (OverLongLine::Describe()).
+    size_t max_line_length = kDefaultMaxLineLength;
+    std::function<void(const OverLongLine&)> on_over_long;
+    // kSocket: see above.  0: no retry (Flink's default); -1: forever.
+    int64_t max_retries = 0;
+    int64_t retry_delay_ms = 500;
+    // kSocket, optional: told about each failed or closed connection that
+    // will be retried ("cannot connect to h:p: Connection refused; retry 1 of
+    // 3 in 500 ms").  Called on the source's thread.
+    std::function<void(const std::string&)> on_retry;
   };
   LineSource(Spec spec, Parser parser);
   ~LineSource() override;
@@ -132,6 +250,7 @@ class LineSource final : public Source<T> {
   void Close() override;
   bool NeedsOwnThread() const override { return true; }
   int WaitFd() const override;
+  Timestamp RetryAt() const override;
 
  private:
   Spec spec_;
@@ -143,17 +262,49 @@ class LineSource final : public Source<T> {
 class LineReader {
  public:
   virtual ~LineReader() = default;
-  enum class Result { kLine, kNothing, kEnd };
-  // Next complete line (without the delimiter or a trailing '\r').
+  enum class Result { kLine, kNothing, kEnd, kOverLong };
+  // Next complete line (without the delimiter or a trailing '\r'), valid
+  // until the next call.  kNothing: nothing to read now (wait for fd() to
+  // be readable, or until retry_at()).  kOverLong: over_long() says which
+  // line was too long; the reader skips it.
   virtual Result Next(std::string_view* line, LineLocation* where) = 0;
+  // The descriptor to wait on after kNothing, -1 if none.
   virtual int fd() const = 0;
+  // After kNothing: processing time at which to call Next() again.
+  virtual Timestamp retry_at() const { return kMaxTimestamp; }
+  // After kOverLong, valid until the next call.
+  virtual const OverLongLine& over_long() const = 0;
+
+  // What the reader did so far (tests and diagnostics).
+  struct Stats {
+    int64_t bytes_read = 0;
+    int64_t bytes_scanned = 0;   // bytes examined when looking for delimiters
+    size_t buffer_peak = 0;      // most bytes buffered at once
+    size_t buffer_capacity = 0;  // the buffer's current capacity
+  };
+  virtual Stats stats() const = 0;
+};
+
+struct LineReaderOptions {
+  char delimiter = '\n';
+  size_t max_line_length = kDefaultMaxLineLength;
+};
+
+struct SocketReaderOptions {
+  int64_t max_retries = 0;  // -1: forever
+  int64_t retry_delay_ms = 500;
+  const Clock* clock = nullptr;  // for retry times; the system clock when null
+  Counter* attempts = nullptr;   // counts connection attempts, when given
+  std::function<void(const std::string&)> on_retry;
 };
 
 // Opens the reader for one subtask; throws std::runtime_error with a clear
-// message (missing file, refused connection).
+// message (missing file, refused connection and no retries).
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
-                                           bool split);
-std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port, char delimiter);
+                                           bool split, const LineReaderOptions& options = {});
+std::unique_ptr<LineReader> OpenSocketReader(const std::string& host, int port,
+                                             const LineReaderOptions& options,
+                                             SocketReaderOptions socket = {});
 
 template <typename T>
 LineSource<T>::LineSource(Spec spec, Parser parser)
@@ -164,16 +315,28 @@ LineSource<T>::~LineSource() = default;
 template <typename T>
 void LineSource<T>::Open(const SourceContext& ctx) {
   using K = typename Spec::Kind;
+  LineReaderOptions options;
+  options.delimiter = spec_.delimiter;
+  options.max_line_length = spec_.max_line_length;
   switch (spec_.kind) {
     case K::kFilePerSubtask:
-      reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false);
+      reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false,
+                               options);
       break;
     case K::kSplitFile:
-      reader_ = OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true);
+      reader_ =
+          OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true, options);
       break;
-    case K::kSocket:
-      reader_ = OpenSocketReader(spec_.host, spec_.port, spec_.delimiter);
+    case K::kSocket: {
+      SocketReaderOptions socket;
+      socket.max_retries = spec_.max_retries;
+      socket.retry_delay_ms = spec_.retry_delay_ms;
+      socket.clock = ctx.clock;
+      socket.attempts = ctx.metrics ? ctx.metrics->GetCounter("socketConnectAttempts") : nullptr;
+      socket.on_retry = spec_.on_retry;
+      reader_ = OpenSocketReader(spec_.host, spec_.port, options, std::move(socket));
       break;
+    }
   }
 }
 
@@ -187,6 +350,10 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
         return PollStatus::kEndOfInput;
       case LineReader::Result::kNothing:
         return PollStatus::kNothingAvailable;
+      case LineReader::Result::kOverLong:
+        if (!spec_.on_over_long) throw std::runtime_error(reader_->over_long().Describe());
+        spec_.on_over_long(reader_->over_long());
+        continue;
       case LineReader::Result::kLine:
         break;
     }
@@ -205,6 +372,11 @@ void LineSource<T>::Close() {
 template <typename T>
 int LineSource<T>::WaitFd() const {
   return reader_ ? reader_->fd() : -1;
+}
+
+template <typename T>
+Timestamp LineSource<T>::RetryAt() const {
+  return reader_ ? reader_->retry_at() : kMaxTimestamp;
 }
 
 }  // namespace tidemark

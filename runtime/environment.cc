@@ -84,12 +84,16 @@ int StreamExecutionEnvironment::AddNode(std::unique_ptr<StreamNode> n) {
 }
 
 DataStream<std::string> StreamExecutionEnvironment::socket_text_stream(const std::string& host,
-                                                                       int port, char delimiter) {
+                                                                       int port, char delimiter,
+                                                                       int64_t max_retries) {
+  if (max_retries < -1)
+    throw std::invalid_argument("socket_text_stream: max_retries must be -1 (forever) or more");
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
   spec.host = host;
   spec.port = port;
   spec.delimiter = delimiter;
+  spec.max_retries = max_retries;
   return read_lines<std::string>(
       spec, [](std::string_view line, const LineLocation&) { return std::string(line); },
       "Socket Stream");

@@ -132,12 +132,22 @@ class StreamExecutionEnvironment {
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
                             WatermarkStrategy<T> strategy, std::string name);
   // Lines from host:port until the peer closes (Flink's socketTextStream).
+  // max_retries (Flink's maxRetry): 0 (default) fails at once when the
+  // connection is refused and ends when the peer closes; N > 0 retries a
+  // failed connection and reconnects after a closed one, every 500 ms, N
+  // times in all; -1 forever.  Attempts are counted in the source subtask's
+  // "socketConnectAttempts" counter.  (LineSource in operators/sources.h.)
   DataStream<std::string> socket_text_stream(const std::string& host, int port,
-                                             char delimiter = '\n');
-  // Lines of one file, split among the subtasks by byte ranges.
+                                             char delimiter = '\n', int64_t max_retries = 0);
+  // Lines of one file, split among the subtasks by byte ranges.  A path that
+  // is not a regular file (a FIFO, /dev/stdin) is read by the first subtask.
   DataStream<std::string> read_text_file(const std::string& path);
   // One file per subtask (parallelism = number of files).
   DataStream<std::string> read_text_files(const std::vector<std::string>& paths);
+  // These fail the job on a line longer than kDefaultMaxLineLength (16 MiB),
+  // naming file and line; read_lines takes another limit and what to do
+  // with such lines (Spec::max_line_length, Spec::on_over_long).
+  //
   // The general forms, with a parser that sees each line's file and line.
   template <typename T>
   DataStream<T> read_lines(typename LineSource<T>::Spec spec, typename LineSource<T>::Parser parser,

@@ -42,10 +42,15 @@ class SourceOutput {
   virtual bool Backpressured() const = 0;
 };
 
+class SubtaskMetrics;  // runtime/metrics.h
+
 struct SourceContext {
   int subtask_index = 0;
   int parallelism = 1;
   const Clock* clock = nullptr;
+  // The subtask's metrics, for a source's own named counters
+  // (GetCounter("...")); null outside a running job.
+  SubtaskMetrics* metrics = nullptr;
 };
 
 enum class PollStatus { kMoreAvailable, kNothingAvailable, kEndOfInput };
@@ -58,7 +63,8 @@ class Source {
   virtual PollStatus Poll(SourceOutput<T>& out, size_t budget) = 0;
   virtual void Close() {}
   // After kNothingAvailable: processing time (ms) at which to poll again;
-  // kMaxTimestamp means "when WaitFd() is readable or never".
+  // kMaxTimestamp means "when WaitFd() is readable or never".  A time that is
+  // not in the future counts as "in a millisecond" (the task never spins).
   virtual Timestamp RetryAt() const { return kMaxTimestamp; }
   virtual bool NeedsOwnThread() const { return false; }
   virtual int WaitFd() const { return -1; }

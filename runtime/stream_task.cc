@@ -34,9 +34,11 @@ void StreamTask::AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* 
 }
 
 Task::Result StreamTask::Wait(Timestamp now_ms) {
-  // A timer at T is due at clock T + 1 (ProcessingTimeService); a source's
-  // RetryAt() is the clock reading to poll again at.
-  Timestamp next = std::min(timers_.NextFiringTime(), input_->RetryAt());
+  // A timer at T is due at clock T + 1 (ProcessingTimeService).  A source
+  // that had nothing and asks to be polled again now (or in the past) is
+  // polled in a millisecond, not at once: the task must not spin.
+  const Timestamp retry = std::max(input_->RetryAt(), SaturatingAdd(now_ms, 1));
+  Timestamp next = std::min(timers_.NextFiringTime(), retry);
   if (next == kMaxTimestamp) {
     wakeup_ = SteadyTime::max();
   } else {

@@ -357,7 +357,9 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
         name_(std::move(name)),
         signals_(signals),
         metrics_(metrics),
-        budget_(std::max<size_t>(1, budget)) {}
+        budget_(std::max<size_t>(1, budget)) {
+    if (ctx_.metrics == nullptr) ctx_.metrics = metrics_;
+  }
 
   void Open() override {
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });

@@ -2,13 +2,17 @@
 // test thread (Flink's socketTextStream, read until the peer closes), a
 // refused connection, and the file sources.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +199,217 @@ TEST(SocketSource, CancelWhileWaitingForThePeer) {
 }
 
 // ---------------------------------------------------------------------------
+// Retries (Flink's socketTextStream maxRetry).
+
+// A free port nobody listens on (taken from the kernel, then closed).
+int ClosedPort() {
+  Listener l;
+  return l.port();
+}
+
+int64_t Attempts(const std::vector<SubtaskMetricsSnapshot>& metrics) {
+  int64_t n = 0;
+  for (const auto& m : metrics) {
+    auto it = m.counters.find("socketConnectAttempts");
+    if (it != m.counters.end()) n += it->second;
+  }
+  return n;
+}
+
+// Listens on 127.0.0.1:port (a port that was free a moment ago).
+int ListenOn(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 4) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(SocketSource, NoRetryByDefaultOneAttemptFailsAtOnce) {
+  const int port = ClosedPort();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.socket_text_stream("127.0.0.1", port).add_sink([](std::string) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 1);
+  const std::string msg(r.status.message());
+  EXPECT_NE(
+      msg.find("cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused"),
+      std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("retr"), std::string::npos) << "no retry was made: " << msg;
+}
+
+TEST(SocketSource, RetriesEvery500msUntilTheListenerOpens) {
+  for (int rep = 0; rep < tidemark::testing::StressIterations(2); ++rep) {
+    const int port = ClosedPort();
+    auto received = std::make_shared<std::atomic<int>>(0);
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1).set_worker_threads(2);
+    env.socket_text_stream("127.0.0.1", port, '\n', /*max_retries=*/-1)
+        .rebalance()
+        .add_sink([received](std::string s) {
+          EXPECT_EQ(s, "hello");
+          received->fetch_add(1);
+        });
+    JobClient client = env.execute_async();
+    // Wait until the first attempt has been refused (counted), then listen.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Attempts(client.metrics()) < 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_GE(Attempts(client.metrics()), 1);
+    const int listener = ListenOn(port);
+    ASSERT_GE(listener, 0) << "port " << port << " was taken meanwhile";
+    const int conn = accept(listener, nullptr, nullptr);
+    ASSERT_GE(conn, 0);
+    WriteAll(conn, "hello\n");
+    while (received->load() < 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Retrying forever, the source would reconnect after this connection
+    // closes: end the job by cancelling it.
+    client.cancel();
+    JobResult r = client.wait();
+    close(conn);
+    close(listener);
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
+    EXPECT_EQ(received->load(), 1);
+    EXPECT_GE(r.CounterTotal("socketConnectAttempts"), 2);
+  }
+}
+
+TEST(SocketSource, ReconnectsAfterThePeerClosesWhileRetriesLast) {
+  // max_retries = 1: one reconnection after the first connection ends; when
+  // the second ends there is no retry left and the input ends.
+  Listener listener;
+  std::thread server([&] {
+    for (const char* text : {"first\npartial", "second\n"}) {
+      const int conn = listener.Accept();
+      ASSERT_GE(conn, 0);
+      WriteAll(conn, text);
+      close(conn);
+    }
+  });
+  LineSource<std::string>::Spec spec;
+  spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
+  spec.host = "127.0.0.1";
+  spec.port = listener.port();
+  spec.max_retries = 1;
+  spec.retry_delay_ms = 50;
+  auto log = std::make_shared<std::vector<std::string>>();
+  spec.on_retry = [log](const std::string& m) { log->push_back(m); };
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  auto out = env.read_lines<std::string>(
+                    spec,
+                    [](std::string_view l, const LineLocation& where) {
+                      return std::string(l) + "@" + std::to_string(where.line_number);
+                    },
+                    "retrying socket")
+                 .collect();
+  JobResult r = env.execute();
+  server.join();
+  ASSERT_TRUE(r.ok()) << r.status;
+  // A line is not joined across connections; line numbers go on.
+  EXPECT_EQ(out->values(), (std::vector<std::string>{"first@1", "partial@2", "second@3"}));
+  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 2);
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0], "connection to 127.0.0.1:" + std::to_string(listener.port()) +
+                           " closed by the peer; retry 1 of 1 in 50 ms");
+}
+
+TEST(SocketSource, GivesUpAfterMaxRetriesAndSaysSo) {
+  const int port = ClosedPort();
+  auto log = std::make_shared<std::vector<std::string>>();
+  LineSource<std::string>::Spec spec;
+  spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
+  spec.host = "127.0.0.1";
+  spec.port = port;
+  spec.max_retries = 2;
+  spec.on_retry = [log](const std::string& m) { log->push_back(m); };
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.read_lines<std::string>(
+         spec, [](std::string_view l, const LineLocation&) { return std::string(l); }, "s")
+      .add_sink([](std::string) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 3);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
+  EXPECT_NE(std::string(r.status.message())
+                .find("cannot connect to " + where +
+                      ": Connection refused (gave up after 2 retries, 500 ms apart)"),
+            std::string::npos)
+      << r.status;
+  ASSERT_EQ(log->size(), 2u);
+  EXPECT_EQ((*log)[0],
+            "cannot connect to " + where + ": Connection refused; retry 1 of 2 in 500 ms");
+  EXPECT_EQ((*log)[1],
+            "cannot connect to " + where + ": Connection refused; retry 2 of 2 in 500 ms");
+}
+
+TEST(SocketSource, CancelWhileWaitingToRetry) {
+  const int port = ClosedPort();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.socket_text_stream("127.0.0.1", port, '\n', -1).add_sink([](std::string) {});
+  JobClient client = env.execute_async();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Attempts(client.metrics()) < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  client.cancel();
+  JobResult r = client.wait();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
+}
+
+// ---------------------------------------------------------------------------
+// Over-long lines.
+
+TEST(SocketSource, OverLongLineFailsTheJobAsSoonAsItPassesTheLimit) {
+  // The peer sends 8 MiB of one line and keeps the connection open: the job
+  // fails once 1 MiB has passed, without waiting for the line to end, and
+  // the error quotes a bounded prefix.
+  Listener listener;
+  std::atomic<bool> done{false};
+  std::thread feeder([&] {
+    const int conn = listener.Accept();
+    ASSERT_GE(conn, 0);
+    const std::string block(1 << 16, 'z');
+    for (int i = 0; i < 128; ++i)
+      if (send(conn, block.data(), block.size(), MSG_NOSIGNAL) < 0) break;
+    while (!done.load()) std::this_thread::yield();
+    close(conn);
+  });
+  LineSource<std::string>::Spec spec;
+  spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
+  spec.host = "127.0.0.1";
+  spec.port = listener.port();
+  spec.max_line_length = 1 << 20;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  env.read_lines<std::string>(
+         spec, [](std::string_view l, const LineLocation&) { return std::string(l); }, "long")
+      .add_sink([](std::string) {});
+  JobResult r = env.execute();
+  done = true;
+  feeder.join();
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status.message());
+  EXPECT_LT(msg.size(), 1024u);
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(listener.port()) +
+                     ":1: line is longer than 1048576 bytes (more than 1048576): 'zzzz"),
+            std::string::npos)
+      << msg;
+}
+
+// ---------------------------------------------------------------------------
 // Files.
 
 class TempDir {
@@ -321,6 +536,41 @@ TEST(FileSource, MissingFileErrorNamesTheFile) {
     EXPECT_NE(msg.find(missing), std::string::npos) << msg;
     EXPECT_NE(msg.find("(subtask 1 of 2)"), std::string::npos) << msg;
   }
+}
+
+TEST(FileSource, SplitFileOnAFifoIsReadWholeByTheFirstSubtask) {
+  // A FIFO has no byte ranges to split: the first subtask reads it all, and
+  // opening it does not wait for the writer.
+  signal(SIGPIPE, SIG_IGN);
+  TempDir dir;
+  const std::string fifo = dir.File("placeholder", "") + ".fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    int fd = -1;
+    while (fd < 0 && !stop.load()) {  // until the job has opened it for reading
+      fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (fd < 0) return;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    std::string text;
+    for (int i = 0; i < 1000; ++i) text += std::to_string(i) + "\n";
+    WriteAll(fd, text);
+    close(fd);
+  });
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2).set_worker_threads(2);
+  auto out = env.read_text_file(fifo).collect();
+  JobResult r = env.execute();
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<int> got;
+  for (const auto& it : out->items()) got.push_back(std::stoi(it.value));
+  std::sort(got.begin(), got.end());
+  ASSERT_EQ(got.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(got[i], i);
 }
 
 TEST(FileSource, EmptyFile) {

@@ -29,6 +29,9 @@
 #include "tools/cli/run.h"
 
 ABSL_FLAG(std::string, socket, "", "read lines from HOST:PORT (like Flink's socketTextStream)");
+ABSL_FLAG(int64_t, socket_retries, 0,
+          "with --socket: retry a failed or closed connection every 500 ms, this many times in "
+          "all (-1: forever; Flink's maxRetry)");
 ABSL_FLAG(std::string, input, "",
           "read lines from a file (repeatable: one source subtask per file; - is stdin)");
 ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separated lines)");
@@ -101,7 +104,7 @@ void PrintHelp() {
         "value",    "where",   "time_format",      "timezone",  "watermarks",  "watermark_interval",
         "idleness", "window",  "allowed_lateness", "late",      "aggregate",   "parallelism",
         "output",   "trace",   "timeline",         "bad_lines", "dead_letter", "max_line_length",
-        "comments", "summary", "duration",         "sources",   "progress"}) {
+        "comments", "summary", "duration",         "sources",   "progress",    "socket_retries"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -206,6 +209,7 @@ int main(int argc, char** argv) {
 
   tidemark::cli::RunOptions o;
   o.socket = absl::GetFlag(FLAGS_socket);
+  o.socket_retries = absl::GetFlag(FLAGS_socket_retries);
   o.inputs = inputs;
   const std::string delim = absl::GetFlag(FLAGS_delimiter);
   if (delim.size() != 1) return Usage("--delimiter must be one character");

@@ -47,6 +47,7 @@ class DemoSource final : public Source<Reading> {
     speed_ = 1.0 + 0.25 * ((subtask_ % 3) == 1 ? -1 : (subtask_ % 3) == 2 ? 1 : 0);
     clock_ = ctx.clock;
     start_ = clock_->NowMillis();
+    pacer_ = RatePacer(rate_, start_);
     rng_.seed(1234 + subtask_);
   }
   PollStatus Poll(SourceOutput<Reading>& out, size_t budget) override {
@@ -56,12 +57,13 @@ class DemoSource final : public Source<Reading> {
       retry_ = start_ + duration_ms_ * 6 / 10;
       return PollStatus::kNothingAvailable;
     }
-    const auto due = static_cast<int64_t>(static_cast<double>(elapsed) * rate_ / 1000.0) + 1;
-    if (emitted_ >= due) {
-      retry_ = start_ + static_cast<int64_t>(static_cast<double>(emitted_) * 1000.0 / rate_);
+    const Timestamp now = start_ + elapsed;
+    const int64_t due = pacer_.Allowance(now);
+    if (due <= 0) {
+      retry_ = pacer_.NextPollAt(now);
       return PollStatus::kNothingAvailable;
     }
-    const int64_t n = std::min<int64_t>(static_cast<int64_t>(budget), due - emitted_);
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(budget), due);
     std::uniform_int_distribution<int> disorder(0, 1500);
     std::uniform_int_distribution<int> rare(0, 4999);
     for (int64_t i = 0; i < n; ++i, ++emitted_) {
@@ -73,6 +75,11 @@ class DemoSource final : public Source<Reading> {
       r.ts = ts;
       r.value = 1 + (emitted_ % 10);
       out.CollectWithTimestamp(std::move(r), ts);
+    }
+    pacer_.Emitted(n);
+    if (n == due) {  // all that is due went out: sleep until the next chunk
+      retry_ = pacer_.NextPollAt(now);
+      return PollStatus::kNothingAvailable;
     }
     return PollStatus::kMoreAvailable;
   }
@@ -87,6 +94,7 @@ class DemoSource final : public Source<Reading> {
   const Clock* clock_ = nullptr;
   Timestamp start_ = 0;
   Timestamp retry_ = kMaxTimestamp;
+  RatePacer pacer_;
   int64_t emitted_ = 0;
   std::mt19937 rng_;
 };

@@ -93,7 +93,17 @@ struct Shared {
   std::atomic<int64_t> late{0};
   std::mutex dead_mu;
   std::ofstream dead_letter;
+  std::mutex err_mu;
+  std::ostream* err = nullptr;
 };
+
+// A line quoted in an error: at most this many bytes of it.
+constexpr size_t kQuotedLineBytes = 256;
+std::string Quoted(std::string_view line) {
+  if (line.size() <= kQuotedLineBytes) return std::string(line);
+  return absl::StrCat(absl::string_view(line.data(), kQuotedLineBytes), "... (", line.size(),
+                      " bytes)");
+}
 
 std::string FormatResult(const Shared& sh, const CliResult& r) {
   const absl::TimeZone& z = sh.format.zone();
@@ -315,6 +325,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     return fail("--bad-lines must be fail or skip");
   if (!o.socket.empty() && !o.inputs.empty())
     return fail("give either --socket or --input, not both");
+  if (o.socket_retries < -1) return fail("--socket-retries must be -1 (forever) or more");
   std::string host;
   int port = 0;
   if (!o.socket.empty()) {
@@ -329,8 +340,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (o.socket.empty() && inputs.empty()) inputs = {"-"};
   for (const std::string& path : inputs) {
     if (path == "-") continue;
-    std::ifstream probe(path);
-    if (!probe)
+    // Not opened here: opening a FIFO would wait for its writer, and closing
+    // it again would cut a writer off (the source opens it without waiting).
+    if (access(path.c_str(), R_OK) != 0)
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
@@ -353,6 +365,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->aggregate = *aggregate;
   sh->output = o.output == "jsonl" ? OutputFormat::kJsonl : OutputFormat::kText;
   sh->parallelism = o.parallelism;
+  sh->err = &err;
   if (!o.dead_letter.empty()) {
     sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
     if (!sh->dead_letter) {
@@ -378,6 +391,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     spec.kind = Spec::Kind::kSocket;
     spec.host = host;
     spec.port = port;
+    spec.max_retries = o.socket_retries;
+    spec.on_retry = [sh](const std::string& msg) {
+      std::lock_guard<std::mutex> lock(sh->err_mu);
+      *sh->err << "tidemark: " << msg << "\n" << std::flush;
+    };
   } else {
     spec.kind = Spec::Kind::kFilePerSubtask;
     spec.paths = inputs;
@@ -399,7 +417,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     if (!skip) {
       throw std::runtime_error(absl::StrCat(std::string(where.source), ":", where.line_number, ": ",
-                                            r.status().message(), ": '", std::string(line), "'"));
+                                            r.status().message(), ": '", Quoted(line), "'"));
     }
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
     if (sh->dead_letter.is_open()) {
@@ -408,6 +426,18 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
                       << ": " << line << "\n";
     }
     return std::nullopt;
+  };
+  // A line over --max-line-length is rejected by the reader as soon as it
+  // passes the limit, without being buffered, under the same policy.
+  spec.max_line_length = o.format.max_line_length;
+  spec.on_over_long = [sh, skip](const OverLongLine& l) {
+    if (!skip) throw std::runtime_error(l.Describe());
+    sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    if (sh->dead_letter.is_open()) {
+      std::lock_guard<std::mutex> lock(sh->dead_mu);
+      sh->dead_letter << l.where.source << ":" << l.where.line_number << ": " << l.Message() << ": "
+                      << l.QuotedPrefix() << "\n";
+    }
   };
   DataStream<CliRecord> lines = env.read_lines<CliRecord>(spec, parser, "input");
   const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;

@@ -24,6 +24,7 @@ namespace tidemark::cli {
 
 struct RunOptions {
   std::string socket;               // HOST:PORT
+  int64_t socket_retries = 0;       // -1: forever (Flink's maxRetry)
   std::vector<std::string> inputs;  // files, "-" for stdin
   LineFormatOptions format;
   std::string watermarks = "bounded:0s";
