@@ -184,7 +184,7 @@ inline absl::StatusOr<Station> ParseStation(absl::string_view line, const absl::
 }
 
 // ---------------------------------------------------------------------------
-// Hand-written watermark generators (docs/flink-semantics.md, 2.4).  Both
+// Hand-written watermark generators (docs/semantics.md, 2.4).  Both
 // return `max_ts - delay` with no "- 1", unlike forBoundedOutOfOrderness.
 
 // What a generator reports for every record, before the record moves on: the

@@ -138,7 +138,7 @@ class RollingReduceOperator final : public OneInputOperator<T, T> {
 };
 
 // assign_timestamps_and_watermarks: Flink's TimestampsAndWatermarksOperator
-// (docs/flink-semantics.md, 2.5).  Assigns each record's timestamp, forwards
+// (docs/semantics.md, 2.5).  Assigns each record's timestamp, forwards
 // the record, then shows it to the generator, so a punctuated watermark always
 // follows the record that caused it.  Watermarks leaving this operator
 // strictly increase; upstream watermarks are ignored except kMaxWatermark.

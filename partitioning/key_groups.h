@@ -3,7 +3,7 @@
 // Key groups: how key_by decides which subtask owns a key.  This is Flink's
 // KeyGroupRangeAssignment, reproduced exactly so that a key lands on the same
 // subtask index a Flink job with the same parallelism and max parallelism
-// would use (docs/flink-semantics.md, section 8):
+// would use (docs/semantics.md, section 8):
 //
 //   key_group = MurmurHash(JavaHashCode(key)) % max_parallelism
 //   subtask   = key_group * parallelism / max_parallelism

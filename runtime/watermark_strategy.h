@@ -1,7 +1,7 @@
 // runtime/watermark_strategy.h
 //
 // Watermark generation, as Flink's WatermarkStrategy / WatermarkGenerator
-// (docs/flink-semantics.md, section 2).  Every subtask of the operator that
+// (docs/semantics.md, section 2).  Every subtask of the operator that
 // assigns timestamps and watermarks gets its own generator instance from the
 // strategy, and its own periodic timer: source subtasks generate watermarks
 // independently of each other.

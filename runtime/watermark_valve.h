@@ -3,7 +3,7 @@
 // WatermarkValve: combines the watermarks and watermark statuses arriving on
 // the input channels of one subtask into the subtask's own input watermark,
 // following Flink's StatusWatermarkValve rule for rule (see
-// docs/flink-semantics.md, section 3.2):
+// docs/semantics.md, section 3.2):
 //
 //   * each channel keeps its latest watermark (starts at kMinTimestamp), its
 //     status (starts ACTIVE) and whether it is "aligned" (counts in the

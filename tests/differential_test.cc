@@ -836,7 +836,7 @@ void RunCases(m::WindowKind kind, int normal_count) {
 }
 
 // ---------------------------------------------------------------------------
-// The model on its own: facts from docs/flink-semantics.md.
+// The model on its own: facts from docs/semantics.md.
 
 m::Script OneSource(std::vector<std::pair<std::vector<m::Rec>, m::Ts>> rounds) {
   m::Script s;

@@ -3,7 +3,7 @@
 //
 // Expected murmur / key-group values were computed with an independent
 // re-implementation of Flink's MathUtils.murmurHash and Java's
-// String.hashCode (docs/flink-semantics.md section 8), not with tidemark.
+// String.hashCode (docs/semantics.md section 8), not with tidemark.
 #include "partitioning/key_groups.h"
 
 #include <gtest/gtest.h>

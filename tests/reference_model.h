@@ -3,7 +3,7 @@
 // A sequential reference model of tidemark's event-time windowing, written
 // for obviousness rather than speed and sharing no code with the runtime (it
 // does not include a single runtime or window header): its own watermark
-// valve (docs/flink-semantics.md 3.2), its own window assignment (5.1-5.4),
+// valve (docs/semantics.md 3.2), its own window assignment (5.1-5.4),
 // its own window operator with the default EventTimeTrigger (6, 7), and a
 // driver that replays a scripted job.  The differential test
 // (differential_test.cc) runs the same script on the real, multi-threaded
@@ -339,7 +339,7 @@ inline bool SafeSessionRecord(Ts ts, Ts round_output) {
 }
 
 // --------------------------------------------------------------------------
-// The watermark valve, restated from docs/flink-semantics.md 3.2.
+// The watermark valve, restated from docs/semantics.md 3.2.
 
 class Valve {
  public:

@@ -1,7 +1,7 @@
 // tests/scenarios_test.cc
 //
 // The seed documents' scenarios S1-S8 (../shared/seeds/SCENARIOS.md,
-// docs/flink-semantics.md 2.4, 6, 10), each run as the real multi-threaded
+// docs/semantics.md 2.4, 6, 10), each run as the real multi-threaded
 // pipeline with exactly the example programs' job code (examples/seed_jobs.h)
 // on the documents' input (tests/data/*.txt), comparing the outputs exactly.
 //
@@ -215,7 +215,7 @@ TEST_P(ScenarioTest, S1TumblingWithHandWrittenWatermark) {
 
 // Section 4.1: after the watermark reached 10:11:33, records whose window has
 // fired are dropped.  (The document shows its inputs only as screenshots; these
-// are the reconstructed ones of docs/flink-semantics.md 10.)
+// are the reconstructed ones of docs/semantics.md 10.)
 TEST_P(ScenarioTest, S1LateDataIsDroppedByDefault) {
   auto results = BuildS1(Lines("s1_late.txt"), options_).results.collect();
   JobResult r = Run();
@@ -275,7 +275,7 @@ TEST_P(ScenarioTest, S1SideOutputLateData) {
 }
 
 // ---------------------------------------------------------------------------
-// S2: document 004, with the firing docs/flink-semantics.md 10 adds
+// S2: document 004, with the firing docs/semantics.md 10 adds
 // ([10:11:40, 10:11:50) at 10:12:28).
 
 // 2019-10-01 10:hh:mm.000 in UTC+8 (10:11:22 = 1569895882000).

@@ -1,4 +1,4 @@
-// Tests for watermark generation (docs/flink-semantics.md section 2): the
+// Tests for watermark generation (docs/semantics.md section 2): the
 // bounded-out-of-orderness and monotonous generators, saturating time
 // arithmetic, the idleness timer, and TimestampsAndWatermarksOperator driven
 // directly with a recording output and a manual clock.

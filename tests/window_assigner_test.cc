@@ -1,4 +1,4 @@
-// Window types and assigners: docs/flink-semantics.md 5.1-5.6, ported facts
+// Window types and assigners: docs/semantics.md 5.1-5.6, ported facts
 // of Flink's TimeWindowTest and the assigner tests.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // WindowOperator and KeyedProcessOperator through the deterministic harness
-// (tests/window_harness.h): docs/flink-semantics.md sections 4, 6 and 7, with
+// (tests/window_harness.h): docs/semantics.md sections 4, 6 and 7, with
 // facts ported from Flink's WindowOperatorTest.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -306,7 +306,7 @@ TEST(WindowOperatorFlinkPort, SessionSmallLatenessAccumulatingMergesLateElement)
 }
 
 TEST(WindowOperatorFlinkPort, SessionSmallLatenessPurgingStillMergesAndFires) {
-  // Current Flink (docs/flink-semantics.md 11): the late element merges into
+  // Current Flink (docs/semantics.md 11): the late element merges into
   // the fired-and-purged session and fires with what is left (itself).
   auto h =
       FlinkSessionHarness(PurgingTrigger<EventTimeTrigger>::of(EventTimeTrigger::create()), 10);
@@ -453,7 +453,7 @@ TEST(WindowOperator, ElementLatenessUsesPlainAddition) {
 }
 
 TEST(WindowOperator, MergeCheckHasNoOverflowGuard) {
-  // docs/flink-semantics.md 11: cleanup_time is guarded, the merge check is
+  // docs/semantics.md 11: cleanup_time is guarded, the merge check is
   // not.  Near MAX, max_timestamp + lateness wraps negative, so merging there
   // throws "cannot become earlier than the current watermark", as in Flink.
   auto h = ReduceHarness(EventTimeSessionWindows::with_gap(1s), EventTimeTrigger::create(), 10000);

@@ -1,6 +1,6 @@
 // operators/window/assigners.h
 //
-// Window assigners (docs/flink-semantics.md 5.2-5.6).  An assigner is a small
+// Window assigners (docs/semantics.md 5.2-5.6).  An assigner is a small
 // immutable value, validated when it is made (so a bad job fails while it is
 // being built, with std::invalid_argument and a message), and copied into
 // every subtask's window operator.  Members the WindowOperator uses:

@@ -2,7 +2,7 @@
 //
 // MergingWindowSet: the in-flight session windows of one key and, for each,
 // its "state window", the namespace that holds its contents
-// (docs/flink-semantics.md 5.5, Flink's MergingWindowSet).  The state window
+// (docs/semantics.md 5.5, Flink's MergingWindowSet).  The state window
 // of a merged window is the state window of one of the windows merged into
 // it, so merged contents never move more than once.
 //

@@ -1,6 +1,6 @@
 // operators/window/time_window.h
 //
-// Window types (docs/flink-semantics.md 5.1, 5.6):
+// Window types (docs/semantics.md 5.1, 5.6):
 //   TimeWindow   - the half-open interval [start, end) of event or processing
 //                  time; max_timestamp() = end - 1 is the last time in it.
 //   GlobalWindow - the single window of GlobalWindows; max_timestamp() = MAX.
@@ -23,7 +23,7 @@ namespace tidemark {
 // Java's long addition and subtraction: two's complement, wrapping silently.
 // Flink computes window bounds with them (TimeWindow, the assigners), so
 // within a window size of MIN or MAX its windows have a wrapped start or end;
-// tidemark produces the same windows (docs/flink-semantics.md: every rule is
+// tidemark produces the same windows (docs/semantics.md: every rule is
 // in Java long arithmetic unless a guard is named).  No C++ signed overflow.
 constexpr Timestamp JavaLongAdd(Timestamp a, int64_t b) {
   return static_cast<Timestamp>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));

@@ -1,7 +1,7 @@
 // operators/window/timer_service.h
 //
 // KeyedTimerService<K, N>: Flink's InternalTimerService for one operator
-// instance (docs/flink-semantics.md section 4).  Timers are (timestamp, key,
+// instance (docs/semantics.md section 4).  Timers are (timestamp, key,
 // namespace) triples forming a set per time domain: registering a triple
 // twice keeps one timer, deleting removes it if present.
 //

@@ -1,7 +1,7 @@
 // operators/window/triggers.h
 //
 // Triggers decide when a window's contents are emitted (FIRE) and/or
-// discarded (PURGE); docs/flink-semantics.md section 7.
+// discarded (PURGE); docs/semantics.md section 7.
 //
 // A trigger is any copyable object with these members (the WindowOperator
 // calls them statically, so built-ins cost no virtual call); T is the element

@@ -1,6 +1,6 @@
 // operators/window/window_operator.h
 //
-// WindowOperator: Flink's WindowOperator, exactly as docs/flink-semantics.md
+// WindowOperator: Flink's WindowOperator, exactly as docs/semantics.md
 // section 6 states it.  One instance per subtask of a keyed window node; it
 // sees only the keys of its key groups.
 //

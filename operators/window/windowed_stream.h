@@ -46,7 +46,7 @@
 // keyed state: get_state<V>(name), get_list_state<V>(name),
 // get_reducing_state<V>(name, f), get_aggregating_state(name, agg).
 //
-// Records that are too late (docs/flink-semantics.md 6) go to the late side
+// Records that are too late (docs/semantics.md 6) go to the late side
 // output when one is set, else count in the subtask counter
 // "numLateRecordsDropped".  Invalid parameters (negative lateness, bad window
 // sizes) throw std::invalid_argument while the job is built.
