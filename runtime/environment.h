@@ -49,6 +49,7 @@
 #include "operators/sources.h"
 #include "runtime/executor.h"
 #include "runtime/job_graph.h"
+#include "runtime/node_ops.h"
 #include "runtime/watermark_strategy.h"
 
 namespace tidemark {

@@ -1,0 +1,72 @@
+// runtime/chain_output.h
+//
+// Within a task (the chain plane): the outputs that pass a record from one
+// operator of a chain to the next (ChainOutput), to several consumers at once
+// (FanOutOutput), or nowhere (DiscardOutput).  Touched only by the thread
+// running the task.
+#ifndef TM_RUNTIME_CHAIN_OUTPUT_H_
+#define TM_RUNTIME_CHAIN_OUTPUT_H_
+
+#include <utility>
+#include <vector>
+
+#include "runtime/error_guard.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+// Passes elements to the next operator of a chain; turns an exception from
+// that operator into an OperatorError naming it (error_guard.h).  Once the job
+// is cancelled, the next element throws TaskCancelled instead, so a cancel
+// lands within one user call even in the middle of a batch or a firing.
+template <typename T>
+class ChainOutput final : public Output<T> {
+ public:
+  ChainOutput(InputOperator<T>* next, const OperatorContext* ctx) : next_(next), ctx_(ctx) {}
+  void Collect(T&& v, Timestamp ts) override {
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    GuardUserCall(*ctx_, [&] { next_->ProcessElement(std::move(v), ts); });
+  }
+  void EmitWatermark(Timestamp w) override {
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    GuardUserCall(*ctx_, [&] { next_->ProcessWatermark(w); });
+  }
+  void EmitStatus(WatermarkStatus s) override {
+    GuardUserCall(*ctx_, [&] { next_->ProcessStatus(s); });
+  }
+
+ private:
+  InputOperator<T>* next_;
+  const OperatorContext* ctx_;
+};
+
+template <typename T>
+class FanOutOutput final : public Output<T> {
+ public:
+  explicit FanOutOutput(std::vector<Output<T>*> outs) : outs_(std::move(outs)) {}
+  void Collect(T&& v, Timestamp ts) override {
+    for (size_t i = 0; i + 1 < outs_.size(); ++i) outs_[i]->CollectCopy(v, ts);
+    outs_.back()->Collect(std::move(v), ts);
+  }
+  void EmitWatermark(Timestamp w) override {
+    for (auto* o : outs_) o->EmitWatermark(w);
+  }
+  void EmitStatus(WatermarkStatus s) override {
+    for (auto* o : outs_) o->EmitStatus(s);
+  }
+
+ private:
+  std::vector<Output<T>*> outs_;
+};
+
+template <typename T>
+class DiscardOutput final : public Output<T> {
+ public:
+  void Collect(T&&, Timestamp) override {}
+  void EmitWatermark(Timestamp) override {}
+  void EmitStatus(WatermarkStatus) override {}
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_CHAIN_OUTPUT_H_

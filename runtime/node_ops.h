@@ -1,0 +1,104 @@
+// runtime/node_ops.h
+//
+// NodeOps: the operations the job compiler needs on streams of one element
+// type, behind a virtual interface so the compiler itself is not a template:
+// channels, writers (with their partitioner), chain outputs, fan-outs and
+// input gates of type T.  The fluent API attaches a TypedNodeOps<T> to every
+// node it creates.
+#ifndef TM_RUNTIME_NODE_OPS_H_
+#define TM_RUNTIME_NODE_OPS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "partitioning/partitioner.h"
+#include "runtime/channel.h"
+#include "runtime/job_graph.h"
+#include "runtime/operator.h"
+#include "runtime/stream_task.h"
+
+namespace tidemark {
+
+// Operations on streams of one element type, for the executor.
+class NodeOps {
+ public:
+  virtual ~NodeOps() = default;
+  virtual std::unique_ptr<ChannelBase> NewChannel(size_t capacity) const = 0;
+  // A writer over `channels` (all Channel<T>); stores the WriterBase in
+  // *writer.
+  virtual std::unique_ptr<OutputBase> NewWriter(const std::vector<ChannelBase*>& channels,
+                                                const EdgeSpec& edge, int subtask,
+                                                int downstream_max_parallelism, StreamTask* task,
+                                                WatermarkListener* listener, bool report,
+                                                const std::string& blame,
+                                                WriterBase** writer) const = 0;
+  virtual std::unique_ptr<OutputBase> NewChainOutput(OperatorBase* next,
+                                                     const OperatorContext* next_ctx) const = 0;
+  virtual std::unique_ptr<OutputBase> NewFanOut(const std::vector<OutputBase*>& outs) const = 0;
+  virtual std::unique_ptr<OutputBase> NewDiscard() const = 0;
+  virtual std::unique_ptr<TaskInput> NewInputGate(const std::vector<ChannelBase*>& channels,
+                                                  OutputBase* head, StreamTask* task,
+                                                  WatermarkListener* listener) const = 0;
+};
+
+template <typename T>
+class TypedNodeOps final : public NodeOps {
+ public:
+  std::unique_ptr<ChannelBase> NewChannel(size_t capacity) const override {
+    return std::make_unique<Channel<T>>(capacity);
+  }
+  std::unique_ptr<OutputBase> NewWriter(const std::vector<ChannelBase*>& channels,
+                                        const EdgeSpec& edge, int subtask, int max_p,
+                                        StreamTask* task, WatermarkListener* listener, bool report,
+                                        const std::string& blame,
+                                        WriterBase** writer) const override {
+    std::vector<Channel<T>*> typed;
+    for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
+    std::unique_ptr<Partitioner<T>> p;
+    const int n = static_cast<int>(channels.size());
+    if (edge.partitioner) {
+      p = static_cast<PartitionerFactory<T>*>(edge.partitioner.get())->Make(n, subtask, max_p);
+    } else {
+      p = MakeBuiltinPartitioner<T>(edge.strategy, n, subtask);
+    }
+    auto w = std::make_unique<ChannelWriter<T>>(std::move(typed), std::move(p),
+                                                task->config().batch_size, task->signals(),
+                                                task->metrics(), listener, report, blame);
+    *writer = w.get();
+    return w;
+  }
+  std::unique_ptr<OutputBase> NewChainOutput(OperatorBase* next,
+                                             const OperatorContext* ctx) const override {
+    return std::make_unique<ChainOutput<T>>(static_cast<InputOperator<T>*>(next), ctx);
+  }
+  std::unique_ptr<OutputBase> NewFanOut(const std::vector<OutputBase*>& outs) const override {
+    std::vector<Output<T>*> typed;
+    for (auto* o : outs) typed.push_back(static_cast<Output<T>*>(o));
+    return std::make_unique<FanOutOutput<T>>(std::move(typed));
+  }
+  std::unique_ptr<OutputBase> NewDiscard() const override {
+    return std::make_unique<DiscardOutput<T>>();
+  }
+  std::unique_ptr<TaskInput> NewInputGate(const std::vector<ChannelBase*>& channels,
+                                          OutputBase* head, StreamTask* task,
+                                          WatermarkListener* listener) const override {
+    std::vector<Channel<T>*> typed;
+    for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
+    return std::make_unique<InputGate<T>>(std::move(typed), static_cast<Output<T>*>(head),
+                                          task->metrics(), listener);
+  }
+};
+
+struct SourceBuildArgs {
+  OutputBase* head;
+  SourceContext ctx;
+  std::string name;
+  WriterSignals* signals;
+  SubtaskMetrics* metrics;
+  size_t budget;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_NODE_OPS_H_

@@ -1,0 +1,113 @@
+// runtime/source_driver.h
+//
+// Data in for source tasks: SourceDriver<T> polls a Source<T> into the head of
+// its chain, turns its errors into OperatorErrors naming the source, stops it
+// on back-pressure or cancellation, and sends kMaxWatermark at the end of
+// input.  Touched only by the thread running the task.
+#ifndef TM_RUNTIME_SOURCE_DRIVER_H_
+#define TM_RUNTIME_SOURCE_DRIVER_H_
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "runtime/channel_writer.h"
+#include "runtime/error_guard.h"
+#include "runtime/input_gate.h"
+#include "runtime/metrics.h"
+#include "runtime/operator.h"
+#include "runtime/source.h"
+
+namespace tidemark {
+
+// Drives a Source<T> into the head of its chain.  At the end of input it
+// sends kMaxWatermark through the chain (firing every remaining event-time
+// timer downstream), as Flink's sources do.
+template <typename T>
+class SourceDriver final : public TaskInput, private SourceOutput<T> {
+ public:
+  SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
+               std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
+      : source_(std::move(source)),
+        head_(head),
+        ctx_(ctx),
+        name_(std::move(name)),
+        signals_(signals),
+        metrics_(metrics),
+        budget_(std::max<size_t>(1, budget)) {
+    if (ctx_.metrics == nullptr) ctx_.metrics = metrics_;
+  }
+
+  void Open() override {
+    GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
+  }
+  void Close() override { source_->Close(); }
+
+  Step RunStep() override {
+    const int64_t before = emitted_;
+    const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
+                                        [&] { return source_->Poll(*this, budget_); });
+    if (emitted_ != before) metrics_->records_in.Inc(emitted_ - before);
+    switch (st) {
+      case PollStatus::kMoreAvailable:
+        return Step::kMore;
+      case PollStatus::kNothingAvailable:
+        return Step::kNothing;
+      case PollStatus::kEndOfInput:
+        // Through our own EmitWatermark, so an idle source first becomes
+        // ACTIVE again: W(MAX) is not ignored downstream as coming from an
+        // idle channel.
+        EmitWatermark(kMaxWatermark);
+        return Step::kEnd;
+    }
+    return Step::kEnd;
+  }
+  Timestamp RetryAt() const override { return source_->RetryAt(); }
+  bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
+  int WaitFd() const override { return source_->WaitFd(); }
+
+ private:
+  // SourceOutput<T>
+  void Collect(T&& value) override {
+    ++emitted_;
+    head_->Collect(std::move(value), kNoTimestamp);
+  }
+  void CollectWithTimestamp(T&& value, Timestamp ts) override {
+    ++emitted_;
+    head_->Collect(std::move(value), ts);
+  }
+  void EmitWatermark(Timestamp w) override {
+    if (w <= last_watermark_) return;
+    if (idle_) {
+      idle_ = false;
+      head_->EmitStatus(WatermarkStatus::kActive);
+    }
+    last_watermark_ = w;
+    head_->EmitWatermark(w);
+  }
+  void MarkIdle() override {
+    if (idle_) return;
+    idle_ = true;
+    head_->EmitStatus(WatermarkStatus::kIdle);
+  }
+  // Also true once the job is cancelled, so a source stops emitting at once.
+  bool Backpressured() const override {
+    return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
+  }
+
+  std::unique_ptr<Source<T>> source_;
+  Output<T>* head_;
+  SourceContext ctx_;
+  std::string name_;
+  WriterSignals* signals_;
+  SubtaskMetrics* metrics_;
+  size_t budget_;
+  int64_t emitted_ = 0;
+  Timestamp last_watermark_ = kMinTimestamp;
+  bool idle_ = false;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_SOURCE_DRIVER_H_
