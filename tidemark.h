@@ -2,6 +2,9 @@
 #ifndef TM_TIDEMARK_H_
 #define TM_TIDEMARK_H_
 
+#include "api/environment.h"
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/basic.h"
 #include "operators/keyed_process.h"
 #include "operators/sinks.h"
@@ -9,7 +12,6 @@
 #include "operators/window/windows.h"
 #include "partitioning/key_groups.h"
 #include "partitioning/partitioner.h"
-#include "runtime/environment.h"
 #include "runtime/time.h"
 #include "runtime/watermark_strategy.h"
 #include "runtime/watermark_valve.h"

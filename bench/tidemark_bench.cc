@@ -139,6 +139,8 @@
 
 #if __has_include("operators/window/windows.h")
 #include "operators/window/windows.h"
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #define TM_BENCH_HAVE_WINDOWS 1
 #endif
 

@@ -36,7 +36,7 @@
 #include "absl/time/time.h"
 #include "examples/seed_jobs.h"
 #include "operators/sinks.h"
-#include "runtime/environment.h"
+#include "api/environment.h"
 
 ABSL_DECLARE_FLAG(int, port);
 ABSL_FLAG(std::string, host, "localhost",

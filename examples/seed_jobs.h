@@ -43,8 +43,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "examples/seed_common.h"
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/window/windows.h"
-#include "runtime/environment.h"
+#include "api/environment.h"
 
 namespace tidemark::seeds {
 

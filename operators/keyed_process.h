@@ -50,7 +50,6 @@
 #include "operators/basic.h"
 #include "operators/window/timer_service.h"
 #include "operators/window/window_contents.h"
-#include "runtime/environment.h"
 #include "runtime/operator.h"
 
 namespace tidemark {
@@ -353,18 +352,6 @@ class KeyedProcessOperator final : public OneInputOperator<T, Out> {
   std::optional<KeyedProcessContext<K>> pctx_;
   std::optional<Collector<Out>> collector_;
 };
-
-// KeyedStream::process, declared in runtime/environment.h.
-template <typename T, typename KeyFn>
-template <typename Function>
-auto KeyedStream<T, KeyFn>::process(Function f) const {
-  using Out = typename keyed_process_internal::OutOf<Function>::type;
-  using Op = KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
-  KeyFn key = key_;
-  return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {
-    return std::make_unique<Op>(key, f);
-  });
-}
 
 }  // namespace tidemark
 

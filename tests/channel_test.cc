@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/environment.h"
+#include "api/environment.h"
 #include "test_util.h"
 #include "tidemark.h"
 

@@ -42,6 +42,8 @@
 #include <tuple>
 #include <vector>
 
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/window/windows.h"
 #include "reference_model.h"
 #include "test_util.h"

@@ -30,7 +30,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "examples/seed_jobs.h"
-#include "runtime/environment.h"
+#include "api/environment.h"
 
 namespace tidemark::seeds {
 namespace {

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/environment.h"
+#include "api/environment.h"
 
 namespace tidemark::testing {
 

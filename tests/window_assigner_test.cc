@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/window/windows.h"
 
 namespace tidemark {

@@ -28,6 +28,8 @@
 #include <variant>
 #include <vector>
 
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/window/windows.h"
 #include "runtime/clock.h"
 #include "runtime/metrics.h"

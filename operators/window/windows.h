@@ -14,6 +14,5 @@
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
 #include "operators/window/window_operator.h"
-#include "operators/window/windowed_stream.h"
 
 #endif  // TM_OPERATORS_WINDOW_WINDOWS_H_

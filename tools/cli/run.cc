@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "api/keyed_process.h"
+#include "api/windowed_stream.h"
 #include "operators/window/windows.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"

@@ -1,4 +1,4 @@
-#include "runtime/environment.h"
+#include "api/environment.h"
 
 #include <map>
 #include <set>

@@ -1,4 +1,4 @@
-// runtime/environment.h
+// api/environment.h
 //
 // The job API: a typed, fluent DataStream API that reads like Flink's.
 //
@@ -29,8 +29,8 @@
 //
 // Method names follow Flink's, in snake_case; `union` is a C++ keyword, so
 // union is union_with().
-#ifndef TM_RUNTIME_ENVIRONMENT_H_
-#define TM_RUNTIME_ENVIRONMENT_H_
+#ifndef TM_API_ENVIRONMENT_H_
+#define TM_API_ENVIRONMENT_H_
 
 #include <functional>
 #include <iostream>
@@ -497,4 +497,4 @@ DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spe
 
 }  // namespace tidemark
 
-#endif  // TM_RUNTIME_ENVIRONMENT_H_
+#endif  // TM_API_ENVIRONMENT_H_

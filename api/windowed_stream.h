@@ -1,8 +1,8 @@
-// operators/window/windowed_stream.h
+// api/windowed_stream.h
 //
 // The windowing API (Flink's WindowedStream), in tidemark's snake_case:
 //
-//   #include "operators/window/windows.h"
+//   #include "api/windowed_stream.h"  (or "tidemark.h")
 //   using namespace tidemark;
 //   OutputTag<Event> late("late");
 //   DataStream<Event> sums = events                     // timestamps assigned
@@ -52,8 +52,8 @@
 // sizes) throw std::invalid_argument while the job is built.
 //
 // WindowedStream is a cheap immutable value: each setter returns a new one.
-#ifndef TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_
-#define TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_
+#ifndef TM_API_WINDOWED_STREAM_H_
+#define TM_API_WINDOWED_STREAM_H_
 
 #include <memory>
 #include <new>
@@ -64,13 +64,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "api/environment.h"
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
 #include "operators/window/window_operator.h"
-#include "runtime/environment.h"
 
 namespace tidemark {
 
@@ -226,7 +226,7 @@ class WindowedStream {
   WindowOperatorConfig<T> config_;
 };
 
-// KeyedStream::window, declared in runtime/environment.h.
+// KeyedStream::window, declared in api/environment.h.
 template <typename T, typename KeyFn>
 template <typename Assigner>
 auto KeyedStream<T, KeyFn>::window(Assigner assigner) const {
@@ -235,4 +235,4 @@ auto KeyedStream<T, KeyFn>::window(Assigner assigner) const {
 
 }  // namespace tidemark
 
-#endif  // TM_OPERATORS_WINDOW_WINDOWED_STREAM_H_
+#endif  // TM_API_WINDOWED_STREAM_H_
