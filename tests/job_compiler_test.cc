@@ -388,6 +388,53 @@ TEST(JobCompilerExplainTest, ChainWithDifferentMaxParallelismListsEach) {
             "Chain 0 \"Source: A -> M\" p=1 maxP=[128, 256], tasks: Source: A -> M (0/1)\n");
 }
 
+// --- the compiler alone, step by step ---
+
+TEST(JobCompilerStepsTest, PlansALogicalGraphWithoutAnEnvironment) {
+  std::vector<std::unique_ptr<StreamNode>> nodes;
+  auto source = std::make_unique<StreamNode>();
+  source->id = 0;
+  source->kind = StreamNode::Kind::kSource;
+  source->name = "S";
+  source->out = std::make_shared<TypedNodeOps<int>>();
+  nodes.push_back(std::move(source));
+  auto op = std::make_unique<StreamNode>();
+  op->id = 1;
+  op->name = "Op";
+  op->parallelism = 3;
+  op->inputs.push_back(EdgeSpec{0, ShipStrategy::kDefault, nullptr});
+  nodes.push_back(std::move(op));
+  JobCompilerOptions options;
+  options.parallelism = 2;
+  options.max_parallelism = 512;
+  JobCompiler compiler(nodes, options);
+
+  PhysicalPlan plan;
+  ASSERT_TRUE(compiler.ResolveParallelism(plan).ok());
+  EXPECT_EQ(plan.nodes[0].parallelism, 2);
+  EXPECT_EQ(plan.nodes[1].parallelism, 3);
+  EXPECT_EQ(plan.nodes[1].max_parallelism, 512);
+  ASSERT_TRUE(compiler.ResolveEdges(plan).ok());
+  ASSERT_EQ(plan.edges.size(), 1u);
+  EXPECT_EQ(plan.edges[0].strategy, ShipStrategy::kRebalance);  // 2 -> 3
+  EXPECT_EQ(plan.edges[0].channels, 6);
+  EXPECT_TRUE(plan.chains.empty());  // not yet
+  compiler.Chain(plan);
+  EXPECT_EQ(plan.chains.size(), 2u);
+  EXPECT_EQ(plan.TaskCount(), 5);
+  // "Op" has no output: fine, nothing reads it.
+  EXPECT_TRUE(compiler.CheckOutputs(plan).ok());
+
+  // An operator without input is an invalid graph.
+  auto orphan = std::make_unique<StreamNode>();
+  orphan->id = 2;
+  orphan->name = "Orphan";
+  nodes.push_back(std::move(orphan));
+  absl::StatusOr<PhysicalPlan> invalid = JobCompiler(nodes, options).Plan();
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.status().message(), "operator 'Orphan' has no input");
+}
+
 // --- building from the plan ---
 
 TEST(JobCompilerBuildTest, RunsOneTaskPerChainAndSubtask) {
