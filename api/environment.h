@@ -18,9 +18,11 @@
 // Handles (DataStream<T>, KeyedStream<T, KeyFn>) are cheap values pointing
 // into the environment's graph; name(), set_parallelism() change the node they
 // point at.  Nothing runs until execute() (or execute_async()), which builds
-// the physical graph (chains of operators per subtask, one channel per
-// upstream/downstream subtask pair on each edge), runs it, and returns a
-// JobResult saying success or the first error (naming operator and subtask).
+// the physical graph with the job compiler (runtime/job_compiler.h: chains of
+// operators per subtask, one channel per upstream/downstream subtask pair on
+// each edge), runs it, and returns a JobResult saying success or the first
+// error (naming operator and subtask).  explain() prints that physical plan
+// without running anything.
 //
 // Mistakes in building a job (a bad parallelism, forward between different
 // parallelisms, invalid window parameters) throw std::invalid_argument where
@@ -48,6 +50,7 @@
 #include "operators/sinks.h"
 #include "operators/sources.h"
 #include "runtime/executor.h"
+#include "runtime/job_compiler.h"
 #include "runtime/job_graph.h"
 #include "runtime/node_ops.h"
 #include "runtime/watermark_strategy.h"
@@ -159,16 +162,26 @@ class StreamExecutionEnvironment {
   JobClient execute_async(const std::string& job_name = "tidemark job");
   // Cancels the job this environment started last.  Thread-safe.
   void cancel();
+  // The physical plan execute() would run, as text (like Flink's
+  // getExecutionPlan()/explain()); see ExplainPlan().  An invalid job gives
+  // "invalid job: <why>".
+  std::string explain() const;
 
   // --- for DataStream and extensions ---
   StreamNode& node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
   int AddNode(std::unique_ptr<StreamNode> n);
+  // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
+  // chains; INVALID_ARGUMENT for an invalid graph.
+  absl::StatusOr<PhysicalPlan> Plan() const;
   // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.
   absl::StatusOr<std::shared_ptr<JobExecution>> Build(const std::string& job_name);
-  // Human-readable plan: tasks, parallelism, edges.
-  absl::StatusOr<std::string> ExplainPlan();
+  // The physical plan as text (PhysicalPlan::Explain: one line per chain with
+  // its tasks, one per network edge with its partitioning), or the error.
+  absl::StatusOr<std::string> ExplainPlan() const;
 
  private:
+  JobCompilerOptions CompilerOptions() const;
+
   int parallelism_;
   int max_parallelism_ = 0;
   int worker_threads_;

@@ -14,6 +14,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -343,6 +345,40 @@ TEST(CliAlignmentTest, AlignedWatermarkIsTheMinimumAndWindowsWaitForTheSlowerFil
   }
   EXPECT_TRUE(fired_first);
   EXPECT_GE(checked, 6);
+}
+
+// --- --explain: the physical plan, nothing run ---
+TEST(CliExplainTest, PrintsThePlanAndRunsNothing) {
+  // A malformed line: reading the input would fail (exit 2).
+  const std::string input = InputFile("explain.txt", {"k,1000", "k,notatime"});
+  const std::string timeline = TempPath("explain_timeline.html");
+  std::remove(timeline.c_str());
+  CliRun r = RunTidemark({"run", "--input=" + input, "--parallelism=2", "--late=side",
+                          "--timeline=" + timeline, "--explain"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // no summary
+  EXPECT_THAT(
+      r.OutLines(),
+      ElementsAreArray(std::vector<std::string>{
+          "Chain 0 \"Source: input -> Timestamps/Watermarks -> Drop markers\" p=1 maxP=128, "
+          "tasks: Source: input -> Timestamps/Watermarks -> Drop markers (0/1)",
+          "Chain 1 \"window -> print\" p=2 maxP=128, tasks: window -> print (0/2), (1/2)",
+          "Chain 2 \"late\" p=2 maxP=128, tasks: late (0/2), (1/2)",
+          "Edge 0: Drop markers (p=1) --HASH(key groups, maxP=128)--> window (p=2), 2 channel(s)",
+          "Edge 1: window (p=2) side output 'late' --FORWARD--> late (p=2), 2 channel(s)"}));
+  EXPECT_FALSE(std::ifstream(timeline).good()) << "--explain opened the timeline file";
+
+  // One source subtask per file; the window at the default parallelism 1.
+  CliRun two = RunTidemark({"run", "--input=" + input, "--input=" + input, "--explain"});
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_THAT(two.out, HasSubstr("Drop markers\" p=2 maxP=128"));
+  EXPECT_THAT(two.out, HasSubstr("Edge 0: Drop markers (p=2) --HASH(key groups, maxP=128)--> "
+                                 "window (p=1), 2 channel(s)"));
+
+  // Bad flags are still errors.
+  CliRun bad = RunTidemark({"run", "--input=" + input, "--window=tumbling:0s", "--explain"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.out, "");
 }
 
 // --- errors: one line, exit status 2, nothing run ---

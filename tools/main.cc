@@ -1,6 +1,7 @@
 // tools/main.cc: the `tidemark` command line.
 //
-//   tidemark run  [flags]   a windowed job built from flags (see --help)
+//   tidemark run  [flags]   a windowed job built from flags (see --help);
+//                           --explain prints its physical plan instead
 //   tidemark demo [flags]   the built-in demo: no input needed
 //
 // Flags are Abseil flags, given as --name=value (--input may repeat).  An
@@ -63,6 +64,9 @@ ABSL_FLAG(std::string, comments, "",
 ABSL_FLAG(std::string, dead_letter, "", "with --bad-lines=skip: write skipped lines here");
 ABSL_FLAG(int64_t, max_line_length, 1 << 20, "longest accepted input line, in bytes");
 ABSL_FLAG(bool, summary, true, "print a summary line on stderr at the end");
+ABSL_FLAG(bool, explain, false,
+          "print the job's physical plan (chains, tasks, partitioning of each edge) and exit "
+          "without running it");
 ABSL_FLAG(std::string, duration, "8s", "demo: how long the demo runs");
 ABSL_FLAG(int, sources, 3, "demo: number of source subtasks");
 ABSL_FLAG(bool, progress, true, "demo: live progress line");
@@ -104,7 +108,8 @@ void PrintHelp() {
         "value",    "where",   "time_format",      "timezone",  "watermarks",  "watermark_interval",
         "idleness", "window",  "allowed_lateness", "late",      "aggregate",   "parallelism",
         "output",   "trace",   "timeline",         "bad_lines", "dead_letter", "max_line_length",
-        "comments", "summary", "duration",         "sources",   "progress",    "socket_retries"}) {
+        "comments", "summary", "duration",         "sources",   "progress",    "socket_retries",
+        "explain"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -241,6 +246,7 @@ int main(int argc, char** argv) {
   o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
   o.summary = absl::GetFlag(FLAGS_summary);
   o.comments = absl::GetFlag(FLAGS_comments);
+  o.explain = absl::GetFlag(FLAGS_explain);
   o.stdin_closed = stdin_closed;
   if (absl::GetFlag(FLAGS_max_line_length) <= 0) return Usage("--max-line-length must be positive");
   o.format.max_line_length = static_cast<size_t>(absl::GetFlag(FLAGS_max_line_length));

@@ -348,14 +348,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
-  if (o.stdin_closed && std::count(inputs.begin(), inputs.end(), "-") > 0) {
+  if (o.stdin_closed && !o.explain && std::count(inputs.begin(), inputs.end(), "-") > 0) {
     return fail(o.inputs.empty() ? "standard input is closed (and no --input or --socket was given)"
                                  : "--input=-: standard input is closed");
   }
 
   // Where the results go, checked before anything runs.
   std::ofstream timeline_page;
-  if (!o.timeline.empty()) {
+  if (!o.timeline.empty() && !o.explain) {
     timeline_page.open(o.timeline, std::ios::out | std::ios::trunc);
     if (!timeline_page) {
       return fail(absl::StrCat("--timeline=", o.timeline,
@@ -368,7 +368,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->output = o.output == "jsonl" ? OutputFormat::kJsonl : OutputFormat::kText;
   sh->parallelism = o.parallelism;
   sh->err = &err;
-  if (!o.dead_letter.empty()) {
+  if (!o.dead_letter.empty() && !o.explain) {
     sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
     if (!sh->dead_letter) {
       return fail(absl::StrCat("--dead-letter=", o.dead_letter,
@@ -512,6 +512,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
             },
             "late")
         .set_parallelism(o.parallelism);
+  }
+
+  if (o.explain) {
+    absl::StatusOr<std::string> plan = env.ExplainPlan();
+    if (!plan.ok()) return fail(std::string(plan.status().message()));
+    out << *plan << std::flush;
+    return 0;
   }
 
   std::optional<SignalWatcher> signals;

@@ -5,7 +5,8 @@
 //   lines (socket / files / stdin) -> parse -> timestamps and watermarks
 //     -> key_by(key) -> window -> aggregate -> print
 //   (+ the late side output, + traces and the timeline)
-// runs it, and returns the process exit status: 0 on success, 2 on any error
+// runs it (or, with --explain, prints its plan), and returns the process exit
+// status: 0 on success, 2 on any error
 // (after one line on `err` saying what and where), 128 + the signal number
 // when interrupted (see handle_signals).
 #ifndef TM_TOOLS_CLI_RUN_H_
@@ -52,6 +53,10 @@ struct RunOptions {
   // RunCommand returns 128 + the signal (130, 143); a second one ends the
   // process at once with _exit(128 + signal).
   bool handle_signals = false;
+  // --explain: check the options, print the job's physical plan on `out`
+  // (StreamExecutionEnvironment::ExplainPlan) and return 0 without running it:
+  // no input is read and no output file (--timeline, --dead-letter) is opened.
+  bool explain = false;
 };
 
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);

@@ -1,0 +1,427 @@
+// runtime/job_compiler.cc: the planning steps (1-3), PhysicalPlan::Explain,
+// then the runtime-building steps (4-6).
+#include "runtime/job_compiler.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tidemark {
+
+const std::vector<int>& PhysicalPlan::Consumers(int node, const std::string& tag) const {
+  static const std::vector<int> kNone;
+  auto it = consumers.find({node, tag});
+  return it == consumers.end() ? kNone : it->second;
+}
+
+std::vector<int> PhysicalPlan::NetworkEdges() const {
+  std::vector<int> out;
+  for (int e = 0; e < static_cast<int>(edges.size()); ++e)
+    if (!edges[e].chained) out.push_back(e);
+  return out;
+}
+
+int PhysicalPlan::TaskCount() const {
+  int n = 0;
+  for (const PlanChain& c : chains) n += c.parallelism;
+  return n;
+}
+
+namespace {
+
+std::string Partitioning(const PhysicalPlan& plan, const PlanEdge& e) {
+  switch (e.strategy) {
+    case ShipStrategy::kKeyGroups:
+      return absl::StrCat("HASH(key groups, maxP=", plan.nodes[e.to].max_parallelism, ")");
+    case ShipStrategy::kCustom:
+      return "CUSTOM(partitioner)";
+    default:
+      return ToString(e.strategy);
+  }
+}
+
+}  // namespace
+
+std::string PhysicalPlan::Explain() const {
+  std::string out;
+  for (int c = 0; c < static_cast<int>(chains.size()); ++c) {
+    const PlanChain& chain = chains[c];
+    std::vector<int> max_ps;
+    for (int id : chain.nodes) max_ps.push_back(nodes[id].max_parallelism);
+    const bool uniform = std::set<int>(max_ps.begin(), max_ps.end()).size() == 1;
+    absl::StrAppend(
+        &out, "Chain ", c, " \"", chain.task_name, "\" p=", chain.parallelism, " maxP=",
+        uniform ? absl::StrCat(max_ps[0]) : absl::StrCat("[", absl::StrJoin(max_ps, ", "), "]"),
+        ", tasks: ", chain.task_name);
+    for (int s = 0; s < chain.parallelism; ++s)
+      absl::StrAppend(&out, s == 0 ? " (" : ", (", s, "/", chain.parallelism, ")");
+    absl::StrAppend(&out, "\n");
+  }
+  int k = 0;
+  for (int e : NetworkEdges()) {
+    const PlanEdge& edge = edges[e];
+    const PlanNode& from = nodes[edge.from];
+    const PlanNode& to = nodes[edge.to];
+    absl::StrAppend(&out, "Edge ", k++, ": ", from.name, " (p=", from.parallelism, ")",
+                    edge.tag.empty() ? "" : absl::StrCat(" side output '", edge.tag, "'"), " --",
+                    Partitioning(*this, edge), "--> ", to.name, " (p=", to.parallelism, "), ",
+                    edge.channels, " channel(s)\n");
+  }
+  return out;
+}
+
+JobCompiler::JobCompiler(const std::vector<std::unique_ptr<StreamNode>>& nodes,
+                         JobCompilerOptions options)
+    : nodes_(nodes), options_(options) {}
+
+absl::StatusOr<PhysicalPlan> JobCompiler::Plan() const {
+  PhysicalPlan plan;
+  if (absl::Status s = ResolveParallelism(plan); !s.ok()) return s;
+  if (absl::Status s = ResolveEdges(plan); !s.ok()) return s;
+  Chain(plan);
+  if (absl::Status s = CheckOutputs(plan); !s.ok()) return s;
+  return plan;
+}
+
+absl::StatusOr<std::shared_ptr<JobExecution>> JobCompiler::Compile() const {
+  absl::StatusOr<PhysicalPlan> plan = Plan();
+  if (!plan.ok()) return plan.status();
+  return Build(*plan);
+}
+
+// 1. Parallelism.
+absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
+  const int n = static_cast<int>(nodes_.size());
+  plan.nodes.assign(n, PlanNode{});
+  for (int i = 0; i < n; ++i) {
+    const StreamNode& node = *nodes_[i];
+    PlanNode& pn = plan.nodes[i];
+    pn.id = i;
+    pn.name = node.name;
+    pn.kind = node.kind;
+    if (!pn.physical()) continue;
+    const int p = node.parallelism > 0 ? node.parallelism : options_.parallelism;
+    const int max_p = node.max_parallelism > 0       ? node.max_parallelism
+                      : options_.max_parallelism > 0 ? options_.max_parallelism
+                                                     : DefaultMaxParallelism(p);
+    if (absl::Status s = ValidateParallelism(p, max_p); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("operator '", node.name, "': ", s.message()));
+    }
+    pn.parallelism = p;
+    pn.max_parallelism = max_p;
+  }
+  return absl::OkStatus();
+}
+
+// The physical inputs behind the logical edge `e`: looks through virtual nodes
+// (union, partitioning) and side-output nodes.  The first partitioning met on
+// the way up (the one nearest the consumer) wins.
+absl::Status JobCompiler::ResolveInput(const EdgeSpec& e, ShipStrategy s,
+                                       std::shared_ptr<PartitionerFactoryBase> part,
+                                       std::vector<PlanEdge>& out) const {
+  if (s == ShipStrategy::kDefault) {
+    s = e.strategy;
+    part = e.partitioner;
+  }
+  const StreamNode& up = *nodes_[e.from];
+  PlanEdge edge;
+  edge.strategy = s;
+  edge.partitioner = part;
+  switch (up.kind) {
+    case StreamNode::Kind::kVirtual:
+      for (const EdgeSpec& in : up.inputs) {
+        if (absl::Status st = ResolveInput(in, s, part, out); !st.ok()) return st;
+      }
+      return absl::OkStatus();
+    case StreamNode::Kind::kSideOutput: {
+      const EdgeSpec& in = up.inputs.at(0);
+      const StreamNode::Kind k = nodes_[in.from]->kind;
+      if (k != StreamNode::Kind::kSource && k != StreamNode::Kind::kOperator) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("side output '", up.side_tag, "' must be taken from an operator"));
+      }
+      edge.from = in.from;
+      edge.tag = up.side_tag;
+      out.push_back(std::move(edge));
+      return absl::OkStatus();
+    }
+    default:
+      edge.from = e.from;
+      out.push_back(std::move(edge));
+      return absl::OkStatus();
+  }
+}
+
+// 2. Physical edges and their ship strategies.
+absl::Status JobCompiler::ResolveEdges(PhysicalPlan& plan) const {
+  const int n = static_cast<int>(nodes_.size());
+  for (int i = 0; i < n; ++i) {
+    if (!plan.nodes[i].physical()) continue;
+    std::vector<PlanEdge> inputs;
+    for (const EdgeSpec& e : nodes_[i]->inputs) {
+      if (absl::Status st = ResolveInput(e, ShipStrategy::kDefault, nullptr, inputs); !st.ok())
+        return st;
+    }
+    for (int k = 0; k < static_cast<int>(inputs.size()); ++k) {
+      PlanEdge& pe = inputs[k];
+      pe.to = i;
+      pe.input = k;
+      const int pu = plan.nodes[pe.from].parallelism, pd = plan.nodes[i].parallelism;
+      if (pe.strategy == ShipStrategy::kDefault) {
+        pe.strategy = pu == pd ? ShipStrategy::kForward : ShipStrategy::kRebalance;
+      } else if (pe.strategy == ShipStrategy::kForward && pu != pd) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "forward partitioning needs equal parallelism, but '", nodes_[pe.from]->name, "' has ",
+            pu, " and '", nodes_[i]->name, "' has ", pd));
+      }
+      pe.channels = pe.strategy == ShipStrategy::kForward ? pu : pu * pd;
+      const int index = static_cast<int>(plan.edges.size());
+      plan.consumers[{pe.from, pe.tag}].push_back(index);
+      plan.nodes[i].inputs.push_back(index);
+      plan.edges.push_back(std::move(pe));
+    }
+    if (nodes_[i]->kind == StreamNode::Kind::kOperator && inputs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator '", nodes_[i]->name, "' has no input"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// 3. Chaining: one forward input from the main output of a node that has no
+//    other consumer of it, same parallelism.
+void JobCompiler::Chain(PhysicalPlan& plan) const {
+  const int n = static_cast<int>(plan.nodes.size());
+  std::vector<int> chained_next(n, -1);
+  std::vector<bool> chained_in(n, false);
+  if (options_.chaining) {
+    for (int i = 0; i < n; ++i) {
+      const PlanNode& node = plan.nodes[i];
+      if (node.kind != StreamNode::Kind::kOperator || node.inputs.size() != 1) continue;
+      PlanEdge& pe = plan.edges[node.inputs[0]];
+      if (!pe.tag.empty() || pe.strategy != ShipStrategy::kForward) continue;
+      if (plan.Consumers(pe.from, "").size() != 1) continue;
+      if (plan.nodes[pe.from].parallelism != node.parallelism) continue;
+      pe.chained = true;
+      pe.channels = 0;
+      chained_next[pe.from] = i;
+      chained_in[i] = true;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (!plan.nodes[i].physical() || chained_in[i]) continue;
+    PlanChain chain;
+    chain.head = i;
+    chain.parallelism = plan.nodes[i].parallelism;
+    std::vector<std::string> names;
+    for (int x = i; x >= 0; x = chained_next[x]) {
+      plan.nodes[x].chain = static_cast<int>(plan.chains.size());
+      plan.nodes[x].position = static_cast<int>(chain.nodes.size());
+      chain.nodes.push_back(x);
+      names.push_back(plan.nodes[x].name);
+    }
+    chain.task_name = absl::StrJoin(names, " -> ");
+    for (int e : plan.nodes[i].inputs) {
+      const PlanEdge& pe = plan.edges[e];
+      chain.input_channels +=
+          pe.strategy == ShipStrategy::kForward ? 1 : plan.nodes[pe.from].parallelism;
+    }
+    plan.chains.push_back(std::move(chain));
+  }
+}
+
+const NodeOps* JobCompiler::EdgeOps(const PlanEdge& e) const {
+  const StreamNode& up = *nodes_[e.from];
+  if (e.tag.empty()) return up.out.get();
+  auto it = up.side_outs.find(e.tag);
+  return it == up.side_outs.end() ? nullptr : it->second.get();
+}
+
+absl::Status JobCompiler::CheckOutputs(const PhysicalPlan& plan) const {
+  for (const PlanChain& chain : plan.chains) {
+    for (int e : plan.nodes[chain.head].inputs) {
+      const PlanEdge& pe = plan.edges[e];
+      if (EdgeOps(pe) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", nodes_[pe.from]->name, "' has no output"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --- steps 4-6: tasks, channels, wiring ---
+
+struct JobCompiler::Assembly {
+  std::shared_ptr<JobExecution> exec;
+  std::vector<std::vector<StreamTask*>> tasks;  // [chain][subtask]
+  // [edge][upstream subtask][downstream subtask]; null where there is no
+  // channel (FORWARD, u != d); empty for chained edges.
+  std::vector<std::vector<std::vector<ChannelBase*>>> channels;
+};
+
+std::shared_ptr<JobExecution> JobCompiler::Build(const PhysicalPlan& plan) const {
+  Assembly a;
+  a.exec = std::make_shared<JobExecution>(options_.worker_threads);
+  CreateTasks(plan, a);
+  CreateChannels(plan, a);
+  Wire(plan, a);
+  return a.exec;
+}
+
+// 4. Tasks: one per chain and subtask.
+void JobCompiler::CreateTasks(const PhysicalPlan& plan, Assembly& a) const {
+  a.tasks.resize(plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const PlanChain& chain = plan.chains[c];
+    for (int s = 0; s < chain.parallelism; ++s) {
+      auto metrics = std::make_unique<SubtaskMetrics>(chain.task_name, s, chain.parallelism,
+                                                      chain.input_channels);
+      a.tasks[c].push_back(a.exec->AddTask(std::make_unique<StreamTask>(
+          chain.task_name, a.exec.get(), std::move(metrics), options_.clock, options_.config)));
+    }
+  }
+}
+
+// 5. Channels for every network edge, grid[up][down].
+void JobCompiler::CreateChannels(const PhysicalPlan& plan, Assembly& a) const {
+  a.channels.resize(plan.edges.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    for (int e : plan.nodes[plan.chains[c].head].inputs) {
+      const PlanEdge& pe = plan.edges[e];
+      const int pu = plan.nodes[pe.from].parallelism, pd = plan.nodes[pe.to].parallelism;
+      const NodeOps* ops = EdgeOps(pe);  // not null: CheckOutputs
+      const std::vector<StreamTask*>& producers = a.tasks[plan.nodes[pe.from].chain];
+      auto& grid = a.channels[e];
+      grid.assign(pu, std::vector<ChannelBase*>(pd, nullptr));
+      for (int u = 0; u < pu; ++u) {
+        for (int d = 0; d < pd; ++d) {
+          if (pe.strategy == ShipStrategy::kForward && u != d) continue;
+          ChannelBase* ch = a.exec->AddChannel(ops->NewChannel(options_.config->channel_capacity));
+          ch->set_consumer(a.tasks[c][d]);
+          ch->set_producer(producers[u]);
+          grid[u][d] = ch;
+        }
+      }
+    }
+  }
+}
+
+// 6. Wiring.
+void JobCompiler::Wire(const PhysicalPlan& plan, Assembly& a) const {
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    for (int s = 0; s < plan.chains[c].parallelism; ++s)
+      WireSubtask(plan, a, static_cast<int>(c), s);
+  }
+}
+
+// One task: its operators (last to first, each writing to the next one, to
+// its network consumers or to both), the writers, and its input (a source, or
+// the input gate over its channels).
+void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int s) const {
+  const PlanChain& chain = plan.chains[c];
+  const int p = chain.parallelism;
+  StreamTask* task = a.tasks[c][s];
+  WatermarkListener* listener = options_.listener;
+  bool reported = false;
+  // Writers for the network consumers of (node, tag).
+  auto network_outputs = [&](int node_id, const std::string& tag, const NodeOps* ops,
+                             std::vector<OutputBase*>& outs) {
+    for (int e : plan.Consumers(node_id, tag)) {
+      const PlanEdge& pe = plan.edges[e];
+      if (pe.chained) continue;
+      std::vector<ChannelBase*> list;
+      for (ChannelBase* ch : a.channels[e][s])
+        if (ch != nullptr) list.push_back(ch);
+      WriterBase* writer = nullptr;
+      EdgeSpec edge{node_id, pe.strategy, pe.partitioner};
+      // Errors in the partitioner (a key selector) are the key_by's.
+      const char* api = pe.strategy == ShipStrategy::kKeyGroups ? "key_by"
+                        : pe.strategy == ShipStrategy::kCustom  ? "partition_custom"
+                                                                : "partitioning";
+      const std::string blame = absl::StrCat(api, " (", ToString(pe.strategy),
+                                             " partitioner) into '", nodes_[pe.to]->name, "'");
+      auto w = ops->NewWriter(list, edge, s, plan.nodes[pe.to].max_parallelism, task, listener,
+                              !reported, blame, &writer);
+      reported = true;
+      outs.push_back(w.get());
+      task->AddWriter(writer);
+      task->AddOutputObject(std::move(w));
+    }
+  };
+  auto combine = [&](const NodeOps* ops, std::vector<OutputBase*>& outs) -> OutputBase* {
+    if (outs.empty()) {
+      auto d = ops->NewDiscard();
+      OutputBase* raw = d.get();
+      task->AddOutputObject(std::move(d));
+      return raw;
+    }
+    if (outs.size() == 1) return outs[0];
+    auto f = ops->NewFanOut(outs);
+    OutputBase* raw = f.get();
+    task->AddOutputObject(std::move(f));
+    return raw;
+  };
+
+  std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> ops_rev;
+  OperatorBase* next_op = nullptr;
+  OperatorContext* next_ctx = nullptr;
+  OutputBase* source_head = nullptr;
+  for (int idx = static_cast<int>(chain.nodes.size()) - 1; idx >= 0; --idx) {
+    const int id = chain.nodes[idx];
+    const StreamNode& node = *nodes_[id];
+    OutputBase* main = nullptr;
+    if (node.out) {
+      std::vector<OutputBase*> outs;
+      if (next_op != nullptr) {
+        auto co = node.out->NewChainOutput(next_op, next_ctx);
+        outs.push_back(co.get());
+        task->AddOutputObject(std::move(co));
+      }
+      network_outputs(id, "", node.out.get(), outs);
+      main = combine(node.out.get(), outs);
+    }
+    if (node.kind == StreamNode::Kind::kSource) {
+      source_head = main;
+      break;
+    }
+    std::unique_ptr<OperatorBase> op = node.make_operator();
+    op->set_output(main);
+    for (auto& [tag, side_ops] : node.side_outs) {
+      std::vector<OutputBase*> outs;
+      network_outputs(id, tag, side_ops.get(), outs);
+      if (!outs.empty()) op->set_side_output(tag, combine(side_ops.get(), outs));
+    }
+    OperatorContext* ctx = task->AddContext(std::make_unique<OperatorContext>(
+        node.name, s, p, plan.nodes[id].max_parallelism, task->metrics(), &task->timers(),
+        options_.config, listener));
+    next_op = op.get();
+    next_ctx = ctx;
+    ops_rev.emplace_back(std::move(op), ctx);
+  }
+  for (auto it = ops_rev.rbegin(); it != ops_rev.rend(); ++it)
+    task->AddOperator(std::move(it->first), it->second);
+
+  const StreamNode& head = *nodes_[chain.head];
+  if (head.kind == StreamNode::Kind::kSource) {
+    SourceBuildArgs args{source_head,     SourceContext{s, p, options_.clock},
+                         head.name,       task->signals(),
+                         task->metrics(), options_.config->batch_size};
+    task->SetInput(head.make_source(args));
+    return;
+  }
+  const std::vector<int>& inputs = plan.nodes[chain.head].inputs;
+  std::vector<ChannelBase*> in;
+  for (int e : inputs) {
+    for (auto& row : a.channels[e])
+      if (row[s] != nullptr) in.push_back(row[s]);
+  }
+  const NodeOps* in_ops = EdgeOps(plan.edges[inputs[0]]);
+  auto head_out = in_ops->NewChainOutput(next_op, next_ctx);
+  OutputBase* head_raw = head_out.get();
+  task->AddOutputObject(std::move(head_out));
+  task->SetInput(in_ops->NewInputGate(in, head_raw, task, listener));
+}
+
+}  // namespace tidemark
