@@ -48,7 +48,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "operators/basic.h"
-#include "operators/window/timer_service.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/window/window_contents.h"
 #include "runtime/environment.h"
 #include "runtime/operator.h"

@@ -75,7 +75,7 @@
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
 #include "operators/window/time_window_table.h"
-#include "operators/window/timer_service.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
