@@ -49,7 +49,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "operators/basic.h"
 #include "operators/keyed/keyed_state_store.h"
 #include "operators/keyed/timer_service.h"

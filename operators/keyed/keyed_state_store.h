@@ -8,11 +8,12 @@
 // value V, and maps (key, namespace) to V: the namespace is the window for
 // window state and VoidNamespace for state that belongs to no window (keyed
 // process functions, a window function's per-key state), in which case the
-// table is keyed by the key alone.  Store::Table<V, N>(name) creates the table
+// table is keyed by the key alone.  Table<V, N>(name) creates the table
 // on first use and throws std::logic_error when `name` was created with other
 // types (as Flink's state descriptors must agree on the type).  Tables live as
-// long as the store, so a reference to one may be kept (the window contents
-// and KeyedProcessOperator look theirs up once, not per record).
+// long as the store, so a reference to one may be kept: the window operator
+// looks its tables up once, when it is built; a process function's handles
+// look theirs up by name on each get_*_state call.
 //
 // A handle (ValueState<K, V, N>, ...) is a table bound to the current key and
 // namespace: it reads and writes the entry of that (key, namespace) only, and
