@@ -46,10 +46,11 @@
 // timer introspection below reports the timers the general path would hold.
 //
 // Keyed state and time: the general path keeps the window contents, the
-// trigger state and the window function's state in a KeyedStateStore
-// (operators/keyed/keyed_state_store.h; the window is the namespace) and its
-// timers in a KeyedTimerService (operators/keyed/timer_service.h); the
-// window-major table is its own, specialised layout (time_window_table.h).
+// trigger state, the window function's state and the sessions' window sets in
+// a KeyedStateStore (operators/keyed/keyed_state_store.h; the window is the
+// namespace) and its timers in a KeyedTimerService
+// (operators/keyed/timer_service.h); the window-major table is its own,
+// specialised layout (time_window_table.h).
 //
 // State size: at every watermark the operator compares its live
 // (key, window) pairs with the largest number seen and, at a new peak,
@@ -549,8 +550,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   Assigner assigner_;
   TriggerT trigger_;
   // The keyed state of the general path: the window contents (Contents::Bind),
-  // the trigger state and the window function's per-window and per-key
-  // state, one table each.
+  // the trigger state, the window function's per-window and per-key state
+  // and the sessions' window sets, one table each.
   KeyedStateStore<K> state_;
   Contents contents_;
   const int64_t lateness_;
@@ -565,8 +566,11 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   Counter* peak_bytes_counter_ = nullptr;
   Counter* not_fired_counter_ = nullptr;
   Counter* not_fired_keys_counter_ = nullptr;
-  absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
-  MergingWindowSet::Scratch merge_scratch_;           // sessions only
+  // Sessions only: the in-flight windows per key (Flink's
+  // "merging-window-set" state).
+  absl::flat_hash_map<K, MergingWindowSet>& merging_ =
+      state_.template Table<MergingWindowSet>("merging-window-set").map;
+  MergingWindowSet::Scratch merge_scratch_;  // sessions only
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& trigger_state_ =
       state_.template Table<TriggerState, W>("trigger-state").map;
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& function_window_state_ =
