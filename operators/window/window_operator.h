@@ -45,6 +45,13 @@
 // time_window_table.h for why the output and its order are the same.  The
 // timer introspection below reports the timers the general path would hold.
 //
+// Keyed state and time: the general path keeps the window contents, the
+// trigger state, the window function's state and the sessions' window sets in
+// a KeyedStateStore (operators/keyed/keyed_state_store.h; the window is the
+// namespace) and its timers in a KeyedTimerService
+// (operators/keyed/timer_service.h); the window-major table is its own,
+// specialised layout (time_window_table.h).
+//
 // State size: at every watermark the operator compares its live
 // (key, window) pairs with the largest number seen and, at a new peak,
 // publishes that number and the bytes its state occupies as the counters
@@ -71,11 +78,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/window/assigners.h"
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
 #include "operators/window/time_window_table.h"
-#include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
@@ -141,6 +149,7 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
         late_tag_(std::move(config.late_tag)),
         trigger_ctx_(this),
         merge_ctx_(this) {
+    contents_.Bind(state_);
     if (lateness_ < 0) throw std::invalid_argument("allowed lateness must be >= 0");
     if constexpr (Assigner::kIsMerging) {
       if (!trigger_.can_merge())
@@ -260,7 +269,8 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   size_t StateBytes() const {
     size_t bytes =
         timers_.StateBytes() +
-        trigger_state_.capacity() * (sizeof(typename decltype(trigger_state_)::value_type) + 1);
+        trigger_state_.capacity() *
+            (sizeof(typename std::remove_reference_t<decltype(trigger_state_)>::value_type) + 1);
     if constexpr (kWindowMajor) {
       bytes += table_.StateBytes();
     } else {
@@ -539,6 +549,10 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   KeyFn key_;
   Assigner assigner_;
   TriggerT trigger_;
+  // The keyed state of the general path: the window contents (Contents::Bind),
+  // the trigger state, the window function's per-window and per-key state
+  // and the sessions' window sets, one table each.
+  KeyedStateStore<K> state_;
   Contents contents_;
   const int64_t lateness_;
   std::optional<OutputTag<T>> late_tag_;
@@ -552,11 +566,17 @@ class WindowOperator final : public OneInputOperator<T, typename Contents::Outpu
   Counter* peak_bytes_counter_ = nullptr;
   Counter* not_fired_counter_ = nullptr;
   Counter* not_fired_keys_counter_ = nullptr;
-  absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
-  MergingWindowSet::Scratch merge_scratch_;           // sessions only
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> function_window_state_;
-  absl::flat_hash_map<K, TriggerState> function_global_state_;
+  // Sessions only: the in-flight windows per key (Flink's
+  // "merging-window-set" state).
+  absl::flat_hash_map<K, MergingWindowSet>& merging_ =
+      state_.template Table<MergingWindowSet>("merging-window-set").map;
+  MergingWindowSet::Scratch merge_scratch_;  // sessions only
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& trigger_state_ =
+      state_.template Table<TriggerState, W>("trigger-state").map;
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& function_window_state_ =
+      state_.template Table<TriggerState, W>("window-function-window-state").map;
+  absl::flat_hash_map<K, TriggerState>& function_global_state_ =
+      state_.template Table<TriggerState>("window-function-global-state").map;
   TriggerContext trigger_ctx_;
   OnMergeContext merge_ctx_;
   WindowContext window_ctx_;
