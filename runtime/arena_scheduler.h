@@ -40,7 +40,7 @@ class ArenaScheduler final : public Dispatcher {
 
  private:
   // Process-wide, one per worker count, never destroyed (arena_scheduler.cc).
-  class Arena;       // a tbb::task_arena
+  class Arena;  // a tbb::task_arena
   struct ReadyQueue;
   static Arena* ArenaFor(int threads);
   static ReadyQueue* ReadyQueueFor(int threads);

@@ -123,10 +123,9 @@ Task::Result StreamTask::RunSlice() {
   } catch (const OperatorError& e) {
     host_->Fail(absl::AbortedError(e.what()));
   } catch (...) {
-    host_->Fail(absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ",
-                                               metrics_->subtask(), " of ",
-                                               metrics_->parallelism(),
-                                               ") failed: ", DescribeCurrentException())));
+    host_->Fail(absl::AbortedError(
+        absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(), " of ",
+                     metrics_->parallelism(), ") failed: ", DescribeCurrentException())));
   }
   CloseAll();
   return Result::kFinished;

@@ -106,7 +106,8 @@ class Task {
   // task is not scheduled (it must not be run).
   bool BeginRun() {
     int expected = kScheduled;
-    if (!state_.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel)) return false;
+    if (!state_.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel))
+      return false;
     ExpireRegisteredDeadline();
     return true;
   }
