@@ -22,8 +22,8 @@
 //   EndRun(kYield):    kRunning | kRunningNotified --> kScheduled   [kRunAgain]
 //   EndRun(kWait):     kRunning --> kIdle                           [kIdle]
 //                      kRunningNotified --> kScheduled              [kRunAgain]
-//   EndRun(kFinished): any --> kFinishedState (Notify is then a no-op)
-//                                                                    [kFinished]
+//   EndRun(kFinished): kRunning | kRunningNotified --> kFinishedState
+//                      (Notify is then a no-op)                     [kFinished]
 // When EndRun() says kRunAgain the caller runs the task again (an arena
 // scheduler re-dispatches it: Notify() did not, the task was running).  A task
 // with a thread of its own (dedicated_thread.h) is run by that thread only:
@@ -33,8 +33,9 @@
 //
 // Thread safety: Notify() may be called from any thread.  Everything else is
 // called by the scheduler, by the one thread that runs the task.
-// Memory ordering: the transitions use acquire/release read-modify-writes, so
-// whatever a thread wrote before Notify() is visible to the next RunSlice().
+// Memory ordering: every transition that a Notify() may race with is an
+// acquire/release read-modify-write, so whatever a thread wrote before
+// Notify() is visible to the next RunSlice().
 #ifndef TM_RUNTIME_TASK_H_
 #define TM_RUNTIME_TASK_H_
 
