@@ -1,30 +1,30 @@
 #include "runtime/stream_task.h"
 
 #include "absl/strings/str_cat.h"
-#include "runtime/executor.h"
 
 namespace tidemark {
 namespace {
 constexpr int kStepsPerSlice = 32;
 }  // namespace
 
-StreamTask::StreamTask(std::string name, JobExecution* job, std::unique_ptr<SubtaskMetrics> metrics,
+StreamTask::StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
                        const Clock* clock, const JobConfig* config)
     : Task(std::move(name)),
-      job_(job),
+      host_(host),
+      cancel_flag_(host->cancel_flag()),
       metrics_(std::move(metrics)),
       clock_(clock),
       config_(config),
       timers_(clock),
       activity_clock_(clock) {
-  signals_.cancelled = job_->cancel_flag();
+  signals_.cancelled = cancel_flag_;
 }
 
 StreamTask::~StreamTask() = default;
 
 OperatorContext* StreamTask::AddContext(std::unique_ptr<OperatorContext> ctx) {
   ctx->set_input_activity_clock(&activity_clock_);
-  ctx->set_cancel_flag(job_->cancel_flag());
+  ctx->set_cancel_flag(cancel_flag_);
   contexts_.push_back(std::move(ctx));
   return contexts_.back().get();
 }
@@ -65,7 +65,7 @@ bool StreamTask::AnyWriterFull() {
 }
 
 Task::Result StreamTask::RunSlice() {
-  if (job_->cancelled()) {
+  if (cancelled()) {
     CloseAll();
     return Result::kFinished;
   }
@@ -90,7 +90,7 @@ Task::Result StreamTask::RunSlice() {
     timers_.FireDue(now_ms);
     bool check_space = true;
     for (int step = 0; step < kStepsPerSlice; ++step) {
-      if (job_->cancelled()) break;
+      if (cancelled()) break;
       if (check_space || signals_.backpressured) {
         signals_.backpressured = false;
         check_space = false;
@@ -121,12 +121,11 @@ Task::Result StreamTask::RunSlice() {
   } catch (const TaskCancelled&) {
     // The job was cancelled in the middle of a chain; nothing to report.
   } catch (const OperatorError& e) {
-    job_->Fail(absl::AbortedError(e.what()));
+    host_->Fail(absl::AbortedError(e.what()));
   } catch (...) {
-    job_->Fail(absl::AbortedError(absl::StrCat("task '", name(), "' (subtask ",
-                                               metrics_->subtask(), " of ",
-                                               metrics_->parallelism(),
-                                               ") failed: ", DescribeCurrentException())));
+    host_->Fail(absl::AbortedError(
+        absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(), " of ",
+                     metrics_->parallelism(), ") failed: ", DescribeCurrentException())));
   }
   CloseAll();
   return Result::kFinished;

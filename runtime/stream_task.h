@@ -32,15 +32,14 @@
 #include "runtime/operator.h"
 #include "runtime/source_driver.h"
 #include "runtime/task.h"
+#include "runtime/task_host.h"
 
 namespace tidemark {
-
-class JobExecution;
 
 // One chain of operators at one subtask index.
 class StreamTask final : public Task {
  public:
-  StreamTask(std::string name, JobExecution* job, std::unique_ptr<SubtaskMetrics> metrics,
+  StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
              const Clock* clock, const JobConfig* config);
   ~StreamTask() override;
 
@@ -75,7 +74,10 @@ class StreamTask final : public Task {
   void FinishChain();
   void CloseAll();
 
-  JobExecution* job_;
+  bool cancelled() const { return cancel_flag_->load(std::memory_order_acquire); }
+
+  TaskHost* host_;
+  const std::atomic<bool>* cancel_flag_;  // host_->cancel_flag()
   std::unique_ptr<SubtaskMetrics> metrics_;
   const Clock* clock_;
   const JobConfig* config_;

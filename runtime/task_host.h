@@ -1,0 +1,29 @@
+// runtime/task_host.h
+//
+// TaskHost: what a running task sees of its job (implemented by JobExecution,
+// executor.h): whether the job has been cancelled, and a way to fail it.
+#ifndef TM_RUNTIME_TASK_HOST_H_
+#define TM_RUNTIME_TASK_HOST_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+
+namespace tidemark {
+
+class TaskHost {
+ public:
+  virtual bool cancelled() const = 0;
+  // The flag behind cancelled(), for per-record checks; lives as long as the
+  // host.
+  virtual const std::atomic<bool>* cancel_flag() const = 0;
+  // Records the first error and cancels the job.  Thread-safe.
+  virtual void Fail(const absl::Status& status) = 0;
+
+ protected:
+  ~TaskHost() = default;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_TASK_HOST_H_
