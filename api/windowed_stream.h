@@ -43,8 +43,9 @@
 // with process_element(value, ctx, out) / on_timer(ts, ctx, out); ctx gives
 // get_current_key(), timestamp(), current_watermark(), timer_service()
 // (register_/delete_ event_time / processing_time timers), output(tag, v) and
-// keyed state: get_state<V>(name), get_list_state<V>(name),
-// get_reducing_state<V>(name, f), get_aggregating_state(name, agg).
+// keyed state (operators/keyed/keyed_state_store.h): get_state<V>(name),
+// get_list_state<V>(name), get_reducing_state<V>(name, f),
+// get_aggregating_state(name, agg), get_map_state<UK, UV>(name).
 //
 // Records that are too late (docs/semantics.md 6) go to the late side
 // output when one is set, else count in the subtask counter

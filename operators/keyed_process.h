@@ -30,8 +30,10 @@
 // process_element's output carries the record's timestamp.
 //
 // State (KeyedProcessContext::get_state / get_list_state / get_reducing_state
-// / get_aggregating_state) is per key, by name; a handle is valid while the
-// function call it was obtained in runs.
+// / get_aggregating_state / get_map_state) is per key, by name, kept in the
+// operator's KeyedStateStore (operators/keyed/keyed_state_store.h, which
+// describes the handles); a handle is valid while the function call it was
+// obtained in runs.
 //
 // Thread safety: one task thread per operator instance; nothing shared.
 #ifndef TM_OPERATORS_KEYED_PROCESS_H_
@@ -41,150 +43,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "operators/basic.h"
-#include "operators/window/timer_service.h"
-#include "operators/window/window_contents.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
 #include "runtime/operator.h"
 
 namespace tidemark {
 
 enum class TimeDomain { kEventTime, kProcessingTime };
-
-// The namespace of timers that belong to no window.
-struct VoidNamespace {
-  friend bool operator==(const VoidNamespace&, const VoidNamespace&) { return true; }
-  template <typename H>
-  friend H AbslHashValue(H h, const VoidNamespace&) {
-    return H::combine(std::move(h), 0);
-  }
-};
-
-// --- keyed state -----------------------------------------------------------
-
-class StateTableBase {
- public:
-  virtual ~StateTableBase() = default;
-};
-template <typename K, typename V>
-class StateTable final : public StateTableBase {
- public:
-  absl::flat_hash_map<K, V> map;
-};
-
-// Every named state of one operator instance, per key.
-template <typename K>
-class KeyedStateStore {
- public:
-  template <typename V>
-  absl::flat_hash_map<K, V>& Table(const std::string& name) {
-    auto& slot = tables_[name];
-    if (!slot) slot = std::make_unique<StateTable<K, V>>();
-    auto* t = dynamic_cast<StateTable<K, V>*>(slot.get());
-    if (t == nullptr) throw std::logic_error("state '" + name + "' was created with another type");
-    return t->map;
-  }
-  size_t num_tables() const { return tables_.size(); }
-
- private:
-  std::map<std::string, std::unique_ptr<StateTableBase>> tables_;
-};
-
-// The value of the current key (Flink's ValueState).
-template <typename K, typename V>
-class ValueState {
- public:
-  ValueState(absl::flat_hash_map<K, V>* map, const K* key) : map_(map), key_(key) {}
-  // nullopt when the key has none.
-  std::optional<V> value() const {
-    auto it = map_->find(*key_);
-    return it == map_->end() ? std::nullopt : std::optional<V>(it->second);
-  }
-  V value_or(V dflt) const {
-    auto it = map_->find(*key_);
-    return it == map_->end() ? std::move(dflt) : it->second;
-  }
-  void update(V v) { (*map_)[*key_] = std::move(v); }
-  void clear() { map_->erase(*key_); }
-
- private:
-  absl::flat_hash_map<K, V>* map_;
-  const K* key_;
-};
-
-// The list of the current key (ListState).
-template <typename K, typename V>
-class ListState {
- public:
-  ListState(absl::flat_hash_map<K, std::vector<V>>* map, const K* key) : map_(map), key_(key) {}
-  const std::vector<V>& get() const {
-    static const std::vector<V> kEmpty;
-    auto it = map_->find(*key_);
-    return it == map_->end() ? kEmpty : it->second;
-  }
-  void add(V v) { (*map_)[*key_].push_back(std::move(v)); }
-  void update(std::vector<V> values) {
-    if (values.empty()) return clear();
-    (*map_)[*key_] = std::move(values);
-  }
-  void clear() { map_->erase(*key_); }
-
- private:
-  absl::flat_hash_map<K, std::vector<V>>* map_;
-  const K* key_;
-};
-
-// A value reduced with F on every add (ReducingState).
-template <typename K, typename V, typename F>
-class ReducingState {
- public:
-  ReducingState(absl::flat_hash_map<K, V>* map, const K* key, F f) : map_(map), key_(key), f_(f) {}
-  void add(const V& v) {
-    auto [it, inserted] = map_->try_emplace(*key_, v);
-    if (!inserted) it->second = f_(static_cast<const V&>(it->second), v);
-  }
-  std::optional<V> get() const {
-    auto it = map_->find(*key_);
-    return it == map_->end() ? std::nullopt : std::optional<V>(it->second);
-  }
-  void clear() { map_->erase(*key_); }
-
- private:
-  absl::flat_hash_map<K, V>* map_;
-  const K* key_;
-  F f_;
-};
-
-// An accumulator of an aggregate function (AggregatingState).
-template <typename K, typename Agg>
-class AggregatingState {
- public:
-  using Acc = AccumulatorOf<Agg>;
-  AggregatingState(absl::flat_hash_map<K, Acc>* map, const K* key, Agg agg)
-      : map_(map), key_(key), agg_(std::move(agg)) {}
-  template <typename In>
-  void add(const In& v) {
-    auto it = map_->find(*key_);
-    if (it == map_->end()) it = map_->emplace(*key_, agg_.create_accumulator()).first;
-    it->second = agg_.add(v, std::move(it->second));
-  }
-  std::optional<AggregateResultOf<Agg>> get() const {
-    auto it = map_->find(*key_);
-    if (it == map_->end()) return std::nullopt;
-    return agg_.get_result(static_cast<const Acc&>(it->second));
-  }
-  void clear() { map_->erase(*key_); }
-
- private:
-  absl::flat_hash_map<K, Acc>* map_;
-  const K* key_;
-  mutable Agg agg_;
-};
 
 // --- the context ---------------------------------------------------------
 
@@ -242,21 +114,25 @@ class KeyedProcessContext {
   }
 
   template <typename V>
-  ValueState<K, V> get_state(const std::string& name) {
+  ValueState<K, V> get_state(std::string_view name) {
     return ValueState<K, V>(&state_->template Table<V>(name), key_);
   }
   template <typename V>
-  ListState<K, V> get_list_state(const std::string& name) {
+  ListState<K, V> get_list_state(std::string_view name) {
     return ListState<K, V>(&state_->template Table<std::vector<V>>(name), key_);
   }
   template <typename V, typename F>
-  ReducingState<K, V, F> get_reducing_state(const std::string& name, F f) {
+  ReducingState<K, V, F> get_reducing_state(std::string_view name, F f) {
     return ReducingState<K, V, F>(&state_->template Table<V>(name), key_, std::move(f));
   }
   template <typename Agg>
-  AggregatingState<K, Agg> get_aggregating_state(const std::string& name, Agg agg) {
+  AggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg) {
     return AggregatingState<K, Agg>(&state_->template Table<AccumulatorOf<Agg>>(name), key_,
                                     std::move(agg));
+  }
+  template <typename UK, typename UV>
+  MapState<K, UK, UV> get_map_state(std::string_view name) {
+    return MapState<K, UK, UV>(&state_->template Table<std::map<UK, UV>>(name), key_);
   }
 
   // --- for the operator ---

@@ -33,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli_test_util.h"
+#include "test_util.h"
 
 namespace tidemark {
 namespace {
@@ -45,23 +46,7 @@ using testing::RunTidemark;
 
 constexpr auto kPatience = std::chrono::seconds(20);  // for events due in milliseconds
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tidemark-cli-XXXXXX").string();
-    char* p = mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using tidemark::testing::TempDir;
 
 // A running `tidemark` whose stdout the test reads line by line.
 class Child {

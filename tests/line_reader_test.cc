@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tidemark.h"
+#include "test_util.h"
 
 namespace tidemark {
 namespace {
@@ -27,23 +28,7 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kChunk = 1 << 16;  // the reader's read size
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tidemark-lr-XXXXXX").string();
-    char* p = mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using tidemark::testing::TempDir;
 
 // Writes `parts` to a file; a part with repeat > 0 is that many copies of c.
 struct Part {

@@ -412,27 +412,7 @@ TEST(SocketSource, OverLongLineFailsTheJobAsSoonAsItPassesTheLimit) {
 // ---------------------------------------------------------------------------
 // Files.
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tidemark-src-XXXXXX").string();
-    char* p = mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string File(const std::string& name, const std::string& content) const {
-    const std::string f = path_ + "/" + name;
-    std::ofstream(f, std::ios::binary) << content;
-    return f;
-  }
-
- private:
-  std::string path_;
-};
+using tidemark::testing::TempDir;
 
 TEST(FileSource, SplitFileGivesEveryLineExactlyOnce) {
   TempDir dir;

@@ -6,6 +6,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <mutex>
 #include <thread>
 
@@ -45,6 +50,35 @@ inline JobResult WaitWithWatchdog(JobClient& client, bool* hung) {
   watchdog.join();
   return r;
 }
+
+// A fresh directory under the system's temporary directory, removed with
+// everything in it when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tidemark-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  // The path of `name` inside the directory.
+  std::string Path(const std::string& name) const { return path_ + "/" + name; }
+  // Writes `content` to `name` inside the directory; returns its path.
+  std::string File(const std::string& name, const std::string& content) const {
+    const std::string f = Path(name);
+    std::ofstream(f, std::ios::binary) << content;
+    return f;
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace tidemark::testing
 

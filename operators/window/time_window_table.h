@@ -32,6 +32,12 @@
 // not rehash as it fills in a steady stream.  StateBytes() counts the
 // allocated capacity.
 //
+// Not in the KeyedStateStore: WindowOperator keeps its keyed state in the
+// operator's KeyedStateStore (operators/keyed/keyed_state_store.h), as Flink
+// keeps window state in its keyed state backend; this table is deliberately a
+// separate, specialised state layout (window-major, timers implicit) for the
+// one case above, the hot path of tumbling and sliding windows.
+//
 // Thread safety: none; owned by one operator instance (one task thread).
 #ifndef TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
 #define TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_

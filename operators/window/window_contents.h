@@ -1,9 +1,11 @@
 // operators/window/window_contents.h
 //
 // Per-(key, state window) contents of a window operator, one policy class per
-// kind of window function.  Each keeps an absl::flat_hash_map keyed by
-// (key, window) and offers:
+// kind of window function.  Each keeps its (key, window) -> value table in
+// the window operator's KeyedStateStore (operators/keyed/keyed_state_store.h;
+// the window is the namespace) and offers:
 //
+//   void Bind(KeyedStateStore<K>& store);             // first: the table
 //   void Add(const K& key, const W& sw, const T& value, Timestamp ts);
 //   bool Has(const K& key, const W& sw) const;        // non-empty contents
 //   void Emit(const K& key, const W& window, const W& sw, Timestamp watermark,
@@ -35,56 +37,64 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
 #include "operators/window/evictors.h"
 #include "operators/window/window_context.h"
 
 namespace tidemark {
 
+// The name of the window contents' table in the window operator's store.
+inline constexpr char kWindowContentsState[] = "window-contents";
+
 // Marks "no process function" in ReduceContents / AggregateContents.
 struct NoProcessFunction {};
 
-template <typename K, typename W>
-using KeyWindow = std::pair<K, W>;
-
-// The (key, state window) -> V table of one kind of contents, with the
-// members every kind has alike.  Derived (CRTP) supplies
+// The (key, state window) -> V table of one kind of contents, table
+// kWindowContentsState of the operator's KeyedStateStore (Bind before any
+// other call), with the members every kind has alike.  Derived (CRTP) supplies
 //   void Combine(V& acc, V&& next);   // acc := acc combined with next
 // for Merge, which follows Flink's heap state: the sources are combined in
 // order, then the target (if present) is combined with that: target first.
 template <typename Derived, typename K, typename W, typename V>
 class KeyWindowContents {
  public:
-  bool Has(const K& key, const W& sw) const { return state_.contains(KeyWindow<K, W>(key, sw)); }
-  void Clear(const K& key, const W& sw) { state_.erase(KeyWindow<K, W>(key, sw)); }
+  using Table = StateTable<K, W, V>;
+  void Bind(KeyedStateStore<K>& store) {
+    table_ = &store.template Table<V, W>(kWindowContentsState);
+  }
+  bool Has(const K& key, const W& sw) const {
+    return table_->map.contains(KeyWindow<K, W>(key, sw));
+  }
+  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
   void Merge(const K& key, const W& target, const std::vector<W>& sources) {
     Derived& self = static_cast<Derived&>(*this);
     std::optional<V> merged;
     for (const W& s : sources) {
-      auto it = state_.find(KeyWindow<K, W>(key, s));
-      if (it == state_.end()) continue;
+      auto it = table_->map.find(KeyWindow<K, W>(key, s));
+      if (it == table_->map.end()) continue;
       if (merged) {
         self.Combine(*merged, std::move(it->second));
       } else {
         merged.emplace(std::move(it->second));
       }
-      state_.erase(it);
+      table_->map.erase(it);
     }
     if (!merged) return;
-    auto [it, inserted] = state_.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
+    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
     if (!inserted) self.Combine(it->second, std::move(*merged));
   }
-  size_t size() const { return state_.size(); }
+  size_t size() const { return table_->map.size(); }
   template <typename F>
   void ForEachKeyWindow(F&& f) const {
-    for (const auto& [kw, v] : state_) f(kw.first, kw.second);
+    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
   }
   // Bytes of the table (capacity; heap memory owned by the values not seen).
   size_t StateBytes() const {
-    return state_.capacity() * (sizeof(typename decltype(state_)::value_type) + 1);
+    return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
   }
 
  protected:
-  absl::flat_hash_map<KeyWindow<K, W>, V> state_;
+  Table* table_ = nullptr;  // in the operator's store (Bind)
 };
 
 template <typename T, typename K, typename W, typename ReduceFn, typename ProcessFn, typename Out>
@@ -111,13 +121,13 @@ class ReduceContents
   }
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
-    auto [it, inserted] = this->state_.try_emplace(KeyWindow<K, W>(key, sw), v);
+    auto [it, inserted] = this->table_->map.try_emplace(KeyWindow<K, W>(key, sw), v);
     if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), v);
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->state_.find(KeyWindow<K, W>(key, sw));
-    if (it == this->state_.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
       out.collect(it->second);
     } else {
@@ -133,14 +143,6 @@ class ReduceContents
   ReduceFn reduce_;
   ProcessFn process_;
 };
-
-// The accumulator type of an aggregate function.
-template <typename Agg>
-using AccumulatorOf = std::decay_t<decltype(std::declval<Agg&>().create_accumulator())>;
-// Its result type.
-template <typename Agg>
-using AggregateResultOf = std::decay_t<decltype(std::declval<Agg&>().get_result(
-    std::declval<const AccumulatorOf<Agg>&>()))>;
 
 template <typename T, typename K, typename W, typename Agg, typename ProcessFn, typename Out>
 class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Agg, ProcessFn, Out>,
@@ -167,15 +169,15 @@ class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Ag
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
     KeyWindow<K, W> kw(key, sw);
-    auto it = this->state_.find(kw);
-    if (it == this->state_.end())
-      it = this->state_.emplace(std::move(kw), agg_.create_accumulator()).first;
+    auto it = this->table_->map.find(kw);
+    if (it == this->table_->map.end())
+      it = this->table_->map.emplace(std::move(kw), agg_.create_accumulator()).first;
     it->second = agg_.add(v, std::move(it->second));
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->state_.find(KeyWindow<K, W>(key, sw));
-    if (it == this->state_.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
       out.collect(agg_.get_result(static_cast<const Acc&>(it->second)));
     } else {
@@ -199,20 +201,20 @@ class ListContents
   ListContents(Fn f, EvictorT e) : fn_(std::move(f)), evictor_(std::move(e)) {}
 
   void Add(const K& key, const W& sw, const T& v, Timestamp ts) {
-    WindowElements<T>& e = this->state_[KeyWindow<K, W>(key, sw)];
+    WindowElements<T>& e = this->table_->map[KeyWindow<K, W>(key, sw)];
     e.values.push_back(v);
     e.timestamps.push_back(ts);
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp watermark, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->state_.find(KeyWindow<K, W>(key, sw));
-    if (it == this->state_.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     // The function may not touch this map; the reference stays valid.
     WindowElements<T>& e = it->second;
     evictor_.evict_before(e, window, watermark);
     fn_(key, window, static_cast<const std::vector<T>&>(e.values), ctx, out);
     evictor_.evict_after(e, window, watermark);
-    if (e.empty()) this->state_.erase(it);  // as Flink's ListState.update(empty)
+    if (e.empty()) this->table_->map.erase(it);  // as Flink's ListState.update(empty)
   }
   // Merge (KeyWindowContents): next's elements appended to acc's.
   void Combine(WindowElements<T>& acc, WindowElements<T>&& next) {

@@ -40,6 +40,12 @@
 // forwards w (main and side outputs), so results precede the watermark that
 // caused them.
 //
+// Keyed state and time: the window contents, the trigger state, the window
+// function's state and the sessions' window sets live in a KeyedStateStore
+// (operators/keyed/keyed_state_store.h; the window is the namespace), the
+// timers in a KeyedTimerService (operators/keyed/timer_service.h), both held
+// by WindowOperatorBase.
+//
 // State size and windows left open at close: the counters of
 // window_operator_base.h (sessions count by their current, merged window).
 //
@@ -49,14 +55,16 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/window/assigners.h"
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
-#include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
@@ -90,6 +98,7 @@ class WindowOperator final
         contents_(std::move(contents)),
         trigger_ctx_(this),
         merge_ctx_(this) {
+    contents_.Bind(this->state_);
     if constexpr (Assigner::kIsMerging) {
       if (!trigger_.can_merge())
         throw std::invalid_argument(
@@ -164,7 +173,9 @@ class WindowOperator final
   // Bytes allocated for the window contents, trigger state and timers.
   size_t StateBytes() const {
     return timers_.StateBytes() +
-           trigger_state_.capacity() * (sizeof(typename decltype(trigger_state_)::value_type) + 1) +
+           trigger_state_.capacity() *
+               (sizeof(typename std::remove_reference_t<decltype(trigger_state_)>::value_type) +
+                1) +
            contents_.StateBytes();
   }
   size_t num_trigger_states() const { return trigger_state_.size(); }
@@ -315,9 +326,13 @@ class WindowOperator final
   TriggerT trigger_;
   Contents contents_;
 
-  absl::flat_hash_map<K, MergingWindowSet> merging_;  // sessions only
-  MergingWindowSet::Scratch merge_scratch_;           // sessions only
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> trigger_state_;
+  // Tables of the keyed state store (WindowOperatorBase::state_).  Sessions
+  // only: the in-flight windows per key (Flink's "merging-window-set" state).
+  absl::flat_hash_map<K, MergingWindowSet>& merging_ =
+      this->state_.template Table<MergingWindowSet>("merging-window-set").map;
+  MergingWindowSet::Scratch merge_scratch_;  // sessions only
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& trigger_state_ =
+      this->state_.template Table<TriggerState, W>("trigger-state").map;
   TriggerContext trigger_ctx_;
   OnMergeContext merge_ctx_;
   const std::vector<W>* merged_windows_ = nullptr;  // set during on_merge

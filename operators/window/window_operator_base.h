@@ -10,8 +10,11 @@
 //
 // It holds the allowed-lateness rules (lateness.h), the late-data handling
 // (side output vs. the counters), the counters both publish, the keyed timer
-// service (the watermark and processing time; the general operator's timers),
-// the window function's context, collector and per-window / per-key state.
+// service (operators/keyed/timer_service.h: the watermark and processing
+// time; the general operator's timers), the keyed state store
+// (operators/keyed/keyed_state_store.h: the window function's per-window and
+// per-key state; the general operator's contents, trigger state and window
+// sets), the window function's context and collector.
 // Nothing here is virtual beyond the operator interface and the function
 // state host, so per-record calls inline.
 //
@@ -42,8 +45,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/window/lateness.h"
-#include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
@@ -169,6 +173,8 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
   const WindowLateness<kEventTime> lateness_;
   std::optional<OutputTag<T>> late_tag_;
   KeyedTimerService<K, W> timers_;
+  // The operator's keyed state, one table per kind (see the file comment).
+  KeyedStateStore<K> state_;
   WindowContext window_ctx_;
   std::optional<Collector<Out>> collector_;
 
@@ -195,8 +201,10 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
     return it == function_global_state_.end() ? nullptr : &it->second;
   }
 
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState> function_window_state_;
-  absl::flat_hash_map<K, TriggerState> function_global_state_;
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& function_window_state_ =
+      state_.template Table<TriggerState, W>("window-function-window-state").map;
+  absl::flat_hash_map<K, TriggerState>& function_global_state_ =
+      state_.template Table<TriggerState>("window-function-global-state").map;
   size_t peak_live_ = 0;
   Counter* late_dropped_ = nullptr;
   Counter* late_unconsumed_ = nullptr;

@@ -4,6 +4,8 @@
 #ifndef TM_OPERATORS_WINDOW_WINDOWS_H_
 #define TM_OPERATORS_WINDOW_WINDOWS_H_
 
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
 #include "operators/keyed_process.h"
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
@@ -11,7 +13,6 @@
 #include "operators/window/lateness.h"
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
-#include "operators/window/timer_service.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"

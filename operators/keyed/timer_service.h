@@ -1,4 +1,4 @@
-// operators/window/timer_service.h
+// operators/keyed/timer_service.h
 //
 // KeyedTimerService<K, N>: Flink's InternalTimerService for one operator
 // instance (docs/semantics.md section 4).  Timers are (timestamp, key,
@@ -31,8 +31,8 @@
 // (timestamp, registration number) entries with lazy deletion).
 //
 // Thread safety: none; one operator instance, one task thread.
-#ifndef TM_OPERATORS_WINDOW_TIMER_SERVICE_H_
-#define TM_OPERATORS_WINDOW_TIMER_SERVICE_H_
+#ifndef TM_OPERATORS_KEYED_TIMER_SERVICE_H_
+#define TM_OPERATORS_KEYED_TIMER_SERVICE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -332,4 +332,4 @@ class KeyedTimerService {
 
 }  // namespace tidemark
 
-#endif  // TM_OPERATORS_WINDOW_TIMER_SERVICE_H_
+#endif  // TM_OPERATORS_KEYED_TIMER_SERVICE_H_

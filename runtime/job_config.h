@@ -1,0 +1,24 @@
+// runtime/job_config.h
+//
+// JobConfig: the job-wide settings every task and operator instance sees
+// (OperatorContext::config()).  Plain values, set before the job runs and
+// read-only while it runs.
+#ifndef TM_RUNTIME_JOB_CONFIG_H_
+#define TM_RUNTIME_JOB_CONFIG_H_
+
+#include <cstddef>
+
+#include "runtime/time.h"
+
+namespace tidemark {
+
+struct JobConfig {
+  Duration auto_watermark_interval{200};
+  Duration buffer_timeout{100};
+  size_t batch_size = 1024;
+  size_t channel_capacity = 4;  // batches
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_JOB_CONFIG_H_

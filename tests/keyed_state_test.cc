@@ -1,0 +1,264 @@
+// The keyed state store (operators/keyed/keyed_state_store.h): MapState's
+// semantics (Flink's MapState) and the other handles on their own, then a
+// keyed process function that counts distinct items per key with MapState on
+// the real runtime at parallelism 1 and 3, checked against a plain
+// computation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "operators/keyed/keyed_state_store.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+using Items = std::map<std::string, int>;
+
+TEST(MapState, EmptyUntilPut) {
+  KeyedStateStore<std::string> store;
+  const std::string key = "a";
+  MapState<std::string, std::string, int> m(&store.Table<Items>("m"), &key);
+  EXPECT_TRUE(m.is_empty());
+  EXPECT_EQ(m.get("x"), std::nullopt);
+  EXPECT_FALSE(m.contains("x"));
+  EXPECT_TRUE(m.entries().empty());
+  EXPECT_TRUE(m.keys().empty());
+  EXPECT_TRUE(m.values().empty());
+  m.remove("x");  // no mapping: no-op
+  m.clear();
+  EXPECT_TRUE(m.is_empty());
+  EXPECT_EQ(store.Table<Items>("m").map.size(), 0u);
+}
+
+TEST(MapState, PutGetContainsOverwriteAndOrder) {
+  KeyedStateStore<std::string> store;
+  const std::string key = "a";
+  MapState<std::string, std::string, int> m(&store.Table<Items>("m"), &key);
+  m.put("b", 2);
+  m.put("a", 1);
+  m.put("c", 3);
+  EXPECT_FALSE(m.is_empty());
+  EXPECT_EQ(m.get("a"), 1);
+  EXPECT_EQ(m.get("b"), 2);
+  EXPECT_EQ(m.get("z"), std::nullopt);
+  EXPECT_TRUE(m.contains("c"));
+  EXPECT_FALSE(m.contains("z"));
+  m.put("b", 20);  // overwrites
+  EXPECT_EQ(m.get("b"), 20);
+  // entries, keys and values in user-key order.
+  EXPECT_THAT(m.entries(), ElementsAre(Pair("a", 1), Pair("b", 20), Pair("c", 3)));
+  EXPECT_THAT(m.keys(), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(m.values(), ElementsAre(1, 20, 3));
+  m.put_all(std::vector<std::pair<std::string, int>>{{"d", 4}, {"a", 10}});
+  EXPECT_THAT(m.entries(), ElementsAre(Pair("a", 10), Pair("b", 20), Pair("c", 3), Pair("d", 4)));
+}
+
+TEST(MapState, RemovingTheLastMappingDropsTheKeysEntry) {
+  KeyedStateStore<std::string> store;
+  auto& table = store.Table<Items>("m");
+  const std::string key = "a";
+  MapState<std::string, std::string, int> m(&table, &key);
+  m.put("x", 1);
+  m.put("y", 2);
+  m.remove("x");
+  EXPECT_FALSE(m.contains("x"));
+  EXPECT_THAT(m.keys(), ElementsAre("y"));
+  EXPECT_EQ(table.map.size(), 1u);
+  m.remove("y");
+  EXPECT_TRUE(m.is_empty());
+  EXPECT_EQ(table.map.size(), 0u);  // as Flink's heap MapState: no empty map kept
+}
+
+TEST(MapState, PerKeyClearLeavesOtherKeys) {
+  KeyedStateStore<std::string> store;
+  auto& table = store.Table<Items>("m");
+  std::string key = "a";
+  MapState<std::string, std::string, int> m(&table, &key);  // follows `key`
+  m.put("x", 1);
+  key = "b";
+  EXPECT_TRUE(m.is_empty());
+  m.put("x", 2);
+  m.put("y", 3);
+  key = "a";
+  EXPECT_EQ(m.get("x"), 1);
+  m.clear();
+  EXPECT_TRUE(m.is_empty());
+  key = "b";
+  EXPECT_THAT(m.entries(), ElementsAre(Pair("x", 2), Pair("y", 3)));
+  EXPECT_EQ(table.map.size(), 1u);
+}
+
+TEST(MapState, NamespacesAreSeparate) {
+  KeyedStateStore<std::string> store;
+  auto& table = store.Table<Items, int>("m");
+  const std::string key = "a";
+  const int ns1 = 1, ns2 = 2;
+  MapState<std::string, std::string, int, int> m1(&table, &key, &ns1);
+  MapState<std::string, std::string, int, int> m2(&table, &key, &ns2);
+  m1.put("x", 1);
+  EXPECT_TRUE(m2.is_empty());
+  m2.put("x", 2);
+  EXPECT_EQ(m1.get("x"), 1);
+  EXPECT_EQ(m2.get("x"), 2);
+  m1.clear();
+  EXPECT_TRUE(m1.is_empty());
+  EXPECT_EQ(m2.get("x"), 2);
+}
+
+TEST(KeyedStateStore, NamesAreTypedAndTablesStay) {
+  KeyedStateStore<int> store;
+  auto& a = store.Table<int>("a");
+  EXPECT_EQ(&store.Table<int>("a"), &a);
+  EXPECT_THROW(store.Table<std::string>("a"), std::logic_error);
+  EXPECT_THROW((store.Table<int, int>("a")), std::logic_error);  // another namespace
+  store.Table<std::string>("b");
+  EXPECT_EQ(store.num_tables(), 2u);
+}
+
+TEST(KeyedStateStore, ValueListReducingAggregating) {
+  KeyedStateStore<int> store;
+  int key = 1;
+  ValueState<int, std::string> v(&store.Table<std::string>("v"), &key);
+  EXPECT_EQ(v.value(), std::nullopt);
+  EXPECT_EQ(v.value_or("none"), "none");
+  v.update("x");
+  EXPECT_EQ(v.value(), "x");
+  ListState<int, int> l(&store.Table<std::vector<int>>("l"), &key);
+  l.add(1);
+  l.add_all({2, 3});
+  EXPECT_THAT(l.get(), ElementsAre(1, 2, 3));
+  l.update({});
+  EXPECT_TRUE(l.get().empty());
+  EXPECT_EQ(store.Table<std::vector<int>>("l").map.size(), 0u);
+  auto sum = [](int a, int b) { return a + b; };
+  ReducingState<int, int, decltype(sum)> r(&store.Table<int>("r"), &key, sum);
+  r.add(2);
+  r.add(3);
+  EXPECT_EQ(r.get(), 5);
+  struct Avg {
+    std::pair<int, int> create_accumulator() const { return {0, 0}; }
+    std::pair<int, int> add(int v, std::pair<int, int> acc) const {
+      return {acc.first + v, acc.second + 1};
+    }
+    double get_result(const std::pair<int, int>& acc) const {
+      return static_cast<double>(acc.first) / acc.second;
+    }
+  };
+  AggregatingState<int, Avg> a(&store.Table<std::pair<int, int>>("a"), &key, Avg{});
+  EXPECT_EQ(a.get(), std::nullopt);
+  a.add(1);
+  a.add(2);
+  EXPECT_EQ(a.get(), 1.5);
+  key = 2;  // another key sees none of it
+  EXPECT_EQ(v.value(), std::nullopt);
+  EXPECT_EQ(r.get(), std::nullopt);
+  EXPECT_EQ(a.get(), std::nullopt);
+  key = 1;
+  v.clear();
+  r.clear();
+  a.clear();
+  EXPECT_EQ(v.value(), std::nullopt);
+  EXPECT_EQ(r.get(), std::nullopt);
+  EXPECT_EQ(a.get(), std::nullopt);
+}
+
+// --- MapState from a KeyedProcessFunction, on the runtime ---
+
+struct Ev {
+  int64_t key = 0;
+  int64_t item = 0;
+  Timestamp ts = 0;
+};
+
+constexpr int64_t kCount = 20000;
+constexpr int64_t kKeys = 7;
+constexpr Timestamp kReportAt = 1'000'000'000;  // after every record
+
+Ev MakeEvent(int64_t i) { return Ev{i % kKeys, (i * 37 + i / 11) % 300, i}; }
+
+// Per key: "key new n" at each item it has not seen yet (n distinct so far),
+// and at kReportAt "key distinct d total t" from the map, which it then
+// clears.
+struct DistinctItems : KeyedProcessFunction<int64_t, Ev, std::string> {
+  void process_element(const Ev& e, Context& ctx, Collector<std::string>& out) override {
+    auto seen = ctx.get_map_state<int64_t, int64_t>("seen");
+    std::optional<int64_t> n = seen.get(e.item);
+    seen.put(e.item, n.value_or(0) + 1);
+    if (!n) {
+      out.collect(std::to_string(ctx.get_current_key()) + " new " +
+                  std::to_string(seen.keys().size()));
+    }
+    ctx.timer_service().register_event_time_timer(kReportAt);
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    auto seen = ctx.get_map_state<int64_t, int64_t>("seen");
+    int64_t total = 0;
+    for (int64_t c : seen.values()) total += c;
+    out.collect(std::to_string(ctx.get_current_key()) + " distinct " +
+                std::to_string(seen.entries().size()) + " total " + std::to_string(total));
+    seen.clear();
+    if (!seen.is_empty()) out.collect("not cleared");
+  }
+};
+
+std::vector<std::string> RunDistinct(int parallelism) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(parallelism);
+  env.set_auto_watermark_interval(5ms);
+  auto results = env.from_generator<Ev>(MakeEvent, kCount)
+                     .assign_timestamps_and_watermarks(
+                         WatermarkStrategy<Ev>::for_monotonous_timestamps().with_timestamp_assigner(
+                             [](const Ev& e, Timestamp) { return e.ts; }))
+                     .key_by([](const Ev& e) { return e.key; })
+                     .process(DistinctItems())
+                     .collect();
+  JobResult r = env.execute("distinct items");
+  EXPECT_TRUE(r.ok()) << r.status;
+  std::vector<std::string> out;
+  for (const auto& item : results->items()) out.push_back(item.value);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> PlainDistinct() {
+  std::map<int64_t, std::set<int64_t>> items;
+  std::map<int64_t, int64_t> totals;
+  for (int64_t i = 0; i < kCount; ++i) {
+    const Ev e = MakeEvent(i);
+    items[e.key].insert(e.item);
+    ++totals[e.key];
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, set] : items) {
+    for (size_t n = 1; n <= set.size(); ++n)
+      out.push_back(std::to_string(key) + " new " + std::to_string(n));
+    out.push_back(std::to_string(key) + " distinct " + std::to_string(set.size()) + " total " +
+                  std::to_string(totals[key]));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(MapState, DistinctItemsPerKeyAtParallelismOneAndThree) {
+  const std::vector<std::string> expected = PlainDistinct();
+  ASSERT_EQ(expected.size(), 275u * kKeys + kKeys);  // 275 distinct items per key
+  EXPECT_EQ(RunDistinct(1), expected);
+  EXPECT_EQ(RunDistinct(3), expected);
+}
+
+}  // namespace
+}  // namespace tidemark
