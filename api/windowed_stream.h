@@ -68,12 +68,29 @@
 #include "api/environment.h"
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
+#include "operators/window/fast_window_operator.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
 #include "operators/window/window_operator.h"
 
 namespace tidemark {
+
+// The operator a windowed stream builds: FastWindowOperator (window-major,
+// operators/window/fast_window_operator.h) when FastWindowOperatorApplies --
+// a non-merging event-time assigner of TimeWindows (tumbling, sliding), the
+// trigger is EventTimeTrigger itself (not another type, even one that behaves
+// alike) and the function keeps one value per window (reduce, aggregate, with
+// or without a process function; no evictor) -- else WindowOperator, the
+// plain port of Flink's (operators/window/window_operator.h).  Both take the
+// same constructor arguments.  Tests and benchmarks that want the general
+// operator for such a job build WindowOperator directly.
+template <typename T, typename K, typename KeyFn, typename Assigner, typename TriggerT,
+          typename Contents>
+using WindowOperatorFor =
+    std::conditional_t<FastWindowOperatorApplies<Assigner, TriggerT, Contents>,
+                       FastWindowOperator<T, K, KeyFn, Assigner, Contents>,
+                       WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>;
 
 namespace window_internal {
 // Out from the Collector<Out>& parameter at position I of F, unless given.
@@ -205,7 +222,7 @@ class WindowedStream {
   }
   template <typename C>
   DataStream<typename C::OutputType> Build(const char* what, C contents) const {
-    using Op = WindowOperator<T, Key, KeyFn, Assigner, TriggerT, C>;
+    using Op = WindowOperatorFor<T, Key, KeyFn, Assigner, TriggerT, C>;
     KeyFn key = keyed_.key_selector();
     Assigner assigner = assigner_;
     TriggerT trigger = trigger_;

@@ -38,14 +38,15 @@
 //   BM_TimerService_Fire/<keys>          AdvanceWatermark firing <keys>
 //                                        timers (items/s = timers fired/s);
 //   BM_WindowOperator_TumblingReduce/<keys>
-//                                        the WindowOperator of W1 (1 s
+//                                        the window operator of W1
+//                                        (FastWindowOperator; 1 s
 //                                        tumbling event-time sum) driven on
 //                                        one thread, a watermark every 1024
 //                                        records (items/s = records/s);
 //   BM_WindowOperator_TumblingReduceGeneralPath/<keys>
 //                                        the same with a trigger that is not
 //                                        EventTimeTrigger by type, so the
-//                                        operator takes its general path
+//                                        general WindowOperator runs it
 //                                        (per-(key, window) timers).
 //
 // The variants with 1M keys allocate ~100 MB and take a few seconds each;
@@ -655,11 +656,11 @@ BENCHMARK(BM_TimerService_Fire)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMicr
 
 // --- the window operator ------------------------------------------------------------------
 
-// EventTimeTrigger under another type name: the WindowOperator's window-major
-// fast path (time_window_table.h) applies only to EventTimeTrigger itself, so
-// with this trigger the same job takes the general path (contents keyed by
-// (key, window), a trigger timer and a cleanup timer per (key, window) in the
-// KeyedTimerService).
+// EventTimeTrigger under another type name: the window-major
+// FastWindowOperator (fast_window_operator.h) applies only to EventTimeTrigger
+// itself, so with this trigger the same job gets the general WindowOperator
+// (contents keyed by (key, window), a trigger timer and a cleanup timer per
+// (key, window) in the KeyedTimerService).
 class GeneralPathEventTimeTrigger {
  public:
   template <typename T, typename W>
@@ -685,7 +686,7 @@ class GeneralPathEventTimeTrigger {
   }
 };
 
-// WindowOperator for a tumbling event-time window reduce (sum), driven
+// The window operator for a tumbling event-time window reduce (sum), driven
 // directly on this thread as a task would drive it: records through
 // InputOperator<T>::ProcessElement, a watermark (bounded out of orderness,
 // 100 ms) every 1024 records, results into a checksum output.  The input is

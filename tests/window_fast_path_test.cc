@@ -1,12 +1,12 @@
-// The window operator's window-major fast path (operators/window/
-// time_window_table.h) against its general path: the same operator with a
-// trigger type that behaves exactly like EventTimeTrigger but is another type
-// takes the general path (contents keyed by (key, window), one timer per
-// (key, window, timestamp)).  Random inputs (keys, out-of-order timestamps,
-// watermarks, allowed lateness, late side output, tumbling and sliding
-// windows with offsets) must give the same output in the same order, the
-// same side output and counters, and the same timer and contents counts after
-// every step.
+// FastWindowOperator (operators/window/fast_window_operator.h, window-major
+// state in a TimeWindowTable) against WindowOperator, the general port of
+// Flink's (window_operator.h), for the jobs the windowed stream gives the
+// fast one: both with EventTimeTrigger, the general one with contents keyed
+// by (key, window) and one timer per (key, window, timestamp).  Random inputs
+// (keys, out-of-order timestamps, watermarks, allowed lateness, late side
+// output, tumbling and sliding windows with offsets) must give the same
+// output in the same order, the same side output and counters, and the same
+// timer and contents counts after every step.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,10 +36,6 @@ struct KeyOfE {
 struct SumE {
   E operator()(const E& a, const E& b) const { return E(a.first, a.second + b.second); }
 };
-
-// EventTimeTrigger under another name: the operator cannot tell it is the
-// default trigger, so it keeps the general path.
-struct OpaqueEventTimeTrigger : EventTimeTrigger {};
 
 // An aggregate: (count, sum) -> "count/sum".
 struct CountSum {
@@ -68,17 +65,20 @@ struct Describe {
   }
 };
 
-template <typename Assigner, typename Trigger, typename Contents>
-using Op = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
+template <typename Assigner, typename Contents>
+using FastOp = FastWindowOperator<E, std::string, KeyOfE, Assigner, Contents>;
+template <typename Assigner, typename Contents>
+using GeneralOp = WindowOperator<E, std::string, KeyOfE, Assigner, EventTimeTrigger, Contents>;
 
-template <typename Out, typename Assigner, typename Trigger, typename Contents>
+// A harness around operator OpT (FastOp or GeneralOp) with EventTimeTrigger.
+template <typename Out, typename OpT, typename Assigner, typename Contents>
 std::unique_ptr<OperatorHarness<E, Out>> Make(const Assigner& a, Contents c, int64_t lateness,
                                               const std::optional<OutputTag<E>>& tag) {
   WindowOperatorConfig<E> cfg;
   cfg.allowed_lateness = lateness;
   cfg.late_tag = tag;
   return std::make_unique<OperatorHarness<E, Out>>(
-      std::make_unique<Op<Assigner, Trigger, Contents>>(KeyOfE{}, a, Trigger{}, std::move(c), cfg));
+      std::make_unique<OpT>(KeyOfE{}, a, EventTimeTrigger{}, std::move(c), cfg));
 }
 
 struct Case {
@@ -91,17 +91,18 @@ struct Case {
 // compares them after every step.
 template <typename Out, typename Assigner, typename Contents>
 void RunCase(const Assigner& assigner, const Contents& contents, const Case& c) {
-  using Fast = Op<Assigner, EventTimeTrigger, Contents>;
-  using General = Op<Assigner, OpaqueEventTimeTrigger, Contents>;
-  static_assert(Fast::kWindowMajor);
-  static_assert(!General::kWindowMajor);
+  using Fast = FastOp<Assigner, Contents>;
+  using General = GeneralOp<Assigner, Contents>;
+  static_assert(
+      std::is_same_v<
+          WindowOperatorFor<E, std::string, KeyOfE, Assigner, EventTimeTrigger, Contents>, Fast>);
   SCOPED_TRACE("seed " + std::to_string(c.seed) + " lateness " + std::to_string(c.lateness) +
                " side output " + std::to_string(c.side_output));
 
   std::optional<OutputTag<E>> tag;
   if (c.side_output) tag.emplace("late");
-  auto fast = Make<Out, Assigner, EventTimeTrigger>(assigner, contents, c.lateness, tag);
-  auto general = Make<Out, Assigner, OpaqueEventTimeTrigger>(assigner, contents, c.lateness, tag);
+  auto fast = Make<Out, Fast>(assigner, contents, c.lateness, tag);
+  auto general = Make<Out, General>(assigner, contents, c.lateness, tag);
   testing::RecordingOutput<E>* fast_side = nullptr;
   testing::RecordingOutput<E>* general_side = nullptr;
   if (tag) {
@@ -221,13 +222,12 @@ std::string Fired(const std::string& key, const TimeWindow& w, int sum, const ch
 template <typename Assigner>
 std::vector<std::string> RunBothPaths(const Assigner& assigner, int64_t lateness,
                                       const std::vector<Step>& steps, int64_t* dropped) {
-  using Fast = Op<Assigner, EventTimeTrigger, ProcessC>;
-  using General = Op<Assigner, OpaqueEventTimeTrigger, ProcessC>;
-  static_assert(Fast::kWindowMajor && !General::kWindowMajor);
-  auto fast = Make<std::string, Assigner, EventTimeTrigger>(assigner, ProcessC(SumE{}, Describe{}),
-                                                            lateness, std::nullopt);
-  auto general = Make<std::string, Assigner, OpaqueEventTimeTrigger>(
-      assigner, ProcessC(SumE{}, Describe{}), lateness, std::nullopt);
+  using Fast = FastOp<Assigner, ProcessC>;
+  using General = GeneralOp<Assigner, ProcessC>;
+  auto fast =
+      Make<std::string, Fast>(assigner, ProcessC(SumE{}, Describe{}), lateness, std::nullopt);
+  auto general =
+      Make<std::string, General>(assigner, ProcessC(SumE{}, Describe{}), lateness, std::nullopt);
   fast->Open();
   general->Open();
   std::vector<std::string> out;
@@ -327,13 +327,12 @@ TEST(WindowFastPath, SlidingWindowsAtTheEndsOfTheLongRangeAreFlinks) {
 
 // Many keys per window: the contents cross the SlotList's chunk boundaries.
 TEST(WindowFastPath, ManyKeysMatchGeneralPath) {
-  using Fast = Op<TumblingEventTimeWindows, EventTimeTrigger, ReduceC>;
-  using General = Op<TumblingEventTimeWindows, OpaqueEventTimeTrigger, ReduceC>;
+  using Fast = FastOp<TumblingEventTimeWindows, ReduceC>;
+  using General = GeneralOp<TumblingEventTimeWindows, ReduceC>;
   const auto assigner = TumblingEventTimeWindows::of(1s);
-  auto fast = Make<E, TumblingEventTimeWindows, EventTimeTrigger>(
-      assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
-  auto general = Make<E, TumblingEventTimeWindows, OpaqueEventTimeTrigger>(
-      assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
+  auto fast = Make<E, Fast>(assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
+  auto general =
+      Make<E, General>(assigner, ReduceC(SumE{}, NoProcessFunction{}), 500, std::nullopt);
   fast->Open();
   general->Open();
   std::mt19937_64 rng(7);
@@ -391,7 +390,7 @@ TEST(SlotList, AppendsAcrossChunksAndDestroysEachElementOnce) {
 // The state-size counters: the peak of live (key, window) pairs and the bytes
 // at that peak, noted at watermarks.
 TEST(WindowFastPath, PublishesPeakLiveKeyWindowsAndStateBytes) {
-  auto h = Make<E, TumblingEventTimeWindows, EventTimeTrigger>(
+  auto h = Make<E, FastOp<TumblingEventTimeWindows, ReduceC>>(
       TumblingEventTimeWindows::of(1s), ReduceC(SumE{}, NoProcessFunction{}), 0, std::nullopt);
   h->Open();
   for (int k = 0; k < 100; ++k) h->ProcessElement(E("k" + std::to_string(k), 1), 10);

@@ -152,6 +152,8 @@ class OperatorHarness {
 };
 
 // --- building window operators without a job ---
+// The operator the windowed stream would build (WindowOperatorFor in
+// api/windowed_stream.h): FastWindowOperator or WindowOperator.
 
 template <typename T, typename KeyFn>
 using KeyOf = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
@@ -161,7 +163,7 @@ auto MakeReduceWindowOperator(KeyFn key, Assigner assigner, Trigger trigger, Red
                               WindowOperatorConfig<T> config = {}) {
   using K = KeyOf<T, KeyFn>;
   using C = ReduceContents<T, K, typename Assigner::WindowType, ReduceFn, NoProcessFunction, T>;
-  return std::make_unique<WindowOperator<T, K, KeyFn, Assigner, Trigger, C>>(
+  return std::make_unique<WindowOperatorFor<T, K, KeyFn, Assigner, Trigger, C>>(
       key, assigner, trigger, C(f, NoProcessFunction{}), std::move(config));
 }
 
@@ -171,7 +173,7 @@ auto MakeProcessWindowOperator(KeyFn key, Assigner assigner, Trigger trigger, Fn
                                WindowOperatorConfig<T> config = {}, Evictor evictor = {}) {
   using K = KeyOf<T, KeyFn>;
   using C = ListContents<T, K, typename Assigner::WindowType, Fn, Evictor, Out>;
-  return std::make_unique<WindowOperator<T, K, KeyFn, Assigner, Trigger, C>>(
+  return std::make_unique<WindowOperatorFor<T, K, KeyFn, Assigner, Trigger, C>>(
       key, assigner, trigger, C(fn, evictor), std::move(config));
 }
 

@@ -64,8 +64,9 @@ auto ReduceHarness(Assigner a, Trigger t, int64_t lateness = 0,
   return h;
 }
 
+// The operator ReduceHarness builds (as the windowed stream would).
 template <typename Assigner, typename Trigger>
-using ReduceOp = WindowOperator<
+using ReduceOp = WindowOperatorFor<
     E, std::string, KeyOfE, Assigner, Trigger,
     ReduceContents<E, std::string, typename Assigner::WindowType, SumE, NoProcessFunction, E>>;
 
@@ -767,7 +768,8 @@ TEST(WindowOperator, ReduceAndAggregateDoNotAllocatePerRecord) {
   {
     using C = ReduceContents<IE, int64_t, TimeWindow, IE (*)(const IE&, const IE&),
                              NoProcessFunction, IE>;
-    using Op = WindowOperator<IE, int64_t, KeyOfIE, SlidingEventTimeWindows, EventTimeTrigger, C>;
+    using Op =
+        WindowOperatorFor<IE, int64_t, KeyOfIE, SlidingEventTimeWindows, EventTimeTrigger, C>;
     OperatorHarness<IE, IE> h(std::make_unique<Op>(
         KeyOfIE{}, SlidingEventTimeWindows::of(10s, 5s), EventTimeTrigger::create(),
         C([](const IE& a, const IE& b) { return IE(a.first, a.second + b.second); },
@@ -780,7 +782,8 @@ TEST(WindowOperator, ReduceAndAggregateDoNotAllocatePerRecord) {
   }
   {
     using C = AggregateContents<IE, int64_t, TimeWindow, AvgAgg, NoProcessFunction, double>;
-    using Op = WindowOperator<IE, int64_t, KeyOfIE, TumblingEventTimeWindows, EventTimeTrigger, C>;
+    using Op =
+        WindowOperatorFor<IE, int64_t, KeyOfIE, TumblingEventTimeWindows, EventTimeTrigger, C>;
     WindowOperatorConfig<IE> cfg;
     cfg.allowed_lateness = 1000;
     OperatorHarness<IE, double> h(std::make_unique<Op>(KeyOfIE{}, TumblingEventTimeWindows::of(10s),

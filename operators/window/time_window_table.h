@@ -3,11 +3,12 @@
 // TimeWindowTable<K, V>: the window-major state of a window operator whose
 // assigner is non-merging and event-time (tumbling, sliding), whose trigger
 // is EventTimeTrigger and whose contents are one value per (key, window)
-// (reduce, aggregate).  WindowOperator uses it instead of its general
-// (key, window)-keyed contents plus one timer per (key, window, timestamp)
-// when those three hold; the observable behaviour is the same (see
-// window_operator.h), the cost per record is one hash probe instead of three
-// (contents, trigger timer, cleanup timer) and no timer is stored at all.
+// (reduce, aggregate).  FastWindowOperator (fast_window_operator.h) keeps
+// its contents in one where WindowOperator has (key, window)-keyed contents
+// plus one timer per (key, window, timestamp); the windowed stream builds it
+// when those three hold.  The observable behaviour is the same, the cost per
+// record is one hash probe instead of three (contents, trigger timer,
+// cleanup timer) and no timer is stored at all.
 //
 // Why that is exact: with EventTimeTrigger every (key, window) that holds
 // contents has, until the watermark reaches the window's max timestamp, a
@@ -31,7 +32,7 @@
 // not rehash as it fills in a steady stream.  StateBytes() counts the
 // allocated capacity.
 //
-// Not in the KeyedStateStore: the general path keeps its keyed state in the
+// Not in the KeyedStateStore: WindowOperator keeps its keyed state in the
 // operator's KeyedStateStore (operators/keyed/keyed_state_store.h), as Flink
 // keeps window state in its keyed state backend; this table is deliberately a
 // separate, specialised state layout (window-major, timers implicit) for the

@@ -21,8 +21,10 @@
 //   AggregateContents  - one accumulator per window (AggregatingState);
 //   ListContents       - every element with its timestamp (ListState), for
 //                        process / apply and evictors.
-// Merge follows Flink's heap state: the sources are combined in order, then
-// the target (if present) is combined with that: target first.
+// Has, Clear, Merge, size, ForEachKeyWindow and StateBytes are written once,
+// in KeyWindowContents, the table all three derive from; Merge follows
+// Flink's heap state: the sources are combined in order, then the target (if
+// present) is combined with that: target first.
 //
 // Thread safety: none; owned by one operator instance.
 #ifndef TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
@@ -47,20 +49,64 @@ inline constexpr char kWindowContentsState[] = "window-contents";
 // Marks "no process function" in ReduceContents / AggregateContents.
 struct NoProcessFunction {};
 
+// The (key, state window) -> V table of one kind of contents, table
+// kWindowContentsState of the operator's KeyedStateStore (Bind before any
+// other call), with the members every kind has alike.  Derived (CRTP) supplies
+//   void Combine(V& acc, V&& next);   // acc := acc combined with next
+// for Merge, which follows Flink's heap state: the sources are combined in
+// order, then the target (if present) is combined with that: target first.
+template <typename Derived, typename K, typename W, typename V>
+class KeyWindowContents {
+ public:
+  using Table = StateTable<K, W, V>;
+  void Bind(KeyedStateStore<K>& store) {
+    table_ = &store.template Table<V, W>(kWindowContentsState);
+  }
+  bool Has(const K& key, const W& sw) const {
+    return table_->map.contains(KeyWindow<K, W>(key, sw));
+  }
+  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
+  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
+    Derived& self = static_cast<Derived&>(*this);
+    std::optional<V> merged;
+    for (const W& s : sources) {
+      auto it = table_->map.find(KeyWindow<K, W>(key, s));
+      if (it == table_->map.end()) continue;
+      if (merged) {
+        self.Combine(*merged, std::move(it->second));
+      } else {
+        merged.emplace(std::move(it->second));
+      }
+      table_->map.erase(it);
+    }
+    if (!merged) return;
+    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
+    if (!inserted) self.Combine(it->second, std::move(*merged));
+  }
+  size_t size() const { return table_->map.size(); }
+  template <typename F>
+  void ForEachKeyWindow(F&& f) const {
+    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
+  }
+  // Bytes of the table (capacity; heap memory owned by the values not seen).
+  size_t StateBytes() const {
+    return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
+  }
+
+ protected:
+  Table* table_ = nullptr;  // in the operator's store (Bind)
+};
+
 template <typename T, typename K, typename W, typename ReduceFn, typename ProcessFn, typename Out>
-class ReduceContents {
+class ReduceContents
+    : public KeyWindowContents<ReduceContents<T, K, W, ReduceFn, ProcessFn, Out>, K, W, T> {
  public:
   using OutputType = Out;
-  // The contents live in table kWindowContentsState of the operator's
-  // KeyedStateStore: Bind before any other call.
-  using Table = StateTable<K, W, T>;
-  void Bind(KeyedStateStore<K>& store) {
-    table_ = &store.template Table<T, W>(kWindowContentsState);
-  }
   ReduceContents(ReduceFn f, ProcessFn p) : reduce_(std::move(f)), process_(std::move(p)) {}
 
-  // One value per (key, window): the hooks of WindowOperator's window-major
-  // state (time_window_table.h).  kNeedsContext: EmitValue reads the context.
+  // One value per (key, window): the hooks of FastWindowOperator's
+  // window-major state (fast_window_operator.h, time_window_table.h).
+  // kNeedsContext: EmitValue reads the context.
   using Value = T;
   static constexpr bool kNeedsContext = !std::is_same_v<ProcessFn, NoProcessFunction>;
   Value NewValue(const T& v) { return v; }
@@ -75,66 +121,35 @@ class ReduceContents {
   }
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
-    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, sw), v);
+    auto [it, inserted] = this->table_->map.try_emplace(KeyWindow<K, W>(key, sw), v);
     if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), v);
-  }
-  bool Has(const K& key, const W& sw) const {
-    return table_->map.contains(KeyWindow<K, W>(key, sw));
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == table_->map.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
       out.collect(it->second);
     } else {
       process_(key, window, static_cast<const T&>(it->second), ctx, out);
     }
   }
-  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
-  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
-    std::optional<T> merged;
-    for (const W& s : sources) {
-      auto it = table_->map.find(KeyWindow<K, W>(key, s));
-      if (it == table_->map.end()) continue;
-      if (merged) {
-        merged = reduce_(static_cast<const T&>(*merged), static_cast<const T&>(it->second));
-      } else {
-        merged.emplace(std::move(it->second));
-      }
-      table_->map.erase(it);
-    }
-    if (!merged) return;
-    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
-    if (!inserted)
-      it->second = reduce_(static_cast<const T&>(it->second), static_cast<const T&>(*merged));
-  }
-  size_t size() const { return table_->map.size(); }
-  template <typename F>
-  void ForEachKeyWindow(F&& f) const {
-    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
-  }
-  // Bytes of the table (capacity; heap memory owned by the values not seen).
-  size_t StateBytes() const {
-    return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
+  // Merge (KeyWindowContents): acc := reduce(acc, next).
+  void Combine(T& acc, T&& next) {
+    acc = reduce_(static_cast<const T&>(acc), static_cast<const T&>(next));
   }
 
  private:
   ReduceFn reduce_;
   ProcessFn process_;
-  Table* table_ = nullptr;  // in the operator's store (Bind)
 };
 
 template <typename T, typename K, typename W, typename Agg, typename ProcessFn, typename Out>
-class AggregateContents {
+class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Agg, ProcessFn, Out>,
+                                                   K, W, AccumulatorOf<Agg>> {
  public:
   using OutputType = Out;
   using Acc = AccumulatorOf<Agg>;
-  // See ReduceContents::Bind.
-  using Table = StateTable<K, W, Acc>;
-  void Bind(KeyedStateStore<K>& store) {
-    table_ = &store.template Table<Acc, W>(kWindowContentsState);
-  }
   AggregateContents(Agg agg, ProcessFn p) : agg_(std::move(agg)), process_(std::move(p)) {}
 
   // One accumulator per (key, window): see ReduceContents.
@@ -154,18 +169,15 @@ class AggregateContents {
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
     KeyWindow<K, W> kw(key, sw);
-    auto it = table_->map.find(kw);
-    if (it == table_->map.end())
-      it = table_->map.emplace(std::move(kw), agg_.create_accumulator()).first;
+    auto it = this->table_->map.find(kw);
+    if (it == this->table_->map.end())
+      it = this->table_->map.emplace(std::move(kw), agg_.create_accumulator()).first;
     it->second = agg_.add(v, std::move(it->second));
-  }
-  bool Has(const K& key, const W& sw) const {
-    return table_->map.contains(KeyWindow<K, W>(key, sw));
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == table_->map.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
       out.collect(agg_.get_result(static_cast<const Acc&>(it->second)));
     } else {
@@ -173,105 +185,46 @@ class AggregateContents {
       process_(key, window, static_cast<const decltype(result)&>(result), ctx, out);
     }
   }
-  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
-  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
-    std::optional<Acc> merged;
-    for (const W& s : sources) {
-      auto it = table_->map.find(KeyWindow<K, W>(key, s));
-      if (it == table_->map.end()) continue;
-      if (merged) {
-        merged = agg_.merge(std::move(*merged), std::move(it->second));
-      } else {
-        merged.emplace(std::move(it->second));
-      }
-      table_->map.erase(it);
-    }
-    if (!merged) return;
-    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
-    if (!inserted) it->second = agg_.merge(std::move(it->second), std::move(*merged));
-  }
-  size_t size() const { return table_->map.size(); }
-  template <typename F>
-  void ForEachKeyWindow(F&& f) const {
-    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
-  }
-  // Bytes of the table (capacity; heap memory owned by the values not seen).
-  size_t StateBytes() const {
-    return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
-  }
+  // Merge (KeyWindowContents): acc := merge(acc, next).
+  void Combine(Acc& acc, Acc&& next) { acc = agg_.merge(std::move(acc), std::move(next)); }
 
  private:
   Agg agg_;
   ProcessFn process_;
-  Table* table_ = nullptr;  // in the operator's store (Bind)
 };
 
 template <typename T, typename K, typename W, typename Fn, typename EvictorT, typename Out>
-class ListContents {
+class ListContents
+    : public KeyWindowContents<ListContents<T, K, W, Fn, EvictorT, Out>, K, W, WindowElements<T>> {
  public:
   using OutputType = Out;
-  // The contents live in table kWindowContentsState of the operator's
-  // KeyedStateStore: Bind before any other call.
-  using Table = StateTable<K, W, WindowElements<T>>;
-  void Bind(KeyedStateStore<K>& store) {
-    table_ = &store.template Table<WindowElements<T>, W>(kWindowContentsState);
-  }
   ListContents(Fn f, EvictorT e) : fn_(std::move(f)), evictor_(std::move(e)) {}
 
   void Add(const K& key, const W& sw, const T& v, Timestamp ts) {
-    WindowElements<T>& e = table_->map[KeyWindow<K, W>(key, sw)];
+    WindowElements<T>& e = this->table_->map[KeyWindow<K, W>(key, sw)];
     e.values.push_back(v);
     e.timestamps.push_back(ts);
   }
-  bool Has(const K& key, const W& sw) const {
-    return table_->map.contains(KeyWindow<K, W>(key, sw));
-  }
   void Emit(const K& key, const W& window, const W& sw, Timestamp watermark, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == table_->map.end()) return;
+    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
+    if (it == this->table_->map.end()) return;
     // The function may not touch this map; the reference stays valid.
     WindowElements<T>& e = it->second;
     evictor_.evict_before(e, window, watermark);
     fn_(key, window, static_cast<const std::vector<T>&>(e.values), ctx, out);
     evictor_.evict_after(e, window, watermark);
-    if (e.empty()) table_->map.erase(it);  // as Flink's ListState.update(empty)
+    if (e.empty()) this->table_->map.erase(it);  // as Flink's ListState.update(empty)
   }
-  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
-  void Merge(const K& key, const W& target, const std::vector<W>& sources) {
-    std::optional<WindowElements<T>> merged;
-    for (const W& s : sources) {
-      auto it = table_->map.find(KeyWindow<K, W>(key, s));
-      if (it == table_->map.end()) continue;
-      if (merged) {
-        Append(*merged, std::move(it->second));
-      } else {
-        merged.emplace(std::move(it->second));
-      }
-      table_->map.erase(it);
-    }
-    if (!merged) return;
-    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
-    if (!inserted) Append(it->second, std::move(*merged));
-  }
-  size_t size() const { return table_->map.size(); }
-  template <typename F>
-  void ForEachKeyWindow(F&& f) const {
-    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
-  }
-  // Bytes of the table (capacity; heap memory owned by the values not seen).
-  size_t StateBytes() const {
-    return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
+  // Merge (KeyWindowContents): next's elements appended to acc's.
+  void Combine(WindowElements<T>& acc, WindowElements<T>&& next) {
+    for (auto& v : next.values) acc.values.push_back(std::move(v));
+    acc.timestamps.insert(acc.timestamps.end(), next.timestamps.begin(), next.timestamps.end());
   }
 
  private:
-  static void Append(WindowElements<T>& to, WindowElements<T>&& from) {
-    for (auto& v : from.values) to.values.push_back(std::move(v));
-    to.timestamps.insert(to.timestamps.end(), from.timestamps.begin(), from.timestamps.end());
-  }
   Fn fn_;
   EvictorT evictor_;
-  Table* table_ = nullptr;  // in the operator's store (Bind)
 };
 
 }  // namespace tidemark

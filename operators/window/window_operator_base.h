@@ -1,0 +1,219 @@
+// operators/window/window_operator_base.h
+//
+// WindowOperatorBase: what both window operators share, so that it is
+// written once:
+//   - WindowOperator (window_operator.h), the plain port of Flink's
+//     WindowOperator (triggers, evictors, merging windows);
+//   - FastWindowOperator (fast_window_operator.h), the window-major operator
+//     for tumbling / sliding event-time windows with EventTimeTrigger and one
+//     value per window.
+//
+// It holds the allowed-lateness rules (lateness.h), the late-data handling
+// (side output vs. the counters), the counters both publish, the keyed timer
+// service (operators/keyed/timer_service.h: the watermark and processing
+// time; the general operator's timers), the keyed state store
+// (operators/keyed/keyed_state_store.h: the window function's per-window and
+// per-key state; the general operator's contents, trigger state and window
+// sets), the window function's context and collector.
+// Nothing here is virtual beyond the operator interface and the function
+// state host, so per-record calls inline.
+//
+// Late data: an element that no window accepted and that is late
+// (IsElementLate) goes unchanged to the late-data side output if one is set,
+// counted as "numLateRecordsToUnconsumedSideOutput" when nobody reads that
+// output, else it is counted as "numLateRecordsDropped".
+//
+// State size: at every watermark an operator compares its live
+// (key, window) pairs with the largest number seen and, at a new peak,
+// publishes that number and the bytes its state occupies as the counters
+// "windowPeakLiveKeyWindows" and "windowStateBytesAtPeak".
+//
+// Left open: when the operator closes it publishes the (key, window) pairs
+// holding contents whose window the watermark has not reached (processing
+// time windows: every live one) as "windowsNotFiredAtClose", and their
+// distinct keys as "windowKeysNotFiredAtClose".
+//
+// Thread safety: none needed; one task thread calls every method.
+#ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_
+#define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_
+
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
+#include "operators/window/lateness.h"
+#include "operators/window/triggers.h"
+#include "operators/window/window_contents.h"
+#include "operators/window/window_context.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+inline constexpr char kNumLateRecordsDropped[] = "numLateRecordsDropped";
+inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
+    "numLateRecordsToUnconsumedSideOutput";
+inline constexpr char kWindowPeakLiveKeyWindows[] = "windowPeakLiveKeyWindows";
+inline constexpr char kWindowStateBytesAtPeak[] = "windowStateBytesAtPeak";
+inline constexpr char kWindowsNotFiredAtClose[] = "windowsNotFiredAtClose";
+inline constexpr char kWindowKeysNotFiredAtClose[] = "windowKeysNotFiredAtClose";
+
+// Settings common to every window operator.
+template <typename T>
+struct WindowOperatorConfig {
+  int64_t allowed_lateness = 0;          // ms, >= 0
+  std::optional<OutputTag<T>> late_tag;  // side_output_late_data
+};
+
+// T: input; K: key; W: window; Out: output; kEventTime: the assigner's
+// kIsEventTime; kMerging: its kIsMerging (no per-window function state).
+template <typename T, typename K, typename W, typename Out, bool kEventTime, bool kMerging>
+class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
+ public:
+  // --- introspection, for tests ---
+  Timestamp current_watermark() const { return timers_.current_watermark(); }
+  size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
+  KeyedTimerService<K, W>& timer_service() { return timers_; }
+  int64_t allowed_lateness() const { return lateness_.allowed_lateness(); }
+  // Flink's WindowOperator.cleanupTime (lateness.h).
+  Timestamp CleanupTime(const W& w) const { return lateness_.CleanupTime(w); }
+
+ protected:
+  explicit WindowOperatorBase(WindowOperatorConfig<T> config)
+      : lateness_(config.allowed_lateness), late_tag_(std::move(config.late_tag)) {}
+
+  using TimerCallback = typename KeyedTimerService<K, W>::Callback;
+  // The shared part of Open.
+  void OpenWindowOperator(OperatorContext& ctx, TimerCallback on_event_time,
+                          TimerCallback on_processing_time) {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    window_ctx_.SetSideOutputs(&this->side_outputs_);
+    window_ctx_.SetStateHost(this);
+    window_ctx_.SetSubtask(ctx.subtask_index());
+    late_dropped_ = ctx.counter(kNumLateRecordsDropped);
+    late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
+    peak_live_counter_ = ctx.counter(kWindowPeakLiveKeyWindows);
+    peak_bytes_counter_ = ctx.counter(kWindowStateBytesAtPeak);
+    not_fired_counter_ = ctx.counter(kWindowsNotFiredAtClose);
+    not_fired_keys_counter_ = ctx.counter(kWindowKeysNotFiredAtClose);
+    timers_.Init(&ctx.timers(), std::move(on_event_time), std::move(on_processing_time));
+  }
+
+  // The assigner's windows of an element into windows_ (cleared first).
+  // Event-time assigners use processing time at most once (a stagger
+  // offset), so they get the slice's time instead of a clock read per record.
+  template <typename Assigner>
+  void AssignWindows(Assigner& assigner, const T& value, Timestamp ts) {
+    windows_.clear();
+    assigner.assign_windows(
+        value, ts, kEventTime ? timers_.slice_processing_time() : timers_.current_processing_time(),
+        windows_);
+  }
+
+  bool IsWindowLate(const W& w) const {
+    return lateness_.IsWindowLate(w, timers_.current_watermark());
+  }
+  bool IsElementLate(Timestamp ts) const {
+    return lateness_.IsElementLate(ts, timers_.current_watermark());
+  }
+
+  // An element that no window accepted: see "Late data" in the file comment.
+  void HandleSkippedElement(T&& value, Timestamp ts) {
+    if (!IsElementLate(ts)) return;
+    if (late_tag_) {
+      if (Output<T>* side = this->side_output(*late_tag_)) {
+        side->Collect(std::move(value), ts);
+      } else {
+        late_unconsumed_->Inc();
+      }
+    } else {
+      late_dropped_->Inc();
+    }
+  }
+
+  // See "State size" in the file comment; state_bytes() is called at a new
+  // peak only.
+  template <typename F>
+  void NoteStateSize(size_t live, F&& state_bytes) {
+    if (live <= peak_live_) return;
+    peak_live_ = live;
+    peak_live_counter_->Set(static_cast<int64_t>(live));
+    peak_bytes_counter_->Set(static_cast<int64_t>(state_bytes()));
+  }
+
+  // See "Left open" in the file comment: for_each(note) calls note(key, w)
+  // for every (key, window) holding contents.
+  template <typename ForEach>
+  void PublishNotFired(ForEach&& for_each) {
+    if (not_fired_counter_ == nullptr) return;
+    const Timestamp watermark = timers_.current_watermark();
+    size_t pairs = 0;
+    absl::flat_hash_set<K> keys;
+    for_each([&](const K& key, const W& w) {
+      if (kEventTime && w.max_timestamp() <= watermark) return;  // has fired
+      ++pairs;
+      keys.insert(key);
+    });
+    not_fired_counter_->Set(static_cast<int64_t>(pairs));
+    not_fired_keys_counter_->Set(static_cast<int64_t>(keys.size()));
+  }
+
+  // Drops the window function's per-window state of (key, w), at cleanup.
+  void DropWindowFunctionState(const K& key, const W& w) {
+    if (!function_window_state_.empty()) function_window_state_.erase(KeyWindow<K, W>(key, w));
+  }
+  bool HasWindowFunctionState() const { return !function_window_state_.empty(); }
+
+  const WindowLateness<kEventTime> lateness_;
+  std::optional<OutputTag<T>> late_tag_;
+  KeyedTimerService<K, W> timers_;
+  // The operator's keyed state, one table per kind (see the file comment).
+  KeyedStateStore<K> state_;
+  WindowContext window_ctx_;
+  std::optional<Collector<Out>> collector_;
+
+  // Set while a key / window is being processed.
+  const K* current_key_ = nullptr;
+  const W* current_window_ = nullptr;
+  std::vector<W> windows_;  // scratch for the assigner
+
+ private:
+  // --- WindowStateHost: for the current key and window ---
+  TriggerState* WindowFunctionState(bool create) override {
+    if constexpr (kMerging) {
+      throw std::logic_error("Per-window state is not allowed when using merging windows.");
+    } else {
+      KeyWindow<K, W> kw(*current_key_, *current_window_);
+      if (create) return &function_window_state_[std::move(kw)];
+      auto it = function_window_state_.find(kw);
+      return it == function_window_state_.end() ? nullptr : &it->second;
+    }
+  }
+  TriggerState* GlobalFunctionState(bool create) override {
+    if (create) return &function_global_state_[*current_key_];
+    auto it = function_global_state_.find(*current_key_);
+    return it == function_global_state_.end() ? nullptr : &it->second;
+  }
+
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& function_window_state_ =
+      state_.template Table<TriggerState, W>("window-function-window-state").map;
+  absl::flat_hash_map<K, TriggerState>& function_global_state_ =
+      state_.template Table<TriggerState>("window-function-global-state").map;
+  size_t peak_live_ = 0;
+  Counter* late_dropped_ = nullptr;
+  Counter* late_unconsumed_ = nullptr;
+  Counter* peak_live_counter_ = nullptr;
+  Counter* peak_bytes_counter_ = nullptr;
+  Counter* not_fired_counter_ = nullptr;
+  Counter* not_fired_keys_counter_ = nullptr;
+};
+
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_

@@ -1,0 +1,170 @@
+// Which operator the windowed stream (api/windowed_stream.h) builds:
+// FastWindowOperator (operators/window/fast_window_operator.h) exactly when
+// the assigner is a non-merging event-time one of TimeWindows (tumbling,
+// sliding), the trigger is EventTimeTrigger itself and the function keeps one
+// value per window (reduce, aggregate, with or without a process function);
+// WindowOperator (window_operator.h) otherwise.  Each case builds a job graph
+// and checks the dynamic type of the operator its window node makes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/windowed_stream.h"
+#include "operators/window/windows.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+
+using E = std::pair<std::string, int>;
+
+struct KeyOfE {
+  std::string operator()(const E& e) const { return e.first; }
+};
+struct SumE {
+  E operator()(const E& a, const E& b) const { return E(a.first, a.second + b.second); }
+};
+struct CountSum {
+  std::pair<int, int> create_accumulator() const { return {0, 0}; }
+  std::pair<int, int> add(const E& e, std::pair<int, int> acc) const {
+    return {acc.first + 1, acc.second + e.second};
+  }
+  std::string get_result(const std::pair<int, int>& acc) const {
+    return std::to_string(acc.first) + "/" + std::to_string(acc.second);
+  }
+  std::pair<int, int> merge(std::pair<int, int> a, std::pair<int, int> b) const {
+    return {a.first + b.first, a.second + b.second};
+  }
+};
+struct ListAll {
+  void operator()(const std::string& key, const TimeWindow&, const std::vector<E>& elements,
+                  WindowContext&, Collector<std::string>& out) const {
+    out.collect(key + " " + std::to_string(elements.size()));
+  }
+};
+struct DescribeSum {
+  void operator()(const std::string& key, const TimeWindow&, const E& sum, WindowContext&,
+                  Collector<std::string>& out) const {
+    out.collect(key + " " + std::to_string(sum.second));
+  }
+};
+// Behaves as EventTimeTrigger but is another type: not the fast operator.
+struct OpaqueEventTimeTrigger : EventTimeTrigger {};
+
+using ReduceC = ReduceContents<E, std::string, TimeWindow, SumE, NoProcessFunction, E>;
+using ReduceProcessC = ReduceContents<E, std::string, TimeWindow, SumE, DescribeSum, std::string>;
+using AggregateC =
+    AggregateContents<E, std::string, TimeWindow, CountSum, NoProcessFunction, std::string>;
+template <typename Evictor>
+using ListC = ListContents<E, std::string, TimeWindow, ListAll, Evictor, std::string>;
+
+template <typename Assigner, typename Contents>
+using Fast = FastWindowOperator<E, std::string, KeyOfE, Assigner, Contents>;
+template <typename Assigner, typename Trigger, typename Contents>
+using General = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
+
+class WindowedStreamOperator : public ::testing::Test {
+ protected:
+  KeyedStream<E, KeyOfE> Keyed() {
+    return env_.from_collection(std::vector<E>{E("a", 1)}).key_by(KeyOfE{});
+  }
+  // The operator the node of `stream` makes, as its subtasks would get it.
+  template <typename Out>
+  std::unique_ptr<OperatorBase> OperatorOf(const DataStream<Out>& stream) {
+    return env_.node(stream.id()).make_operator();
+  }
+  template <typename Op, typename Out>
+  bool Builds(const DataStream<Out>& stream) {
+    auto op = OperatorOf(stream);
+    return dynamic_cast<Op*>(op.get()) != nullptr;
+  }
+
+  StreamExecutionEnvironment env_;
+};
+
+TEST_F(WindowedStreamOperator, TumblingReduceIsFast) {
+  auto s = Keyed().window(TumblingEventTimeWindows::of(1s)).reduce(SumE{});
+  EXPECT_TRUE((Builds<Fast<TumblingEventTimeWindows, ReduceC>>(s)));
+  // With lateness and a late side output too.
+  auto late = Keyed()
+                  .window(TumblingEventTimeWindows::of(1s, 100ms))
+                  .allowed_lateness(2s)
+                  .side_output_late_data(OutputTag<E>("late"))
+                  .reduce(SumE{});
+  EXPECT_TRUE((Builds<Fast<TumblingEventTimeWindows, ReduceC>>(late)));
+}
+
+TEST_F(WindowedStreamOperator, SlidingAggregateIsFast) {
+  auto s = Keyed().window(SlidingEventTimeWindows::of(2s, 500ms)).aggregate(CountSum{});
+  EXPECT_TRUE((Builds<Fast<SlidingEventTimeWindows, AggregateC>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, ReduceWithProcessFunctionIsFast) {
+  auto s = Keyed().window(TumblingEventTimeWindows::of(1s)).reduce(SumE{}, DescribeSum{});
+  EXPECT_TRUE((Builds<Fast<TumblingEventTimeWindows, ReduceProcessC>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, ExplicitEventTimeTriggerIsFast) {
+  auto s = Keyed()
+               .window(TumblingEventTimeWindows::of(1s))
+               .trigger(EventTimeTrigger::create())
+               .reduce(SumE{});
+  EXPECT_TRUE((Builds<Fast<TumblingEventTimeWindows, ReduceC>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, TumblingProcessIsGeneral) {
+  auto s = Keyed().window(TumblingEventTimeWindows::of(1s)).process(ListAll{});
+  EXPECT_TRUE((Builds<General<TumblingEventTimeWindows, EventTimeTrigger, ListC<NoEvictor>>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, SessionReduceIsGeneral) {
+  auto s = Keyed().window(EventTimeSessionWindows::with_gap(1s)).reduce(SumE{});
+  EXPECT_TRUE((Builds<General<EventTimeSessionWindows, EventTimeTrigger, ReduceC>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, CustomTriggerIsGeneral) {
+  auto count =
+      Keyed().window(TumblingEventTimeWindows::of(1s)).trigger(CountTrigger::of(3)).reduce(SumE{});
+  EXPECT_TRUE((Builds<General<TumblingEventTimeWindows, CountTrigger, ReduceC>>(count)));
+  // Even one that behaves exactly like EventTimeTrigger: the rule is by type.
+  auto opaque = Keyed()
+                    .window(SlidingEventTimeWindows::of(2s, 500ms))
+                    .trigger(OpaqueEventTimeTrigger{})
+                    .aggregate(CountSum{});
+  EXPECT_TRUE(
+      (Builds<General<SlidingEventTimeWindows, OpaqueEventTimeTrigger, AggregateC>>(opaque)));
+}
+
+TEST_F(WindowedStreamOperator, EvictorIsGeneral) {
+  auto s = Keyed()
+               .window(TumblingEventTimeWindows::of(1s))
+               .evictor(CountEvictor::of(2))
+               .process(ListAll{});
+  EXPECT_TRUE(
+      (Builds<General<TumblingEventTimeWindows, EventTimeTrigger, ListC<CountEvictor>>>(s)));
+}
+
+TEST_F(WindowedStreamOperator, ProcessingTimeReduceIsGeneral) {
+  auto s = Keyed().window(TumblingProcessingTimeWindows::of(1s)).reduce(SumE{});
+  EXPECT_TRUE((Builds<General<TumblingProcessingTimeWindows, ProcessingTimeTrigger, ReduceC>>(s)));
+}
+
+// The rule itself, at compile time.
+static_assert(FastWindowOperatorApplies<TumblingEventTimeWindows, EventTimeTrigger, ReduceC>);
+static_assert(FastWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, AggregateC>);
+static_assert(
+    !FastWindowOperatorApplies<TumblingEventTimeWindows, EventTimeTrigger, ListC<NoEvictor>>);
+static_assert(!FastWindowOperatorApplies<EventTimeSessionWindows, EventTimeTrigger, ReduceC>);
+static_assert(!FastWindowOperatorApplies<TumblingEventTimeWindows, CountTrigger, ReduceC>);
+static_assert(
+    !FastWindowOperatorApplies<TumblingEventTimeWindows, OpaqueEventTimeTrigger, ReduceC>);
+static_assert(
+    !FastWindowOperatorApplies<TumblingProcessingTimeWindows, ProcessingTimeTrigger, ReduceC>);
+
+}  // namespace
+}  // namespace tidemark
