@@ -1,4 +1,5 @@
 // bench/micro_bench.cc
+// (Longer than 600 lines: every micro-benchmark in one binary, one section per hot part.)
 //
 // Google Benchmark micro-benchmarks for the hot parts of the runtime:
 //

@@ -1,4 +1,6 @@
 // bench/tidemark_bench.cc: tidemark-bench, the end-to-end benchmark harness.
+// (Longer than 600 lines: one program: the jobs W1-W6, their baseline loops, the result comparison
+// and the report (a split into files is due with the performance issue).)
 //
 // Runs one job on generator sources with bounded disorder and, in the same
 // process, a plain single-threaded loop that computes the same results from

@@ -1,4 +1,6 @@
 // Randomized differential tests: scripted jobs run on the real multi-threaded
+// (Longer than 600 lines: the job generator, the runner and the comparison belong together; every
+// case replays from its seed.)
 // runtime and on the sequential reference model (reference_model.h, whose
 // file comment explains why the compared results cannot depend on thread
 // timing), compared result by result.

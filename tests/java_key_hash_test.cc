@@ -1,4 +1,6 @@
 // Keys hash as Java does, for every key type key_by accepts: each test checks
+// (Longer than 600 lines: one test per Java key type, all reading the one vectors file through
+// shared parsing.)
 // one C++ key type (or family) against the vectors that a Java program wrote
 // with the JDK's own hashCode() and String decoder,
 // tests/data/java_key_hash_vectors.txt (from tests/java/JavaKeyHashVectors.java;

@@ -1,4 +1,6 @@
 // tests/reference_model.h
+// (Longer than 600 lines: the whole reference model, to be read as one unit against
+// docs/semantics.md.)
 //
 // A sequential reference model of tidemark's event-time windowing, written
 // for obviousness rather than speed and sharing no code with the runtime (it

@@ -1,4 +1,6 @@
 // Integration tests on real threads: parallel sources that each emit their own
+// (Longer than 600 lines: one suite of real-thread jobs that share their recorder operators and
+// sources.)
 // records and watermarks, key_by into parallel downstream subtasks, and the
 // other ship strategies.  Checked: every aligned watermark equals the minimum
 // of what the subtask's channels had delivered at that moment, never

@@ -1,4 +1,6 @@
 // tests/scenarios_test.cc
+// (Longer than 600 lines: one file for the eight seed scenarios, so each document's expected output
+// sits next to its job.)
 //
 // The seed documents' scenarios S1-S8 (../shared/seeds/SCENARIOS.md,
 // docs/semantics.md 2.4, 6, 10), each run as the real multi-threaded

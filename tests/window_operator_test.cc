@@ -1,4 +1,5 @@
 // WindowOperator and KeyedProcessOperator through the deterministic harness
+// (Longer than 600 lines: Flink's WindowOperatorTest facts, one test each, over one harness.)
 // (tests/window_harness.h): docs/semantics.md sections 4, 6 and 7, with
 // facts ported from Flink's WindowOperatorTest.
 #include <gmock/gmock.h>
