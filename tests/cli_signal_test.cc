@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 #include <memory>
 #include <regex>
 #include <string>
@@ -103,9 +106,27 @@ TEST(CliSignalTest, TwoSignalsInARowStillExit130Promptly) {
   }
 }
 
+// True once a thread of process `pid` sleeps in a pipe write (its stdout pipe
+// is full).  Reads /proc/<pid>/task/*/wchan ("pipe_write" or
+// "anon_pipe_write", depending on the kernel).
+bool SomeThreadBlockedInPipeWrite(pid_t pid) {
+  std::error_code ec;
+  for (const auto& t :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(t.path() / "wchan");
+    std::string wchan;
+    std::getline(in, wchan);
+    if (wchan.find("pipe_write") != std::string::npos) return true;
+  }
+  return false;
+}
+
 // The second signal while the first is being handled: the job cannot stop
-// because its output is blocked (2000 results, far more than the stdout pipe
-// holds, which the test does not read), so only the second signal ends it.
+// because its print sink is blocked writing to a full stdout pipe (2000
+// results, far more than the pipe holds, which the test does not read), so
+// only the second signal ends it.  The first signal is sent only once the sink
+// is seen blocked: before that, the cancel would land at the sink's next
+// record and the job would stop by itself.
 TEST(CliSignalTest, SecondSignalWhileTheFirstIsHandledExitsAtOnce) {
   int in[2];
   ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
@@ -120,6 +141,14 @@ TEST(CliSignalTest, SecondSignalWhileTheFirstIsHandledExitsAtOnce) {
   ASSERT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
   // The firing has begun; it blocks once the pipe is full, and never ends.
   ASSERT_TRUE(proc.WaitForOutReadable(kLimit));
+  const auto deadline = std::chrono::steady_clock::now() + kLimit;
+  while (!SomeThreadBlockedInPipeWrite(proc.pid())) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      close(in[1]);
+      GTEST_SKIP() << "no thread seen in pipe_write (is /proc/<pid>/task/*/wchan readable?)";
+    }
+    std::this_thread::yield();  // polling the process state, not waiting on time
+  }
   ASSERT_EQ(kill(proc.pid(), SIGINT), 0);
   ASSERT_TRUE(proc.WaitForErr("tidemark: SIGINT: stopping the job", kLimit)) << proc.err();
   ASSERT_EQ(kill(proc.pid(), SIGINT), 0);
