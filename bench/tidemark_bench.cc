@@ -140,9 +140,9 @@
 #include "tidemark.h"
 
 #if __has_include("operators/window/windows.h")
-#include "operators/window/windows.h"
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
+#include "operators/window/windows.h"
 #define TM_BENCH_HAVE_WINDOWS 1
 #endif
 

@@ -40,7 +40,7 @@ class WriterBase {
 // Shared by a task's writers: set when a push filled a channel.
 struct WriterSignals {
   bool backpressured = false;
-  SteadyTime now;  // the task's current slice time
+  SteadyTime now;                                // the task's current slice time
   const std::atomic<bool>* cancelled = nullptr;  // the job's cancel flag
 };
 
@@ -146,7 +146,7 @@ class ChannelWriter final : public Output<T>, public WriterBase {
   const bool report_;
   std::vector<std::unique_ptr<Batch<T>>> current_;
   std::vector<SteadyTime> started_;
-  const bool broadcast_;  // partitioner_->IsBroadcast(), asked once
+  const bool broadcast_;     // partitioner_->IsBroadcast(), asked once
   const std::string blame_;  // names the partitioner in errors
   int64_t count_ = 0;
 };

@@ -78,8 +78,8 @@ void CancelDuringSlowSink(Shape shape) {
     EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
     // At most the call in progress when cancel() ran (plus one that started
     // between the two reads around cancel()).
-    EXPECT_LE(calls->load() - before, 2) << "sink calls after cancel(): "
-                                        << calls->load() - at_cancel;
+    EXPECT_LE(calls->load() - before, 2)
+        << "sink calls after cancel(): " << calls->load() - at_cancel;
   }
 }
 

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"

@@ -5,13 +5,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <random>
-#include <string>
-#include <thread>
-#include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "test_util.h"
 #include "tidemark.h"

@@ -130,9 +130,9 @@ Outcome RunSlowMapJob(bool idleness) {
                  return e;
                })
                .name("Slow map");
-  auto b = env.add_source<Ev>([release] { return std::make_unique<ParkedSource>(release); }, "B",
-                              false)
-               .assign_timestamps_and_watermarks(strategy);
+  auto b =
+      env.add_source<Ev>([release] { return std::make_unique<ParkedSource>(release); }, "B", false)
+          .assign_timestamps_and_watermarks(strategy);
   OutputTag<Ev> late("late");
   auto counts = a.union_with(b)
                     .key_by([](const Ev& e) { return e.key; })

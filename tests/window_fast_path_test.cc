@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "window_harness.h"
+#include "window_test_functions.h"
 
 namespace tidemark {
 namespace {
@@ -28,28 +29,10 @@ namespace {
 using namespace std::chrono_literals;
 using testing::OperatorHarness;
 
-using E = std::pair<std::string, int>;
-
-struct KeyOfE {
-  std::string operator()(const E& e) const { return e.first; }
-};
-struct SumE {
-  E operator()(const E& a, const E& b) const { return E(a.first, a.second + b.second); }
-};
-
-// An aggregate: (count, sum) -> "count/sum".
-struct CountSum {
-  std::pair<int, int> create_accumulator() const { return {0, 0}; }
-  std::pair<int, int> add(const E& e, std::pair<int, int> acc) const {
-    return {acc.first + 1, acc.second + e.second};
-  }
-  std::string get_result(const std::pair<int, int>& acc) const {
-    return std::to_string(acc.first) + "/" + std::to_string(acc.second);
-  }
-  std::pair<int, int> merge(std::pair<int, int> a, std::pair<int, int> b) const {
-    return {a.first + b.first, a.second + b.second};
-  }
-};
+using testing::CountSum;
+using testing::E;
+using testing::KeyOfE;
+using testing::SumE;
 
 // A process function over the reduced value that shows what the context
 // says: the window, who fired, and a per-window firing count (window state,
