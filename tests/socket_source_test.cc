@@ -261,11 +261,13 @@ TEST(SocketSource, RetriesEvery500msUntilTheListenerOpens) {
           received->fetch_add(1);
         });
     JobClient client = env.execute_async();
-    // Wait until the first attempt has been refused (counted), then listen.
+    // Wait until a second attempt has begun, which proves the first was
+    // refused (an attempt is counted before its connect(), so a count of 1
+    // could still connect to the listener opened next), then listen.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (Attempts(client.metrics()) < 1 && std::chrono::steady_clock::now() < deadline)
+    while (Attempts(client.metrics()) < 2 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ASSERT_GE(Attempts(client.metrics()), 1);
+    ASSERT_GE(Attempts(client.metrics()), 2);
     const int listener = ListenOn(port);
     ASSERT_GE(listener, 0) << "port " << port << " was taken meanwhile";
     const int conn = accept(listener, nullptr, nullptr);
