@@ -137,6 +137,35 @@ class RollingReduceOperator final : public OneInputOperator<T, T> {
   absl::flat_hash_map<K, T> state_;
 };
 
+// The watermark output of TimestampsAndWatermarksOperator (basic.cc): it
+// forwards a watermark only when it advances, turns the output active again
+// before a watermark that follows idleness, and, while `deferring` (the
+// generator's OnEvent, before the record is forwarded), holds what it is asked
+// to emit until ApplyPending(), in order.
+class TimestampsEmitter final : public WatermarkOutput {
+ public:
+  void set_out(OutputBase* out) { out_ = out; }
+  void set_deferring(bool d) { deferring_ = d; }
+  bool has_pending() const { return has_pending_; }
+  Timestamp last_emitted() const { return last_emitted_; }
+
+  void EmitWatermark(Timestamp w) override;
+  void MarkIdle() override;
+  void MarkActive() override;
+  void ApplyPending();
+
+ private:
+  enum class Action : uint8_t { kWatermark, kIdle, kActive };
+  void Defer(Action what, Timestamp w);
+
+  OutputBase* out_ = nullptr;
+  Timestamp last_emitted_ = kMinTimestamp;
+  bool idle_ = false;
+  bool deferring_ = false;
+  bool has_pending_ = false;
+  std::vector<std::pair<Action, Timestamp>> pending_;  // in the order requested
+};
+
 // assign_timestamps_and_watermarks: Flink's TimestampsAndWatermarksOperator
 // (docs/semantics.md, 2.5).  Assigns each record's timestamp, forwards
 // the record, then shows it to the generator, so a punctuated watermark always
@@ -153,7 +182,8 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     // Idleness runs on the input activity clock, which stands still while
     // the task is back-pressured (FLINK-35886).
     generator_ = strategy_.CreateGenerator(ctx.input_activity_clock());
-    emitter_.op = this;
+    forwarder_.op = this;
+    emitter_.set_out(&forwarder_);
     interval_ = ToMillis(ctx.config().auto_watermark_interval);
     if (interval_ > 0 && !strategy_.periodic_per_record()) ScheduleNext();
   }
@@ -162,11 +192,11 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     const Timestamp new_ts = strategy_.assigner() ? strategy_.assigner()(v, ts) : ts;
     // The generator sees the record before it is moved on; what it emits is
     // held back until the record has been forwarded.
-    emitter_.deferring = true;
+    emitter_.set_deferring(true);
     generator_->OnEvent(v, new_ts, emitter_);
-    emitter_.deferring = false;
+    emitter_.set_deferring(false);
     this->output().Collect(std::move(v), new_ts);
-    if (emitter_.has_pending) emitter_.ApplyPending();
+    if (emitter_.has_pending()) emitter_.ApplyPending();
     if (strategy_.periodic_per_record()) generator_->OnPeriodicEmit(emitter_);
   }
 
@@ -176,7 +206,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   void ProcessStatus(WatermarkStatus) override {}
   void Finish() override { generator_->OnPeriodicEmit(emitter_); }
 
-  Timestamp last_emitted() const { return emitter_.last_emitted; }
+  Timestamp last_emitted() const { return emitter_.last_emitted(); }
 
  private:
   // The periodic emitter, as Flink's: a timer at now + interval, re-armed
@@ -193,59 +223,17 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     });
   }
 
-  struct Emitter final : WatermarkOutput {
+  // The emitter's way out: the operator's outputs.
+  struct Forwarder final : OutputBase {
     TimestampsAndWatermarksOperator* op = nullptr;
-    Timestamp last_emitted = kMinTimestamp;
-    bool idle = false;
-    bool deferring = false;
-    bool has_pending = false;
-    // Pending actions, in the order they were requested while deferring.
-    std::vector<std::pair<int, Timestamp>> pending;  // 0 = watermark, 1 = idle, 2 = active
-
-    void EmitWatermark(Timestamp w) override {
-      if (deferring) return Defer(0, w);
-      if (w <= last_emitted) return;
-      if (idle) {
-        idle = false;
-        op->ForwardStatus(WatermarkStatus::kActive);
-      }
-      last_emitted = w;
-      op->ForwardWatermark(w);
-    }
-    void MarkIdle() override {
-      if (deferring) return Defer(1, 0);
-      if (idle) return;
-      idle = true;
-      op->ForwardStatus(WatermarkStatus::kIdle);
-    }
-    void MarkActive() override {
-      if (deferring) return Defer(2, 0);
-      if (!idle) return;
-      idle = false;
-      op->ForwardStatus(WatermarkStatus::kActive);
-    }
-    void Defer(int what, Timestamp w) {
-      pending.emplace_back(what, w);
-      has_pending = true;
-    }
-    void ApplyPending() {
-      has_pending = false;
-      auto actions = std::move(pending);
-      pending.clear();
-      for (auto [what, w] : actions) {
-        if (what == 0)
-          EmitWatermark(w);
-        else if (what == 1)
-          MarkIdle();
-        else
-          MarkActive();
-      }
-    }
+    void EmitWatermark(Timestamp w) override { op->ForwardWatermark(w); }
+    void EmitStatus(WatermarkStatus s) override { op->ForwardStatus(s); }
   };
 
   WatermarkStrategy<T> strategy_;
   std::unique_ptr<WatermarkGenerator<T>> generator_;
-  Emitter emitter_;
+  Forwarder forwarder_;
+  TimestampsEmitter emitter_;
   int64_t interval_ = 0;
 };
 

@@ -19,21 +19,28 @@ namespace tidemark {
 // that operator into an OperatorError naming it (error_guard.h).  Once the job
 // is cancelled, the next element throws TaskCancelled instead, so a cancel
 // lands within one user call even in the middle of a batch or a firing.
+//
+// The watermark and status paths do not depend on the type (chain_output.cc).
+void ChainWatermark(OperatorBase* next, const OperatorContext* ctx, Timestamp w);
+void ChainStatus(OperatorBase* next, const OperatorContext* ctx, WatermarkStatus s);
+// To every output (FanOutOutput).
+void FanOutWatermark(const std::vector<OutputBase*>& outs, Timestamp w);
+void FanOutStatus(const std::vector<OutputBase*>& outs, WatermarkStatus s);
+
 template <typename T>
 class ChainOutput final : public Output<T> {
  public:
   ChainOutput(InputOperator<T>* next, const OperatorContext* ctx) : next_(next), ctx_(ctx) {}
   void Collect(T&& v, Timestamp ts) override {
     if (ctx_->cancelled()) throw TaskCancelled{};
-    GuardUserCall(*ctx_, [&] { next_->ProcessElement(std::move(v), ts); });
+    try {
+      next_->ProcessElement(std::move(v), ts);
+    } catch (...) {
+      RethrowAsOperatorError(*ctx_);
+    }
   }
-  void EmitWatermark(Timestamp w) override {
-    if (ctx_->cancelled()) throw TaskCancelled{};
-    GuardUserCall(*ctx_, [&] { next_->ProcessWatermark(w); });
-  }
-  void EmitStatus(WatermarkStatus s) override {
-    GuardUserCall(*ctx_, [&] { next_->ProcessStatus(s); });
-  }
+  void EmitWatermark(Timestamp w) override { ChainWatermark(next_, ctx_, w); }
+  void EmitStatus(WatermarkStatus s) override { ChainStatus(next_, ctx_, s); }
 
  private:
   InputOperator<T>* next_;
@@ -43,20 +50,18 @@ class ChainOutput final : public Output<T> {
 template <typename T>
 class FanOutOutput final : public Output<T> {
  public:
-  explicit FanOutOutput(std::vector<Output<T>*> outs) : outs_(std::move(outs)) {}
+  explicit FanOutOutput(std::vector<Output<T>*> outs)
+      : outs_(std::move(outs)), bases_(outs_.begin(), outs_.end()) {}
   void Collect(T&& v, Timestamp ts) override {
     for (size_t i = 0; i + 1 < outs_.size(); ++i) outs_[i]->CollectCopy(v, ts);
     outs_.back()->Collect(std::move(v), ts);
   }
-  void EmitWatermark(Timestamp w) override {
-    for (auto* o : outs_) o->EmitWatermark(w);
-  }
-  void EmitStatus(WatermarkStatus s) override {
-    for (auto* o : outs_) o->EmitStatus(s);
-  }
+  void EmitWatermark(Timestamp w) override { FanOutWatermark(bases_, w); }
+  void EmitStatus(WatermarkStatus s) override { FanOutStatus(bases_, s); }
 
  private:
   std::vector<Output<T>*> outs_;
+  std::vector<OutputBase*> bases_;
 };
 
 template <typename T>

@@ -36,10 +36,12 @@
 
 namespace tidemark {
 
+// The channel itself, for batches of any type (channel.cc); Channel<T> only
+// names the type.
 class ChannelBase {
  public:
   explicit ChannelBase(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
-  virtual ~ChannelBase() = default;
+  virtual ~ChannelBase();
   ChannelBase(const ChannelBase&) = delete;
   ChannelBase& operator=(const ChannelBase&) = delete;
 
@@ -53,17 +55,22 @@ class ChannelBase {
 
   // Producer side: true when below capacity; otherwise the producer is
   // registered for a Notify() once there is space again, and false returned.
-  bool HasSpace() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (size_.load(std::memory_order_relaxed) < capacity_) return true;
-    producer_waiting_ = true;
-    return false;
-  }
+  bool HasSpace();
 
  protected:
+  // A recycled batch, or nullptr when there is none.
+  std::unique_ptr<BatchBase> TakeFree();
+  // See Channel<T>::Push, Pop and Recycle.
+  bool PushBatch(std::unique_ptr<BatchBase> batch);
+  std::unique_ptr<BatchBase> PopBatch();
+  void RecycleBatch(std::unique_ptr<BatchBase> batch);
+
+ private:
   std::mutex mu_;
   std::atomic<size_t> size_{0};
-  bool producer_waiting_ = false;  // guarded by mu_
+  bool producer_waiting_ = false;                 // guarded by mu_
+  std::deque<std::unique_ptr<BatchBase>> queue_;  // guarded by mu_
+  std::vector<std::unique_ptr<BatchBase>> free_;  // guarded by mu_
   const size_t capacity_;
   Task* producer_ = nullptr;
   Task* consumer_ = nullptr;
@@ -78,67 +85,28 @@ class Channel final : public ChannelBase {
 
   // Producer side: an empty batch to fill, recycled when possible.
   BatchPtr AcquireBatch() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!free_.empty()) {
-        BatchPtr b = std::move(free_.back());
-        free_.pop_back();
-        return b;
-      }
-    }
+    if (std::unique_ptr<BatchBase> b = TakeFree()) return Typed(std::move(b));
     return std::make_unique<Batch<T>>();
   }
 
   // Producer side: hands `batch` to the consumer.  Returns false when the
   // channel is now full (the producer will be notified when it drains).
-  bool Push(BatchPtr batch) {
-    bool wake_consumer = false;
-    bool has_space = true;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const size_t n = size_.load(std::memory_order_relaxed);
-      wake_consumer = (n == 0);
-      queue_.push_back(std::move(batch));
-      size_.store(n + 1, std::memory_order_relaxed);
-      if (n + 1 >= capacity_) {
-        producer_waiting_ = true;
-        has_space = false;
-      }
-    }
-    if (wake_consumer && consumer_ != nullptr) consumer_->Notify();
-    return has_space;
-  }
+  bool Push(BatchPtr batch) { return PushBatch(std::move(batch)); }
 
   // Consumer side: the oldest batch, or nullptr when there is none.
-  BatchPtr Pop() {
-    BatchPtr b;
-    bool wake_producer = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty()) return nullptr;
-      b = std::move(queue_.front());
-      queue_.pop_front();
-      const size_t n = queue_.size();
-      size_.store(n, std::memory_order_relaxed);
-      if (producer_waiting_ && n < capacity_) {
-        producer_waiting_ = false;
-        wake_producer = true;
-      }
-    }
-    if (wake_producer && producer_ != nullptr) producer_->Notify();
-    return b;
-  }
+  BatchPtr Pop() { return Typed(PopBatch()); }
 
   // Consumer side: returns a processed batch for reuse.
   void Recycle(BatchPtr b) {
     b->clear();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.size() < capacity_ + 1) free_.push_back(std::move(b));
+    RecycleBatch(std::move(b));
   }
 
  private:
-  std::deque<BatchPtr> queue_;  // guarded by mu_
-  std::vector<BatchPtr> free_;  // guarded by mu_
+  // Every batch of this channel is a Batch<T>.
+  static BatchPtr Typed(std::unique_ptr<BatchBase> b) {
+    return BatchPtr(static_cast<Batch<T>*>(b.release()));
+  }
 };
 
 }  // namespace tidemark

@@ -44,23 +44,60 @@ struct WriterSignals {
   const std::atomic<bool>* cancelled = nullptr;  // the job's cancel flag
 };
 
+// How a writer picks the channel of a record.  The strategies that need no
+// user function route without a Partitioner<T>.
+struct WriterRoute {
+  ShipStrategy strategy = ShipStrategy::kForward;  // kForward, kBroadcast; else rebalance
+  int subtask = 0;                                 // rebalance starts here
+};
+
+// The half of a writer that does not depend on the record type
+// (channel_writer.cc): the reports of its output watermark and status, the
+// record count, the batches' ages.
+class ChannelWriterCore : public WriterBase {
+ protected:
+  ChannelWriterCore(size_t num_channels, size_t batch_size, WriterSignals* signals,
+                    SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
+                    std::string blame);
+  ~ChannelWriterCore() override;
+
+  void ReportWatermark(Timestamp w);
+  void ReportStatus(WatermarkStatus s);
+  void PublishCount();
+  // Call inside a catch block: the user error of the partitioner (a key
+  // selector), blamed on the key_by.
+  [[noreturn]] void PartitionerFailed() const;
+
+  const size_t batch_size_;
+  WriterSignals* signals_;
+  SubtaskMetrics* metrics_;
+  std::vector<SteadyTime> started_;  // when each channel's current batch got its first element
+  int64_t count_ = 0;
+
+ private:
+  WatermarkListener* listener_;
+  const bool report_;
+  const std::string blame_;  // names the partitioner in errors
+};
+
 template <typename T>
-class ChannelWriter final : public Output<T>, public WriterBase {
+class ChannelWriter final : public Output<T>, public ChannelWriterCore {
  public:
+  // `partitioner` routes the records; without one, `route` does.
   ChannelWriter(std::vector<Channel<T>*> channels, std::unique_ptr<Partitioner<T>> partitioner,
-                size_t batch_size, WriterSignals* signals, SubtaskMetrics* metrics,
-                WatermarkListener* listener, bool report_watermarks, std::string blame = "")
-      : channels_(std::move(channels)),
+                WriterRoute route, size_t batch_size, WriterSignals* signals,
+                SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
+                std::string blame = "")
+      : ChannelWriterCore(channels.size(), batch_size, signals, metrics, listener,
+                          report_watermarks, std::move(blame)),
+        channels_(std::move(channels)),
         partitioner_(std::move(partitioner)),
-        batch_size_(std::max<size_t>(1, batch_size)),
-        signals_(signals),
-        metrics_(metrics),
-        listener_(listener),
-        report_(report_watermarks),
         current_(channels_.size()),
-        started_(channels_.size()),
-        broadcast_(partitioner_ != nullptr && partitioner_->IsBroadcast()),
-        blame_(std::move(blame)) {
+        broadcast_(partitioner_ != nullptr ? partitioner_->IsBroadcast()
+                                           : route.strategy == ShipStrategy::kBroadcast),
+        rebalance_(partitioner_ == nullptr && route.strategy != ShipStrategy::kForward &&
+                   route.strategy != ShipStrategy::kBroadcast),
+        next_(channels_.empty() ? 0 : route.subtask % static_cast<int>(channels_.size())) {
     for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
   }
 
@@ -70,27 +107,31 @@ class ChannelWriter final : public Output<T>, public WriterBase {
       for (size_t c = 0; c + 1 < channels_.size(); ++c) Append(c, T(v), ts);
       return Append(channels_.size() - 1, std::move(v), ts);
     }
+    if (rebalance_) {
+      const int c = next_;
+      if (++next_ == static_cast<int>(channels_.size())) next_ = 0;
+      return Append(static_cast<size_t>(c), std::move(v), ts);
+    }
+    if (partitioner_ == nullptr) return Append(0, std::move(v), ts);  // forward
     // The partitioner runs user code (a key selector): its errors are the
     // key_by's, not the upstream operator's.
-    const int c = GuardUserCall(blame_, metrics_->subtask(), metrics_->parallelism(),
-                                [&] { return partitioner_->Select(v); });
+    int c;
+    try {
+      c = partitioner_->Select(v);
+    } catch (...) {
+      PartitionerFailed();
+    }
     Append(static_cast<size_t>(c), std::move(v), ts);
   }
 
   void EmitWatermark(Timestamp w) override {
     for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kWatermark, w);
-    if (report_) {
-      metrics_->output_watermark.store(w, std::memory_order_relaxed);
-      if (listener_) listener_->OnOutputWatermark(metrics_->task_name(), metrics_->subtask(), w);
-    }
+    ReportWatermark(w);
   }
   void EmitStatus(WatermarkStatus s) override {
     for (size_t c = 0; c < channels_.size(); ++c)
       AddControl(c, ControlKind::kStatus, static_cast<Timestamp>(s));
-    if (report_) {
-      metrics_->idle.store(s == WatermarkStatus::kIdle, std::memory_order_relaxed);
-      if (listener_) listener_->OnOutputStatus(metrics_->task_name(), metrics_->subtask(), s);
-    }
+    ReportStatus(s);
   }
 
   bool HasSpace() override {
@@ -130,25 +171,13 @@ class ChannelWriter final : public Output<T>, public WriterBase {
     if (!channels_[c]->Push(std::move(current_[c]))) signals_->backpressured = true;
     current_[c] = channels_[c]->AcquireBatch();
   }
-  void PublishCount() {
-    if (count_ != 0) {
-      metrics_->records_out.Inc(count_);
-      count_ = 0;
-    }
-  }
 
   std::vector<Channel<T>*> channels_;
   std::unique_ptr<Partitioner<T>> partitioner_;
-  const size_t batch_size_;
-  WriterSignals* signals_;
-  SubtaskMetrics* metrics_;
-  WatermarkListener* listener_;
-  const bool report_;
   std::vector<std::unique_ptr<Batch<T>>> current_;
-  std::vector<SteadyTime> started_;
-  const bool broadcast_;     // partitioner_->IsBroadcast(), asked once
-  const std::string blame_;  // names the partitioner in errors
-  int64_t count_ = 0;
+  const bool broadcast_;
+  const bool rebalance_;
+  int next_;  // the next channel, for rebalance
 };
 
 }  // namespace tidemark

@@ -35,4 +35,20 @@ std::string DescribeCurrentException() {
   }
 }
 
+void RethrowAsOperatorError(const std::string& name, int subtask, int parallelism) {
+  try {
+    throw;
+  } catch (const OperatorError&) {
+    throw;
+  } catch (const TaskCancelled&) {
+    throw;
+  } catch (...) {
+    throw OperatorError(name, subtask, parallelism, DescribeCurrentException());
+  }
+}
+
+void RethrowAsOperatorError(const OperatorContext& ctx) {
+  RethrowAsOperatorError(ctx.operator_name(), ctx.subtask_index(), ctx.parallelism());
+}
+
 }  // namespace tidemark

@@ -35,25 +35,30 @@ struct TaskCancelled {};
 // a catch block.
 std::string DescribeCurrentException();
 
+// Call only inside a catch block: rethrows the exception being handled, as
+// it is when it is an OperatorError or TaskCancelled, else as an
+// OperatorError for `name` (subtask `subtask` of `parallelism`).
+[[noreturn]] void RethrowAsOperatorError(const std::string& name, int subtask, int parallelism);
+[[noreturn]] void RethrowAsOperatorError(const OperatorContext& ctx);
+
 // Runs f(); an exception from it becomes an OperatorError for `name`
 // (subtask `subtask` of `parallelism`).
 template <typename F>
 decltype(auto) GuardUserCall(const std::string& name, int subtask, int parallelism, F&& f) {
   try {
     return std::forward<F>(f)();
-  } catch (const OperatorError&) {
-    throw;
-  } catch (const TaskCancelled&) {
-    throw;
   } catch (...) {
-    throw OperatorError(name, subtask, parallelism, DescribeCurrentException());
+    RethrowAsOperatorError(name, subtask, parallelism);
   }
 }
 
 template <typename F>
 decltype(auto) GuardUserCall(const OperatorContext& ctx, F&& f) {
-  return GuardUserCall(ctx.operator_name(), ctx.subtask_index(), ctx.parallelism(),
-                       std::forward<F>(f));
+  try {
+    return std::forward<F>(f)();
+  } catch (...) {
+    RethrowAsOperatorError(ctx);
+  }
 }
 
 }  // namespace tidemark

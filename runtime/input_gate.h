@@ -37,16 +37,47 @@ class TaskInput {
   virtual int WaitFd() const { return -1; }
 };
 
+// The half of an input gate that does not depend on the record type
+// (input_gate.cc): the valve, its inputs (watermarks, statuses, ends of input)
+// and the reports of every channel change (metrics, WatermarkListener),
+// published before the valve's output reaches the operators so that a trace
+// shows the channel change before the window firings it causes.
+class InputGateCore : private WatermarkValve::Emitter {
+ public:
+  InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
+                WatermarkListener* listener);
+  const WatermarkValve& valve() const { return valve_; }
+
+ protected:
+  // A control element that arrived on channel `c`.
+  void HandleControl(int c, const Control& ctl);
+  // The number of channels that have ended.
+  size_t ended() const { return ended_; }
+  SubtaskMetrics* metrics() const { return metrics_; }
+
+ private:
+  void Notify(int c);
+  // WatermarkValve::Emitter
+  void EmitWatermark(Timestamp w) override;
+  void EmitStatus(WatermarkStatus s) override;
+
+  OutputBase* head_;
+  SubtaskMetrics* metrics_;
+  WatermarkListener* listener_;
+  WatermarkValve valve_;
+  size_t ended_ = 0;
+  int current_channel_ = -1;
+  bool notified_ = false;
+};
+
 template <typename T>
-class InputGate final : public TaskInput, private WatermarkValve::Emitter {
+class InputGate final : public TaskInput, public InputGateCore {
  public:
   InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
             WatermarkListener* listener)
-      : channels_(std::move(channels)),
-        head_(head),
-        metrics_(metrics),
-        listener_(listener),
-        valve_(static_cast<int>(channels_.size())) {}
+      : InputGateCore(static_cast<int>(channels.size()), head, metrics, listener),
+        channels_(std::move(channels)),
+        head_(head) {}
 
   Step RunStep() override {
     const size_t n = channels_.size();
@@ -58,12 +89,10 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
       if (!batch) continue;
       Process(static_cast<int>(c), *batch);
       channels_[c]->Recycle(std::move(batch));
-      return ended_ == n ? Step::kEnd : Step::kMore;
+      return ended() == n ? Step::kEnd : Step::kMore;
     }
-    return ended_ == n ? Step::kEnd : Step::kNothing;
+    return ended() == n ? Step::kEnd : Step::kNothing;
   }
-
-  const WatermarkValve& valve() const { return valve_; }
 
  private:
   void Process(int c, Batch<T>& b) {
@@ -75,76 +104,12 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
       head_->Collect(std::move(b.records[r].value), b.records[r].timestamp);
     }
     while (ci < b.controls.size()) HandleControl(c, b.controls[ci++]);
-    if (nr != 0) metrics_->records_in.Inc(static_cast<int64_t>(nr));
-  }
-
-  void HandleControl(int c, const Control& ctl) {
-    const Timestamp before_wm = valve_.channel_watermark(c);
-    const bool before_idle = valve_.channel_idle(c);
-    const Timestamp before_aligned = valve_.last_output_watermark();
-    current_channel_ = c;
-    notified_ = false;
-    switch (ctl.kind) {
-      case ControlKind::kWatermark:
-        valve_.InputWatermark(c, ctl.value, *this);
-        break;
-      case ControlKind::kStatus:
-        valve_.InputStatus(c, static_cast<WatermarkStatus>(ctl.value), *this);
-        break;
-      case ControlKind::kEndOfInput:
-        valve_.InputEnd(c, *this);
-        ++ended_;
-        break;
-    }
-    if (!notified_ &&
-        (valve_.channel_watermark(c) != before_wm || valve_.channel_idle(c) != before_idle ||
-         valve_.last_output_watermark() != before_aligned)) {
-      Notify(c);
-    }
-    current_channel_ = -1;
-  }
-
-  // Publishes channel `c`'s state (metrics, listener).  Called before the
-  // valve's output reaches the operators, so a trace shows the channel change
-  // before the window firings it causes.
-  void Notify(int c) {
-    notified_ = true;
-    InputChannelMetrics& m = metrics_->channel(c);
-    m.watermark.store(valve_.channel_watermark(c), std::memory_order_relaxed);
-    m.idle.store(valve_.channel_idle(c), std::memory_order_relaxed);
-    if (listener_) {
-      WatermarkListener::ChannelEvent e{&metrics_->task_name(),
-                                        metrics_->subtask(),
-                                        c,
-                                        valve_.channel_watermark(c),
-                                        valve_.channel_idle(c),
-                                        valve_.last_output_watermark(),
-                                        valve_.last_output_status() == WatermarkStatus::kIdle,
-                                        valve_.HoldingChannel()};
-      listener_->OnInputChannel(e);
-    }
-  }
-
-  // WatermarkValve::Emitter
-  void EmitWatermark(Timestamp w) override {
-    metrics_->input_watermark.store(w, std::memory_order_relaxed);
-    if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
-    head_->EmitWatermark(w);
-  }
-  void EmitStatus(WatermarkStatus s) override {
-    if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
-    head_->EmitStatus(s);
+    if (nr != 0) metrics()->records_in.Inc(static_cast<int64_t>(nr));
   }
 
   std::vector<Channel<T>*> channels_;
   Output<T>* head_;
-  SubtaskMetrics* metrics_;
-  WatermarkListener* listener_;
-  WatermarkValve valve_;
   size_t next_ = 0;
-  size_t ended_ = 0;
-  int current_channel_ = -1;
-  bool notified_ = false;
 };
 
 }  // namespace tidemark

@@ -67,18 +67,8 @@ class SubtaskMetrics {
   // Named counters of the operators in this subtask ("numLateRecordsDropped",
   // ...).  Registration happens while the job starts; the returned pointer is
   // stable.
-  Counter* GetCounter(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& c = counters_[name];
-    if (!c) c = std::make_unique<Counter>();
-    return c.get();
-  }
-  std::map<std::string, int64_t> CounterValues() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::map<std::string, int64_t> out;
-    for (const auto& [k, v] : counters_) out[k] = v->Get();
-    return out;
-  }
+  Counter* GetCounter(const std::string& name);
+  std::map<std::string, int64_t> CounterValues() const;
 
  private:
   const std::string task_name_;

@@ -57,14 +57,11 @@ class TypedNodeOps final : public NodeOps {
     for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
     std::unique_ptr<Partitioner<T>> p;
     const int n = static_cast<int>(channels.size());
-    if (edge.partitioner) {
+    if (edge.partitioner)
       p = static_cast<PartitionerFactory<T>*>(edge.partitioner.get())->Make(n, subtask, max_p);
-    } else {
-      p = MakeBuiltinPartitioner<T>(edge.strategy, n, subtask);
-    }
-    auto w = std::make_unique<ChannelWriter<T>>(std::move(typed), std::move(p),
-                                                task->config().batch_size, task->signals(),
-                                                task->metrics(), listener, report, blame);
+    auto w = std::make_unique<ChannelWriter<T>>(
+        std::move(typed), std::move(p), WriterRoute{edge.strategy, subtask},
+        task->config().batch_size, task->signals(), task->metrics(), listener, report, blame);
     *writer = w.get();
     return w;
   }

@@ -11,6 +11,32 @@ OperatorError::OperatorError(const std::string& operator_name, int subtask, int 
       operator_name_(operator_name),
       subtask_(subtask) {}
 
+OperatorBase::OperatorBase() = default;
+OperatorBase::~OperatorBase() = default;
+
+void OperatorBase::Open(OperatorContext& ctx) { ctx_ = &ctx; }
+void OperatorBase::ProcessWatermark(Timestamp watermark) { ForwardWatermark(watermark); }
+void OperatorBase::ProcessStatus(WatermarkStatus status) { ForwardStatus(status); }
+
+void OperatorBase::set_side_output(const std::string& tag, OutputBase* out) {
+  side_outputs_[tag] = out;
+}
+
+void OperatorBase::ForwardWatermark(Timestamp w) {
+  if (output_base_) output_base_->EmitWatermark(w);
+  for (auto& [tag, out] : side_outputs_) out->EmitWatermark(w);
+}
+
+void OperatorBase::ForwardStatus(WatermarkStatus s) {
+  if (output_base_) output_base_->EmitStatus(s);
+  for (auto& [tag, out] : side_outputs_) out->EmitStatus(s);
+}
+
+OutputBase* OperatorBase::FindSideOutput(const std::string& tag) const {
+  auto it = side_outputs_.find(tag);
+  return it == side_outputs_.end() ? nullptr : it->second;
+}
+
 SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   SubtaskMetricsSnapshot s;
   s.task_name = m.task_name();

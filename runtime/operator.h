@@ -138,10 +138,11 @@ class OperatorContext {
 
 class OperatorBase {
  public:
-  virtual ~OperatorBase() = default;
-  virtual void Open(OperatorContext& ctx) { ctx_ = &ctx; }
-  virtual void ProcessWatermark(Timestamp watermark) { ForwardWatermark(watermark); }
-  virtual void ProcessStatus(WatermarkStatus status) { ForwardStatus(status); }
+  OperatorBase();
+  virtual ~OperatorBase();
+  virtual void Open(OperatorContext& ctx);
+  virtual void ProcessWatermark(Timestamp watermark);
+  virtual void ProcessStatus(WatermarkStatus status);
   virtual void Finish() {}
   virtual void Close() {}
 
@@ -149,24 +150,19 @@ class OperatorBase {
   // `out` is an Output<Out> of the operator's output type, or nullptr for
   // operators without output (sinks).
   void set_output(OutputBase* out) { output_base_ = out; }
-  void set_side_output(const std::string& tag, OutputBase* out) { side_outputs_[tag] = out; }
+  void set_side_output(const std::string& tag, OutputBase* out);
 
  protected:
   OperatorContext& ctx() { return *ctx_; }
-  void ForwardWatermark(Timestamp w) {
-    if (output_base_) output_base_->EmitWatermark(w);
-    for (auto& [tag, out] : side_outputs_) out->EmitWatermark(w);
-  }
-  void ForwardStatus(WatermarkStatus s) {
-    if (output_base_) output_base_->EmitStatus(s);
-    for (auto& [tag, out] : side_outputs_) out->EmitStatus(s);
-  }
+  // To the main output and every side output.
+  void ForwardWatermark(Timestamp w);
+  void ForwardStatus(WatermarkStatus s);
   // The side output for `tag`, or nullptr when nobody consumes it.
   template <typename T>
   Output<T>* side_output(const OutputTag<T>& tag) {
-    auto it = side_outputs_.find(tag.id());
-    return it == side_outputs_.end() ? nullptr : static_cast<Output<T>*>(it->second);
+    return static_cast<Output<T>*>(FindSideOutput(tag.id()));
   }
+  OutputBase* FindSideOutput(const std::string& tag) const;
 
   OutputBase* output_base_ = nullptr;
   OperatorContext* ctx_ = nullptr;

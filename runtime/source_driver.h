@@ -21,23 +21,47 @@
 
 namespace tidemark {
 
+// The part of a source driver that does not depend on the record type
+// (source_driver.cc): watermarks and idleness towards the chain, the poll's
+// outcome, back-pressure and cancellation.
+class SourceDriverCore {
+ protected:
+  SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name, WriterSignals* signals,
+                   SubtaskMetrics* metrics, size_t budget);
+  ~SourceDriverCore();
+
+  // What a poll that returned `st` means for the task; counts what it emitted.
+  TaskInput::Step AfterPoll(PollStatus st, int64_t emitted_before);
+  void ForwardWatermark(Timestamp w);
+  void ForwardIdle();
+  bool StopRequested() const {
+    return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
+  }
+
+  OutputBase* head_base_;
+  SourceContext ctx_;
+  std::string name_;
+  WriterSignals* signals_;
+  SubtaskMetrics* metrics_;
+  size_t budget_;
+  int64_t emitted_ = 0;
+
+ private:
+  Timestamp last_watermark_ = kMinTimestamp;
+  bool idle_ = false;
+};
+
 // Drives a Source<T> into the head of its chain.  At the end of input it
 // sends kMaxWatermark through the chain (firing every remaining event-time
 // timer downstream), as Flink's sources do.
 template <typename T>
-class SourceDriver final : public TaskInput, private SourceOutput<T> {
+class SourceDriver final : public TaskInput, private SourceOutput<T>, private SourceDriverCore {
  public:
   SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
                std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
-      : source_(std::move(source)),
-        head_(head),
-        ctx_(ctx),
-        name_(std::move(name)),
-        signals_(signals),
-        metrics_(metrics),
-        budget_(std::max<size_t>(1, budget)) {
-    if (ctx_.metrics == nullptr) ctx_.metrics = metrics_;
-  }
+      : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget),
+        source_(std::move(source)),
+        head_(head) {}
 
   void Open() override {
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
@@ -48,20 +72,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
     const int64_t before = emitted_;
     const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
                                         [&] { return source_->Poll(*this, budget_); });
-    if (emitted_ != before) metrics_->records_in.Inc(emitted_ - before);
-    switch (st) {
-      case PollStatus::kMoreAvailable:
-        return Step::kMore;
-      case PollStatus::kNothingAvailable:
-        return Step::kNothing;
-      case PollStatus::kEndOfInput:
-        // Through our own EmitWatermark, so an idle source first becomes
-        // ACTIVE again: W(MAX) is not ignored downstream as coming from an
-        // idle channel.
-        EmitWatermark(kMaxWatermark);
-        return Step::kEnd;
-    }
-    return Step::kEnd;
+    return AfterPoll(st, before);
   }
   Timestamp RetryAt() const override { return source_->RetryAt(); }
   bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
@@ -77,35 +88,13 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
     ++emitted_;
     head_->Collect(std::move(value), ts);
   }
-  void EmitWatermark(Timestamp w) override {
-    if (w <= last_watermark_) return;
-    if (idle_) {
-      idle_ = false;
-      head_->EmitStatus(WatermarkStatus::kActive);
-    }
-    last_watermark_ = w;
-    head_->EmitWatermark(w);
-  }
-  void MarkIdle() override {
-    if (idle_) return;
-    idle_ = true;
-    head_->EmitStatus(WatermarkStatus::kIdle);
-  }
+  void EmitWatermark(Timestamp w) override { ForwardWatermark(w); }
+  void MarkIdle() override { ForwardIdle(); }
   // Also true once the job is cancelled, so a source stops emitting at once.
-  bool Backpressured() const override {
-    return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
-  }
+  bool Backpressured() const override { return StopRequested(); }
 
   std::unique_ptr<Source<T>> source_;
   Output<T>* head_;
-  SourceContext ctx_;
-  std::string name_;
-  WriterSignals* signals_;
-  SubtaskMetrics* metrics_;
-  size_t budget_;
-  int64_t emitted_ = 0;
-  Timestamp last_watermark_ = kMinTimestamp;
-  bool idle_ = false;
 };
 
 }  // namespace tidemark

@@ -37,10 +37,16 @@ struct Control {
   Timestamp value;
 };
 
-template <typename T>
-struct Batch {
-  std::vector<Record<T>> records;
+// The part of a batch that does not depend on the record type, so that the
+// channels and the control path are not templates (channel.cc).
+struct BatchBase {
+  virtual ~BatchBase() = default;
   std::vector<Control> controls;  // ascending positions
+};
+
+template <typename T>
+struct Batch final : BatchBase {
+  std::vector<Record<T>> records;
 
   bool empty() const { return records.empty() && controls.empty(); }
   void clear() {

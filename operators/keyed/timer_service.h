@@ -330,6 +330,29 @@ class KeyedTimerService {
   Timestamp physical_time_ = kMaxTimestamp;
 };
 
+// The time an operator without keyed timers sees (FastWindowOperator: its
+// timers are implicit): KeyedTimerService's watermark and clocks, with no
+// timer queues.
+class WatermarkOnlyTimeService {
+ public:
+  void Init(ProcessingTimeService* pts) { pts_ = pts; }
+  Timestamp current_watermark() const { return watermark_; }
+  Timestamp current_processing_time() const {
+    return pts_ ? pts_->CurrentProcessingTime() : kMinTimestamp;
+  }
+  Timestamp slice_processing_time() const {
+    return pts_ ? pts_->SliceProcessingTime() : kMinTimestamp;
+  }
+  void AdvanceWatermark(Timestamp w) { watermark_ = w; }
+  size_t NumEventTimeTimers() const { return 0; }
+  size_t NumProcessingTimeTimers() const { return 0; }
+  size_t StateBytes() const { return 0; }
+
+ private:
+  Timestamp watermark_ = kMinTimestamp;
+  ProcessingTimeService* pts_ = nullptr;
+};
+
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_KEYED_TIMER_SERVICE_H_

@@ -64,9 +64,11 @@ inline constexpr bool FastWindowOperatorApplies =
 template <typename T, typename K, typename KeyFn, typename Assigner, typename Contents>
 class FastWindowOperator final
     : public WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType,
-                                /*kEventTime=*/true, /*kMerging=*/false> {
+                                /*kEventTime=*/true, /*kMerging=*/false, /*kTimers=*/false,
+                                /*kFunctionState=*/Contents::kNeedsContext> {
   static_assert(FastWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
-  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, false>;
+  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, false,
+                                  false, Contents::kNeedsContext>;
 
  public:
   using W = TimeWindow;
@@ -83,8 +85,7 @@ class FastWindowOperator final
 
   void Open(OperatorContext& ctx) override {
     // No timers are registered: the watermark and the clock only.
-    this->OpenWindowOperator(
-        ctx, [](const K&, const W&, Timestamp) {}, [](const K&, const W&, Timestamp) {});
+    this->OpenWindowOperator(ctx);
   }
 
   void ProcessElement(T&& value, Timestamp ts) override {
@@ -121,8 +122,10 @@ class FastWindowOperator final
   // See "Left open" in window_operator_base.h.
   void Close() override {
     this->PublishNotFired([this](auto&& note) {
-      for (const auto& [order, win] : table_)
+      for (const auto& entry : table_) {
+        const auto& win = entry.second;  // a structured binding cannot be captured before clang 16
         win.slots.ForEach([&](const auto& slot) { note(slot.key, win.window); });
+      }
     });
   }
 

@@ -107,8 +107,9 @@ class WindowOperator final
   }
 
   void Open(OperatorContext& ctx) override {
-    this->OpenWindowOperator(
-        ctx, [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
+    this->OpenWindowOperator(ctx);
+    timers_.Init(
+        &ctx.timers(), [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
         [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
   }
 

@@ -39,6 +39,7 @@
 
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,26 +72,37 @@ struct WindowOperatorConfig {
 };
 
 // T: input; K: key; W: window; Out: output; kEventTime: the assigner's
-// kIsEventTime; kMerging: its kIsMerging (no per-window function state).
-template <typename T, typename K, typename W, typename Out, bool kEventTime, bool kMerging>
+// kIsEventTime; kMerging: its kIsMerging (no per-window function state);
+// kTimers: whether the operator registers keyed timers (else it sees the
+// watermark and the clocks only); kFunctionState: whether the window function
+// can reach keyed state through its context (a process function).
+template <typename T, typename K, typename W, typename Out, bool kEventTime, bool kMerging,
+          bool kTimers = true, bool kFunctionState = true>
 class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
  public:
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
   size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
-  KeyedTimerService<K, W>& timer_service() { return timers_; }
+  using Timers = std::conditional_t<kTimers, KeyedTimerService<K, W>, WatermarkOnlyTimeService>;
+  Timers& timer_service() { return timers_; }
   int64_t allowed_lateness() const { return lateness_.allowed_lateness(); }
   // Flink's WindowOperator.cleanupTime (lateness.h).
   Timestamp CleanupTime(const W& w) const { return lateness_.CleanupTime(w); }
 
  protected:
   explicit WindowOperatorBase(WindowOperatorConfig<T> config)
-      : lateness_(config.allowed_lateness), late_tag_(std::move(config.late_tag)) {}
+      : lateness_(config.allowed_lateness), late_tag_(std::move(config.late_tag)) {
+    if constexpr (kFunctionState) {
+      function_window_state_ =
+          &state_.template Table<TriggerState, W>("window-function-window-state").map;
+      function_global_state_ =
+          &state_.template Table<TriggerState>("window-function-global-state").map;
+    }
+  }
 
-  using TimerCallback = typename KeyedTimerService<K, W>::Callback;
-  // The shared part of Open.
-  void OpenWindowOperator(OperatorContext& ctx, TimerCallback on_event_time,
-                          TimerCallback on_processing_time) {
+  // The shared part of Open; an operator with timers then calls
+  // timers_.Init with its callbacks.
+  void OpenWindowOperator(OperatorContext& ctx) {
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
     window_ctx_.SetSideOutputs(&this->side_outputs_);
@@ -102,7 +114,7 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
     peak_bytes_counter_ = ctx.counter(kWindowStateBytesAtPeak);
     not_fired_counter_ = ctx.counter(kWindowsNotFiredAtClose);
     not_fired_keys_counter_ = ctx.counter(kWindowKeysNotFiredAtClose);
-    timers_.Init(&ctx.timers(), std::move(on_event_time), std::move(on_processing_time));
+    if constexpr (!kTimers) timers_.Init(&ctx.timers());
   }
 
   // The assigner's windows of an element into windows_ (cleared first).
@@ -166,13 +178,18 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
 
   // Drops the window function's per-window state of (key, w), at cleanup.
   void DropWindowFunctionState(const K& key, const W& w) {
-    if (!function_window_state_.empty()) function_window_state_.erase(KeyWindow<K, W>(key, w));
+    if constexpr (kFunctionState) {
+      if (!function_window_state_->empty()) function_window_state_->erase(KeyWindow<K, W>(key, w));
+    }
   }
-  bool HasWindowFunctionState() const { return !function_window_state_.empty(); }
+  bool HasWindowFunctionState() const {
+    if constexpr (kFunctionState) return !function_window_state_->empty();
+    return false;
+  }
 
   const WindowLateness<kEventTime> lateness_;
   std::optional<OutputTag<T>> late_tag_;
-  KeyedTimerService<K, W> timers_;
+  Timers timers_;
   // The operator's keyed state, one table per kind (see the file comment).
   KeyedStateStore<K> state_;
   WindowContext window_ctx_;
@@ -188,23 +205,28 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
   TriggerState* WindowFunctionState(bool create) override {
     if constexpr (kMerging) {
       throw std::logic_error("Per-window state is not allowed when using merging windows.");
+    } else if constexpr (!kFunctionState) {
+      throw std::logic_error("this window function has no keyed state");
     } else {
       KeyWindow<K, W> kw(*current_key_, *current_window_);
-      if (create) return &function_window_state_[std::move(kw)];
-      auto it = function_window_state_.find(kw);
-      return it == function_window_state_.end() ? nullptr : &it->second;
+      if (create) return &(*function_window_state_)[std::move(kw)];
+      auto it = function_window_state_->find(kw);
+      return it == function_window_state_->end() ? nullptr : &it->second;
     }
   }
   TriggerState* GlobalFunctionState(bool create) override {
-    if (create) return &function_global_state_[*current_key_];
-    auto it = function_global_state_.find(*current_key_);
-    return it == function_global_state_.end() ? nullptr : &it->second;
+    if constexpr (!kFunctionState) {
+      throw std::logic_error("this window function has no keyed state");
+    } else {
+      if (create) return &(*function_global_state_)[*current_key_];
+      auto it = function_global_state_->find(*current_key_);
+      return it == function_global_state_->end() ? nullptr : &it->second;
+    }
   }
 
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& function_window_state_ =
-      state_.template Table<TriggerState, W>("window-function-window-state").map;
-  absl::flat_hash_map<K, TriggerState>& function_global_state_ =
-      state_.template Table<TriggerState>("window-function-global-state").map;
+  // In state_ (kFunctionState only).
+  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>* function_window_state_ = nullptr;
+  absl::flat_hash_map<K, TriggerState>* function_global_state_ = nullptr;
   size_t peak_live_ = 0;
   Counter* late_dropped_ = nullptr;
   Counter* late_unconsumed_ = nullptr;
