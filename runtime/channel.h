@@ -34,7 +34,7 @@
 #include "runtime/stream_element.h"
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class ChannelBase {
  public:
@@ -141,6 +141,6 @@ class Channel final : public ChannelBase {
   std::vector<BatchPtr> free_;  // guarded by mu_
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_CHANNEL_H_

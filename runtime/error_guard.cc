@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 namespace {
 
 std::string Demangle(const char* mangled) {
@@ -35,4 +35,4 @@ std::string DescribeCurrentException() {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -19,7 +19,7 @@
 #include "runtime/time.h"
 #include "runtime/watermark_valve.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // The input side of a task: a source or an input gate.
 class TaskInput {
@@ -147,6 +147,6 @@ class InputGate final : public TaskInput, private WatermarkValve::Emitter {
   bool notified_ = false;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_INPUT_GATE_H_

@@ -4,13 +4,14 @@
 
 namespace tidemark {
 
-OperatorError::OperatorError(const std::string& operator_name, int subtask, int parallelism,
-                             const std::string& what)
+internal::OperatorError::OperatorError(const std::string& operator_name, int subtask,
+                                       int parallelism, const std::string& what)
     : std::runtime_error(absl::StrCat("operator '", operator_name, "' (subtask ", subtask, " of ",
                                       parallelism, ") failed: ", what)),
       operator_name_(operator_name),
       subtask_(subtask) {}
 
+namespace internal {
 SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   SubtaskMetricsSnapshot s;
   s.task_name = m.task_name();
@@ -29,6 +30,8 @@ SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   s.counters = m.CounterValues();
   return s;
 }
+
+}  // namespace internal
 
 std::string FormatTimestamp(Timestamp ts) {
   if (ts == kMinTimestamp) return "MIN";

@@ -19,7 +19,7 @@
 #include "runtime/operator.h"
 #include "runtime/source.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Drives a Source<T> into the head of its chain.  At the end of input it
 // sends kMaxWatermark through the chain (firing every remaining event-time
@@ -108,6 +108,6 @@ class SourceDriver final : public TaskInput, private SourceOutput<T> {
   bool idle_ = false;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_SOURCE_DRIVER_H_

@@ -17,7 +17,7 @@
 
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 template <typename T>
 struct Record {
@@ -52,6 +52,6 @@ struct Batch {
   }
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_STREAM_ELEMENT_H_

@@ -47,7 +47,7 @@
 #include "runtime/operator.h"
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 template <typename K, typename N>
 class TimerQueue {
@@ -330,6 +330,6 @@ class KeyedTimerService {
   Timestamp physical_time_ = kMaxTimestamp;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_KEYED_TIMER_SERVICE_H_
