@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace tidemark {
+using namespace internal;
 
 JobResult JobClient::wait() {
   if (!exec_) {

@@ -61,12 +61,21 @@ template <typename T>
 class DataStream;
 template <typename T, typename KeyFn>
 class KeyedStream;
+template <typename T, typename KeyFn, typename Assigner, typename TriggerT, typename EvictorT>
+class WindowedStream;
+
+namespace internal {
+// The build internals of the environment and of stream handles (graph nodes,
+// the physical plan, the execution), for the CLI, tests and benchmarks.  Not
+// API.  Defined below.
+struct StreamAccess;
+}  // namespace internal
 
 // A running (or finished) job.
 class JobClient {
  public:
   JobClient() = default;
-  explicit JobClient(std::shared_ptr<JobExecution> exec) : exec_(std::move(exec)) {}
+  explicit JobClient(std::shared_ptr<internal::JobExecution> exec) : exec_(std::move(exec)) {}
   explicit JobClient(absl::Status build_error) : build_error_(std::move(build_error)) {}
   // Stops the job; wait() then returns CANCELLED.  Thread-safe.
   void cancel() {
@@ -81,7 +90,7 @@ class JobClient {
   }
 
  private:
-  std::shared_ptr<JobExecution> exec_;
+  std::shared_ptr<internal::JobExecution> exec_;
   absl::Status build_error_;
 };
 
@@ -109,7 +118,6 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& disable_operator_chaining();
   // Where print() writes (default std::cout).
   StreamExecutionEnvironment& set_print_stream(std::ostream* out);
-  const JobConfig& config() const { return config_; }
   const Clock* clock() const { return clock_; }
   std::ostream* print_stream() const { return print_stream_; }
 
@@ -167,34 +175,42 @@ class StreamExecutionEnvironment {
   // "invalid job: <why>".
   std::string explain() const;
 
-  // --- for DataStream and extensions ---
-  StreamNode& node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
-  int AddNode(std::unique_ptr<StreamNode> n);
-  // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
-  // chains; INVALID_ARGUMENT for an invalid graph.
-  absl::StatusOr<PhysicalPlan> Plan() const;
-  // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.
-  absl::StatusOr<std::shared_ptr<JobExecution>> Build(const std::string& job_name);
   // The physical plan as text (PhysicalPlan::Explain: one line per chain with
   // its tasks, one per network edge with its partitioning), or the error.
   absl::StatusOr<std::string> ExplainPlan() const;
 
  private:
-  JobCompilerOptions CompilerOptions() const;
+  // Build internals: DataStream, KeyedStream and internal::StreamAccess.
+  template <typename T>
+  friend class DataStream;
+  template <typename T, typename KeyFn>
+  friend class KeyedStream;
+  friend struct internal::StreamAccess;
+
+  const internal::JobConfig& config() const { return config_; }
+  internal::StreamNode& node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
+  int AddNode(std::unique_ptr<internal::StreamNode> n);
+  // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
+  // chains; INVALID_ARGUMENT for an invalid graph.
+  absl::StatusOr<internal::PhysicalPlan> Plan() const;
+  // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.
+  absl::StatusOr<std::shared_ptr<internal::JobExecution>> Build(const std::string& job_name);
+  internal::JobCompilerOptions CompilerOptions() const;
 
   int parallelism_;
   int max_parallelism_ = 0;
   int worker_threads_;
-  JobConfig config_;
+  internal::JobConfig config_;
   const Clock* clock_;
   std::shared_ptr<WatermarkListener> listener_;
   bool chaining_ = true;
   std::ostream* print_stream_ = &std::cout;
-  std::vector<std::unique_ptr<StreamNode>> nodes_;
+  std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
   std::mutex mu_;
-  std::weak_ptr<JobExecution> running_;
+  std::weak_ptr<internal::JobExecution> running_;
 };
 
+namespace internal {
 // Deduces Out from a callable taking (const In&, Collector<Out>&).
 template <typename F>
 struct CallableArgs : CallableArgs<decltype(&F::operator())> {};
@@ -217,13 +233,12 @@ struct CollectorType<Collector<O>&> {
   using type = O;
 };
 
+}  // namespace internal
 template <typename T>
 class DataStream {
  public:
   using value_type = T;
-  DataStream(StreamExecutionEnvironment* env, int id) : env_(env), id_(id) {}
 
-  int id() const { return id_; }
   StreamExecutionEnvironment& env() const { return *env_; }
 
   // --- node properties ---
@@ -232,7 +247,7 @@ class DataStream {
     return *this;
   }
   DataStream set_parallelism(int p) const {
-    StreamNode& n = env_->node(id_);
+    internal::StreamNode& n = env_->node(id_);
     if (p <= 0) throw std::invalid_argument("parallelism must be positive");
     if (n.fixed_parallelism && p != n.parallelism)
       throw std::invalid_argument("the parallelism of '" + n.name + "' is fixed at " +
@@ -249,26 +264,28 @@ class DataStream {
 
   // --- transformations ---
   template <typename F>
-  DataStream<typename MapResult<F, T>::type> map(F f) const {
-    using Out = typename MapResult<F, T>::type;
-    return Add<Out>("Map", [f] { return std::make_unique<MapOperator<T, Out, F>>(f); });
+  DataStream<typename internal::MapResult<F, T>::type> map(F f) const {
+    using Out = typename internal::MapResult<F, T>::type;
+    return Add<Out>("Map", [f] { return std::make_unique<internal::MapOperator<T, Out, F>>(f); });
   }
   template <typename F>
   DataStream<T> filter(F f) const {
-    return Add<T>("Filter", [f] { return std::make_unique<FilterOperator<T, F>>(f); });
+    return Add<T>("Filter", [f] { return std::make_unique<internal::FilterOperator<T, F>>(f); });
   }
   // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
-    using O = std::conditional_t<
-        std::is_void_v<Out>,
-        typename CollectorType<std::tuple_element_t<1, typename CallableArgs<F>::args>>::type, Out>;
-    return Add<O>("Flat Map", [f] { return std::make_unique<FlatMapOperator<T, O, F>>(f); });
+    using O = std::conditional_t<std::is_void_v<Out>,
+                                 typename internal::CollectorType<std::tuple_element_t<
+                                     1, typename internal::CallableArgs<F>::args>>::type,
+                                 Out>;
+    return Add<O>("Flat Map",
+                  [f] { return std::make_unique<internal::FlatMapOperator<T, O, F>>(f); });
   }
   // Replaces timestamps and watermarks from here on.
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
     return Add<T>("Timestamps/Watermarks", [strategy] {
-      return std::make_unique<TimestampsAndWatermarksOperator<T>>(strategy);
+      return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);
     });
   }
   // A user operator (OneInputOperator<T, Out>), made once per subtask.
@@ -282,38 +299,39 @@ class DataStream {
   // --- partitioning ---
   template <typename KeyFn>
   KeyedStream<T, KeyFn> key_by(KeyFn key) const;
-  DataStream<T> rebalance() const { return Partition(ShipStrategy::kRebalance, nullptr); }
-  DataStream<T> broadcast() const { return Partition(ShipStrategy::kBroadcast, nullptr); }
-  DataStream<T> forward() const { return Partition(ShipStrategy::kForward, nullptr); }
+  DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
+  DataStream<T> broadcast() const { return Partition(internal::ShipStrategy::kBroadcast, nullptr); }
+  DataStream<T> forward() const { return Partition(internal::ShipStrategy::kForward, nullptr); }
   // part(key, num_channels) -> channel.
   template <typename PartFn, typename KeyFn>
   DataStream<T> partition_custom(PartFn part, KeyFn key) const {
-    auto factory = std::make_shared<PartitionerFactory<T>>([part, key](int n, int, int) {
-      return std::make_unique<CustomPartitioner<T, KeyFn, PartFn>>(key, part, n);
+    auto factory = std::make_shared<internal::PartitionerFactory<T>>([part, key](int n, int, int) {
+      return std::make_unique<internal::CustomPartitioner<T, KeyFn, PartFn>>(key, part, n);
     });
-    return Partition(ShipStrategy::kCustom, factory);
+    return Partition(internal::ShipStrategy::kCustom, factory);
   }
   template <typename... More>
   DataStream<T> union_with(const DataStream<T>& other, const More&... more) const {
-    auto n = std::make_unique<StreamNode>();
-    n->kind = StreamNode::Kind::kVirtual;
+    auto n = std::make_unique<internal::StreamNode>();
+    n->kind = internal::StreamNode::Kind::kVirtual;
     n->name = "Union";
     n->out = env_->node(id_).out;
-    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
-    n->inputs.push_back(EdgeSpec{other.id(), ShipStrategy::kDefault, nullptr});
-    (n->inputs.push_back(EdgeSpec{more.id(), ShipStrategy::kDefault, nullptr}), ...);
+    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
+    n->inputs.push_back(internal::EdgeSpec{other.id(), internal::ShipStrategy::kDefault, nullptr});
+    (n->inputs.push_back(internal::EdgeSpec{more.id(), internal::ShipStrategy::kDefault, nullptr}),
+     ...);
     return DataStream<T>(env_, env_->AddNode(std::move(n)));
   }
   // The side output `tag` of this stream's operator.
   template <typename U>
   DataStream<U> get_side_output(const OutputTag<U>& tag) const {
-    env_->node(id_).side_outs[tag.id()] = std::make_shared<TypedNodeOps<U>>();
-    auto n = std::make_unique<StreamNode>();
-    n->kind = StreamNode::Kind::kSideOutput;
+    env_->node(id_).side_outs[tag.id()] = std::make_shared<internal::TypedNodeOps<U>>();
+    auto n = std::make_unique<internal::StreamNode>();
+    n->kind = internal::StreamNode::Kind::kSideOutput;
     n->name = "Side output " + tag.id();
-    n->out = std::make_shared<TypedNodeOps<U>>();
+    n->out = std::make_shared<internal::TypedNodeOps<U>>();
     n->side_tag = tag.id();
-    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
+    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
     return DataStream<U>(env_, env_->AddNode(std::move(n)));
   }
 
@@ -328,19 +346,20 @@ class DataStream {
     if (!fmt) throw std::invalid_argument("print: the formatter is empty");
     std::ostream* out = env_->print_stream();
     return Sink("Print to Std. Out", [sink_name, out, fmt] {
-      return std::make_unique<PrintSinkOperator<T>>(sink_name, out, fmt);
+      return std::make_unique<internal::PrintSinkOperator<T>>(sink_name, out, fmt);
     });
   }
   std::shared_ptr<CollectedResults<T>> collect() const {
     auto results = std::make_shared<CollectedResults<T>>();
-    Sink("Collect", [results] { return std::make_unique<CollectSinkOperator<T>>(results); });
+    Sink("Collect",
+         [results] { return std::make_unique<internal::CollectSinkOperator<T>>(results); });
     return results;
   }
   // f(T&&) or f(T&&, Timestamp), called on the sink subtask's thread.
   template <typename F>
   DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
     return Sink(std::move(sink_name),
-                [f] { return std::make_unique<FunctionSinkOperator<T, F>>(f); });
+                [f] { return std::make_unique<internal::FunctionSinkOperator<T, F>>(f); });
   }
   DataStream<T> write_as_text(std::string path) const {
     return write_as_text(std::move(path), DefaultFormatter<T>());
@@ -348,40 +367,52 @@ class DataStream {
   DataStream<T> write_as_text(std::string path, std::function<std::string(const T&)> fmt) const {
     if (!fmt) throw std::invalid_argument("write_as_text: the formatter is empty");
     return Sink("Text file",
-                [path, fmt] { return std::make_unique<TextFileSinkOperator<T>>(path, fmt); })
+                [path, fmt] {
+                  return std::make_unique<internal::TextFileSinkOperator<T>>(path, fmt);
+                })
         .set_parallelism(1);
   }
 
-  // --- for extensions ---
+ private:
+  template <typename U>
+  friend class DataStream;
+  template <typename U, typename KeyFn>
+  friend class KeyedStream;
+  friend class StreamExecutionEnvironment;
+  friend struct internal::StreamAccess;
+
+  DataStream(StreamExecutionEnvironment* env, int id) : env_(env), id_(id) {}
+  int id() const { return id_; }
+
+  // A node consuming this stream (keyed: its input is partitioned by key).
   template <typename Out>
   DataStream<Out> Add(std::string name, std::function<std::unique_ptr<OperatorBase>()> factory,
                       bool keyed = false) const {
-    auto n = std::make_unique<StreamNode>();
-    n->kind = StreamNode::Kind::kOperator;
+    auto n = std::make_unique<internal::StreamNode>();
+    n->kind = internal::StreamNode::Kind::kOperator;
     n->name = std::move(name);
-    n->out = std::make_shared<TypedNodeOps<Out>>();
-    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
+    n->out = std::make_shared<internal::TypedNodeOps<Out>>();
+    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
     n->make_operator = std::move(factory);
     n->keyed = keyed;
     return DataStream<Out>(env_, env_->AddNode(std::move(n)));
   }
-
- private:
   DataStream<T> Sink(std::string name,
                      std::function<std::unique_ptr<OperatorBase>()> factory) const {
-    auto n = std::make_unique<StreamNode>();
-    n->kind = StreamNode::Kind::kOperator;
+    auto n = std::make_unique<internal::StreamNode>();
+    n->kind = internal::StreamNode::Kind::kOperator;
     n->name = std::move(name);
-    n->inputs.push_back(EdgeSpec{id_, ShipStrategy::kDefault, nullptr});
+    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
     n->make_operator = std::move(factory);
     return DataStream<T>(env_, env_->AddNode(std::move(n)));
   }
-  DataStream<T> Partition(ShipStrategy s, std::shared_ptr<PartitionerFactoryBase> p) const {
-    auto n = std::make_unique<StreamNode>();
-    n->kind = StreamNode::Kind::kVirtual;
+  DataStream<T> Partition(internal::ShipStrategy s,
+                          std::shared_ptr<internal::PartitionerFactoryBase> p) const {
+    auto n = std::make_unique<internal::StreamNode>();
+    n->kind = internal::StreamNode::Kind::kVirtual;
     n->name = ToString(s);
     n->out = env_->node(id_).out;
-    n->inputs.push_back(EdgeSpec{id_, s, std::move(p)});
+    n->inputs.push_back(internal::EdgeSpec{id_, s, std::move(p)});
     return DataStream<T>(env_, env_->AddNode(std::move(n)));
   }
 
@@ -394,7 +425,6 @@ template <typename T, typename KeyFn>
 class KeyedStream {
  public:
   using Key = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
-  KeyedStream(DataStream<T> partitioned, KeyFn key) : stream_(partitioned), key_(std::move(key)) {}
 
   const KeyFn& key_selector() const { return key_; }
   // The partitioned stream (a virtual node whose consumers are keyed).
@@ -408,7 +438,7 @@ class KeyedStream {
     return stream_.template Add<T>(
         "Keyed Reduce",
         [key, f] {
-          return std::make_unique<RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f);
+          return std::make_unique<internal::RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f);
         },
         /*keyed=*/true);
   }
@@ -426,9 +456,51 @@ class KeyedStream {
   auto process(Function f) const;
 
  private:
+  friend class DataStream<T>;
+  friend struct internal::StreamAccess;
+
+  KeyedStream(DataStream<T> partitioned, KeyFn key) : stream_(partitioned), key_(std::move(key)) {}
+
   DataStream<T> stream_;
   KeyFn key_;
 };
+
+namespace internal {
+// Reaches the build internals of the job API (see the declaration above).
+struct StreamAccess {
+  static StreamNode& Node(StreamExecutionEnvironment& env, int id) { return env.node(id); }
+  static int AddNode(StreamExecutionEnvironment& env, std::unique_ptr<StreamNode> n) {
+    return env.AddNode(std::move(n));
+  }
+  static const JobConfig& Config(const StreamExecutionEnvironment& env) { return env.config(); }
+  static absl::StatusOr<PhysicalPlan> Plan(const StreamExecutionEnvironment& env) {
+    return env.Plan();
+  }
+  static absl::StatusOr<std::shared_ptr<JobExecution>> Build(StreamExecutionEnvironment& env,
+                                                             const std::string& job_name) {
+    return env.Build(job_name);
+  }
+  template <typename T>
+  static int Id(const DataStream<T>& s) {
+    return s.id();
+  }
+  template <typename T>
+  static StreamNode& Node(const DataStream<T>& s) {
+    return s.env().node(s.id());
+  }
+  template <typename T>
+  static DataStream<T> Stream(StreamExecutionEnvironment& env, int id) {
+    return DataStream<T>(&env, id);
+  }
+  // A node consuming `s`, made by `factory` once per subtask.
+  template <typename Out, typename T>
+  static DataStream<Out> Add(const DataStream<T>& s, std::string name,
+                             std::function<std::unique_ptr<OperatorBase>()> factory,
+                             bool keyed = false) {
+    return s.template Add<Out>(std::move(name), std::move(factory), keyed);
+  }
+};
+}  // namespace internal
 
 // ---------------------------------------------------------------------------
 // Template definitions.
@@ -436,26 +508,27 @@ class KeyedStream {
 template <typename T>
 template <typename KeyFn>
 KeyedStream<T, KeyFn> DataStream<T>::key_by(KeyFn key) const {
-  auto factory = std::make_shared<PartitionerFactory<T>>([key](int n, int, int max_p) {
-    return std::make_unique<KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
+  auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
+    return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
   });
-  return KeyedStream<T, KeyFn>(Partition(ShipStrategy::kKeyGroups, factory), key);
+  return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
 }
 
 template <typename T>
 DataStream<T> StreamExecutionEnvironment::add_source(
     std::function<std::unique_ptr<Source<T>>()> factory, std::string name, bool parallel) {
-  auto n = std::make_unique<StreamNode>();
-  n->kind = StreamNode::Kind::kSource;
+  auto n = std::make_unique<internal::StreamNode>();
+  n->kind = internal::StreamNode::Kind::kSource;
   n->name = "Source: " + name;
-  n->out = std::make_shared<TypedNodeOps<T>>();
+  n->out = std::make_shared<internal::TypedNodeOps<T>>();
   if (!parallel) {
     n->parallelism = 1;
     n->fixed_parallelism = true;
   }
-  n->make_source = [factory](const SourceBuildArgs& a) -> std::unique_ptr<TaskInput> {
-    return std::make_unique<SourceDriver<T>>(factory(), static_cast<Output<T>*>(a.head), a.ctx,
-                                             a.name, a.signals, a.metrics, a.budget);
+  n->make_source =
+      [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
+    return std::make_unique<internal::SourceDriver<T>>(
+        factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics, a.budget);
   };
   return DataStream<T>(this, AddNode(std::move(n)));
 }
@@ -501,7 +574,7 @@ DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spe
       },
       std::move(name), parallel);
   if (spec.kind == Kind::kFilePerSubtask) {
-    StreamNode& n = node(s.id());
+    internal::StreamNode& n = node(s.id());
     n.parallelism = files;
     n.fixed_parallelism = true;
   }

@@ -16,8 +16,8 @@ namespace tidemark {
 template <typename T, typename KeyFn>
 template <typename Function>
 auto KeyedStream<T, KeyFn>::process(Function f) const {
-  using Out = typename keyed_process_internal::OutOf<Function>::type;
-  using Op = KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
+  using Out = typename internal::OutOf<Function>::type;
+  using Op = internal::KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
   KeyFn key = key_;
   return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {
     return std::make_unique<Op>(key, f);

@@ -85,6 +85,7 @@ namespace tidemark {
 // plain port of Flink's (operators/window/window_operator.h).  Both take the
 // same constructor arguments.  Tests and benchmarks that want the general
 // operator for such a job build WindowOperator directly.
+namespace internal {
 template <typename T, typename K, typename KeyFn, typename Assigner, typename TriggerT,
           typename Contents>
 using WindowOperatorFor =
@@ -92,7 +93,6 @@ using WindowOperatorFor =
                        FastWindowOperator<T, K, KeyFn, Assigner, Contents>,
                        WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>;
 
-namespace window_internal {
 // Out from the Collector<Out>& parameter at position I of F, unless given.
 template <typename Out, typename F, size_t I>
 struct DeduceOut {
@@ -103,7 +103,7 @@ struct DeduceOut<void, F, I> {
   using type =
       typename CollectorType<std::tuple_element_t<I, typename CallableArgs<F>::args>>::type;
 };
-}  // namespace window_internal
+}  // namespace internal
 
 template <typename T, typename KeyFn, typename Assigner,
           typename TriggerT = decltype(std::declval<const Assigner&>().default_trigger()),
@@ -113,15 +113,6 @@ class WindowedStream {
   using Key = typename KeyedStream<T, KeyFn>::Key;
   using W = typename Assigner::WindowType;
 
-  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner)
-      : keyed_(std::move(keyed)), assigner_(assigner), trigger_(assigner_.default_trigger()) {}
-  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger, EvictorT evictor,
-                 WindowOperatorConfig<T> config)
-      : keyed_(std::move(keyed)),
-        assigner_(std::move(assigner)),
-        trigger_(std::move(trigger)),
-        evictor_(std::move(evictor)),
-        config_(std::move(config)) {}
   WindowedStream(const WindowedStream&) = default;
   // Assignable even when the key selector or a function object is a
   // capturing lambda (whose copy assignment is deleted), so that
@@ -177,34 +168,34 @@ class WindowedStream {
   template <typename ReduceFn>
   DataStream<T> reduce(ReduceFn f) const {
     NoEvictorOnly();
-    using C = ReduceContents<T, Key, W, ReduceFn, NoProcessFunction, T>;
-    return Build<C>("reduce", C(std::move(f), NoProcessFunction{}));
+    using C = internal::ReduceContents<T, Key, W, ReduceFn, internal::NoProcessFunction, T>;
+    return Build<C>("reduce", C(std::move(f), internal::NoProcessFunction{}));
   }
   template <typename Out = void, typename ReduceFn, typename ProcessFn>
   auto reduce(ReduceFn f, ProcessFn p) const {
     NoEvictorOnly();
-    using O = typename window_internal::DeduceOut<Out, ProcessFn, 4>::type;
-    using C = ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
+    using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
+    using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
     return Build<C>("reduce", C(std::move(f), std::move(p)));
   }
   template <typename Agg>
   auto aggregate(Agg agg) const {
     NoEvictorOnly();
-    using O = AggregateResultOf<Agg>;
-    using C = AggregateContents<T, Key, W, Agg, NoProcessFunction, O>;
-    return Build<C>("aggregate", C(std::move(agg), NoProcessFunction{}));
+    using O = internal::AggregateResultOf<Agg>;
+    using C = internal::AggregateContents<T, Key, W, Agg, internal::NoProcessFunction, O>;
+    return Build<C>("aggregate", C(std::move(agg), internal::NoProcessFunction{}));
   }
   template <typename Out = void, typename Agg, typename ProcessFn>
   auto aggregate(Agg agg, ProcessFn p) const {
     NoEvictorOnly();
-    using O = typename window_internal::DeduceOut<Out, ProcessFn, 4>::type;
-    using C = AggregateContents<T, Key, W, Agg, ProcessFn, O>;
+    using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
+    using C = internal::AggregateContents<T, Key, W, Agg, ProcessFn, O>;
     return Build<C>("aggregate", C(std::move(agg), std::move(p)));
   }
   template <typename Out = void, typename Fn>
   auto process(Fn fn) const {
-    using O = typename window_internal::DeduceOut<Out, Fn, 4>::type;
-    using C = ListContents<T, Key, W, Fn, EvictorT, O>;
+    using O = typename internal::DeduceOut<Out, Fn, 4>::type;
+    using C = internal::ListContents<T, Key, W, Fn, EvictorT, O>;
     return Build<C>("process", C(std::move(fn), evictor_));
   }
   template <typename Out = void, typename Fn>
@@ -213,20 +204,34 @@ class WindowedStream {
   }
 
   const Assigner& assigner() const { return assigner_; }
-  const WindowOperatorConfig<T>& config() const { return config_; }
 
  private:
+  template <typename, typename, typename, typename, typename>
+  friend class WindowedStream;
+  friend class KeyedStream<T, KeyFn>;
+  friend struct internal::StreamAccess;
+
+  const internal::WindowOperatorConfig<T>& config() const { return config_; }
+  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner)
+      : keyed_(std::move(keyed)), assigner_(assigner), trigger_(assigner_.default_trigger()) {}
+  WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger, EvictorT evictor,
+                 internal::WindowOperatorConfig<T> config)
+      : keyed_(std::move(keyed)),
+        assigner_(std::move(assigner)),
+        trigger_(std::move(trigger)),
+        evictor_(std::move(evictor)),
+        config_(std::move(config)) {}
   static constexpr void NoEvictorOnly() {
     static_assert(std::is_same_v<EvictorT, NoEvictor>,
                   "evictors apply to process / apply windows only");
   }
   template <typename C>
   DataStream<typename C::OutputType> Build(const char* what, C contents) const {
-    using Op = WindowOperatorFor<T, Key, KeyFn, Assigner, TriggerT, C>;
+    using Op = internal::WindowOperatorFor<T, Key, KeyFn, Assigner, TriggerT, C>;
     KeyFn key = keyed_.key_selector();
     Assigner assigner = assigner_;
     TriggerT trigger = trigger_;
-    WindowOperatorConfig<T> config = config_;
+    internal::WindowOperatorConfig<T> config = config_;
     // Validates now, when the job is built.
     Op probe(key, assigner, trigger, contents, config);
     (void)probe;
@@ -241,7 +246,7 @@ class WindowedStream {
   Assigner assigner_;
   TriggerT trigger_;
   EvictorT evictor_{};
-  WindowOperatorConfig<T> config_;
+  internal::WindowOperatorConfig<T> config_;
 };
 
 // KeyedStream::window, declared in api/environment.h.

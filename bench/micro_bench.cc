@@ -72,6 +72,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 struct Event {

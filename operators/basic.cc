@@ -1,6 +1,6 @@
 #include "operators/basic.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 void TimestampsEmitter::EmitWatermark(Timestamp w) {
   if (deferring_) return Defer(Action::kWatermark, w);
@@ -51,4 +51,4 @@ void TimestampsEmitter::ApplyPending() {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

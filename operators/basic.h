@@ -26,6 +26,7 @@
 
 namespace tidemark {
 
+namespace internal {
 template <typename T>
 struct IsStatusOr : std::false_type {};
 template <typename T>
@@ -83,6 +84,7 @@ class FilterOperator final : public OneInputOperator<T, T> {
   F f_;
 };
 
+}  // namespace internal
 // What flat_map and process functions emit through.
 template <typename Out>
 class Collector {
@@ -97,6 +99,7 @@ class Collector {
   Timestamp ts_ = kNoTimestamp;
 };
 
+namespace internal {
 // flat_map(f) with f(const In&, Collector<Out>&).
 template <typename In, typename Out, typename F>
 class FlatMapOperator final : public OneInputOperator<In, Out> {
@@ -256,6 +259,7 @@ class FunctionSinkOperator final : public SinkOperator<T> {
   F f_;
 };
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_BASIC_H_

@@ -67,7 +67,7 @@ class KeyedProcessContext;
 template <typename K>
 class TimerService {
  public:
-  TimerService(KeyedTimerService<K, VoidNamespace>* timers, const K* const* key)
+  TimerService(internal::KeyedTimerService<K, internal::VoidNamespace>* timers, const K* const* key)
       : timers_(timers), key_(key) {}
   Timestamp current_processing_time() const { return timers_->current_processing_time(); }
   Timestamp current_watermark() const { return timers_->current_watermark(); }
@@ -81,15 +81,16 @@ class TimerService {
   }
 
  private:
-  KeyedTimerService<K, VoidNamespace>* timers_;
+  internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   const K* const* key_;
 };
 
 template <typename K>
 class KeyedProcessContext {
  public:
-  KeyedProcessContext(KeyedTimerService<K, VoidNamespace>* timers, KeyedStateStore<K>* state,
-                      const std::map<std::string, OutputBase*>* side_outputs)
+  KeyedProcessContext(internal::KeyedTimerService<K, internal::VoidNamespace>* timers,
+                      internal::KeyedStateStore<K>* state,
+                      const std::map<std::string, internal::OutputBase*>* side_outputs)
       : timers_(timers),
         state_(state),
         side_outputs_(side_outputs),
@@ -127,8 +128,8 @@ class KeyedProcessContext {
   }
   template <typename Agg>
   AggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg) {
-    return AggregatingState<K, Agg>(&state_->template Table<AccumulatorOf<Agg>>(name), key_,
-                                    std::move(agg));
+    return AggregatingState<K, Agg>(&state_->template Table<internal::AccumulatorOf<Agg>>(name),
+                                    key_, std::move(agg));
   }
   template <typename UK, typename UV>
   MapState<K, UK, UV> get_map_state(std::string_view name) {
@@ -143,9 +144,9 @@ class KeyedProcessContext {
   }
 
  private:
-  KeyedTimerService<K, VoidNamespace>* timers_;
-  KeyedStateStore<K>* state_;
-  const std::map<std::string, OutputBase*>* side_outputs_;
+  internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
+  internal::KeyedStateStore<K>* state_;
+  const std::map<std::string, internal::OutputBase*>* side_outputs_;
   const K* key_ = nullptr;
   Timestamp timestamp_ = kNoTimestamp;
   TimeDomain domain_ = TimeDomain::kEventTime;
@@ -168,7 +169,7 @@ class KeyedProcessFunction {
   }
 };
 
-namespace keyed_process_internal {
+namespace internal {
 template <typename F, typename = void>
 struct OutOf {
   using type = typename CollectorType<
@@ -178,7 +179,6 @@ template <typename F>
 struct OutOf<F, std::void_t<typename F::OutputType>> {
   using type = typename F::OutputType;
 };
-}  // namespace keyed_process_internal
 
 template <typename T, typename K, typename KeyFn, typename F, typename Out>
 class KeyedProcessOperator final : public OneInputOperator<T, Out> {
@@ -229,6 +229,7 @@ class KeyedProcessOperator final : public OneInputOperator<T, Out> {
   std::optional<Collector<Out>> collector_;
 };
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_KEYED_PROCESS_H_

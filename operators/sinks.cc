@@ -11,6 +11,8 @@ std::mutex& PrintMutex() {
   return mu;
 }
 
+namespace internal {
+
 std::string OpenSinkFile(const std::string& path, int subtask, int parallelism,
                          std::ofstream& out) {
   std::string file = path;
@@ -28,4 +30,5 @@ std::string OpenSinkFile(const std::string& path, int subtask, int parallelism,
   return file;
 }
 
+}  // namespace internal
 }  // namespace tidemark

@@ -21,8 +21,11 @@
 
 namespace tidemark {
 
-// Serialises whole lines written by print sinks of every job.
+// Serialises whole lines written by print sinks of every job: hold it to
+// write to standard output without interleaving with print().
 std::mutex& PrintMutex();
+
+namespace internal {
 
 // print(): "value" with parallelism 1, "N> value" (N = subtask index + 1)
 // otherwise; with a name: "name> value" or "name:N> value", exactly as Flink
@@ -60,6 +63,7 @@ class PrintSinkOperator final : public SinkOperator<T> {
   std::string prefix_;
 };
 
+}  // namespace internal
 // What collect() gathers; readable after (and, with care, during) the job.
 template <typename T>
 class CollectedResults {
@@ -98,6 +102,7 @@ class CollectedResults {
   std::vector<Item> items_;
 };
 
+namespace internal {
 template <typename T>
 class CollectSinkOperator final : public SinkOperator<T> {
  public:
@@ -154,6 +159,7 @@ void TextFileSinkOperator<T>::Open(OperatorContext& ctx) {
   file_ = OpenSinkFile(path_, ctx.subtask_index(), ctx.parallelism(), out_);
 }
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_SINKS_H_

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace tidemark {
+using namespace internal;
 
 std::string OverLongLine::Message() const {
   return absl::StrCat("line is longer than ", max_length, " bytes (",

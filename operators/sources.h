@@ -293,8 +293,8 @@ struct LineReaderOptions {
 struct SocketReaderOptions {
   int64_t max_retries = 0;  // -1: forever
   int64_t retry_delay_ms = 500;
-  const Clock* clock = nullptr;  // for retry times; the system clock when null
-  Counter* attempts = nullptr;   // counts connection attempts, when given
+  const Clock* clock = nullptr;           // for retry times; the system clock when null
+  internal::Counter* attempts = nullptr;  // counts connection attempts, when given
   std::function<void(const std::string&)> on_retry;
 };
 

@@ -128,7 +128,7 @@ absl::Status ValidateParallelism(int parallelism, int max_parallelism) {
 
 #include "partitioning/partitioner.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 const char* ToString(ShipStrategy s) {
   switch (s) {
     case ShipStrategy::kDefault:
@@ -146,4 +146,4 @@ const char* ToString(ShipStrategy s) {
   }
   return "?";
 }
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -116,7 +116,7 @@ absl::Status ValidateParallelism(int parallelism, int max_parallelism);
 // Java's String.hashCode of UTF-16 code units.
 int32_t JavaStringHashCode(std::u16string_view utf16);
 
-namespace key_hash_internal {
+namespace internal {
 
 // Found by ordinary lookup so that the call below is always a call, and
 // resolved by argument-dependent lookup to the user's JavaHashCode.
@@ -156,18 +156,18 @@ inline int32_t CombineTupleHash(int32_t h, int32_t field) {
   return static_cast<int32_t>(31 * static_cast<uint32_t>(h) + static_cast<uint32_t>(field));
 }
 
-}  // namespace key_hash_internal
+}  // namespace internal
 
 // Every type that none of the specialisations below accepts: a type with a
 // JavaHashCode found by argument-dependent lookup, or a compile error.
 template <typename K, typename Enable = void>
 struct KeyHash {
-  static constexpr bool kCustom = key_hash_internal::HasJavaHashCode<K>;
-  static_assert(kCustom || !key_hash_internal::kIsUnsignedInteger<K>,
+  static constexpr bool kCustom = internal::HasJavaHashCode<K>;
+  static_assert(kCustom || !internal::kIsUnsignedInteger<K>,
                 "tidemark: unsigned key types have no Java-compatible hashCode (Java has no "
                 "unsigned integers); key by the signed type the Flink job uses: int32_t "
                 "(Integer, same bits) or int64_t (Long)");
-  static_assert(kCustom || !key_hash_internal::kIsOtherCharacter<K>,
+  static_assert(kCustom || !internal::kIsOtherCharacter<K>,
                 "tidemark: char8_t / char32_t / wchar_t keys have no Java-compatible hashCode; "
                 "key by char16_t (Java Character, one UTF-16 code unit), int32_t (Integer) or a "
                 "string");
@@ -178,12 +178,12 @@ struct KeyHash {
                 "tidemark: enum keys have no Java-compatible hashCode (Java's Enum.hashCode "
                 "differs per JVM); key by static_cast<int32_t>(value) or a std::string name, or "
                 "provide `int32_t JavaHashCode(const K&)` found by ADL");
-  static_assert(kCustom || key_hash_internal::kHasOwnRejection<K>,
+  static_assert(kCustom || internal::kHasOwnRejection<K>,
                 "tidemark: key type has no Java-compatible hashCode; provide `int32_t "
                 "JavaHashCode(const K&)` found by ADL (the hashCode() of the Java key), or key "
                 "by a std::string / signed integer / double / float / bool / char / std::pair / "
                 "std::tuple of those");
-  int32_t operator()(const K& key) const requires key_hash_internal::HasJavaHashCode<K> {
+  int32_t operator()(const K& key) const requires internal::HasJavaHashCode<K> {
     return JavaHashCode(key);
   }
 };
@@ -241,7 +241,7 @@ struct KeyHash<char16_t> {
 
 // Byte, Short, Integer, Long
 template <typename K>
-struct KeyHash<K, std::enable_if_t<key_hash_internal::kIsSignedJavaInteger<K>>> {
+struct KeyHash<K, std::enable_if_t<internal::kIsSignedJavaInteger<K>>> {
   int32_t operator()(K key) const {
     if constexpr (sizeof(K) <= 4) {
       return static_cast<int32_t>(key);
@@ -273,8 +273,8 @@ struct KeyHash<double> {
 template <typename A, typename B>
 struct KeyHash<std::pair<A, B>> {
   int32_t operator()(const std::pair<A, B>& p) const {
-    return key_hash_internal::CombineTupleHash(KeyHash<std::remove_cvref_t<A>>{}(p.first),
-                                               KeyHash<std::remove_cvref_t<B>>{}(p.second));
+    return internal::CombineTupleHash(KeyHash<std::remove_cvref_t<A>>{}(p.first),
+                                      KeyHash<std::remove_cvref_t<B>>{}(p.second));
   }
 };
 template <typename... Ts>
@@ -286,7 +286,7 @@ struct KeyHash<std::tuple<Ts...>> {
     return std::apply(
         [](const auto&... fields) {
           int32_t h = 0;
-          ((h = key_hash_internal::CombineTupleHash(
+          ((h = internal::CombineTupleHash(
                 h, KeyHash<std::remove_cvref_t<decltype(fields)>>{}(fields))),
            ...);
           return h;

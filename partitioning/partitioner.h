@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "partitioning/key_groups.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 enum class ShipStrategy {
   kDefault,  // forward when parallelism matches, else rebalance (Flink's rule)
@@ -161,6 +161,6 @@ std::unique_ptr<Partitioner<T>> MakeBuiltinPartitioner(ShipStrategy s, int num_c
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_PARTITIONING_PARTITIONER_H_

@@ -9,7 +9,7 @@
 #include "oneapi/tbb/task_arena.h"
 #include "runtime/wakeup_timer.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Lives as long as the process; a global with external linkage keeps it
 // reachable, so leak checkers report no leak.
@@ -120,4 +120,4 @@ void ArenaScheduler::RunSlice(Task* task) {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

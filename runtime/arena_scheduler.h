@@ -22,7 +22,7 @@
 
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class WakeupTimer;
 
@@ -55,6 +55,6 @@ class ArenaScheduler final : public Dispatcher {
   CompletionListener* listener_ = nullptr;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_ARENA_SCHEDULER_H_

@@ -1,6 +1,6 @@
 #include "runtime/chain_output.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 void ChainWatermark(OperatorBase* next, const OperatorContext* ctx, Timestamp w) {
   if (ctx->cancelled()) throw TaskCancelled{};
@@ -19,4 +19,4 @@ void FanOutStatus(const std::vector<OutputBase*>& outs, WatermarkStatus s) {
   for (OutputBase* o : outs) o->EmitStatus(s);
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -13,7 +13,7 @@
 #include "runtime/error_guard.h"
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Passes elements to the next operator of a chain; turns an exception from
 // that operator into an OperatorError naming it (error_guard.h).  Once the job
@@ -72,6 +72,6 @@ class DiscardOutput final : public Output<T> {
   void EmitStatus(WatermarkStatus) override {}
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_CHAIN_OUTPUT_H_

@@ -1,6 +1,6 @@
 #include "runtime/channel.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 ChannelBase::~ChannelBase() = default;
 
@@ -61,4 +61,4 @@ void ChannelBase::RecycleBatch(std::unique_ptr<BatchBase> batch) {
   if (free_.size() < capacity_ + 1) free_.push_back(std::move(batch));
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

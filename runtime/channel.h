@@ -34,7 +34,7 @@
 #include "runtime/stream_element.h"
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // The channel itself, for batches of any type (channel.cc); Channel<T> only
 // names the type.
@@ -109,6 +109,6 @@ class Channel final : public ChannelBase {
   }
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_CHANNEL_H_

@@ -1,6 +1,6 @@
 #include "runtime/channel_writer.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 ChannelWriterCore::ChannelWriterCore(size_t num_channels, size_t batch_size, WriterSignals* signals,
                                      SubtaskMetrics* metrics, WatermarkListener* listener,
@@ -38,4 +38,4 @@ void ChannelWriterCore::PartitionerFailed() const {
   RethrowAsOperatorError(blame_, metrics_->subtask(), metrics_->parallelism());
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -23,7 +23,7 @@
 #include "runtime/operator.h"
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // What a task needs from each of its network outputs.
 class WriterBase {
@@ -180,6 +180,6 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   int next_;  // the next channel, for rebalance
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_CHANNEL_WRITER_H_

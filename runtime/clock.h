@@ -45,6 +45,7 @@ class ManualClock final : public Clock {
   std::atomic<Timestamp> now_;
 };
 
+namespace internal {
 // A relative clock that stands still while it is paused (Flink's
 // PausableRelativeClock, FLINK-35886).  Idleness detection reads it as its
 // "input activity clock": time a task spends blocked on a full output
@@ -85,6 +86,7 @@ class PausableRelativeClock final : public Clock {
   int64_t paused_total_ = 0;
 };
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_RUNTIME_CLOCK_H_

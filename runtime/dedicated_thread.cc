@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace tidemark {
+namespace tidemark::internal {
 
 DedicatedThread::DedicatedThread(Task* task, CompletionListener* listener)
     : task_(task), listener_(listener), efd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
@@ -75,4 +75,4 @@ void DedicatedThread::Sleep() {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

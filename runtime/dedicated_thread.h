@@ -13,7 +13,7 @@
 
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class DedicatedThread final : public Dispatcher {
  public:
@@ -43,6 +43,6 @@ class DedicatedThread final : public Dispatcher {
   std::thread thread_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_DEDICATED_THREAD_H_

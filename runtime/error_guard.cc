@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 namespace {
 
 std::string Demangle(const char* mangled) {
@@ -51,4 +51,4 @@ void RethrowAsOperatorError(const OperatorContext& ctx) {
   RethrowAsOperatorError(ctx.operator_name(), ctx.subtask_index(), ctx.parallelism());
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -22,7 +22,7 @@
 
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Thrown by a chain output once the job is cancelled, so that an operator in
 // the middle of emitting (a window firing thousands of results into a slow
@@ -61,6 +61,6 @@ decltype(auto) GuardUserCall(const OperatorContext& ctx, F&& f) {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_ERROR_GUARD_H_

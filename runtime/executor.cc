@@ -3,6 +3,7 @@
 #include <algorithm>
 
 namespace tidemark {
+using namespace internal;
 
 int64_t JobResult::CounterTotal(const std::string& name) const {
   int64_t total = 0;

@@ -52,6 +52,7 @@ struct JobResult {
   int64_t CounterTotal(const std::string& name) const;
 };
 
+namespace internal {
 class JobExecution final : public TaskHost,
                            private CompletionListener,
                            public std::enable_shared_from_this<JobExecution> {
@@ -106,6 +107,7 @@ class JobExecution final : public TaskHost,
   std::chrono::steady_clock::time_point start_time_;
 };
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_RUNTIME_EXECUTOR_H_

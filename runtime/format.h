@@ -20,6 +20,7 @@
 
 namespace tidemark {
 
+namespace internal {
 template <typename T, typename = void>
 struct IsStreamable : std::false_type {};
 template <typename T>
@@ -66,15 +67,16 @@ std::string Format(const T& v) {
   }
 }
 
+}  // namespace internal
 // The formatter print() and write_as_text() use when none is given.  Only
 // instantiated where it is used, so a type without operator<< compiles as
 // long as a formatter is passed.
 template <typename T>
 std::function<std::string(const T&)> DefaultFormatter() {
-  static_assert(kFormattable<T>,
+  static_assert(internal::kFormattable<T>,
                 "tidemark: this record type has no operator<<; pass a formatter: "
                 ".print(name, [](const T& v) { return ...; })");
-  return [](const T& v) { return Format(v); };
+  return [](const T& v) { return internal::Format(v); };
 }
 
 }  // namespace tidemark

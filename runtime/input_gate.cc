@@ -1,6 +1,6 @@
 #include "runtime/input_gate.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
                              WatermarkListener* listener)
@@ -62,4 +62,4 @@ void InputGateCore::EmitStatus(WatermarkStatus s) {
   head_->EmitStatus(s);
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -19,7 +19,7 @@
 #include "runtime/time.h"
 #include "runtime/watermark_valve.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // The input side of a task: a source or an input gate.
 class TaskInput {
@@ -112,6 +112,6 @@ class InputGate final : public TaskInput, public InputGateCore {
   size_t next_ = 0;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_INPUT_GATE_H_

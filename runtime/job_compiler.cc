@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/node_ops.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 const std::vector<int>& PhysicalPlan::Consumers(int node, const std::string& tag) const {
   static const std::vector<int> kNone;
@@ -425,4 +425,4 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   task->SetInput(in_ops->NewInputGate(in, head_raw, task, listener));
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

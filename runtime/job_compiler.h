@@ -38,7 +38,7 @@
 #include "runtime/executor.h"
 #include "runtime/job_graph.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // What the compiler needs from the environment besides the graph.
 struct JobCompilerOptions {
@@ -159,6 +159,6 @@ class JobCompiler {
   JobCompilerOptions options_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_JOB_COMPILER_H_

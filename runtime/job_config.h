@@ -10,7 +10,7 @@
 
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 struct JobConfig {
   Duration auto_watermark_interval{200};
@@ -19,6 +19,6 @@ struct JobConfig {
   size_t channel_capacity = 4;  // batches
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_JOB_CONFIG_H_

@@ -24,7 +24,7 @@
 #include "partitioning/partitioner.h"
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 struct EdgeSpec {
   int from = -1;
@@ -55,6 +55,6 @@ struct StreamNode {
   std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_JOB_GRAPH_H_

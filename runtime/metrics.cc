@@ -2,10 +2,10 @@
 
 namespace tidemark {
 
-Counter* SubtaskMetrics::GetCounter(const std::string& name) {
+internal::Counter* SubtaskMetrics::GetCounter(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& c = counters_[name];
-  if (!c) c = std::make_unique<Counter>();
+  if (!c) c = std::make_unique<internal::Counter>();
   return c.get();
 }
 

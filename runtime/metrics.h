@@ -22,6 +22,7 @@
 
 namespace tidemark {
 
+namespace internal {
 // A single-writer counter.
 class Counter {
  public:
@@ -35,6 +36,7 @@ class Counter {
   std::atomic<int64_t> v_{0};
 };
 
+}  // namespace internal
 struct InputChannelMetrics {
   std::atomic<Timestamp> watermark{kMinTimestamp};
   std::atomic<bool> idle{false};
@@ -53,8 +55,8 @@ class SubtaskMetrics {
   int subtask() const { return subtask_; }
   int parallelism() const { return parallelism_; }
 
-  Counter records_in;
-  Counter records_out;
+  internal::Counter records_in;
+  internal::Counter records_out;
   std::atomic<Timestamp> input_watermark{kMinTimestamp};   // aligned minimum
   std::atomic<Timestamp> output_watermark{kMinTimestamp};  // last watermark sent downstream
   std::atomic<bool> idle{false};                           // output status
@@ -67,7 +69,7 @@ class SubtaskMetrics {
   // Named counters of the operators in this subtask ("numLateRecordsDropped",
   // ...).  Registration happens while the job starts; the returned pointer is
   // stable.
-  Counter* GetCounter(const std::string& name);
+  internal::Counter* GetCounter(const std::string& name);
   std::map<std::string, int64_t> CounterValues() const;
 
  private:
@@ -76,7 +78,7 @@ class SubtaskMetrics {
   const int parallelism_;
   std::vector<InputChannelMetrics> channels_;
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Counter>> counters_;
+  std::map<std::string, std::unique_ptr<internal::Counter>> counters_;
 };
 
 // A copy of one subtask's metrics at a moment.
@@ -95,8 +97,10 @@ struct SubtaskMetricsSnapshot {
   std::map<std::string, int64_t> counters;
 };
 
+namespace internal {
 SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m);
 
+}  // namespace internal
 // Observes watermark movement as it happens, for traces and charts.  Called on
 // the thread of the subtask concerned, so implementations must be thread-safe
 // and quick.  All methods default to doing nothing.

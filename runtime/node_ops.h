@@ -18,7 +18,7 @@
 #include "runtime/operator.h"
 #include "runtime/stream_task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Operations on streams of one element type, for the executor.
 class NodeOps {
@@ -96,6 +96,6 @@ struct SourceBuildArgs {
   size_t budget;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_NODE_OPS_H_

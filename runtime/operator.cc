@@ -4,8 +4,8 @@
 
 namespace tidemark {
 
-OperatorError::OperatorError(const std::string& operator_name, int subtask, int parallelism,
-                             const std::string& what)
+internal::OperatorError::OperatorError(const std::string& operator_name, int subtask,
+                                       int parallelism, const std::string& what)
     : std::runtime_error(absl::StrCat("operator '", operator_name, "' (subtask ", subtask, " of ",
                                       parallelism, ") failed: ", what)),
       operator_name_(operator_name),
@@ -18,7 +18,7 @@ void OperatorBase::Open(OperatorContext& ctx) { ctx_ = &ctx; }
 void OperatorBase::ProcessWatermark(Timestamp watermark) { ForwardWatermark(watermark); }
 void OperatorBase::ProcessStatus(WatermarkStatus status) { ForwardStatus(status); }
 
-void OperatorBase::set_side_output(const std::string& tag, OutputBase* out) {
+void OperatorBase::set_side_output(const std::string& tag, internal::OutputBase* out) {
   side_outputs_[tag] = out;
 }
 
@@ -32,11 +32,12 @@ void OperatorBase::ForwardStatus(WatermarkStatus s) {
   for (auto& [tag, out] : side_outputs_) out->EmitStatus(s);
 }
 
-OutputBase* OperatorBase::FindSideOutput(const std::string& tag) const {
+internal::OutputBase* OperatorBase::FindSideOutput(const std::string& tag) const {
   auto it = side_outputs_.find(tag);
   return it == side_outputs_.end() ? nullptr : it->second;
 }
 
+namespace internal {
 SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   SubtaskMetricsSnapshot s;
   s.task_name = m.task_name();
@@ -55,6 +56,8 @@ SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   s.counters = m.CounterValues();
   return s;
 }
+
+}  // namespace internal
 
 std::string FormatTimestamp(Timestamp ts) {
   if (ts == kMinTimestamp) return "MIN";

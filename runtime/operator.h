@@ -41,6 +41,7 @@
 
 namespace tidemark {
 
+namespace internal {
 // Where an operator sends what it emits.
 class OutputBase {
  public:
@@ -49,8 +50,9 @@ class OutputBase {
   virtual void EmitStatus(WatermarkStatus status) = 0;
 };
 
+}  // namespace internal
 template <typename T>
-class Output : public OutputBase {
+class Output : public internal::OutputBase {
  public:
   virtual void Collect(T&& value, Timestamp ts) = 0;
   void CollectCopy(const T& value, Timestamp ts) {
@@ -71,6 +73,7 @@ class OutputTag {
   std::string id_;
 };
 
+namespace internal {
 // The error an exception from user code becomes: it names the operator and
 // subtask.
 class OperatorError : public std::runtime_error {
@@ -85,12 +88,13 @@ class OperatorError : public std::runtime_error {
   int subtask_;
 };
 
+}  // namespace internal
 // What an operator instance can see of its surroundings.
 class OperatorContext {
  public:
   OperatorContext(std::string name, int subtask, int parallelism, int max_parallelism,
-                  SubtaskMetrics* metrics, ProcessingTimeService* timers, const JobConfig* config,
-                  WatermarkListener* listener)
+                  SubtaskMetrics* metrics, internal::ProcessingTimeService* timers,
+                  const internal::JobConfig* config, WatermarkListener* listener)
       : name_(std::move(name)),
         subtask_(subtask),
         parallelism_(parallelism),
@@ -105,9 +109,9 @@ class OperatorContext {
   int parallelism() const { return parallelism_; }
   int max_parallelism() const { return max_parallelism_; }
   SubtaskMetrics& metrics() { return *metrics_; }
-  Counter* counter(const std::string& name) { return metrics_->GetCounter(name); }
-  ProcessingTimeService& timers() { return *timers_; }
-  const JobConfig& config() const { return *config_; }
+  internal::Counter* counter(const std::string& name) { return metrics_->GetCounter(name); }
+  internal::ProcessingTimeService& timers() { return *timers_; }
+  const internal::JobConfig& config() const { return *config_; }
   WatermarkListener* listener() const { return listener_; }
   // The clock idleness is measured on (Flink's input activity clock): the
   // task's processing time with the time it spent back-pressured or paused
@@ -129,8 +133,8 @@ class OperatorContext {
   int parallelism_;
   int max_parallelism_;
   SubtaskMetrics* metrics_;
-  ProcessingTimeService* timers_;
-  const JobConfig* config_;
+  internal::ProcessingTimeService* timers_;
+  const internal::JobConfig* config_;
   WatermarkListener* listener_;
   const Clock* activity_clock_ = nullptr;
   const std::atomic<bool>* cancel_flag_ = nullptr;
@@ -149,8 +153,8 @@ class OperatorBase {
   // --- wiring, done by the executor before Open() ---
   // `out` is an Output<Out> of the operator's output type, or nullptr for
   // operators without output (sinks).
-  void set_output(OutputBase* out) { output_base_ = out; }
-  void set_side_output(const std::string& tag, OutputBase* out);
+  void set_output(internal::OutputBase* out) { output_base_ = out; }
+  void set_side_output(const std::string& tag, internal::OutputBase* out);
 
  protected:
   OperatorContext& ctx() { return *ctx_; }
@@ -162,13 +166,14 @@ class OperatorBase {
   Output<T>* side_output(const OutputTag<T>& tag) {
     return static_cast<Output<T>*>(FindSideOutput(tag.id()));
   }
-  OutputBase* FindSideOutput(const std::string& tag) const;
+  internal::OutputBase* FindSideOutput(const std::string& tag) const;
 
-  OutputBase* output_base_ = nullptr;
+  internal::OutputBase* output_base_ = nullptr;
   OperatorContext* ctx_ = nullptr;
-  std::map<std::string, OutputBase*> side_outputs_;
+  std::map<std::string, internal::OutputBase*> side_outputs_;
 };
 
+namespace internal {
 // An operator with one (logical) input of type In.
 template <typename In>
 class InputOperator : public OperatorBase {
@@ -176,9 +181,10 @@ class InputOperator : public OperatorBase {
   virtual void ProcessElement(In&& value, Timestamp ts) = 0;
 };
 
+}  // namespace internal
 // An operator from In to Out.
 template <typename In, typename Out>
-class OneInputOperator : public InputOperator<In> {
+class OneInputOperator : public internal::InputOperator<In> {
  public:
   using InputType = In;
   using OutputType = Out;
@@ -187,10 +193,12 @@ class OneInputOperator : public InputOperator<In> {
   Output<Out>& output() { return *static_cast<Output<Out>*>(this->output_base_); }
 };
 
+namespace internal {
 // Sinks: operators with no output.
 template <typename In>
 class SinkOperator : public InputOperator<In> {};
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_RUNTIME_OPERATOR_H_

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-namespace tidemark {
+namespace tidemark::internal {
 
 int64_t ProcessingTimeService::RegisterTimer(Timestamp time, Callback cb) {
   const int64_t id = next_id_++;
@@ -42,4 +42,4 @@ void ProcessingTimeService::FireDue(Timestamp now) {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

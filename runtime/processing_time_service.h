@@ -17,7 +17,7 @@
 #include "runtime/clock.h"
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // Processing-time timers of one task (Flink's ProcessingTimeService).  A
 // timer registered for time T runs its callback on the task's thread once the
@@ -78,6 +78,6 @@ class ProcessingTimeService {
   int64_t next_id_ = 1;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_PROCESSING_TIME_SERVICE_H_

@@ -1,6 +1,6 @@
 #include "runtime/source_driver.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 SourceDriverCore::SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name,
                                    WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
@@ -48,4 +48,4 @@ void SourceDriverCore::ForwardIdle() {
   head_base_->EmitStatus(WatermarkStatus::kIdle);
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

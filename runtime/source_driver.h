@@ -19,7 +19,7 @@
 #include "runtime/operator.h"
 #include "runtime/source.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // The part of a source driver that does not depend on the record type
 // (source_driver.cc): watermarks and idleness towards the chain, the poll's
@@ -97,6 +97,6 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   Output<T>* head_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_SOURCE_DRIVER_H_

@@ -17,7 +17,7 @@
 
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 template <typename T>
 struct Record {
@@ -58,6 +58,6 @@ struct Batch final : BatchBase {
   }
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_STREAM_ELEMENT_H_

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 namespace {
 constexpr int kStepsPerSlice = 32;
 }  // namespace
@@ -163,4 +163,4 @@ void StreamTask::Release() {
   writers_.clear();
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

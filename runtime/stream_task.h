@@ -34,7 +34,7 @@
 #include "runtime/task.h"
 #include "runtime/task_host.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // One chain of operators at one subtask index.
 class StreamTask final : public Task {
@@ -95,6 +95,6 @@ class StreamTask final : public Task {
   SteadyTime wakeup_ = SteadyTime::max();
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_STREAM_TASK_H_

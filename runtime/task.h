@@ -43,7 +43,7 @@
 #include <chrono>
 #include <string>
 
-namespace tidemark {
+namespace tidemark::internal {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
@@ -190,6 +190,6 @@ class Task {
   SteadyTime registered_deadline_ = SteadyTime::max();
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_TASK_H_

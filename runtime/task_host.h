@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class TaskHost {
  public:
@@ -24,6 +24,6 @@ class TaskHost {
   ~TaskHost() = default;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_TASK_HOST_H_

@@ -1,6 +1,6 @@
 #include "runtime/wakeup_timer.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 void WakeupTimer::Start() {
   thread_ = std::thread([this] { Main(); });
@@ -44,4 +44,4 @@ void WakeupTimer::Main() {
   }
 }
 
-}  // namespace tidemark
+}  // namespace tidemark::internal

@@ -18,7 +18,7 @@
 
 #include "runtime/task.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class WakeupTimer {
  public:
@@ -46,6 +46,6 @@ class WakeupTimer {
   std::thread thread_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_WAKEUP_TIMER_H_

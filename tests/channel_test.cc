@@ -21,6 +21,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

@@ -38,6 +38,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

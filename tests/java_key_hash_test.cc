@@ -38,6 +38,7 @@
 #endif
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 // ----------------------------------------------------------------- vectors

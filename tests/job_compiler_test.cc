@@ -14,6 +14,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using ::testing::ElementsAre;
@@ -28,7 +29,7 @@ DataStream<int64_t> Numbers(StreamExecutionEnvironment& env, const std::string& 
 int64_t Identity(const int64_t& v) { return v; }
 
 PhysicalPlan PlanOf(const StreamExecutionEnvironment& env) {
-  absl::StatusOr<PhysicalPlan> plan = env.Plan();
+  absl::StatusOr<PhysicalPlan> plan = StreamAccess::Plan(env);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *std::move(plan) : PhysicalPlan{};
 }
@@ -132,7 +133,7 @@ TEST(JobCompilerParallelismTest, ParallelismAboveMaxParallelismIsInvalid) {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
   Numbers(env).map(&Identity).name("Wide").set_parallelism(10).set_max_parallelism(8);
-  absl::StatusOr<PhysicalPlan> plan = env.Plan();
+  absl::StatusOr<PhysicalPlan> plan = StreamAccess::Plan(env);
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(plan.status()));
   EXPECT_THAT(plan.status().message(), HasSubstr("operator 'Wide'"));
@@ -193,7 +194,7 @@ TEST(JobCompilerEdgeTest, ExplicitForwardBetweenDifferentParallelismIsInvalid) {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
   Numbers(env, "A").forward().map(&Identity).name("B").set_parallelism(3);
-  absl::StatusOr<PhysicalPlan> plan = env.Plan();
+  absl::StatusOr<PhysicalPlan> plan = StreamAccess::Plan(env);
   ASSERT_FALSE(plan.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(plan.status()));
   EXPECT_THAT(plan.status().message(),

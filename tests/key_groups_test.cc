@@ -17,6 +17,7 @@
 #include "partitioning/partitioner.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 TEST(JavaStringHashCode, KnownValues) {

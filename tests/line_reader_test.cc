@@ -23,6 +23,7 @@
 #include "test_util.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;

@@ -270,7 +270,7 @@ TEST_P(ScenarioTest, S1SideOutputLateData) {
   };
   EXPECT_THAT(Results(*results), ElementsAreArray(Describe(expected)));
   std::vector<std::string> late_lines;
-  for (const KeyedEvent& e : late->values()) late_lines.push_back(Format(e));
+  for (const KeyedEvent& e : late->values()) late_lines.push_back(tidemark::internal::Format(e));
   EXPECT_THAT(late_lines, ElementsAreArray({"(0001,1538359890000)", "(0001,1538359891000)",
                                             "(0001,1538359892000)"}));
   EXPECT_EQ(r.CounterTotal("numLateRecordsDropped"), 0);

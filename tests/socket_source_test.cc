@@ -25,6 +25,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 // A listening socket on 127.0.0.1 with a kernel-chosen port.

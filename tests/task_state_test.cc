@@ -28,6 +28,7 @@
 #include "test_util.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

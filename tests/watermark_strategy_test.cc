@@ -17,6 +17,7 @@
 #include "runtime/time.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

@@ -12,6 +12,7 @@
 #include "operators/window/windows.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

@@ -24,6 +24,7 @@
 #include "window_test_functions.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

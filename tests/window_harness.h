@@ -37,6 +37,7 @@
 #include "runtime/stream_element.h"
 
 namespace tidemark {
+using namespace internal;
 namespace testing {
 
 template <typename T>

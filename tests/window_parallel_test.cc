@@ -19,6 +19,7 @@
 #include "tidemark.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;

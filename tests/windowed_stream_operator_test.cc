@@ -18,6 +18,7 @@
 #include "window_test_functions.h"
 
 namespace tidemark {
+using namespace internal;
 namespace {
 
 using namespace std::chrono_literals;
@@ -61,7 +62,7 @@ class WindowedStreamOperator : public ::testing::Test {
   // The operator the node of `stream` makes, as its subtasks would get it.
   template <typename Out>
   std::unique_ptr<OperatorBase> OperatorOf(const DataStream<Out>& stream) {
-    return env_.node(stream.id()).make_operator();
+    return StreamAccess::Node(stream).make_operator();
   }
   template <typename Op, typename Out>
   bool Builds(const DataStream<Out>& stream) {

@@ -63,6 +63,7 @@
 
 namespace tidemark {
 
+namespace internal {
 // The namespace of state and timers that belong to no window.
 struct VoidNamespace {
   friend bool operator==(const VoidNamespace&, const VoidNamespace&) { return true; }
@@ -165,11 +166,12 @@ class BoundState {
   const N* ns_;
 };
 
+}  // namespace internal
 // The value of the current key (Flink's ValueState).
-template <typename K, typename V, typename N = VoidNamespace>
-class ValueState : public BoundState<K, N, V> {
+template <typename K, typename V, typename N = internal::VoidNamespace>
+class ValueState : public internal::BoundState<K, N, V> {
  public:
-  using BoundState<K, N, V>::BoundState;
+  using internal::BoundState<K, N, V>::BoundState;
   // nullopt when the key has none.
   std::optional<V> value() const {
     const V* v = this->find();
@@ -183,10 +185,10 @@ class ValueState : public BoundState<K, N, V> {
 };
 
 // The list of the current key (ListState).
-template <typename K, typename V, typename N = VoidNamespace>
-class ListState : public BoundState<K, N, std::vector<V>> {
+template <typename K, typename V, typename N = internal::VoidNamespace>
+class ListState : public internal::BoundState<K, N, std::vector<V>> {
  public:
-  using BoundState<K, N, std::vector<V>>::BoundState;
+  using internal::BoundState<K, N, std::vector<V>>::BoundState;
   const std::vector<V>& get() const {
     static const std::vector<V> kEmpty;
     const std::vector<V>* v = this->find();
@@ -205,11 +207,12 @@ class ListState : public BoundState<K, N, std::vector<V>> {
 };
 
 // A value reduced with F on every add (ReducingState).
-template <typename K, typename V, typename F, typename N = VoidNamespace>
-class ReducingState : public BoundState<K, N, V> {
+template <typename K, typename V, typename F, typename N = internal::VoidNamespace>
+class ReducingState : public internal::BoundState<K, N, V> {
  public:
-  ReducingState(StateTable<K, N, V>* table, const K* key, F f, const N* ns = &kVoidNamespace)
-      : BoundState<K, N, V>(table, key, ns), f_(std::move(f)) {}
+  ReducingState(internal::StateTable<K, N, V>* table, const K* key, F f,
+                const N* ns = &internal::kVoidNamespace)
+      : internal::BoundState<K, N, V>(table, key, ns), f_(std::move(f)) {}
   void add(const V& v) {
     auto [cur, inserted] = this->try_emplace(v);
     if (!inserted) *cur = f_(static_cast<const V&>(*cur), v);
@@ -224,20 +227,20 @@ class ReducingState : public BoundState<K, N, V> {
 };
 
 // An accumulator of an aggregate function (AggregatingState).
-template <typename K, typename Agg, typename N = VoidNamespace>
-class AggregatingState : public BoundState<K, N, AccumulatorOf<Agg>> {
+template <typename K, typename Agg, typename N = internal::VoidNamespace>
+class AggregatingState : public internal::BoundState<K, N, internal::AccumulatorOf<Agg>> {
  public:
-  using Acc = AccumulatorOf<Agg>;
-  AggregatingState(StateTable<K, N, Acc>* table, const K* key, Agg agg,
-                   const N* ns = &kVoidNamespace)
-      : BoundState<K, N, Acc>(table, key, ns), agg_(std::move(agg)) {}
+  using Acc = internal::AccumulatorOf<Agg>;
+  AggregatingState(internal::StateTable<K, N, Acc>* table, const K* key, Agg agg,
+                   const N* ns = &internal::kVoidNamespace)
+      : internal::BoundState<K, N, Acc>(table, key, ns), agg_(std::move(agg)) {}
   template <typename In>
   void add(const In& v) {
     Acc* acc = this->find();
     if (acc == nullptr) acc = this->try_emplace(agg_.create_accumulator()).first;
     *acc = agg_.add(v, std::move(*acc));
   }
-  std::optional<AggregateResultOf<Agg>> get() const {
+  std::optional<internal::AggregateResultOf<Agg>> get() const {
     const Acc* acc = this->find();
     if (acc == nullptr) return std::nullopt;
     return agg_.get_result(*acc);
@@ -249,11 +252,11 @@ class AggregatingState : public BoundState<K, N, AccumulatorOf<Agg>> {
 
 // The map of the current key (Flink's MapState): user key UK to user value
 // UV.  References from entries() stay valid until the map is next changed.
-template <typename K, typename UK, typename UV, typename N = VoidNamespace>
-class MapState : public BoundState<K, N, std::map<UK, UV>> {
+template <typename K, typename UK, typename UV, typename N = internal::VoidNamespace>
+class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
  public:
   using Map = std::map<UK, UV>;
-  using BoundState<K, N, Map>::BoundState;
+  using internal::BoundState<K, N, Map>::BoundState;
 
   // nullopt when `uk` has no mapping.
   std::optional<UV> get(const UK& uk) const {

@@ -47,7 +47,7 @@
 #include "runtime/operator.h"
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 template <typename K, typename N>
 class TimerQueue {
@@ -353,6 +353,6 @@ class WatermarkOnlyTimeService {
   ProcessingTimeService* pts_ = nullptr;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_KEYED_TIMER_SERVICE_H_

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace tidemark {
-namespace window_internal {
+namespace internal {
 
 int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t size) {
   switch (stagger) {
@@ -33,5 +33,5 @@ void ThrowEndlessSlidingLoop(Timestamp t, int64_t size, int64_t slide, int64_t o
       "about 2^64 / slide window starts until memory runs out), so the job fails"));
 }
 
-}  // namespace window_internal
+}  // namespace internal
 }  // namespace tidemark

@@ -61,7 +61,7 @@ namespace tidemark {
 // window (so windows start when the subtask saw its first element).
 enum class WindowStagger { kAligned, kRandom, kNatural };
 
-namespace window_internal {
+namespace internal {
 
 int64_t StaggerOffset(WindowStagger stagger, Timestamp processing_time, int64_t size);
 
@@ -181,7 +181,7 @@ inline void AssignSliding(Timestamp t, int64_t size, int64_t slide, int64_t offs
   }
 }
 
-}  // namespace window_internal
+}  // namespace internal
 
 // Tumbling event-time windows of `size`, aligned to `offset` from the epoch.
 class TumblingEventTimeWindows {
@@ -192,18 +192,18 @@ class TumblingEventTimeWindows {
 
   static TumblingEventTimeWindows of(Duration size, Duration offset = Duration(0),
                                      WindowStagger stagger = WindowStagger::kAligned) {
-    window_internal::CheckTumbling("TumblingEventTimeWindows", ToMillis(size), ToMillis(offset));
+    internal::CheckTumbling("TumblingEventTimeWindows", ToMillis(size), ToMillis(offset));
     return TumblingEventTimeWindows(ToMillis(size), ToMillis(offset), stagger);
   }
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp now, std::vector<TimeWindow>& out) const {
-    window_internal::CheckHasTimestamp(ts);
+    internal::CheckHasTimestamp(ts);
     // Most records fall into the window of the record before: no division.
     if (ts >= last_.start && ts < last_.end) [[likely]] {
       out.push_back(last_);
       return;
     }
-    window_internal::AssignTumbling(ts, size_, EffectiveOffset(now), out);
+    internal::AssignTumbling(ts, size_, EffectiveOffset(now), out);
     last_ = out.back();  // the offset is fixed once EffectiveOffset has run
   }
   EventTimeTrigger default_trigger() const { return {}; }
@@ -218,7 +218,7 @@ class TumblingEventTimeWindows {
   }
   int64_t size_;
   int64_t offset_;
-  window_internal::StaggeredOffset effective_;
+  internal::StaggeredOffset effective_;
   // The window assigned last (empty at first; an end that wrapped past MAX
   // makes it empty too, so such windows are always computed).
   mutable TimeWindow last_{0, 0};
@@ -232,14 +232,14 @@ class SlidingEventTimeWindows {
   static constexpr bool kIsMerging = false;
 
   static SlidingEventTimeWindows of(Duration size, Duration slide, Duration offset = Duration(0)) {
-    window_internal::CheckSliding("SlidingEventTimeWindows", ToMillis(size), ToMillis(slide),
-                                  ToMillis(offset));
+    internal::CheckSliding("SlidingEventTimeWindows", ToMillis(size), ToMillis(slide),
+                           ToMillis(offset));
     return SlidingEventTimeWindows(ToMillis(size), ToMillis(slide), ToMillis(offset));
   }
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
-    window_internal::CheckHasTimestamp(ts);
-    window_internal::AssignSliding(ts, size_, slide_, offset_, out);
+    internal::CheckHasTimestamp(ts);
+    internal::AssignSliding(ts, size_, slide_, offset_, out);
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t size() const { return size_; }
@@ -280,7 +280,7 @@ class DynamicEventTimeSessionWindows {
     }
     // [ts, ts + gap) in Java arithmetic, any ts (Flink's
     // DynamicEventTimeSessionWindows.assignWindows has no MIN check).
-    out.emplace_back(ts, JavaLongAdd(ts, gap));
+    out.emplace_back(ts, internal::JavaLongAdd(ts, gap));
   }
   EventTimeTrigger default_trigger() const { return {}; }
 
@@ -312,7 +312,7 @@ class EventTimeSessionWindows {
   // without a timestamp gets [MIN, MIN + gap), and near MAX the end wraps.
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp, std::vector<TimeWindow>& out) const {
-    out.emplace_back(ts, JavaLongAdd(ts, gap_));
+    out.emplace_back(ts, internal::JavaLongAdd(ts, gap_));
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t gap() const { return gap_; }
@@ -406,13 +406,12 @@ class TumblingProcessingTimeWindows {
 
   static TumblingProcessingTimeWindows of(Duration size, Duration offset = Duration(0),
                                           WindowStagger stagger = WindowStagger::kAligned) {
-    window_internal::CheckTumbling("TumblingProcessingTimeWindows", ToMillis(size),
-                                   ToMillis(offset));
+    internal::CheckTumbling("TumblingProcessingTimeWindows", ToMillis(size), ToMillis(offset));
     return TumblingProcessingTimeWindows(ToMillis(size), ToMillis(offset), stagger);
   }
   template <typename T>
   void assign_windows(const T&, Timestamp, Timestamp now, std::vector<TimeWindow>& out) const {
-    window_internal::AssignTumbling(now, size_, EffectiveOffset(now), out);
+    internal::AssignTumbling(now, size_, EffectiveOffset(now), out);
   }
   ProcessingTimeTrigger default_trigger() const { return {}; }
 
@@ -424,7 +423,7 @@ class TumblingProcessingTimeWindows {
   }
   int64_t size_;
   int64_t offset_;
-  window_internal::StaggeredOffset effective_;
+  internal::StaggeredOffset effective_;
 };
 
 // Sliding windows of processing time.
@@ -436,13 +435,13 @@ class SlidingProcessingTimeWindows {
 
   static SlidingProcessingTimeWindows of(Duration size, Duration slide,
                                          Duration offset = Duration(0)) {
-    window_internal::CheckSliding("SlidingProcessingTimeWindows", ToMillis(size), ToMillis(slide),
-                                  ToMillis(offset));
+    internal::CheckSliding("SlidingProcessingTimeWindows", ToMillis(size), ToMillis(slide),
+                           ToMillis(offset));
     return SlidingProcessingTimeWindows(ToMillis(size), ToMillis(slide), ToMillis(offset));
   }
   template <typename T>
   void assign_windows(const T&, Timestamp, Timestamp now, std::vector<TimeWindow>& out) const {
-    window_internal::AssignSliding(now, size_, slide_, offset_, out);
+    internal::AssignSliding(now, size_, slide_, offset_, out);
   }
   ProcessingTimeTrigger default_trigger() const { return {}; }
 

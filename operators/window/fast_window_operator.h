@@ -41,15 +41,13 @@
 #include "operators/window/window_operator_base.h"
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
-namespace window_internal {
 // Contents that keep one value per window (reduce, aggregate) name its type.
 template <typename Contents>
 concept SingleValueContents = requires {
   typename Contents::Value;
 };
-}  // namespace window_internal
 
 // Whether FastWindowOperator applies to a job with this assigner, trigger
 // and contents (see the file comment).
@@ -57,7 +55,7 @@ template <typename Assigner, typename TriggerT, typename Contents>
 inline constexpr bool FastWindowOperatorApplies =
     Assigner::kIsEventTime && !Assigner::kIsMerging &&
     std::is_same_v<typename Assigner::WindowType, TimeWindow> &&
-    std::is_same_v<TriggerT, EventTimeTrigger> && window_internal::SingleValueContents<Contents>;
+    std::is_same_v<TriggerT, EventTimeTrigger> && SingleValueContents<Contents>;
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner: see assigners.h;
 // Contents: ReduceContents / AggregateContents (window_contents.h).
@@ -207,6 +205,6 @@ class FastWindowOperator final
   TimeWindowTable<K, Value> table_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_FAST_WINDOW_OPERATOR_H_

@@ -31,7 +31,7 @@
 #include "operators/window/time_window.h"
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 template <bool kEventTime>
 class WindowLateness {
@@ -69,6 +69,6 @@ class WindowLateness {
   int64_t lateness_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_LATENESS_H_

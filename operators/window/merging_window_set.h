@@ -46,7 +46,7 @@
 
 #include "operators/window/time_window.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 class MergingWindowSet {
  public:
@@ -226,6 +226,6 @@ class MergingWindowSet {
   bool irregular_ = false;                // an invalid window was added: sweep
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_MERGING_WINDOW_SET_H_

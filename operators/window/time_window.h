@@ -20,6 +20,7 @@
 
 namespace tidemark {
 
+namespace internal {
 // Java's long addition and subtraction: two's complement, wrapping silently.
 // Flink computes window bounds with them (TimeWindow, the assigners), so
 // within a window size of MIN or MAX its windows have a wrapped start or end;
@@ -32,6 +33,7 @@ constexpr Timestamp JavaLongSub(Timestamp a, int64_t b) {
   return static_cast<Timestamp>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
 }
 
+}  // namespace internal
 // [start, end).  Normally start <= end; near the ends of the long range a
 // window can have a wrapped bound (start > end), exactly as in Flink (see
 // JavaLongAdd), and every rule below then applies to it unchanged.
@@ -45,7 +47,7 @@ struct TimeWindow {
   // The largest timestamp that still belongs to the window: end - 1 in Java
   // arithmetic (TimeWindow.maxTimestamp), so an end that wrapped to MIN gives
   // MAX.
-  constexpr Timestamp max_timestamp() const { return JavaLongSub(end, 1); }
+  constexpr Timestamp max_timestamp() const { return internal::JavaLongSub(end, 1); }
   constexpr Timestamp get_start() const { return start; }
   constexpr Timestamp get_end() const { return end; }
 
@@ -102,10 +104,11 @@ struct GlobalWindow {
 // MIN + 1 -> MAX - 1 (the true start, MIN - 2, does not exist); size 10,
 // offset 3: MIN + 1 -> MAX - 4 (ts - offset wraps first).
 constexpr Timestamp GetWindowStartWithOffset(Timestamp ts, Timestamp offset, Timestamp size) {
-  const Timestamp r = JavaLongSub(ts, offset) % size;
-  return JavaLongSub(ts, r < 0 ? r + size : r);
+  const Timestamp r = internal::JavaLongSub(ts, offset) % size;
+  return internal::JavaLongSub(ts, r < 0 ? r + size : r);
 }
 
+namespace internal {
 // Flink's TimeWindow.mergeWindows: sorts `windows` (in place) by start and
 // sweeps, a window joining the running group when it intersects the group's
 // cover.  Calls merge(cover, members) for every group of two or more distinct
@@ -132,6 +135,7 @@ void MergeTimeWindows(std::vector<TimeWindow>& windows, std::vector<TimeWindow>&
   if (group.size() > 1) merge(cover, group);
 }
 
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_WINDOW_TIME_WINDOW_H_

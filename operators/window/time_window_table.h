@@ -57,7 +57,7 @@
 #include "operators/window/time_window.h"
 #include "runtime/time.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // An append-only sequence of T in chunks that never move (see above).  T
 // needs no default constructor: slots are constructed as they are appended.
@@ -247,6 +247,6 @@ class TimeWindowTable {
   size_t last_closed_size_ = 0;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_

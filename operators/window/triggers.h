@@ -49,6 +49,7 @@ constexpr bool IsFire(TriggerResult r) { return (static_cast<uint8_t>(r) & 1) !=
 constexpr bool IsPurge(TriggerResult r) { return (static_cast<uint8_t>(r) & 2) != 0; }
 const char* ToString(TriggerResult r);
 
+namespace internal {
 // Named values of one trigger for one (key, window).  Few names per window,
 // so a vector searched linearly.
 class TriggerState {
@@ -100,11 +101,12 @@ class TriggerHost {
   virtual TriggerState* HostMergedState(size_t) { return nullptr; }
 };
 
+}  // namespace internal
 // A trigger's view of its surroundings (Flink's Trigger.TriggerContext),
 // bound to the current key and window.
 class TriggerContext {
  public:
-  explicit TriggerContext(TriggerHost* host) : host_(host) {}
+  explicit TriggerContext(internal::TriggerHost* host) : host_(host) {}
   Timestamp get_current_watermark() const { return host_->HostWatermark(); }
   Timestamp get_current_processing_time() const { return host_->HostProcessingTime(); }
   // Timers for (current key, current window); a set: registering twice keeps
@@ -119,7 +121,7 @@ class TriggerContext {
   // context.
   template <typename V>
   V* get_state(std::string_view name) {
-    TriggerState* s = host_->HostState(false);
+    internal::TriggerState* s = host_->HostState(false);
     return s ? s->Find<V>(name) : nullptr;
   }
   template <typename V>
@@ -127,14 +129,14 @@ class TriggerContext {
     return host_->HostState(true)->GetOrCreate<V>(name, std::move(init));
   }
   void clear_state(std::string_view name) {
-    if (TriggerState* s = host_->HostState(false)) {
+    if (internal::TriggerState* s = host_->HostState(false)) {
       s->Erase(name);
       host_->HostDropStateIfEmpty();
     }
   }
 
  protected:
-  TriggerHost* host_;
+  internal::TriggerHost* host_;
 };
 
 // The context of on_merge: the current window is the merge result.
@@ -149,7 +151,7 @@ class OnMergeContext : public TriggerContext {
     bool have = false;
     V acc{};
     for (size_t i = 0; i < host_->HostNumMerged(); ++i) {
-      TriggerState* s = host_->HostMergedState(i);
+      internal::TriggerState* s = host_->HostMergedState(i);
       V* v = s ? s->Find<V>(name) : nullptr;
       if (!v) continue;
       acc = have ? f(std::move(acc), *v) : *v;

@@ -41,7 +41,7 @@
 #include "operators/window/evictors.h"
 #include "operators/window/window_context.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // The name of the window contents' table in the window operator's store.
 inline constexpr char kWindowContentsState[] = "window-contents";
@@ -227,6 +227,6 @@ class ListContents
   EvictorT evictor_;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_

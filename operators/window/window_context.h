@@ -21,6 +21,7 @@
 
 namespace tidemark {
 
+namespace internal {
 // Implemented by the window operator: named per-(key, window) and per-key
 // values of the window function, for the current key and window.
 class WindowStateHost {
@@ -30,6 +31,7 @@ class WindowStateHost {
   virtual TriggerState* GlobalFunctionState(bool create) = 0;
 };
 
+}  // namespace internal
 class WindowContext {
  public:
   // The firing window.  window() is for TimeWindow assigners (all but
@@ -75,7 +77,7 @@ class WindowContext {
   }
 
   // --- for the operator ---
-  void SetStateHost(WindowStateHost* host) { state_host_ = host; }
+  void SetStateHost(internal::WindowStateHost* host) { state_host_ = host; }
   template <typename W>
   void Set(const W* window, Timestamp watermark, Timestamp processing_time) {
     window_ = window;
@@ -84,7 +86,9 @@ class WindowContext {
     processing_time_ = processing_time;
     output_timestamp_ = window->max_timestamp();
   }
-  void SetSideOutputs(const std::map<std::string, OutputBase*>* outs) { side_outputs_ = outs; }
+  void SetSideOutputs(const std::map<std::string, internal::OutputBase*>* outs) {
+    side_outputs_ = outs;
+  }
   void SetSubtask(int subtask) { subtask_ = subtask; }
   void SetFiredByElement(bool by_element) { by_element_ = by_element; }
 
@@ -94,10 +98,10 @@ class WindowContext {
   Timestamp watermark_ = kMinTimestamp;
   Timestamp processing_time_ = kMinTimestamp;
   Timestamp output_timestamp_ = kNoTimestamp;
-  const std::map<std::string, OutputBase*>* side_outputs_ = nullptr;
+  const std::map<std::string, internal::OutputBase*>* side_outputs_ = nullptr;
   int subtask_ = 0;
   bool by_element_ = false;
-  WindowStateHost* state_host_ = nullptr;
+  internal::WindowStateHost* state_host_ = nullptr;
 };
 
 }  // namespace tidemark

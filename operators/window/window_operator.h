@@ -71,7 +71,7 @@
 #include "operators/window/window_operator_base.h"
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner, TriggerT: see
 // assigners.h / triggers.h; Contents: see window_contents.h.
@@ -339,6 +339,6 @@ class WindowOperator final
   const std::vector<W>* merged_windows_ = nullptr;  // set during on_merge
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_

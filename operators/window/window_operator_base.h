@@ -54,7 +54,7 @@
 #include "operators/window/window_context.h"
 #include "runtime/operator.h"
 
-namespace tidemark {
+namespace tidemark::internal {
 
 inline constexpr char kNumLateRecordsDropped[] = "numLateRecordsDropped";
 inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
@@ -236,6 +236,6 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
   Counter* not_fired_keys_counter_ = nullptr;
 };
 
-}  // namespace tidemark
+}  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_

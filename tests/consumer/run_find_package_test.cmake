@@ -1,9 +1,9 @@
 # Installs the tidemark build in BUILD_DIR into a fresh prefix under WORK_DIR,
 # then configures, builds and runs the consumer project (SOURCE_DIR) against
 # that install tree with find_package(tidemark).
-#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... [-DGENERATOR=...]
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DPROJECT_ROOT=... [-DGENERATOR=...]
 #         [-DBUILD_TYPE=...] [-DSANITIZE_FLAGS=...] -P run_find_package_test.cmake
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR)
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR PROJECT_ROOT)
   if(NOT ${var})
     message(FATAL_ERROR "${var} is required")
   endif()
@@ -21,9 +21,9 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 # (`cmake --install` needs the whole build done: build first, then ctest.)
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
-if(NOT EXISTS "${prefix}/include/tidemark/tidemark.h")
-  message(FATAL_ERROR "install tree has no include/tidemark/tidemark.h")
-endif()
+# Exactly the headers tidemark.h reaches are installed.
+run(${CMAKE_COMMAND} "-DINCLUDE_DIR=${prefix}/include/tidemark" "-DSOURCE_ROOT=${PROJECT_ROOT}"
+    -P "${PROJECT_ROOT}/cmake/check_installed_headers.cmake")
 
 set(gen_args)
 if(GENERATOR)

@@ -273,8 +273,8 @@ std::string LeftOpen(const JobResult& result) {
     out += m.records_out;
     if (m.task_name.rfind("Source", 0) != 0) in += m.records_in;
   }
-  const int64_t windows = result.CounterTotal(kWindowsNotFiredAtClose);
-  const int64_t keys = result.CounterTotal(kWindowKeysNotFiredAtClose);
+  const int64_t windows = result.CounterTotal(internal::kWindowsNotFiredAtClose);
+  const int64_t keys = result.CounterTotal(internal::kWindowKeysNotFiredAtClose);
   return absl::StrCat(Count(windows, "window", "windows"), " not fired (",
                       Count(keys, "key", "keys"), "), ",
                       Count(std::max<int64_t>(0, out - in), "record", "records"), " in flight");

@@ -1,0 +1,1 @@
+// Installed, but tidemark.h never reaches it.
