@@ -1,11 +1,34 @@
 #include "api/environment.h"
 
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/executor.h"
+#include "runtime/job_compiler.h"
+#include "runtime/job_graph.h"
 
 namespace tidemark {
 using namespace internal;
+
+JobClient::JobClient() = default;
+JobClient::JobClient(std::shared_ptr<JobExecution> exec) : exec_(std::move(exec)) {}
+JobClient::JobClient(absl::Status build_error) : build_error_(std::move(build_error)) {}
+JobClient::JobClient(const JobClient&) = default;
+JobClient::JobClient(JobClient&&) noexcept = default;
+JobClient& JobClient::operator=(const JobClient&) = default;
+JobClient& JobClient::operator=(JobClient&&) noexcept = default;
+JobClient::~JobClient() = default;
+
+void JobClient::cancel() {
+  if (exec_) exec_->Cancel();
+}
+
+bool JobClient::done() const { return !exec_ || exec_->done(); }
+
+std::vector<SubtaskMetricsSnapshot> JobClient::metrics() const {
+  return exec_ ? exec_->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
+}
 
 JobResult JobClient::wait() {
   if (!exec_) {
@@ -19,7 +42,113 @@ JobResult JobClient::wait() {
 StreamExecutionEnvironment::StreamExecutionEnvironment()
     : parallelism_(std::max(1u, std::thread::hardware_concurrency())),
       worker_threads_(std::max(1u, std::thread::hardware_concurrency())),
-      clock_(SystemClock::Get()) {}
+      clock_(SystemClock::Get()),
+      print_stream_(&std::cout) {}
+
+StreamExecutionEnvironment::~StreamExecutionEnvironment() = default;
+
+StreamNode& StreamExecutionEnvironment::node(int id) {
+  return *nodes_.at(static_cast<size_t>(id));
+}
+
+int StreamExecutionEnvironment::AddOperatorNode(int input, std::string name,
+                                                std::shared_ptr<NodeOps> out,
+                                                OperatorFactory factory, bool keyed) {
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kOperator;
+  n->name = std::move(name);
+  n->out = std::move(out);
+  n->inputs.push_back(EdgeSpec{input, ShipStrategy::kDefault, nullptr});
+  n->make_operator = std::move(factory);
+  n->keyed = keyed;
+  return AddNode(std::move(n));
+}
+
+int StreamExecutionEnvironment::AddPartitionNode(int input, ShipStrategy s,
+                                                 std::shared_ptr<PartitionerFactoryBase> p) {
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kVirtual;
+  n->name = ToString(s);
+  n->out = node(input).out;
+  n->inputs.push_back(EdgeSpec{input, s, std::move(p)});
+  return AddNode(std::move(n));
+}
+
+int StreamExecutionEnvironment::AddUnionNode(const std::vector<int>& inputs) {
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kVirtual;
+  n->name = "Union";
+  n->out = node(inputs.at(0)).out;
+  for (int in : inputs) n->inputs.push_back(EdgeSpec{in, ShipStrategy::kDefault, nullptr});
+  return AddNode(std::move(n));
+}
+
+int StreamExecutionEnvironment::AddSideOutputNode(int input, const std::string& tag,
+                                                  std::shared_ptr<NodeOps> producer_side,
+                                                  std::shared_ptr<NodeOps> out) {
+  node(input).side_outs[tag] = std::move(producer_side);
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kSideOutput;
+  n->name = "Side output " + tag;
+  n->out = std::move(out);
+  n->side_tag = tag;
+  n->inputs.push_back(EdgeSpec{input, ShipStrategy::kDefault, nullptr});
+  return AddNode(std::move(n));
+}
+
+int StreamExecutionEnvironment::AddSourceNode(std::string name, std::shared_ptr<NodeOps> out,
+                                              bool parallel, SourceFactory make) {
+  auto n = std::make_unique<StreamNode>();
+  n->kind = StreamNode::Kind::kSource;
+  n->name = "Source: " + name;
+  n->out = std::move(out);
+  if (!parallel) {
+    n->parallelism = 1;
+    n->fixed_parallelism = true;
+  }
+  n->make_source = std::move(make);
+  return AddNode(std::move(n));
+}
+
+void StreamExecutionEnvironment::SetNodeName(int id, std::string name) {
+  node(id).name = std::move(name);
+}
+
+void StreamExecutionEnvironment::SetNodeParallelism(int id, int p) {
+  StreamNode& n = node(id);
+  if (p <= 0) throw std::invalid_argument("parallelism must be positive");
+  if (n.fixed_parallelism && p != n.parallelism)
+    throw std::invalid_argument("the parallelism of '" + n.name + "' is fixed at " +
+                                std::to_string(n.parallelism));
+  n.parallelism = p;
+}
+
+void StreamExecutionEnvironment::SetNodeMaxParallelism(int id, int p) {
+  if (p <= 0 || p > kUpperBoundMaxParallelism)
+    throw std::invalid_argument("max parallelism must be in (0, 32768]");
+  node(id).max_parallelism = p;
+}
+
+void StreamExecutionEnvironment::FixNodeParallelism(int id, int p) {
+  StreamNode& n = node(id);
+  n.parallelism = p;
+  n.fixed_parallelism = true;
+}
+
+StreamNode& StreamAccess::Node(StreamExecutionEnvironment& env, int id) { return env.node(id); }
+int StreamAccess::AddNode(StreamExecutionEnvironment& env, std::unique_ptr<StreamNode> n) {
+  return env.AddNode(std::move(n));
+}
+const JobConfig& StreamAccess::Config(const StreamExecutionEnvironment& env) {
+  return env.config();
+}
+absl::StatusOr<PhysicalPlan> StreamAccess::Plan(const StreamExecutionEnvironment& env) {
+  return env.Plan();
+}
+absl::StatusOr<std::shared_ptr<JobExecution>> StreamAccess::Build(StreamExecutionEnvironment& env,
+                                                                  const std::string& job_name) {
+  return env.Build(job_name);
+}
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_parallelism(int p) {
   if (p <= 0) throw std::invalid_argument("parallelism must be positive");

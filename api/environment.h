@@ -35,7 +35,7 @@
 #define TM_API_ENVIRONMENT_H_
 
 #include <functional>
-#include <iostream>
+#include <iosfwd>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -49,10 +49,9 @@
 #include "operators/basic.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"
-#include "runtime/executor.h"
-#include "runtime/job_compiler.h"
-#include "runtime/job_graph.h"
+#include "runtime/job_result.h"
 #include "runtime/node_ops.h"
+#include "runtime/source_driver.h"
 #include "runtime/watermark_strategy.h"
 
 namespace tidemark {
@@ -69,25 +68,31 @@ namespace internal {
 // the physical plan, the execution), for the CLI, tests and benchmarks.  Not
 // API.  Defined below.
 struct StreamAccess;
+class JobExecution;
+struct JobCompilerOptions;
+struct PhysicalPlan;
+using OperatorFactory = std::function<std::unique_ptr<OperatorBase>()>;
+using SourceFactory = std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)>;
 }  // namespace internal
 
 // A running (or finished) job.
 class JobClient {
  public:
-  JobClient() = default;
-  explicit JobClient(std::shared_ptr<internal::JobExecution> exec) : exec_(std::move(exec)) {}
-  explicit JobClient(absl::Status build_error) : build_error_(std::move(build_error)) {}
+  JobClient();
+  explicit JobClient(std::shared_ptr<internal::JobExecution> exec);
+  explicit JobClient(absl::Status build_error);
+  JobClient(const JobClient&);
+  JobClient(JobClient&&) noexcept;
+  JobClient& operator=(const JobClient&);
+  JobClient& operator=(JobClient&&) noexcept;
+  ~JobClient();
   // Stops the job; wait() then returns CANCELLED.  Thread-safe.
-  void cancel() {
-    if (exec_) exec_->Cancel();
-  }
+  void cancel();
   // Blocks until the job has ended.  Call once.
   JobResult wait();
-  bool done() const { return !exec_ || exec_->done(); }
+  bool done() const;
   // Live metrics of every subtask.
-  std::vector<SubtaskMetricsSnapshot> metrics() const {
-    return exec_ ? exec_->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
-  }
+  std::vector<SubtaskMetricsSnapshot> metrics() const;
 
  private:
   std::shared_ptr<internal::JobExecution> exec_;
@@ -97,6 +102,7 @@ class JobClient {
 class StreamExecutionEnvironment {
  public:
   StreamExecutionEnvironment();
+  ~StreamExecutionEnvironment();
   StreamExecutionEnvironment(const StreamExecutionEnvironment&) = delete;
   StreamExecutionEnvironment& operator=(const StreamExecutionEnvironment&) = delete;
 
@@ -188,8 +194,26 @@ class StreamExecutionEnvironment {
   friend struct internal::StreamAccess;
 
   const internal::JobConfig& config() const { return config_; }
-  internal::StreamNode& node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
+  internal::StreamNode& node(int id);
   int AddNode(std::unique_ptr<internal::StreamNode> n);
+  // The graph building of the handles, not templates (environment.cc).
+  // A node consuming `input`; `out` null: a sink.
+  int AddOperatorNode(int input, std::string name, std::shared_ptr<internal::NodeOps> out,
+                      internal::OperatorFactory factory, bool keyed);
+  int AddPartitionNode(int input, internal::ShipStrategy s,
+                       std::shared_ptr<internal::PartitionerFactoryBase> p);
+  int AddUnionNode(const std::vector<int>& inputs);
+  // `producer_side` is what the producing node needs to emit on `tag`.
+  int AddSideOutputNode(int input, const std::string& tag,
+                        std::shared_ptr<internal::NodeOps> producer_side,
+                        std::shared_ptr<internal::NodeOps> out);
+  int AddSourceNode(std::string name, std::shared_ptr<internal::NodeOps> out, bool parallel,
+                    internal::SourceFactory make);
+  void SetNodeName(int id, std::string name);
+  void SetNodeParallelism(int id, int p);
+  void SetNodeMaxParallelism(int id, int p);
+  // One subtask per file (read_lines with one file per subtask).
+  void FixNodeParallelism(int id, int p);
   // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
   // chains; INVALID_ARGUMENT for an invalid graph.
   absl::StatusOr<internal::PhysicalPlan> Plan() const;
@@ -204,7 +228,7 @@ class StreamExecutionEnvironment {
   const Clock* clock_;
   std::shared_ptr<WatermarkListener> listener_;
   bool chaining_ = true;
-  std::ostream* print_stream_ = &std::cout;
+  std::ostream* print_stream_;  // std::cout unless set
   std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
   std::mutex mu_;
   std::weak_ptr<internal::JobExecution> running_;
@@ -243,22 +267,15 @@ class DataStream {
 
   // --- node properties ---
   DataStream name(std::string n) const {
-    env_->node(id_).name = std::move(n);
+    env_->SetNodeName(id_, std::move(n));
     return *this;
   }
   DataStream set_parallelism(int p) const {
-    internal::StreamNode& n = env_->node(id_);
-    if (p <= 0) throw std::invalid_argument("parallelism must be positive");
-    if (n.fixed_parallelism && p != n.parallelism)
-      throw std::invalid_argument("the parallelism of '" + n.name + "' is fixed at " +
-                                  std::to_string(n.parallelism));
-    n.parallelism = p;
+    env_->SetNodeParallelism(id_, p);
     return *this;
   }
   DataStream set_max_parallelism(int p) const {
-    if (p <= 0 || p > kUpperBoundMaxParallelism)
-      throw std::invalid_argument("max parallelism must be in (0, 32768]");
-    env_->node(id_).max_parallelism = p;
+    env_->SetNodeMaxParallelism(id_, p);
     return *this;
   }
 
@@ -312,27 +329,14 @@ class DataStream {
   }
   template <typename... More>
   DataStream<T> union_with(const DataStream<T>& other, const More&... more) const {
-    auto n = std::make_unique<internal::StreamNode>();
-    n->kind = internal::StreamNode::Kind::kVirtual;
-    n->name = "Union";
-    n->out = env_->node(id_).out;
-    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
-    n->inputs.push_back(internal::EdgeSpec{other.id(), internal::ShipStrategy::kDefault, nullptr});
-    (n->inputs.push_back(internal::EdgeSpec{more.id(), internal::ShipStrategy::kDefault, nullptr}),
-     ...);
-    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+    return DataStream<T>(env_, env_->AddUnionNode({id_, other.id(), more.id()...}));
   }
   // The side output `tag` of this stream's operator.
   template <typename U>
   DataStream<U> get_side_output(const OutputTag<U>& tag) const {
-    env_->node(id_).side_outs[tag.id()] = std::make_shared<internal::TypedNodeOps<U>>();
-    auto n = std::make_unique<internal::StreamNode>();
-    n->kind = internal::StreamNode::Kind::kSideOutput;
-    n->name = "Side output " + tag.id();
-    n->out = std::make_shared<internal::TypedNodeOps<U>>();
-    n->side_tag = tag.id();
-    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
-    return DataStream<U>(env_, env_->AddNode(std::move(n)));
+    return DataStream<U>(env_, env_->AddSideOutputNode(
+                                   id_, tag.id(), std::make_shared<internal::TypedNodeOps<U>>(),
+                                   std::make_shared<internal::TypedNodeOps<U>>()));
   }
 
   // --- sinks ---
@@ -386,34 +390,20 @@ class DataStream {
 
   // A node consuming this stream (keyed: its input is partitioned by key).
   template <typename Out>
-  DataStream<Out> Add(std::string name, std::function<std::unique_ptr<OperatorBase>()> factory,
+  DataStream<Out> Add(std::string name, internal::OperatorFactory factory,
                       bool keyed = false) const {
-    auto n = std::make_unique<internal::StreamNode>();
-    n->kind = internal::StreamNode::Kind::kOperator;
-    n->name = std::move(name);
-    n->out = std::make_shared<internal::TypedNodeOps<Out>>();
-    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
-    n->make_operator = std::move(factory);
-    n->keyed = keyed;
-    return DataStream<Out>(env_, env_->AddNode(std::move(n)));
+    return DataStream<Out>(
+        env_, env_->AddOperatorNode(id_, std::move(name),
+                                    std::make_shared<internal::TypedNodeOps<Out>>(),
+                                    std::move(factory), keyed));
   }
-  DataStream<T> Sink(std::string name,
-                     std::function<std::unique_ptr<OperatorBase>()> factory) const {
-    auto n = std::make_unique<internal::StreamNode>();
-    n->kind = internal::StreamNode::Kind::kOperator;
-    n->name = std::move(name);
-    n->inputs.push_back(internal::EdgeSpec{id_, internal::ShipStrategy::kDefault, nullptr});
-    n->make_operator = std::move(factory);
-    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+  DataStream<T> Sink(std::string name, internal::OperatorFactory factory) const {
+    return DataStream<T>(env_, env_->AddOperatorNode(id_, std::move(name), nullptr,
+                                                     std::move(factory), /*keyed=*/false));
   }
   DataStream<T> Partition(internal::ShipStrategy s,
                           std::shared_ptr<internal::PartitionerFactoryBase> p) const {
-    auto n = std::make_unique<internal::StreamNode>();
-    n->kind = internal::StreamNode::Kind::kVirtual;
-    n->name = ToString(s);
-    n->out = env_->node(id_).out;
-    n->inputs.push_back(internal::EdgeSpec{id_, s, std::move(p)});
-    return DataStream<T>(env_, env_->AddNode(std::move(n)));
+    return DataStream<T>(env_, env_->AddPartitionNode(id_, s, std::move(p)));
   }
 
   StreamExecutionEnvironment* env_;
@@ -468,25 +458,20 @@ class KeyedStream {
 namespace internal {
 // Reaches the build internals of the job API (see the declaration above).
 struct StreamAccess {
-  static StreamNode& Node(StreamExecutionEnvironment& env, int id) { return env.node(id); }
-  static int AddNode(StreamExecutionEnvironment& env, std::unique_ptr<StreamNode> n) {
-    return env.AddNode(std::move(n));
-  }
-  static const JobConfig& Config(const StreamExecutionEnvironment& env) { return env.config(); }
-  static absl::StatusOr<PhysicalPlan> Plan(const StreamExecutionEnvironment& env) {
-    return env.Plan();
-  }
+  // Out of line (environment.cc).
+  static StreamNode& Node(StreamExecutionEnvironment& env, int id);
+  static int AddNode(StreamExecutionEnvironment& env, std::unique_ptr<StreamNode> n);
+  static const JobConfig& Config(const StreamExecutionEnvironment& env);
+  static absl::StatusOr<PhysicalPlan> Plan(const StreamExecutionEnvironment& env);
   static absl::StatusOr<std::shared_ptr<JobExecution>> Build(StreamExecutionEnvironment& env,
-                                                             const std::string& job_name) {
-    return env.Build(job_name);
-  }
+                                                             const std::string& job_name);
   template <typename T>
   static int Id(const DataStream<T>& s) {
     return s.id();
   }
   template <typename T>
   static StreamNode& Node(const DataStream<T>& s) {
-    return s.env().node(s.id());
+    return Node(s.env(), s.id());
   }
   template <typename T>
   static DataStream<T> Stream(StreamExecutionEnvironment& env, int id) {
@@ -517,20 +502,14 @@ KeyedStream<T, KeyFn> DataStream<T>::key_by(KeyFn key) const {
 template <typename T>
 DataStream<T> StreamExecutionEnvironment::add_source(
     std::function<std::unique_ptr<Source<T>>()> factory, std::string name, bool parallel) {
-  auto n = std::make_unique<internal::StreamNode>();
-  n->kind = internal::StreamNode::Kind::kSource;
-  n->name = "Source: " + name;
-  n->out = std::make_shared<internal::TypedNodeOps<T>>();
-  if (!parallel) {
-    n->parallelism = 1;
-    n->fixed_parallelism = true;
-  }
-  n->make_source =
-      [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
-    return std::make_unique<internal::SourceDriver<T>>(
-        factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics, a.budget);
-  };
-  return DataStream<T>(this, AddNode(std::move(n)));
+  return DataStream<T>(
+      this, AddSourceNode(std::move(name), std::make_shared<internal::TypedNodeOps<T>>(), parallel,
+                          [factory](const internal::SourceBuildArgs& a)
+                              -> std::unique_ptr<internal::TaskInput> {
+                            return std::make_unique<internal::SourceDriver<T>>(
+                                factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name,
+                                a.signals, a.metrics, a.budget);
+                          }));
 }
 
 template <typename T>
@@ -573,11 +552,7 @@ DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spe
         return std::make_unique<LineSource<T>>(spec, parser);
       },
       std::move(name), parallel);
-  if (spec.kind == Kind::kFilePerSubtask) {
-    internal::StreamNode& n = node(s.id());
-    n.parallelism = files;
-    n.fixed_parallelism = true;
-  }
+  if (spec.kind == Kind::kFilePerSubtask) FixNodeParallelism(s.id(), files);
   return s;
 }
 

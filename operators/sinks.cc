@@ -1,5 +1,7 @@
 #include "operators/sinks.h"
 
+#include <fstream>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,21 +15,32 @@ std::mutex& PrintMutex() {
 
 namespace internal {
 
-std::string OpenSinkFile(const std::string& path, int subtask, int parallelism,
-                         std::ofstream& out) {
-  std::string file = path;
+TextSinkFile::TextSinkFile() = default;
+TextSinkFile::~TextSinkFile() = default;
+
+void TextSinkFile::Open(const std::string& path, int subtask, int parallelism) {
+  file_ = path;
   if (parallelism > 1) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec)
       throw std::runtime_error(absl::StrCat("cannot create directory ", path, ": ", ec.message()));
-    file = absl::StrCat(path, "/", subtask + 1);
+    file_ = absl::StrCat(path, "/", subtask + 1);
   }
-  out.open(file, std::ios::out | std::ios::trunc);
-  if (!out)
+  out_ = std::make_unique<std::ofstream>(file_, std::ios::out | std::ios::trunc);
+  if (!*out_)
     throw std::runtime_error(
-        absl::StrCat("cannot open ", file, " for writing: ", std::strerror(errno)));
-  return file;
+        absl::StrCat("cannot open ", file_, " for writing: ", std::strerror(errno)));
+}
+
+void TextSinkFile::WriteLine(const std::string& line) {
+  *out_ << line << '\n';
+  if (!*out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
+}
+
+void TextSinkFile::Flush() {
+  out_->flush();
+  if (!*out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
 }
 
 }  // namespace internal

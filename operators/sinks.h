@@ -5,7 +5,7 @@
 #ifndef TM_OPERATORS_SINKS_H_
 #define TM_OPERATORS_SINKS_H_
 
-#include <fstream>
+#include <iosfwd>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -120,6 +120,23 @@ class CollectSinkOperator final : public SinkOperator<T> {
 
 // write_as_text(path): parallelism 1 writes `path`; parallelism n writes
 // `path/1` ... `path/n`.
+// The output file of one text sink subtask (sinks.cc): `path` itself at
+// parallelism 1, else the file `path`/(subtask + 1) in the directory `path`.
+// Every failure throws with a message naming the file.
+class TextSinkFile {
+ public:
+  TextSinkFile();
+  ~TextSinkFile();
+  void Open(const std::string& path, int subtask, int parallelism);
+  void WriteLine(const std::string& line);
+  void Flush();
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::unique_ptr<std::ofstream> out_;
+};
+
 template <typename T>
 class TextFileSinkOperator final : public SinkOperator<T> {
  public:
@@ -130,34 +147,20 @@ class TextFileSinkOperator final : public SinkOperator<T> {
       : path_(std::move(path)), fmt_(std::move(fmt)) {
     if (!fmt_) throw std::invalid_argument("write_as_text: the formatter is empty");
   }
-  void Open(OperatorContext& ctx) override;
-  void ProcessElement(T&& v, Timestamp) override {
-    out_ << fmt_(v) << '\n';
-    if (!out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    file_.Open(path_, ctx.subtask_index(), ctx.parallelism());
   }
+  void ProcessElement(T&& v, Timestamp) override { file_.WriteLine(fmt_(v)); }
   void ProcessWatermark(Timestamp) override {}
   void ProcessStatus(WatermarkStatus) override {}
-  void Finish() override {
-    out_.flush();
-    if (!out_) throw std::runtime_error(absl::StrCat("write to ", file_, " failed"));
-  }
+  void Finish() override { file_.Flush(); }
 
  private:
   std::string path_;
-  std::string file_;
   Formatter fmt_;
-  std::ofstream out_;
+  TextSinkFile file_;
 };
-
-// Opens the output file for subtask `subtask` of `parallelism`; throws with a
-// message naming the file on failure.
-std::string OpenSinkFile(const std::string& path, int subtask, int parallelism, std::ofstream& out);
-
-template <typename T>
-void TextFileSinkOperator<T>::Open(OperatorContext& ctx) {
-  OperatorBase::Open(ctx);
-  file_ = OpenSinkFile(path_, ctx.subtask_index(), ctx.parallelism(), out_);
-}
 
 }  // namespace internal
 }  // namespace tidemark

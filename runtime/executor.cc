@@ -5,6 +5,13 @@
 namespace tidemark {
 using namespace internal;
 
+JobResult::JobResult() = default;
+JobResult::JobResult(const JobResult&) = default;
+JobResult::JobResult(JobResult&&) noexcept = default;
+JobResult& JobResult::operator=(const JobResult&) = default;
+JobResult& JobResult::operator=(JobResult&&) noexcept = default;
+JobResult::~JobResult() = default;
+
 int64_t JobResult::CounterTotal(const std::string& name) const {
   int64_t total = 0;
   for (const auto& m : metrics) {

@@ -34,6 +34,7 @@
 #include "runtime/arena_scheduler.h"
 #include "runtime/channel.h"
 #include "runtime/dedicated_thread.h"
+#include "runtime/job_result.h"
 #include "runtime/metrics.h"
 #include "runtime/stream_task.h"
 #include "runtime/task.h"
@@ -41,16 +42,6 @@
 #include "runtime/wakeup_timer.h"
 
 namespace tidemark {
-
-struct JobResult {
-  absl::Status status;
-  double seconds = 0;
-  std::vector<SubtaskMetricsSnapshot> metrics;
-
-  bool ok() const { return status.ok(); }
-  // Sum of a named counter over all subtasks.
-  int64_t CounterTotal(const std::string& name) const;
-};
 
 namespace internal {
 class JobExecution final : public TaskHost,

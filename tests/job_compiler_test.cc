@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "runtime/job_compiler.h"
 #include "tidemark.h"
 
 namespace tidemark {
