@@ -54,7 +54,7 @@ struct MapResult {
 };
 
 template <typename In, typename Out, typename F>
-class MapOperator final : public OneInputOperator<In, Out> {
+class MapOperator final : public BatchedOperator<MapOperator<In, Out, F>, In, Out> {
  public:
   explicit MapOperator(F f) : f_(std::move(f)) {}
   void ProcessElement(In&& v, Timestamp ts) override {
@@ -73,7 +73,7 @@ class MapOperator final : public OneInputOperator<In, Out> {
 };
 
 template <typename T, typename F>
-class FilterOperator final : public OneInputOperator<T, T> {
+class FilterOperator final : public BatchedOperator<FilterOperator<T, F>, T, T> {
  public:
   explicit FilterOperator(F f) : f_(std::move(f)) {}
   void ProcessElement(T&& v, Timestamp ts) override {
@@ -102,7 +102,7 @@ class Collector {
 namespace internal {
 // flat_map(f) with f(const In&, Collector<Out>&).
 template <typename In, typename Out, typename F>
-class FlatMapOperator final : public OneInputOperator<In, Out> {
+class FlatMapOperator final : public BatchedOperator<FlatMapOperator<In, Out, F>, In, Out> {
  public:
   explicit FlatMapOperator(F f) : f_(std::move(f)) {}
   void Open(OperatorContext& ctx) override {
@@ -122,7 +122,8 @@ class FlatMapOperator final : public OneInputOperator<In, Out> {
 // Rolling keyed reduce (Flink's KeyedStream.reduce): keeps one value per key
 // and emits the updated value for every record.
 template <typename T, typename K, typename KeyFn, typename ReduceFn>
-class RollingReduceOperator final : public OneInputOperator<T, T> {
+class RollingReduceOperator final
+    : public BatchedOperator<RollingReduceOperator<T, K, KeyFn, ReduceFn>, T, T> {
  public:
   RollingReduceOperator(KeyFn key, ReduceFn reduce)
       : key_(std::move(key)), reduce_(std::move(reduce)) {}
@@ -203,6 +204,32 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     if (strategy_.periodic_per_record()) generator_->OnPeriodicEmit(emitter_);
   }
 
+  // The same, a run at a time: the records go on in runs, cut after each
+  // record whose generator call asked for a watermark or idleness change (or
+  // after each record for per-record periodic emission), so what follows each
+  // record downstream is exactly what ProcessElement would send.
+  void ProcessBatch(std::span<Record<T>> records) override {
+    const bool per_record = strategy_.periodic_per_record();
+    const auto& assigner = strategy_.assigner();
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    size_t start = 0;
+    for (size_t i = 0; i < records.size(); ++i) {
+      ThrowIfCancelled(cancel);
+      Record<T>& r = records[i];
+      if (assigner) r.timestamp = assigner(r.value, r.timestamp);
+      emitter_.set_deferring(true);
+      generator_->OnEvent(r.value, r.timestamp, emitter_);
+      emitter_.set_deferring(false);
+      if (emitter_.has_pending() || per_record) {
+        this->output().CollectBatch(records.subspan(start, i + 1 - start));
+        start = i + 1;
+        if (emitter_.has_pending()) emitter_.ApplyPending();
+        if (per_record) generator_->OnPeriodicEmit(emitter_);
+      }
+    }
+    if (start < records.size()) this->output().CollectBatch(records.subspan(start));
+  }
+
   void ProcessWatermark(Timestamp w) override {
     if (w == kMaxWatermark) emitter_.EmitWatermark(w);
   }
@@ -242,7 +269,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
 
 // A sink that calls `f(value, timestamp)` or `f(value)` for each record.
 template <typename T, typename F>
-class FunctionSinkOperator final : public SinkOperator<T> {
+class FunctionSinkOperator final : public BatchedSinkOperator<FunctionSinkOperator<T, F>, T> {
  public:
   explicit FunctionSinkOperator(F f) : f_(std::move(f)) {}
   void ProcessElement(T&& v, Timestamp ts) override {

@@ -181,7 +181,8 @@ struct OutOf<F, std::void_t<typename F::OutputType>> {
 };
 
 template <typename T, typename K, typename KeyFn, typename F, typename Out>
-class KeyedProcessOperator final : public OneInputOperator<T, Out> {
+class KeyedProcessOperator final
+    : public BatchedOperator<KeyedProcessOperator<T, K, KeyFn, F, Out>, T, Out> {
  public:
   KeyedProcessOperator(KeyFn key, F f) : key_fn_(std::move(key)), f_(std::move(f)) {}
 

@@ -5,8 +5,8 @@
 #ifndef TM_OPERATORS_SINKS_H_
 #define TM_OPERATORS_SINKS_H_
 
-#include <iosfwd>
 #include <functional>
+#include <iosfwd>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -31,7 +31,7 @@ namespace internal {
 // otherwise; with a name: "name> value" or "name:N> value", exactly as Flink
 // prints.
 template <typename T>
-class PrintSinkOperator final : public SinkOperator<T> {
+class PrintSinkOperator final : public BatchedSinkOperator<PrintSinkOperator<T>, T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
   // `fmt` must not be empty (DataStream::print passes DefaultFormatter<T>()).
@@ -104,7 +104,7 @@ class CollectedResults {
 
 namespace internal {
 template <typename T>
-class CollectSinkOperator final : public SinkOperator<T> {
+class CollectSinkOperator final : public BatchedSinkOperator<CollectSinkOperator<T>, T> {
  public:
   explicit CollectSinkOperator(std::shared_ptr<CollectedResults<T>> results)
       : results_(std::move(results)) {}
@@ -138,7 +138,7 @@ class TextSinkFile {
 };
 
 template <typename T>
-class TextFileSinkOperator final : public SinkOperator<T> {
+class TextFileSinkOperator final : public BatchedSinkOperator<TextFileSinkOperator<T>, T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
   // `fmt` must not be empty (DataStream::write_as_text passes

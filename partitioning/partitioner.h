@@ -46,6 +46,12 @@ class Partitioner {
   virtual ~Partitioner() = default;
   // Index of the channel for `value`.  Not called for broadcast.
   virtual int Select(const T& value) = 0;
+  // The channels of n values at once: value k is at `first` plus k * `stride`
+  // bytes (a run of records); out[k] = Select(value k).
+  virtual void SelectEach(const T* first, size_t stride, size_t n, int* out) {
+    const char* p = reinterpret_cast<const char*>(first);
+    for (size_t k = 0; k < n; ++k) out[k] = Select(*reinterpret_cast<const T*>(p + k * stride));
+  }
   virtual bool IsBroadcast() const { return false; }
 };
 
@@ -94,13 +100,21 @@ class KeyGroupPartitioner final : public Partitioner<T> {
   // KeyGroupToSubtask(KeyGroupOf(key)) with the owner of each key group
   // precomputed, and a mask instead of the modulo for the usual power-of-two
   // max parallelism (the murmur hash is never negative).
-  int Select(const T& value) override {
+  int Select(const T& value) override { return SelectOne(value); }
+  // Key groups for a whole run: one virtual call, the key selector and the
+  // hash inlined.
+  void SelectEach(const T* first, size_t stride, size_t n, int* out) override {
+    const char* p = reinterpret_cast<const char*>(first);
+    for (size_t k = 0; k < n; ++k) out[k] = SelectOne(*reinterpret_cast<const T*>(p + k * stride));
+  }
+
+ private:
+  int SelectOne(const T& value) {
     const int32_t h = FlinkMurmurHash(KeyHash<Key>{}(key_(value)));
     const int group = mask_ >= 0 ? (h & mask_) : h % max_p_;
     return owner_[static_cast<size_t>(group)];
   }
 
- private:
   KeyFn key_;
   int max_p_;
   int mask_;                     // max_p_ - 1 when max_p_ is a power of two, else -1

@@ -39,6 +39,15 @@ class ChainOutput final : public Output<T> {
       RethrowAsOperatorError(*ctx_);
     }
   }
+  // One guarded call for the whole run.
+  void CollectBatch(std::span<Record<T>> records) override {
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    try {
+      next_->ProcessBatch(records);
+    } catch (...) {
+      RethrowAsOperatorError(*ctx_);
+    }
+  }
   void EmitWatermark(Timestamp w) override { ChainWatermark(next_, ctx_, w); }
   void EmitStatus(WatermarkStatus s) override { ChainStatus(next_, ctx_, s); }
 
@@ -68,6 +77,7 @@ template <typename T>
 class DiscardOutput final : public Output<T> {
  public:
   void Collect(T&&, Timestamp) override {}
+  void CollectBatch(std::span<Record<T>>) override {}
   void EmitWatermark(Timestamp) override {}
   void EmitStatus(WatermarkStatus) override {}
 };

@@ -124,6 +124,28 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
     Append(static_cast<size_t>(c), std::move(v), ts);
   }
 
+  void CollectBatch(std::span<Record<T>> records) override {
+    if (partitioner_ == nullptr || broadcast_ || channels_.size() == 1) {
+      for (Record<T>& r : records) ChannelWriter::Collect(std::move(r.value), r.timestamp);
+      return;
+    }
+    // The channels of the whole run first (key groups in one loop), then the
+    // records.
+    const size_t n = records.size();
+    if (n == 0) return;
+    if (route_.size() < n) route_.resize(n);
+    try {
+      partitioner_->SelectEach(&records[0].value, sizeof(Record<T>), n, route_.data());
+    } catch (...) {
+      // One record at a time, so that what precedes the failing record is
+      // sent and the error is the key_by's, as with Collect.
+      for (Record<T>& r : records) ChannelWriter::Collect(std::move(r.value), r.timestamp);
+      return;
+    }
+    for (size_t k = 0; k < n; ++k)
+      Append(static_cast<size_t>(route_[k]), std::move(records[k].value), records[k].timestamp);
+  }
+
   void EmitWatermark(Timestamp w) override {
     for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kWatermark, w);
     ReportWatermark(w);
@@ -177,7 +199,8 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   std::vector<std::unique_ptr<Batch<T>>> current_;
   const bool broadcast_;
   const bool rebalance_;
-  int next_;  // the next channel, for rebalance
+  int next_;                // the next channel, for rebalance
+  std::vector<int> route_;  // scratch: the channels of a run
 };
 
 }  // namespace tidemark::internal

@@ -24,12 +24,7 @@
 
 namespace tidemark::internal {
 
-// Thrown by a chain output once the job is cancelled, so that an operator in
-// the middle of emitting (a window firing thousands of results into a slow
-// sink) stops at its next emission instead of finishing the batch.  Not a
-// std::exception on purpose: user code that catches std::exception does not
-// swallow it.  The task catches it and finishes.
-struct TaskCancelled {};
+// TaskCancelled: runtime/operator.h.
 
 // What the exception being handled is, for an error message.  Call only inside
 // a catch block.

@@ -95,15 +95,20 @@ class InputGate final : public TaskInput, public InputGateCore {
   }
 
  private:
+  // The batch's records go to the chain a run at a time: the runs between
+  // its controls, each handed over in one call.
   void Process(int c, Batch<T>& b) {
-    size_t ci = 0;
     const size_t nr = b.records.size();
-    for (size_t r = 0; r < nr; ++r) {
-      while (ci < b.controls.size() && b.controls[ci].position == r)
-        HandleControl(c, b.controls[ci++]);
-      head_->Collect(std::move(b.records[r].value), b.records[r].timestamp);
+    std::span<Record<T>> records(b.records);
+    size_t done = 0;
+    for (const Control& ctl : b.controls) {
+      if (ctl.position > done) {
+        head_->CollectBatch(records.subspan(done, ctl.position - done));
+        done = ctl.position;
+      }
+      HandleControl(c, ctl);
     }
-    while (ci < b.controls.size()) HandleControl(c, b.controls[ci++]);
+    if (done < nr) head_->CollectBatch(records.subspan(done));
     if (nr != 0) metrics()->records_in.Inc(static_cast<int64_t>(nr));
   }
 

@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "runtime/job_config.h"
 #include "runtime/metrics.h"
 #include "runtime/processing_time_service.h"
+#include "runtime/stream_element.h"
 #include "runtime/time.h"
 
 namespace tidemark {
@@ -55,6 +57,12 @@ template <typename T>
 class Output : public internal::OutputBase {
  public:
   virtual void Collect(T&& value, Timestamp ts) = 0;
+  // A run of records, in order, as if each were Collect()ed (their values are
+  // moved from).  The runtime's outputs take a run in one call; the default
+  // collects one record at a time.
+  virtual void CollectBatch(std::span<internal::Record<T>> records) {
+    for (internal::Record<T>& r : records) Collect(std::move(r.value), r.timestamp);
+  }
   void CollectCopy(const T& value, Timestamp ts) {
     T copy(value);
     Collect(std::move(copy), ts);
@@ -126,6 +134,7 @@ class OperatorContext {
     return cancel_flag_ != nullptr && cancel_flag_->load(std::memory_order_relaxed);
   }
   void set_cancel_flag(const std::atomic<bool>* flag) { cancel_flag_ = flag; }
+  const std::atomic<bool>* cancel_flag() const { return cancel_flag_; }
 
  private:
   std::string name_;
@@ -174,11 +183,28 @@ class OperatorBase {
 };
 
 namespace internal {
+// Thrown by a chain output (and a batched operator's loop) once the job is cancelled, so that an
+// operator in the middle of emitting (a window firing thousands of results into a slow sink) stops
+// at its next emission instead of finishing the batch.  Not a std::exception on purpose: user code
+// that catches std::exception does not swallow it.  The task catches it and finishes.
+struct TaskCancelled {};
+
+// Throws TaskCancelled once `flag` (the job's cancel flag, or null) is set.
+inline void ThrowIfCancelled(const std::atomic<bool>* flag) {
+  if (flag != nullptr && flag->load(std::memory_order_relaxed)) throw TaskCancelled{};
+}
+
 // An operator with one (logical) input of type In.
 template <typename In>
 class InputOperator : public OperatorBase {
  public:
   virtual void ProcessElement(In&& value, Timestamp ts) = 0;
+  // A run of records, in order: one call per batch.  The default processes
+  // one element at a time; BatchedOperator (below) makes the loop call the
+  // operator's own ProcessElement directly, so it inlines.
+  virtual void ProcessBatch(std::span<Record<In>> records) {
+    for (Record<In>& r : records) ProcessElement(std::move(r.value), r.timestamp);
+  }
 };
 
 }  // namespace internal
@@ -194,9 +220,42 @@ class OneInputOperator : public internal::InputOperator<In> {
 };
 
 namespace internal {
+// The runtime's operators derive from this: ProcessBatch loops over
+// Derived::ProcessElement with a non-virtual call, so a batch costs one
+// virtual call and the per-record work inlines into the loop.
+template <typename Derived, typename In, typename Out>
+class BatchedOperator : public OneInputOperator<In, Out> {
+ public:
+  void ProcessBatch(std::span<Record<In>> records) override {
+    Derived& self = static_cast<Derived&>(*this);
+    // A cancel lands within one user call, as with one element per call.
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<In>& r : records) {
+      ThrowIfCancelled(cancel);
+      self.Derived::ProcessElement(std::move(r.value), r.timestamp);
+    }
+  }
+};
+
 // Sinks: operators with no output.
 template <typename In>
 class SinkOperator : public InputOperator<In> {};
+
+// A sink whose ProcessBatch calls Derived::ProcessElement directly (see
+// BatchedOperator).
+template <typename Derived, typename In>
+class BatchedSinkOperator : public SinkOperator<In> {
+ public:
+  void ProcessBatch(std::span<Record<In>> records) override {
+    Derived& self = static_cast<Derived&>(*this);
+    // A cancel lands within one user call, as with one element per call.
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<In>& r : records) {
+      ThrowIfCancelled(cancel);
+      self.Derived::ProcessElement(std::move(r.value), r.timestamp);
+    }
+  }
+};
 
 }  // namespace internal
 }  // namespace tidemark

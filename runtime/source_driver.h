@@ -72,6 +72,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     const int64_t before = emitted_;
     const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
                                         [&] { return source_->Poll(*this, budget_); });
+    FlushPending();
     return AfterPoll(st, before);
   }
   Timestamp RetryAt() const override { return source_->RetryAt(); }
@@ -79,22 +80,39 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   int WaitFd() const override { return source_->WaitFd(); }
 
  private:
-  // SourceOutput<T>
-  void Collect(T&& value) override {
-    ++emitted_;
-    head_->Collect(std::move(value), kNoTimestamp);
-  }
+  // SourceOutput<T>.  Records are handed to the chain in runs of up to
+  // kRun (one call each); a watermark or idleness from the source, and the
+  // end of each poll, first send the run so far, so the order is kept.
+  void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
   void CollectWithTimestamp(T&& value, Timestamp ts) override {
     ++emitted_;
-    head_->Collect(std::move(value), ts);
+    pending_.push_back(Record<T>{std::move(value), ts});
+    if (pending_.size() >= kRun) FlushPending();
   }
-  void EmitWatermark(Timestamp w) override { ForwardWatermark(w); }
-  void MarkIdle() override { ForwardIdle(); }
+  void EmitWatermark(Timestamp w) override {
+    FlushPending();
+    ForwardWatermark(w);
+  }
+  void MarkIdle() override {
+    FlushPending();
+    ForwardIdle();
+  }
+
+  void FlushPending() {
+    if (pending_.empty()) return;
+    head_->CollectBatch(std::span<Record<T>>(pending_));
+    pending_.clear();
+  }
+
+  // Records per run: small enough that back-pressure (seen when a run
+  // reaches a full channel) stops the source within a few hundred records.
+  static constexpr size_t kRun = 256;
   // Also true once the job is cancelled, so a source stops emitting at once.
   bool Backpressured() const override { return StopRequested(); }
 
   std::unique_ptr<Source<T>> source_;
   Output<T>* head_;
+  std::vector<Record<T>> pending_;
 };
 
 }  // namespace tidemark::internal
