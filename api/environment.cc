@@ -47,9 +47,7 @@ StreamExecutionEnvironment::StreamExecutionEnvironment()
 
 StreamExecutionEnvironment::~StreamExecutionEnvironment() = default;
 
-StreamNode& StreamExecutionEnvironment::node(int id) {
-  return *nodes_.at(static_cast<size_t>(id));
-}
+StreamNode& StreamExecutionEnvironment::node(int id) { return *nodes_.at(static_cast<size_t>(id)); }
 
 int StreamExecutionEnvironment::AddOperatorNode(int input, std::string name,
                                                 std::shared_ptr<NodeOps> out,
@@ -193,6 +191,10 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_clock(const Clock* c
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_watermark_listener(
     std::shared_ptr<WatermarkListener> l) {
   listener_ = std::move(l);
+  return *this;
+}
+StreamExecutionEnvironment& StreamExecutionEnvironment::use_tbb_arena_scheduler(bool on) {
+  config_.scheduler = on ? JobConfig::Scheduler::kTbbArena : JobConfig::Scheduler::kWorkerPool;
   return *this;
 }
 StreamExecutionEnvironment& StreamExecutionEnvironment::disable_operator_chaining() {

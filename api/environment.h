@@ -122,6 +122,9 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& set_clock(const Clock* clock);
   StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);
   StreamExecutionEnvironment& disable_operator_chaining();
+  // Runs the tasks on oneTBB's task_arena instead of the job's own workers
+  // (the default, which keeps each task on one worker; runtime/worker_pool.h).
+  StreamExecutionEnvironment& use_tbb_arena_scheduler(bool on = true);
   // Where print() writes (default std::cout).
   StreamExecutionEnvironment& set_print_stream(std::ostream* out);
   const Clock* clock() const { return clock_; }
@@ -334,9 +337,9 @@ class DataStream {
   // The side output `tag` of this stream's operator.
   template <typename U>
   DataStream<U> get_side_output(const OutputTag<U>& tag) const {
-    return DataStream<U>(env_, env_->AddSideOutputNode(
-                                   id_, tag.id(), std::make_shared<internal::TypedNodeOps<U>>(),
-                                   std::make_shared<internal::TypedNodeOps<U>>()));
+    return DataStream<U>(
+        env_, env_->AddSideOutputNode(id_, tag.id(), std::make_shared<internal::TypedNodeOps<U>>(),
+                                      std::make_shared<internal::TypedNodeOps<U>>()));
   }
 
   // --- sinks ---
@@ -393,9 +396,9 @@ class DataStream {
   DataStream<Out> Add(std::string name, internal::OperatorFactory factory,
                       bool keyed = false) const {
     return DataStream<Out>(
-        env_, env_->AddOperatorNode(id_, std::move(name),
-                                    std::make_shared<internal::TypedNodeOps<Out>>(),
-                                    std::move(factory), keyed));
+        env_,
+        env_->AddOperatorNode(id_, std::move(name), std::make_shared<internal::TypedNodeOps<Out>>(),
+                              std::move(factory), keyed));
   }
   DataStream<T> Sink(std::string name, internal::OperatorFactory factory) const {
     return DataStream<T>(env_, env_->AddOperatorNode(id_, std::move(name), nullptr,
@@ -503,13 +506,14 @@ template <typename T>
 DataStream<T> StreamExecutionEnvironment::add_source(
     std::function<std::unique_ptr<Source<T>>()> factory, std::string name, bool parallel) {
   return DataStream<T>(
-      this, AddSourceNode(std::move(name), std::make_shared<internal::TypedNodeOps<T>>(), parallel,
-                          [factory](const internal::SourceBuildArgs& a)
-                              -> std::unique_ptr<internal::TaskInput> {
-                            return std::make_unique<internal::SourceDriver<T>>(
-                                factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name,
-                                a.signals, a.metrics, a.budget);
-                          }));
+      this,
+      AddSourceNode(
+          std::move(name), std::make_shared<internal::TypedNodeOps<T>>(), parallel,
+          [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
+            return std::make_unique<internal::SourceDriver<T>>(
+                factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics,
+                a.budget);
+          }));
 }
 
 template <typename T>

@@ -173,7 +173,10 @@ ABSL_FLAG(int64_t, buffer_timeout_ms, 100, "flush timeout of a partly filled bat
 ABSL_FLAG(int64_t, channel_capacity, 4, "batches a channel holds before backpressure");
 ABSL_FLAG(int64_t, watermark_interval_ms, -1,
           "auto-watermark interval (0: off; -1: the job's default, 200 ms; W6 5 ms)");
-ABSL_FLAG(int, threads, 0, "arena worker threads (0: the number of cores)");
+ABSL_FLAG(int, threads, 0, "worker threads (0: the number of cores)");
+ABSL_FLAG(std::string, scheduler, "pool",
+          "who runs the tasks: 'pool' (the job's workers, tasks keep a home worker) or 'arena' "
+          "(oneTBB's task_arena)");
 ABSL_FLAG(std::string, timestamps, "assigner",
           "'assigner': WatermarkStrategy::with_timestamp_assigner reads the event's "
           "timestamp (what a Flink user writes); 'source': the generator attaches it");
@@ -304,6 +307,7 @@ struct Options {
   size_t channel_capacity;
   int64_t watermark_interval_ms;
   int threads;
+  bool tbb_arena;
   bool source_timestamps;
 };
 
@@ -436,6 +440,7 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   env.set_channel_capacity(o.channel_capacity);
   env.set_auto_watermark_interval(Duration(o.watermark_interval_ms));
   if (o.threads > 0) env.set_worker_threads(o.threads);
+  env.use_tbb_arena_scheduler(o.tbb_arena);
 }
 
 WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
@@ -1226,6 +1231,7 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.watermark_interval_ms = absl::GetFlag(FLAGS_watermark_interval_ms);
   if (o.watermark_interval_ms == -1) o.watermark_interval_ms = job.default_watermark_interval_ms;
   o.threads = absl::GetFlag(FLAGS_threads);
+  o.tbb_arena = absl::GetFlag(FLAGS_scheduler) == "arena";
   const std::string ts_mode = absl::GetFlag(FLAGS_timestamps);
   if (ts_mode != "assigner" && ts_mode != "source")
     return "--timestamps must be 'assigner' or 'source'";

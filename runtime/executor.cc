@@ -21,7 +21,8 @@ int64_t JobResult::CounterTotal(const std::string& name) const {
   return total;
 }
 
-JobExecution::JobExecution(int worker_threads) : arena_(std::max(1, worker_threads)) {}
+JobExecution::JobExecution(int worker_threads, JobConfig::Scheduler scheduler)
+    : scheduler_(scheduler), arena_(std::max(1, worker_threads)), pool_(worker_threads) {}
 
 JobExecution::~JobExecution() { StopThreads(); }
 
@@ -33,15 +34,22 @@ StreamTask* JobExecution::AddTask(std::unique_ptr<StreamTask> task) {
 void JobExecution::Start() {
   start_time_ = std::chrono::steady_clock::now();
   CompletionListener* listener = this;
-  // Slices queued on the arena share ownership of this execution.
-  arena_.Start(std::shared_ptr<ArenaScheduler>(shared_from_this(), &arena_), &timer_, listener);
+  Dispatcher* dispatcher;
+  if (scheduler_ == JobConfig::Scheduler::kTbbArena) {
+    // Slices queued on the arena share ownership of this execution.
+    arena_.Start(std::shared_ptr<ArenaScheduler>(shared_from_this(), &arena_), &timer_, listener);
+    dispatcher = &arena_;
+  } else {
+    pool_.Start(&timer_, listener);
+    dispatcher = &pool_;
+  }
   timer_.Start();
   std::vector<Task*> arena_tasks;
   for (auto& t : tasks_) {
     if (t->NeedsOwnThread()) {
       threads_.push_back(std::make_unique<DedicatedThread>(t.get(), listener));
     } else {
-      t->set_dispatcher(&arena_);
+      t->set_dispatcher(dispatcher);
       arena_tasks.push_back(t.get());
     }
   }
@@ -87,6 +95,7 @@ void JobExecution::Fail(const absl::Status& status) {
 
 void JobExecution::StopThreads() {
   timer_.Stop();
+  pool_.Stop();
   for (auto& thread : threads_) thread->Join();
 }
 

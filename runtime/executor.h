@@ -34,12 +34,14 @@
 #include "runtime/arena_scheduler.h"
 #include "runtime/channel.h"
 #include "runtime/dedicated_thread.h"
+#include "runtime/job_config.h"
 #include "runtime/job_result.h"
 #include "runtime/metrics.h"
 #include "runtime/stream_task.h"
 #include "runtime/task.h"
 #include "runtime/task_host.h"
 #include "runtime/wakeup_timer.h"
+#include "runtime/worker_pool.h"
 
 namespace tidemark {
 
@@ -48,7 +50,8 @@ class JobExecution final : public TaskHost,
                            private CompletionListener,
                            public std::enable_shared_from_this<JobExecution> {
  public:
-  explicit JobExecution(int worker_threads);
+  explicit JobExecution(int worker_threads,
+                        JobConfig::Scheduler scheduler = JobConfig::Scheduler::kWorkerPool);
   ~JobExecution();
 
   // --- assembly ---
@@ -85,7 +88,9 @@ class JobExecution final : public TaskHost,
 
   std::vector<std::unique_ptr<StreamTask>> tasks_;
   std::vector<std::unique_ptr<ChannelBase>> channels_;
+  const JobConfig::Scheduler scheduler_;
   ArenaScheduler arena_;
+  WorkerPool pool_;
   WakeupTimer timer_;
   std::vector<std::unique_ptr<DedicatedThread>> threads_;
 

@@ -264,7 +264,7 @@ struct JobCompiler::Assembly {
 
 std::shared_ptr<JobExecution> JobCompiler::Build(const PhysicalPlan& plan) const {
   Assembly a;
-  a.exec = std::make_shared<JobExecution>(options_.worker_threads);
+  a.exec = std::make_shared<JobExecution>(options_.worker_threads, options_.config->scheduler);
   CreateTasks(plan, a);
   CreateChannels(plan, a);
   Wire(plan, a);

@@ -17,6 +17,11 @@ struct JobConfig {
   Duration buffer_timeout{100};
   size_t batch_size = 1024;
   size_t channel_capacity = 4;  // batches
+  // Who runs the non-blocking tasks: the job's own WorkerPool (default:
+  // tasks keep a home worker, runtime/worker_pool.h) or oneTBB's task_arena
+  // (runtime/arena_scheduler.h: any free worker takes the next slice).
+  enum class Scheduler { kWorkerPool, kTbbArena };
+  Scheduler scheduler = Scheduler::kWorkerPool;
 };
 
 }  // namespace tidemark::internal

@@ -169,6 +169,9 @@ class Task {
   virtual void Release() {}
 
   void set_dispatcher(Dispatcher* d) { dispatcher_ = d; }
+  // The worker a WorkerPool keeps the task at (-1: none yet).
+  int home_worker() const { return home_worker_.load(std::memory_order_relaxed); }
+  void set_home_worker(int w) { home_worker_.store(w, std::memory_order_relaxed); }
   // The raw state, for tests and benchmarks that drive a task by hand.
   std::atomic<int>& state() { return state_; }
 
@@ -185,6 +188,7 @@ class Task {
   std::string name_;
   Dispatcher* dispatcher_ = nullptr;
   std::atomic<int> state_{kIdle};
+  std::atomic<int> home_worker_{-1};
   // Deadline last handed to a wake-up timer (touched by the running thread
   // only, between BeginRun and EndRun).
   SteadyTime registered_deadline_ = SteadyTime::max();

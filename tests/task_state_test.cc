@@ -4,7 +4,10 @@
 // threads is never run by two threads at once and loses no Notify(), under a
 // plain worker pool, a DedicatedThread (runtime/dedicated_thread.h) and the
 // ArenaScheduler with its WakeupTimer (runtime/arena_scheduler.h,
-// runtime/wakeup_timer.h).
+// runtime/wakeup_timer.h), and the job's WorkerPool (runtime/worker_pool.h):
+// the same, plus that tasks keep their worker while every worker is busy,
+// that an idle worker takes queued work from a busy one, and that an idle
+// pool sleeps.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,10 +17,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -25,6 +30,7 @@
 #include "runtime/dedicated_thread.h"
 #include "runtime/task.h"
 #include "runtime/wakeup_timer.h"
+#include "runtime/worker_pool.h"
 #include "test_util.h"
 
 namespace tidemark {
@@ -257,12 +263,12 @@ void NotifyInRounds(const std::vector<CountingTask*>& tasks, int notifiers, int 
 
 // A plain pool of workers that runs tasks through the transitions, as the
 // arena does, and checks that a task is never queued twice.
-class WorkerPool final : public Dispatcher {
+class PlainPool final : public Dispatcher {
  public:
-  explicit WorkerPool(int workers) {
+  explicit PlainPool(int workers) {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Main(); });
   }
-  ~WorkerPool() override {
+  ~PlainPool() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -333,8 +339,8 @@ bool WaitFor(const std::function<bool()>& pred) {
   return true;
 }
 
-TEST(TaskStateConcurrencyTest, WorkerPoolNeverTwoRunnersNoLostNotify) {
-  WorkerPool pool(4);
+TEST(TaskStateConcurrencyTest, PlainPoolNeverTwoRunnersNoLostNotify) {
+  PlainPool pool(4);
   CountingTask a, b;
   a.set_dispatcher(&pool);
   b.set_dispatcher(&pool);
@@ -475,6 +481,144 @@ TEST(TaskStateConcurrencyTest, ArenaSchedulerNeverTwoRunnersNoLostNotify) {
   EXPECT_TRUE(WaitFor([&] { return job->finished.load() == 3; }));
   job->timer.Stop();
   // A slice still on its way out holds the job; it is freed there or here.
+}
+
+// --- the job's WorkerPool ------------------------------------------------------
+
+TEST(TaskStateConcurrencyTest, JobWorkerPoolNeverTwoRunnersNoLostNotify) {
+  std::vector<std::unique_ptr<FdTask>> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(std::make_unique<FdTask>());
+  Completions done;
+  WakeupTimer timer;
+  WorkerPool pool(2);
+  pool.Start(&timer, &done);
+  timer.Start();
+  std::vector<CountingTask*> counting;
+  for (auto& t : tasks) {
+    t->set_dispatcher(&pool);
+    counting.push_back(t.get());
+  }
+  NotifyInRounds(counting, /*notifiers=*/3, StressIterations(5000));
+
+  // Wake-ups through the timer.
+  FdTask& timed = *tasks[0];
+  timed.use_deadline.store(true);
+  timed.Notify();
+  const int64_t before = timed.slices();
+  EXPECT_TRUE(WaitFor([&] { return timed.slices() >= before + 5; }));
+  timed.use_deadline.store(false);
+
+  for (auto& t : tasks) {
+    t->RequestFinish();
+    t->Notify();
+  }
+  EXPECT_TRUE(WaitFor([&] { return done.count.load() == 3; }));
+  timer.Stop();
+  pool.Stop();
+}
+
+// Yields until told to stop, recording the thread of each slice.
+class YieldingTask final : public Task {
+ public:
+  explicit YieldingTask(std::chrono::microseconds work) : Task("yielding"), work_(work) {}
+  Result RunSlice() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads_.push_back(std::this_thread::get_id());
+    }
+    const auto until = std::chrono::steady_clock::now() + work_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return stop_.load() ? Result::kFinished : Result::kYield;
+  }
+  void Stop() { stop_.store(true); }
+  size_t slices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_.size();
+  }
+  // The threads of slices [from, to).
+  std::set<std::thread::id> ThreadsOf(size_t from, size_t to) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {threads_.begin() + static_cast<std::ptrdiff_t>(from),
+            threads_.begin() + static_cast<std::ptrdiff_t>(std::min(to, threads_.size()))};
+  }
+
+ private:
+  std::chrono::microseconds work_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::thread::id> threads_;
+};
+
+TEST(TaskStateConcurrencyTest, JobWorkerPoolKeepsBusyTasksOnTheirWorkers) {
+  // As many always-ready tasks as workers: once they have spread over the
+  // workers (within a few slices), each stays on its own.  A worker steals
+  // only when its own queue is empty, and a worker with a task of its own
+  // always has it queued or running.
+  for (int iter = 0; iter < StressIterations(10); ++iter) {
+    Completions done;
+    WakeupTimer timer;
+    WorkerPool pool(2);
+    pool.Start(&timer, &done);
+    YieldingTask a(20us), b(20us);
+    a.set_dispatcher(&pool);
+    b.set_dispatcher(&pool);
+    a.Notify();
+    b.Notify();
+    // Spread: each on its own worker (a steal may be needed at the start).
+    ASSERT_TRUE(WaitFor(
+        [&] { return pool.HomeOf(&a) != pool.HomeOf(&b) && a.slices() > 0 && b.slices() > 0; }));
+    const int64_t steals_settled = pool.steals();
+    const size_t a0 = a.slices() + 1, b0 = b.slices() + 1;
+    ASSERT_TRUE(WaitFor([&] { return a.slices() >= a0 + 300 && b.slices() >= b0 + 300; }));
+    const auto ta = a.ThreadsOf(a0, a0 + 300);
+    const auto tb = b.ThreadsOf(b0, b0 + 300);
+    EXPECT_EQ(pool.steals(), steals_settled) << "a task moved while both workers were busy";
+    a.Stop();
+    b.Stop();
+    ASSERT_TRUE(WaitFor([&] { return done.count.load() == 2; }));
+    pool.Stop();
+    EXPECT_EQ(ta.size(), 1u);
+    EXPECT_EQ(tb.size(), 1u);
+    EXPECT_NE(*ta.begin(), *tb.begin());
+  }
+}
+
+TEST(TaskStateConcurrencyTest, JobWorkerPoolIdleWorkerTakesQueuedWork) {
+  // Two tasks homed at worker 0: the other worker takes one of them.
+  for (int iter = 0; iter < StressIterations(10); ++iter) {
+    Completions done;
+    WakeupTimer timer;
+    WorkerPool pool(2);
+    pool.Start(&timer, &done);
+    YieldingTask a(100us), b(100us);
+    a.set_home_worker(0);
+    b.set_home_worker(0);
+    a.set_dispatcher(&pool);
+    b.set_dispatcher(&pool);
+    a.Notify();
+    b.Notify();
+    EXPECT_TRUE(WaitFor([&] { return pool.HomeOf(&a) != pool.HomeOf(&b); }))
+        << "both tasks stayed on one worker";
+    a.Stop();
+    b.Stop();
+    ASSERT_TRUE(WaitFor([&] { return done.count.load() == 2; }));
+    pool.Stop();
+    EXPECT_GE(pool.steals(), 1);
+  }
+}
+
+TEST(TaskStateConcurrencyTest, JobWorkerPoolSleepsWhenIdle) {
+  // Real time is the subject: an idle pool must not spin.
+  Completions done;
+  WakeupTimer timer;
+  WorkerPool pool(2);
+  pool.Start(&timer, &done);
+  const std::clock_t cpu_before = std::clock();
+  std::this_thread::sleep_for(300ms);
+  const double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu_before) / CLOCKS_PER_SEC;
+  pool.Stop();
+  EXPECT_LT(cpu_ms, 30.0) << "an idle pool used " << cpu_ms << " ms of CPU in 300 ms";
 }
 
 }  // namespace

@@ -95,14 +95,14 @@ class FastWindowOperator final
     for (const W& w : windows_) {
       if (this->IsWindowLate(w)) continue;
       skipped = false;
-      auto [slot, created] =
+      auto [stored, created] =
           table_.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
-      if (!created) contents_.AddTo(slot->value, value);
+      if (!created) contents_.AddTo(*stored, value);
       // EventTimeTrigger.on_element: FIRE once the watermark has reached
       // the window's end; before that its timer (implicit) will.
       if (w.max_timestamp() <= watermark) {
         window_ctx_.SetFiredByElement(true);
-        EmitValue(key, w, slot->value);
+        EmitValue(key, w, *stored);
         window_ctx_.SetFiredByElement(false);
       }
     }
