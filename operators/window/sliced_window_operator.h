@@ -50,15 +50,22 @@
 //     when that overflows: then never, as in the fast operator); a pane is
 //     dropped with the newest window that holds it, the last one to need it.
 //
+// State, pane-major: per pane a hash table key -> (value, arrival number of
+// the key's first record in the pane); the panes by start, with a small cache
+// of recent ones (a record nearly always goes to one of the newest two, whose
+// tables stay in cache); per window with contents the number of its keys.  A
+// window's firing merges its panes' tables into a scratch table (keys by
+// first arrival, then sorted), and dropping panes frees whole tables.
+//
 // Counters: windowPeakLiveKeyWindows counts (key, window) pairs, as the
 // per-window path would hold them: per window the number of keys with a
 // record in it is kept exactly (when a key gets a new pane, the windows that
-// hold the pane but neither of the key's neighbouring panes gain the key).
-// windowsNotFiredAtClose, windowKeysNotFiredAtClose and the timer
-// introspection are derived from the same per-window key counts.
-// windowStateBytesAtPeak is this operator's own state (panes, per-key
-// vectors, per-window counts): smaller than the per-window path's, which is
-// the point; it is the one number that differs.
+// hold the pane but neither of the key's nearest panes before and after it
+// gain the key).  windowsNotFiredAtClose, windowKeysNotFiredAtClose and the
+// timer introspection are derived from the same per-window key counts.
+// windowStateBytesAtPeak is this operator's own state (pane tables and
+// per-window counts): smaller than the per-window path's, which is the point;
+// it is the one number that differs.
 //
 // Near the ends of the range: the assigner works in Java long arithmetic and
 // within about size + slide of MIN or MAX its windows wrap or are missing
@@ -73,6 +80,7 @@
 #define TM_OPERATORS_WINDOW_SLICED_WINDOW_OPERATOR_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <numeric>
@@ -82,6 +90,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "operators/window/assigners.h"
 #include "operators/window/fast_window_operator.h"
 #include "operators/window/time_window.h"
@@ -161,26 +170,19 @@ class SlicedWindowOperator final
       this->HandleSkippedElement(std::move(value), ts);
       return;
     }
-    const Timestamp pane = pane_ == slide_ ? newest : ts - r % pane_;
-    auto [it, inserted] = keys_.try_emplace(key_(static_cast<const T&>(value)));
-    std::vector<Pane>& panes = it->second;
-    size_t i = panes.size();
-    while (i > 0 && panes[i - 1].start > pane) --i;
-    if (i > 0 && panes[i - 1].start == pane) {
-      contents_.AddTo(panes[i - 1].value, value);
+    const Timestamp start = pane_ == slide_ ? newest : ts - r % pane_;
+    const K key = key_(static_cast<const T&>(value));
+    Pane& pane = GetPane(start);
+    if (auto it = pane.table.find(key); it != pane.table.end()) [[likely]] {
+      contents_.AddTo(it->second.value, value);
     } else {
-      const std::optional<Timestamp> prev =
-          i > 0 ? std::optional<Timestamp>(panes[i - 1].start) : std::nullopt;
-      const std::optional<Timestamp> next =
-          i < panes.size() ? std::optional<Timestamp>(panes[i].start) : std::nullopt;
-      panes.insert(panes.begin() + static_cast<std::ptrdiff_t>(i),
-                   Pane{pane, seq_++, contents_.NewValue(value)});
-      AddKeyToWindows(pane, newest, prev, next);
+      pane.table.emplace(key, Entry{seq_++, contents_.NewValue(value)});
+      AddKeyToWindows(key, start, newest);
     }
     // EventTimeTrigger.on_element: the windows the watermark has reached
     // fire for this key at once (each window of ts ends after ts).
     if (ts <= timers_.current_watermark()) [[unlikely]]
-      FireForElement(it->first, panes, ts, newest);
+      FireForElement(key, ts, newest);
   }
 
   void ProcessWatermark(Timestamp watermark) override {
@@ -204,10 +206,9 @@ class SlicedWindowOperator final
         }
         return;
       }
-      for (const auto& [key, panes] : keys_) {
-        for (const auto& [s, info] : open_) {
-          if (HasPaneIn(panes, s)) note(key, Window(s));
-        }
+      for (const auto& [s, info] : open_) {
+        MergeWindow(s);
+        for (const Merged& m : merged_) note(*m.key, Window(s));
       }
     });
   }
@@ -225,15 +226,18 @@ class SlicedWindowOperator final
   // (key, pane) pairs held.
   size_t num_panes() const {
     size_t n = 0;
-    for (const auto& [key, panes] : keys_) n += panes.size();
+    for (const auto& [start, pane] : panes_) n += pane.table.size();
     return n;
   }
   bool sliced() const { return !per_window_; }
   // Bytes allocated for the panes, the per-window key counts and the timers.
   size_t StateBytes() const {
     if (per_window_) return timers_.StateBytes() + table_.StateBytes();
-    size_t bytes = keys_.capacity() * (sizeof(typename decltype(keys_)::value_type) + 1);
-    for (const auto& [key, panes] : keys_) bytes += panes.capacity() * sizeof(Pane);
+    size_t bytes = 0;
+    for (const auto& [start, pane] : panes_) {
+      bytes += sizeof(typename decltype(panes_)::value_type) + 4 * sizeof(void*);
+      bytes += pane.table.capacity() * (sizeof(typename PaneTable::value_type) + 1);
+    }
     bytes += open_.size() * (sizeof(typename decltype(open_)::value_type) + 4 * sizeof(void*));
     return bytes;
   }
@@ -248,10 +252,13 @@ class SlicedWindowOperator final
   using Base::windows_;
 
   // One key's value in one pane, with the arrival number of its first record.
-  struct Pane {
-    Timestamp start;
+  struct Entry {
     uint64_t seq;
     Value value;
+  };
+  using PaneTable = absl::flat_hash_map<K, Entry>;
+  struct Pane {
+    PaneTable table;
   };
   struct WindowInfo {
     size_t keys = 0;     // keys with a record in the window
@@ -263,6 +270,12 @@ class SlicedWindowOperator final
     uint64_t seq;
     Value value;
   };
+  struct KeyPtrHash {
+    size_t operator()(const K* k) const { return absl::Hash<K>{}(*k); }
+  };
+  struct KeyPtrEq {
+    bool operator()(const K* a, const K* b) const { return *a == *b; }
+  };
 
   static int64_t FloorMod(int64_t a, int64_t m) {
     const int64_t r = a % m;
@@ -270,16 +283,49 @@ class SlicedWindowOperator final
   }
   W Window(Timestamp start) const { return W(start, start + size_); }
 
-  // The key's windows that hold `pane` but none of the key's other panes (the
-  // neighbours prev and next; panes further away are in fewer of them) and
-  // are not late: they gain the key.  Newest first, down to the first late.
-  void AddKeyToWindows(Timestamp pane, Timestamp newest, std::optional<Timestamp> prev,
-                       std::optional<Timestamp> next) {
+  // The pane starting at `start`, created empty if there is none.
+  Pane& GetPane(Timestamp start) {
+    auto& cached = cache_[CacheIndex(start)];
+    if (cached.pane != nullptr && cached.start == start) [[likely]]
+      return *cached.pane;
+    Pane& pane = panes_[start];
+    cached = {start, &pane};
+    return pane;
+  }
+  static size_t CacheIndex(Timestamp start) {
+    return static_cast<size_t>((static_cast<uint64_t>(start) * 0x9e3779b97f4a7c15ull) >> 61);
+  }
+
+  // A new (key, pane): the key's windows that hold the pane but none of the
+  // key's other panes (the nearest before and after it suffice: windows are
+  // intervals) and are not late gain the key.  Newest first, down to the
+  // first late one.
+  void AddKeyToWindows(const K& key, Timestamp start, Timestamp newest) {
+    // The nearest panes holding the key that share a window with this one:
+    // before it down to start - size, after it up to newest + size; MIN and
+    // MAX for none (no pane starts there: panes lie in the sliced range).
+    Timestamp prev = kMinTimestamp;
+    Timestamp next = kMaxTimestamp;
+    auto here = panes_.find(start);
+    for (auto it = here; it != panes_.begin();) {
+      --it;
+      if (it->first <= start - size_) break;
+      if (it->second.table.contains(key)) {
+        prev = it->first;
+        break;
+      }
+    }
+    for (auto it = std::next(here); it != panes_.end() && it->first < newest + size_; ++it) {
+      if (it->second.table.contains(key)) {
+        next = it->first;
+        break;
+      }
+    }
     const Timestamp watermark = timers_.current_watermark();
     auto hint = open_.end();
-    for (Timestamp s = newest; s > pane - size_; s -= slide_) {
-      if (prev && s <= *prev) break;             // holds prev too (and so do older ones)
-      if (next && s > *next - size_) continue;   // holds next too
+    for (Timestamp s = newest; s > start - size_; s -= slide_) {
+      if (s <= prev) break;                      // holds prev too (and so do older ones)
+      if (s > next - size_) continue;            // holds next too
       if (this->IsWindowLate(Window(s))) break;  // older ones are later still
       hint = open_.try_emplace(hint, s);
       WindowInfo& info = hint->second;
@@ -289,26 +335,27 @@ class SlicedWindowOperator final
     }
   }
 
-  // The merge, in pane order, of `panes` that lie in the window starting at
-  // s, and the smallest arrival number among them; false when none does.
-  bool MergeWindow(const std::vector<Pane>& panes, Timestamp s, std::optional<Value>& acc,
-                   uint64_t& seq) {
-    auto it = std::lower_bound(panes.begin(), panes.end(), s,
-                               [](const Pane& p, Timestamp t) { return p.start < t; });
+  // merged_ := the window starting at s per key: the merge of the key's pane
+  // values in pane order, with the smallest arrival number among them;
+  // sorted by it (the per-window path's order of keys).
+  void MergeWindow(Timestamp s) {
+    merged_.clear();
+    scratch_.clear();
     const Timestamp end = s + size_;
-    if (it == panes.end() || it->start >= end) return false;
-    acc.emplace(it->value);
-    seq = it->seq;
-    for (++it; it != panes.end() && it->start < end; ++it) {
-      contents_.MergeValue(*acc, it->value);
-      seq = std::min(seq, it->seq);
+    for (auto it = panes_.lower_bound(s); it != panes_.end() && it->first < end; ++it) {
+      for (const auto& [key, entry] : it->second.table) {
+        auto [pos, inserted] = scratch_.try_emplace(&key, merged_.size());
+        if (inserted) {
+          merged_.push_back(Merged{&key, entry.seq, entry.value});
+        } else {
+          Merged& m = merged_[pos->second];
+          contents_.MergeValue(m.value, entry.value);
+          m.seq = std::min(m.seq, entry.seq);
+        }
+      }
     }
-    return true;
-  }
-  bool HasPaneIn(const std::vector<Pane>& panes, Timestamp s) const {
-    auto it = std::lower_bound(panes.begin(), panes.end(), s,
-                               [](const Pane& p, Timestamp t) { return p.start < t; });
-    return it != panes.end() && it->start < s + size_;
+    std::sort(merged_.begin(), merged_.end(),
+              [](const Merged& a, const Merged& b) { return a.seq < b.seq; });
   }
 
   // Emits one key's value of `window`.
@@ -324,17 +371,25 @@ class SlicedWindowOperator final
   }
 
   // A record's windows that the watermark has reached and that are not late
-  // re-fire for its key, newest first (the per-window path's order).
-  void FireForElement(const K& key, const std::vector<Pane>& panes, Timestamp ts,
-                      Timestamp newest) {
+  // re-fire for its key, newest first (the per-window path's order), each
+  // with the merge of the key's panes in it.
+  void FireForElement(const K& key, Timestamp ts, Timestamp newest) {
     const Timestamp watermark = timers_.current_watermark();
     for (Timestamp s = newest; s > ts - size_; s -= slide_) {
       const W w = Window(s);
       if (this->IsWindowLate(w)) break;
       if (w.max_timestamp() > watermark) continue;
       std::optional<Value> acc;
-      uint64_t seq = 0;
-      if (!MergeWindow(panes, s, acc, seq)) continue;  // cannot happen: the record's pane is in it
+      for (auto it = panes_.lower_bound(s); it != panes_.end() && it->first < s + size_; ++it) {
+        auto e = it->second.table.find(key);
+        if (e == it->second.table.end()) continue;
+        if (acc) {
+          contents_.MergeValue(*acc, e->second.value);
+        } else {
+          acc.emplace(e->second.value);
+        }
+      }
+      if (!acc) continue;  // cannot happen: the record's pane is in it
       window_ctx_.SetFiredByElement(true);
       EmitValue(key, w, *acc);
       window_ctx_.SetFiredByElement(false);
@@ -350,67 +405,41 @@ class SlicedWindowOperator final
   }
 
   // The watermark's firings and drops: every window the watermark reached
-  // fires once (start order; keys by first arrival), then windows at their
-  // cleanup time go, with the panes no live window holds.
+  // fires once (start order; keys by first arrival), windows at their
+  // cleanup time go, and so do the panes whose newest window went.
   void FireAndDrop(Timestamp watermark) {
-    fire_.clear();
-    drop_.clear();
-    for (auto it = open_.begin(); it != open_.end() && it->first + size_ - 1 <= watermark; ++it) {
+    bool dropped = false;
+    for (auto it = open_.begin(); it != open_.end() && it->first + size_ - 1 <= watermark;) {
+      const W w = Window(it->first);
       if (!it->second.fired) {
         it->second.fired = true;
-        fire_.push_back(it->first);
+        MergeWindow(it->first);
+        for (const Merged& m : merged_) EmitValue(*m.key, w, m.value);
       }
-      if (Dropped(it->first, watermark)) drop_.push_back(it->first);
+      if (!Dropped(it->first, watermark)) {
+        ++it;
+        continue;
+      }
+      if (this->HasWindowFunctionState()) {
+        for (auto p = panes_.lower_bound(it->first); p != panes_.end() && p->first < w.end; ++p)
+          for (const auto& [key, entry] : p->second.table) this->DropWindowFunctionState(key, w);
+      }
+      live_pairs_ -= it->second.keys;
+      it = open_.erase(it);
+      dropped = true;
     }
-    if (fire_.empty() && drop_.empty()) return;
-    if (!fire_.empty()) {
-      if (merged_.size() < fire_.size()) merged_.resize(fire_.size());
-      for (auto& m : merged_) m.clear();
-      for (const auto& [key, panes] : keys_) {
-        for (size_t j = 0; j < fire_.size(); ++j) {
-          std::optional<Value> acc;
-          uint64_t seq = 0;
-          if (MergeWindow(panes, fire_[j], acc, seq))
-            merged_[j].push_back(Merged{&key, seq, std::move(*acc)});
-        }
-      }
-      for (size_t j = 0; j < fire_.size(); ++j) {
-        auto& m = merged_[j];
-        std::sort(m.begin(), m.end(),
-                  [](const Merged& a, const Merged& b) { return a.seq < b.seq; });
-        const W w = Window(fire_[j]);
-        for (const Merged& e : m) EmitValue(*e.key, w, e.value);
-        m.clear();
-      }
-    }
-    if (drop_.empty()) return;
+    if (!dropped) return;
     // Panes whose newest window is dropped: start < floor_slide(X) + slide,
-    // X the newest dropped window start possible (see Dropped).
+    // X the newest window start that Dropped says is dropped.
     const __int128 x =
         std::min<__int128>(watermark, kMaxTimestamp - 1) - this->allowed_lateness() - size_ + 1;
     __int128 rx = (x - offset_) % slide_;
     if (rx < 0) rx += slide_;
     const __int128 keep_from = x - rx + slide_;
-    const bool function_state = this->HasWindowFunctionState();
-    for (auto it = keys_.begin(); it != keys_.end();) {
-      std::vector<Pane>& panes = it->second;
-      if (function_state) {
-        for (Timestamp s : drop_)
-          if (HasPaneIn(panes, s)) this->DropWindowFunctionState(it->first, Window(s));
-      }
-      size_t n = 0;
-      while (n < panes.size() && panes[n].start < keep_from) ++n;
-      if (n == panes.size()) {
-        keys_.erase(it++);
-        continue;
-      }
-      panes.erase(panes.begin(), panes.begin() + static_cast<std::ptrdiff_t>(n));
-      ++it;
-    }
-    for (Timestamp s : drop_) {
-      auto it = open_.find(s);
-      live_pairs_ -= it->second.keys;
-      open_.erase(it);
+    for (auto it = panes_.begin(); it != panes_.end() && it->first < keep_from;) {
+      for (auto& c : cache_)
+        if (c.pane == &it->second) c = {};
+      it = panes_.erase(it);
     }
   }
 
@@ -427,19 +456,15 @@ class SlicedWindowOperator final
   // their first record in it, and stays per-window from now on.
   void SwitchToPerWindow() {
     const Timestamp watermark = timers_.current_watermark();
-    std::vector<Merged> m;
     for (const auto& [s, info] : open_) {
-      m.clear();
-      for (const auto& [key, panes] : keys_) {
-        std::optional<Value> acc;
-        uint64_t seq = 0;
-        if (MergeWindow(panes, s, acc, seq)) m.push_back(Merged{&key, seq, std::move(*acc)});
-      }
-      std::sort(m.begin(), m.end(), [](const Merged& a, const Merged& b) { return a.seq < b.seq; });
-      for (Merged& e : m)
+      MergeWindow(s);
+      for (Merged& e : merged_)
         table_.FindOrCreate(*e.key, Window(s), watermark, [&] { return std::move(e.value); });
     }
-    keys_.clear();
+    merged_.clear();
+    scratch_.clear();
+    cache_ = {};
+    panes_.clear();
     open_.clear();
     live_pairs_ = 0;
     per_window_ = true;
@@ -506,16 +531,19 @@ class SlicedWindowOperator final
   Timestamp safe_hi_ = -1;
   bool per_window_ = false;
 
-  // Sliced state: per key its panes in start order; per window with
-  // contents (by start) the number of its keys.
-  absl::flat_hash_map<K, std::vector<Pane>> keys_;
-  std::map<Timestamp, WindowInfo> open_;  // by start
+  // Sliced state (see the file comment).
+  std::map<Timestamp, Pane> panes_;  // by start
+  struct CachedPane {
+    Timestamp start = 0;
+    Pane* pane = nullptr;
+  };
+  std::array<CachedPane, 8> cache_{};     // recent panes, by pane number
+  std::map<Timestamp, WindowInfo> open_;  // windows with contents, by start
   size_t live_pairs_ = 0;                 // sum of open_'s keys
   uint64_t seq_ = 0;                      // arrival number of the next new (key, pane)
-  // Scratch of FireAndDrop.
-  std::vector<Timestamp> fire_;
-  std::vector<Timestamp> drop_;
-  std::vector<std::vector<Merged>> merged_;
+  // Scratch of MergeWindow.
+  std::vector<Merged> merged_;
+  absl::flat_hash_map<const K*, size_t, KeyPtrHash, KeyPtrEq> scratch_;
 
   // Per-window state, after SwitchToPerWindow.
   TimeWindowTable<K, Value> table_;
