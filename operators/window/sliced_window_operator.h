@@ -173,10 +173,13 @@ class SlicedWindowOperator final
     const Timestamp start = pane_ == slide_ ? newest : ts - r % pane_;
     const K key = key_(static_cast<const T&>(value));
     Pane& pane = GetPane(start);
-    if (auto it = pane.table.find(key); it != pane.table.end()) [[likely]] {
+    // One probe; the value is made only when the key is new in the pane.
+    auto [it, inserted] = pane.table.try_emplace(key, LazyEntry{[&] {
+                                                   return Entry{seq_++, contents_.NewValue(value)};
+                                                 }});
+    if (!inserted) [[likely]] {
       contents_.AddTo(it->second.value, value);
     } else {
-      pane.table.emplace(key, Entry{seq_++, contents_.NewValue(value)});
       AddKeyToWindows(key, start, newest);
     }
     // EventTimeTrigger.on_element: the windows the watermark has reached
@@ -256,6 +259,12 @@ class SlicedWindowOperator final
     uint64_t seq;
     Value value;
   };
+  // Converts to the Entry make() returns, for try_emplace.
+  template <typename F>
+  struct LazyEntry {
+    F make;
+    operator Entry() const { return make(); }  // NOLINT(google-explicit-constructor)
+  };
   using PaneTable = absl::flat_hash_map<K, Entry>;
   struct Pane {
     PaneTable table;
@@ -288,9 +297,12 @@ class SlicedWindowOperator final
     auto& cached = cache_[CacheIndex(start)];
     if (cached.pane != nullptr && cached.start == start) [[likely]]
       return *cached.pane;
-    Pane& pane = panes_[start];
-    cached = {start, &pane};
-    return pane;
+    auto [it, created] = panes_.try_emplace(start);
+    // Sized like the last pane dropped: no rehash as a pane fills in a steady
+    // stream.
+    if (created) it->second.table.reserve(last_pane_keys_);
+    cached = {start, &it->second};
+    return it->second;
   }
   static size_t CacheIndex(Timestamp start) {
     return static_cast<size_t>((static_cast<uint64_t>(start) * 0x9e3779b97f4a7c15ull) >> 61);
@@ -339,8 +351,10 @@ class SlicedWindowOperator final
   // values in pane order, with the smallest arrival number among them;
   // sorted by it (the per-window path's order of keys).
   void MergeWindow(Timestamp s) {
+    const size_t last = merged_.size();
     merged_.clear();
-    scratch_.clear();
+    scratch_.clear();  // frees a large table: keep last time's size
+    scratch_.reserve(last);
     const Timestamp end = s + size_;
     for (auto it = panes_.lower_bound(s); it != panes_.end() && it->first < end; ++it) {
       for (const auto& [key, entry] : it->second.table) {
@@ -439,6 +453,7 @@ class SlicedWindowOperator final
     for (auto it = panes_.begin(); it != panes_.end() && it->first < keep_from;) {
       for (auto& c : cache_)
         if (c.pane == &it->second) c = {};
+      last_pane_keys_ = it->second.table.size();
       it = panes_.erase(it);
     }
   }
@@ -540,6 +555,7 @@ class SlicedWindowOperator final
   std::array<CachedPane, 8> cache_{};     // recent panes, by pane number
   std::map<Timestamp, WindowInfo> open_;  // windows with contents, by start
   size_t live_pairs_ = 0;                 // sum of open_'s keys
+  size_t last_pane_keys_ = 0;             // keys of the last pane dropped
   uint64_t seq_ = 0;                      // arrival number of the next new (key, pane)
   // Scratch of MergeWindow.
   std::vector<Merged> merged_;
