@@ -30,6 +30,12 @@
 //   Collector<Out>&) .process(fn) / .apply(fn)  fn(const K& key, const W& window, const
 //   std::vector<T>& elements,
 //                                 WindowContext& ctx, Collector<Out>& out)
+// With SlidingEventTimeWindows, reduce and aggregate (with merge) combine
+// per pane of gcd(size, slide) and then merge the panes of a window
+// (operators/window/sliced_window_operator.h): the reduce function, and the
+// aggregate's add and merge, must be associative and commutative (sum, count,
+// min, max) for the results to equal a fold of the window's records in
+// arrival order.
 // W is TimeWindow (GlobalWindow for GlobalWindows).  Out is deduced from the
 // Collector<Out>& parameter of a non-generic lambda, else given explicitly:
 // .process<std::string>(fn), .reduce<Out>(f, p), .aggregate<Out>(agg, p).
