@@ -103,15 +103,16 @@ namespace tidemark::internal {
 
 // Contents whose values of two parts of a window merge (MergeValue).
 template <typename Contents>
-concept MergeableValueContents = SingleValueContents<Contents> && requires {
-  requires Contents::kCanMergeValues;
-};
+concept MergeableValueContents = SingleValueContents<Contents> && Contents::kCanMergeValues;
 
-// Whether SlicedWindowOperator applies (see the file comment).
+// Whether SlicedWindowOperator applies (see the file comment).  (clang-format
+// would take these && for rvalue references.)
+// clang-format off
 template <typename Assigner, typename TriggerT, typename Contents>
 inline constexpr bool SlicedWindowOperatorApplies =
-    std::is_same_v<Assigner, SlidingEventTimeWindows>&& std::is_same_v<TriggerT, EventTimeTrigger>&&
-        MergeableValueContents<Contents>;
+    std::is_same_v<Assigner, SlidingEventTimeWindows> &&
+    std::is_same_v<TriggerT, EventTimeTrigger> && MergeableValueContents<Contents>;
+// clang-format on
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner: SlidingEventTimeWindows;
 // Contents: ReduceContents / AggregateContents with kCanMergeValues.
