@@ -30,6 +30,12 @@
 //   Collector<Out>&) .process(fn) / .apply(fn)  fn(const K& key, const W& window, const
 //   std::vector<T>& elements,
 //                                 WindowContext& ctx, Collector<Out>& out)
+// With SlidingEventTimeWindows, reduce and aggregate (with merge) combine
+// per pane of gcd(size, slide) and then merge the panes of a window
+// (operators/window/sliced_window_operator.h): the reduce function, and the
+// aggregate's add and merge, must be associative and commutative (sum, count,
+// min, max) for the results to equal a fold of the window's records in
+// arrival order.
 // W is TimeWindow (GlobalWindow for GlobalWindows).  Out is deduced from the
 // Collector<Out>& parameter of a non-generic lambda, else given explicitly:
 // .process<std::string>(fn), .reduce<Out>(f, p), .aggregate<Out>(agg, p).
@@ -69,6 +75,7 @@
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
 #include "operators/window/fast_window_operator.h"
+#include "operators/window/sliced_window_operator.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
@@ -76,22 +83,28 @@
 
 namespace tidemark {
 
-// The operator a windowed stream builds: FastWindowOperator (window-major,
+// The operator a windowed stream builds: SlicedWindowOperator (stream
+// slicing, operators/window/sliced_window_operator.h) when
+// SlicedWindowOperatorApplies -- SlidingEventTimeWindows, EventTimeTrigger
+// itself, and reduce or an aggregate with merge (associative and commutative
+// functions: see that file) -- else FastWindowOperator (window-major,
 // operators/window/fast_window_operator.h) when FastWindowOperatorApplies --
 // a non-merging event-time assigner of TimeWindows (tumbling, sliding), the
 // trigger is EventTimeTrigger itself (not another type, even one that behaves
 // alike) and the function keeps one value per window (reduce, aggregate, with
 // or without a process function; no evictor) -- else WindowOperator, the
-// plain port of Flink's (operators/window/window_operator.h).  Both take the
+// plain port of Flink's (operators/window/window_operator.h).  All three take the
 // same constructor arguments.  Tests and benchmarks that want the general
 // operator for such a job build WindowOperator directly.
 namespace internal {
 template <typename T, typename K, typename KeyFn, typename Assigner, typename TriggerT,
           typename Contents>
-using WindowOperatorFor =
+using WindowOperatorFor = std::conditional_t<
+    SlicedWindowOperatorApplies<Assigner, TriggerT, Contents>,
+    SlicedWindowOperator<T, K, KeyFn, Assigner, Contents>,
     std::conditional_t<FastWindowOperatorApplies<Assigner, TriggerT, Contents>,
                        FastWindowOperator<T, K, KeyFn, Assigner, Contents>,
-                       WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>;
+                       WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>>;
 
 // Out from the Collector<Out>& parameter at position I of F, unless given.
 template <typename Out, typename F, size_t I>

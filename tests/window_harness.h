@@ -154,7 +154,8 @@ class OperatorHarness {
 
 // --- building window operators without a job ---
 // The operator the windowed stream would build (WindowOperatorFor in
-// api/windowed_stream.h): FastWindowOperator or WindowOperator.
+// api/windowed_stream.h): SlicedWindowOperator, FastWindowOperator or
+// WindowOperator.
 
 template <typename T, typename KeyFn>
 using KeyOf = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;

@@ -1,5 +1,7 @@
 // Which operator the windowed stream (api/windowed_stream.h) builds:
-// FastWindowOperator (operators/window/fast_window_operator.h) exactly when
+// SlicedWindowOperator (operators/window/sliced_window_operator.h) for sliding
+// event-time windows with EventTimeTrigger and reduce / aggregate with merge;
+// else FastWindowOperator (operators/window/fast_window_operator.h) exactly when
 // the assigner is a non-merging event-time one of TimeWindows (tumbling,
 // sliding), the trigger is EventTimeTrigger itself and the function keeps one
 // value per window (reduce, aggregate, with or without a process function);
@@ -42,15 +44,30 @@ struct DescribeSum {
 // Behaves as EventTimeTrigger but is another type: not the fast operator.
 struct OpaqueEventTimeTrigger : EventTimeTrigger {};
 
+// CountSum without merge (optional unless windows merge).
+struct CountSumNoMerge {
+  std::pair<int, int> create_accumulator() const { return {0, 0}; }
+  std::pair<int, int> add(const E& e, std::pair<int, int> acc) const {
+    return {acc.first + 1, acc.second + e.second};
+  }
+  std::string get_result(const std::pair<int, int>& acc) const {
+    return std::to_string(acc.first) + "/" + std::to_string(acc.second);
+  }
+};
+
 using ReduceC = ReduceContents<E, std::string, TimeWindow, SumE, NoProcessFunction, E>;
 using ReduceProcessC = ReduceContents<E, std::string, TimeWindow, SumE, DescribeSum, std::string>;
 using AggregateC =
     AggregateContents<E, std::string, TimeWindow, CountSum, NoProcessFunction, std::string>;
+using NoMergeC =
+    AggregateContents<E, std::string, TimeWindow, CountSumNoMerge, NoProcessFunction, std::string>;
 template <typename Evictor>
 using ListC = ListContents<E, std::string, TimeWindow, ListAll, Evictor, std::string>;
 
 template <typename Assigner, typename Contents>
 using Fast = FastWindowOperator<E, std::string, KeyOfE, Assigner, Contents>;
+template <typename Contents>
+using Sliced = SlicedWindowOperator<E, std::string, KeyOfE, SlidingEventTimeWindows, Contents>;
 template <typename Assigner, typename Trigger, typename Contents>
 using General = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
 
@@ -85,9 +102,19 @@ TEST_F(WindowedStreamOperator, TumblingReduceIsFast) {
   EXPECT_TRUE((Builds<Fast<TumblingEventTimeWindows, ReduceC>>(late)));
 }
 
-TEST_F(WindowedStreamOperator, SlidingAggregateIsFast) {
+TEST_F(WindowedStreamOperator, SlidingReduceAndAggregateAreSliced) {
   auto s = Keyed().window(SlidingEventTimeWindows::of(2s, 500ms)).aggregate(CountSum{});
-  EXPECT_TRUE((Builds<Fast<SlidingEventTimeWindows, AggregateC>>(s)));
+  EXPECT_TRUE((Builds<Sliced<AggregateC>>(s)));
+  auto r = Keyed()
+               .window(SlidingEventTimeWindows::of(1s, 300ms, 100ms))
+               .allowed_lateness(2s)
+               .reduce(SumE{}, DescribeSum{});
+  EXPECT_TRUE((Builds<Sliced<ReduceProcessC>>(r)));
+}
+
+TEST_F(WindowedStreamOperator, SlidingAggregateWithoutMergeIsFast) {
+  auto s = Keyed().window(SlidingEventTimeWindows::of(2s, 500ms)).aggregate(CountSumNoMerge{});
+  EXPECT_TRUE((Builds<Fast<SlidingEventTimeWindows, NoMergeC>>(s)));
 }
 
 TEST_F(WindowedStreamOperator, ReduceWithProcessFunctionIsFast) {
@@ -141,6 +168,14 @@ TEST_F(WindowedStreamOperator, ProcessingTimeReduceIsGeneral) {
 }
 
 // The rule itself, at compile time.
+static_assert(SlicedWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, ReduceC>);
+static_assert(SlicedWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, AggregateC>);
+static_assert(!SlicedWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, NoMergeC>);
+static_assert(!SlicedWindowOperatorApplies<TumblingEventTimeWindows, EventTimeTrigger, ReduceC>);
+static_assert(
+    !SlicedWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, ListC<NoEvictor>>);
+static_assert(
+    !SlicedWindowOperatorApplies<SlidingEventTimeWindows, OpaqueEventTimeTrigger, ReduceC>);
 static_assert(FastWindowOperatorApplies<TumblingEventTimeWindows, EventTimeTrigger, ReduceC>);
 static_assert(FastWindowOperatorApplies<SlidingEventTimeWindows, EventTimeTrigger, AggregateC>);
 static_assert(

@@ -5,8 +5,9 @@
 // assigner with TimeWindows (tumbling, sliding), the default EventTimeTrigger
 // and contents that keep one value per window (reduce, aggregate, with or
 // without a process function over that value); api/windowed_stream.h builds
-// it then and WindowOperator (window_operator.h, the plain port of Flink's)
-// otherwise.  Its output, side output and counters are WindowOperator's for
+// it then (except sliding windows whose values merge: SlicedWindowOperator,
+// sliced_window_operator.h) and WindowOperator (window_operator.h, the plain
+// port of Flink's) otherwise.  Its output, side output and counters are WindowOperator's for
 // the same job (tests/window_fast_path_test.cc compares the two).
 //
 // The contents live in a TimeWindowTable (time_window_table.h, which says

@@ -30,6 +30,7 @@
 #ifndef TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
 #define TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
 
+#include <concepts>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -111,6 +112,12 @@ class ReduceContents
   static constexpr bool kNeedsContext = !std::is_same_v<ProcessFn, NoProcessFunction>;
   Value NewValue(const T& v) { return v; }
   void AddTo(Value& acc, const T& v) { acc = reduce_(static_cast<const T&>(acc), v); }
+  // Values of two parts of one window combine (SlicedWindowOperator,
+  // sliced_window_operator.h): acc := reduce(acc, next).
+  static constexpr bool kCanMergeValues = true;
+  void MergeValue(Value& acc, const Value& next) {
+    acc = reduce_(static_cast<const T&>(acc), next);
+  }
   void EmitValue(const K& key, const W& window, const Value& acc, WindowContext& ctx,
                  Collector<Out>& out) {
     if constexpr (kNeedsContext) {
@@ -157,6 +164,14 @@ class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Ag
   static constexpr bool kNeedsContext = !std::is_same_v<ProcessFn, NoProcessFunction>;
   Value NewValue(const T& v) { return agg_.add(v, agg_.create_accumulator()); }
   void AddTo(Value& acc, const T& v) { acc = agg_.add(v, std::move(acc)); }
+  // See ReduceContents: acc := merge(acc, next), when the AggregateFunction
+  // has merge (optional unless the windows merge).
+  static constexpr bool kCanMergeValues = requires(Agg & a, Acc x, Acc y) {
+    { a.merge(std::move(x), std::move(y)) } -> std::convertible_to<Acc>;
+  };
+  void MergeValue(Value& acc, const Value& next) requires kCanMergeValues {
+    acc = agg_.merge(std::move(acc), Value(next));
+  }
   void EmitValue(const K& key, const W& window, const Value& acc, WindowContext& ctx,
                  Collector<Out>& out) {
     if constexpr (kNeedsContext) {

@@ -7,6 +7,8 @@
 //   - FastWindowOperator (fast_window_operator.h), the window-major operator
 //     for tumbling / sliding event-time windows with EventTimeTrigger and one
 //     value per window.
+//   - SlicedWindowOperator (sliced_window_operator.h), stream slicing for
+//     sliding event-time windows with reduce / a mergeable aggregate.
 //
 // It holds the allowed-lateness rules (lateness.h), the late-data handling
 // (side output vs. the counters), the counters both publish, the keyed timer

@@ -12,6 +12,7 @@
 #include "operators/window/fast_window_operator.h"
 #include "operators/window/lateness.h"
 #include "operators/window/merging_window_set.h"
+#include "operators/window/sliced_window_operator.h"
 #include "operators/window/time_window.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
