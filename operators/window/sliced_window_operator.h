@@ -495,12 +495,12 @@ class SlicedWindowOperator final
     for (const W& w : Base::windows_) {
       if (this->IsWindowLate(w)) continue;
       skipped = false;
-      auto [slot, created] =
+      auto [stored, created] =
           table_.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
-      if (!created) contents_.AddTo(slot->value, value);
+      if (!created) contents_.AddTo(*stored, value);
       if (w.max_timestamp() <= watermark) {
         window_ctx_.SetFiredByElement(true);
-        EmitValue(key, w, slot->value);
+        EmitValue(key, w, *stored);
         window_ctx_.SetFiredByElement(false);
       }
     }
