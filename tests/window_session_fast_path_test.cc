@@ -334,5 +334,31 @@ TEST(SessionFastPath, MergesAndRefiresLikeFlink) {
   p.Close();
 }
 
+// Flink's MergingWindowSet.addWindow puts (new, new) when `new` equals an
+// in-flight window that no merge group took: a merged session keeps the
+// state window of its first window, so a record whose window is exactly the
+// session resets the state window, and the contents merged so far stay
+// behind under the old one, never emitted nor cleaned (WindowOperator does
+// this too; the fast operator keeps them as orphans).
+TEST(SessionFastPath, WindowEqualToAMergedSessionResetsItsStateWindowAsFlink) {
+  for (int64_t lateness : {0, 50}) {
+    Pair<E, DynamicSessions, ReduceC> p(DynamicSessions(GapOfValue{}),
+                                        ReduceC(SumE{}, NoProcessFunction{}), lateness, false);
+    ASSERT_TRUE(p.Element(E("a", 1), 0));    // [0,150)
+    ASSERT_TRUE(p.Element(E("a", 1), 150));  // [150,300): [0,300), state window [0,150)
+    ASSERT_TRUE(p.Element(E("a", 2), 0));    // [0,300) itself: state window [0,300)
+    p.Check("reset");
+    EXPECT_EQ(p.fast().num_windows_with_contents(), 2u);
+    ASSERT_TRUE(p.Watermark(299));
+    EXPECT_THAT(p.Check("fired"),
+                ::testing::ElementsAre(std::make_pair(E("a", 2), Timestamp{299})));
+    ASSERT_TRUE(p.Watermark(kMax));
+    p.Check("end");
+    EXPECT_EQ(p.fast().num_windows_with_contents(), 1u);  // the orphan
+    EXPECT_EQ(p.fast().num_event_time_timers(), 0u);
+    p.Close();
+  }
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -70,6 +70,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -77,7 +78,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "operators/window/fast_window_operator.h"
 #include "operators/window/merging_window_set.h"
 #include "operators/window/time_window.h"
@@ -219,36 +219,10 @@ class FastSessionWindowOperator final
     const uint32_t slot = SlotOf(key);
     for (const W& w : windows_) {
       KeyState& ks = keys_[slot];
-      W state_window;
-      const W actual = ks.set.add_window(
-          w, merge_scratch_,
-          [&](const W& cover, const std::vector<W>& merged, const W& sw,
-              const std::vector<W>& merged_state_windows) {
-            OnMerge(ks, slot, cover, merged, sw, merged_state_windows);
-          },
-          &state_window);
-      if (this->IsWindowLate(actual)) {
-        ks.set.retire_window(actual);
-        continue;
-      }
-      skipped = false;
-      Value* v = Find(ks, state_window);
-      if (v == nullptr) {
-        v = &ks.contents.emplace_back(state_window, contents_.NewValue(value)).second;
-        ++live_contents_;
-      } else {
-        contents_.AddTo(*v, value);
-      }
-      // EventTimeTrigger.onElement.
-      if (actual.max_timestamp() <= timers_.current_watermark()) {
-        window_ctx_.SetFiredByElement(true);
-        EmitValue(ks.key, actual, *v);
-        window_ctx_.SetFiredByElement(false);
-      } else {
-        RegisterTimer(ks, slot, actual, actual.max_timestamp());
-      }
-      const Timestamp cleanup = this->CleanupTime(actual);
-      if (cleanup != kMaxTimestamp) RegisterTimer(ks, slot, actual, cleanup);
+      if (!ks.general && w.start > w.end) ToGeneral(ks);  // a wrapped window: the sweep
+      const bool accepted = ks.general ? AddGeneral(ks, slot, w, static_cast<const T&>(value))
+                                       : AddSorted(ks, slot, w, static_cast<const T&>(value));
+      if (accepted) skipped = false;
     }
     MaybeFree(slot);
     if (skipped) this->HandleSkippedElement(std::move(value), ts);
@@ -260,8 +234,13 @@ class FastSessionWindowOperator final
     timers_.AdvanceWatermark(watermark);
     queue_.PopUpTo(watermark, [this](Timestamp t, const TimerEntry& e) {
       KeyState& ks = keys_[e.slot];
-      if (ks.gen != e.gen || !RemoveTimer(ks, e.window, t)) return;  // stale
-      OnEventTime(e.slot, e.window, t);
+      if (ks.gen != e.gen) return;  // the slot was freed since: stale
+      if (ks.general) {
+        if (RemoveTimer(*ks.general, e.window, t)) OnEventTimeGeneral(e.slot, e.window, t);
+      } else {
+        const size_t i = FindSession(ks, e.window);
+        if (i != kNone && TakeTimer(ks.sessions[i], t)) OnEventTimeSorted(e.slot, i, t);
+      }
     });
     this->ForwardWatermark(watermark);
   }
@@ -271,8 +250,14 @@ class FastSessionWindowOperator final
     this->PublishNotFired([this](auto&& note) {
       for (const auto& [k, slot] : index_) {
         const KeyState& ks = keys_[slot];
-        for (const auto& [window, state_window] : ks.set.windows())
-          if (FindConst(ks, state_window) != nullptr) note(ks.key, window);
+        if (ks.general) {
+          for (const auto& [window, state_window] : ks.general->set.windows())
+            if (FindContents(ks.general->contents, state_window) != ks.general->contents.size())
+              note(ks.key, window);
+        } else {
+          for (const Session& s : ks.sessions)
+            if (s.value) note(ks.key, s.window);
+        }
       }
     });
   }
@@ -288,18 +273,24 @@ class FastSessionWindowOperator final
                    queue_.StateBytes();
     for (const auto& [k, slot] : index_) {
       const KeyState& ks = keys_[slot];
-      bytes += ks.set.windows().capacity() * sizeof(std::pair<W, W>);
-      if (ks.contents.capacity() > kInlineContents)
-        bytes += ks.contents.capacity() * sizeof(std::pair<W, Value>);
-      if (ks.timers.capacity() > kInlineTimers)
-        bytes += ks.timers.capacity() * sizeof(std::pair<W, Timestamp>);
+      bytes += ks.sessions.capacity() * sizeof(Session) +
+               ks.orphans.capacity() * sizeof(std::pair<W, Value>);
+      if (ks.general) {
+        bytes += sizeof(GeneralState) +
+                 ks.general->set.windows().capacity() * sizeof(std::pair<W, W>) +
+                 ks.general->contents.capacity() * sizeof(std::pair<W, Value>) +
+                 ks.general->timers.capacity() * sizeof(std::pair<W, Timestamp>);
+      }
     }
     return bytes;
   }
   size_t num_trigger_states() const { return 0; }  // EventTimeTrigger keeps none
   size_t num_keys_with_sessions() const {
     size_t n = 0;
-    for (const auto& [k, slot] : index_) n += !keys_[slot].set.empty();
+    for (const auto& [k, slot] : index_) {
+      const KeyState& ks = keys_[slot];
+      n += ks.general ? !ks.general->set.empty() : !ks.sessions.empty();
+    }
     return n;
   }
 
@@ -310,22 +301,40 @@ class FastSessionWindowOperator final
   using Base::window_ctx_;
   using Base::windows_;
 
-  static constexpr size_t kInlineContents = 1;
-  static constexpr size_t kInlineTimers = 2;
-  // One key's state (see the file comment).
+  static constexpr size_t kNone = ~size_t{0};
+
+  // A key's in-flight window in the sorted form (see the file comment).
+  struct Session {
+    W window;
+    W state_window;
+    std::optional<Value> value;  // the contents of state_window
+    bool trigger_timer = false;  // timer (window, window.max_timestamp()) is live
+    bool cleanup_timer = false;  // timer (window, cleanup time) is live, when another
+  };
+  // A key's state in the general form: WindowOperator's, per key.
+  struct GeneralState {
+    MergingWindowSet set;
+    std::vector<std::pair<W, Value>> contents;    // state window -> value
+    std::vector<std::pair<W, Timestamp>> timers;  // live timers
+  };
   struct KeyState {
     explicit KeyState(const K& k) : key(k) {}
     K key;
     uint32_t gen = 0;  // changes when the slot is freed
-    MergingWindowSet set;
-    absl::InlinedVector<std::pair<W, Value>, kInlineContents> contents;  // by state window
-    absl::InlinedVector<std::pair<W, Timestamp>, kInlineTimers> timers;  // live timers
+    // Sorted form: in-flight windows by start (disjoint, not touching) and
+    // the contents of state windows no window maps to any more.
+    std::vector<Session> sessions;
+    std::vector<std::pair<W, Value>> orphans;
+    // General form, once set: everything of the key is here.
+    std::unique_ptr<GeneralState> general;
   };
   struct TimerEntry {
     uint32_t slot;
     uint32_t gen;
     W window;
   };
+
+  // --- slots ---
 
   // The slot of `key`, created when absent.
   uint32_t SlotOf(const K& key) {
@@ -346,113 +355,16 @@ class FastSessionWindowOperator final
   // Frees the slot of a key with no window, contents or timer left.
   void MaybeFree(uint32_t slot) {
     KeyState& ks = keys_[slot];
-    if (!ks.set.empty() || !ks.contents.empty() || !ks.timers.empty()) return;
+    if (ks.general) {
+      const GeneralState& g = *ks.general;
+      if (!g.set.empty() || !g.contents.empty() || !g.timers.empty()) return;
+      ks.general.reset();
+    } else if (!ks.sessions.empty() || !ks.orphans.empty()) {
+      return;
+    }
     index_.erase(ks.key);
     ++ks.gen;
     free_.push_back(slot);
-  }
-
-  static Value* Find(KeyState& ks, const W& sw) {
-    for (auto& [w, v] : ks.contents)
-      if (w == sw) return &v;
-    return nullptr;
-  }
-  static const Value* FindConst(const KeyState& ks, const W& sw) {
-    for (const auto& [w, v] : ks.contents)
-      if (w == sw) return &v;
-    return nullptr;
-  }
-  void EraseContents(KeyState& ks, size_t i) {
-    if (i + 1 != ks.contents.size()) ks.contents[i] = std::move(ks.contents.back());
-    ks.contents.pop_back();
-    --live_contents_;
-  }
-
-  // Registers timer (window, t) of the key; a live one is left alone.
-  void RegisterTimer(KeyState& ks, uint32_t slot, const W& window, Timestamp t) {
-    for (const auto& [w, ts] : ks.timers)
-      if (ts == t && w == window) return;
-    ks.timers.emplace_back(window, t);
-    ++live_timers_;
-    queue_.Push(t, TimerEntry{slot, ks.gen, window});
-  }
-  // Deletes timer (window, t) of the key; returns whether it was live.
-  bool RemoveTimer(KeyState& ks, const W& window, Timestamp t) {
-    for (size_t i = 0; i < ks.timers.size(); ++i) {
-      if (ks.timers[i].second == t && ks.timers[i].first == window) {
-        if (i + 1 != ks.timers.size()) ks.timers[i] = ks.timers.back();
-        ks.timers.pop_back();
-        --live_timers_;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // WindowOperator::OnMerge with EventTimeTrigger.
-  void OnMerge(KeyState& ks, uint32_t slot, const W& cover, const std::vector<W>& merged,
-               const W& state_window, const std::vector<W>& merged_state_windows) {
-    const Timestamp watermark = timers_.current_watermark();
-    if (this->lateness_.IsMergeLate(cover, watermark)) {
-      throw std::logic_error(
-          "The end timestamp of an event-time window cannot become earlier than the current "
-          "watermark by merging. Current watermark: " +
-          FormatTimestamp(watermark) + " window: " + cover.ToString());
-    }
-    // EventTimeTrigger.onMerge.
-    if (cover.max_timestamp() > watermark) RegisterTimer(ks, slot, cover, cover.max_timestamp());
-    for (const W& m : merged) {
-      RemoveTimer(ks, m, m.max_timestamp());  // EventTimeTrigger.clear
-      const Timestamp cleanup = this->CleanupTime(m);
-      if (cleanup != kMaxTimestamp) RemoveTimer(ks, m, cleanup);
-    }
-    // KeyWindowContents::Merge: the sources in order, then the target first.
-    std::optional<Value> acc;
-    for (const W& s : merged_state_windows) {
-      for (size_t i = 0; i < ks.contents.size(); ++i) {
-        if (ks.contents[i].first != s) continue;
-        if (acc) {
-          contents_.Combine(*acc, std::move(ks.contents[i].second));
-        } else {
-          acc.emplace(std::move(ks.contents[i].second));
-        }
-        EraseContents(ks, i);
-        break;
-      }
-    }
-    if (!acc) return;
-    if (Value* target = Find(ks, state_window)) {
-      contents_.Combine(*target, std::move(*acc));
-    } else {
-      ks.contents.emplace_back(state_window, std::move(*acc));
-      ++live_contents_;
-    }
-  }
-
-  // WindowOperator::OnTimer for an event-time timer (already removed from the
-  // key's live timers) with EventTimeTrigger.
-  void OnEventTime(uint32_t slot, const W& window, Timestamp t) {
-    KeyState& ks = keys_[slot];
-    current_key_ = &ks.key;
-    const W* sw = ks.set.get_state_window(window);
-    if (sw != nullptr) {  // else merged away: a stale timer
-      const W state_window = *sw;
-      if (t == window.max_timestamp()) {  // EventTimeTrigger.onEventTime: FIRE
-        if (Value* v = Find(ks, state_window)) EmitValue(ks.key, window, *v);
-      }
-      if (t == this->CleanupTime(window)) {
-        for (size_t i = 0; i < ks.contents.size(); ++i) {
-          if (ks.contents[i].first == state_window) {
-            EraseContents(ks, i);
-            break;
-          }
-        }
-        RemoveTimer(ks, window, window.max_timestamp());  // EventTimeTrigger.clear
-        ks.set.retire_window(window);
-      }
-    }
-    current_key_ = nullptr;
-    MaybeFree(slot);
   }
 
   // Emits one key's value of `window`.
@@ -464,6 +376,343 @@ class FastSessionWindowOperator final
       window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
     }
     contents_.EmitValue(key, window, value, window_ctx_, *this->collector_);
+  }
+  void EmitByElement(const K& key, const W& window, const Value& value) {
+    window_ctx_.SetFiredByElement(true);
+    EmitValue(key, window, value);
+    window_ctx_.SetFiredByElement(false);
+  }
+  void CheckMergeNotLate(const W& cover) const {
+    const Timestamp watermark = timers_.current_watermark();
+    if (this->lateness_.IsMergeLate(cover, watermark)) {
+      throw std::logic_error(
+          "The end timestamp of an event-time window cannot become earlier than the current "
+          "watermark by merging. Current watermark: " +
+          FormatTimestamp(watermark) + " window: " + cover.ToString());
+    }
+  }
+
+  // --- the sorted form ---
+
+  // The first index of ss at which below(s) is false (below: true, then
+  // false), galloping from the front or the back: a key has tens of
+  // sessions, records mostly land in the last few and timers fire the first
+  // few, so this touches a few neighbouring sessions instead of a binary
+  // search's scattered ones.
+  template <typename Below>
+  static size_t PartitionFromFront(const std::vector<Session>& ss, Below&& below) {
+    size_t lo = 0, step = 1;
+    while (lo < ss.size() && below(ss[lo])) {  // ss[..lo] below
+      const size_t next = lo + step;
+      if (next >= ss.size() || !below(ss[next])) {
+        return static_cast<size_t>(
+            std::partition_point(
+                ss.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
+                ss.begin() + static_cast<std::ptrdiff_t>(std::min(next, ss.size())), below) -
+            ss.begin());
+      }
+      lo = next;
+      step *= 2;
+    }
+    return lo;
+  }
+  template <typename Below>
+  static size_t PartitionFromBack(const std::vector<Session>& ss, Below&& below) {
+    size_t hi = ss.size(), step = 1;  // ss[hi..] not below
+    while (hi > 0 && !below(ss[hi - 1])) {
+      const size_t next = hi > step ? hi - step : 0;
+      if (next == 0 || below(ss[next - 1])) {
+        return static_cast<size_t>(
+            std::partition_point(ss.begin() + static_cast<std::ptrdiff_t>(next),
+                                 ss.begin() + static_cast<std::ptrdiff_t>(hi) - 1, below) -
+            ss.begin());
+      }
+      hi = next;
+      step *= 2;
+    }
+    return hi;
+  }
+
+  // The session whose window is `w`, or kNone (timers: from the front).
+  static size_t FindSession(const KeyState& ks, const W& w) {
+    const auto& ss = ks.sessions;
+    const size_t i =
+        PartitionFromFront(ss, [&](const Session& s) { return s.window.start < w.start; });
+    if (i == ss.size() || ss[i].window != w) return kNone;
+    return i;
+  }
+  // Registers timer (session window, t), t its max timestamp or cleanup time.
+  void RegisterTimer(Session& s, uint32_t slot, uint32_t gen, Timestamp t) {
+    bool& live = t == s.window.max_timestamp() ? s.trigger_timer : s.cleanup_timer;
+    if (live) return;
+    live = true;
+    ++live_timers_;
+    queue_.Push(t, TimerEntry{slot, gen, s.window});
+  }
+  // Deletes timer (session window, t); returns whether it was live.
+  bool TakeTimer(Session& s, Timestamp t) {
+    bool* live = nullptr;
+    if (t == s.window.max_timestamp()) {
+      live = &s.trigger_timer;
+    } else if (t == this->CleanupTime(s.window)) {
+      live = &s.cleanup_timer;
+    }
+    if (live == nullptr || !*live) return false;
+    *live = false;
+    --live_timers_;
+    return true;
+  }
+
+  // MergingWindowSet.add_window on the sorted form, then WindowOperator's
+  // processElement for the result; returns whether a window took it.
+  bool AddSorted(KeyState& ks, uint32_t slot, const W& n, const T& value) {
+    auto& ss = ks.sessions;
+    // The in-flight windows n intersects (touching counts) are
+    // [lo, hi): disjoint and sorted, so their ends are sorted too.
+    const size_t lo =
+        PartitionFromBack(ss, [&](const Session& s) { return s.window.end < n.start; });
+    size_t hi = lo;
+    while (hi < ss.size() && ss[hi].window.start <= n.end) ++hi;
+    size_t i = lo;
+    if (lo == hi) {
+      // No group: n is in flight with itself as state window.
+      ss.insert(ss.begin() + static_cast<std::ptrdiff_t>(lo), Session{n, n});
+    } else if (hi - lo == 1 && ss[lo].window == n) {
+      // n is in flight already; its state window is reset to itself (Flink's
+      // mapping.put): the contents of the old one stay, orphaned.
+      Session& s = ss[lo];
+      if (s.state_window != n) {
+        if (s.value) {
+          ks.orphans.emplace_back(s.state_window, std::move(*s.value));
+          s.value.reset();
+        }
+        s.state_window = n;
+      }
+    } else {
+      W cover = n;
+      for (size_t j = lo; j < hi; ++j) cover = cover.cover(ss[j].window);
+      // A single window that covers n: no merge (and no callback).
+      if (!(hi - lo == 1 && ss[lo].window == cover)) {
+        if (this->lateness_.IsMergeLate(cover, timers_.current_watermark())) {
+          // Fails the job, leaving the state as WindowOperator leaves it (the
+          // window set updated, contents and timers not): the general form.
+          ToGeneral(ks);
+          return AddGeneral(ks, slot, n, value);
+        }
+        MergeSorted(ks, slot, cover, lo, hi);
+      }
+    }
+    Session& s = ss[i];
+    const W actual = s.window;
+    if (this->IsWindowLate(actual)) {
+      // Retired; its contents stay, orphaned (timers it cannot have: its
+      // cleanup time is past, or MAX and the watermark MAX).
+      if (s.trigger_timer || s.cleanup_timer) {
+        ToGeneral(ks);
+        ks.general->set.retire_window(actual);
+        return false;
+      }
+      if (s.value) ks.orphans.emplace_back(s.state_window, std::move(*s.value));
+      ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(i));
+      return false;
+    }
+    if (s.value) {
+      contents_.AddTo(*s.value, value);
+    } else {
+      s.value.emplace(contents_.NewValue(value));
+      ++live_contents_;
+    }
+    // EventTimeTrigger.onElement, then the cleanup timer.
+    if (actual.max_timestamp() <= timers_.current_watermark()) {
+      EmitByElement(ks.key, actual, *s.value);
+    } else {
+      RegisterTimer(s, slot, ks.gen, actual.max_timestamp());
+    }
+    const Timestamp cleanup = this->CleanupTime(actual);
+    if (cleanup != kMaxTimestamp) RegisterTimer(s, slot, ks.gen, cleanup);
+    return true;
+  }
+
+  // The merge of sessions [lo, hi) (and the new window) into `cover`, which
+  // takes the state window of the first: WindowOperator's merge callback.
+  // The cover is not late (AddSorted checked).
+  void MergeSorted(KeyState& ks, uint32_t slot, const W& cover, size_t lo, size_t hi) {
+    auto& ss = ks.sessions;
+    // The merged windows' timers are deleted (EventTimeTrigger.clear and the
+    // cleanup timers); their contents merge: the sources in order, then the
+    // target first.
+    std::optional<Value> acc;
+    for (size_t j = lo; j < hi; ++j) {
+      live_timers_ -= size_t{ss[j].trigger_timer} + size_t{ss[j].cleanup_timer};
+      if (j == lo || !ss[j].value) continue;
+      if (acc) {
+        contents_.Combine(*acc, std::move(*ss[j].value));
+      } else {
+        acc.emplace(std::move(*ss[j].value));
+      }
+      --live_contents_;
+    }
+    Session& target = ss[lo];
+    if (acc) {
+      if (target.value) {
+        contents_.Combine(*target.value, std::move(*acc));
+      } else {
+        target.value.emplace(std::move(*acc));
+        ++live_contents_;
+      }
+    }
+    target.window = cover;
+    target.trigger_timer = false;
+    target.cleanup_timer = false;
+    ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
+             ss.begin() + static_cast<std::ptrdiff_t>(hi));
+    // EventTimeTrigger.onMerge.
+    if (cover.max_timestamp() > timers_.current_watermark())
+      RegisterTimer(target, slot, ks.gen, cover.max_timestamp());
+  }
+
+  // WindowOperator's onEventTime for the live timer (session i, t), already
+  // taken.
+  void OnEventTimeSorted(uint32_t slot, size_t i, Timestamp t) {
+    KeyState& ks = keys_[slot];
+    Session& s = ks.sessions[i];
+    current_key_ = &ks.key;
+    if (t == s.window.max_timestamp() && s.value) EmitValue(ks.key, s.window, *s.value);
+    if (t == this->CleanupTime(s.window)) {
+      if (s.value) --live_contents_;
+      TakeTimer(s, s.window.max_timestamp());
+      ks.sessions.erase(ks.sessions.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    current_key_ = nullptr;
+    MaybeFree(slot);
+  }
+
+  // Hands the key's state over to the general form.
+  void ToGeneral(KeyState& ks) {
+    auto g = std::make_unique<GeneralState>();
+    for (Session& s : ks.sessions) {
+      g->set.restore_window(s.window, s.state_window);
+      if (s.value) g->contents.emplace_back(s.state_window, std::move(*s.value));
+      if (s.trigger_timer) g->timers.emplace_back(s.window, s.window.max_timestamp());
+      if (s.cleanup_timer) g->timers.emplace_back(s.window, this->CleanupTime(s.window));
+    }
+    for (auto& o : ks.orphans) g->contents.push_back(std::move(o));
+    ks.sessions.clear();
+    ks.orphans.clear();
+    ks.general = std::move(g);
+  }
+
+  // --- the general form: WindowOperator per key ---
+
+  static size_t FindContents(const std::vector<std::pair<W, Value>>& c, const W& sw) {
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i].first == sw) return i;
+    return c.size();
+  }
+  void EraseContents(GeneralState& g, size_t i) {
+    g.contents.erase(g.contents.begin() + static_cast<std::ptrdiff_t>(i));
+    --live_contents_;
+  }
+  void RegisterTimer(GeneralState& g, uint32_t slot, uint32_t gen, const W& window, Timestamp t) {
+    for (const auto& [w, ts] : g.timers)
+      if (ts == t && w == window) return;
+    g.timers.emplace_back(window, t);
+    ++live_timers_;
+    queue_.Push(t, TimerEntry{slot, gen, window});
+  }
+  bool RemoveTimer(GeneralState& g, const W& window, Timestamp t) {
+    for (size_t i = 0; i < g.timers.size(); ++i) {
+      if (g.timers[i].second == t && g.timers[i].first == window) {
+        g.timers.erase(g.timers.begin() + static_cast<std::ptrdiff_t>(i));
+        --live_timers_;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool AddGeneral(KeyState& ks, uint32_t slot, const W& w, const T& value) {
+    GeneralState& g = *ks.general;
+    W state_window;
+    const W actual = g.set.add_window(
+        w, merge_scratch_,
+        [&](const W& cover, const std::vector<W>& merged, const W& sw,
+            const std::vector<W>& merged_state_windows) {
+          OnMergeGeneral(g, slot, ks.gen, cover, merged, sw, merged_state_windows);
+        },
+        &state_window);
+    if (this->IsWindowLate(actual)) {
+      g.set.retire_window(actual);
+      return false;
+    }
+    size_t i = FindContents(g.contents, state_window);
+    if (i == g.contents.size()) {
+      g.contents.emplace_back(state_window, contents_.NewValue(value));
+      ++live_contents_;
+    } else {
+      contents_.AddTo(g.contents[i].second, value);
+    }
+    if (actual.max_timestamp() <= timers_.current_watermark()) {
+      EmitByElement(ks.key, actual, g.contents[i].second);
+    } else {
+      RegisterTimer(g, slot, ks.gen, actual, actual.max_timestamp());
+    }
+    const Timestamp cleanup = this->CleanupTime(actual);
+    if (cleanup != kMaxTimestamp) RegisterTimer(g, slot, ks.gen, actual, cleanup);
+    return true;
+  }
+
+  void OnMergeGeneral(GeneralState& g, uint32_t slot, uint32_t gen, const W& cover,
+                      const std::vector<W>& merged, const W& state_window,
+                      const std::vector<W>& merged_state_windows) {
+    CheckMergeNotLate(cover);
+    if (cover.max_timestamp() > timers_.current_watermark())
+      RegisterTimer(g, slot, gen, cover, cover.max_timestamp());
+    for (const W& m : merged) {
+      RemoveTimer(g, m, m.max_timestamp());
+      const Timestamp cleanup = this->CleanupTime(m);
+      if (cleanup != kMaxTimestamp) RemoveTimer(g, m, cleanup);
+    }
+    std::optional<Value> acc;
+    for (const W& src : merged_state_windows) {
+      const size_t i = FindContents(g.contents, src);
+      if (i == g.contents.size()) continue;
+      if (acc) {
+        contents_.Combine(*acc, std::move(g.contents[i].second));
+      } else {
+        acc.emplace(std::move(g.contents[i].second));
+      }
+      EraseContents(g, i);
+    }
+    if (!acc) return;
+    const size_t t = FindContents(g.contents, state_window);
+    if (t == g.contents.size()) {
+      g.contents.emplace_back(state_window, std::move(*acc));
+      ++live_contents_;
+    } else {
+      contents_.Combine(g.contents[t].second, std::move(*acc));
+    }
+  }
+
+  void OnEventTimeGeneral(uint32_t slot, const W& window, Timestamp t) {
+    KeyState& ks = keys_[slot];
+    GeneralState& g = *ks.general;
+    current_key_ = &ks.key;
+    if (const W* sw = g.set.get_state_window(window)) {  // else merged away
+      const W state_window = *sw;
+      if (t == window.max_timestamp()) {
+        const size_t i = FindContents(g.contents, state_window);
+        if (i != g.contents.size()) EmitValue(ks.key, window, g.contents[i].second);
+      }
+      if (t == this->CleanupTime(window)) {
+        const size_t i = FindContents(g.contents, state_window);
+        if (i != g.contents.size()) EraseContents(g, i);
+        RemoveTimer(g, window, window.max_timestamp());
+        g.set.retire_window(window);
+      }
+    }
+    current_key_ = nullptr;
+    MaybeFree(slot);
   }
 
   KeyFn key_;
