@@ -1,4 +1,6 @@
 // operators/window/session_window_operator.h
+// (Longer than 600 lines: the sorted per-key form and the general per-key form it hands a key over
+// to are two halves of one port of WindowOperator's rules and are checked against each other.)
 //
 // FastSessionWindowOperator: the window operator for event-time sessions
 // in the common case, key-major.  It applies
@@ -8,61 +10,75 @@
 // (reduce, aggregate, with or without a process function over that value;
 // no evictor); api/windowed_stream.h builds it then and WindowOperator
 // (window_operator.h, the plain port of Flink's WindowOperator) otherwise.
-// Its output (values, timestamps, order), late side output, counters and
-// timer / contents counts are WindowOperator's for the same job
-// (tests/window_fast_path_test.cc compares the two on random inputs,
-// tests/differential_test.cc runs it against the reference model).
+// Its output (values, timestamps, order), late side output, counters,
+// failures and timer / contents / session counts are WindowOperator's for
+// the same job (tests/window_session_fast_path_test.cc compares the two on
+// random inputs; tests/differential_test.cc runs it against the reference
+// model).
 //
-// It is WindowOperator specialised, not a different algorithm: every step of
-// WindowOperator's processElement / onEventTime (Flink's
-// WindowOperator.java) is done in the same order, with EventTimeTrigger's
-// rules (Flink's EventTimeTrigger.java) written in place of the calls:
-//   - per key, the in-flight windows are a MergingWindowSet
-//     (merging_window_set.h, Flink's MergingWindowSet.java, quirks and
-//     all: the state window of a cover, Flink's mapping.put when `new`
-//     equals an in-flight window, the sweep for wrapped windows);
-//   - the merge callback fails the job when the cover is late
-//     (lateness.h IsMergeLate, as Flink's processElement), registers the
-//     cover's timer at max_timestamp when the watermark has not reached it
-//     (EventTimeTrigger.onMerge), deletes the merged windows' trigger timers
-//     (EventTimeTrigger.clear) and cleanup timers, and merges their
-//     contents into the cover's state window (sources in order, then the
-//     target first: Flink's heap state mergeNamespaces);
-//   - a window late after add_window is retired and skipped; otherwise the
-//     element is added to its state window, EventTimeTrigger.onElement fires
-//     it at once when the watermark has reached max_timestamp (fired by
+// It is WindowOperator specialised, not another algorithm: every step of
+// WindowOperator's processElement / onEventTime (Flink's WindowOperator.java)
+// happens in the same order, with EventTimeTrigger's rules (Flink's
+// EventTimeTrigger.java) written in place of the trigger calls:
+//   - the window set is Flink's MergingWindowSet (merging_window_set.h,
+//     MergingWindowSet.java): `new` merges with every in-flight window it
+//     intersects (touching counts); the cover takes the state window of the
+//     first (by start); when `new` equals an in-flight window its state
+//     window is reset to itself (mapping.put), the contents merged so far
+//     staying behind, never emitted nor cleaned;
+//   - the merge callback fails the job when the cover is late (lateness.h
+//     IsMergeLate, processElement's check), registers the cover's timer at
+//     max_timestamp when the watermark has not reached it (onMerge), deletes
+//     the merged windows' trigger timers (clear) and cleanup timers, and
+//     merges their contents into the cover's state window (the sources in
+//     order, then the target first: the heap state's mergeNamespaces, as
+//     window_contents.h);
+//   - a window late after the merge is retired and skipped; otherwise the
+//     element is added to its state window's contents, onElement fires the
+//     window at once when the watermark has reached max_timestamp (fired by
 //     element) or registers the timer at max_timestamp, and the cleanup
 //     timer is registered at CleanupTime (none when that is MAX);
 //   - an element no window accepted that is also late goes to the late side
 //     output or is counted (window_operator_base.h);
 //   - a timer at max_timestamp fires the window's contents (if any); a timer
 //     at CleanupTime clears the contents, deletes the trigger timer and
-//     retires the window (Flink's onEventTime / clearAllState).
+//     retires the window (onEventTime, clearAllState).
 //
-// What differs is where the state is:
-//   - one hash lookup per record: key -> a slot of a slab (KeyState) holding
-//     the key's MergingWindowSet, its contents (state window -> value,
-//     inline, a few per key) and its live event-time timers ((window,
-//     timestamp) pairs, a few per key);
-//   - the timers are Flink's set of (timestamp, key, window) triples with
-//     registration order within a timestamp, as KeyedTimerService
-//     (operators/keyed/timer_service.h) keeps them: registering a live triple
-//     does nothing, registering another one appends an entry (slot, slot
-//     generation, window) to the bucket of its timestamp, deleting removes it
-//     from the key's list only (the entry goes stale), and a watermark takes
-//     the entries in (timestamp, entry) order and fires those whose triple is
-//     live in the slot's list, which it removes first.  That is TimerQueue's
-//     lazy deletion exactly (a deleted and re-registered timer fires at its
-//     earliest entry), with the liveness test in the key's slot instead of a
+// The state, per key (one hash lookup per record: key -> a slot of a slab):
+//   - sorted form (every key starts so): the in-flight windows sorted by
+//     start, each a Session holding its state window, the value of its
+//     contents and whether its two timers ((window, max_timestamp) and
+//     (window, CleanupTime)) are live; plus the orphaned contents of the
+//     state-window reset above.  While every window is valid (start <= end)
+//     in-flight windows are disjoint and do not touch (the
+//     MergingWindowSet's fast path says why), so the windows `new`
+//     intersects are one run of neighbours, found by galloping from the back
+//     (records mostly extend the newest sessions), merged in place;
+//   - general form: WindowOperator's state for the one key (a
+//     MergingWindowSet, contents by state window, live timers by (window,
+//     timestamp)).  A key is handed over (ToGeneral) when a window wraps
+//     (start > end, within the gap of MAX: the set then sweeps, as Flink's),
+//     when a merge is late (the job fails, and the state is left as
+//     WindowOperator leaves it) and when a retired window still has a live
+//     timer; it stays general until its slot is freed.
+//   - the timers are KeyedTimerService's (operators/keyed/timer_service.h)
+//     set of (timestamp, key, window) triples that fire in (timestamp,
+//     registration) order: registering a live triple does nothing,
+//     registering another appends an entry (slot, slot generation, window) to
+//     the bucket of its timestamp (TimerEntryQueue), deleting clears the
+//     triple's liveness in the key's state only (the entry goes stale), and
+//     a watermark takes the entries <= it in order and fires those whose
+//     triple is live, clearing it first.  That is TimerQueue's lazy deletion
+//     exactly (a deleted and re-registered timer fires at its earliest
+//     entry), with liveness kept where the key's state is instead of in a
 //     hash set of triples.  A slot is freed when its key has no window,
-//     contents or timer; its generation then changes, which makes its old
-//     entries stale.
+//     contents or timer left; its generation then changes, which makes its
+//     old entries stale.
 //
 // Counters: the state size at peak counts (key, state window) contents, as
-// WindowOperator's; windows left open at close are the in-flight windows
-// with contents (window_operator_base.h).  The introspection reports the
-// same timer, contents, trigger state (EventTimeTrigger keeps none) and
-// session counts as WindowOperator.
+// WindowOperator's do (orphans included); windows left open at close are the
+// in-flight windows with contents (window_operator_base.h).  num_trigger_states
+// is 0 (EventTimeTrigger keeps no state).
 //
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
