@@ -85,6 +85,7 @@
 #define TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -154,8 +155,11 @@ class TimerEntryQueue {
                     const std::pair<Timestamp, uint32_t>& b) {
     return a.first > b.first;
   }
+  // A small direct-mapped cache of recent timestamps' buckets spares the
+  // index lookup for most pushes (timers cluster on the recent timestamps).
   Bucket& BucketFor(Timestamp ts) {
-    if (last_slot_ != kNoSlot && last_ts_ == ts) return buckets_[last_slot_];
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot != kNoSlot && c.ts == ts) return buckets_[c.slot];
     auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
     if (inserted) {
       uint32_t slot;
@@ -170,9 +174,9 @@ class TimerEntryQueue {
       times_.emplace_back(ts, slot);
       std::push_heap(times_.begin(), times_.end(), Later);
     }
-    last_ts_ = ts;
-    last_slot_ = it->second;
-    return buckets_[last_slot_];
+    c.ts = ts;
+    c.slot = it->second;
+    return buckets_[c.slot];
   }
   void ReleaseFront() {
     const auto [ts, slot] = times_.front();
@@ -188,7 +192,8 @@ class TimerEntryQueue {
       b.entries.clear();
     }
     free_.push_back(slot);
-    if (last_slot_ == slot) last_slot_ = kNoSlot;
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot == slot) c.slot = kNoSlot;
   }
 
   std::vector<Bucket> buckets_;
@@ -196,8 +201,12 @@ class TimerEntryQueue {
   size_t entry_capacity_ = 0;
   absl::flat_hash_map<Timestamp, uint32_t> index_;
   std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
-  Timestamp last_ts_ = 0;
-  uint32_t last_slot_ = kNoSlot;
+  struct CacheEntry {
+    Timestamp ts = 0;
+    uint32_t slot = kNoSlot;
+  };
+  static constexpr size_t kCacheSize = 256;
+  std::array<CacheEntry, kCacheSize> cache_{};
 };
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner: a session assigner
