@@ -280,8 +280,8 @@ class FastSessionWindowOperator final
             if (FindContents(ks.general->contents, state_window) != ks.general->contents.size())
               note(ks.key, window);
         } else {
-          for (const Session& s : ks.sessions)
-            if (s.has_value) note(ks.key, s.window);
+          for (size_t i = ks.head; i < ks.sessions.size(); ++i)
+            if (ks.sessions[i].has_value) note(ks.key, ks.sessions[i].window);
         }
       }
     });
@@ -314,7 +314,7 @@ class FastSessionWindowOperator final
     size_t n = 0;
     for (const auto& [k, slot] : index_) {
       const KeyState& ks = keys_[slot];
-      n += ks.general ? !ks.general->set.empty() : !ks.sessions.empty();
+      n += ks.general ? !ks.general->set.empty() : ks.sessions.size() > ks.head;
     }
     return n;
   }
@@ -406,7 +406,10 @@ class FastSessionWindowOperator final
     uint32_t gen = 0;  // changes when the slot is freed
     // Sorted form: in-flight windows by start (disjoint, not touching) and
     // the contents of state windows no window maps to any more.
+    // sessions[head..] are in flight; those before head were taken from
+    // the front (timers fire the oldest first) and are compacted away later.
     std::vector<Session> sessions;
+    uint32_t head = 0;
     std::unique_ptr<std::vector<std::pair<W, Value>>> orphans;  // rare: made when needed
     // General form, once set: everything of the key is here.
     std::unique_ptr<GeneralState> general;
@@ -442,8 +445,11 @@ class FastSessionWindowOperator final
       const GeneralState& g = *ks.general;
       if (!g.set.empty() || !g.contents.empty() || !g.timers.empty()) return;
       ks.general.reset();
-    } else if (!ks.sessions.empty() || ks.orphans) {
+    } else if (ks.sessions.size() > ks.head || ks.orphans) {
       return;
+    } else {
+      ks.sessions.clear();
+      ks.head = 0;
     }
     index_.erase(ks.key);
     ++ks.gen;
@@ -488,8 +494,8 @@ class FastSessionWindowOperator final
   // few, so this touches a few neighbouring sessions instead of a binary
   // search's scattered ones.
   template <typename Below>
-  static size_t PartitionFromFront(const std::vector<Session>& ss, Below&& below) {
-    size_t lo = 0, step = 1;
+  static size_t PartitionFromFront(const std::vector<Session>& ss, size_t first, Below&& below) {
+    size_t lo = first, step = 1;
     while (lo < ss.size() && below(ss[lo])) {  // ss[..lo] below
       const size_t next = lo + step;
       if (next >= ss.size() || !below(ss[next])) {
@@ -505,11 +511,11 @@ class FastSessionWindowOperator final
     return lo;
   }
   template <typename Below>
-  static size_t PartitionFromBack(const std::vector<Session>& ss, Below&& below) {
+  static size_t PartitionFromBack(const std::vector<Session>& ss, size_t first, Below&& below) {
     size_t hi = ss.size(), step = 1;  // ss[hi..] not below
-    while (hi > 0 && !below(ss[hi - 1])) {
-      const size_t next = hi > step ? hi - step : 0;
-      if (next == 0 || below(ss[next - 1])) {
+    while (hi > first && !below(ss[hi - 1])) {
+      const size_t next = hi - first > step ? hi - step : first;
+      if (next == first || below(ss[next - 1])) {
         return static_cast<size_t>(
             std::partition_point(ss.begin() + static_cast<std::ptrdiff_t>(next),
                                  ss.begin() + static_cast<std::ptrdiff_t>(hi) - 1, below) -
@@ -521,11 +527,30 @@ class FastSessionWindowOperator final
     return hi;
   }
 
+  // Removes session i: the first live one by moving head on (compacting
+  // when the dead ones are the larger part), any other by erasing it.
+  static void EraseSession(KeyState& ks, size_t i) {
+    auto& ss = ks.sessions;
+    if (i != ks.head) {
+      ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+    ss[i].Reset();
+    ++ks.head;
+    if (ks.head == ss.size()) {
+      ss.clear();
+      ks.head = 0;
+    } else if (ks.head >= 8 && 2 * size_t{ks.head} >= ss.size()) {
+      ss.erase(ss.begin(), ss.begin() + ks.head);
+      ks.head = 0;
+    }
+  }
+
   // The session whose window is `w`, or kNone (timers: from the front).
   static size_t FindSession(const KeyState& ks, const W& w) {
     const auto& ss = ks.sessions;
     const size_t i =
-        PartitionFromFront(ss, [&](const Session& s) { return s.window.start < w.start; });
+        PartitionFromFront(ss, ks.head, [&](const Session& s) { return s.window.start < w.start; });
     if (i == ss.size() || ss[i].window != w) return kNone;
     return i;
   }
@@ -558,7 +583,7 @@ class FastSessionWindowOperator final
     // The in-flight windows n intersects (touching counts) are
     // [lo, hi): disjoint and sorted, so their ends are sorted too.
     const size_t lo =
-        PartitionFromBack(ss, [&](const Session& s) { return s.window.end < n.start; });
+        PartitionFromBack(ss, ks.head, [&](const Session& s) { return s.window.end < n.start; });
     size_t hi = lo;
     while (hi < ss.size() && ss[hi].window.start <= n.end) ++hi;
     size_t i = lo;
@@ -601,7 +626,7 @@ class FastSessionWindowOperator final
         return false;
       }
       if (s.has_value) Orphans(ks).emplace_back(s.state_window, std::move(s.store.value));
-      ss.erase(ss.begin() + static_cast<std::ptrdiff_t>(i));
+      EraseSession(ks, i);
       return false;
     }
     if (s.has_value) {
@@ -669,7 +694,7 @@ class FastSessionWindowOperator final
     if (t == this->CleanupTime(s.window)) {
       if (s.has_value) --live_contents_;
       TakeTimer(s, s.window.max_timestamp());
-      ks.sessions.erase(ks.sessions.begin() + static_cast<std::ptrdiff_t>(i));
+      EraseSession(ks, i);
     }
     current_key_ = nullptr;
     MaybeFree(slot);
@@ -678,7 +703,8 @@ class FastSessionWindowOperator final
   // Hands the key's state over to the general form.
   void ToGeneral(KeyState& ks) {
     auto g = std::make_unique<GeneralState>();
-    for (Session& s : ks.sessions) {
+    for (size_t i = ks.head; i < ks.sessions.size(); ++i) {
+      Session& s = ks.sessions[i];
       g->set.restore_window(s.window, s.state_window);
       if (s.has_value) g->contents.emplace_back(s.state_window, std::move(s.store.value));
       if (s.trigger_timer) g->timers.emplace_back(s.window, s.window.max_timestamp());
@@ -687,6 +713,7 @@ class FastSessionWindowOperator final
     if (ks.orphans)
       for (auto& o : *ks.orphans) g->contents.push_back(std::move(o));
     ks.sessions.clear();
+    ks.head = 0;
     ks.orphans.reset();
     ks.general = std::move(g);
   }
