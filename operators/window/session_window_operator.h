@@ -53,7 +53,8 @@
 //     in-flight windows are disjoint and do not touch (the
 //     MergingWindowSet's fast path says why), so the windows `new`
 //     intersects are one run of neighbours, found by galloping from the back
-//     (records mostly extend the newest sessions), merged in place;
+//     (records mostly extend the newest sessions), merged in place; the
+//     oldest session (timers fire it first) leaves by moving a head index;
 //   - general form: WindowOperator's state for the one key (a
 //     MergingWindowSet, contents by state window, live timers by (window,
 //     timestamp)).  A key is handed over (ToGeneral) when a window wraps
