@@ -75,6 +75,7 @@
 #include "operators/window/assigners.h"
 #include "operators/window/evictors.h"
 #include "operators/window/fast_window_operator.h"
+#include "operators/window/session_window_operator.h"
 #include "operators/window/sliced_window_operator.h"
 #include "operators/window/triggers.h"
 #include "operators/window/window_contents.h"
@@ -92,8 +93,11 @@ namespace tidemark {
 // a non-merging event-time assigner of TimeWindows (tumbling, sliding), the
 // trigger is EventTimeTrigger itself (not another type, even one that behaves
 // alike) and the function keeps one value per window (reduce, aggregate, with
-// or without a process function; no evictor) -- else WindowOperator, the
-// plain port of Flink's (operators/window/window_operator.h).  All three take the
+// or without a process function; no evictor) -- FastSessionWindowOperator
+// (key-major, operators/window/session_window_operator.h) for event-time
+// sessions (fixed or dynamic gap) with EventTimeTrigger itself and the same
+// functions -- else WindowOperator, the plain port of Flink's
+// (operators/window/window_operator.h).  All take the
 // same constructor arguments.  Tests and benchmarks that want the general
 // operator for such a job build WindowOperator directly.
 namespace internal {
@@ -102,9 +106,12 @@ template <typename T, typename K, typename KeyFn, typename Assigner, typename Tr
 using WindowOperatorFor = std::conditional_t<
     SlicedWindowOperatorApplies<Assigner, TriggerT, Contents>,
     SlicedWindowOperator<T, K, KeyFn, Assigner, Contents>,
-    std::conditional_t<FastWindowOperatorApplies<Assigner, TriggerT, Contents>,
-                       FastWindowOperator<T, K, KeyFn, Assigner, Contents>,
-                       WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>>;
+    std::conditional_t<
+        FastWindowOperatorApplies<Assigner, TriggerT, Contents>,
+        FastWindowOperator<T, K, KeyFn, Assigner, Contents>,
+        std::conditional_t<FastSessionWindowOperatorApplies<Assigner, TriggerT, Contents>,
+                           FastSessionWindowOperator<T, K, KeyFn, Assigner, Contents>,
+                           WindowOperator<T, K, KeyFn, Assigner, TriggerT, Contents>>>>;
 
 // Out from the Collector<Out>& parameter at position I of F, unless given.
 template <typename Out, typename F, size_t I>

@@ -49,6 +49,13 @@
 //                                        EventTimeTrigger by type, so the
 //                                        general WindowOperator runs it
 //                                        (per-(key, window) timers).
+//   BM_WindowOperator_SessionReduce/<keys>
+//   BM_WindowOperator_SessionReduceGeneralPath/<keys>
+//                                        the same input into W3's 20 ms
+//                                        event-time session window, a
+//                                        watermark every 2^19 records, on
+//                                        FastSessionWindowOperator and on
+//                                        the general WindowOperator.
 //
 // The variants with 1M keys allocate ~100 MB and take a few seconds each;
 // the ctest smoke run leaves them out (--benchmark_filter=-/1000000$).
@@ -703,8 +710,10 @@ class GeneralPathEventTimeTrigger {
 // tests/window_harness.h builds the operator (MakeReduceWindowOperator); its
 // OperatorHarness records every output, so the context here is the
 // OperatorHarness above and the output a SumOutput.
-template <typename Trigger>
-void RunTumblingWindowOperator(benchmark::State& state, Trigger trigger) {
+template <typename Trigger, typename Assigner = TumblingEventTimeWindows>
+void RunTumblingWindowOperator(benchmark::State& state, Trigger trigger,
+                               Assigner assigner = TumblingEventTimeWindows::of(Duration(1000)),
+                               int64_t watermark_every = 1024) {
   const int64_t keys = state.range(0);
   constexpr size_t kN = size_t{1} << 20;
   constexpr int64_t kEventsPerMs = 1000;
@@ -716,8 +725,7 @@ void RunTumblingWindowOperator(benchmark::State& state, Trigger trigger) {
   auto sum = [](const Event& a, const Event& b) {
     return Event{a.key, a.value + b.value, std::max(a.ts, b.ts)};
   };
-  auto op = testing::MakeReduceWindowOperator<Event>(
-      key, TumblingEventTimeWindows::of(Duration(1000)), trigger, sum);
+  auto op = testing::MakeReduceWindowOperator<Event>(key, assigner, trigger, sum);
   OperatorHarness h;
   // As a task does at the start of each slice (see SliceProcessingTime).
   h.timers.set_slice_processing_time(SystemClock::Get()->NowMillis());
@@ -736,7 +744,7 @@ void RunTumblingWindowOperator(benchmark::State& state, Trigger trigger) {
     max_ts = std::max(max_ts, ts);
     Event e{ev[j].key, ev[j].value, ts};
     in->ProcessElement(std::move(e), ts);
-    if ((++i & 1023) == 0) {
+    if (++i % watermark_every == 0) {
       const auto t0 = std::chrono::steady_clock::now();
       base->ProcessWatermark(max_ts - kDisorderMs - 1);
       in_watermarks += std::chrono::steady_clock::now() - t0;
@@ -772,6 +780,24 @@ void BM_WindowOperator_TumblingReduceGeneralPath(benchmark::State& state) {
   RunTumblingWindowOperator(state, GeneralPathEventTimeTrigger());
 }
 BENCHMARK(BM_WindowOperator_TumblingReduceGeneralPath)->Arg(10000)->Arg(1000000);
+
+// W3's session window (gap 20 ms) on the same input and a watermark every
+// 2^19 records (W3's periodic watermark covers ~0.5 M records of a subtask),
+// so that a key has tens of sessions in flight: FastSessionWindowOperator
+// (operators/window/session_window_operator.h) ...
+void BM_WindowOperator_SessionReduce(benchmark::State& state) {
+  RunTumblingWindowOperator(state, EventTimeTrigger(),
+                            EventTimeSessionWindows::with_gap(Duration(20)), int64_t{1} << 19);
+}
+BENCHMARK(BM_WindowOperator_SessionReduce)->Arg(10000)->Arg(1000000);
+
+// ... and the general WindowOperator (per-key MergingWindowSet, per-(key,
+// window) contents and timers).
+void BM_WindowOperator_SessionReduceGeneralPath(benchmark::State& state) {
+  RunTumblingWindowOperator(state, GeneralPathEventTimeTrigger(),
+                            EventTimeSessionWindows::with_gap(Duration(20)), int64_t{1} << 19);
+}
+BENCHMARK(BM_WindowOperator_SessionReduceGeneralPath)->Arg(10000)->Arg(1000000);
 
 }  // namespace
 }  // namespace tidemark

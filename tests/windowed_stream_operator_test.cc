@@ -5,6 +5,8 @@
 // the assigner is a non-merging event-time one of TimeWindows (tumbling,
 // sliding), the trigger is EventTimeTrigger itself and the function keeps one
 // value per window (reduce, aggregate, with or without a process function);
+// FastSessionWindowOperator (session_window_operator.h) for event-time
+// sessions with EventTimeTrigger itself and the same functions;
 // WindowOperator (window_operator.h) otherwise.  Each case builds a job graph
 // and checks the dynamic type of the operator its window node makes.
 #include <gtest/gtest.h>
@@ -41,6 +43,9 @@ struct DescribeSum {
     out.collect(key + " " + std::to_string(sum.second));
   }
 };
+struct GapOfValue {
+  int64_t operator()(const E& e) const { return int64_t{e.second} * 10; }
+};
 // Behaves as EventTimeTrigger but is another type: not the fast operator.
 struct OpaqueEventTimeTrigger : EventTimeTrigger {};
 
@@ -68,6 +73,8 @@ template <typename Assigner, typename Contents>
 using Fast = FastWindowOperator<E, std::string, KeyOfE, Assigner, Contents>;
 template <typename Contents>
 using Sliced = SlicedWindowOperator<E, std::string, KeyOfE, SlidingEventTimeWindows, Contents>;
+template <typename Assigner, typename Contents>
+using FastSession = FastSessionWindowOperator<E, std::string, KeyOfE, Assigner, Contents>;
 template <typename Assigner, typename Trigger, typename Contents>
 using General = WindowOperator<E, std::string, KeyOfE, Assigner, Trigger, Contents>;
 
@@ -135,9 +142,29 @@ TEST_F(WindowedStreamOperator, TumblingProcessIsGeneral) {
   EXPECT_TRUE((Builds<General<TumblingEventTimeWindows, EventTimeTrigger, ListC<NoEvictor>>>(s)));
 }
 
-TEST_F(WindowedStreamOperator, SessionReduceIsGeneral) {
+TEST_F(WindowedStreamOperator, SessionReduceAndAggregateAreFastSessions) {
   auto s = Keyed().window(EventTimeSessionWindows::with_gap(1s)).reduce(SumE{});
-  EXPECT_TRUE((Builds<General<EventTimeSessionWindows, EventTimeTrigger, ReduceC>>(s)));
+  EXPECT_TRUE((Builds<FastSession<EventTimeSessionWindows, ReduceC>>(s)));
+  auto late = Keyed()
+                  .window(EventTimeSessionWindows::with_gap(1s))
+                  .allowed_lateness(2s)
+                  .side_output_late_data(OutputTag<E>("late"))
+                  .reduce(SumE{}, DescribeSum{});
+  EXPECT_TRUE((Builds<FastSession<EventTimeSessionWindows, ReduceProcessC>>(late)));
+  auto dynamic =
+      Keyed().window(EventTimeSessionWindows::with_dynamic_gap(GapOfValue{})).aggregate(CountSum{});
+  EXPECT_TRUE(
+      (Builds<FastSession<DynamicEventTimeSessionWindows<GapOfValue>, AggregateC>>(dynamic)));
+}
+
+TEST_F(WindowedStreamOperator, SessionProcessOrOtherTriggerIsGeneral) {
+  auto list = Keyed().window(EventTimeSessionWindows::with_gap(1s)).process(ListAll{});
+  EXPECT_TRUE((Builds<General<EventTimeSessionWindows, EventTimeTrigger, ListC<NoEvictor>>>(list)));
+  auto opaque = Keyed()
+                    .window(EventTimeSessionWindows::with_gap(1s))
+                    .trigger(OpaqueEventTimeTrigger{})
+                    .reduce(SumE{});
+  EXPECT_TRUE((Builds<General<EventTimeSessionWindows, OpaqueEventTimeTrigger, ReduceC>>(opaque)));
 }
 
 TEST_F(WindowedStreamOperator, CustomTriggerIsGeneral) {

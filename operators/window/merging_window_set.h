@@ -79,6 +79,11 @@ class MergingWindowSet {
     }
     throw std::logic_error("Window " + w.ToString() + " is not in the in-flight window set.");
   }
+  // Puts in-flight `w` with state window `sw` back, as a set that held it
+  // would (FastSessionWindowOperator hands a key's sessions over to a set
+  // this way).  Requires `w` not in flight; the order of the in-flight
+  // windows does not change what add_window does.
+  void restore_window(const W& w, const W& sw) { mapping_.emplace_back(w, sw); }
   bool empty() const { return mapping_.empty(); }
   size_t size() const { return mapping_.size(); }
   const std::vector<std::pair<W, W>>& windows() const { return mapping_; }
