@@ -255,6 +255,15 @@ class FastSessionWindowOperator final
     current_key_ = nullptr;
   }
 
+  // A run of records: one virtual call, ProcessElement inlined.
+  void ProcessBatch(std::span<Record<T>> records) override {
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<T>& r : records) {
+      ThrowIfCancelled(cancel);
+      FastSessionWindowOperator::ProcessElement(std::move(r.value), r.timestamp);
+    }
+  }
+
   void ProcessWatermark(Timestamp watermark) override {
     this->NoteStateSize(num_windows_with_contents(), [this] { return StateBytes(); });
     timers_.AdvanceWatermark(watermark);

@@ -189,6 +189,15 @@ class SlicedWindowOperator final
       FireForElement(key, ts, newest);
   }
 
+  // A run of records: one virtual call, ProcessElement inlined.
+  void ProcessBatch(std::span<Record<T>> records) override {
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<T>& r : records) {
+      ThrowIfCancelled(cancel);
+      SlicedWindowOperator::ProcessElement(std::move(r.value), r.timestamp);
+    }
+  }
+
   void ProcessWatermark(Timestamp watermark) override {
     this->NoteStateSize(num_windows_with_contents(), [this] { return StateBytes(); });
     timers_.AdvanceWatermark(watermark);
