@@ -101,14 +101,7 @@ void ArenaScheduler::RunOneReady() {
 }
 
 void ArenaScheduler::RunSlice(Task* task) {
-  if (!task->BeginRun()) return;
-  const Task::Result r = task->RunSlice();
-  if (r == Task::Result::kWait) {
-    // Before EndRun(): once idle the task may run on another worker.
-    const SteadyTime deadline = task->DeadlineToRegister();
-    if (deadline != SteadyTime::max()) timer_->Schedule(task, deadline);
-  }
-  switch (task->EndRun(r)) {
+  switch (RunSharedSlice(task, timer_)) {
     case Task::Next::kIdle:
       return;
     case Task::Next::kRunAgain:

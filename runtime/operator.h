@@ -220,6 +220,17 @@ class OneInputOperator : public internal::InputOperator<In> {
 };
 
 namespace internal {
+// The loop of a batched ProcessBatch: op.Op::ProcessElement for each record
+// (a non-virtual call, so it inlines), checking `cancel` before each, so a
+// cancel lands within one user call, as with one element per call.
+template <typename Op, typename T>
+void ProcessEachInline(Op& op, std::span<Record<T>> records, const std::atomic<bool>* cancel) {
+  for (Record<T>& r : records) {
+    ThrowIfCancelled(cancel);
+    op.Op::ProcessElement(std::move(r.value), r.timestamp);
+  }
+}
+
 // The runtime's operators derive from this: ProcessBatch loops over
 // Derived::ProcessElement with a non-virtual call, so a batch costs one
 // virtual call and the per-record work inlines into the loop.
@@ -227,13 +238,7 @@ template <typename Derived, typename In, typename Out>
 class BatchedOperator : public OneInputOperator<In, Out> {
  public:
   void ProcessBatch(std::span<Record<In>> records) override {
-    Derived& self = static_cast<Derived&>(*this);
-    // A cancel lands within one user call, as with one element per call.
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<In>& r : records) {
-      ThrowIfCancelled(cancel);
-      self.Derived::ProcessElement(std::move(r.value), r.timestamp);
-    }
+    ProcessEachInline(static_cast<Derived&>(*this), records, this->ctx().cancel_flag());
   }
 };
 
@@ -247,13 +252,7 @@ template <typename Derived, typename In>
 class BatchedSinkOperator : public SinkOperator<In> {
  public:
   void ProcessBatch(std::span<Record<In>> records) override {
-    Derived& self = static_cast<Derived&>(*this);
-    // A cancel lands within one user call, as with one element per call.
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<In>& r : records) {
-      ThrowIfCancelled(cancel);
-      self.Derived::ProcessElement(std::move(r.value), r.timestamp);
-    }
+    ProcessEachInline(static_cast<Derived&>(*this), records, this->ctx().cancel_flag());
   }
 };
 

@@ -2,6 +2,16 @@
 
 namespace tidemark::internal {
 
+Task::Next RunSharedSlice(Task* task, WakeupTimer* timer) {
+  if (!task->BeginRun()) return Task::Next::kIdle;
+  const Task::Result r = task->RunSlice();
+  if (r == Task::Result::kWait) {
+    const SteadyTime deadline = task->DeadlineToRegister();
+    if (deadline != SteadyTime::max()) timer->Schedule(task, deadline);
+  }
+  return task->EndRun(r);
+}
+
 void WakeupTimer::Start() {
   thread_ = std::thread([this] { Main(); });
 }

@@ -154,14 +154,7 @@ void WorkerPool::Main(int w) {
 
 void WorkerPool::RunSlice(int w, Task* task) {
   (void)w;
-  if (!task->BeginRun()) return;
-  const Task::Result r = task->RunSlice();
-  if (r == Task::Result::kWait) {
-    // Before EndRun(): once idle the task may run on another worker.
-    const SteadyTime deadline = task->DeadlineToRegister();
-    if (deadline != SteadyTime::max()) timer_->Schedule(task, deadline);
-  }
-  switch (task->EndRun(r)) {
+  switch (RunSharedSlice(task, timer_)) {
     case Task::Next::kIdle:
       return;
     case Task::Next::kRunAgain:

@@ -113,11 +113,7 @@ class FastWindowOperator final
 
   // A run of records: one virtual call, ProcessElement inlined.
   void ProcessBatch(std::span<Record<T>> records) override {
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<T>& r : records) {
-      ThrowIfCancelled(cancel);
-      FastWindowOperator::ProcessElement(std::move(r.value), r.timestamp);
-    }
+    ProcessEachInline(*this, records, this->ctx().cancel_flag());
   }
 
   void ProcessWatermark(Timestamp watermark) override {

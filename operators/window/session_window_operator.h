@@ -257,11 +257,7 @@ class FastSessionWindowOperator final
 
   // A run of records: one virtual call, ProcessElement inlined.
   void ProcessBatch(std::span<Record<T>> records) override {
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<T>& r : records) {
-      ThrowIfCancelled(cancel);
-      FastSessionWindowOperator::ProcessElement(std::move(r.value), r.timestamp);
-    }
+    ProcessEachInline(*this, records, this->ctx().cancel_flag());
   }
 
   void ProcessWatermark(Timestamp watermark) override {
