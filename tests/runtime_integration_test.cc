@@ -275,11 +275,15 @@ TEST(RuntimeIntegration, ManyRepetitionsSmallJobs) {
 }
 
 // A source subtask that goes idle does not hold the downstream watermark back:
-// the others' watermarks get through before it ends.
+// the others' watermarks get through before it ends.  The others start only
+// once every downstream subtask has seen subtask 0's channel idle (`go`, set
+// by the test from the job's metrics), so the idleness is there before their
+// watermarks, whatever the threads' timing.
 class IdleUntilOthersEnd final : public Source<Ev> {
  public:
-  IdleUntilOthersEnd(std::shared_ptr<std::atomic<int>> done, int others, int64_t count)
-      : done_(std::move(done)), others_(others), count_(count) {}
+  IdleUntilOthersEnd(std::shared_ptr<std::atomic<int>> done, std::shared_ptr<std::atomic<bool>> go,
+                     int others, int64_t count)
+      : done_(std::move(done)), go_(std::move(go)), others_(others), count_(count) {}
   void Open(const SourceContext& ctx) override {
     src_ = ctx.subtask_index;
     clock_ = ctx.clock;
@@ -288,6 +292,10 @@ class IdleUntilOthersEnd final : public Source<Ev> {
     if (src_ == 0) {
       out.MarkIdle();
       if (done_->load() == others_) return PollStatus::kEndOfInput;
+      retry_ = clock_->NowMillis() + 1;
+      return PollStatus::kNothingAvailable;
+    }
+    if (!go_->load()) {
       retry_ = clock_->NowMillis() + 1;
       return PollStatus::kNothingAvailable;
     }
@@ -303,6 +311,7 @@ class IdleUntilOthersEnd final : public Source<Ev> {
 
  private:
   std::shared_ptr<std::atomic<int>> done_;
+  std::shared_ptr<std::atomic<bool>> go_;
   int others_;
   int64_t count_;
   int src_ = 0;
@@ -315,12 +324,15 @@ TEST(RuntimeIntegration, IdleSourceSubtaskDoesNotHoldBackTheWatermark) {
   for (int rep = 0; rep < tidemark::testing::StressIterations(10); ++rep) {
     auto obs = std::make_shared<Observed>();
     auto done = std::make_shared<std::atomic<int>>(0);
+    auto go = std::make_shared<std::atomic<bool>>(false);
     const int sources = 3;
     const int64_t count = 200;
     StreamExecutionEnvironment env;
     env.set_parallelism(2).set_worker_threads(2).set_batch_size(4);
     env.add_source<Ev>(
-           [done, count] { return std::make_unique<IdleUntilOthersEnd>(done, sources - 1, count); },
+           [done, go, count] {
+             return std::make_unique<IdleUntilOthersEnd>(done, go, sources - 1, count);
+           },
            "idle source")
         .set_parallelism(sources)
         .key_by([](const Ev& e) { return e.key; })
@@ -329,7 +341,22 @@ TEST(RuntimeIntegration, IdleSourceSubtaskDoesNotHoldBackTheWatermark) {
                          return std::make_unique<RecorderOp>(obs);
                        })
         .add_sink([](Ev&&) {});
-    JobResult r = env.execute();
+    JobClient client = env.execute_async();
+    // Both Recorder subtasks see channel 0 (source subtask 0) idle: let the
+    // other sources go.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      int idle = 0;
+      for (const auto& m : client.metrics())
+        if (m.task_name.find("Recorder") != std::string::npos && !m.channel_idle.empty() &&
+            m.channel_idle[0])
+          ++idle;
+      if (idle == 2) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "channel 0 never went idle";
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    go->store(true);
+    JobResult r = client.wait();
     ASSERT_TRUE(r.ok()) << r.status;
     std::lock_guard<std::mutex> lock(obs->mu);
     for (const auto& e : obs->errors) ADD_FAILURE() << e;
@@ -383,8 +410,13 @@ TEST(RuntimeIntegration, UnionOfStreamsWithDifferentParallelism) {
 TEST(RuntimeIntegration, CollectionSourceEmitsEachElementOnceUnderBackpressure) {
   for (int rep = 0; rep < tidemark::testing::StressIterations(5); ++rep) {
     StreamExecutionEnvironment env;
-    env.set_parallelism(1).set_worker_threads(2).set_batch_size(1 + rep % 4).set_channel_capacity(1);
-    auto out = env.from_collection(Range(2000)).rebalance().map([](const int64_t& v) { return v; })
+    env.set_parallelism(1)
+        .set_worker_threads(2)
+        .set_batch_size(1 + rep % 4)
+        .set_channel_capacity(1);
+    auto out = env.from_collection(Range(2000))
+                   .rebalance()
+                   .map([](const int64_t& v) { return v; })
                    .collect();
     JobResult r = env.execute();
     ASSERT_TRUE(r.ok()) << r.status;
