@@ -1,10 +1,9 @@
 #include "operators/sinks.h"
 
-#include <fstream>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace tidemark {
 

@@ -100,17 +100,6 @@ void ArenaScheduler::RunOneReady() {
   item.first->RunSlice(item.second);
 }
 
-void ArenaScheduler::RunSlice(Task* task) {
-  switch (RunSharedSlice(task, timer_)) {
-    case Task::Next::kIdle:
-      return;
-    case Task::Next::kRunAgain:
-      Dispatch(task);
-      return;
-    case Task::Next::kFinished:
-      listener_->TaskFinished(task);
-      return;
-  }
-}
+void ArenaScheduler::RunSlice(Task* task) { RunSharedSlice(task, timer_, this, listener_); }
 
 }  // namespace tidemark::internal

@@ -2,14 +2,24 @@
 
 namespace tidemark::internal {
 
-Task::Next RunSharedSlice(Task* task, WakeupTimer* timer) {
-  if (!task->BeginRun()) return Task::Next::kIdle;
+void RunSharedSlice(Task* task, WakeupTimer* timer, Dispatcher* dispatcher,
+                    CompletionListener* listener) {
+  if (!task->BeginRun()) return;
   const Task::Result r = task->RunSlice();
   if (r == Task::Result::kWait) {
     const SteadyTime deadline = task->DeadlineToRegister();
     if (deadline != SteadyTime::max()) timer->Schedule(task, deadline);
   }
-  return task->EndRun(r);
+  switch (task->EndRun(r)) {
+    case Task::Next::kIdle:
+      return;
+    case Task::Next::kRunAgain:
+      dispatcher->Dispatch(task);
+      return;
+    case Task::Next::kFinished:
+      listener->TaskFinished(task);
+      return;
+  }
 }
 
 void WakeupTimer::Start() {

@@ -25,10 +25,11 @@ class WakeupTimer;
 // One slice of `task` (which is kScheduled) on a shared worker, as both
 // schedulers run it (arena_scheduler.h, worker_pool.h): BeginRun, RunSlice,
 // the wake-up deadline of a task that waits handed to `timer` before EndRun
-// (once idle the task may run on another worker), then EndRun, whose result
-// is returned: kRunAgain: dispatch it again; kFinished: report it.  kIdle also
-// when the task was not scheduled (BeginRun failed).
-Task::Next RunSharedSlice(Task* task, WakeupTimer* timer);
+// (once idle the task may run on another worker), then EndRun: a task to run
+// again goes back to `dispatcher`, a finished one is reported to `listener`.
+// Nothing when the task was not scheduled (BeginRun failed).
+void RunSharedSlice(Task* task, WakeupTimer* timer, Dispatcher* dispatcher,
+                    CompletionListener* listener);
 
 class WakeupTimer {
  public:

@@ -128,7 +128,7 @@ void WorkerPool::Main(int w) {
     Task* t = TakeOwn(w);
     if (t == nullptr) t = Steal(w);
     if (t != nullptr) {
-      RunSlice(w, t);
+      RunSlice(t);
       continue;
     }
     // Nothing anywhere.  Count as a sleeper before looking once more, so a
@@ -146,24 +146,12 @@ void WorkerPool::Main(int w) {
       me.woken = false;
     }
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-    if (t != nullptr) RunSlice(w, t);
+    if (t != nullptr) RunSlice(t);
   }
   tl_pool = nullptr;
   tl_worker = -1;
 }
 
-void WorkerPool::RunSlice(int w, Task* task) {
-  (void)w;
-  switch (RunSharedSlice(task, timer_)) {
-    case Task::Next::kIdle:
-      return;
-    case Task::Next::kRunAgain:
-      Dispatch(task);
-      return;
-    case Task::Next::kFinished:
-      listener_->TaskFinished(task);
-      return;
-  }
-}
+void WorkerPool::RunSlice(Task* task) { RunSharedSlice(task, timer_, this, listener_); }
 
 }  // namespace tidemark::internal

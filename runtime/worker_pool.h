@@ -67,7 +67,7 @@ class WorkerPool final : public Dispatcher {
   void Main(int w);
   Task* TakeOwn(int w);
   Task* Steal(int w);
-  void RunSlice(int w, Task* task);
+  void RunSlice(Task* task);
   // Wakes a sleeping worker other than `except`, if any.
   void WakeOneSleeper(int except);
 

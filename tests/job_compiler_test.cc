@@ -2,6 +2,8 @@
 // ship strategies and channel counts of the physical edges, the chaining
 // decisions, and the text of explain().  Jobs are built with the fluent API
 // and planned without running, except the last test, which runs one.
+#include "runtime/job_compiler.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "runtime/job_compiler.h"
 #include "tidemark.h"
 
 namespace tidemark {

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "tidemark.h"
 #include "test_util.h"
+#include "tidemark.h"
 
 namespace tidemark {
 using namespace internal;

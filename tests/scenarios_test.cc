@@ -41,8 +41,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "examples/seed_jobs.h"
 #include "api/environment.h"
+#include "examples/seed_jobs.h"
 
 namespace tidemark::seeds {
 namespace {

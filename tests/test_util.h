@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
-#include <mutex>
 #include <thread>
 
 #include "api/environment.h"

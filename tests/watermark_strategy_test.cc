@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -392,6 +393,25 @@ TEST(TimestampsAndWatermarksOperator, PunctuatedWatermarkFollowsItsRecord) {
   h.Element(9000);
   EXPECT_EQ(h.Pop(), (V{"R:5000@5000", "W:3000", "R:6000@6000", "W:4000", "R:5500@5500",
                         "R:9000@9000", "W:7000"}));
+}
+
+// The same records as one run (ProcessBatch, as the runtime delivers them):
+// each watermark still directly follows the record that caused it.
+TEST(TimestampsAndWatermarksOperator, PunctuatedWatermarkFollowsItsRecordInARun) {
+  struct Punctuated : WatermarkGenerator<int> {
+    void OnEvent(const int&, Timestamp ts, WatermarkOutput& o) override {
+      if (ts % 1000 == 0) o.EmitWatermark(ts - 2000);
+    }
+    void OnPeriodicEmit(WatermarkOutput&) override {}
+  };
+  auto s = WatermarkStrategy<int>::for_generator([] {
+             return std::make_unique<Punctuated>();
+           }).with_timestamp_assigner([](const int& v) -> Timestamp { return v; });
+  OperatorHarness h(s, 0ms);
+  std::vector<Record<int>> run = {{5000, 0}, {5100, 0}, {6000, 0}, {6100, 0}, {6200, 0}, {9000, 0}};
+  h.op().ProcessBatch(std::span<Record<int>>(run));
+  EXPECT_EQ(h.Pop(), (V{"R:5000@5000", "W:3000", "R:5100@5100", "R:6000@6000", "W:4000",
+                        "R:6100@6100", "R:6200@6200", "R:9000@9000", "W:7000"}));
 }
 
 TEST(TimestampsAndWatermarksOperator, IgnoresUpstreamWatermarksExceptMax) {
