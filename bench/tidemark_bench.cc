@@ -316,6 +316,17 @@ struct Options {
 using ResultKey = std::pair<int64_t, Timestamp>;
 using KeyResults = absl::flat_hash_map<ResultKey, int64_t>;
 
+// How steadily the sources emitted while the job ran: a stall anywhere
+// downstream (a table rehashing at once, a long firing) backs up into the
+// sources through backpressure and shows here.
+struct SourceProgress {
+  double longest_pause_ms = 0;  // the longest time no source subtask emitted a record
+  // Source records per second over 100 ms spans (after the first record,
+  // until every source finished): the slowest span and the median one.
+  double slowest_span_rate = 0;
+  double median_span_rate = 0;
+};
+
 struct JobRun {
   bool ok = false;
   // Watermark-to-result latencies in ms (window jobs), and how many results
@@ -334,6 +345,7 @@ struct JobRun {
   int64_t peak_rss_bytes = 0;
   bool peak_rss_reset = false;  // peak_rss_bytes covers the job only
   int64_t peak_live_key_windows = 0;
+  SourceProgress source_progress;
   int64_t window_state_bytes_at_peak = 0;
   int64_t late_dropped = 0;     // late records dropped, not to a (consumed) side output
   bool duplicate_keys = false;  // a result reached a sink twice (or two subtasks)
@@ -482,6 +494,58 @@ struct SumValues {
   }
 };
 
+// Samples the source subtasks' output every 10 ms until they have all
+// finished (or the job ends).
+inline SourceProgress SampleSourceProgress(const JobClient& client) {
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kSample = std::chrono::milliseconds(10);
+  static constexpr auto kSpan = std::chrono::milliseconds(100);
+  SourceProgress p;
+  int64_t last_out = 0;
+  auto last_change = Clock::now();
+  int64_t span_start_out = 0;
+  auto span_start = Clock::now();
+  std::vector<double> span_rates;
+  while (!client.done()) {
+    std::this_thread::sleep_for(kSample);
+    int64_t out = 0;
+    bool all_finished = true;
+    bool any_source = false;
+    for (const SubtaskMetricsSnapshot& m : client.metrics()) {
+      if (!m.channel_watermarks.empty()) continue;  // not a source
+      any_source = true;
+      out += m.records_out;
+      all_finished = all_finished && m.finished;
+    }
+    const auto now = Clock::now();
+    if (any_source && all_finished) break;  // the last span is partial: not counted
+    if (out != last_out) {
+      if (last_out > 0) {  // not the start-up
+        p.longest_pause_ms =
+            std::max(p.longest_pause_ms,
+                     std::chrono::duration<double, std::milli>(now - last_change).count());
+      } else {
+        span_start = now;
+        span_start_out = out;
+      }
+      last_out = out;
+      last_change = now;
+    }
+    if (last_out > 0 && now - span_start >= kSpan) {
+      span_rates.push_back(static_cast<double>(out - span_start_out) /
+                           std::chrono::duration<double>(now - span_start).count());
+      span_start = now;
+      span_start_out = out;
+    }
+  }
+  if (!span_rates.empty()) {
+    std::sort(span_rates.begin(), span_rates.end());
+    p.slowest_span_rate = span_rates.front();
+    p.median_span_rate = span_rates[span_rates.size() / 2];
+  }
+  return p;
+}
+
 // Runs the job; each registry (anything with Merge(JobRun&)) fills in its
 // part of the results.
 template <typename... Registry>
@@ -491,7 +555,9 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   run.peak_rss_reset = ResetPeakRss();
   const double cpu0 = ProcessCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
-  JobResult r = env.execute("tidemark-bench");
+  JobClient client = env.execute_async("tidemark-bench");
+  run.source_progress = SampleSourceProgress(client);
+  JobResult r = client.wait();
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   run.cpu_seconds = ProcessCpuSeconds() - cpu0;
   run.peak_rss_bytes = PeakRssBytes();
@@ -1438,7 +1504,13 @@ int Main() {
                     ", \"bytes_per_key_window_rss\": ", JsonNumber(rss_bytes_per_kw),
                     ", \"peak_live_key_windows\": ", best_job.peak_live_key_windows,
                     ", \"window_state_bytes_at_peak\": ", best_job.window_state_bytes_at_peak,
-                    ", \"rss_before_job_bytes\": ", best_job.rss_before_bytes);
+                    ", \"rss_before_job_bytes\": ", best_job.rss_before_bytes,
+                    absl::StrFormat(", \"longest_source_pause_ms\": %.1f",
+                                    best_job.source_progress.longest_pause_ms),
+                    absl::StrFormat(", \"slowest_100ms_source_rate\": %.1f",
+                                    best_job.source_progress.slowest_span_rate),
+                    absl::StrFormat(", \"median_100ms_source_rate\": %.1f",
+                                    best_job.source_progress.median_span_rate));
     absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak,
                     ", \"sink_records\": ", best_job.sink_records,
                     ", \"distinct_keys_out\": ", best_job.results.size(),
@@ -1539,6 +1611,11 @@ int Main() {
                   static_cast<long long>(best_job.peak_live_key_windows),
                   JsonNumber(bytes_per_kw).c_str(), JsonNumber(rss_bytes_per_kw).c_str());
     }
+    std::printf(
+        "  source progress        longest pause %.1f ms; per 100 ms: slowest %.3g/s, median "
+        "%.3g/s\n",
+        best_job.source_progress.longest_pause_ms, best_job.source_progress.slowest_span_rate,
+        best_job.source_progress.median_span_rate);
     if (p50 >= 0) {
       std::printf(
           "  watermark-to-result    p50 %.3f ms, p99 %.3f ms (%zu results, %lld unmeasured)\n", p50,
