@@ -30,6 +30,21 @@ std::vector<SubtaskMetricsSnapshot> JobClient::metrics() const {
   return exec_ ? exec_->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
 }
 
+int64_t JobClient::trigger_checkpoint() {
+  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  return c != nullptr ? c->TriggerCheckpoint() : -1;
+}
+
+bool JobClient::wait_for_checkpoint(int64_t id, Duration timeout) {
+  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  return c != nullptr && c->AwaitCompleted(id, timeout);
+}
+
+CheckpointSummary JobClient::checkpoints() const {
+  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  return c != nullptr ? c->Summary() : CheckpointSummary{};
+}
+
 JobResult JobClient::wait() {
   if (!exec_) {
     JobResult r;
@@ -193,6 +208,21 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_watermark_listener(
   listener_ = std::move(l);
   return *this;
 }
+StreamExecutionEnvironment& StreamExecutionEnvironment::enable_checkpointing(Duration interval,
+                                                                             std::string dir,
+                                                                             int retain) {
+  config_.checkpoints_enabled = true;
+  config_.checkpoint_interval = interval;
+  config_.checkpoint_dir = std::move(dir);
+  config_.checkpoints_retained = retain;
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::restore_from(std::string checkpoint) {
+  config_.restore_from = std::move(checkpoint);
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::use_tbb_arena_scheduler(bool on) {
   config_.scheduler = on ? JobConfig::Scheduler::kTbbArena : JobConfig::Scheduler::kWorkerPool;
   return *this;

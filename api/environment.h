@@ -93,6 +93,14 @@ class JobClient {
   bool done() const;
   // Live metrics of every subtask.
   std::vector<SubtaskMetricsSnapshot> metrics() const;
+  // Checkpoints (with enable_checkpointing): starts one now, unless one is
+  // in progress or every source has finished; its id, or -1.
+  int64_t trigger_checkpoint();
+  // Blocks until checkpoint `id` is complete and durable, or `timeout`
+  // passes; true when it is.
+  bool wait_for_checkpoint(int64_t id, Duration timeout);
+  // What checkpointing has done so far.
+  CheckpointSummary checkpoints() const;
 
  private:
   std::shared_ptr<internal::JobExecution> exec_;
@@ -125,6 +133,18 @@ class StreamExecutionEnvironment {
   // Runs the tasks on oneTBB's task_arena instead of the job's own workers
   // (the default, which keeps each task on one worker; runtime/worker_pool.h).
   StreamExecutionEnvironment& use_tbb_arena_scheduler(bool on = true);
+  // Checkpoints (Flink's enableCheckpointing): one every `interval` into
+  // `dir` (one directory chk-<n> per checkpoint, the newest `retain` kept;
+  // empty: kept in memory, nothing survives the process), with aligned
+  // barriers: exactly-once state.  Sources that cannot replay (a socket,
+  // stdin) make a restored job at-most-once (CheckpointSummary says so).
+  StreamExecutionEnvironment& enable_checkpointing(Duration interval, std::string dir = "",
+                                                   int retain = 3);
+  // Starts the job from a checkpoint: "latest" (the newest usable one in the
+  // checkpoint directory; the job starts fresh when none was ever completed,
+  // and passes over damaged ones, listed in CheckpointSummary), or the path
+  // of a checkpoint directory (DIR/chk-<n>).
+  StreamExecutionEnvironment& restore_from(std::string checkpoint);
   // Where print() writes (default std::cout).
   StreamExecutionEnvironment& set_print_stream(std::ostream* out);
   const Clock* clock() const { return clock_; }

@@ -29,6 +29,7 @@
 
 #include "runtime/metrics.h"
 #include "runtime/source.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark {
 
@@ -49,6 +50,11 @@ class CollectionSource final : public Source<T> {
       if (out.Backpressured()) break;
     }
     return index_ < data_->size() ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
+  }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override { w.PutU64(index_); }
+  void RestorePosition(internal::StateReader& r) override {
+    index_ = static_cast<size_t>(r.GetU64("collection index"));
   }
 
  private:
@@ -154,6 +160,9 @@ class GeneratorSource final : public Source<T> {
     return PollStatus::kMoreAvailable;
   }
   Timestamp RetryAt() const override { return retry_at_; }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override { w.PutI64(next_); }
+  void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64("generator index"); }
 
  private:
   F f_;

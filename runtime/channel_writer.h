@@ -35,6 +35,9 @@ class WriterBase {
   virtual void FlushAll() = 0;
   virtual void FlushOlderThan(SteadyTime cutoff) = 0;
   virtual void EndOfInput() = 0;
+  // Checkpoint barrier `id` to every channel, after everything emitted so
+  // far, and sent at once (not held for the buffer timeout).
+  virtual void EmitBarrier(int64_t checkpoint_id) = 0;
 };
 
 // Shared by a task's writers: set when a push filled a channel.
@@ -173,6 +176,11 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   }
   void EndOfInput() override {
     for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kEndOfInput, 0);
+    FlushAll();
+  }
+  void EmitBarrier(int64_t checkpoint_id) override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      AddControl(c, ControlKind::kBarrier, checkpoint_id);
     FlushAll();
   }
 

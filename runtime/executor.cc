@@ -24,11 +24,23 @@ int64_t JobResult::CounterTotal(const std::string& name) const {
 JobExecution::JobExecution(int worker_threads, JobConfig::Scheduler scheduler)
     : scheduler_(scheduler), arena_(std::max(1, worker_threads)), pool_(worker_threads) {}
 
-JobExecution::~JobExecution() { StopThreads(); }
+JobExecution::~JobExecution() {
+  if (coordinator_) coordinator_->Stop();
+  StopThreads();
+}
 
 StreamTask* JobExecution::AddTask(std::unique_ptr<StreamTask> task) {
   tasks_.push_back(std::move(task));
   return tasks_.back().get();
+}
+
+void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coordinator,
+                                     int64_t restored_id, std::string restored_path,
+                                     std::vector<std::string> restore_problems) {
+  coordinator_ = std::move(coordinator);
+  restored_id_ = restored_id;
+  restored_path_ = std::move(restored_path);
+  restore_problems_ = std::move(restore_problems);
 }
 
 void JobExecution::Start() {
@@ -62,6 +74,7 @@ void JobExecution::Start() {
   }
   for (auto& thread : threads_) thread->Start();
   for (Task* t : arena_tasks) t->Notify();
+  if (coordinator_) coordinator_->Start();
 }
 
 void JobExecution::TaskFinished(Task*) {
@@ -106,6 +119,15 @@ JobResult JobExecution::Wait() {
   }
   StopThreads();
   JobResult result;
+  if (coordinator_) {
+    // Before the tasks are released: its thread may still be telling them
+    // of a completed checkpoint.
+    coordinator_->Stop();
+    result.checkpoints = coordinator_->Summary();
+    result.checkpoints.restored_id = restored_id_;
+    result.checkpoints.restored_path = restored_path_;
+    result.checkpoints.restore_problems = restore_problems_;
+  }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
   result.metrics = Metrics();

@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "runtime/arena_scheduler.h"
 #include "runtime/channel.h"
+#include "runtime/checkpoint_coordinator.h"
 #include "runtime/dedicated_thread.h"
 #include "runtime/job_config.h"
 #include "runtime/job_result.h"
@@ -62,6 +63,12 @@ class JobExecution final : public TaskHost,
     channels_.push_back(std::move(ch));
     return raw;
   }
+
+  // Checkpoints: the job's coordinator (every task added to it), and what the
+  // job was restored from.
+  void EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coordinator, int64_t restored_id,
+                         std::string restored_path, std::vector<std::string> restore_problems);
+  CheckpointCoordinator* checkpoint_coordinator() const { return coordinator_.get(); }
 
   // Starts every task.  Call once.
   void Start();
@@ -93,6 +100,10 @@ class JobExecution final : public TaskHost,
   WorkerPool pool_;
   WakeupTimer timer_;
   std::vector<std::unique_ptr<DedicatedThread>> threads_;
+  std::unique_ptr<CheckpointCoordinator> coordinator_;
+  int64_t restored_id_ = -1;
+  std::string restored_path_;
+  std::vector<std::string> restore_problems_;
 
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mu_;

@@ -1,12 +1,21 @@
 #include "runtime/input_gate.h"
 
+#include <algorithm>
+#include <chrono>
+
 namespace tidemark::internal {
 
 InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
                              WatermarkListener* listener)
-    : head_(head), metrics_(metrics), listener_(listener), valve_(num_channels) {}
+    : head_(head),
+      metrics_(metrics),
+      listener_(listener),
+      valve_(num_channels),
+      ended_channel_(static_cast<size_t>(num_channels)),
+      blocked_(static_cast<size_t>(num_channels)) {}
 
-void InputGateCore::HandleControl(int c, const Control& ctl) {
+bool InputGateCore::HandleControl(int c, const Control& ctl) {
+  if (ctl.kind == ControlKind::kBarrier) return OnBarrier(c, ctl.value);
   const Timestamp before_wm = valve_.channel_watermark(c);
   const bool before_idle = valve_.channel_idle(c);
   const Timestamp before_aligned = valve_.last_output_watermark();
@@ -22,7 +31,10 @@ void InputGateCore::HandleControl(int c, const Control& ctl) {
     case ControlKind::kEndOfInput:
       valve_.InputEnd(c, *this);
       ++ended_;
+      ended_channel_[static_cast<size_t>(c)] = true;
       break;
+    case ControlKind::kBarrier:
+      break;  // handled above
   }
   if (!notified_ &&
       (valve_.channel_watermark(c) != before_wm || valve_.channel_idle(c) != before_idle ||
@@ -30,6 +42,46 @@ void InputGateCore::HandleControl(int c, const Control& ctl) {
     Notify(c);
   }
   current_channel_ = -1;
+  // An ended channel no longer holds an alignment back.
+  if (ctl.kind == ControlKind::kEndOfInput) MaybeCompleteAlignment();
+  return false;
+}
+
+bool InputGateCore::OnBarrier(int c, int64_t id) {
+  if (id <= last_aligned_) return false;  // not expected: a barrier of a completed checkpoint
+  if (aligning_ >= 0 && id > aligning_) {
+    // A newer checkpoint while one is being aligned: the older one can no
+    // longer complete here (the coordinator does not start n + 1 before n has
+    // completed, so this only follows an abandoned checkpoint); start over.
+    std::fill(blocked_.begin(), blocked_.end(), false);
+    num_blocked_ = 0;
+    aligning_ = -1;
+  }
+  if (aligning_ < 0) {
+    aligning_ = id;
+    align_start_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  }
+  if (!blocked_[static_cast<size_t>(c)]) {
+    blocked_[static_cast<size_t>(c)] = true;
+    ++num_blocked_;
+  }
+  MaybeCompleteAlignment();
+  return blocked_[static_cast<size_t>(c)];
+}
+
+void InputGateCore::MaybeCompleteAlignment() {
+  if (aligning_ < 0 || num_blocked_ + ended_ < blocked_.size()) return;
+  const int64_t id = aligning_;
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  std::fill(blocked_.begin(), blocked_.end(), false);
+  num_blocked_ = 0;
+  aligning_ = -1;
+  last_aligned_ = id;
+  if (barrier_handler_ != nullptr) barrier_handler_->OnBarrierAligned(id, now_ns - align_start_ns_);
 }
 
 // Publishes channel `c`'s state (metrics, listener).

@@ -2,10 +2,15 @@
 // then the runtime-building steps (4-6).
 #include "runtime/job_compiler.h"
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/checkpoint_coordinator.h"
+#include "runtime/executor.h"
 #include "runtime/node_ops.h"
 
 namespace tidemark::internal {
@@ -262,12 +267,15 @@ struct JobCompiler::Assembly {
   std::vector<std::vector<std::vector<ChannelBase*>>> channels;
 };
 
-std::shared_ptr<JobExecution> JobCompiler::Build(const PhysicalPlan& plan) const {
+absl::StatusOr<std::shared_ptr<JobExecution>> JobCompiler::Build(const PhysicalPlan& plan) const {
   Assembly a;
   a.exec = std::make_shared<JobExecution>(options_.worker_threads, options_.config->scheduler);
   CreateTasks(plan, a);
   CreateChannels(plan, a);
   Wire(plan, a);
+  if (options_.config->checkpointing()) {
+    if (absl::Status s = SetUpCheckpoints(plan, a); !s.ok()) return s;
+  }
   return a.exec;
 }
 
@@ -423,6 +431,107 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   OutputBase* head_raw = head_out.get();
   task->AddOutputObject(std::move(head_out));
   task->SetInput(in_ops->NewInputGate(in, head_raw, task, listener));
+}
+
+// 7. Checkpoints: the coordinator, and the state each task starts from.
+absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const {
+  const JobConfig& config = *options_.config;
+  std::unique_ptr<CheckpointStorage> storage;
+  if (!config.checkpoint_dir.empty()) {
+    storage = std::make_unique<CheckpointStorage>(config.checkpoint_dir,
+                                                  std::max(1, config.checkpoints_retained));
+  }
+  std::map<std::string, std::string> metadata;
+  metadata["job.tasks"] = absl::StrCat(plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    metadata[absl::StrCat("task.", c, ".name")] = plan.chains[c].task_name;
+    metadata[absl::StrCat("task.", c, ".parallelism")] = absl::StrCat(plan.chains[c].parallelism);
+  }
+
+  // What to restore from.
+  std::optional<LoadedCheckpoint> restore;
+  std::vector<std::string> problems;
+  if (config.restore_from == "latest") {
+    if (!storage) {
+      return absl::InvalidArgumentError(
+          "restoring from the latest checkpoint needs a checkpoint directory");
+    }
+    absl::StatusOr<LoadedCheckpoint> loaded = storage->LoadLatest(&problems);
+    if (loaded.ok()) {
+      restore = *std::move(loaded);
+    } else {
+      // No checkpoint was ever completed (none, or only ones a crash cut
+      // short): the job starts fresh.  Complete ones that are all damaged
+      // are an error: starting fresh would redo output already committed.
+      for (int64_t id : storage->ListCheckpointIds()) {
+        if (storage->IsComplete(id)) {
+          return absl::DataLossError(absl::StrCat("no usable checkpoint in ", config.checkpoint_dir,
+                                                  ": ", absl::StrJoin(problems, "; ")));
+        }
+      }
+    }
+  } else if (!config.restore_from.empty()) {
+    CheckpointStorage reader(config.restore_from);
+    absl::StatusOr<LoadedCheckpoint> loaded = reader.Load(config.restore_from);
+    if (!loaded.ok()) return loaded.status();
+    restore = *std::move(loaded);
+  }
+
+  int64_t first_id = 1;
+  if (storage) {
+    for (int64_t id : storage->ListCheckpointIds()) first_id = std::max(first_id, id + 1);
+  }
+  if (restore) first_id = std::max(first_id, restore->id + 1);
+  auto coordinator = std::make_unique<CheckpointCoordinator>(
+      config.checkpoint_interval, std::move(storage), metadata, first_id);
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    for (StreamTask* t : a.tasks[c]) {
+      t->EnableCheckpoints(coordinator.get(), static_cast<int>(c), options_.listener);
+      coordinator->AddTask(t, static_cast<int>(c));
+    }
+  }
+
+  if (restore) {
+    const std::string where =
+        absl::StrCat("checkpoint ", restore->id, " (", restore->path.string(), ")");
+    auto meta = [&](const std::string& k) -> std::string {
+      auto it = restore->metadata.find(k);
+      return it == restore->metadata.end() ? "" : it->second;
+    };
+    if (meta("job.tasks") != metadata["job.tasks"]) {
+      return absl::FailedPreconditionError(absl::StrCat(where, " has ", meta("job.tasks"),
+                                                        " tasks, the job ", metadata["job.tasks"],
+                                                        ": it was taken of another job"));
+    }
+    for (size_t c = 0; c < plan.chains.size(); ++c) {
+      const PlanChain& chain = plan.chains[c];
+      const std::string name = meta(absl::StrCat("task.", c, ".name"));
+      if (name != chain.task_name) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
+      }
+      const std::string p = meta(absl::StrCat("task.", c, ".parallelism"));
+      if (p != absl::StrCat(chain.parallelism)) {
+        return absl::UnimplementedError(absl::StrCat(
+            where, ": task '", chain.task_name, "' ran at parallelism ", p, ", the job has ",
+            chain.parallelism, "; restoring at another parallelism is not supported yet"));
+      }
+      for (int s = 0; s < chain.parallelism; ++s) {
+        const std::string file = SubtaskStateFileName(static_cast<int>(c), s);
+        auto it = restore->states.find(file);
+        if (it == restore->states.end()) {
+          return absl::DataLossError(absl::StrCat(where, ": ", file, " is missing"));
+        }
+        absl::StatusOr<SubtaskSnapshot> snap =
+            DecodeSubtaskSnapshot(it->second, absl::StrCat(where, ": ", file));
+        if (!snap.ok()) return snap.status();
+        a.tasks[c][static_cast<size_t>(s)]->SetRestoreState(*std::move(snap));
+      }
+    }
+  }
+  a.exec->EnableCheckpoints(std::move(coordinator), restore ? restore->id : -1,
+                            restore ? restore->path.string() : std::string(), std::move(problems));
+  return absl::OkStatus();
 }
 
 }  // namespace tidemark::internal

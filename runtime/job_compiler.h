@@ -134,8 +134,9 @@ class JobCompiler {
   absl::StatusOr<PhysicalPlan> Plan() const;
   // Plan() and steps 4-6.
   absl::StatusOr<std::shared_ptr<JobExecution>> Compile() const;
-  // Steps 4-6 over a plan made by Plan().
-  std::shared_ptr<JobExecution> Build(const PhysicalPlan& plan) const;
+  // Steps 4-7 over a plan made by Plan() (7 fails when the checkpoint to
+  // restore from cannot be read or does not match the job).
+  absl::StatusOr<std::shared_ptr<JobExecution>> Build(const PhysicalPlan& plan) const;
 
   // --- the steps, for tests ---
   absl::Status ResolveParallelism(PhysicalPlan& plan) const;
@@ -154,6 +155,7 @@ class JobCompiler {
   void CreateChannels(const PhysicalPlan& plan, Assembly& a) const;
   void Wire(const PhysicalPlan& plan, Assembly& a) const;
   void WireSubtask(const PhysicalPlan& plan, Assembly& a, int chain, int subtask) const;
+  absl::Status SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const;
 
   const std::vector<std::unique_ptr<StreamNode>>& nodes_;
   JobCompilerOptions options_;

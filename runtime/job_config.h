@@ -7,6 +7,7 @@
 #define TM_RUNTIME_JOB_CONFIG_H_
 
 #include <cstddef>
+#include <string>
 
 #include "runtime/time.h"
 
@@ -22,6 +23,17 @@ struct JobConfig {
   // (runtime/arena_scheduler.h: any free worker takes the next slice).
   enum class Scheduler { kWorkerPool, kTbbArena };
   Scheduler scheduler = Scheduler::kWorkerPool;
+  // Checkpoints (runtime/checkpoint_coordinator.h), when enabled: one every
+  // checkpoint_interval (0: only when triggered) into checkpoint_dir (empty:
+  // kept in memory), the newest checkpoints_retained kept.
+  bool checkpoints_enabled = false;
+  Duration checkpoint_interval{0};
+  std::string checkpoint_dir;
+  int checkpoints_retained = 3;
+  // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
+  // checkpoint_dir (fresh when there is none), or a checkpoint directory.
+  std::string restore_from;
+  bool checkpointing() const { return checkpoints_enabled || !restore_from.empty(); }
 };
 
 }  // namespace tidemark::internal

@@ -1,8 +1,8 @@
 // runtime/job_result.h
 //
 // JobResult: what execute() returns once a job has ended: success or the
-// first error (naming operator and subtask), the wall time, and every
-// subtask's metrics.
+// first error (naming operator and subtask), the wall time, every
+// subtask's metrics, and what checkpointing did.
 #ifndef TM_RUNTIME_JOB_RESULT_H_
 #define TM_RUNTIME_JOB_RESULT_H_
 
@@ -14,6 +14,28 @@
 #include "runtime/metrics.h"
 
 namespace tidemark {
+
+// What checkpointing did in a job (env.enable_checkpointing).
+struct CheckpointSummary {
+  bool enabled = false;
+  int64_t completed = 0;  // checkpoints made durable
+  int64_t failed = 0;     // checkpoints that could not be written (last_error says why)
+  int64_t last_id = -1;
+  double last_duration_ms = 0;  // from start to durable
+  double max_duration_ms = 0;
+  int64_t last_size_bytes = 0;  // the state files of the last one
+  double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
+  std::string last_error;
+  // Restored from this checkpoint (-1: started fresh).
+  int64_t restored_id = -1;
+  std::string restored_path;
+  // Checkpoints passed over when restoring from the latest (damaged ones),
+  // one line each naming the file and what is wrong.
+  std::vector<std::string> restore_problems;
+  // Some source cannot replay (a socket, stdin): on a restore what it had
+  // emitted after the checkpoint is lost, so the job is at-most-once.
+  bool at_most_once = false;
+};
 
 struct JobResult {
   // Out of line (executor.cc), so a job's translation unit does not generate
@@ -28,6 +50,7 @@ struct JobResult {
   absl::Status status;
   double seconds = 0;
   std::vector<SubtaskMetricsSnapshot> metrics;
+  CheckpointSummary checkpoints;
 
   bool ok() const { return status.ok(); }
   // Sum of a named counter over all subtasks.

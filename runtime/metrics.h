@@ -61,6 +61,11 @@ class SubtaskMetrics {
   std::atomic<Timestamp> output_watermark{kMinTimestamp};  // last watermark sent downstream
   std::atomic<bool> idle{false};                           // output status
   std::atomic<bool> finished{false};
+  // Checkpoints: the last this subtask snapshotted, and barrier alignment
+  // (from the first barrier of a checkpoint to the last) in nanoseconds.
+  std::atomic<int64_t> last_checkpoint{-1};
+  std::atomic<int64_t> last_alignment_ns{0};
+  std::atomic<int64_t> max_alignment_ns{0};
 
   int num_input_channels() const { return static_cast<int>(channels_.size()); }
   InputChannelMetrics& channel(int i) { return channels_[i]; }
@@ -92,6 +97,9 @@ struct SubtaskMetricsSnapshot {
   Timestamp output_watermark = kMinTimestamp;
   bool idle = false;
   bool finished = false;
+  int64_t last_checkpoint = -1;
+  int64_t last_alignment_ns = 0;
+  int64_t max_alignment_ns = 0;
   std::vector<Timestamp> channel_watermarks;
   std::vector<bool> channel_idle;
   std::map<std::string, int64_t> counters;
@@ -124,6 +132,10 @@ class WatermarkListener {
                                  Timestamp /*watermark*/) {}
   virtual void OnOutputStatus(const std::string& /*task_name*/, int /*subtask*/,
                               WatermarkStatus /*status*/) {}
+  // A subtask snapshotted checkpoint `checkpoint_id` and sent its barrier on;
+  // `alignment_ns`: how long its input channels were aligned (0 for sources).
+  virtual void OnCheckpointBarrier(const std::string& /*task_name*/, int /*subtask*/,
+                                   int64_t /*checkpoint_id*/, int64_t /*alignment_ns*/) {}
 };
 
 }  // namespace tidemark

@@ -49,6 +49,9 @@ SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   s.output_watermark = m.output_watermark.load(std::memory_order_relaxed);
   s.idle = m.idle.load(std::memory_order_relaxed);
   s.finished = m.finished.load(std::memory_order_relaxed);
+  s.last_checkpoint = m.last_checkpoint.load(std::memory_order_relaxed);
+  s.last_alignment_ns = m.last_alignment_ns.load(std::memory_order_relaxed);
+  s.max_alignment_ns = m.max_alignment_ns.load(std::memory_order_relaxed);
   for (int i = 0; i < m.num_input_channels(); ++i) {
     s.channel_watermarks.push_back(m.channel(i).watermark.load(std::memory_order_relaxed));
     s.channel_idle.push_back(m.channel(i).idle.load(std::memory_order_relaxed));

@@ -16,6 +16,12 @@
 //   Finish()               once, after the end of every input (the
 //                          kMaxWatermark has already been processed);
 //   Close()                once, also after failure or cancellation.
+// With checkpointing on, between any two of the calls above:
+//   SnapshotState(w)       write the operator's state for a checkpoint (the
+//                          records before the barrier are in it, none after);
+//   NotifyCheckpointComplete(id)  every subtask has snapshotted checkpoint id;
+// and, when the job is restored, RestoreState(r) once right after Open(), with
+// what SnapshotState wrote.
 // Each may emit through output(); an exception thrown from any of them fails
 // the job with the operator's name and subtask index.
 //
@@ -44,6 +50,9 @@
 namespace tidemark {
 
 namespace internal {
+class StateWriter;  // runtime/state_codec.h
+class StateReader;
+
 // Where an operator sends what it emits.
 class OutputBase {
  public:
@@ -158,6 +167,11 @@ class OperatorBase {
   virtual void ProcessStatus(WatermarkStatus status);
   virtual void Finish() {}
   virtual void Close() {}
+  // Checkpoints: the operator's state (default: none), and the news that a
+  // checkpoint is complete everywhere (a two-phase-commit sink commits then).
+  virtual void SnapshotState(internal::StateWriter& /*w*/) {}
+  virtual void RestoreState(internal::StateReader& /*r*/) {}
+  virtual void NotifyCheckpointComplete(int64_t /*checkpoint_id*/) {}
 
   // --- wiring, done by the executor before Open() ---
   // `out` is an Output<Out> of the operator's output type, or nullptr for

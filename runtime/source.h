@@ -10,6 +10,13 @@
 //                        readable), or the input has ended (bounded sources);
 //   Close()              once.
 //
+// Checkpoints: a source that can start again from a position (a file at a
+// byte offset, a generator at an index) says so with Replayable() and writes
+// that position in SnapshotPosition(), called between polls; a restored job
+// hands it back to RestorePosition() after Open() and before the first Poll.
+// A source that cannot replay (a socket, stdin) makes the job at-most-once:
+// what it had emitted after the last checkpoint is gone on a restore.
+//
 // Non-blocking sources (collections, generators) run on the arena's workers
 // with everything else, so Poll must return promptly.  Sources doing blocking
 // I/O return true from NeedsOwnThread() and get a dedicated thread; even they
@@ -43,6 +50,10 @@ class SourceOutput {
 };
 
 class SubtaskMetrics;  // runtime/metrics.h
+namespace internal {
+class StateWriter;  // runtime/state_codec.h
+class StateReader;
+}  // namespace internal
 
 struct SourceContext {
   int subtask_index = 0;
@@ -68,6 +79,10 @@ class Source {
   virtual Timestamp RetryAt() const { return kMaxTimestamp; }
   virtual bool NeedsOwnThread() const { return false; }
   virtual int WaitFd() const { return -1; }
+  // Checkpoints (see above).
+  virtual bool Replayable() const { return false; }
+  virtual void SnapshotPosition(internal::StateWriter& /*w*/) const {}
+  virtual void RestorePosition(internal::StateReader& /*r*/) {}
 };
 
 }  // namespace tidemark

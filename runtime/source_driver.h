@@ -75,6 +75,14 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     FlushPending();
     return AfterPoll(st, before);
   }
+  bool IsSource() const override { return true; }
+  bool Replayable() const override { return source_->Replayable(); }
+  // Between polls: every record polled so far has gone down the chain.
+  void SnapshotPosition(StateWriter& w) const override { source_->SnapshotPosition(w); }
+  void RestorePosition(StateReader& r) override {
+    GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
+                  [&] { source_->RestorePosition(r); });
+  }
   Timestamp RetryAt() const override { return source_->RetryAt(); }
   bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
   int WaitFd() const override { return source_->WaitFd(); }

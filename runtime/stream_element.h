@@ -2,10 +2,10 @@
 //
 // What flows through a channel: batches.  A Batch<T> holds the records in
 // arrival order plus the control elements (watermarks, watermark status
-// changes, end of input) interleaved with them.  Controls are rare, records are
-// many, so records live in one contiguous vector and each control names the
-// position (the number of records of this batch that precede it).  A consumer
-// replays the batch in exactly the order the producer wrote it.
+// changes, end of input, checkpoint barriers) interleaved with them.  Controls are rare, records
+// are many, so records live in one contiguous vector and each control names the position (the
+// number of records of this batch that precede it).  A consumer replays the batch in exactly the
+// order the producer wrote it.
 //
 // One synchronisation per batch, none per record: a producer fills a batch
 // privately and hands it over whole (see channel.h).
@@ -29,6 +29,7 @@ enum class ControlKind : uint8_t {
   kWatermark,   // value = the watermark
   kStatus,      // value = WatermarkStatus (0 active, 1 idle)
   kEndOfInput,  // the producer will send nothing more on this channel
+  kBarrier,     // value = checkpoint id: a checkpoint barrier (checkpoint_barrier.h)
 };
 
 struct Control {

@@ -1,6 +1,9 @@
 #include "runtime/stream_task.h"
 
+#include <stdexcept>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark::internal {
 namespace {
@@ -80,7 +83,9 @@ Task::Result StreamTask::RunSlice() {
         GuardUserCall(*ctx, [&] { op->Open(*ctx); });
       }
       input_->Open();
+      if (restore_) Restore();
     }
+    if (ack_ != nullptr) HandleCheckpointSignals();
     signals_.now = std::chrono::steady_clock::now();
     // Still blocked on output since the last slice?  Then the timers below see
     // a stopped input activity clock.
@@ -101,6 +106,11 @@ Task::Result StreamTask::RunSlice() {
         }
         SetBackpressured(false);
       }
+      // A source starts a requested checkpoint between two polls.
+      if (ack_ != nullptr &&
+          requested_checkpoint_.load(std::memory_order_acquire) > last_checkpoint_) [[unlikely]] {
+        HandleCheckpointSignals();
+      }
       switch (input_->RunStep()) {
         case TaskInput::Step::kMore:
           break;
@@ -108,7 +118,14 @@ Task::Result StreamTask::RunSlice() {
           for (WriterBase* w : writers_) w->FlushAll();
           return Wait(now_ms);
         case TaskInput::Step::kEnd:
+          // A checkpoint requested before the end goes out before it.
+          if (ack_ != nullptr) HandleCheckpointSignals();
           FinishChain();
+          if (ack_ != nullptr) {
+            SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_);
+            final_state.finished = true;
+            ack_->SubtaskFinished(std::move(final_state));
+          }
           for (WriterBase* w : writers_) w->EndOfInput();
           metrics_->finished.store(true, std::memory_order_relaxed);
           CloseAll();
@@ -129,6 +146,119 @@ Task::Result StreamTask::RunSlice() {
   }
   CloseAll();
   return Result::kFinished;
+}
+
+void StreamTask::EnableCheckpoints(CheckpointAcknowledger* ack, int task_index,
+                                   WatermarkListener* listener) {
+  ack_ = ack;
+  task_index_ = task_index;
+  listener_ = listener;
+  if (input_) input_->SetBarrierHandler(this);
+}
+
+void StreamTask::RequestCheckpoint(int64_t id) {
+  int64_t cur = requested_checkpoint_.load(std::memory_order_relaxed);
+  while (cur < id &&
+         !requested_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
+  }
+  Notify();
+}
+
+void StreamTask::NotifyCheckpointComplete(int64_t id) {
+  int64_t cur = completed_checkpoint_.load(std::memory_order_relaxed);
+  while (cur < id &&
+         !completed_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
+  }
+  Notify();
+}
+
+void StreamTask::HandleCheckpointSignals() {
+  if (input_->IsSource()) {
+    const int64_t requested = requested_checkpoint_.load(std::memory_order_acquire);
+    if (requested > last_checkpoint_) PerformCheckpoint(requested, 0);
+  }
+  const int64_t completed = completed_checkpoint_.load(std::memory_order_acquire);
+  if (completed > last_notified_) {
+    last_notified_ = completed;
+    for (auto& [op, ctx] : operators_) {
+      OperatorBase* o = op.get();
+      GuardUserCall(*ctx, [o, completed] { o->NotifyCheckpointComplete(completed); });
+    }
+  }
+}
+
+void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
+  if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
+}
+
+SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id) {
+  SubtaskSnapshot s;
+  s.checkpoint_id = id;
+  s.task_index = task_index_;
+  s.task_name = metrics_->task_name();
+  s.subtask = metrics_->subtask();
+  s.parallelism = metrics_->parallelism();
+  if (input_->IsSource()) {
+    s.has_source = true;
+    StateWriter w;
+    input_->SnapshotPosition(w);
+    s.source_position = w.Release();
+  }
+  s.operators.reserve(operators_.size());
+  for (auto& [op, ctx] : operators_) {
+    StateWriter w;
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o, &w] { o->SnapshotState(w); });
+    s.operators.push_back(OperatorSnapshot{ctx->operator_name(), w.Release()});
+  }
+  return s;
+}
+
+void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
+  if (id <= last_checkpoint_) return;
+  last_checkpoint_ = id;
+  SubtaskSnapshot s = TakeSnapshot(id);
+  s.alignment_ns = alignment_ns;
+  for (WriterBase* w : writers_) w->EmitBarrier(id);
+  metrics_->last_checkpoint.store(id, std::memory_order_relaxed);
+  metrics_->last_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
+  if (alignment_ns > metrics_->max_alignment_ns.load(std::memory_order_relaxed))
+    metrics_->max_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
+  if (listener_ != nullptr) {
+    listener_->OnCheckpointBarrier(metrics_->task_name(), metrics_->subtask(), id, alignment_ns);
+  }
+  ack_->Acknowledge(std::move(s));
+}
+
+void StreamTask::Restore() {
+  SubtaskSnapshot& s = *restore_;
+  const std::string where = absl::StrCat("restoring task '", metrics_->task_name(), "' subtask ",
+                                         metrics_->subtask(), " from checkpoint ", s.checkpoint_id);
+  if (s.operators.size() != operators_.size()) {
+    throw std::runtime_error(absl::StrCat(where, ": the checkpoint has ", s.operators.size(),
+                                          " operators in this chain, the job ", operators_.size()));
+  }
+  for (size_t i = 0; i < operators_.size(); ++i) {
+    auto& [op, ctx] = operators_[i];
+    if (s.operators[i].name != ctx->operator_name()) {
+      throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '", ctx->operator_name(),
+                                            "', the checkpoint has '", s.operators[i].name, "'"));
+    }
+    StateReader r(s.operators[i].state);
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o, &r] { o->RestoreState(r); });
+    if (!r.ok()) {
+      throw std::runtime_error(
+          absl::StrCat(where, ": operator '", ctx->operator_name(), "': ", r.error()));
+    }
+  }
+  if (s.has_source) {
+    StateReader r(s.source_position);
+    input_->RestorePosition(r);
+    if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": source position: ", r.error()));
+  }
+  last_checkpoint_ = s.checkpoint_id;
+  restore_.reset();
 }
 
 void StreamTask::FinishChain() {

@@ -18,14 +18,17 @@
 #ifndef TM_RUNTIME_STREAM_TASK_H_
 #define TM_RUNTIME_STREAM_TASK_H_
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "runtime/chain_output.h"
 #include "runtime/channel_writer.h"
+#include "runtime/checkpoint.h"
 #include "runtime/clock.h"
 #include "runtime/input_gate.h"
 #include "runtime/metrics.h"
@@ -37,7 +40,15 @@
 namespace tidemark::internal {
 
 // One chain of operators at one subtask index.
-class StreamTask final : public Task {
+//
+// Checkpoints (checkpoint.h): a source task starts checkpoint n between two
+// polls once RequestCheckpoint(n) has been called; a task with input channels
+// when its gate has aligned barrier n (OnBarrierAligned).  Either way it
+// snapshots its source position and every operator of the chain, sends
+// barrier n on every output and hands the snapshot to the acknowledger.  A
+// task restored from a checkpoint gives each operator its state right after
+// Open(), and the source its position.
+class StreamTask final : public Task, private BarrierHandler {
  public:
   StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
              const Clock* clock, const JobConfig* config);
@@ -57,6 +68,21 @@ class StreamTask final : public Task {
   void AddOutputObject(std::unique_ptr<OutputBase> out) { outputs_.push_back(std::move(out)); }
   void AddWriter(WriterBase* w) { writers_.push_back(w); }
   void SetInput(std::unique_ptr<TaskInput> input) { input_ = std::move(input); }
+  // Takes part in checkpoints, reporting to `ack` (and each barrier to
+  // `listener`, may be null); `task_index` names the task in the snapshots.
+  // Call after SetInput.
+  void EnableCheckpoints(CheckpointAcknowledger* ack, int task_index, WatermarkListener* listener);
+  // Starts from `snapshot` (its operators in this chain's order).
+  void SetRestoreState(SubtaskSnapshot snapshot) { restore_ = std::move(snapshot); }
+  bool is_source() const { return input_ && input_->IsSource(); }
+  bool replayable() const { return !input_ || input_->Replayable(); }
+
+  // --- checkpoints, from any thread ---
+  // Source tasks: start checkpoint `id` at the next step.
+  void RequestCheckpoint(int64_t id);
+  // Every subtask has snapshotted checkpoint `id`: the operators hear of it
+  // at the next slice.
+  void NotifyCheckpointComplete(int64_t id);
 
   // --- Task ---
   Result RunSlice() override;
@@ -73,6 +99,14 @@ class StreamTask final : public Task {
   bool AnyWriterFull();
   void FinishChain();
   void CloseAll();
+  // BarrierHandler
+  void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
+  // Snapshots the chain (and source) for checkpoint `id`.
+  SubtaskSnapshot TakeSnapshot(int64_t id);
+  void PerformCheckpoint(int64_t id, int64_t alignment_ns);
+  void Restore();
+  // Checkpoint requests and completions that arrived since the last slice.
+  void HandleCheckpointSignals();
 
   bool cancelled() const { return cancel_flag_->load(std::memory_order_acquire); }
 
@@ -93,6 +127,15 @@ class StreamTask final : public Task {
   bool opened_ = false;
   bool closed_ = false;
   SteadyTime wakeup_ = SteadyTime::max();
+  // Checkpoints.
+  CheckpointAcknowledger* ack_ = nullptr;
+  int task_index_ = 0;
+  WatermarkListener* listener_ = nullptr;
+  std::optional<SubtaskSnapshot> restore_;
+  std::atomic<int64_t> requested_checkpoint_{-1};
+  std::atomic<int64_t> completed_checkpoint_{-1};
+  int64_t last_checkpoint_ = -1;  // the last this task snapshotted
+  int64_t last_notified_ = -1;    // the last completion its operators heard of
 };
 
 }  // namespace tidemark::internal

@@ -1,0 +1,63 @@
+// runtime/checkpoint.h
+//
+// What a subtask hands over for a checkpoint, and to whom.
+//
+// Flink's asynchronous barrier snapshotting: the checkpoint coordinator
+// (checkpoint_coordinator.h) asks every source subtask to start checkpoint n;
+// a source subtask writes its position, sends barrier n on all its outputs,
+// in order with its records and watermarks, and acknowledges.  A subtask with
+// input channels aligns barrier n over them (input_gate.h), then snapshots
+// every operator of its chain, sends barrier n on and acknowledges.  Once
+// every subtask has acknowledged n, checkpoint n is complete: together the
+// snapshots are one consistent cut of the job (every record before the
+// barriers is in the state, none after).
+//
+// A subtask that finishes hands over its final snapshot instead; it stands
+// for that subtask in every checkpoint not yet acknowledged, since a
+// finished subtask's state no longer changes (its inputs have all ended, so
+// its upstream subtasks are finished too, and every record they sent is in
+// it).
+#ifndef TM_RUNTIME_CHECKPOINT_H_
+#define TM_RUNTIME_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tidemark::internal {
+
+// One operator's state in a subtask snapshot, in chain order.
+struct OperatorSnapshot {
+  std::string name;   // the operator's name, checked on restore
+  std::string state;  // what OperatorBase::SnapshotState wrote
+};
+
+struct SubtaskSnapshot {
+  int64_t checkpoint_id = 0;
+  int task_index = 0;  // the task's index in the physical plan
+  std::string task_name;
+  int subtask = 0;
+  int parallelism = 1;
+  bool has_source = false;
+  std::string source_position;  // Source<T>::SnapshotPosition (has_source)
+  std::vector<OperatorSnapshot> operators;
+  int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
+  bool finished = false;     // the subtask's final snapshot
+};
+
+// Takes the subtasks' snapshots (the checkpoint coordinator).  Thread-safe:
+// called from every task thread.
+class CheckpointAcknowledger {
+ public:
+  // The subtask's snapshot for checkpoint `s.checkpoint_id`.
+  virtual void Acknowledge(SubtaskSnapshot s) = 0;
+  // The subtask has finished; `final_state` stands for it from now on.
+  virtual void SubtaskFinished(SubtaskSnapshot final_state) = 0;
+
+ protected:
+  ~CheckpointAcknowledger() = default;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHECKPOINT_H_

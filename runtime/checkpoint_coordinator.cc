@@ -1,0 +1,269 @@
+#include "runtime/checkpoint_coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/state_codec.h"
+#include "runtime/stream_task.h"
+
+namespace tidemark::internal {
+namespace {
+constexpr uint32_t kSnapshotMagic = 0x544d5353;  // "TMSS"
+constexpr uint32_t kSnapshotVersion = 1;
+}  // namespace
+
+std::string SubtaskStateFileName(int task_index, int subtask) {
+  return absl::StrCat(task_index, "-", subtask, ".state");
+}
+
+std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
+  StateWriter w;
+  w.PutU32(kSnapshotMagic);
+  w.PutU32(kSnapshotVersion);
+  w.PutI64(s.checkpoint_id);
+  w.PutVarint(static_cast<uint64_t>(s.task_index));
+  w.PutBytes(s.task_name);
+  w.PutVarint(static_cast<uint64_t>(s.subtask));
+  w.PutVarint(static_cast<uint64_t>(s.parallelism));
+  w.PutU8(s.finished ? 1 : 0);
+  w.PutU8(s.has_source ? 1 : 0);
+  w.PutBytes(s.source_position);
+  w.PutVarint(s.operators.size());
+  for (const OperatorSnapshot& op : s.operators) {
+    w.PutBytes(op.name);
+    w.PutBytes(op.state);
+  }
+  return w.Release();
+}
+
+absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
+                                                      const std::string& file) {
+  StateReader r(bytes);
+  SubtaskSnapshot s;
+  const uint32_t magic = r.GetU32("magic");
+  const uint32_t version = r.GetU32("version");
+  if (r.ok() && (magic != kSnapshotMagic || version != kSnapshotVersion)) {
+    return absl::DataLossError(absl::StrCat(file, ": not a subtask snapshot of this format (magic ",
+                                            magic, ", version ", version, ")"));
+  }
+  s.checkpoint_id = r.GetI64("checkpoint id");
+  s.task_index = static_cast<int>(r.GetVarint("task index"));
+  s.task_name = std::string(r.GetBytes("task name"));
+  s.subtask = static_cast<int>(r.GetVarint("subtask"));
+  s.parallelism = static_cast<int>(r.GetVarint("parallelism"));
+  s.finished = r.GetU8("finished") != 0;
+  s.has_source = r.GetU8("has source") != 0;
+  s.source_position = std::string(r.GetBytes("source position"));
+  const uint64_t n = r.GetCount("operators");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    OperatorSnapshot op;
+    op.name = std::string(r.GetBytes("operator name"));
+    op.state = std::string(r.GetBytes("operator state"));
+    s.operators.push_back(std::move(op));
+  }
+  if (!r.ok()) return absl::DataLossError(absl::StrCat(file, ": ", r.error()));
+  if (!r.AtEnd()) {
+    return absl::DataLossError(absl::StrCat(file, ": ", r.remaining(), " bytes after the end"));
+  }
+  return s;
+}
+
+CheckpointCoordinator::CheckpointCoordinator(Duration interval,
+                                             std::unique_ptr<CheckpointStorage> storage,
+                                             std::map<std::string, std::string> metadata,
+                                             int64_t first_id)
+    : interval_(interval),
+      storage_(std::move(storage)),
+      metadata_(std::move(metadata)),
+      next_id_(std::max<int64_t>(1, first_id)) {
+  summary_.enabled = true;
+}
+
+CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
+
+void CheckpointCoordinator::AddTask(StreamTask* task, int task_index) {
+  tasks_.emplace_back(task, Key{task_index, task->metrics()->subtask()});
+  if (!task->replayable()) summary_.at_most_once = true;
+}
+
+void CheckpointCoordinator::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void CheckpointCoordinator::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::optional<int64_t> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_) abandoned = pending_->id;
+    pending_.reset();
+  }
+  if (abandoned && storage_) storage_->Abort(*abandoned);
+}
+
+int64_t CheckpointCoordinator::TriggerCheckpoint() {
+  std::vector<StreamTask*> sources;
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || pending_ || persisting_) return -1;
+    for (auto& [task, key] : tasks_)
+      if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
+    if (sources.empty()) return -1;  // nothing will change any more
+    id = next_id_++;
+    pending_.emplace();
+    pending_->id = id;
+    pending_->started = std::chrono::steady_clock::now();
+  }
+  // Outside the lock: a task may acknowledge at once, on another thread.
+  for (StreamTask* t : sources) t->RequestCheckpoint(id);
+  return id;
+}
+
+bool CheckpointCoordinator::PendingCompleteLocked() const {
+  if (!pending_) return false;
+  for (const auto& [task, key] : tasks_)
+    if (!pending_->acks.contains(key) && !finished_.contains(key)) return false;
+  return true;
+}
+
+void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_ || pending_->id != s.checkpoint_id) return;  // abandoned
+    const Key key{s.task_index, s.subtask};
+    summary_.max_alignment_ms =
+        std::max(summary_.max_alignment_ms, static_cast<double>(s.alignment_ns) / 1e6);
+    pending_->acks[key] = std::move(s);
+    if (!PendingCompleteLocked()) return;
+    pending_ready_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CheckpointCoordinator::SubtaskFinished(SubtaskSnapshot final_state) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Key key{final_state.task_index, final_state.subtask};
+    finished_[key] = std::move(final_state);
+    if (!PendingCompleteLocked()) return;
+    pending_ready_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CheckpointCoordinator::Run() {
+  using Clock = std::chrono::steady_clock;
+  const bool periodic = interval_.count() > 0;
+  Clock::time_point next_trigger = Clock::now() + interval_;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (pending_ready_) {
+      pending_ready_ = false;
+      Pending p = std::move(*pending_);
+      // No longer pending (late reports find nothing to complete), but the
+      // next checkpoint waits until this one is durable.
+      pending_.reset();
+      persisting_ = true;
+      // The snapshots of finished subtasks stand for them.
+      for (const auto& [task, key] : tasks_) {
+        if (!p.acks.contains(key)) {
+          SubtaskSnapshot s = finished_.at(key);
+          s.checkpoint_id = p.id;
+          p.acks[key] = std::move(s);
+        }
+      }
+      lock.unlock();
+      Persist(std::move(p));
+      lock.lock();
+      continue;
+    }
+    // Real time is the subject here: a checkpoint every interval.
+    if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
+      lock.unlock();
+      const int64_t id = TriggerCheckpoint();
+      lock.lock();
+      next_trigger = Clock::now() + interval_;
+      (void)id;
+      continue;
+    }
+    if (periodic && !pending_) {
+      cv_.wait_until(lock, next_trigger);
+    } else {
+      cv_.wait(lock);
+    }
+  }
+}
+
+void CheckpointCoordinator::Persist(Pending p) {
+  const int64_t id = p.id;
+  std::vector<SubtaskSnapshot> snapshots;
+  snapshots.reserve(p.acks.size());
+  for (auto& [key, s] : p.acks) snapshots.push_back(std::move(s));
+  absl::Status status;
+  int64_t bytes = 0;
+  if (storage_) {
+    std::vector<StateFileInfo> files;
+    std::map<std::string, std::string> metadata = metadata_;
+    metadata["checkpoint"] = absl::StrCat(id);
+    for (const SubtaskSnapshot& s : snapshots) {
+      const std::string name = SubtaskStateFileName(s.task_index, s.subtask);
+      absl::StatusOr<StateFileInfo> f = storage_->WriteState(id, name, EncodeSubtaskSnapshot(s));
+      if (!f.ok()) {
+        status = f.status();
+        break;
+      }
+      bytes += static_cast<int64_t>(f->size);
+      files.push_back(*std::move(f));
+    }
+    if (status.ok()) status = storage_->Commit(id, metadata, files);
+    if (!status.ok()) storage_->Abort(id);
+  } else {
+    for (const SubtaskSnapshot& s : snapshots)
+      bytes += static_cast<int64_t>(EncodeSubtaskSnapshot(s).size());
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p.started)
+          .count();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    persisting_ = false;
+    if (status.ok()) {
+      ++summary_.completed;
+      summary_.last_id = id;
+      summary_.last_duration_ms = ms;
+      summary_.max_duration_ms = std::max(summary_.max_duration_ms, ms);
+      summary_.last_size_bytes = bytes;
+      last_completed_ = std::move(snapshots);
+    } else {
+      ++summary_.failed;
+      summary_.last_error = absl::StrCat("checkpoint ", id, ": ", status.message());
+    }
+  }
+  cv_.notify_all();
+  if (status.ok()) {
+    for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
+  }
+}
+
+bool CheckpointCoordinator::AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return summary_.last_id >= id; });
+}
+
+CheckpointSummary CheckpointCoordinator::Summary() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return summary_;
+}
+
+std::vector<SubtaskSnapshot> CheckpointCoordinator::LastCompleted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_completed_;
+}
+
+}  // namespace tidemark::internal

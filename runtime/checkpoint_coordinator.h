@@ -1,0 +1,124 @@
+// runtime/checkpoint_coordinator.h
+//
+// CheckpointCoordinator: starts checkpoints, collects the subtasks'
+// snapshots, and makes a checkpoint durable once every subtask has
+// acknowledged it (checkpoint.h says how the snapshots form a consistent
+// cut).
+//
+// Its own thread starts checkpoint n every `interval` (the first one interval
+// after the job starts), one at a time as Flink does by default: the next is
+// started only once n has completed and the interval has passed since n was
+// started.  Starting n asks every source subtask that has not finished for
+// it.  Acknowledgements arrive on the task threads and are only stored there;
+// the coordinator's thread does the rest, so no task waits on a disk:
+// encoding the snapshots, writing one state file per subtask, the manifest
+// last (checkpoint_storage.h), then telling every task that n is complete
+// (its operators' NotifyCheckpointComplete; a two-phase-commit sink commits
+// then).  Without a storage directory completed checkpoints are kept in
+// memory (LastCompleted), for tests.
+//
+// A finished subtask's final snapshot stands for it in every later
+// checkpoint; once every source has finished no checkpoint is started.
+//
+// Thread safety: Acknowledge and SubtaskFinished from any task thread;
+// everything else from the thread that owns the job, before Start / after
+// Stop, except TriggerCheckpoint, AwaitCompleted and Summary (any thread).
+#ifndef TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
+#define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_storage.h"
+#include "runtime/job_result.h"
+#include "runtime/time.h"
+
+namespace tidemark::internal {
+
+class StreamTask;
+
+// The file a subtask's snapshot is stored in: "<task index>-<subtask>.state".
+std::string SubtaskStateFileName(int task_index, int subtask);
+// A subtask snapshot as stored in its state file, and back (the error names
+// `file` and what is wrong).
+std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s);
+absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
+                                                      const std::string& file);
+
+class CheckpointCoordinator final : public CheckpointAcknowledger {
+ public:
+  // `storage` may be null (in memory only); `metadata` goes into every
+  // manifest; ids start at `first_id`.
+  CheckpointCoordinator(Duration interval, std::unique_ptr<CheckpointStorage> storage,
+                        std::map<std::string, std::string> metadata, int64_t first_id);
+  ~CheckpointCoordinator();
+  CheckpointCoordinator(const CheckpointCoordinator&) = delete;
+  CheckpointCoordinator& operator=(const CheckpointCoordinator&) = delete;
+
+  // Before Start: every task of the job, with its index in the plan.
+  void AddTask(StreamTask* task, int task_index);
+  // Starts the thread (interval > 0) ; Stop joins it and abandons a pending
+  // checkpoint.
+  void Start();
+  void Stop();
+
+  // Starts a checkpoint now, unless one is pending or every source has
+  // finished; returns its id or -1.  (The thread calls it every interval.)
+  int64_t TriggerCheckpoint();
+  // Blocks until checkpoint `id` is complete and durable (true) or the
+  // timeout passes (false).
+  bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout);
+  CheckpointSummary Summary() const;
+  // The snapshots of the last completed checkpoint (in memory and on disk).
+  std::vector<SubtaskSnapshot> LastCompleted() const;
+
+  // CheckpointAcknowledger
+  void Acknowledge(SubtaskSnapshot s) override;
+  void SubtaskFinished(SubtaskSnapshot final_state) override;
+
+ private:
+  using Key = std::pair<int, int>;  // (task index, subtask)
+  struct Pending {
+    int64_t id = -1;
+    std::chrono::steady_clock::time_point started;
+    std::map<Key, SubtaskSnapshot> acks;
+  };
+  void Run();
+  // Under mu_: every subtask has acknowledged or finished?
+  bool PendingCompleteLocked() const;
+  // On the coordinator's thread (or the caller's, without one): persists the
+  // completed pending checkpoint and tells the tasks.
+  void Persist(Pending p);
+
+  const Duration interval_;
+  const std::unique_ptr<CheckpointStorage> storage_;
+  const std::map<std::string, std::string> metadata_;
+  std::vector<std::pair<StreamTask*, Key>> tasks_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // pending_ complete, completed_, stop_
+  int64_t next_id_;
+  std::optional<Pending> pending_;               // guarded by mu_
+  bool pending_ready_ = false;                   // pending_ has every ack; guarded by mu_
+  bool persisting_ = false;                      // the thread is writing one; guarded by mu_
+  std::map<Key, SubtaskSnapshot> finished_;      // guarded by mu_
+  std::vector<SubtaskSnapshot> last_completed_;  // guarded by mu_
+  CheckpointSummary summary_;                    // guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHECKPOINT_COORDINATOR_H_

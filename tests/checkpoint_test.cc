@@ -1,0 +1,402 @@
+// tests/checkpoint_test.cc
+//
+// Aligned checkpoints (issue 13): barrier alignment in the input gate
+// (records before the barrier on every channel are processed before the
+// snapshot, none after; ended and idle channels do not hold an alignment
+// back), and whole jobs whose checkpoints are consistent cuts, taken while
+// real threads run: the records the sources had emitted at checkpoint n are
+// exactly the records the downstream operators had counted at n.  And a job
+// cancelled after a checkpoint and restored from it ends with the same state
+// as a run without failure.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/channel.h"
+#include "runtime/checkpoint_coordinator.h"
+#include "runtime/checkpoint_storage.h"
+#include "runtime/input_gate.h"
+#include "runtime/state_codec.h"
+#include "test_util.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+using internal::Batch;
+using internal::Channel;
+using internal::ControlKind;
+using internal::InputGate;
+using internal::Record;
+
+// --- the gate, driven by hand -----------------------------------------------
+
+// Records what reaches the head of the chain, and the alignments.
+struct Recorder final : Output<int>, internal::BarrierHandler {
+  std::vector<std::string> events;
+  void Collect(int&& v, Timestamp) override { events.push_back(std::to_string(v)); }
+  void EmitWatermark(Timestamp w) override { events.push_back("W" + std::to_string(w)); }
+  void EmitStatus(WatermarkStatus) override {}
+  void OnBarrierAligned(int64_t id, int64_t alignment_ns) override {
+    EXPECT_GE(alignment_ns, 0);
+    events.push_back("CKPT" + std::to_string(id));
+  }
+};
+
+// One batch: ints are records; "B<n>" a barrier, "E" the end, "I"/"A" idle /
+// active, "W<t>" a watermark.
+std::unique_ptr<Batch<int>> MakeBatch(const std::vector<std::string>& items) {
+  auto b = std::make_unique<Batch<int>>();
+  for (const std::string& it : items) {
+    if (it[0] == 'B') {
+      b->AddControl(ControlKind::kBarrier, std::stoll(it.substr(1)));
+    } else if (it == "E") {
+      b->AddControl(ControlKind::kEndOfInput, 0);
+    } else if (it == "I" || it == "A") {
+      b->AddControl(ControlKind::kStatus, it == "I" ? 1 : 0);
+    } else if (it[0] == 'W') {
+      b->AddControl(ControlKind::kWatermark, std::stoll(it.substr(1)));
+    } else {
+      b->records.push_back(Record<int>{std::stoi(it), 0});
+    }
+  }
+  return b;
+}
+
+struct GateFixture {
+  explicit GateFixture(int n) : metrics("gate", 0, 1, n) {
+    for (int i = 0; i < n; ++i) channels.push_back(std::make_unique<Channel<int>>(16));
+    std::vector<Channel<int>*> raw;
+    for (auto& c : channels) raw.push_back(c.get());
+    gate = std::make_unique<InputGate<int>>(raw, &rec, &metrics, nullptr);
+    gate->SetBarrierHandler(&rec);
+  }
+  void Push(int c, const std::vector<std::string>& items) {
+    channels[static_cast<size_t>(c)]->Push(MakeBatch(items));
+  }
+  // Steps until nothing is left; returns the last step's result.
+  internal::TaskInput::Step Drain() {
+    internal::TaskInput::Step s;
+    while ((s = gate->RunStep()) == internal::TaskInput::Step::kMore) {
+    }
+    return s;
+  }
+  SubtaskMetrics metrics;
+  std::vector<std::unique_ptr<Channel<int>>> channels;
+  Recorder rec;
+  std::unique_ptr<InputGate<int>> gate;
+};
+
+using Events = std::vector<std::string>;
+
+TEST(BarrierAlignment, ChannelIsHeldFromItsBarrierUntilEveryChannelHasIt) {
+  GateFixture f(2);
+  f.Push(0, {"1", "2", "B1", "3"});
+  f.Push(1, {"4"});
+  f.Drain();
+  // Channel 0 is held after its barrier: 3 waits; channel 1 goes on.
+  EXPECT_EQ(f.rec.events, (Events{"1", "2", "4"}));
+  EXPECT_TRUE(f.gate->blocked(0));
+  EXPECT_EQ(f.gate->aligning_checkpoint(), 1);
+  // More on the held channel stays held.
+  f.Push(0, {"5"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"1", "2", "4"}));
+  // The barrier on channel 1 completes the alignment: the snapshot sees
+  // 1, 2, 4 and nothing after either barrier.
+  f.Push(1, {"6", "B1", "7"});
+  f.Drain();
+  ASSERT_GE(f.rec.events.size(), 5u);
+  EXPECT_EQ(Events(f.rec.events.begin(), f.rec.events.begin() + 5),
+            (Events{"1", "2", "4", "6", "CKPT1"}));
+  // Then everything that was held, in channel order: 3 before 5.
+  Events after(f.rec.events.begin() + 5, f.rec.events.end());
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(after, (Events{"3", "5", "7"}));
+  const auto it3 = std::find(f.rec.events.begin(), f.rec.events.end(), "3");
+  const auto it5 = std::find(f.rec.events.begin(), f.rec.events.end(), "5");
+  EXPECT_LT(it3, it5);
+  EXPECT_FALSE(f.gate->blocked(0));
+  EXPECT_EQ(f.gate->aligning_checkpoint(), -1);
+}
+
+TEST(BarrierAlignment, AnEndedChannelDoesNotHoldTheAlignmentBack) {
+  GateFixture f(3);
+  f.Push(0, {"1", "B1", "2"});
+  f.Push(1, {"3", "E"});  // ended before its barrier: it will never send one
+  f.Drain();
+  EXPECT_EQ(f.gate->aligning_checkpoint(), 1);
+  f.Push(2, {"4", "B1"});
+  f.Drain();
+  EXPECT_EQ(Events(f.rec.events.begin(), f.rec.events.begin() + 4),
+            (Events{"1", "3", "4", "CKPT1"}));
+  EXPECT_EQ(f.rec.events.back(), "2");
+}
+
+TEST(BarrierAlignment, ChannelEndingDuringAlignmentCompletesIt) {
+  GateFixture f(2);
+  f.Push(0, {"1", "B1", "2"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"1"}));
+  f.Push(1, {"3", "E"});
+  EXPECT_EQ(f.Drain(), internal::TaskInput::Step::kNothing);
+  EXPECT_EQ(f.rec.events, (Events{"1", "3", "CKPT1", "2"}));
+  f.Push(0, {"E"});
+  EXPECT_EQ(f.Drain(), internal::TaskInput::Step::kEnd);
+}
+
+TEST(BarrierAlignment, IdleChannelStillCarriesItsBarrier) {
+  GateFixture f(2);
+  f.Push(1, {"I"});  // channel 1 idle: not in the watermark minimum
+  f.Push(0, {"W5", "B1", "9"});
+  f.Drain();
+  // The watermark went through (channel 1 is idle), the barrier waits.
+  EXPECT_EQ(f.rec.events, (Events{"W5"}));
+  f.Push(1, {"B1"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"W5", "CKPT1", "9"}));
+}
+
+TEST(BarrierAlignment, SingleChannelAlignsAtOnceAndSuccessiveCheckpointsEachAlign) {
+  GateFixture f(1);
+  f.Push(0, {"1", "B1", "2", "B2", "3"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"1", "CKPT1", "2", "CKPT2", "3"}));
+}
+
+TEST(BarrierAlignment, RecordsInCountsEveryRecordOnceAcrossHeldBatches) {
+  GateFixture f(2);
+  f.Push(0, {"1", "2", "B1", "3", "4"});
+  f.Push(1, {"5", "B1", "6"});
+  f.Drain();
+  EXPECT_EQ(f.metrics.records_in.Get(), 6);
+}
+
+// --- whole jobs ---------------------------------------------------------------
+
+// Counts its records; the count is its state.  Emits (subtask, count) at the
+// end.
+class CountingOperator final : public OneInputOperator<int64_t, int64_t> {
+ public:
+  void ProcessElement(int64_t&& v, Timestamp) override {
+    ++count_;
+    sum_ += v;
+  }
+  void Finish() override { output().Collect(int64_t{sum_}, kNoTimestamp); }
+  void SnapshotState(internal::StateWriter& w) override {
+    w.PutI64(count_);
+    w.PutI64(sum_);
+  }
+  void RestoreState(internal::StateReader& r) override {
+    count_ = r.GetI64("count");
+    sum_ = r.GetI64("sum");
+  }
+
+ private:
+  int64_t count_ = 0;
+  int64_t sum_ = 0;
+};
+
+struct Cut {
+  int64_t emitted = 0;  // by the sources, from their positions
+  int64_t counted = 0;  // by the counting operators
+};
+
+// Reads checkpoint `chk` back: what the sources had emitted (a generator at
+// index i of subtask s with stride p has emitted (i - s) / p records) and
+// what the counters had counted.
+Cut ReadCut(const internal::LoadedCheckpoint& chk) {
+  Cut cut;
+  for (const auto& [name, bytes] : chk.states) {
+    absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) continue;
+    if (s->has_source) {
+      internal::StateReader r(s->source_position);
+      const int64_t next = r.GetI64();
+      cut.emitted += (next - s->subtask) / s->parallelism;
+    }
+    for (const auto& op : s->operators) {
+      if (op.name != "Counter") continue;
+      internal::StateReader r(op.state);
+      cut.counted += r.GetI64();
+    }
+  }
+  return cut;
+}
+
+void BuildCountingJob(StreamExecutionEnvironment& env, int64_t n, int sources, int counters) {
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n)
+      .set_parallelism(sources)
+      .key_by([](const int64_t& v) { return v % 97; })
+      .transform<int64_t>("Counter",
+                          [] { return std::unique_ptr<OperatorBase>(new CountingOperator()); })
+      .set_parallelism(counters)
+      .add_sink([](int64_t&&, Timestamp) {}, "Discard")
+      .set_parallelism(1);
+}
+
+TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
+  const int reps = testing::StressIterations(6);
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir dir;
+    const int sources = 1 + rep % 3;
+    const int counters = 1 + (rep + 1) % 3;
+    const int64_t n = 400'000;
+    StreamExecutionEnvironment env;
+    env.set_worker_threads(2).set_batch_size(1 + 37 * (rep % 4)).set_channel_capacity(2);
+    env.enable_checkpointing(Duration(0), dir.path(), /*retain=*/1000);
+    BuildCountingJob(env, n, sources, counters);
+    JobClient client = env.execute_async("cut");
+    std::vector<int64_t> ids;
+    while (!client.done()) {
+      const int64_t id = client.trigger_checkpoint();
+      if (id < 0) break;  // every source has finished
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000))) << "checkpoint " << id;
+      ids.push_back(id);
+    }
+    bool hung = false;
+    JobResult r = testing::WaitWithWatchdog(client, &hung);
+    ASSERT_FALSE(hung);
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(r.checkpoints.completed, static_cast<int64_t>(ids.size()));
+    ASSERT_FALSE(ids.empty());
+    internal::CheckpointStorage storage(dir.path());
+    int64_t last_emitted = -1;
+    for (int64_t id : ids) {
+      absl::StatusOr<internal::LoadedCheckpoint> chk = storage.Load(storage.CheckpointPath(id));
+      ASSERT_TRUE(chk.ok()) << chk.status();
+      const Cut cut = ReadCut(*chk);
+      EXPECT_EQ(cut.emitted, cut.counted) << "rep " << rep << " checkpoint " << id;
+      EXPECT_GE(cut.emitted, last_emitted);
+      EXPECT_LE(cut.emitted, n);
+      last_emitted = cut.emitted;
+    }
+  }
+}
+
+// Periodic checkpoints while a job runs: they complete, each a consistent
+// cut, and the summary reports them.
+TEST(CheckpointJob, PeriodicCheckpointsCompleteWhileTheJobRuns) {
+  testing::TempDir dir;
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(2);
+  env.enable_checkpointing(Duration(5), dir.path(), /*retain=*/3);
+  // Paced, so the job lasts a while: 2 x 20 000 records/s for 40 000.
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 40'000, 20'000.0)
+      .set_parallelism(2)
+      .key_by([](const int64_t& v) { return v % 13; })
+      .transform<int64_t>("Counter",
+                          [] { return std::unique_ptr<OperatorBase>(new CountingOperator()); })
+      .set_parallelism(2)
+      .add_sink([](int64_t&&, Timestamp) {}, "Discard")
+      .set_parallelism(1);
+  JobResult r = env.execute("periodic");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_GE(r.checkpoints.completed, 3);
+  EXPECT_EQ(r.checkpoints.failed, 0);
+  EXPECT_GT(r.checkpoints.last_size_bytes, 0);
+  EXPECT_FALSE(r.checkpoints.at_most_once);
+  internal::CheckpointStorage storage(dir.path());
+  // Retention: the newest 3.
+  std::vector<int64_t> complete;
+  for (int64_t id : storage.ListCheckpointIds())
+    if (storage.IsComplete(id)) complete.push_back(id);
+  EXPECT_EQ(complete.size(), 3u);
+  std::vector<std::string> problems;
+  absl::StatusOr<internal::LoadedCheckpoint> chk = storage.LoadLatest(&problems);
+  ASSERT_TRUE(chk.ok()) << chk.status();
+  EXPECT_EQ(chk->id, r.checkpoints.last_id);
+  const Cut cut = ReadCut(*chk);
+  EXPECT_EQ(cut.emitted, cut.counted);
+  // Every subtask reported its alignment.
+  int64_t snapshotted = 0;
+  for (const auto& m : r.metrics) snapshotted += m.last_checkpoint > 0 ? 1 : 0;
+  EXPECT_EQ(snapshotted, static_cast<int64_t>(r.metrics.size()));
+}
+
+// Runs the counting job (sum of 0..n-1 in the counters' Finish), cancelled
+// once checkpoint `cancel_after` is complete; returns the sums the job
+// emitted (empty when cancelled).
+std::vector<int64_t> RunCounting(const std::string& dir, const std::string& restore, int64_t n,
+                                 int cancel_after, JobResult* result) {
+  auto sums = std::make_shared<std::vector<int64_t>>();
+  auto mu = std::make_shared<std::mutex>();
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(2);
+  env.enable_checkpointing(Duration(0), dir, 3);
+  if (!restore.empty()) env.restore_from(restore);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, cancel_after > 0 ? 200'000.0 : 0)
+      .set_parallelism(2)
+      .key_by([](const int64_t& v) { return v % 31; })
+      .transform<int64_t>("Counter",
+                          [] { return std::unique_ptr<OperatorBase>(new CountingOperator()); })
+      .set_parallelism(3)
+      .add_sink(
+          [sums, mu](int64_t&& v, Timestamp) {
+            std::lock_guard<std::mutex> lock(*mu);
+            sums->push_back(v);
+          },
+          "Sums")
+      .set_parallelism(1);
+  JobClient client = env.execute_async("restore");
+  for (int k = 0; k < cancel_after; ++k) {
+    const int64_t id = client.trigger_checkpoint();
+    if (id < 0) break;
+    EXPECT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+  }
+  if (cancel_after > 0) client.cancel();
+  *result = client.wait();
+  std::lock_guard<std::mutex> lock(*mu);
+  return *sums;
+}
+
+TEST(CheckpointJob, RestoredJobEndsWithTheStateOfARunWithoutFailure) {
+  const int reps = testing::StressIterations(3);
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir dir;
+    const int64_t n = 300'000;
+    JobResult first;
+    RunCounting(dir.path(), "", n, /*cancel_after=*/2 + rep, &first);
+    EXPECT_EQ(first.checkpoints.completed, 2 + rep);
+    JobResult second;
+    std::vector<int64_t> sums = RunCounting(dir.path(), "latest", n, 0, &second);
+    ASSERT_TRUE(second.ok()) << second.status;
+    EXPECT_EQ(second.checkpoints.restored_id, first.checkpoints.last_id);
+    int64_t total = 0;
+    for (int64_t s : sums) total += s;
+    EXPECT_EQ(sums.size(), 3u);
+    EXPECT_EQ(total, n * (n - 1) / 2) << "rep " << rep;
+  }
+}
+
+TEST(CheckpointJob, RestoreFromLatestWithoutAnyCheckpointStartsFresh) {
+  testing::TempDir dir;
+  JobResult r;
+  std::vector<int64_t> sums = RunCounting(dir.path(), "latest", 1000, 0, &r);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.restored_id, -1);
+  int64_t total = 0;
+  for (int64_t s : sums) total += s;
+  EXPECT_EQ(total, 1000 * 999 / 2);
+}
+
+TEST(CheckpointJob, RestoreIntoAnotherJobIsRefusedWithAClearError) {
+  testing::TempDir dir;
+  JobResult first;
+  RunCounting(dir.path(), "", 200'000, 1, &first);
+  ASSERT_EQ(first.checkpoints.completed, 1);
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.path()).restore_from("latest");
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 10).print();
+  JobResult r = env.execute("other");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message()).find("another job"), std::string::npos) << r.status;
+}
+
+}  // namespace
+}  // namespace tidemark
