@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "operators/basic.h"
+#include "operators/file_sink.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"
 #include "runtime/job_result.h"
@@ -387,6 +388,22 @@ class DataStream {
   DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
     return Sink(std::move(sink_name),
                 [f] { return std::make_unique<internal::FunctionSinkOperator<T, F>>(f); });
+  }
+  // Exactly-once files (Flink's FileSink with checkpoints,
+  // operators/file_sink.h): each sink subtask writes `fmt(record)` lines to
+  // hidden part files in `dir` and makes them visible as
+  // dir/<prefix>-<subtask>-<n> once the checkpoint after them is complete
+  // everywhere (without checkpointing: at the end of input).  Two sinks
+  // into one directory need two prefixes.
+  DataStream<T> sink_to_files(std::string dir, std::function<std::string(const T&)> fmt,
+                              std::string sink_name = "File sink",
+                              std::string prefix = "part") const {
+    if (!fmt) throw std::invalid_argument("sink_to_files: the formatter is empty");
+    if (prefix.empty() || prefix.find('/') != std::string::npos || prefix[0] == '.')
+      throw std::invalid_argument("sink_to_files: the prefix must be a plain file name");
+    return Sink(std::move(sink_name), [dir, prefix, fmt] {
+      return std::make_unique<internal::ExactlyOnceFileSinkOperator<T>>(dir, prefix, fmt);
+    });
   }
   DataStream<T> write_as_text(std::string path) const {
     return write_as_text(std::move(path), DefaultFormatter<T>());

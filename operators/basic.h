@@ -21,7 +21,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/operator.h"
+#include "runtime/state_codec.h"
 #include "runtime/watermark_strategy.h"
 
 namespace tidemark {
@@ -152,6 +154,13 @@ class TimestampsEmitter final : public WatermarkOutput {
   void set_deferring(bool d) { deferring_ = d; }
   bool has_pending() const { return has_pending_; }
   Timestamp last_emitted() const { return last_emitted_; }
+  bool idle() const { return idle_; }
+  // A restored job: the last watermark and status sent before the checkpoint
+  // (downstream has them already: its valve is restored too).
+  void Restore(Timestamp last_emitted, bool idle) {
+    last_emitted_ = last_emitted;
+    idle_ = idle;
+  }
 
   void EmitWatermark(Timestamp w) override;
   void MarkIdle() override;
@@ -235,6 +244,26 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   }
   void ProcessStatus(WatermarkStatus) override {}
   void Finish() override { generator_->OnPeriodicEmit(emitter_); }
+  // Checkpoints: the generator's state and what was last sent, so that the
+  // restored job emits exactly the watermarks an uninterrupted one would
+  // (Flink restarts generators from scratch instead; docs/checkpoints.md).
+  void SnapshotState(StateWriter& w) override {
+    w.PutI64(emitter_.last_emitted());
+    w.PutU8(emitter_.idle() ? 1 : 0);
+    StateWriter g;
+    generator_->SnapshotState(g);
+    w.PutBytes(g.data());
+  }
+  void RestoreState(StateReader& r) override {
+    const Timestamp last = r.GetI64("last watermark");
+    const bool idle = r.GetU8("idle") != 0;
+    const std::string_view g = r.GetBytes("generator state");
+    if (!r.ok()) return;
+    emitter_.Restore(last, idle);
+    StateReader gr(g);
+    generator_->RestoreState(gr);
+    if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));
+  }
 
   Timestamp last_emitted() const { return emitter_.last_emitted(); }
 

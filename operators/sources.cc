@@ -80,6 +80,24 @@ class FdLineReader final : public LineReader {
   }
   int64_t line_number() const { return line_no_; }
 
+  // Regular files only: where the next line starts.
+  bool Seekable() const override { return mode_ == Mode::kRegularFile; }
+  Position position() const override { return Position{offset_, line_no_, discarding_}; }
+  void Seek(const Position& p) override {
+    if (!Seekable()) throw std::logic_error(absl::StrCat(name_, ": cannot seek"));
+    if (lseek(fd_, p.offset, SEEK_SET) < 0) {
+      throw std::runtime_error(absl::StrCat("cannot seek in ", name_, " to byte ", p.offset, ": ",
+                                            std::strerror(errno)));
+    }
+    buf_.clear();
+    pos_ = 0;
+    scan_ = 0;
+    eof_ = false;
+    offset_ = p.offset;
+    line_no_ = p.lines_before;
+    discarding_ = p.discarding;
+  }
+
   Result Next(std::string_view* line, LineLocation* where) override {
     for (;;) {
       const size_t size = buf_.size();
@@ -232,6 +250,8 @@ class FdLineReader final : public LineReader {
 class EmptyLineReader final : public LineReader {
  public:
   Result Next(std::string_view*, LineLocation*) override { return Result::kEnd; }
+  bool Seekable() const override { return true; }
+  void Seek(const Position&) override {}
   int fd() const override { return -1; }
   const OverLongLine& over_long() const override { return over_; }
   Stats stats() const override { return {}; }
@@ -359,6 +379,14 @@ class SocketLineReader final : public LineReader {
 };
 
 }  // namespace
+
+bool AllRegularFiles(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (p == "-" || stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  }
+  return true;
+}
 
 std::unique_ptr<LineReader> OpenFileReader(const std::string& path, int subtask, int parallelism,
                                            bool split, const LineReaderOptions& options) {

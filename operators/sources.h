@@ -260,6 +260,11 @@ class LineSource final : public Source<T> {
   bool NeedsOwnThread() const override { return true; }
   int WaitFd() const override;
   Timestamp RetryAt() const override;
+  // Files can be read again from a position; sockets, stdin and pipes
+  // cannot (the job is then at-most-once on a restore).
+  bool Replayable() const override;
+  void SnapshotPosition(internal::StateWriter& w) const override;
+  void RestorePosition(internal::StateReader& r) override;
 
  private:
   Spec spec_;
@@ -292,6 +297,21 @@ class LineReader {
     size_t buffer_capacity = 0;  // the buffer's current capacity
   };
   virtual Stats stats() const = 0;
+
+  // Checkpoints: where the next line starts (its byte offset in the stream
+  // and the number of lines before it; `discarding`: inside an over-long
+  // line whose start was reported), for readers that can go back there
+  // (regular files, and the empty reader); Seek() goes there.
+  struct Position {
+    int64_t offset = 0;
+    int64_t lines_before = 0;
+    bool discarding = false;
+  };
+  virtual bool Seekable() const { return false; }
+  virtual Position position() const { return {}; }
+  virtual void Seek(const Position& /*p*/) {
+    throw std::logic_error("this line reader cannot seek");
+  }
 };
 
 struct LineReaderOptions {
@@ -371,6 +391,36 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
     if (out.Backpressured()) break;
   }
   return PollStatus::kMoreAvailable;
+}
+
+// Whether every path of a file spec names a regular file (not stdin, a
+// pipe or a FIFO).
+bool AllRegularFiles(const std::vector<std::string>& paths);
+
+template <typename T>
+bool LineSource<T>::Replayable() const {
+  return spec_.kind != Spec::Kind::kSocket && AllRegularFiles(spec_.paths);
+}
+
+template <typename T>
+void LineSource<T>::SnapshotPosition(internal::StateWriter& w) const {
+  const bool seekable = reader_ && reader_->Seekable();
+  w.PutU8(seekable ? 1 : 0);
+  if (!seekable) return;
+  const LineReader::Position p = reader_->position();
+  w.PutI64(p.offset);
+  w.PutI64(p.lines_before);
+  w.PutU8(p.discarding ? 1 : 0);
+}
+
+template <typename T>
+void LineSource<T>::RestorePosition(internal::StateReader& r) {
+  if (r.GetU8("seekable") == 0) return;  // not replayable: starts where the input is now
+  LineReader::Position p;
+  p.offset = r.GetI64("offset");
+  p.lines_before = r.GetI64("lines before");
+  p.discarding = r.GetU8("discarding") != 0;
+  if (r.ok() && reader_ && reader_->Seekable()) reader_->Seek(p);
 }
 
 template <typename T>

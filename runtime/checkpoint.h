@@ -39,7 +39,9 @@ struct SubtaskSnapshot {
   int subtask = 0;
   int parallelism = 1;
   bool has_source = false;
-  std::string source_position;  // Source<T>::SnapshotPosition (has_source)
+  // A source's position (Source<T>::SnapshotPosition), or the input gate's
+  // watermark valve (every channel's watermark and status).
+  std::string input_state;
   std::vector<OperatorSnapshot> operators;
   int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
   bool finished = false;     // the subtask's final snapshot

@@ -27,7 +27,7 @@ std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
   w.PutVarint(static_cast<uint64_t>(s.parallelism));
   w.PutU8(s.finished ? 1 : 0);
   w.PutU8(s.has_source ? 1 : 0);
-  w.PutBytes(s.source_position);
+  w.PutBytes(s.input_state);
   w.PutVarint(s.operators.size());
   for (const OperatorSnapshot& op : s.operators) {
     w.PutBytes(op.name);
@@ -53,7 +53,7 @@ absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
   s.parallelism = static_cast<int>(r.GetVarint("parallelism"));
   s.finished = r.GetU8("finished") != 0;
   s.has_source = r.GetU8("has source") != 0;
-  s.source_position = std::string(r.GetBytes("source position"));
+  s.input_state = std::string(r.GetBytes("input state"));
   const uint64_t n = r.GetCount("operators");
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
     OperatorSnapshot op;
@@ -179,7 +179,7 @@ void CheckpointCoordinator::Run() {
         }
       }
       lock.unlock();
-      Persist(std::move(p));
+      Persist(std::move(p), /*notify_tasks=*/true);
       lock.lock();
       continue;
     }
@@ -200,7 +200,25 @@ void CheckpointCoordinator::Run() {
   }
 }
 
-void CheckpointCoordinator::Persist(Pending p) {
+int64_t CheckpointCoordinator::CompleteFinal() {
+  Pending p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [task, key] : tasks_)
+      if (!finished_.contains(key)) return -1;
+    p.id = next_id_++;
+    p.started = std::chrono::steady_clock::now();
+    for (const auto& [task, key] : tasks_) {
+      SubtaskSnapshot s = finished_.at(key);
+      s.checkpoint_id = p.id;
+      p.acks[key] = std::move(s);
+    }
+  }
+  const int64_t id = p.id;
+  return Persist(std::move(p), /*notify_tasks=*/false) ? id : -1;
+}
+
+bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
   const int64_t id = p.id;
   std::vector<SubtaskSnapshot> snapshots;
   snapshots.reserve(p.acks.size());
@@ -246,9 +264,10 @@ void CheckpointCoordinator::Persist(Pending p) {
     }
   }
   cv_.notify_all();
-  if (status.ok()) {
+  if (status.ok() && notify_tasks) {
     for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
   }
+  return status.ok();
 }
 
 bool CheckpointCoordinator::AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) {

@@ -76,6 +76,12 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // Starts a checkpoint now, unless one is pending or every source has
   // finished; returns its id or -1.  (The thread calls it every interval.)
   int64_t TriggerCheckpoint();
+  // After Stop, once every subtask has finished: the job's final
+  // checkpoint, made of their final snapshots, written like any other; its
+  // id, or -1 when it could not be written (Summary().last_error says why)
+  // or a subtask has not finished.  The tasks are not told (they have
+  // finished): the caller tells their operators.
+  int64_t CompleteFinal();
   // Blocks until checkpoint `id` is complete and durable (true) or the
   // timeout passes (false).
   bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout);
@@ -99,7 +105,8 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   bool PendingCompleteLocked() const;
   // On the coordinator's thread (or the caller's, without one): persists the
   // completed pending checkpoint and tells the tasks.
-  void Persist(Pending p);
+  // Returns whether it was written.
+  bool Persist(Pending p, bool notify_tasks);
 
   const Duration interval_;
   const std::unique_ptr<CheckpointStorage> storage_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace tidemark {
 using namespace internal;
 
@@ -123,6 +125,27 @@ JobResult JobExecution::Wait() {
     // Before the tasks are released: its thread may still be telling them
     // of a completed checkpoint.
     coordinator_->Stop();
+    bool failed_or_cancelled;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failed_or_cancelled = !first_error_.ok() || cancelled();
+    }
+    if (!failed_or_cancelled) {
+      // Every subtask finished: the final checkpoint, then the commits that
+      // wait for it.
+      const int64_t id = coordinator_->CompleteFinal();
+      if (id < 0) {
+        Fail(absl::DataLossError(absl::StrCat("the final checkpoint could not be written: ",
+                                              coordinator_->Summary().last_error)));
+      } else {
+        for (auto& t : tasks_) {
+          if (absl::Status s = t->NotifyFinalCheckpoint(id); !s.ok()) {
+            Fail(s);
+            break;
+          }
+        }
+      }
+    }
     result.checkpoints = coordinator_->Summary();
     result.checkpoints.restored_id = restored_id_;
     result.checkpoints.restored_path = restored_path_;

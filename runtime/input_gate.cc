@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
+#include "runtime/state_codec.h"
+
 namespace tidemark::internal {
 
 InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
@@ -45,6 +48,29 @@ bool InputGateCore::HandleControl(int c, const Control& ctl) {
   // An ended channel no longer holds an alignment back.
   if (ctl.kind == ControlKind::kEndOfInput) MaybeCompleteAlignment();
   return false;
+}
+
+void InputGateCore::RestoreValve(StateReader& r) {
+  if (!valve_.Restore(r)) {
+    if (r.ok()) {
+      r.Fail(
+          absl::StrCat("the checkpoint's input gate has another number of channels than this "
+                       "one (",
+                       valve_.num_channels(), ")"));
+    }
+    return;
+  }
+  for (int c = 0; c < valve_.num_channels(); ++c) {
+    InputChannelMetrics& m = metrics_->channel(c);
+    m.watermark.store(valve_.channel_watermark(c), std::memory_order_relaxed);
+    m.idle.store(valve_.channel_idle(c), std::memory_order_relaxed);
+  }
+  if (valve_.last_output_watermark() > kMinTimestamp) {
+    metrics_->input_watermark.store(valve_.last_output_watermark(), std::memory_order_relaxed);
+    head_->EmitWatermark(valve_.last_output_watermark());
+  }
+  if (valve_.last_output_status() == WatermarkStatus::kIdle)
+    head_->EmitStatus(WatermarkStatus::kIdle);
 }
 
 bool InputGateCore::OnBarrier(int c, int64_t id) {

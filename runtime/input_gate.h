@@ -61,7 +61,8 @@ class TaskInput {
   virtual Timestamp RetryAt() const { return kMaxTimestamp; }
   virtual bool NeedsOwnThread() const { return false; }
   virtual int WaitFd() const { return -1; }
-  // Checkpoints: a source's position; a gate's barrier alignment.
+  // Checkpoints: a source's position or a gate's watermark valve; a gate's
+  // barrier alignment.
   virtual bool IsSource() const { return false; }
   virtual bool Replayable() const { return true; }
   virtual void SnapshotPosition(StateWriter& /*w*/) const {}
@@ -83,6 +84,11 @@ class InputGateCore : private WatermarkValve::Emitter {
   // The checkpoint being aligned (-1: none) and whether channel c is held.
   int64_t aligning_checkpoint() const { return aligning_; }
   bool blocked(int c) const { return blocked_[static_cast<size_t>(c)]; }
+  // Checkpoints: the valve's state.  Restoring it also hands its watermark
+  // (and idleness) to the chain, so the operators are where they were at
+  // the checkpoint before any replayed record arrives.
+  void SnapshotValve(StateWriter& w) const { valve_.Snapshot(w); }
+  void RestoreValve(StateReader& r);
 
  protected:
   // A control element that arrived on channel `c`; true when it blocked the
@@ -129,6 +135,8 @@ class InputGate final : public TaskInput, public InputGateCore {
         head_(head) {}
 
   void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
+  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
+  void RestorePosition(StateReader& r) override { RestoreValve(r); }
 
   Step RunStep() override {
     const size_t n = channels_.size();

@@ -169,6 +169,9 @@ class OperatorBase {
   virtual void Close() {}
   // Checkpoints: the operator's state (default: none), and the news that a
   // checkpoint is complete everywhere (a two-phase-commit sink commits then).
+  // Right before SnapshotState for checkpoint `checkpoint_id` (Flink's
+  // prepareSnapshotPreBarrier): a two-phase-commit sink pre-commits here.
+  virtual void PrepareSnapshotPreBarrier(int64_t /*checkpoint_id*/) {}
   virtual void SnapshotState(internal::StateWriter& /*w*/) {}
   virtual void RestoreState(internal::StateReader& /*r*/) {}
   virtual void NotifyCheckpointComplete(int64_t /*checkpoint_id*/) {}

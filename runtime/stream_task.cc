@@ -122,7 +122,7 @@ Task::Result StreamTask::RunSlice() {
           if (ack_ != nullptr) HandleCheckpointSignals();
           FinishChain();
           if (ack_ != nullptr) {
-            SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_);
+            SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_, /*final_state=*/true);
             final_state.finished = true;
             ack_->SubtaskFinished(std::move(final_state));
           }
@@ -172,6 +172,19 @@ void StreamTask::NotifyCheckpointComplete(int64_t id) {
   Notify();
 }
 
+absl::Status StreamTask::NotifyFinalCheckpoint(int64_t id) {
+  for (auto& [op, ctx] : operators_) {
+    try {
+      op->NotifyCheckpointComplete(id);
+    } catch (...) {
+      return absl::AbortedError(absl::StrCat("operator '", ctx->operator_name(), "' (subtask ",
+                                             ctx->subtask_index(), ") at the final checkpoint ", id,
+                                             ": ", DescribeCurrentException()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void StreamTask::HandleCheckpointSignals() {
   if (input_->IsSource()) {
     const int64_t requested = requested_checkpoint_.load(std::memory_order_acquire);
@@ -191,24 +204,27 @@ void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
   if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
 }
 
-SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id) {
+SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state) {
   SubtaskSnapshot s;
   s.checkpoint_id = id;
   s.task_index = task_index_;
   s.task_name = metrics_->task_name();
   s.subtask = metrics_->subtask();
   s.parallelism = metrics_->parallelism();
-  if (input_->IsSource()) {
-    s.has_source = true;
+  s.has_source = input_->IsSource();
+  {
     StateWriter w;
     input_->SnapshotPosition(w);
-    s.source_position = w.Release();
+    s.input_state = w.Release();
   }
   s.operators.reserve(operators_.size());
   for (auto& [op, ctx] : operators_) {
     StateWriter w;
     OperatorBase* o = op.get();
-    GuardUserCall(*ctx, [o, &w] { o->SnapshotState(w); });
+    GuardUserCall(*ctx, [o, &w, id, final_state] {
+      if (!final_state) o->PrepareSnapshotPreBarrier(id);
+      o->SnapshotState(w);
+    });
     s.operators.push_back(OperatorSnapshot{ctx->operator_name(), w.Release()});
   }
   return s;
@@ -217,7 +233,7 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id) {
 void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   if (id <= last_checkpoint_) return;
   last_checkpoint_ = id;
-  SubtaskSnapshot s = TakeSnapshot(id);
+  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false);
   s.alignment_ns = alignment_ns;
   for (WriterBase* w : writers_) w->EmitBarrier(id);
   metrics_->last_checkpoint.store(id, std::memory_order_relaxed);
@@ -252,10 +268,15 @@ void StreamTask::Restore() {
           absl::StrCat(where, ": operator '", ctx->operator_name(), "': ", r.error()));
     }
   }
-  if (s.has_source) {
-    StateReader r(s.source_position);
+  if (s.has_source != input_->IsSource()) {
+    throw std::runtime_error(
+        absl::StrCat(where, ": the checkpoint has ", s.has_source ? "a source" : "an input gate",
+                     " where the job has ", input_->IsSource() ? "a source" : "an input gate"));
+  }
+  {
+    StateReader r(s.input_state);
     input_->RestorePosition(r);
-    if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": source position: ", r.error()));
+    if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": input: ", r.error()));
   }
   last_checkpoint_ = s.checkpoint_id;
   restore_.reset();

@@ -83,6 +83,11 @@ class StreamTask final : public Task, private BarrierHandler {
   // Every subtask has snapshotted checkpoint `id`: the operators hear of it
   // at the next slice.
   void NotifyCheckpointComplete(int64_t id);
+  // After the task has finished, from the thread that waits for the job: the
+  // job's final checkpoint `id` is durable; tells the operators (a
+  // two-phase-commit sink commits its last files).  An operator's error is
+  // returned.
+  absl::Status NotifyFinalCheckpoint(int64_t id);
 
   // --- Task ---
   Result RunSlice() override;
@@ -101,8 +106,9 @@ class StreamTask final : public Task, private BarrierHandler {
   void CloseAll();
   // BarrierHandler
   void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
-  // Snapshots the chain (and source) for checkpoint `id`.
-  SubtaskSnapshot TakeSnapshot(int64_t id);
+  // Snapshots the chain (and source) for checkpoint `id`, or (final_state)
+  // once the task has finished.
+  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state);
   void PerformCheckpoint(int64_t id, int64_t alignment_ns);
   void Restore();
   // Checkpoint requests and completions that arrived since the last slice.

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "runtime/clock.h"
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark {
@@ -45,6 +46,11 @@ class WatermarkGenerator {
   virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
   // On the periodic timer.
   virtual void OnPeriodicEmit(WatermarkOutput& out) = 0;
+  // Checkpoints: the generator's state (the maximum timestamp seen, ...), so
+  // that a restored job emits the watermarks it would have emitted (see
+  // docs/checkpoints.md).  A generator that keeps none restarts from scratch.
+  virtual void SnapshotState(internal::StateWriter& /*w*/) const {}
+  virtual void RestoreState(internal::StateReader& /*r*/) {}
 };
 
 // forBoundedOutOfOrderness(d): watermark = max_ts - d - 1, starting at
@@ -64,6 +70,8 @@ class BoundedOutOfOrdernessWatermarks : public WatermarkGenerator<T> {
     out.EmitWatermark(SaturatingSub(SaturatingSub(max_ts_, delay_), 1));
   }
   Timestamp max_timestamp() const { return max_ts_; }
+  void SnapshotState(internal::StateWriter& w) const override { w.PutI64(max_ts_); }
+  void RestoreState(internal::StateReader& r) override { max_ts_ = r.GetI64("max timestamp"); }
 
  private:
   int64_t delay_;
@@ -115,6 +123,8 @@ class WatermarksWithIdleness : public WatermarkGenerator<T> {
     timer_.Activity();
     is_idle_now_ = false;
   }
+  void SnapshotState(internal::StateWriter& w) const override { inner_->SnapshotState(w); }
+  void RestoreState(internal::StateReader& r) override { inner_->RestoreState(r); }
   void OnPeriodicEmit(WatermarkOutput& out) override {
     if (timer_.CheckIfIdle()) {
       if (!is_idle_now_) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/state_codec.h"
+
 namespace tidemark {
 
 WatermarkValve::WatermarkValve(int num_channels) : channels_(num_channels) {}
@@ -88,6 +90,35 @@ void WatermarkValve::FindAndOutputMaxAcrossAll(Emitter& out) {
     last_output_watermark_ = max;
     out.EmitWatermark(max);
   }
+}
+
+void WatermarkValve::Snapshot(internal::StateWriter& w) const {
+  w.PutVarint(channels_.size());
+  for (const Channel& c : channels_) {
+    w.PutI64(c.ended ? kMaxWatermark : c.watermark);
+    w.PutU8(!c.ended && c.status == WatermarkStatus::kIdle ? 1 : 0);
+    w.PutU8(c.ended || c.aligned ? 1 : 0);
+  }
+  w.PutI64(last_output_watermark_);
+  w.PutU8(last_output_status_ == WatermarkStatus::kIdle ? 1 : 0);
+}
+
+bool WatermarkValve::Restore(internal::StateReader& r) {
+  const uint64_t n = r.GetCount("valve channels");
+  if (!r.ok() || n != channels_.size()) return false;
+  std::vector<Channel> channels(channels_.size());
+  for (Channel& c : channels) {
+    c.watermark = r.GetI64("channel watermark");
+    c.status = r.GetU8("channel idle") != 0 ? WatermarkStatus::kIdle : WatermarkStatus::kActive;
+    c.aligned = r.GetU8("channel aligned") != 0;
+  }
+  const Timestamp last = r.GetI64("valve watermark");
+  const bool idle = r.GetU8("valve idle") != 0;
+  if (!r.ok()) return false;
+  channels_ = std::move(channels);
+  last_output_watermark_ = last;
+  last_output_status_ = idle ? WatermarkStatus::kIdle : WatermarkStatus::kActive;
+  return true;
 }
 
 }  // namespace tidemark

@@ -26,6 +26,10 @@
 #include "runtime/time.h"
 
 namespace tidemark {
+namespace internal {
+class StateWriter;  // runtime/state_codec.h
+class StateReader;
+}  // namespace internal
 
 class WatermarkValve {
  public:
@@ -51,6 +55,13 @@ class WatermarkValve {
   bool channel_ended(int c) const { return channels_[c].ended; }
   Timestamp last_output_watermark() const { return last_output_watermark_; }
   WatermarkStatus last_output_status() const { return last_output_status_; }
+
+  // Checkpoints: every channel's watermark and status and the last output
+  // (runtime/state_codec.h).  A channel that had ended is restored as active
+  // at kMaxWatermark (the same for the minimum): its upstream ends it again.
+  void Snapshot(internal::StateWriter& w) const;
+  // False (and nothing changed) when the state has another channel count.
+  bool Restore(internal::StateReader& r);
 
   // The aligned channel whose watermark is the current minimum (the one holding
   // the subtask's watermark back), or -1 when no channel is aligned.  Ties go

@@ -10,6 +10,8 @@
 // as a run without failure.
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -216,7 +218,7 @@ Cut ReadCut(const internal::LoadedCheckpoint& chk) {
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) continue;
     if (s->has_source) {
-      internal::StateReader r(s->source_position);
+      internal::StateReader r(s->input_state);
       const int64_t next = r.GetI64();
       cut.emitted += (next - s->subtask) / s->parallelism;
     }
@@ -263,7 +265,8 @@ TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
     JobResult r = testing::WaitWithWatchdog(client, &hung);
     ASSERT_FALSE(hung);
     ASSERT_TRUE(r.ok()) << r.status;
-    EXPECT_EQ(r.checkpoints.completed, static_cast<int64_t>(ids.size()));
+    // And the final checkpoint, once every subtask has finished.
+    EXPECT_EQ(r.checkpoints.completed, static_cast<int64_t>(ids.size()) + 1);
     ASSERT_FALSE(ids.empty());
     internal::CheckpointStorage storage(dir.path());
     int64_t last_emitted = -1;
@@ -396,6 +399,93 @@ TEST(CheckpointJob, RestoreIntoAnotherJobIsRefusedWithAClearError) {
   JobResult r = env.execute("other");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status.message()).find("another job"), std::string::npos) << r.status;
+}
+
+// --- the exactly-once file sink ------------------------------------------------
+
+// Every line of the visible files in `dir`, and how many hidden files there
+// are.
+std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden = nullptr) {
+  std::vector<int64_t> values;
+  if (hidden) *hidden = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.') {
+      if (hidden) ++*hidden;
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) values.push_back(std::stoll(line));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+void BuildFileJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n, double rate) {
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, rate)
+      .set_parallelism(2)
+      .rebalance()
+      .map([](const int64_t& v) { return v; })
+      .set_parallelism(3)
+      .sink_to_files(out, [](const int64_t& v) { return std::to_string(v); })
+      .set_parallelism(3);
+}
+
+TEST(FileSink, WithoutCheckpointingCommitsAtTheEnd) {
+  testing::TempDir out;
+  StreamExecutionEnvironment env;
+  BuildFileJob(env, out.path(), 50'000, 0);
+  JobResult r = env.execute("files");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  EXPECT_EQ(ReadCommitted(out.path(), &hidden), Iota(50'000));
+  EXPECT_EQ(hidden, 0);
+}
+
+TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce) {
+  const int reps = testing::StressIterations(3);
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir chk;
+    testing::TempDir out;
+    const int64_t n = 200'000;
+    std::vector<int64_t> visible_after_cancel;
+    {
+      StreamExecutionEnvironment env;
+      env.enable_checkpointing(Duration(0), chk.path());
+      BuildFileJob(env, out.path(), n, 150'000.0);
+      JobClient client = env.execute_async("files");
+      for (int k = 0; k < 2 + rep; ++k) {
+        const int64_t id = client.trigger_checkpoint();
+        ASSERT_GE(id, 0);
+        ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      }
+      client.cancel();
+      JobResult r = client.wait();
+      EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+      visible_after_cancel = ReadCommitted(out.path());
+    }
+    // What is visible is a prefix of each source's records, no duplicates,
+    // and less than everything.
+    EXPECT_LT(visible_after_cancel.size(), static_cast<size_t>(n));
+    EXPECT_TRUE(std::adjacent_find(visible_after_cancel.begin(), visible_after_cancel.end()) ==
+                visible_after_cancel.end());
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk.path()).restore_from("latest");
+    BuildFileJob(env, out.path(), n, 0);
+    JobResult r = env.execute("files");
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_GE(r.checkpoints.restored_id, 1);
+    int hidden = 0;
+    EXPECT_EQ(ReadCommitted(out.path(), &hidden), Iota(n)) << "rep " << rep;
+    EXPECT_EQ(hidden, 0);
+  }
 }
 
 }  // namespace

@@ -55,6 +55,14 @@ ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side 
 ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
 ABSL_FLAG(int, parallelism, 1, "parallelism of the window operator");
 ABSL_FLAG(std::string, output, "text", "text or jsonl (JSON Lines; see the notes below)");
+ABSL_FLAG(std::string, output_dir, "",
+          "exactly-once output: committed JSON-lines files (part-*, late-*) in this directory "
+          "(hidden .part-* files are not committed yet)");
+ABSL_FLAG(std::string, checkpoint_dir, "", "take checkpoints into this directory");
+ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (default 1s)");
+ABSL_FLAG(std::string, restore, "",
+          "start from a checkpoint: latest (in --checkpoint-dir; a fresh start when there is "
+          "none) or a checkpoint directory DIR/chk-N");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
 ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
@@ -103,13 +111,41 @@ int Usage(const std::string& msg) {
 
 void PrintHelp() {
   std::cout << kUsage << "\nflags:\n";
-  for (const char* name :
-       {"socket",   "input",   "delimiter",        "fields",    "key",         "timestamp",
-        "value",    "where",   "time_format",      "timezone",  "watermarks",  "watermark_interval",
-        "idleness", "window",  "allowed_lateness", "late",      "aggregate",   "parallelism",
-        "output",   "trace",   "timeline",         "bad_lines", "dead_letter", "max_line_length",
-        "comments", "summary", "duration",         "sources",   "progress",    "socket_retries",
-        "explain"}) {
+  for (const char* name : {"socket",
+                           "input",
+                           "delimiter",
+                           "fields",
+                           "key",
+                           "timestamp",
+                           "value",
+                           "where",
+                           "time_format",
+                           "timezone",
+                           "watermarks",
+                           "watermark_interval",
+                           "idleness",
+                           "window",
+                           "allowed_lateness",
+                           "late",
+                           "aggregate",
+                           "parallelism",
+                           "output",
+                           "trace",
+                           "timeline",
+                           "bad_lines",
+                           "dead_letter",
+                           "max_line_length",
+                           "comments",
+                           "summary",
+                           "duration",
+                           "sources",
+                           "progress",
+                           "socket_retries",
+                           "explain",
+                           "output_dir",
+                           "checkpoint_dir",
+                           "checkpoint_interval",
+                           "restore"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -240,6 +276,10 @@ int main(int argc, char** argv) {
   o.aggregate = absl::GetFlag(FLAGS_aggregate);
   o.parallelism = absl::GetFlag(FLAGS_parallelism);
   o.output = absl::GetFlag(FLAGS_output);
+  o.output_dir = absl::GetFlag(FLAGS_output_dir);
+  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  o.restore = absl::GetFlag(FLAGS_restore);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);

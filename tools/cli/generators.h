@@ -62,6 +62,14 @@ class CliGenerator final : public WatermarkGenerator<CliRecord> {
         break;
     }
   }
+  void SnapshotState(internal::StateWriter& w) const override {
+    w.PutI64(max_ts_);
+    w.PutI64(marker_);
+  }
+  void RestoreState(internal::StateReader& r) override {
+    max_ts_ = r.GetI64("max timestamp");
+    marker_ = r.GetI64("marker");
+  }
   // The watermark this generator stands at (or would emit next).
   Timestamp Current() const {
     switch (spec_.kind) {

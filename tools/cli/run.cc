@@ -322,6 +322,16 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (!aggregate.ok()) return fail(std::string(aggregate.status().message()));
   if (o.parallelism <= 0) return fail("--parallelism must be positive");
   if (o.output != "text" && o.output != "jsonl") return fail("--output must be text or jsonl");
+  Duration checkpoint_interval{0};
+  if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
+    if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
+    auto d = ParseDuration(o.checkpoint_interval.empty() ? "1s" : o.checkpoint_interval);
+    if (!d.ok()) return fail(absl::StrCat("--checkpoint-interval: ", d.status().message()));
+    if (d->count() <= 0) return fail("--checkpoint-interval must be greater than 0");
+    checkpoint_interval = *d;
+  }
+  if (!o.restore.empty() && o.checkpoint_dir.empty() && o.restore == "latest")
+    return fail("--restore=latest needs --checkpoint-dir");
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
   if (o.bad_lines != "fail" && o.bad_lines != "skip")
     return fail("--bad-lines must be fail or skip");
@@ -386,6 +396,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   env.set_parallelism(o.parallelism);
   env.set_auto_watermark_interval(per_record ? Duration(0) : interval);
   env.set_watermark_listener(recorder);
+  if (!o.checkpoint_dir.empty()) env.enable_checkpointing(checkpoint_interval, o.checkpoint_dir);
+  if (!o.restore.empty()) env.restore_from(o.restore);
 
   using Spec = LineSource<CliRecord>::Spec;
   Spec spec;
@@ -475,10 +487,23 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
                         sh);
   }();
   results = results.name("window").set_parallelism(o.parallelism);
+  // With --output-dir the results go to committed files (JSON lines, as
+  // --output=jsonl prints them); the counting and the timeline stay here.
+  const bool to_files = !o.output_dir.empty();
+  auto json = std::make_shared<Shared>();
+  json->format = sh->format;
+  json->aggregate = sh->aggregate;
+  json->output = OutputFormat::kJsonl;
+  json->parallelism = sh->parallelism;
+  if (to_files) {
+    results.sink_to_files(
+        o.output_dir, [json](const CliResult& r) { return FormatResult(*json, r); },
+        "results to files", "part");
+  }
   results.add_sink(
-      [sh](CliResult&& r) {
+      [sh, to_files](CliResult&& r) {
         sh->fired.fetch_add(1, std::memory_order_relaxed);
-        sh->printer->Print(FormatResult(*sh, r));
+        if (!to_files) sh->printer->Print(FormatResult(*sh, r));
         TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
         e.subtask = r.subtask;
         e.key = r.key;
@@ -491,11 +516,24 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
       },
       "print");
   if (late_tag) {
+    if (to_files) {
+      results.get_side_output(*late_tag)
+          .sink_to_files(
+              o.output_dir,
+              [](const CliRecord& r) {
+                return absl::StrCat("{\"kind\":\"late\",", JsonField("key", r.key),
+                                    ",\"timestamp\":", r.ts, ",", JsonField("line", r.line), "}");
+              },
+              "late to files", "late")
+          .set_parallelism(o.parallelism);
+    }
     results.get_side_output(*late_tag)
         .add_sink(
-            [sh](CliRecord&& r) {
+            [sh, to_files](CliRecord&& r) {
               sh->late.fetch_add(1, std::memory_order_relaxed);
-              if (sh->output == OutputFormat::kJsonl) {
+              if (to_files) {
+                // Written by the file sink.
+              } else if (sh->output == OutputFormat::kJsonl) {
                 sh->printer->Print(absl::StrCat("{\"kind\":\"late\",", JsonField("key", r.key),
                                                 ",\"timestamp\":", r.ts, ",",
                                                 JsonField("line", r.line), "}"));
@@ -529,6 +567,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   JobClient job = env.execute_async("tidemark run");
   if (signals) signals->Attach(&env);  // a signal during the start cancels it now
   JobResult result = job.wait();
+  for (const std::string& p : result.checkpoints.restore_problems)
+    err << "tidemark: passed over a damaged checkpoint: " << p << "\n";
   if (signals) signals->Attach(nullptr);
   const int signal = signals ? signals->signal() : 0;
   // Interrupted: the job was cancelled by the signal (a job that had failed
@@ -555,6 +595,19 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
     if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
     if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
     if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
+    if (result.checkpoints.enabled) {
+      const CheckpointSummary& c = result.checkpoints;
+      err << ", " << c.completed << " checkpoints";
+      if (c.completed > 0) {
+        err << absl::StrFormat(" (last %d: %d bytes, %.1f ms; longest alignment %.1f ms)",
+                               c.last_id, c.last_size_bytes, c.last_duration_ms,
+                               c.max_alignment_ms);
+      }
+      if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
+      if (c.restored_id >= 0)
+        err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
+      if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
+    }
     err << "\n";
   }
   if (interrupted) return 128 + signal;

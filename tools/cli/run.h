@@ -36,7 +36,15 @@ struct RunOptions {
   std::string late = "drop";  // drop | side
   std::string aggregate = "sum";
   int parallelism = 1;
-  std::string output = "text";     // text | jsonl
+  std::string output = "text";  // text | jsonl
+  // Exactly-once output: committed JSON-lines part files in this directory
+  // (results; late records in late-* files) instead of standard output.
+  std::string output_dir;
+  // Checkpoints: into this directory, every checkpoint_interval ("1s"; empty
+  // with a directory: 1s); restore: "" | latest | a checkpoint directory.
+  std::string checkpoint_dir;
+  std::string checkpoint_interval;
+  std::string restore;
   std::string trace;               // "" | watermarks
   std::string timeline;            // path of the HTML page
   std::string bad_lines = "fail";  // fail | skip

@@ -1,0 +1,196 @@
+#include "operators/file_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/state_codec.h"
+
+namespace tidemark::internal {
+namespace {
+
+constexpr size_t kWriteChunk = 1 << 16;
+
+[[noreturn]] void Fail(const std::string& what, const std::string& file) {
+  throw std::runtime_error(absl::StrCat(what, " ", file, ": ", std::strerror(errno)));
+}
+
+void SyncDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) Fail("cannot open directory", dir);
+  fsync(fd);
+  close(fd);
+}
+
+void WriteAll(int fd, std::string_view bytes, const std::string& file) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Fail("cannot write", file);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+TwoPhaseCommitFiles::TwoPhaseCommitFiles() = default;
+
+TwoPhaseCommitFiles::~TwoPhaseCommitFiles() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void TwoPhaseCommitFiles::Open(std::string dir, std::string prefix, int subtask,
+                               bool checkpointing) {
+  dir_ = std::move(dir);
+  prefix_ = std::move(prefix);
+  subtask_ = subtask;
+  checkpointing_ = checkpointing;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) {
+    throw std::runtime_error(
+        absl::StrCat("cannot create the output directory ", dir_, ": ", ec.message()));
+  }
+}
+
+std::string TwoPhaseCommitFiles::Hidden(int64_t seq, std::string_view state) const {
+  return absl::StrCat(dir_, "/.", prefix_, "-", subtask_, "-", seq, ".", std::string(state));
+}
+
+std::string TwoPhaseCommitFiles::Visible(int64_t seq) const {
+  return absl::StrCat(dir_, "/", prefix_, "-", subtask_, "-", seq);
+}
+
+void TwoPhaseCommitFiles::CleanUp() {
+  if (cleaned_) return;
+  cleaned_ = true;
+  const std::string visible = absl::StrCat(prefix_, "-", subtask_, "-");
+  const std::string hidden = absl::StrCat(".", visible);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(visible, 0) == 0) {
+      int64_t seq = 0;
+      if (absl::SimpleAtoi(name.substr(visible.size()), &seq))
+        next_seq_ = std::max(next_seq_, seq + 1);
+      continue;
+    }
+    if (name.rfind(hidden, 0) != 0) continue;
+    // .part-<subtask>-<seq>.<state>: kept only when pending in the state.
+    const std::string rest = name.substr(hidden.size());
+    int64_t seq = -1;
+    const size_t dot = rest.find('.');
+    const bool parsed = dot != std::string::npos && absl::SimpleAtoi(rest.substr(0, dot), &seq);
+    const bool keep = parsed && rest.substr(dot + 1) == "pending" &&
+                      std::any_of(pending_.begin(), pending_.end(),
+                                  [seq](const Pending& p) { return p.seq == seq; });
+    if (parsed) next_seq_ = std::max(next_seq_, seq + 1);
+    if (!keep) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+void TwoPhaseCommitFiles::Write(std::string_view line) {
+  if (fd_ < 0) {
+    CleanUp();
+    current_seq_ = next_seq_++;
+    const std::string file = Hidden(current_seq_, "inprogress");
+    fd_ = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) Fail("cannot create", file);
+  }
+  buffer_.append(line.data(), line.size());
+  buffer_.push_back('\n');
+  if (buffer_.size() >= kWriteChunk) {
+    WriteAll(fd_, buffer_, Hidden(current_seq_, "inprogress"));
+    buffer_.clear();
+  }
+}
+
+void TwoPhaseCommitFiles::PreCommit(int64_t id) {
+  CleanUp();
+  if (fd_ < 0) return;  // nothing written since the last checkpoint
+  const std::string from = Hidden(current_seq_, "inprogress");
+  WriteAll(fd_, buffer_, from);
+  buffer_.clear();
+  if (fsync(fd_) != 0) Fail("cannot sync", from);
+  close(fd_);
+  fd_ = -1;
+  const std::string to = Hidden(current_seq_, "pending");
+  if (rename(from.c_str(), to.c_str()) != 0) Fail("cannot rename", from);
+  pending_.push_back(Pending{current_seq_, id});
+  current_seq_ = -1;
+}
+
+void TwoPhaseCommitFiles::CommitOne(const Pending& p) {
+  const std::string from = Hidden(p.seq, "pending");
+  const std::string to = Visible(p.seq);
+  if (rename(from.c_str(), to.c_str()) != 0) {
+    // Committed before (a restore commits what the checkpoint lists, and the
+    // run that wrote it may have committed it already).
+    if (errno == ENOENT && access(to.c_str(), F_OK) == 0) return;
+    Fail("cannot commit", from);
+  }
+}
+
+void TwoPhaseCommitFiles::Commit(int64_t id) {
+  bool any = false;
+  std::vector<Pending> left;
+  for (const Pending& p : pending_) {
+    if (p.checkpoint <= id) {
+      CommitOne(p);
+      any = true;
+    } else {
+      left.push_back(p);
+    }
+  }
+  pending_ = std::move(left);
+  if (any) SyncDir(dir_);
+}
+
+void TwoPhaseCommitFiles::Finish() {
+  PreCommit(kFinalCheckpoint);
+  // Without checkpoints there is no final checkpoint to wait for.
+  if (!checkpointing_) CommitFinal();
+}
+
+void TwoPhaseCommitFiles::CommitFinal() { Commit(kFinalCheckpoint); }
+
+void TwoPhaseCommitFiles::Snapshot(StateWriter& w) const {
+  w.PutI64(next_seq_);
+  w.PutVarint(pending_.size());
+  for (const Pending& p : pending_) {
+    w.PutI64(p.seq);
+    w.PutI64(p.checkpoint);
+  }
+}
+
+void TwoPhaseCommitFiles::Restore(StateReader& r) {
+  next_seq_ = std::max(next_seq_, r.GetI64("next part"));
+  const uint64_t n = r.GetCount("pending parts");
+  std::vector<Pending> pending;
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    Pending p;
+    p.seq = r.GetI64("part");
+    p.checkpoint = r.GetI64("part checkpoint");
+    pending.push_back(p);
+  }
+  if (!r.ok()) return;
+  // The checkpoint is complete: what it lists as pending is output.
+  pending_ = std::move(pending);
+  cleaned_ = false;
+  CleanUp();
+  for (const Pending& p : pending_) CommitOne(p);
+  pending_.clear();
+  SyncDir(dir_);
+}
+
+}  // namespace tidemark::internal

@@ -1,0 +1,129 @@
+// operators/file_sink.h
+//
+// An exactly-once file sink (DataStream::sink_to_files): two-phase commit
+// over part files, as Flink's FileSink does with checkpoints.
+//
+// Each sink subtask writes lines to an in-progress part file,
+// DIR/.part-<subtask>-<n>.inprogress ("part": the sink's file prefix).  At the barrier of
+// checkpoint c the file is closed, synced and renamed DIR/.part-<subtask>-<n>.pending, and the
+// subtask's state lists it as pending for c (pre-commit).  When checkpoint c
+// is complete everywhere (NotifyCheckpointComplete) every file pending for a
+// checkpoint <= c is renamed DIR/part-<subtask>-<n> (commit): only then is it
+// visible, so `cat DIR/*` reads committed results only (the hidden files
+// start with '.').
+//
+// On restore from checkpoint c the files its state lists as pending are
+// committed (c is complete, so they belong to the output) and every other
+// hidden file of the subtask (in progress, or pending for a later checkpoint
+// that never completed) is deleted: their records are replayed.  A fresh
+// start deletes the subtask's hidden files left by an earlier attempt and
+// numbers its parts after the committed ones.
+//
+// At the end of input the last file is pre-committed for the job's final
+// checkpoint, taken when every subtask has finished; it is committed when
+// that checkpoint is durable (a job that stops before then commits it on
+// restore).  Without checkpointing the sink commits at the end of input.
+//
+// Thread safety: one task thread (and, for the final commit, the thread that
+// waits for the job once the task has finished).
+#ifndef TM_OPERATORS_FILE_SINK_H_
+#define TM_OPERATORS_FILE_SINK_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/operator.h"
+
+namespace tidemark::internal {
+
+// The files of one sink subtask (file_sink.cc).  Every failure throws with a
+// message naming the file.
+class TwoPhaseCommitFiles {
+ public:
+  TwoPhaseCommitFiles();
+  ~TwoPhaseCommitFiles();
+  // Files are named <prefix>-<subtask>-<n> (hidden: .<prefix>-...).
+  void Open(std::string dir, std::string prefix, int subtask, bool checkpointing);
+  void Write(std::string_view line);
+  // The barrier of checkpoint `id`: the in-progress file becomes pending.
+  void PreCommit(int64_t id);
+  // Pending files of checkpoints <= id become visible.
+  void Commit(int64_t id);
+  // End of input: the last file is pending for the final checkpoint (or,
+  // without checkpointing, committed at once).
+  void Finish();
+  // After Finish: the final checkpoint is durable.
+  void CommitFinal();
+  void Snapshot(StateWriter& w) const;
+  void Restore(StateReader& r);
+
+ private:
+  struct Pending {
+    int64_t seq;
+    int64_t checkpoint;  // kFinalCheckpoint: the job's final one
+  };
+  static constexpr int64_t kFinalCheckpoint = INT64_MAX;
+  std::string Hidden(int64_t seq, std::string_view state) const;
+  std::string Visible(int64_t seq) const;
+  // Once, before the first file: deletes the hidden files that are not
+  // pending and numbers parts after every committed one.
+  void CleanUp();
+  void CommitOne(const Pending& p);
+
+  std::string dir_;
+  std::string prefix_;
+  int subtask_ = 0;
+  bool checkpointing_ = false;
+  bool cleaned_ = false;
+  int64_t next_seq_ = 0;
+  int fd_ = -1;  // the in-progress file
+  int64_t current_seq_ = -1;
+  std::string buffer_;  // written to fd_ in large pieces
+  std::vector<Pending> pending_;
+};
+
+template <typename T>
+class ExactlyOnceFileSinkOperator final
+    : public BatchedSinkOperator<ExactlyOnceFileSinkOperator<T>, T> {
+ public:
+  using Formatter = std::function<std::string(const T&)>;
+  ExactlyOnceFileSinkOperator(std::string dir, std::string prefix, Formatter fmt)
+      : dir_(std::move(dir)), prefix_(std::move(prefix)), fmt_(std::move(fmt)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    files_.Open(dir_, prefix_, ctx.subtask_index(), ctx.config().checkpointing());
+  }
+  void ProcessElement(T&& v, Timestamp) override { files_.Write(fmt_(v)); }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+  void Finish() override {
+    files_.Finish();
+    finished_ = true;
+  }
+  void PrepareSnapshotPreBarrier(int64_t id) override { files_.PreCommit(id); }
+  void SnapshotState(StateWriter& w) override { files_.Snapshot(w); }
+  void RestoreState(StateReader& r) override { files_.Restore(r); }
+  void NotifyCheckpointComplete(int64_t id) override {
+    if (finished_) {
+      files_.CommitFinal();  // only the final checkpoint reaches a finished sink
+    } else {
+      files_.Commit(id);
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::string prefix_;
+  Formatter fmt_;
+  TwoPhaseCommitFiles files_;
+  bool finished_ = false;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_OPERATORS_FILE_SINK_H_
