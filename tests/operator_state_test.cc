@@ -144,9 +144,11 @@ struct Result {
 // The equivalence property of the file comment, at step `cut`; `twice`
 // restores B from A's snapshot and C from B's snapshot taken at once (state
 // restored but not touched yet is written back as it was).
+// Returns how many late records (side output or counted) the part after the
+// snapshot had, so that callers can check the late paths were exercised.
 template <typename Out>
-void ExpectRestoreEquivalent(const Factory& make, const std::vector<Step>& steps, size_t cut,
-                             bool twice = false) {
+int64_t ExpectRestoreEquivalent(const Factory& make, const std::vector<Step>& steps, size_t cut,
+                                bool twice = false) {
   SCOPED_TRACE("cut at step " + std::to_string(cut) + " of " + std::to_string(steps.size()));
   Instance<Out> a(make, 0);
   for (size_t i = 0; i < cut; ++i) a.Apply(steps[i]);
@@ -175,6 +177,7 @@ void ExpectRestoreEquivalent(const Factory& make, const std::vector<Step>& steps
   EXPECT_EQ(b->h.TakeRecords(), x.records);
   EXPECT_EQ(b->late->TakeRecords(), x.late);
   EXPECT_EQ(b->dropped(), x.dropped);
+  return static_cast<int64_t>(x.late.size()) + x.dropped;
 }
 
 // The snapshot points of `steps`: the start and random points right after a
@@ -198,19 +201,26 @@ std::vector<size_t> Cuts(const std::vector<Step>& steps, uint64_t seed, int n) {
 
 // Several seeds and snapshot points (the start, mid-stream after windows
 // fired with timers pending, near the end).
+// `late`: the inputs must have had late records after some snapshot (event
+// time windows).
 template <typename Out>
-void CheckEquivalence(const Factory& make, int64_t disorder, int64_t bound, bool twice = false) {
+void CheckEquivalence(const Factory& make, int64_t disorder, int64_t bound, bool twice = false,
+                      bool late = true) {
+  int64_t late_seen = 0;
   for (uint64_t seed : {1u, 2u, 3u, 17u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const std::vector<Step> steps = RandomSteps(seed, 300, 7, disorder, bound);
-    for (size_t cut : Cuts(steps, seed, 4)) ExpectRestoreEquivalent<Out>(make, steps, cut, twice);
+    for (size_t cut : Cuts(steps, seed, 4))
+      late_seen += ExpectRestoreEquivalent<Out>(make, steps, cut, twice);
   }
+  if (late) EXPECT_GT(late_seen, 0) << "no late record: the inputs do not test the late paths";
 }
 
-WindowOperatorConfig<E> Config(int64_t lateness) {
+// Late records to the side output `kLate`, or (`tag` false) counted.
+WindowOperatorConfig<E> Config(int64_t lateness, bool tag = true) {
   WindowOperatorConfig<E> c;
   c.allowed_lateness = lateness;
-  c.late_tag = kLate;
+  if (tag) c.late_tag = kLate;
   return c;
 }
 
@@ -262,9 +272,12 @@ TEST(OperatorState, FastWindowOperatorTumblingReduce) {
   static_assert(
       std::is_same_v<Op, FastWindowOperator<E, std::string, KeyOfE, A, SumContents<TimeWindow>>>);
   for (int64_t lateness : {0, 700}) {
-    CheckEquivalence<E>(MakeFactory<Op>(KeyOfE{}, A::of(1s), EventTimeTrigger{},
-                                        SumContents<TimeWindow>(SumE{}, {}), Config(lateness)),
-                        900, 300);
+    for (bool tag : {true, false}) {
+      CheckEquivalence<E>(
+          MakeFactory<Op>(KeyOfE{}, A::of(1s), EventTimeTrigger{},
+                          SumContents<TimeWindow>(SumE{}, {}), Config(lateness, tag)),
+          1800, 300);
+    }
   }
 }
 
@@ -276,7 +289,7 @@ TEST(OperatorState, FastWindowOperatorSlidingAggregateWithHugeSlide) {
   CheckEquivalence<std::string>(
       MakeFactory<Op>(KeyOfE{}, A::of(1500ms, 500ms), EventTimeTrigger{},
                       AggContents<TimeWindow>(CountSum{}, {}), Config(400)),
-      900, 200);
+      3000, 200);
 }
 
 TEST(OperatorState, SlicedWindowOperator) {
@@ -288,7 +301,7 @@ TEST(OperatorState, SlicedWindowOperator) {
     CheckEquivalence<std::string>(
         MakeFactory<Op>(KeyOfE{}, A::of(1200ms, 400ms), EventTimeTrigger{},
                         AggContents<TimeWindow>(CountSum{}, {}), Config(lateness)),
-        900, 250);
+        3000, 250);
   }
 }
 
@@ -318,7 +331,7 @@ TEST(OperatorState, FastSessionWindowOperator) {
   for (int64_t lateness : {0, 500}) {
     CheckEquivalence<E>(MakeFactory<Op>(KeyOfE{}, A::with_gap(300ms), EventTimeTrigger{},
                                         SumContents<TimeWindow>(SumE{}, {}), Config(lateness)),
-                        700, 200);
+                        1800, 200);
   }
 }
 
@@ -330,12 +343,12 @@ TEST(OperatorState, WindowOperatorWithCountTriggerEvictorAndFunctionState) {
   CheckEquivalence<std::string>(
       MakeFactory<Op>(KeyOfE{}, A::of(2s), T::of(CountTrigger::of(3)),
                       C(DescribeList{}, CountEvictor::of(2)), Config(500)),
-      900, 300);
+      1800, 300);
   using Op2 = WindowOperator<E, std::string, KeyOfE, A, CountTrigger, C>;
   CheckEquivalence<std::string>(
       MakeFactory<Op2>(KeyOfE{}, A::of(2s), CountTrigger::of(2),
                        C(DescribeList{}, CountEvictor::of(3, /*do_evict_after=*/true)), Config(0)),
-      900, 300);
+      1800, 300);
 }
 
 TEST(OperatorState, WindowOperatorMergingSessionsWithContinuousTrigger) {
@@ -345,7 +358,7 @@ TEST(OperatorState, WindowOperatorMergingSessionsWithContinuousTrigger) {
   CheckEquivalence<std::string>(
       MakeFactory<Op>(KeyOfE{}, A::with_gap(400ms), ContinuousEventTimeTrigger::of(250ms),
                       C(DescribeSession{}, NoEvictor{}), Config(300)),
-      800, 200);
+      1800, 200);
 }
 
 TEST(OperatorState, WindowOperatorProcessingTimeTimers) {
@@ -354,7 +367,7 @@ TEST(OperatorState, WindowOperatorProcessingTimeTimers) {
       WindowOperator<E, std::string, KeyOfE, A, ProcessingTimeTrigger, SumContents<TimeWindow>>;
   CheckEquivalence<E>(MakeFactory<Op>(KeyOfE{}, A::of(700ms), ProcessingTimeTrigger{},
                                       SumContents<TimeWindow>(SumE{}, {}), Config(0)),
-                      500, 100);
+                      500, 100, false, /*late=*/false);
 }
 
 TEST(OperatorState, WindowOperatorGlobalWindowsCountTrigger) {
@@ -363,7 +376,7 @@ TEST(OperatorState, WindowOperatorGlobalWindowsCountTrigger) {
   CheckEquivalence<std::string>(
       MakeFactory<Op>(KeyOfE{}, GlobalWindows::create(), CountTrigger::of(4),
                       C(DescribeList{}, NoEvictor{}), Config(0)),
-      500, 100);
+      500, 100, false, /*late=*/false);
 }
 
 // --- keyed process and rolling reduce --------------------------------------------
@@ -419,18 +432,19 @@ struct EveryState : KeyedProcessFunction<std::string, E, std::string> {
 using ProcessOp = KeyedProcessOperator<E, std::string, KeyOfE, EveryState, std::string>;
 
 TEST(OperatorState, KeyedProcessOperator) {
-  CheckEquivalence<std::string>(MakeFactory<ProcessOp>(KeyOfE{}, EveryState{}), 900, 300);
+  CheckEquivalence<std::string>(MakeFactory<ProcessOp>(KeyOfE{}, EveryState{}), 900, 300, false,
+                                /*late=*/false);
 }
 
 TEST(OperatorState, KeyedProcessOperatorSnapshotOfAnUntouchedRestore) {
   CheckEquivalence<std::string>(MakeFactory<ProcessOp>(KeyOfE{}, EveryState{}), 900, 300,
-                                /*twice=*/true);
+                                /*twice=*/true, /*late=*/false);
 }
 
 using ReduceOp = RollingReduceOperator<E, std::string, KeyOfE, SumE>;
 
 TEST(OperatorState, RollingReduce) {
-  CheckEquivalence<E>(MakeFactory<ReduceOp>(KeyOfE{}, SumE{}), 900, 300);
+  CheckEquivalence<E>(MakeFactory<ReduceOp>(KeyOfE{}, SumE{}), 900, 300, false, /*late=*/false);
 }
 
 // --- rescaling by key group ------------------------------------------------------
