@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "operators/keyed/keyed_state_store.h"
 #include "runtime/operator.h"
 #include "runtime/state_codec.h"
 #include "runtime/watermark_strategy.h"
@@ -136,6 +137,28 @@ class RollingReduceOperator final
     this->output().CollectCopy(it->second, ts);
   }
   size_t num_keys() const { return state_.size(); }
+
+  // Checkpoints: the value per key; a restore keeps the keys of this
+  // instance's key groups and merges (runtime/operator.h).
+  void SnapshotState(StateWriter& w) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
+      Encode(w, state_);
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>("operator '" + this->ctx().operator_name() + "'");
+    } else {
+      throw NoStateCodecError<T>("operator '" + this->ctx().operator_name() + "'");
+    }
+  }
+  void RestoreState(StateReader& r) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
+      const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+      for (auto& [k, v] : Decode<absl::flat_hash_map<K, T>>(r))
+        if (range.Contains(k)) state_.insert_or_assign(k, std::move(v));
+    } else {
+      r.Fail("operator '" + this->ctx().operator_name() +
+             "': state without tidemark::StateCodec cannot be restored");
+    }
+  }
 
  private:
   KeyFn key_;

@@ -35,6 +35,11 @@
 // describes the handles); a handle is valid while the function call it was
 // obtained in runs.
 //
+// Checkpoints: the state and the timers (event and processing time) are
+// snapshotted and restored; the function object itself is not (keep what must
+// survive a failure in keyed state).  State whose type has no
+// tidemark::StateCodec fails the job at the first checkpoint, naming it.
+//
 // Thread safety: one task thread per operator instance; nothing shared.
 #ifndef TM_OPERATORS_KEYED_PROCESS_H_
 #define TM_OPERATORS_KEYED_PROCESS_H_
@@ -53,6 +58,7 @@
 #include "operators/keyed/keyed_state_store.h"
 #include "operators/keyed/timer_service.h"
 #include "runtime/operator.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark {
 
@@ -208,6 +214,19 @@ class KeyedProcessOperator final
   void ProcessWatermark(Timestamp w) override {
     timers_.AdvanceWatermark(w);
     this->ForwardWatermark(w);
+  }
+
+  // Checkpoints: the keyed state store and the timers, the instance's key
+  // groups kept on restore (runtime/operator.h).
+  void SnapshotState(StateWriter& w) override {
+    const std::string where = "operator '" + this->ctx().operator_name() + "'";
+    state_.Snapshot(w, where);
+    timers_.Snapshot(w, where);
+  }
+  void RestoreState(StateReader& r) override {
+    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+    state_.Restore(r, range);
+    timers_.Restore(r, range);
   }
 
   KeyedTimerService<K, VoidNamespace>& timer_service() { return timers_; }

@@ -20,8 +20,26 @@
 //   SnapshotState(w)       write the operator's state for a checkpoint (the
 //                          records before the barrier are in it, none after);
 //   NotifyCheckpointComplete(id)  every subtask has snapshotted checkpoint id;
-// and, when the job is restored, RestoreState(r) once right after Open(), with
+// and, when the job is restored, RestoreState(r) right after Open(), with
 // what SnapshotState wrote.
+//
+// Checkpoints of keyed operators (key groups, partitioning/key_groups.h):
+// keyed state (entries, timers, window contents) is written so that it can be
+// read back at another parallelism.  RestoreState may be called more than
+// once, once per old subtask whose key groups intersect this instance's
+// (OperatorContext subtask / parallelism / max_parallelism give its range);
+// each call keeps only the entries whose key's group is in this instance's
+// range and merges them with what earlier calls restored.  Keys of one group
+// live in one old state, so merged states never share a key; the relative
+// order of two old states' keys that fire at one time (a window's keys,
+// equal-time timers) is unspecified, as in Flink.  What is not keyed (a
+// source's position) is restored by its own rules.  The watermark is not
+// restored: it starts at MIN again (sources replay and rebuild it, as in
+// Flink); state of windows that fired stays until their cleanup time.
+// Metrics (counters) are not state.  An operator whose state has a type with
+// no tidemark::StateCodec throws from SnapshotState, naming the type
+// (runtime/state_codec.h's HasStateCodec), so a job that never checkpoints
+// needs no codec.
 // Each may emit through output(); an exception thrown from any of them fails
 // the job with the operator's name and subtask index.
 //

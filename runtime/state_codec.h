@@ -58,6 +58,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -254,22 +255,18 @@ class StateReader {
 
 namespace tidemark {
 
-// How a T is written into and read back from checkpointed state.  Specialise
-// it for your own types (a full specialisation StateCodec<MyType>, or a
-// partial one for a template).  The primary template is the fallback for
-// trivially copyable types: their object bytes, valid only within one build
-// on one architecture (see the top of this file).
-template <typename T, typename = void>
-struct StateCodec {
-  static_assert(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
-                    !std::is_member_pointer_v<T>,
-                "tidemark: no StateCodec for this state type: specialise tidemark::StateCodec<T> "
-                "for your type (static void Encode(internal::StateWriter&, const T&); static T "
-                "Decode(internal::StateReader&)), see runtime/state_codec.h.  Only trivially "
-                "copyable types without pointers are encoded as they are.");
+namespace internal {
+// What the primary StateCodec of a type with no codec derives from: no Encode
+// or Decode, and the tag HasStateCodec looks for.
+struct NoStateCodec {
+  using TidemarkNoStateCodec = void;
+};
 
-  static void Encode(internal::StateWriter& w, const T& v) { w.PutRaw(&v, sizeof(T)); }
-  static T Decode(internal::StateReader& r) {
+// The raw-bytes codec of a trivially copyable type without pointers.
+template <typename T>
+struct TriviallyCopyableCodec {
+  static void Encode(StateWriter& w, const T& v) { w.PutRaw(&v, sizeof(T)); }
+  static T Decode(StateReader& r) {
     std::array<char, sizeof(T)> b{};
     const std::string_view s = r.GetRaw(sizeof(T), "trivially copyable value");
     if (s.size() == sizeof(T)) std::memcpy(b.data(), s.data(), sizeof(T));
@@ -277,13 +274,94 @@ struct StateCodec {
   }
 };
 
+template <typename T>
+inline constexpr bool kIsRawEncodable =
+    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_member_pointer_v<T>;
+}  // namespace internal
+
+// How a T is written into and read back from checkpointed state.  Specialise
+// it for your own types (a full specialisation StateCodec<MyType>, or a
+// partial one for a template).  The primary template is the fallback for
+// trivially copyable types: their object bytes, valid only within one build
+// on one architecture (see the top of this file).  For any other type it has
+// no Encode / Decode (internal::HasStateCodec<T> is false): naming such a
+// StateCodec compiles, encoding with it does not (internal::Encode's
+// static_assert), so an operator can test for a codec and fail at snapshot
+// time instead of failing the compile of a job that never checkpoints.
+template <typename T, typename = void>
+struct StateCodec
+    : std::conditional_t<internal::kIsRawEncodable<T>, internal::TriviallyCopyableCodec<T>,
+                         internal::NoStateCodec> {};
+
+namespace internal {
+// Whether T can be encoded: a StateCodec specialisation exists or T is
+// trivially copyable without pointers, and, for the library's containers,
+// their elements can be.  A constant, never an error.
+template <typename T>
+    struct HasStateCodecTrait : std::bool_constant < !requires {
+  typename StateCodec<T>::TidemarkNoStateCodec;
+} > {};
+template <typename T>
+inline constexpr bool HasStateCodec = HasStateCodecTrait<std::remove_cv_t<T>>::value;
+
+template <>
+struct HasStateCodecTrait<std::string_view> : std::false_type {};
+template <typename A, typename B>
+struct HasStateCodecTrait<std::pair<A, B>>
+    : std::bool_constant<HasStateCodec<A> && HasStateCodec<B>> {};
+template <typename... Ts>
+struct HasStateCodecTrait<std::tuple<Ts...>> : std::bool_constant<(HasStateCodec<Ts> && ...)> {};
+template <typename T, size_t N>
+struct HasStateCodecTrait<std::array<T, N>> : std::bool_constant<HasStateCodec<T>> {};
+template <typename T, typename A>
+struct HasStateCodecTrait<std::vector<T, A>> : std::bool_constant<HasStateCodec<T>> {};
+template <typename T>
+struct HasStateCodecTrait<std::optional<T>> : std::bool_constant<HasStateCodec<T>> {};
+template <typename K, typename V, typename C, typename A>
+struct HasStateCodecTrait<std::map<K, V, C, A>>
+    : std::bool_constant<HasStateCodec<K> && HasStateCodec<V>> {};
+template <typename K, typename V, typename H, typename E, typename A>
+struct HasStateCodecTrait<absl::flat_hash_map<K, V, H, E, A>>
+    : std::bool_constant<HasStateCodec<K> && HasStateCodec<V>> {};
+
+// The name of T as the compiler spells it, for error messages.
+template <typename T>
+std::string TypeName() {
+  std::string_view s = __PRETTY_FUNCTION__;
+  const size_t b = s.find("T = ");
+  if (b == std::string_view::npos) return std::string(s);
+  s.remove_prefix(b + 4);
+  const size_t e = s.find_first_of(";]");
+  return std::string(s.substr(0, e));
+}
+
+// The error an operator throws when asked to snapshot state of type T that
+// has no codec (see HasStateCodec).
+template <typename T>
+std::runtime_error NoStateCodecError(std::string_view where) {
+  return std::runtime_error(std::string(where) + ": type " + TypeName<T>() +
+                            " has no tidemark::StateCodec: specialise it to checkpoint this job "
+                            "(see runtime/state_codec.h)");
+}
+}  // namespace internal
+
 namespace internal {
 template <typename T>
 void Encode(StateWriter& w, const T& v) {
-  StateCodec<T>::Encode(w, v);
+  static_assert(HasStateCodec<T>,
+                "tidemark: no StateCodec for this state type: specialise tidemark::StateCodec<T> "
+                "for your type (static void Encode(internal::StateWriter&, const T&); static T "
+                "Decode(internal::StateReader&)), see runtime/state_codec.h.  Only trivially "
+                "copyable types without pointers are encoded as they are.");
+  if constexpr (HasStateCodec<T>) StateCodec<T>::Encode(w, v);
 }
 template <typename T>
 T Decode(StateReader& r) {
+  static_assert(HasStateCodec<T>,
+                "tidemark: no StateCodec for this state type: specialise tidemark::StateCodec<T> "
+                "for your type (static void Encode(internal::StateWriter&, const T&); static T "
+                "Decode(internal::StateReader&)), see runtime/state_codec.h.  Only trivially "
+                "copyable types without pointers are encoded as they are.");
   return StateCodec<T>::Decode(r);
 }
 

@@ -87,13 +87,17 @@ class RecordingOutput final : public Output<T> {
 template <typename In, typename Out>
 class OperatorHarness {
  public:
-  explicit OperatorHarness(std::unique_ptr<OperatorBase> op, Timestamp start_processing_time = 0)
+  // As subtask `subtask` of `parallelism` (max parallelism 128): that
+  // decides the key groups a restore keeps.
+  explicit OperatorHarness(std::unique_ptr<OperatorBase> op, Timestamp start_processing_time = 0,
+                           int subtask = 0, int parallelism = 1)
       : op_(std::move(op)),
         input_(dynamic_cast<InputOperator<In>*>(op_.get())),
         clock_(start_processing_time),
         timers_(&clock_),
-        metrics_("test", 0, 1, 1),
-        ctx_("window-under-test", 0, 1, 128, &metrics_, &timers_, &config_, nullptr) {
+        metrics_("test", subtask, parallelism, 1),
+        ctx_("window-under-test", subtask, parallelism, 128, &metrics_, &timers_, &config_,
+             nullptr) {
     op_->set_output(&main_);
   }
   // The operator goes first: it may cancel timers in the service.
@@ -121,6 +125,7 @@ class OperatorHarness {
     timers_.FireDue(t);
   }
   void Finish() { op_->Finish(); }
+  OperatorBase& base() { return *op_; }
   void Close() { op_->Close(); }
 
   RecordingOutput<Out>& output() { return main_; }

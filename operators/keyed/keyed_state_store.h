@@ -44,6 +44,25 @@
 // outside this store; the general window path keeps its contents, trigger
 // state and function state in a KeyedStateStore.
 //
+// Checkpoints: KeyedStateStore::Snapshot(w) writes every table (and
+// Restore(r, range) reads them back, keeping the entries whose key lies in
+// `range`, the key groups of the restoring instance, and merging with what is
+// there: it may be called once per old subtask whose key groups intersect the
+// range).  A table is written as a count and (key, [namespace,] value)
+// entries, one table at a time, so that entries can be filtered by key group
+// on restore.  A table that the restored job has not created yet (a process
+// function creates its states on first use) keeps its bytes until Table<V, N>
+// creates it, then decodes them with its types; a snapshot taken before that
+// writes the bytes again.  A table whose key, namespace or value type has no
+// tidemark::StateCodec (runtime/state_codec.h) compiles and works, and
+// throws at Snapshot with the type's name.
+//
+// Key groups (KeyGroupRange): the key -> key group function is key_by's
+// (partitioning/key_groups.h).  Key types with a KeyHash of their own
+// (a user specialisation of tidemark::KeyHash, not seen here) are not
+// filtered: every entry is kept, which is exact when the old state comes from
+// the same subtask.
+//
 // Thread safety: none; one operator instance, one task thread.
 #ifndef TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
@@ -60,6 +79,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "partitioning/key_groups.h"
+#include "runtime/operator.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark {
 
@@ -86,9 +108,76 @@ using AggregateResultOf = std::decay_t<decltype(std::declval<Agg&>().get_result(
 template <typename K, typename W>
 using KeyWindow = std::pair<K, W>;
 
+// Whether key_by can compute the key group of a K (key_groups.h's KeyHash
+// without a user specialisation): a constant, never an error.
+template <typename K>
+struct KeyGroupComputableTrait
+    : std::bool_constant<std::is_same_v<K, std::string> || std::is_same_v<K, std::string_view> ||
+                         std::is_same_v<K, std::u16string> || std::is_same_v<K, bool> ||
+                         std::is_same_v<K, char> || std::is_same_v<K, char16_t> ||
+                         std::is_same_v<K, float> || std::is_same_v<K, double> ||
+                         kIsSignedJavaInteger<K> || HasJavaHashCode<K>> {};
+template <typename K>
+inline constexpr bool KeyGroupComputable = KeyGroupComputableTrait<std::remove_cv_t<K>>::value;
+template <typename A, typename B>
+struct KeyGroupComputableTrait<std::pair<A, B>>
+    : std::bool_constant<KeyGroupComputable<A> && KeyGroupComputable<B>> {};
+template <typename... Ts>
+struct KeyGroupComputableTrait<std::tuple<Ts...>>
+    : std::bool_constant<(KeyGroupComputable<Ts> && ...)> {};
+
+// The key groups an operator instance owns: [first, last] of
+// max_parallelism; every key when max_parallelism is 0 (All()).
+struct KeyGroupRange {
+  int first = 0;
+  int last = -1;
+  int max_parallelism = 0;
+
+  static KeyGroupRange All() { return KeyGroupRange{}; }
+  static KeyGroupRange Of(int subtask, int parallelism, int max_parallelism) {
+    return KeyGroupRange{KeyGroupRangeStart(subtask, max_parallelism, parallelism),
+                         KeyGroupRangeEnd(subtask, max_parallelism, parallelism), max_parallelism};
+  }
+  // The range of the instance `ctx` describes.
+  static KeyGroupRange Of(const OperatorContext& ctx) {
+    return Of(ctx.subtask_index(), ctx.parallelism(), ctx.max_parallelism());
+  }
+  bool all() const { return max_parallelism == 0 || (first == 0 && last == max_parallelism - 1); }
+  // Whether `key` belongs to the range (always, see the file comment, for a
+  // key type whose key group cannot be computed here).
+  template <typename K>
+  bool Contains(const K& key) const {
+    if (all()) return true;
+    if constexpr (KeyGroupComputable<K>) {
+      const int g = ComputeKeyGroup(KeyHash<K>{}(key), max_parallelism);
+      return g >= first && g <= last;
+    } else {
+      return true;
+    }
+  }
+};
+
+// Decodes the blob `bytes` (as PutBytes wrote it) with decode(reader); an
+// error inside it is reported on `outer`, with `what`.
+template <typename F>
+void DecodeBlob(StateReader& outer, std::string_view bytes, std::string_view what, F&& decode) {
+  StateReader r(bytes);
+  decode(r);
+  if (!r.ok()) {
+    outer.Fail(std::string(what) + ": " + r.error());
+  } else if (!r.AtEnd()) {
+    outer.Fail(std::string(what) + ": " + std::to_string(r.remaining()) + " bytes left over");
+  }
+}
+
 class StateTableBase {
  public:
   virtual ~StateTableBase() = default;
+  // Writes the entries; throws NoStateCodecError (naming `where`) when a type
+  // has no codec.
+  virtual void Snapshot(StateWriter& w, std::string_view where) const = 0;
+  // Adds the entries of what Snapshot wrote whose key is in `range`.
+  virtual void Restore(StateReader& r, const KeyGroupRange& range) = 0;
 };
 
 // One named state: V per (key, namespace).
@@ -114,6 +203,54 @@ class StateTable final : public StateTableBase {
   }
   void Erase(const K& key, const N& ns) { map.erase(KeyOf(key, ns)); }
 
+  static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N> && HasStateCodec<V>;
+
+  void Snapshot(StateWriter& w, std::string_view where) const override {
+    if constexpr (kEncodable) {
+      w.PutVarint(map.size());
+      for (const auto& [ek, v] : map) {
+        if constexpr (kVoid) {
+          Encode(w, ek);
+        } else {
+          Encode(w, ek.first);
+          Encode(w, ek.second);
+        }
+        Encode(w, v);
+      }
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>(where);
+    } else if constexpr (!HasStateCodec<N>) {
+      throw NoStateCodecError<N>(where);
+    } else {
+      throw NoStateCodecError<V>(where);
+    }
+  }
+  void Restore(StateReader& r, const KeyGroupRange& range) override {
+    if constexpr (kEncodable) {
+      const uint64_t n = r.GetCount("state entries");
+      for (uint64_t i = 0; i < n && r.ok(); ++i) {
+        K key = Decode<K>(r);
+        N ns = [&] {
+          if constexpr (kVoid) {
+            return N{};
+          } else {
+            return Decode<N>(r);
+          }
+        }();
+        V v = Decode<V>(r);
+        if (!r.ok()) return;
+        if (!range.Contains(key)) continue;
+        if constexpr (kVoid) {
+          map.insert_or_assign(std::move(key), std::move(v));
+        } else {
+          map.insert_or_assign(EntryKey(std::move(key), std::move(ns)), std::move(v));
+        }
+      }
+    } else {
+      r.Fail("state of a type without tidemark::StateCodec cannot be restored");
+    }
+  }
+
   Map map;
 };
 
@@ -133,12 +270,76 @@ class KeyedStateStore {
     auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
     if (t == nullptr)
       throw std::logic_error("state '" + std::string(name) + "' was created with another type");
+    if (!pending_.empty()) ApplyPending(it->first, *t);
     return *t;
   }
   size_t num_tables() const { return tables_.size(); }
 
+  // See "Checkpoints" in the file comment.  `where` names the operator in
+  // errors.  Format: a count of tables, then per table its name and a count
+  // of blobs (each a table's entries as StateTable::Snapshot wrote them).
+  void Snapshot(StateWriter& w, std::string_view where) const {
+    size_t n = tables_.size();
+    for (const auto& [name, blobs] : pending_)
+      if (!tables_.contains(name)) ++n;
+    w.PutVarint(n);
+    for (const auto& [name, table] : tables_) {
+      w.PutBytes(name);
+      w.PutVarint(1);
+      std::string bytes;
+      StateWriter tw(&bytes);
+      table->Snapshot(tw, std::string(where) + ", state '" + name + "'");
+      w.PutBytes(bytes);
+    }
+    for (const auto& [name, blobs] : pending_) {
+      if (tables_.contains(name)) continue;
+      w.PutBytes(name);
+      w.PutVarint(blobs.size());
+      for (const std::string& b : blobs) w.PutBytes(b);
+    }
+  }
+  // Keeps the entries of `range` (see the file comment); may be called more
+  // than once, merging.  Errors are reported on `r`.
+  void Restore(StateReader& r, const KeyGroupRange& range) {
+    range_ = range;
+    const uint64_t n = r.GetCount("state tables");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      std::string name(r.GetBytes("state name"));
+      const uint64_t blobs = r.GetCount("state blobs");
+      for (uint64_t b = 0; b < blobs && r.ok(); ++b) {
+        const std::string_view bytes = r.GetBytes("state entries");
+        if (!r.ok()) return;
+        auto it = tables_.find(name);
+        if (it != tables_.end()) {
+          DecodeBlob(r, bytes, "state '" + name + "'",
+                     [&](StateReader& tr) { it->second->Restore(tr, range); });
+        } else {
+          pending_[name].emplace_back(bytes);
+        }
+      }
+    }
+  }
+
  private:
+  // Decodes the bytes restored for `name` before the table existed.
+  void ApplyPending(const std::string& name, StateTableBase& table) {
+    auto p = pending_.find(name);
+    if (p == pending_.end()) return;
+    std::vector<std::string> blobs = std::move(p->second);
+    pending_.erase(p);
+    for (const std::string& b : blobs) {
+      StateReader r(b);
+      table.Restore(r, range_);
+      if (!r.AtEnd())
+        throw std::runtime_error("restoring state '" + name +
+                                 "': " + (r.ok() ? std::string("bytes left over") : r.error()));
+    }
+  }
+
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
+  // Restored bytes of tables not created yet, by name.
+  std::map<std::string, std::vector<std::string>, std::less<>> pending_;
+  KeyGroupRange range_;  // of the last Restore
 };
 
 // --- handles -------------------------------------------------------------

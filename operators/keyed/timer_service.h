@@ -30,6 +30,13 @@
 // (at its earliest remaining entry: the order is that of a heap of
 // (timestamp, registration number) entries with lazy deletion).
 //
+// Checkpoints: Snapshot(w) writes, per domain, every registration still in
+// the queue (live or stale, in (timestamp, registration) order) and the set of
+// live triples; Restore(r, range) appends those whose key is in `range` (and
+// may be called more than once, merging).  Stale entries are kept because
+// they matter: a deleted timer registered again fires at its earliest entry.
+// The watermark is not part of it (it restarts at MIN, as Flink's).
+//
 // Thread safety: none; one operator instance, one task thread.
 #ifndef TM_OPERATORS_KEYED_TIMER_SERVICE_H_
 #define TM_OPERATORS_KEYED_TIMER_SERVICE_H_
@@ -44,7 +51,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "operators/keyed/keyed_state_store.h"
 #include "runtime/operator.h"
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark::internal {
@@ -120,6 +129,48 @@ class TimerQueue {
            (entry_capacity_ + spare_.capacity()) * sizeof(Entry) +
            live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
   }
+  // See "Checkpoints" in the file comment.  K and N have codecs.
+  void SnapshotTo(StateWriter& w) const {
+    std::vector<std::pair<Timestamp, uint32_t>> order(times_);
+    std::sort(order.begin(), order.end());
+    w.PutVarint(order.size());
+    for (const auto& [ts, slot] : order) {
+      const Bucket& b = buckets_[slot];
+      Encode(w, ts);
+      w.PutVarint(b.entries.size() - b.head);
+      for (size_t i = b.head; i < b.entries.size(); ++i) {
+        Encode(w, b.entries[i].key);
+        Encode(w, b.entries[i].ns);
+      }
+    }
+    w.PutVarint(live_.size());
+    for (const auto& t : live_) Encode(w, t);
+  }
+  void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
+    cache_valid_ = false;
+    last_slot_ = kNoSlot;
+    const uint64_t nb = r.GetCount("timer buckets");
+    for (uint64_t i = 0; i < nb && r.ok(); ++i) {
+      const auto ts = Decode<Timestamp>(r);
+      const uint64_t ne = r.GetCount("timer entries");
+      for (uint64_t j = 0; j < ne && r.ok(); ++j) {
+        K key = Decode<K>(r);
+        N ns = Decode<N>(r);
+        if (!r.ok() || !range.Contains(key)) continue;
+        std::vector<Entry>& entries = BucketFor(ts).entries;
+        const size_t before = entries.capacity();
+        entries.push_back(Entry{std::move(key), std::move(ns)});
+        entry_capacity_ += entries.capacity() - before;
+      }
+    }
+    const uint64_t nl = r.GetCount("live timers");
+    for (uint64_t i = 0; i < nl && r.ok(); ++i) {
+      auto t = Decode<std::tuple<Timestamp, K, N>>(r);
+      if (r.ok() && range.Contains(std::get<1>(t))) live_.insert(std::move(t));
+    }
+    last_slot_ = kNoSlot;
+  }
+
   // All live timers as (ts, key, ns), sorted by timestamp (for tests).
   std::vector<std::tuple<Timestamp, K, N>> Snapshot() const {
     std::vector<std::tuple<Timestamp, K, N>> out(live_.begin(), live_.end());
@@ -300,6 +351,31 @@ class KeyedTimerService {
 
   size_t NumEventTimeTimers() const { return event_.size(); }
   size_t NumProcessingTimeTimers() const { return processing_.size(); }
+
+  static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N>;
+  // See "Checkpoints" in the file comment; `where` names the operator in
+  // the error thrown when K or N has no codec.
+  void Snapshot(StateWriter& w, std::string_view where) const {
+    if constexpr (kEncodable) {
+      event_.SnapshotTo(w);
+      processing_.SnapshotTo(w);
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>(where);
+    } else {
+      throw NoStateCodecError<N>(where);
+    }
+  }
+  // Call after Init: the processing-time timer is armed at the earliest
+  // restored one.
+  void Restore(StateReader& r, const KeyGroupRange& range) {
+    if constexpr (kEncodable) {
+      event_.RestoreFrom(r, range);
+      processing_.RestoreFrom(r, range);
+      if (r.ok()) Arm();
+    } else {
+      r.Fail("timers of a key type without tidemark::StateCodec cannot be restored");
+    }
+  }
   size_t StateBytes() const { return event_.StateBytes() + processing_.StateBytes(); }
   TimerQueue<K, N>& event_timers() { return event_; }
   TimerQueue<K, N>& processing_timers() { return processing_; }

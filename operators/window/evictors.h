@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark {
@@ -53,6 +54,25 @@ struct WindowElements {
     timestamps.resize(out);
   }
 };
+
+// Checkpoints: the values and their timestamps, in order.
+template <typename T>
+struct StateCodec<WindowElements<T>> {
+  static void Encode(internal::StateWriter& w, const WindowElements<T>& e) {
+    internal::Encode(w, e.values);
+    internal::Encode(w, e.timestamps);
+  }
+  static WindowElements<T> Decode(internal::StateReader& r) {
+    WindowElements<T> e;
+    e.values = internal::Decode<std::vector<T>>(r);
+    e.timestamps = internal::Decode<std::vector<Timestamp>>(r);
+    return e;
+  }
+};
+namespace internal {
+template <typename T>
+struct HasStateCodecTrait<WindowElements<T>> : std::bool_constant<HasStateCodec<T>> {};
+}  // namespace internal
 
 // No eviction (the default).
 struct NoEvictor {

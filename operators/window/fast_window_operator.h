@@ -123,6 +123,27 @@ class FastWindowOperator final
     this->ForwardWatermark(watermark);
   }
 
+  // Checkpoints: the keyed state store (the function's state) and the
+  // window-major table, windows and their keys' arrival order included.
+  void SnapshotState(StateWriter& w) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->SnapshotKeyedState(w);
+      table_.SnapshotTo(w);
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>(this->StateWhere());
+    } else {
+      throw NoStateCodecError<Value>(this->StateWhere());
+    }
+  }
+  void RestoreState(StateReader& r) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->RestoreKeyedState(r);
+      table_.RestoreFrom(r, KeyGroupRange::Of(this->ctx()));
+    } else {
+      r.Fail(this->StateWhere() + ": state without tidemark::StateCodec cannot be restored");
+    }
+  }
+
   // See "Left open" in window_operator_base.h.
   void Close() override {
     this->PublishNotFired([this](auto&& note) {

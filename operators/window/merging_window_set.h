@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "operators/window/time_window.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -87,6 +88,15 @@ class MergingWindowSet {
   bool empty() const { return mapping_.empty(); }
   size_t size() const { return mapping_.size(); }
   const std::vector<std::pair<W, W>>& windows() const { return mapping_; }
+  // Whether the set sweeps (an invalid window was added), for checkpoints.
+  bool irregular() const { return irregular_; }
+  // A set with these in-flight windows, in this order (a restored one).
+  static MergingWindowSet FromState(std::vector<std::pair<W, W>> mapping, bool irregular) {
+    MergingWindowSet s;
+    s.mapping_ = std::move(mapping);
+    s.irregular_ = irregular;
+    return s;
+  }
 
   // See the file comment.  merge_fn(const W& cover, const std::vector<W>&
   // merged_windows, const W& state_window, const std::vector<W>&
@@ -232,5 +242,23 @@ class MergingWindowSet {
 };
 
 }  // namespace tidemark::internal
+
+namespace tidemark {
+// Checkpoints: the in-flight windows with their state windows, in order (the
+// order decides which state window a merge keeps), and the sweep flag.
+template <>
+struct StateCodec<internal::MergingWindowSet> {
+  using Set = internal::MergingWindowSet;
+  static void Encode(internal::StateWriter& w, const Set& s) {
+    internal::Encode(w, s.windows());
+    internal::Encode(w, s.irregular());
+  }
+  static Set Decode(internal::StateReader& r) {
+    auto mapping = internal::Decode<std::vector<std::pair<Set::W, Set::W>>>(r);
+    const bool irregular = internal::Decode<bool>(r);
+    return Set::FromState(std::move(mapping), irregular);
+  }
+};
+}  // namespace tidemark
 
 #endif  // TM_OPERATORS_WINDOW_MERGING_WINDOW_SET_H_

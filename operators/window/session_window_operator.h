@@ -81,6 +81,16 @@
 // in-flight windows with contents (window_operator_base.h).  num_trigger_states
 // is 0 (EventTimeTrigger keeps no state).
 //
+// Checkpoints: per key (its slot and generation, for the timer entries) its
+// form with everything in it (sorted: the in-flight sessions from head, with
+// value and timer flags, and the orphans; general: the window set, contents
+// and live timers), then the timer entries in (timestamp, registration)
+// order, stale ones included (a deleted timer registered again fires at its
+// earliest entry), but for those of freed slots, which can never fire.  On
+// restore keys outside the instance's key groups are skipped, the others get
+// new slots (generation 0) and their entries follow them; the state counts
+// are recomputed.
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
@@ -143,6 +153,17 @@ class TimerEntryQueue {
            index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
            buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
            entry_capacity_ * sizeof(Entry);
+  }
+  // f(ts, entry) for every entry not popped yet, in (ts, registration) order
+  // (for checkpoints).
+  template <typename F>
+  void ForEachInOrder(F&& f) const {
+    std::vector<std::pair<Timestamp, uint32_t>> order(times_);
+    std::sort(order.begin(), order.end());
+    for (const auto& [ts, slot] : order) {
+      const Bucket& b = buckets_[slot];
+      for (size_t i = b.head; i < b.entries.size(); ++i) f(ts, b.entries[i]);
+    }
   }
 
  private:
@@ -274,6 +295,124 @@ class FastSessionWindowOperator final
       }
     });
     this->ForwardWatermark(watermark);
+  }
+
+  // See "Checkpoints" in the file comment.
+  void SnapshotState(StateWriter& w) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->SnapshotKeyedState(w);
+      w.PutVarint(index_.size());
+      for (const auto& [k, slot] : index_) {
+        const KeyState& ks = keys_[slot];
+        Encode(w, slot);
+        Encode(w, ks.gen);
+        Encode(w, ks.key);
+        Encode(w, ks.general != nullptr);
+        if (ks.general) {
+          Encode(w, ks.general->set);
+          Encode(w, ks.general->contents);
+          Encode(w, ks.general->timers);
+          continue;
+        }
+        w.PutVarint(ks.sessions.size() - ks.head);
+        for (size_t i = ks.head; i < ks.sessions.size(); ++i) {
+          const Session& ss = ks.sessions[i];
+          Encode(w, ss.window);
+          Encode(w, ss.state_window);
+          Encode(w, ss.trigger_timer);
+          Encode(w, ss.cleanup_timer);
+          Encode(w, ss.has_value);
+          if (ss.has_value) Encode(w, ss.store.value);
+        }
+        if (ks.orphans) {
+          Encode(w, *ks.orphans);
+        } else {
+          w.PutVarint(0);
+        }
+      }
+      std::vector<std::pair<Timestamp, TimerEntry>> entries;
+      queue_.ForEachInOrder([&](Timestamp ts, const TimerEntry& e) {
+        if (keys_[e.slot].gen == e.gen) entries.emplace_back(ts, e);
+      });
+      w.PutVarint(entries.size());
+      for (const auto& [ts, e] : entries) {
+        Encode(w, ts);
+        Encode(w, e.slot);
+        Encode(w, e.gen);
+        Encode(w, e.window);
+      }
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>(this->StateWhere());
+    } else {
+      throw NoStateCodecError<Value>(this->StateWhere());
+    }
+  }
+  void RestoreState(StateReader& r) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->RestoreKeyedState(r);
+      const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+      // (old slot, old generation) -> new slot, for the keys kept.
+      absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> slots;
+      const uint64_t nk = r.GetCount("session keys");
+      for (uint64_t i = 0; i < nk && r.ok(); ++i) {
+        const auto old_slot = Decode<uint32_t>(r);
+        const auto old_gen = Decode<uint32_t>(r);
+        K key = Decode<K>(r);
+        const bool general = Decode<bool>(r);
+        auto g = std::make_unique<GeneralState>();
+        std::vector<Session> sessions;
+        std::vector<std::pair<W, Value>> orphans;
+        if (general) {
+          g->set = Decode<MergingWindowSet>(r);
+          g->contents = Decode<std::vector<std::pair<W, Value>>>(r);
+          g->timers = Decode<std::vector<std::pair<W, Timestamp>>>(r);
+        } else {
+          const uint64_t n = r.GetCount("sessions");
+          for (uint64_t j = 0; j < n && r.ok(); ++j) {
+            const auto window = Decode<W>(r);
+            const auto state_window = Decode<W>(r);
+            Session ss(window, state_window);
+            ss.trigger_timer = Decode<bool>(r);
+            ss.cleanup_timer = Decode<bool>(r);
+            if (Decode<bool>(r)) ss.Emplace(Decode<Value>(r));
+            sessions.push_back(std::move(ss));
+          }
+          orphans = Decode<std::vector<std::pair<W, Value>>>(r);
+        }
+        if (!r.ok() || !range.Contains(key)) continue;
+        const uint32_t slot = SlotOf(key);
+        slots[{old_slot, old_gen}] = slot;
+        KeyState& ks = keys_[slot];
+        if (general) {
+          live_contents_ += g->contents.size();
+          live_timers_ += g->timers.size();
+          ks.general = std::move(g);
+          continue;
+        }
+        for (Session& ss : sessions) {
+          live_contents_ += ss.has_value;
+          live_timers_ += size_t{ss.trigger_timer} + size_t{ss.cleanup_timer};
+          ks.sessions.push_back(std::move(ss));
+        }
+        if (!orphans.empty()) {
+          live_contents_ += orphans.size();
+          Orphans(ks) = std::move(orphans);
+        }
+      }
+      const uint64_t ne = r.GetCount("session timer entries");
+      for (uint64_t i = 0; i < ne && r.ok(); ++i) {
+        const auto ts = Decode<Timestamp>(r);
+        const auto old_slot = Decode<uint32_t>(r);
+        const auto old_gen = Decode<uint32_t>(r);
+        const auto window = Decode<W>(r);
+        if (!r.ok()) break;
+        auto it = slots.find(std::make_pair(old_slot, old_gen));
+        if (it == slots.end()) continue;
+        queue_.Push(ts, TimerEntry{it->second, keys_[it->second].gen, window});
+      }
+    } else {
+      r.Fail(this->StateWhere() + ": state without tidemark::StateCodec cannot be restored");
+    }
   }
 
   // See "Left open" in window_operator_base.h.

@@ -75,6 +75,14 @@
 // the panes in the same key order), and runs FastWindowOperator's loop from
 // then on.  A record at MIN lands there too, and the assigner fails the job.
 //
+// Checkpoints: whether the operator is sliced; sliced, the panes (each key's
+// value and arrival number) and the windows with contents (start, fired), the
+// per-window key counts being recomputed from the panes on restore (so that
+// a restore that keeps only some key groups counts right); per-window, the
+// window-major table.  A sliced snapshot restored into an operator that has
+// gone per-window is turned into its table, a per-window one turns a sliced
+// operator per-window first.
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_SLICED_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_SLICED_WINDOW_OPERATOR_H_
@@ -90,6 +98,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "operators/window/assigners.h"
 #include "operators/window/fast_window_operator.h"
@@ -98,6 +107,7 @@
 #include "operators/window/triggers.h"
 #include "operators/window/window_operator_base.h"
 #include "runtime/operator.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -203,6 +213,54 @@ class SlicedWindowOperator final
       FireAndDrop(watermark);
     }
     this->ForwardWatermark(watermark);
+  }
+
+  // See "Checkpoints" in the file comment.
+  void SnapshotState(StateWriter& w) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->SnapshotKeyedState(w);
+      Encode(w, per_window_);
+      if (per_window_) {
+        table_.SnapshotTo(w);
+        return;
+      }
+      w.PutVarint(panes_.size());
+      for (const auto& [start, pane] : panes_) {
+        Encode(w, start);
+        w.PutVarint(pane.table.size());
+        for (const auto& [key, entry] : pane.table) {
+          Encode(w, key);
+          Encode(w, entry.seq);
+          Encode(w, entry.value);
+        }
+      }
+      w.PutVarint(open_.size());
+      for (const auto& [start, info] : open_) {
+        Encode(w, start);
+        Encode(w, info.fired);
+      }
+      Encode(w, seq_);
+    } else if constexpr (!HasStateCodec<K>) {
+      throw NoStateCodecError<K>(this->StateWhere());
+    } else {
+      throw NoStateCodecError<Value>(this->StateWhere());
+    }
+  }
+  void RestoreState(StateReader& r) override {
+    if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      this->RestoreKeyedState(r);
+      const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+      const bool per_window = Decode<bool>(r);
+      if (!r.ok()) return;
+      if (per_window) {
+        if (!per_window_) SwitchToPerWindow();
+        table_.RestoreFrom(r, range);
+        return;
+      }
+      RestoreSliced(r, range);
+    } else {
+      r.Fail(this->StateWhere() + ": state without tidemark::StateCodec cannot be restored");
+    }
   }
 
   // See "Left open" in window_operator_base.h.
@@ -471,16 +529,67 @@ class SlicedWindowOperator final
     return (fired ? 0 : 1) + (cleanup != kMaxTimestamp && cleanup != w.max_timestamp());
   }
 
+  // Adds a sliced snapshot's panes and windows (of `range`'s keys) to the
+  // sliced state, recounts every window's keys, and, when the operator is
+  // per-window already, turns the result into its table.
+  void RestoreSliced(StateReader& r, const KeyGroupRange& range) {
+    const bool was_per_window = per_window_;
+    per_window_ = false;
+    const uint64_t np = r.GetCount("panes");
+    for (uint64_t i = 0; i < np && r.ok(); ++i) {
+      const auto start = Decode<Timestamp>(r);
+      const uint64_t n = r.GetCount("pane keys");
+      for (uint64_t j = 0; j < n && r.ok(); ++j) {
+        K key = Decode<K>(r);
+        const auto seq = Decode<uint64_t>(r);
+        Value value = Decode<Value>(r);
+        if (!r.ok() || !range.Contains(key)) continue;
+        panes_[start].table.insert_or_assign(std::move(key), Entry{seq, std::move(value)});
+      }
+    }
+    const uint64_t nw = r.GetCount("windows");
+    for (uint64_t i = 0; i < nw && r.ok(); ++i) {
+      const auto start = Decode<Timestamp>(r);
+      const bool fired = Decode<bool>(r);
+      if (!r.ok()) break;
+      WindowInfo& info = open_[start];
+      info.fired = info.fired || fired;
+    }
+    seq_ = std::max(seq_, Decode<uint64_t>(r));
+    // The key counts, from the panes: a window's keys are those of its panes
+    // (every record in a pane of a live window was accepted by it).
+    live_pairs_ = 0;
+    absl::flat_hash_set<K> keys;
+    for (auto it = open_.begin(); it != open_.end();) {
+      keys.clear();
+      for (auto p = panes_.lower_bound(it->first);
+           p != panes_.end() && p->first < it->first + size_; ++p)
+        for (const auto& [key, entry] : p->second.table) keys.insert(key);
+      if (keys.empty()) {
+        it = open_.erase(it);
+        continue;
+      }
+      it->second.keys = keys.size();
+      live_pairs_ += keys.size();
+      ++it;
+    }
+    cache_ = {};
+    if (was_per_window) SwitchToPerWindow();
+  }
+
   // --- near the ends of the range: the per-window path ---------------------
 
   // Rebuilds the state window-major, each window's keys in the order of
   // their first record in it, and stays per-window from now on.
+  // A window's fired flag is the watermark's verdict (max timestamp <=
+  // watermark) when it was last checked; it is passed on as is, since after a
+  // restore the watermark is MIN again.
   void SwitchToPerWindow() {
-    const Timestamp watermark = timers_.current_watermark();
     for (const auto& [s, info] : open_) {
       MergeWindow(s);
+      const Timestamp fired_at = info.fired ? kMaxTimestamp : kMinTimestamp;
       for (Merged& e : merged_)
-        table_.FindOrCreate(*e.key, Window(s), watermark, [&] { return std::move(e.value); });
+        table_.FindOrCreate(*e.key, Window(s), fired_at, [&] { return std::move(e.value); });
     }
     merged_.clear();
     scratch_.clear();

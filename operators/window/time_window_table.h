@@ -43,6 +43,11 @@
 // separate, specialised state layout (window-major, timers implicit) for the
 // one case above, the hot path of tumbling and sliding windows.
 //
+// Checkpoints: SnapshotTo writes the windows in order, each with its fired
+// flag and its keys and values in arrival order; RestoreFrom rebuilds them,
+// keeping the keys of a key-group range, appending to what is there (a
+// second restore's keys come after the first's in a window they share).
+//
 // Thread safety: none; owned by one operator instance (one task thread).
 #ifndef TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
 #define TM_OPERATORS_WINDOW_TIME_WINDOW_TABLE_H_
@@ -58,8 +63,10 @@
 #include <vector>
 
 #include "absl/hash/hash.h"
+#include "operators/keyed/keyed_state_store.h"
 #include "operators/window/extendible_hash_set.h"
 #include "operators/window/time_window.h"
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark::internal {
@@ -220,6 +227,46 @@ class TimeWindowTable {
     for (Window*& c : cache_)
       if (c == &win) c = nullptr;
     return windows_.erase(it);
+  }
+
+  // See "Checkpoints" in the file comment; K and V have codecs.
+  void SnapshotTo(StateWriter& w) const {
+    w.PutVarint(windows_.size());
+    for (const auto& [k, win] : windows_) {
+      Encode(w, win.window);
+      Encode(w, win.fired);
+      w.PutVarint(win.slots.size());
+      win.slots.ForEach([&](const Slot& slot) {
+        Encode(w, slot.key);
+        Encode(w, slot.value);
+      });
+    }
+  }
+  void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
+    const uint64_t n = r.GetCount("windows");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      const auto w = Decode<TimeWindow>(r);
+      const bool fired = Decode<bool>(r);
+      const uint64_t keys = r.GetCount("window keys");
+      Window* win = nullptr;
+      for (uint64_t j = 0; j < keys && r.ok(); ++j) {
+        K key = Decode<K>(r);
+        V value = Decode<V>(r);
+        if (!r.ok() || !range.Contains(key)) continue;
+        if (win == nullptr) {
+          auto [it, inserted] = windows_.try_emplace({w.max_timestamp(), w.start});
+          win = &it->second;
+          if (inserted) win->window = w;
+          win->fired = win->fired || fired;
+        }
+        const HashedKey hk{&key, HashKey(key)};
+        if (const uint32_t* pos = win->index.Find(hk, hk.hash)) {
+          win->slots[*pos].value = std::move(value);
+        } else {
+          Create(*win, hk, [&] { return std::move(value); });
+        }
+      }
+    }
   }
 
   // Live (key, window) pairs.

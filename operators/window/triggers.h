@@ -33,12 +33,14 @@
 
 #include <algorithm>
 #include <any>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark {
@@ -52,23 +54,32 @@ const char* ToString(TriggerResult r);
 namespace internal {
 // Named values of one trigger for one (key, window).  Few names per window,
 // so a vector searched linearly.
+//
+// Checkpoints (StateCodec<TriggerState> below): each value is written with
+// the codec of the type it was created with (GetOrCreate remembers how); a
+// restored value stays as its bytes until Find / GetOrCreate names its type
+// again, and is written back as those bytes by a snapshot before that.  A
+// value whose type has no codec throws at snapshot (NoStateCodecError).
 class TriggerState {
  public:
   template <typename V>
   V* Find(std::string_view name) {
-    for (auto& [n, v] : entries_)
-      if (n == name) return std::any_cast<V>(&v);
+    for (Entry& e : entries_) {
+      if (e.name != name) continue;
+      if (e.bytes) Materialize<V>(e);
+      return std::any_cast<V>(&e.value);
+    }
     return nullptr;
   }
   template <typename V>
   V& GetOrCreate(std::string_view name, V init) {
     if (V* p = Find<V>(name)) return *p;
-    entries_.emplace_back(std::string(name), std::any(std::move(init)));
-    return *std::any_cast<V>(&entries_.back().second);
+    entries_.push_back(Entry{std::string(name), std::any(std::move(init)), &EncodeAny<V>, {}});
+    return *std::any_cast<V>(&entries_.back().value);
   }
   void Erase(std::string_view name) {
     for (size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].first == name) {
+      if (entries_[i].name == name) {
         entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
         return;
       }
@@ -76,8 +87,65 @@ class TriggerState {
   }
   bool empty() const { return entries_.empty(); }
 
+  // --- checkpoints (StateCodec<TriggerState>) ---
+  void EncodeTo(StateWriter& w) const {
+    w.PutVarint(entries_.size());
+    for (const Entry& e : entries_) {
+      w.PutBytes(e.name);
+      if (e.bytes) {
+        w.PutBytes(*e.bytes);
+      } else {
+        std::string bytes;
+        StateWriter vw(&bytes);
+        e.encode(vw, e.value, e.name);
+        w.PutBytes(bytes);
+      }
+    }
+  }
+  static TriggerState DecodeFrom(StateReader& r) {
+    TriggerState s;
+    const uint64_t n = r.GetCount("trigger state entries");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      std::string name(r.GetBytes("trigger state name"));
+      std::string bytes(r.GetBytes("trigger state value"));
+      s.entries_.push_back(Entry{std::move(name), {}, nullptr, std::move(bytes)});
+    }
+    return s;
+  }
+
  private:
-  std::vector<std::pair<std::string, std::any>> entries_;
+  struct Entry {
+    std::string name;
+    std::any value;
+    void (*encode)(StateWriter&, const std::any&, std::string_view name);
+    std::optional<std::string> bytes;  // restored, not decoded yet
+  };
+  template <typename V>
+  static void EncodeAny(StateWriter& w, const std::any& a, std::string_view name) {
+    if constexpr (HasStateCodec<V>) {
+      Encode(w, *std::any_cast<V>(&a));
+    } else {
+      throw NoStateCodecError<V>("trigger / window function state '" + std::string(name) + "'");
+    }
+  }
+  template <typename V>
+  static void Materialize(Entry& e) {
+    if constexpr (HasStateCodec<V>) {
+      StateReader r(*e.bytes);
+      V v = Decode<V>(r);
+      if (!r.AtEnd())
+        throw std::runtime_error("restoring trigger / window function state '" + e.name + "' as " +
+                                 TypeName<V>() + ": " +
+                                 (r.ok() ? std::string("bytes left over") : r.error()));
+      e.value = std::move(v);
+      e.encode = &EncodeAny<V>;
+      e.bytes.reset();
+    } else {
+      throw NoStateCodecError<V>("restoring trigger / window function state '" + e.name + "'");
+    }
+  }
+
+  std::vector<Entry> entries_;
 };
 
 // What the window operator provides to trigger contexts; every call is for
@@ -102,6 +170,15 @@ class TriggerHost {
 };
 
 }  // namespace internal
+
+template <>
+struct StateCodec<internal::TriggerState> {
+  static void Encode(internal::StateWriter& w, const internal::TriggerState& s) { s.EncodeTo(w); }
+  static internal::TriggerState Decode(internal::StateReader& r) {
+    return internal::TriggerState::DecodeFrom(r);
+  }
+};
+
 // A trigger's view of its surroundings (Flink's Trigger.TriggerContext),
 // bound to the current key and window.
 class TriggerContext {

@@ -49,6 +49,8 @@
 // State size and windows left open at close: the counters of
 // window_operator_base.h (sessions count by their current, merged window).
 //
+// Checkpoints: the keyed state store and the timers (window_operator_base.h).
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_H_
@@ -158,6 +160,12 @@ class WindowOperator final
     timers_.AdvanceWatermark(watermark);
     this->ForwardWatermark(watermark);
   }
+
+  // Checkpoints: every piece of state (contents, trigger state, window sets,
+  // function state) is in the keyed state store, so the store and the timers
+  // are all there is (window_operator_base.h).
+  void SnapshotState(StateWriter& w) override { this->SnapshotKeyedState(w); }
+  void RestoreState(StateReader& r) override { this->RestoreKeyedState(r); }
 
   // See "Left open" in window_operator_base.h.
   void Close() override {

@@ -35,12 +35,20 @@
 // time windows: every live one) as "windowsNotFiredAtClose", and their
 // distinct keys as "windowKeysNotFiredAtClose".
 //
+// Checkpoints: SnapshotKeyedState / RestoreKeyedState write and read the
+// keyed state store and (kTimers) the timers, keeping on restore the entries
+// of the instance's key groups (runtime/operator.h, "Checkpoints"); each
+// operator adds its own state around them.  The watermark is not restored:
+// it starts at MIN again, as in Flink, and windows that fired keep their
+// state until their cleanup time.  Counters are metrics, not state.
+//
 // Thread safety: none needed; one task thread calls every method.
 #ifndef TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_
 #define TM_OPERATORS_WINDOW_WINDOW_OPERATOR_BASE_H_
 
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -55,6 +63,7 @@
 #include "operators/window/window_contents.h"
 #include "operators/window/window_context.h"
 #include "runtime/operator.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -117,6 +126,19 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
     not_fired_counter_ = ctx.counter(kWindowsNotFiredAtClose);
     not_fired_keys_counter_ = ctx.counter(kWindowKeysNotFiredAtClose);
     if constexpr (!kTimers) timers_.Init(&ctx.timers());
+  }
+
+  // The operator's name for errors.
+  std::string StateWhere() { return "operator '" + this->ctx().operator_name() + "'"; }
+  // See "Checkpoints" in the file comment.
+  void SnapshotKeyedState(StateWriter& w) {
+    state_.Snapshot(w, StateWhere());
+    if constexpr (kTimers) timers_.Snapshot(w, StateWhere());
+  }
+  void RestoreKeyedState(StateReader& r) {
+    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+    state_.Restore(r, range);
+    if constexpr (kTimers) timers_.Restore(r, range);
   }
 
   // The assigner's windows of an element into windows_ (cleared first).
