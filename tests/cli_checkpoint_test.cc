@@ -1,0 +1,211 @@
+// tests/cli_checkpoint_test.cc
+//
+// A job outlives `kill -9` (issue 13): `tidemark run` over a file, with
+// checkpoints and exactly-once output files, is killed with SIGKILL at random
+// moments and started again with --restore=latest until it completes; the
+// committed output then equals, line for line, the output of a run that was
+// never killed: no result lost, none written twice.  Tumbling, sliding and
+// session windows with allowed lateness and the late side output, window
+// parallelism 1 and 3.  And the command line's own checks: a damaged
+// checkpoint is passed over with a message, flags are checked.
+//
+// Real time is the subject here (when the process is killed), so the test
+// sleeps between start and kill; nothing else waits on time.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli_test_util.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+
+namespace tidemark::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// key,ts,value lines: time advances 2 ms a line with up to 3 s of disorder,
+// and one line in a thousand 20 s late (past the allowed lateness).
+std::string WriteInput(const std::string& dir, int64_t lines) {
+  std::mt19937_64 rng(20261201);
+  const std::string path = dir + "/in.txt";
+  std::ofstream out(path);
+  for (int64_t i = 0; i < lines; ++i) {
+    int64_t ts = 1'000'000 + i * 2 - static_cast<int64_t>(rng() % 3000);
+    if (rng() % 1000 == 0) ts -= 20'000;
+    out << "k" << rng() % 400 << "," << ts << "," << 1 + rng() % 100 << "\n";
+  }
+  return path;
+}
+
+// Every committed line in `dir` (sorted), and the hidden files left.
+std::vector<std::string> Committed(const std::string& dir, int* hidden) {
+  std::vector<std::string> lines;
+  *hidden = 0;
+  if (!fs::exists(dir)) return lines;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string()[0] == '.') {
+      ++*hidden;
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+std::vector<std::string> JobArgs(const std::string& input, const std::string& window,
+                                 int parallelism) {
+  // One input file and per-record watermarks: the output of an
+  // uninterrupted run is deterministic, so the comparison can be exact.
+  return {"run",
+          "--input=" + input,
+          "--window=" + window,
+          "--allowed-lateness=2s",
+          "--late=side",
+          "--watermarks=bounded:1s",
+          "--watermark-interval=per-record",
+          absl::StrCat("--parallelism=", parallelism),
+          "--summary=false"};
+}
+
+struct CrashCase {
+  const char* window;
+  int parallelism;
+};
+
+class CliCrash : public ::testing::TestWithParam<CrashCase> {};
+
+TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce) {
+  const CrashCase c = GetParam();
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 400'000);
+  const std::vector<std::string> args = JobArgs(input, c.window, c.parallelism);
+
+  // The reference: one run, never killed.
+  std::vector<std::string> ref_args = args;
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = Committed(dir.Path("ref"), &hidden);
+  ASSERT_GT(expected.size(), 1000u);
+  ASSERT_EQ(hidden, 0);
+
+  // Killed at random moments, restarted from the latest checkpoint until a
+  // run completes; compared; again from scratch until the job has been
+  // killed `kills` times in all.
+  std::vector<std::string> run_args = args;
+  run_args.push_back("--output-dir=" + dir.Path("out"));
+  run_args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  run_args.push_back("--checkpoint-interval=30ms");
+  run_args.push_back("--restore=latest");
+  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1]));
+  const int kills = StressIterations(20);
+  int killed = 0;
+  int episodes = 0;
+  while (killed < kills) {
+    ++episodes;
+    fs::remove_all(dir.Path("out"));
+    fs::remove_all(dir.Path("chk"));
+    int killed_here = 0;
+    for (;;) {
+      CliProcess p(run_args, CliProcess::kStdinClosed);
+      ASSERT_TRUE(p.started());
+      if (killed < kills) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 + rng() % 300));
+        kill(p.pid(), SIGKILL);
+      }
+      const int code = p.Wait(std::chrono::seconds(120));
+      if (code == 128 + SIGKILL) {
+        ++killed;
+        ++killed_here;
+        continue;
+      }
+      ASSERT_EQ(code, 0) << p.err();  // completed (before the kill, or not killed)
+      break;
+    }
+    const std::vector<std::string> got = Committed(dir.Path("out"), &hidden);
+    EXPECT_EQ(hidden, 0);
+    ASSERT_EQ(got.size(), expected.size())
+        << "episode " << episodes << ", killed " << killed_here << " times";
+    ASSERT_TRUE(got == expected) << "episode " << episodes << ", killed " << killed_here
+                                 << " times";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
+                         ::testing::Values(CrashCase{"tumbling:1s", 1}, CrashCase{"tumbling:1s", 3},
+                                           CrashCase{"sliding:2s,500ms", 3},
+                                           CrashCase{"session:300ms", 1},
+                                           CrashCase{"session:300ms", 3}));
+
+TEST(CliCheckpoint, SummarySaysCheckpointsAndRestore) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 20'000);
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.back() = "--summary=true";
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=10ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  CliRun first = RunTidemark(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find(" checkpoints (last "), std::string::npos) << first.err;
+  args.push_back("--restore=latest");
+  CliRun second = RunTidemark(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("restored from checkpoint "), std::string::npos) << second.err;
+}
+
+TEST(CliCheckpoint, DamagedLatestCheckpointIsPassedOverWithAMessage) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 20'000);
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 1);
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  CliRun first = RunTidemark(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  // Truncate a state file of the newest checkpoint.
+  int64_t newest = -1;
+  for (const auto& e : fs::directory_iterator(dir.Path("chk"))) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("chk-", 0) == 0) newest = std::max<int64_t>(newest, std::stoll(name.substr(4)));
+  }
+  ASSERT_GE(newest, 2);
+  const std::string victim = dir.Path(absl::StrCat("chk/chk-", newest, "/0-0.state"));
+  ASSERT_TRUE(fs::exists(victim));
+  fs::resize_file(victim, fs::file_size(victim) / 2);
+  args.push_back("--restore=latest");
+  CliRun second = RunTidemark(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("passed over a damaged checkpoint: checkpoint " +
+                            std::to_string(newest) + ": 0-0.state"),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("truncated"), std::string::npos) << second.err;
+}
+
+TEST(CliCheckpoint, FlagsAreChecked) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--restore=latest"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--restore=latest needs --checkpoint-dir"), std::string::npos) << r.err;
+  r = RunTidemark({"run", "--input=/dev/null", "--checkpoint-interval=1s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs --checkpoint-dir"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tidemark::testing
