@@ -11,6 +11,7 @@
 //
 // Real time is the subject here (when the process is killed), so the test
 // sleeps between start and kill; nothing else waits on time.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +197,40 @@ TEST(CliCheckpoint, DamagedLatestCheckpointIsPassedOverWithAMessage) {
             std::string::npos)
       << second.err;
   EXPECT_NE(second.err.find("truncated"), std::string::npos) << second.err;
+}
+
+// --trace shows the barriers (a source sends one, each window subtask aligns
+// it) and the timeline draws them; standard input cannot be replayed, which
+// the summary says.
+TEST(CliCheckpoint, BarriersAreTracedAndDrawnAndStdinIsAtMostOnce) {
+  TempDir dir;
+  int in[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);  // the child must not hold the write end
+  CliProcess p({"run", "--input=-", "--window=tumbling:1s", "--parallelism=2",
+                "--checkpoint-dir=" + dir.Path("chk"), "--checkpoint-interval=5ms",
+                "--trace=watermarks", "--timeline=" + dir.Path("t.html")},
+               in[0]);
+  close(in[0]);
+  ASSERT_TRUE(p.started());
+  const std::string lines = "a,1000,1\nb,2000,2\n";
+  ASSERT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  // Read stdout until both window subtasks have aligned barrier 1 (the input
+  // stays open meanwhile, so checkpoints keep coming).
+  EXPECT_TRUE(
+      p.WaitForOut("[checkpoint] window subtask 0 aligned barrier 1 ", std::chrono::seconds(60)));
+  EXPECT_TRUE(
+      p.WaitForOut("[checkpoint] window subtask 1 aligned barrier 1 ", std::chrono::seconds(60)));
+  close(in[1]);
+  ASSERT_EQ(p.Wait(std::chrono::seconds(60)), 0) << p.err();
+  EXPECT_NE(p.out().find("[checkpoint] source subtask 0 sends barrier 1"), std::string::npos)
+      << p.out();
+  EXPECT_NE(p.out().find("[checkpoint] window subtask 0 aligned barrier 1 in "), std::string::npos);
+  EXPECT_NE(p.out().find("[checkpoint] window subtask 1 aligned barrier 1 in "), std::string::npos);
+  EXPECT_NE(p.err().find("at-most-once (the input cannot be replayed)"), std::string::npos)
+      << p.err();
+  const std::string html = ReadFile(dir.Path("t.html"));
+  EXPECT_NE(html.find("class='mark barrier' data-checkpoint='1'"), std::string::npos);
+  EXPECT_NE(html.find("window subtask 1 aligned barrier 1 in "), std::string::npos);
 }
 
 TEST(CliCheckpoint, FlagsAreChecked) {

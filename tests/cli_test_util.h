@@ -167,6 +167,16 @@ class CliProcess {
     }
   }
 
+  // Reads (stdout and stderr) until stdout contains `text`; false at EOF or
+  // the deadline.
+  bool WaitForOut(const std::string& text, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (out_.find(text) == std::string::npos) {
+      if (out_fd_ < 0 || !ReadSome(deadline)) return false;
+    }
+    return true;
+  }
+
   // Reads stderr (only) until it contains `text`; false at EOF or the
   // deadline.
   bool WaitForErr(const std::string& text, std::chrono::seconds limit) {

@@ -212,6 +212,34 @@ void TraceRecorder::OnOutputWatermark(const std::string& task, int subtask, Time
   Keep(std::move(ev));
 }
 
+void TraceRecorder::OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,
+                                        int64_t alignment_ns) {
+  const bool source = task.rfind("Source", 0) == 0;
+  if (!source && task.rfind("window", 0) != 0) return;
+  TimelineEvent ev{TimelineEvent::Kind::kBarrier, NowMs()};
+  ev.subtask = subtask;
+  ev.checkpoint = checkpoint_id;
+  ev.source = source;
+  ev.alignment_ms = static_cast<double>(alignment_ns) / 1e6;
+  if (print_trace_) {
+    if (format_ == OutputFormat::kJsonl) {
+      printer_->Print(absl::StrCat("{\"kind\":\"barrier\",\"task\":\"",
+                                   source ? "source" : "window", "\",\"subtask\":", subtask,
+                                   ",\"checkpoint\":", checkpoint_id,
+                                   absl::StrFormat(",\"alignment_ms\":%.3f", ev.alignment_ms),
+                                   absl::StrFormat(",\"t_ms\":%.3f", ev.t_ms), "}"));
+    } else if (source) {
+      printer_->Print(
+          absl::StrCat("[checkpoint] source subtask ", subtask, " sends barrier ", checkpoint_id));
+    } else {
+      printer_->Print(absl::StrCat("[checkpoint] window subtask ", subtask, " aligned barrier ",
+                                   checkpoint_id, absl::StrFormat(" in %.3f ms", ev.alignment_ms),
+                                   " and took its snapshot"));
+    }
+  }
+  Keep(std::move(ev));
+}
+
 void TraceRecorder::OnOutputStatus(const std::string& task, int subtask, WatermarkStatus s) {
   if (task.rfind("Source", 0) != 0) return;
   TimelineEvent ev{TimelineEvent::Kind::kSourceIdle, NowMs()};
@@ -357,6 +385,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         see(e.ts);
         window_subtasks.insert(e.subtask);
         break;
+      case K::kBarrier:
+        (e.source ? sources : window_subtasks).insert(e.subtask);
+        break;
     }
   }
   if (e_min > e_max) {
@@ -397,7 +428,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       "<circle cx='670' cy='0' r='5' fill='#ff7f0e'/><text x='680' y='4'>late firing</text>"
       "<circle cx='760' cy='0' r='5' fill='#1f77b4'/><text x='770' y='4'>end of input</text>"
       "<path d='M850 -5 l10 10 m0 -10 l-10 10' stroke='#d62728' stroke-width='2'/>"
-      "<text x='866' y='4'>late record</text></g>\n");
+      "<text x='866' y='4'>late record</text>"
+      "<line x1='950' y1='-7' x2='950' y2='7' stroke='#9467bd' stroke-width='2' "
+      "stroke-dasharray='2 2'/><text x='956' y='4'>checkpoint barrier</text></g>\n");
 
   auto panel_frame = [&](double top, const std::string& label) {
     absl::StrAppendFormat(&svg,
@@ -418,9 +451,29 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
     return absl::StrCat(" data-info=\"", Esc(text), "\"");
   };
 
+  // A checkpoint barrier: a dotted vertical line across the panel where the
+  // subtask sent it (sources) or aligned it (windows), numbered.
+  auto barrier_mark = [&](const TimelineEvent& e, double top) {
+    const std::string text =
+        e.source ? absl::StrCat("source subtask ", e.subtask, " sent barrier ", e.checkpoint)
+                 : absl::StrCat("window subtask ", e.subtask, " aligned barrier ", e.checkpoint,
+                                absl::StrFormat(" in %.3f ms", e.alignment_ms),
+                                " and took its snapshot");
+    const double x = s.X(e.t_ms);
+    absl::StrAppendFormat(&svg,
+                          "<g class='mark barrier' data-checkpoint='%d'%s><line x1='%.1f' "
+                          "x2='%.1f' y1='%.1f' y2='%.1f' stroke='#9467bd' stroke-width='1.5' "
+                          "stroke-dasharray='2 2'/><text x='%.1f' y='%.1f' fill='#9467bd' "
+                          "font-size='9'>%d</text><title>%s</title></g>\n",
+                          e.checkpoint, info(text), x, x, top, top + panel_h, x + 2, top + 10,
+                          e.checkpoint, Esc(text));
+  };
+
   // Sources panel.
   double top = top0;
   panel_frame(top, "sources");
+  for (const auto& e : events)
+    if (e.kind == K::kBarrier && e.source) barrier_mark(e, top);
   for (int src : sources) {
     std::vector<std::pair<double, Timestamp>> pts;
     std::vector<std::pair<double, bool>> idle;
@@ -504,6 +557,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         ws);
     for (const auto& e : events) {
       if (e.subtask != ws) continue;
+      if (e.kind == K::kBarrier && !e.source) barrier_mark(e, top);
       if (e.kind == K::kFiring) {
         const char* color = e.firing == "on_time" ? "#2ca02c"
                             : e.firing == "late"  ? "#ff7f0e"

@@ -39,7 +39,7 @@ class LinePrinter {
 enum class OutputFormat { kText, kJsonl };
 
 struct TimelineEvent {
-  enum class Kind { kSourceWatermark, kSourceIdle, kChannel, kFiring, kLate };
+  enum class Kind { kSourceWatermark, kSourceIdle, kChannel, kFiring, kLate, kBarrier };
   Kind kind;
   double t_ms;  // processing time since the job started
   int subtask = 0;
@@ -53,6 +53,11 @@ struct TimelineEvent {
   Timestamp start = 0, end = 0, ts = 0;
   std::string firing;  // on_time, late, end_of_input
   std::string value;
+  // barriers: the checkpoint, whether a source sent it (else a window subtask
+  // aligned it), and how long the alignment took
+  int64_t checkpoint = -1;
+  bool source = false;
+  double alignment_ms = 0;
 };
 
 class TraceRecorder final : public WatermarkListener {
@@ -64,6 +69,10 @@ class TraceRecorder final : public WatermarkListener {
   void OnInputChannel(const ChannelEvent& e) override;
   void OnOutputWatermark(const std::string& task, int subtask, Timestamp watermark) override;
   void OnOutputStatus(const std::string& task, int subtask, WatermarkStatus status) override;
+  // Checkpoint barriers: a source subtask sent one, or a window subtask
+  // aligned one over its channels and snapshotted.
+  void OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,
+                           int64_t alignment_ns) override;
 
   // The documents' per-record line: key, event time, max timestamp, watermark.
   void OnRecord(int source, const std::string& key, Timestamp ts, Timestamp max_ts,
@@ -91,8 +100,9 @@ class TraceRecorder final : public WatermarkListener {
 // A self-contained HTML page (inline SVG and script, no network) drawing, over
 // processing time: each source subtask's watermark; for each window subtask,
 // each input channel's watermark and the aligned minimum, idle stretches,
-// window firings (on time / late / end of input) and late records; with a
-// legend and hover details.
+// window firings (on time / late / end of input), late records and
+// checkpoint barriers (with their alignment time); with a legend and hover
+// details.
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
                                const absl::TimeZone& zone);
 
