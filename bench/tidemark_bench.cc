@@ -117,6 +117,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -125,6 +126,7 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -180,6 +182,10 @@ ABSL_FLAG(std::string, scheduler, "pool",
 ABSL_FLAG(std::string, timestamps, "assigner",
           "'assigner': WatermarkStrategy::with_timestamp_assigner reads the event's "
           "timestamp (what a Flink user writes); 'source': the generator attaches it");
+ABSL_FLAG(int64_t, checkpoint_interval_ms, 0,
+          "take a checkpoint every this many ms (0: no checkpoints)");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "where checkpoints go (default: a fresh directory under /tmp, removed afterwards)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
@@ -309,6 +315,8 @@ struct Options {
   int threads;
   bool tbb_arena;
   bool source_timestamps;
+  int64_t checkpoint_interval_ms;
+  std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
 };
 
 // The results of a job: one number per (key, window), the window named by
@@ -346,6 +354,7 @@ struct JobRun {
   bool peak_rss_reset = false;  // peak_rss_bytes covers the job only
   int64_t peak_live_key_windows = 0;
   SourceProgress source_progress;
+  CheckpointSummary checkpoints;
   int64_t window_state_bytes_at_peak = 0;
   int64_t late_dropped = 0;     // late records dropped, not to a (consumed) side output
   bool duplicate_keys = false;  // a result reached a sink twice (or two subtasks)
@@ -453,6 +462,8 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   env.set_auto_watermark_interval(Duration(o.watermark_interval_ms));
   if (o.threads > 0) env.set_worker_threads(o.threads);
   env.use_tbb_arena_scheduler(o.tbb_arena);
+  if (o.checkpoint_interval_ms > 0)
+    env.enable_checkpointing(Duration(o.checkpoint_interval_ms), o.checkpoint_dir);
 }
 
 WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
@@ -566,6 +577,7 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   run.peak_live_key_windows = r.CounterTotal(kPeakLiveKeyWindowsCounter);
   run.window_state_bytes_at_peak = r.CounterTotal(kStateBytesAtPeakCounter);
   run.late_dropped = r.CounterTotal(kLateDroppedCounter) + r.CounterTotal(kLateUnconsumedCounter);
+  run.checkpoints = r.checkpoints;
   (registries->Merge(run), ...);
   return run;
 }
@@ -1298,6 +1310,8 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   if (o.watermark_interval_ms == -1) o.watermark_interval_ms = job.default_watermark_interval_ms;
   o.threads = absl::GetFlag(FLAGS_threads);
   o.tbb_arena = absl::GetFlag(FLAGS_scheduler) == "arena";
+  o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
+  o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   const std::string ts_mode = absl::GetFlag(FLAGS_timestamps);
   if (ts_mode != "assigner" && ts_mode != "source")
     return "--timestamps must be 'assigner' or 'source'";
@@ -1408,6 +1422,27 @@ int Main() {
     std::fprintf(stderr, "%s\n", invalid->c_str());
     return 2;
   }
+  // Checkpoints go to a fresh directory unless one is given; it is removed
+  // at the end.
+  std::optional<std::string> owned_checkpoint_dir;
+  if (o.checkpoint_interval_ms > 0 && o.checkpoint_dir.empty()) {
+    std::string tmpl = "/tmp/tidemark-bench-chk-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::fprintf(stderr, "cannot create a checkpoint directory under /tmp\n");
+      return 2;
+    }
+    o.checkpoint_dir = tmpl;
+    owned_checkpoint_dir = tmpl;
+  }
+  struct RemoveDir {
+    std::optional<std::string>* dir;
+    ~RemoveDir() {
+      if (*dir) {
+        std::error_code ec;
+        std::filesystem::remove_all(**dir, ec);
+      }
+    }
+  } remove_dir{&owned_checkpoint_dir};
   const char* ts_mode = o.source_timestamps ? "source" : "assigner";
   const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
   const bool skip_baseline = absl::GetFlag(FLAGS_skip_baseline);
@@ -1510,7 +1545,16 @@ int Main() {
                     absl::StrFormat(", \"slowest_100ms_source_rate\": %.1f",
                                     best_job.source_progress.slowest_span_rate),
                     absl::StrFormat(", \"median_100ms_source_rate\": %.1f",
-                                    best_job.source_progress.median_span_rate));
+                                    best_job.source_progress.median_span_rate),
+                    ", \"checkpoints\": ", best_job.checkpoints.completed,
+                    ", \"checkpoint_interval_ms\": ", o.checkpoint_interval_ms,
+                    ", \"checkpoint_last_bytes\": ", best_job.checkpoints.last_size_bytes,
+                    ", \"checkpoint_max_bytes\": ", best_job.checkpoints.max_size_bytes,
+                    absl::StrFormat(", \"checkpoint_last_ms\": %.3f, \"checkpoint_max_ms\": %.3f",
+                                    best_job.checkpoints.last_duration_ms,
+                                    best_job.checkpoints.max_duration_ms),
+                    absl::StrFormat(", \"checkpoint_max_alignment_ms\": %.3f",
+                                    best_job.checkpoints.max_alignment_ms));
     absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak,
                     ", \"sink_records\": ", best_job.sink_records,
                     ", \"distinct_keys_out\": ", best_job.results.size(),
@@ -1610,6 +1654,15 @@ int Main() {
       std::printf("  live key windows       %lld at the peak; %s bytes each (state), %s (RSS)\n",
                   static_cast<long long>(best_job.peak_live_key_windows),
                   JsonNumber(bytes_per_kw).c_str(), JsonNumber(rss_bytes_per_kw).c_str());
+    }
+    if (best_job.checkpoints.enabled) {
+      const CheckpointSummary& c = best_job.checkpoints;
+      std::printf(
+          "  checkpoints            %lld every %lld ms (%lld failed); largest %lld bytes; last "
+          "%.1f ms start to durable, longest %.1f ms; longest alignment %.3f ms\n",
+          static_cast<long long>(c.completed), static_cast<long long>(o.checkpoint_interval_ms),
+          static_cast<long long>(c.failed), static_cast<long long>(c.max_size_bytes),
+          c.last_duration_ms, c.max_duration_ms, c.max_alignment_ms);
     }
     std::printf(
         "  source progress        longest pause %.1f ms; per 100 ms: slowest %.3g/s, median "

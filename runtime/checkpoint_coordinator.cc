@@ -257,6 +257,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       summary_.last_duration_ms = ms;
       summary_.max_duration_ms = std::max(summary_.max_duration_ms, ms);
       summary_.last_size_bytes = bytes;
+      summary_.max_size_bytes = std::max(summary_.max_size_bytes, bytes);
       last_completed_ = std::move(snapshots);
     } else {
       ++summary_.failed;

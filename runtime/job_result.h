@@ -24,6 +24,7 @@ struct CheckpointSummary {
   double last_duration_ms = 0;  // from start to durable
   double max_duration_ms = 0;
   int64_t last_size_bytes = 0;  // the state files of the last one
+  int64_t max_size_bytes = 0;   // of the largest one
   double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
   std::string last_error;
   // Restored from this checkpoint (-1: started fresh).
