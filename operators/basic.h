@@ -137,6 +137,7 @@ class RollingReduceOperator final
     this->output().CollectCopy(it->second, ts);
   }
   size_t num_keys() const { return state_.size(); }
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   // Checkpoints: the value per key; a restore keeps the keys of this
   // instance's key groups and merges (runtime/operator.h).
@@ -287,6 +288,11 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     generator_->RestoreState(gr);
     if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));
   }
+
+  // Rescaled (restored at another parallelism), the generator starts from
+  // scratch, as Flink's always does: its watermarks start at MIN again, so
+  // no record becomes late that would not have been (docs/checkpoints.md).
+  StateRescaling state_rescaling() const override { return StateRescaling::kDropped; }
 
   Timestamp last_emitted() const { return emitter_.last_emitted(); }
 

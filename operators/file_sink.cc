@@ -63,26 +63,30 @@ void TwoPhaseCommitFiles::Open(std::string dir, std::string prefix, int subtask,
   }
 }
 
-std::string TwoPhaseCommitFiles::Hidden(int64_t seq, std::string_view state) const {
-  return absl::StrCat(dir_, "/.", prefix_, "-", subtask_, "-", seq, ".", std::string(state));
+std::string TwoPhaseCommitFiles::Hidden(int subtask, int64_t seq, std::string_view state) const {
+  return absl::StrCat(dir_, "/.", prefix_, "-", subtask, "-", seq, ".", std::string(state));
 }
 
-std::string TwoPhaseCommitFiles::Visible(int64_t seq) const {
-  return absl::StrCat(dir_, "/", prefix_, "-", subtask_, "-", seq);
+std::string TwoPhaseCommitFiles::Visible(int subtask, int64_t seq) const {
+  return absl::StrCat(dir_, "/", prefix_, "-", subtask, "-", seq);
 }
 
 void TwoPhaseCommitFiles::CleanUp() {
   if (cleaned_) return;
   cleaned_ = true;
-  const std::string visible = absl::StrCat(prefix_, "-", subtask_, "-");
+  next_seq_ = std::max(next_seq_, CleanUpSubtask(subtask_, pending_));
+}
+
+int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pending>& keep) {
+  int64_t next = 0;
+  const std::string visible = absl::StrCat(prefix_, "-", subtask, "-");
   const std::string hidden = absl::StrCat(".", visible);
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(visible, 0) == 0) {
       int64_t seq = 0;
-      if (absl::SimpleAtoi(name.substr(visible.size()), &seq))
-        next_seq_ = std::max(next_seq_, seq + 1);
+      if (absl::SimpleAtoi(name.substr(visible.size()), &seq)) next = std::max(next, seq + 1);
       continue;
     }
     if (name.rfind(hidden, 0) != 0) continue;
@@ -91,26 +95,27 @@ void TwoPhaseCommitFiles::CleanUp() {
     int64_t seq = -1;
     const size_t dot = rest.find('.');
     const bool parsed = dot != std::string::npos && absl::SimpleAtoi(rest.substr(0, dot), &seq);
-    const bool keep = parsed && rest.substr(dot + 1) == "pending" &&
-                      std::any_of(pending_.begin(), pending_.end(),
-                                  [seq](const Pending& p) { return p.seq == seq; });
-    if (parsed) next_seq_ = std::max(next_seq_, seq + 1);
-    if (!keep) std::filesystem::remove(entry.path(), ec);
+    const bool kept =
+        parsed && rest.substr(dot + 1) == "pending" &&
+        std::any_of(keep.begin(), keep.end(), [seq](const Pending& p) { return p.seq == seq; });
+    if (parsed) next = std::max(next, seq + 1);
+    if (!kept) std::filesystem::remove(entry.path(), ec);
   }
+  return next;
 }
 
 void TwoPhaseCommitFiles::Write(std::string_view line) {
   if (fd_ < 0) {
     CleanUp();
     current_seq_ = next_seq_++;
-    const std::string file = Hidden(current_seq_, "inprogress");
+    const std::string file = Hidden(subtask_, current_seq_, "inprogress");
     fd_ = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) Fail("cannot create", file);
   }
   buffer_.append(line.data(), line.size());
   buffer_.push_back('\n');
   if (buffer_.size() >= kWriteChunk) {
-    WriteAll(fd_, buffer_, Hidden(current_seq_, "inprogress"));
+    WriteAll(fd_, buffer_, Hidden(subtask_, current_seq_, "inprogress"));
     buffer_.clear();
   }
 }
@@ -118,21 +123,21 @@ void TwoPhaseCommitFiles::Write(std::string_view line) {
 void TwoPhaseCommitFiles::PreCommit(int64_t id) {
   CleanUp();
   if (fd_ < 0) return;  // nothing written since the last checkpoint
-  const std::string from = Hidden(current_seq_, "inprogress");
+  const std::string from = Hidden(subtask_, current_seq_, "inprogress");
   WriteAll(fd_, buffer_, from);
   buffer_.clear();
   if (fsync(fd_) != 0) Fail("cannot sync", from);
   close(fd_);
   fd_ = -1;
-  const std::string to = Hidden(current_seq_, "pending");
+  const std::string to = Hidden(subtask_, current_seq_, "pending");
   if (rename(from.c_str(), to.c_str()) != 0) Fail("cannot rename", from);
   pending_.push_back(Pending{current_seq_, id});
   current_seq_ = -1;
 }
 
-void TwoPhaseCommitFiles::CommitOne(const Pending& p) {
-  const std::string from = Hidden(p.seq, "pending");
-  const std::string to = Visible(p.seq);
+void TwoPhaseCommitFiles::CommitOne(int subtask, const Pending& p) {
+  const std::string from = Hidden(subtask, p.seq, "pending");
+  const std::string to = Visible(subtask, p.seq);
   if (rename(from.c_str(), to.c_str()) != 0) {
     // Committed before (a restore commits what the checkpoint lists, and the
     // run that wrote it may have committed it already).
@@ -146,7 +151,7 @@ void TwoPhaseCommitFiles::Commit(int64_t id) {
   std::vector<Pending> left;
   for (const Pending& p : pending_) {
     if (p.checkpoint <= id) {
-      CommitOne(p);
+      CommitOne(subtask_, p);
       any = true;
     } else {
       left.push_back(p);
@@ -171,10 +176,13 @@ void TwoPhaseCommitFiles::Snapshot(StateWriter& w) const {
     w.PutI64(p.seq);
     w.PutI64(p.checkpoint);
   }
+  // The subtask whose files these are (a rescaled restore hands them to
+  // another one).
+  w.PutVarint(static_cast<uint64_t>(subtask_));
 }
 
 void TwoPhaseCommitFiles::Restore(StateReader& r) {
-  next_seq_ = std::max(next_seq_, r.GetI64("next part"));
+  const int64_t next = r.GetI64("next part");
   const uint64_t n = r.GetCount("pending parts");
   std::vector<Pending> pending;
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -183,13 +191,23 @@ void TwoPhaseCommitFiles::Restore(StateReader& r) {
     p.checkpoint = r.GetI64("part checkpoint");
     pending.push_back(p);
   }
+  // States written before the owner was recorded are this subtask's own
+  // (they restore only at the same parallelism).
+  int owner = subtask_;
+  if (r.ok() && !r.AtEnd()) {
+    const uint64_t k = r.GetVarint("subtask");
+    if (r.ok() && k > static_cast<uint64_t>(INT32_MAX)) r.Fail("subtask out of range");
+    owner = static_cast<int>(k);
+  }
   if (!r.ok()) return;
-  // The checkpoint is complete: what it lists as pending is output.
-  pending_ = std::move(pending);
-  cleaned_ = false;
-  CleanUp();
-  for (const Pending& p : pending_) CommitOne(p);
-  pending_.clear();
+  // The checkpoint is complete: what it lists as pending is output; the
+  // other hidden files of `owner` are replayed.
+  const int64_t seen = CleanUpSubtask(owner, pending);
+  if (owner == subtask_) {
+    next_seq_ = std::max({next_seq_, next, seen});
+    cleaned_ = true;
+  }
+  for (const Pending& p : pending) CommitOne(owner, p);
   SyncDir(dir_);
 }
 

@@ -19,6 +19,15 @@
 // start deletes the subtask's hidden files left by an earlier attempt and
 // numbers its parts after the committed ones.
 //
+// Restored at another parallelism (docs/checkpoints.md, "Rescaling"), the
+// sink's state is operator list state: old subtask k's goes to new subtask
+// k % parallelism, which commits k's pending parts (still named after k) and
+// deletes k's other hidden files; the state names the subtask it was
+// written by for that.  Every old subtask's state goes to exactly one new
+// subtask, so every pending part is committed once, and old subtask k < the
+// new parallelism is taken over by new subtask k itself, so no two new
+// subtasks touch the same files.
+//
 // At the end of input the last file is pre-committed for the job's final
 // checkpoint, taken when every subtask has finished; it is committed when
 // that checkpoint is durable (a job that stops before then commits it on
@@ -60,6 +69,8 @@ class TwoPhaseCommitFiles {
   // After Finish: the final checkpoint is durable.
   void CommitFinal();
   void Snapshot(StateWriter& w) const;
+  // Once per old state handed to this subtask (one, or several when the job
+  // was rescaled): commits its pending parts, deletes its other hidden files.
   void Restore(StateReader& r);
 
  private:
@@ -68,12 +79,16 @@ class TwoPhaseCommitFiles {
     int64_t checkpoint;  // kFinalCheckpoint: the job's final one
   };
   static constexpr int64_t kFinalCheckpoint = INT64_MAX;
-  std::string Hidden(int64_t seq, std::string_view state) const;
-  std::string Visible(int64_t seq) const;
-  // Once, before the first file: deletes the hidden files that are not
-  // pending and numbers parts after every committed one.
+  std::string Hidden(int subtask, int64_t seq, std::string_view state) const;
+  std::string Visible(int subtask, int64_t seq) const;
+  // Deletes the hidden files of (old) subtask `subtask` whose part is not in
+  // `keep` (pending in the state); returns one past the highest part number
+  // of `subtask` seen (committed or hidden).
+  int64_t CleanUpSubtask(int subtask, const std::vector<Pending>& keep);
+  // Once, before the first file: CleanUpSubtask for this subtask's own files,
+  // and parts numbered after every one seen.
   void CleanUp();
-  void CommitOne(const Pending& p);
+  void CommitOne(int subtask, const Pending& p);
 
   std::string dir_;
   std::string prefix_;
@@ -108,6 +123,10 @@ class ExactlyOnceFileSinkOperator final
   void PrepareSnapshotPreBarrier(int64_t id) override { files_.PreCommit(id); }
   void SnapshotState(StateWriter& w) override { files_.Snapshot(w); }
   void RestoreState(StateReader& r) override { files_.Restore(r); }
+  // Pending parts are operator list state: rescaled, old subtask k's go to
+  // new subtask k % parallelism, which commits them (and deletes k's hidden
+  // files that are not pending).
+  StateRescaling state_rescaling() const override { return StateRescaling::kRoundRobin; }
   void NotifyCheckpointComplete(int64_t id) override {
     if (finished_) {
       files_.CommitFinal();  // only the final checkpoint reaches a finished sink

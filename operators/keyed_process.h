@@ -228,6 +228,7 @@ class KeyedProcessOperator final
     state_.Restore(r, range);
     timers_.Restore(r, range);
   }
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   KeyedTimerService<K, VoidNamespace>& timer_service() { return timers_; }
   const F& function() const { return f_; }

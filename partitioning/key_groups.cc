@@ -104,6 +104,19 @@ int KeyGroupRangeEnd(int subtask, int max_parallelism, int parallelism) {
                           parallelism);
 }
 
+std::vector<int> OverlappingSubtasks(int subtask, int parallelism, int old_parallelism,
+                                     int max_parallelism) {
+  const int start = KeyGroupRangeStart(subtask, max_parallelism, parallelism);
+  const int end = KeyGroupRangeEnd(subtask, max_parallelism, parallelism);
+  std::vector<int> out;
+  if (start > end) return out;
+  for (int k = KeyGroupToSubtask(start, max_parallelism, old_parallelism);
+       k <= KeyGroupToSubtask(end, max_parallelism, old_parallelism); ++k) {
+    out.push_back(k);
+  }
+  return out;
+}
+
 int DefaultMaxParallelism(int parallelism) {
   int64_t want = static_cast<int64_t>(parallelism) + parallelism / 2;
   int64_t pow2 = 1;

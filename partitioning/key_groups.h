@@ -63,6 +63,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -108,6 +109,13 @@ inline int KeyGroupToSubtask(int key_group, int max_parallelism, int parallelism
 // First and last (inclusive) key group of `subtask`.
 int KeyGroupRangeStart(int subtask, int max_parallelism, int parallelism);
 int KeyGroupRangeEnd(int subtask, int max_parallelism, int parallelism);
+// The subtasks of a run at `old_parallelism` whose key-group ranges intersect
+// that of `subtask` at `parallelism` (same max parallelism), in order: whose
+// keyed state subtask `subtask` restores when a job is rescaled.  Ranges are
+// contiguous and ordered, so these are the old subtasks of the range's first
+// through last key group.
+std::vector<int> OverlappingSubtasks(int subtask, int parallelism, int old_parallelism,
+                                     int max_parallelism);
 // Flink's default when the user sets none: min(max(roundUpPow2(p + p/2), 128), 32768).
 int DefaultMaxParallelism(int parallelism);
 // 0 < parallelism <= max_parallelism <= 32768.

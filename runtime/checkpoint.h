@@ -21,6 +21,7 @@
 #define TM_RUNTIME_CHECKPOINT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,22 @@ struct SubtaskSnapshot {
   std::vector<OperatorSnapshot> operators;
   int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
   bool finished = false;     // the subtask's final snapshot
+};
+
+// What one subtask of a restored job starts from: the snapshots of every
+// subtask its task had when the checkpoint was taken (shared by the task's
+// subtasks).  At the same parallelism subtask s restores old subtask s's
+// snapshot; at another (a rescaled task) each operator restores the old
+// states its StateRescaling names (runtime/operator.h, docs/checkpoints.md).
+struct SubtaskRestore {
+  int64_t checkpoint_id = 0;
+  int old_parallelism = 1;
+  std::shared_ptr<const std::vector<SubtaskSnapshot>> old;  // by old subtask
+  // The input's state (a source's position, the input gate's per-channel
+  // watermarks) is restored only where the channels are the same: neither
+  // this task nor any task upstream was rescaled.  Otherwise the channels
+  // start at MIN, as in Flink.
+  bool restore_input = true;
 };
 
 // Takes the subtasks' snapshots (the checkpoint coordinator).  Thread-safe:

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/checkpoint_coordinator.h"
@@ -433,7 +434,24 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   task->SetInput(in_ops->NewInputGate(in, head_raw, task, listener));
 }
 
+namespace {
+
+// The max parallelism of a chain's operators, for the checkpoint's metadata:
+// "128", or "128,256" where they differ.
+std::string ChainMaxParallelism(const PhysicalPlan& plan, size_t c) {
+  std::vector<int> max_ps;
+  for (int id : plan.chains[c].nodes) max_ps.push_back(plan.nodes[id].max_parallelism);
+  std::sort(max_ps.begin(), max_ps.end());
+  max_ps.erase(std::unique(max_ps.begin(), max_ps.end()), max_ps.end());
+  return absl::StrJoin(max_ps, ",");
+}
+
+}  // namespace
+
 // 7. Checkpoints: the coordinator, and the state each task starts from.
+// Restoring at another parallelism (docs/checkpoints.md, "Rescaling"): every
+// new subtask is handed all of its task's old snapshots and its operators
+// pick theirs (StreamTask::Restore); source tasks cannot be rescaled.
 absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const {
   const JobConfig& config = *options_.config;
   std::unique_ptr<CheckpointStorage> storage;
@@ -446,6 +464,7 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
   for (size_t c = 0; c < plan.chains.size(); ++c) {
     metadata[absl::StrCat("task.", c, ".name")] = plan.chains[c].task_name;
     metadata[absl::StrCat("task.", c, ".parallelism")] = absl::StrCat(plan.chains[c].parallelism);
+    metadata[absl::StrCat("task.", c, ".max_parallelism")] = ChainMaxParallelism(plan, c);
   }
 
   // What to restore from.
@@ -503,6 +522,9 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
                                                         " tasks, the job ", metadata["job.tasks"],
                                                         ": it was taken of another job"));
     }
+    // Every task's parallelism then, checked first: a task's input state
+    // is restored only where no task upstream was rescaled either.
+    std::vector<int> old_p(plan.chains.size());
     for (size_t c = 0; c < plan.chains.size(); ++c) {
       const PlanChain& chain = plan.chains[c];
       const std::string name = meta(absl::StrCat("task.", c, ".name"));
@@ -511,12 +533,32 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
             where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
       }
       const std::string p = meta(absl::StrCat("task.", c, ".parallelism"));
-      if (p != absl::StrCat(chain.parallelism)) {
-        return absl::UnimplementedError(absl::StrCat(
-            where, ": task '", chain.task_name, "' ran at parallelism ", p, ", the job has ",
-            chain.parallelism, "; restoring at another parallelism is not supported yet"));
+      if (!absl::SimpleAtoi(p, &old_p[c]) || old_p[c] <= 0) {
+        return absl::DataLossError(absl::StrCat(where, ": task '", chain.task_name,
+                                                "' has no valid parallelism ('", p, "')"));
       }
-      for (int s = 0; s < chain.parallelism; ++s) {
+      // Key groups are fixed by the max parallelism: changing it would move
+      // keys to groups (and subtasks) other than their state's.  Checkpoints
+      // that predate the entry are not checked.
+      const std::string max_p = meta(absl::StrCat("task.", c, ".max_parallelism"));
+      if (!max_p.empty() && max_p != ChainMaxParallelism(plan, c)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": task '", chain.task_name, "' ran with max parallelism ", max_p,
+                         ", the job has ", ChainMaxParallelism(plan, c),
+                         "; keyed state cannot move to other key groups"));
+      }
+      if (old_p[c] != chain.parallelism && a.tasks[c][0]->is_source()) {
+        return absl::UnimplementedError(absl::StrCat(
+            where, ": task '", chain.task_name, "' ran at parallelism ", old_p[c], ", the job has ",
+            chain.parallelism,
+            "; a source task cannot be restored at another parallelism (its positions are per "
+            "subtask)"));
+      }
+    }
+    for (size_t c = 0; c < plan.chains.size(); ++c) {
+      const PlanChain& chain = plan.chains[c];
+      auto old = std::make_shared<std::vector<SubtaskSnapshot>>();
+      for (int s = 0; s < old_p[c]; ++s) {
         const std::string file = SubtaskStateFileName(static_cast<int>(c), s);
         auto it = restore->states.find(file);
         if (it == restore->states.end()) {
@@ -525,8 +567,18 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
         absl::StatusOr<SubtaskSnapshot> snap =
             DecodeSubtaskSnapshot(it->second, absl::StrCat(where, ": ", file));
         if (!snap.ok()) return snap.status();
-        a.tasks[c][static_cast<size_t>(s)]->SetRestoreState(*std::move(snap));
+        old->push_back(*std::move(snap));
       }
+      SubtaskRestore r;
+      r.checkpoint_id = restore->id;
+      r.old_parallelism = old_p[c];
+      r.old = std::move(old);
+      r.restore_input = old_p[c] == chain.parallelism;
+      for (int e : plan.nodes[chain.head].inputs) {
+        const int up = plan.nodes[plan.edges[e].from].chain;
+        if (old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
+      }
+      for (StreamTask* t : a.tasks[c]) t->SetRestoreState(r);
     }
   }
   a.exec->EnableCheckpoints(std::move(coordinator), restore ? restore->id : -1,

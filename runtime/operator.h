@@ -36,6 +36,13 @@
 // source's position) is restored by its own rules.  The watermark is not
 // restored: it starts at MIN again (sources replay and rebuild it, as in
 // Flink); state of windows that fired stays until their cleanup time.
+// Restoring at another parallelism (rescaling, docs/checkpoints.md) hands
+// each instance the old states its StateRescaling() names: every old
+// subtask's whose key groups intersect its own (keyed operators, above),
+// old subtask k's to new subtask k % parallelism (operator list state,
+// Flink's round robin: the exactly-once file sink), or none (the state is
+// dropped and rebuilt: the watermark generator).  An operator that says
+// nothing can be rescaled only while its state is empty.
 // Metrics (counters) are not state.  An operator whose state has a type with
 // no tidemark::StateCodec throws from SnapshotState, naming the type
 // (runtime/state_codec.h's HasStateCodec), so a job that never checkpoints
@@ -176,6 +183,15 @@ class OperatorContext {
   const std::atomic<bool>* cancel_flag_ = nullptr;
 };
 
+// How an operator's state is split when a job is restored at another
+// parallelism (the lifecycle comment above).
+enum class StateRescaling {
+  kNotRescalable,  // only an empty state (a stateless operator) may be rescaled
+  kKeyGroups,      // each old state whose key-group range intersects this one's
+  kRoundRobin,     // old subtask k's state goes to new subtask k % parallelism
+  kDropped,        // not restored when rescaled: starts fresh
+};
+
 class OperatorBase {
  public:
   OperatorBase();
@@ -193,6 +209,8 @@ class OperatorBase {
   virtual void SnapshotState(internal::StateWriter& /*w*/) {}
   virtual void RestoreState(internal::StateReader& /*r*/) {}
   virtual void NotifyCheckpointComplete(int64_t /*checkpoint_id*/) {}
+  // Which old states RestoreState is given when the job is rescaled.
+  virtual StateRescaling state_rescaling() const { return StateRescaling::kNotRescalable; }
 
   // --- wiring, done by the executor before Open() ---
   // `out` is an Output<Out> of the operator's output type, or nullptr for

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "partitioning/key_groups.h"
 #include "runtime/state_codec.h"
 
 namespace tidemark::internal {
@@ -246,39 +247,81 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   ack_->Acknowledge(std::move(s));
 }
 
+std::vector<int> StreamTask::OldStatesFor(size_t i, const SubtaskRestore& rs,
+                                          const std::string& where) const {
+  const int s = metrics_->subtask(), p = metrics_->parallelism();
+  const int old_p = rs.old_parallelism;
+  if (old_p == p) return {s};
+  const auto& [op, ctx] = operators_[i];
+  std::vector<int> picked;
+  switch (op->state_rescaling()) {
+    case StateRescaling::kKeyGroups:
+      return OverlappingSubtasks(s, p, old_p, ctx->max_parallelism());
+    case StateRescaling::kRoundRobin:
+      for (int k = s; k < old_p; k += p) picked.push_back(k);
+      return picked;
+    case StateRescaling::kDropped:
+      return picked;
+    case StateRescaling::kNotRescalable:
+      for (int k = 0; k < old_p; ++k) {
+        if (!(*rs.old)[static_cast<size_t>(k)].operators[i].state.empty()) {
+          throw std::runtime_error(absl::StrCat(
+              where, ": operator '", ctx->operator_name(), "' has state (old subtask ", k,
+              ") and cannot be restored at another parallelism (it names no way to split it)"));
+        }
+      }
+      return picked;
+  }
+  return picked;
+}
+
 void StreamTask::Restore() {
-  SubtaskSnapshot& s = *restore_;
-  const std::string where = absl::StrCat("restoring task '", metrics_->task_name(), "' subtask ",
-                                         metrics_->subtask(), " from checkpoint ", s.checkpoint_id);
-  if (s.operators.size() != operators_.size()) {
-    throw std::runtime_error(absl::StrCat(where, ": the checkpoint has ", s.operators.size(),
-                                          " operators in this chain, the job ", operators_.size()));
+  const SubtaskRestore& rs = *restore_;
+  const int p = metrics_->parallelism();
+  const std::string where = absl::StrCat(
+      "restoring task '", metrics_->task_name(), "' subtask ", metrics_->subtask(),
+      " from checkpoint ", rs.checkpoint_id,
+      rs.old_parallelism == p
+          ? std::string()
+          : absl::StrCat(" at parallelism ", p, " (it ran at ", rs.old_parallelism, ")"));
+  const std::vector<SubtaskSnapshot>& old = *rs.old;
+  for (const SubtaskSnapshot& s : old) {
+    if (s.operators.size() != operators_.size()) {
+      throw std::runtime_error(absl::StrCat(where, ": the checkpoint has ", s.operators.size(),
+                                            " operators in this chain, the job ",
+                                            operators_.size()));
+    }
+    for (size_t i = 0; i < operators_.size(); ++i) {
+      if (s.operators[i].name != operators_[i].second->operator_name()) {
+        throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '",
+                                              operators_[i].second->operator_name(),
+                                              "', the checkpoint has '", s.operators[i].name, "'"));
+      }
+    }
+    if (s.has_source != input_->IsSource()) {
+      throw std::runtime_error(
+          absl::StrCat(where, ": the checkpoint has ", s.has_source ? "a source" : "an input gate",
+                       " where the job has ", input_->IsSource() ? "a source" : "an input gate"));
+    }
   }
   for (size_t i = 0; i < operators_.size(); ++i) {
     auto& [op, ctx] = operators_[i];
-    if (s.operators[i].name != ctx->operator_name()) {
-      throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '", ctx->operator_name(),
-                                            "', the checkpoint has '", s.operators[i].name, "'"));
-    }
-    StateReader r(s.operators[i].state);
-    OperatorBase* o = op.get();
-    GuardUserCall(*ctx, [o, &r] { o->RestoreState(r); });
-    if (!r.ok()) {
-      throw std::runtime_error(
-          absl::StrCat(where, ": operator '", ctx->operator_name(), "': ", r.error()));
+    for (int k : OldStatesFor(i, rs, where)) {
+      StateReader r(old[static_cast<size_t>(k)].operators[i].state);
+      OperatorBase* o = op.get();
+      GuardUserCall(*ctx, [o, &r] { o->RestoreState(r); });
+      if (!r.ok()) {
+        throw std::runtime_error(absl::StrCat(where, ": operator '", ctx->operator_name(),
+                                              "' (old subtask ", k, "): ", r.error()));
+      }
     }
   }
-  if (s.has_source != input_->IsSource()) {
-    throw std::runtime_error(
-        absl::StrCat(where, ": the checkpoint has ", s.has_source ? "a source" : "an input gate",
-                     " where the job has ", input_->IsSource() ? "a source" : "an input gate"));
-  }
-  {
-    StateReader r(s.input_state);
+  if (rs.restore_input) {
+    StateReader r(old[static_cast<size_t>(metrics_->subtask())].input_state);
     input_->RestorePosition(r);
     if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": input: ", r.error()));
   }
-  last_checkpoint_ = s.checkpoint_id;
+  last_checkpoint_ = rs.checkpoint_id;
   restore_.reset();
 }
 

@@ -72,8 +72,8 @@ class StreamTask final : public Task, private BarrierHandler {
   // `listener`, may be null); `task_index` names the task in the snapshots.
   // Call after SetInput.
   void EnableCheckpoints(CheckpointAcknowledger* ack, int task_index, WatermarkListener* listener);
-  // Starts from `snapshot` (its operators in this chain's order).
-  void SetRestoreState(SubtaskSnapshot snapshot) { restore_ = std::move(snapshot); }
+  // Starts from `restore` (its snapshots' operators in this chain's order).
+  void SetRestoreState(SubtaskRestore restore) { restore_ = std::move(restore); }
   bool is_source() const { return input_ && input_->IsSource(); }
   bool replayable() const { return !input_ || input_->Replayable(); }
 
@@ -111,6 +111,10 @@ class StreamTask final : public Task, private BarrierHandler {
   SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state);
   void PerformCheckpoint(int64_t id, int64_t alignment_ns);
   void Restore();
+  // The old subtasks whose state operator `i` restores (their indices in
+  // `rs.old`): this subtask's own at the same parallelism, else by the
+  // operator's StateRescaling.
+  std::vector<int> OldStatesFor(size_t i, const SubtaskRestore& rs, const std::string& where) const;
   // Checkpoint requests and completions that arrived since the last slice.
   void HandleCheckpointSignals();
 
@@ -137,7 +141,7 @@ class StreamTask final : public Task, private BarrierHandler {
   CheckpointAcknowledger* ack_ = nullptr;
   int task_index_ = 0;
   WatermarkListener* listener_ = nullptr;
-  std::optional<SubtaskSnapshot> restore_;
+  std::optional<SubtaskRestore> restore_;
   std::atomic<int64_t> requested_checkpoint_{-1};
   std::atomic<int64_t> completed_checkpoint_{-1};
   int64_t last_checkpoint_ = -1;  // the last this task snapshotted

@@ -165,6 +165,37 @@ TEST(KeyGroups, RangesAreContiguousCoverAllAndMatchTheMapping) {
   EXPECT_EQ(KeyGroupRangeEnd(2, 128, 3), 127);
 }
 
+// Rescaling: the old subtasks whose state a new subtask restores are exactly
+// those owning one of its key groups, checked key group by key group.
+TEST(KeyGroups, OverlappingSubtasksAreTheOldOwnersOfTheNewRange) {
+  for (int max_p : {1, 2, 7, 128, 300}) {
+    for (int p = 1; p <= 12 && p <= max_p; ++p) {
+      for (int old_p = 1; old_p <= 12 && old_p <= max_p; ++old_p) {
+        std::vector<int> old_count(static_cast<size_t>(old_p), 0);
+        for (int s = 0; s < p; ++s) {
+          std::set<int> owners;
+          for (int g = KeyGroupRangeStart(s, max_p, p); g <= KeyGroupRangeEnd(s, max_p, p); ++g)
+            owners.insert(KeyGroupToSubtask(g, max_p, old_p));
+          const std::vector<int> got = OverlappingSubtasks(s, p, old_p, max_p);
+          ASSERT_EQ(got, std::vector<int>(owners.begin(), owners.end()))
+              << "maxP=" << max_p << " p=" << p << " old p=" << old_p << " s=" << s;
+          for (int k : got) ++old_count[static_cast<size_t>(k)];
+        }
+        // Every old state is restored somewhere.
+        for (int k = 0; k < old_p; ++k) ASSERT_GE(old_count[static_cast<size_t>(k)], 1);
+      }
+    }
+  }
+  // maxP 128: old p 2 owns [0,63], [64,127]; new p 3 owns [0,42], [43,85],
+  // [86,127].
+  EXPECT_EQ(OverlappingSubtasks(0, 3, 2, 128), std::vector<int>({0}));
+  EXPECT_EQ(OverlappingSubtasks(1, 3, 2, 128), std::vector<int>({0, 1}));
+  EXPECT_EQ(OverlappingSubtasks(2, 3, 2, 128), std::vector<int>({1}));
+  // 3 -> 1: everything; same parallelism: itself.
+  EXPECT_EQ(OverlappingSubtasks(0, 1, 3, 128), std::vector<int>({0, 1, 2}));
+  for (int s = 0; s < 5; ++s) EXPECT_EQ(OverlappingSubtasks(s, 5, 5, 128), std::vector<int>({s}));
+}
+
 TEST(KeyGroups, DefaultMaxParallelism) {
   EXPECT_EQ(DefaultMaxParallelism(1), 128);
   EXPECT_EQ(DefaultMaxParallelism(4), 128);

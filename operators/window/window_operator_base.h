@@ -91,6 +91,8 @@ template <typename T, typename K, typename W, typename Out, bool kEventTime, boo
           bool kTimers = true, bool kFunctionState = true>
 class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
  public:
+  // Window contents and timers are keyed state (runtime/operator.h).
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
   size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
