@@ -60,7 +60,8 @@ struct SubtaskRestore {
   // The input's state (a source's position, the input gate's per-channel
   // watermarks) is restored only where the channels are the same: neither
   // this task nor any task upstream was rescaled.  Otherwise the channels
-  // start at MIN, as in Flink.
+  // start at MIN, as in Flink, and the gate's output at the old subtasks'
+  // lowest (InputGateCore::RestoreRescaledValve).
   bool restore_input = true;
 };
 

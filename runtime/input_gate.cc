@@ -73,6 +73,21 @@ void InputGateCore::RestoreValve(StateReader& r) {
     head_->EmitStatus(WatermarkStatus::kIdle);
 }
 
+std::string InputGateCore::RestoreRescaledValve(const std::vector<const std::string*>& old) {
+  Timestamp lowest = kMaxWatermark;
+  for (size_t k = 0; k < old.size(); ++k) {
+    StateReader r(*old[k]);
+    const Timestamp w = WatermarkValve::SnapshotOutputWatermark(r);
+    if (!r.ok()) return absl::StrCat("old subtask ", k, ": ", r.error());
+    lowest = std::min(lowest, w);
+  }
+  if (old.empty() || lowest == kMinTimestamp) return "";
+  valve_.RestoreOutput(lowest);
+  metrics_->input_watermark.store(lowest, std::memory_order_relaxed);
+  head_->EmitWatermark(lowest);
+  return "";
+}
+
 bool InputGateCore::OnBarrier(int c, int64_t id) {
   if (id <= last_aligned_) return false;  // not expected: a barrier of a completed checkpoint
   if (aligning_ >= 0 && id > aligning_) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,9 @@ class TaskInput {
   virtual bool Replayable() const { return true; }
   virtual void SnapshotPosition(StateWriter& /*w*/) const {}
   virtual void RestorePosition(StateReader& /*r*/) {}
+  // A rescaled job (this task's channels changed): restores what can be
+  // from every old subtask's state (`old`); returns an error, or "".
+  virtual std::string RestoreRescaled(const std::vector<const std::string*>& /*old*/) { return ""; }
   virtual void SetBarrierHandler(BarrierHandler* /*h*/) {}
 };
 
@@ -89,6 +93,17 @@ class InputGateCore : private WatermarkValve::Emitter {
   // the checkpoint before any replayed record arrives.
   void SnapshotValve(StateWriter& w) const { valve_.Snapshot(w); }
   void RestoreValve(StateReader& r);
+  // Rescaled, the channels are others: they start at MIN (as in Flink), but
+  // the gate's output starts at the lowest output watermark of the old
+  // subtasks (`old`: their valves' states), handed to the chain like a
+  // restored valve's.  Every record replayed here was behind at least that
+  // watermark in the run that took the checkpoint, so none becomes late that
+  // was not; over an all-to-all edge from tasks that were not rescaled every
+  // old subtask had the same watermark, so lateness is decided as without
+  // the restore.  (At MIN, a window that had fired before the checkpoint
+  // would take a replayed late record as on time and never fire it again:
+  // docs/checkpoints.md.)  Returns an error, or "".
+  std::string RestoreRescaledValve(const std::vector<const std::string*>& old);
 
  protected:
   // A control element that arrived on channel `c`; true when it blocked the
@@ -137,6 +152,9 @@ class InputGate final : public TaskInput, public InputGateCore {
   void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
   void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
   void RestorePosition(StateReader& r) override { RestoreValve(r); }
+  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
+    return RestoreRescaledValve(old);
+  }
 
   Step RunStep() override {
     const size_t n = channels_.size();

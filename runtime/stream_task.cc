@@ -320,6 +320,11 @@ void StreamTask::Restore() {
     StateReader r(old[static_cast<size_t>(metrics_->subtask())].input_state);
     input_->RestorePosition(r);
     if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": input: ", r.error()));
+  } else {
+    std::vector<const std::string*> states;
+    for (const SubtaskSnapshot& s : old) states.push_back(&s.input_state);
+    const std::string error = input_->RestoreRescaled(states);
+    if (!error.empty()) throw std::runtime_error(absl::StrCat(where, ": input: ", error));
   }
   last_checkpoint_ = rs.checkpoint_id;
   restore_.reset();

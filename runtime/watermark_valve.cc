@@ -103,6 +103,16 @@ void WatermarkValve::Snapshot(internal::StateWriter& w) const {
   w.PutU8(last_output_status_ == WatermarkStatus::kIdle ? 1 : 0);
 }
 
+Timestamp WatermarkValve::SnapshotOutputWatermark(internal::StateReader& r) {
+  const uint64_t n = r.GetCount("valve channels");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    r.GetI64("channel watermark");
+    r.GetU8("channel idle");
+    r.GetU8("channel aligned");
+  }
+  return r.GetI64("valve watermark");
+}
+
 bool WatermarkValve::Restore(internal::StateReader& r) {
   const uint64_t n = r.GetCount("valve channels");
   if (!r.ok() || n != channels_.size()) return false;

@@ -62,6 +62,12 @@ class WatermarkValve {
   void Snapshot(internal::StateWriter& w) const;
   // False (and nothing changed) when the state has another channel count.
   bool Restore(internal::StateReader& r);
+  // Restoring at another channel count (a rescaled job): the channels stay
+  // at MIN, the output starts at `watermark` (lower ones are not forwarded).
+  void RestoreOutput(Timestamp watermark) { last_output_watermark_ = watermark; }
+  // The last output watermark a Snapshot recorded (r's error set if the
+  // state is damaged).
+  static Timestamp SnapshotOutputWatermark(internal::StateReader& r);
 
   // The aligned channel whose watermark is the current minimum (the one holding
   // the subtask's watermark back), or -1 when no channel is aligned.  Ties go

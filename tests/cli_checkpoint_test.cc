@@ -6,8 +6,12 @@
 // committed output then equals, line for line, the output of a run that was
 // never killed: no result lost, none written twice.  Tumbling, sliding and
 // session windows with allowed lateness and the late side output, window
-// parallelism 1 and 3.  And the command line's own checks: a damaged
-// checkpoint is passed over with a message, flags are checked.
+// parallelism 1 and 3.  Killed after a checkpoint and restored at another
+// parallelism (2 -> 3, 3 -> 1: the windows' keyed state moves by key groups,
+// the file sinks' pending parts round robin), the committed output equals
+// that of a run never killed but for the subtask that fired each window.
+// And the command line's own checks: a damaged checkpoint is passed over
+// with a message, flags are checked.
 //
 // Real time is the subject here (when the process is killed), so the test
 // sleeps between start and kill; nothing else waits on time.
@@ -28,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli_test_util.h"
 #include "gtest/gtest.h"
+#include "runtime/checkpoint_storage.h"
 #include "test_util.h"
 
 namespace tidemark::testing {
@@ -152,6 +157,98 @@ INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
                                            CrashCase{"sliding:2s,500ms", 3},
                                            CrashCase{"session:300ms", 1},
                                            CrashCase{"session:300ms", 3}));
+
+// `lines` without the "subtask" field of each result: which subtask fires a
+// window depends on the parallelism.
+std::vector<std::string> WithoutSubtask(std::vector<std::string> lines) {
+  for (std::string& l : lines) {
+    const size_t at = l.find(",\"subtask\":");
+    if (at == std::string::npos) continue;
+    size_t end = at + 11;
+    while (end < l.size() && l[end] >= '0' && l[end] <= '9') ++end;
+    l.erase(at, end - at);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+bool HasCompleteCheckpoint(const std::string& dir) {
+  if (!fs::exists(dir)) return false;
+  internal::CheckpointStorage storage(dir);
+  for (int64_t id : storage.ListCheckpointIds())
+    if (storage.IsComplete(id)) return true;
+  return false;
+}
+
+struct RescaleCase {
+  const char* window;
+  int from;
+  int to;
+};
+
+class CliRescale : public ::testing::TestWithParam<RescaleCase> {};
+
+TEST_P(CliRescale, KilledAfterACheckpointAndRestoredAtAnotherParallelismIsExactlyOnce) {
+  const RescaleCase c = GetParam();
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 400'000);
+
+  std::vector<std::string> ref_args = JobArgs(input, c.window, c.from);
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = WithoutSubtask(Committed(dir.Path("ref"), &hidden));
+  ASSERT_GT(expected.size(), 1000u);
+
+  auto with_state = [&](std::vector<std::string> args) {
+    args.push_back("--output-dir=" + dir.Path("out"));
+    args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+    args.push_back("--checkpoint-interval=30ms");
+    args.push_back("--restore=latest");
+    return args;
+  };
+  // Killed with SIGKILL once a checkpoint is complete.  When to kill is the
+  // subject here: a run killed before its first checkpoint, or one that
+  // completed first, is tried again from scratch, later or sooner.
+  int wait_ms = 200;
+  bool killed_after_checkpoint = false;
+  for (int attempt = 0; attempt < 8 && !killed_after_checkpoint; ++attempt) {
+    fs::remove_all(dir.Path("out"));
+    fs::remove_all(dir.Path("chk"));
+    CliProcess p(with_state(JobArgs(input, c.window, c.from)), CliProcess::kStdinClosed);
+    ASSERT_TRUE(p.started());
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    kill(p.pid(), SIGKILL);
+    const int code = p.Wait(std::chrono::seconds(120));
+    if (code == 0) {
+      wait_ms /= 2;
+    } else {
+      ASSERT_EQ(code, 128 + SIGKILL) << p.err();
+      killed_after_checkpoint = HasCompleteCheckpoint(dir.Path("chk"));
+      wait_ms *= 2;
+    }
+  }
+  ASSERT_TRUE(killed_after_checkpoint);
+  const size_t before = Committed(dir.Path("out"), &hidden).size();
+
+  std::vector<std::string> args = with_state(JobArgs(input, c.window, c.to));
+  for (std::string& a : args)
+    if (a == "--summary=false") a = "--summary=true";
+  CliRun restored = RunTidemark(args);
+  ASSERT_EQ(restored.exit_code, 0) << restored.err;
+  EXPECT_NE(restored.err.find("restored from checkpoint "), std::string::npos) << restored.err;
+  const std::vector<std::string> got = WithoutSubtask(Committed(dir.Path("out"), &hidden));
+  EXPECT_EQ(hidden, 0);
+  ASSERT_EQ(got.size(), expected.size()) << before << " committed before the kill";
+  EXPECT_TRUE(got == expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Parallelism, CliRescale,
+                         ::testing::Values(RescaleCase{"tumbling:1s", 2, 3},
+                                           RescaleCase{"tumbling:1s", 3, 1},
+                                           RescaleCase{"session:300ms", 2, 3},
+                                           RescaleCase{"sliding:2s,500ms", 3, 1}));
 
 TEST(CliCheckpoint, SummarySaysCheckpointsAndRestore) {
   TempDir dir;
