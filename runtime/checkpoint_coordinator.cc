@@ -186,10 +186,9 @@ void CheckpointCoordinator::Run() {
     // Real time is the subject here: a checkpoint every interval.
     if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
       lock.unlock();
-      const int64_t id = TriggerCheckpoint();
+      TriggerCheckpoint();  // -1 (none started) once every source has finished
       lock.lock();
       next_trigger = Clock::now() + interval_;
-      (void)id;
       continue;
     }
     if (periodic && !pending_) {
