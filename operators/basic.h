@@ -144,10 +144,8 @@ class RollingReduceOperator final
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
       Encode(w, state_);
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>("operator '" + this->ctx().operator_name() + "'");
     } else {
-      throw NoStateCodecError<T>("operator '" + this->ctx().operator_name() + "'");
+      ThrowFirstMissingCodec<K, T>("operator '" + this->ctx().operator_name() + "'");
     }
   }
   void RestoreState(StateReader& r) override {

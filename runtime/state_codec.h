@@ -343,6 +343,23 @@ std::runtime_error NoStateCodecError(std::string_view where) {
                             " has no tidemark::StateCodec: specialise it to checkpoint this job "
                             "(see runtime/state_codec.h)");
 }
+
+// Whether every one of Ts has a codec.
+template <typename... Ts>
+inline constexpr bool kAllHaveStateCodecs = (HasStateCodec<Ts> && ...);
+
+// Throws NoStateCodecError for the first of Ts that has no codec (an
+// operator's SnapshotState when kAllHaveStateCodecs<Ts...> is false).
+template <typename T, typename... Rest>
+[[noreturn]] void ThrowFirstMissingCodec(std::string_view where) {
+  if constexpr (!HasStateCodec<T>) {
+    throw NoStateCodecError<T>(where);
+  } else if constexpr (sizeof...(Rest) > 0) {
+    ThrowFirstMissingCodec<Rest...>(where);
+  } else {
+    throw std::logic_error("ThrowFirstMissingCodec: every type has a codec");
+  }
+}
 }  // namespace internal
 
 namespace internal {

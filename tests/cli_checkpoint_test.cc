@@ -54,24 +54,6 @@ std::string WriteInput(const std::string& dir, int64_t lines) {
   return path;
 }
 
-// Every committed line in `dir` (sorted), and the hidden files left.
-std::vector<std::string> Committed(const std::string& dir, int* hidden) {
-  std::vector<std::string> lines;
-  *hidden = 0;
-  if (!fs::exists(dir)) return lines;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().filename().string()[0] == '.') {
-      ++*hidden;
-      continue;
-    }
-    std::ifstream in(e.path());
-    std::string line;
-    while (std::getline(in, line)) lines.push_back(line);
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
-
 std::vector<std::string> JobArgs(const std::string& input, const std::string& window,
                                  int parallelism) {
   // One input file and per-record watermarks: the output of an
@@ -106,7 +88,7 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   CliRun ref = RunTidemark(ref_args);
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   int hidden = 0;
-  const std::vector<std::string> expected = Committed(dir.Path("ref"), &hidden);
+  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
   ASSERT_GT(expected.size(), 1000u);
   ASSERT_EQ(hidden, 0);
 
@@ -143,7 +125,7 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
       ASSERT_EQ(code, 0) << p.err();  // completed (before the kill, or not killed)
       break;
     }
-    const std::vector<std::string> got = Committed(dir.Path("out"), &hidden);
+    const std::vector<std::string> got = CommittedLines(dir.Path("out"), &hidden);
     EXPECT_EQ(hidden, 0);
     ASSERT_EQ(got.size(), expected.size())
         << "episode " << episodes << ", killed " << killed_here << " times";
@@ -198,7 +180,8 @@ TEST_P(CliRescale, KilledAfterACheckpointAndRestoredAtAnotherParallelismIsExactl
   CliRun ref = RunTidemark(ref_args);
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   int hidden = 0;
-  const std::vector<std::string> expected = WithoutSubtask(Committed(dir.Path("ref"), &hidden));
+  const std::vector<std::string> expected =
+      WithoutSubtask(CommittedLines(dir.Path("ref"), &hidden));
   ASSERT_GT(expected.size(), 1000u);
 
   auto with_state = [&](std::vector<std::string> args) {
@@ -230,7 +213,7 @@ TEST_P(CliRescale, KilledAfterACheckpointAndRestoredAtAnotherParallelismIsExactl
     }
   }
   ASSERT_TRUE(killed_after_checkpoint);
-  const size_t before = Committed(dir.Path("out"), &hidden).size();
+  const size_t before = CommittedLines(dir.Path("out"), &hidden).size();
 
   std::vector<std::string> args = with_state(JobArgs(input, c.window, c.to));
   for (std::string& a : args)
@@ -238,7 +221,7 @@ TEST_P(CliRescale, KilledAfterACheckpointAndRestoredAtAnotherParallelismIsExactl
   CliRun restored = RunTidemark(args);
   ASSERT_EQ(restored.exit_code, 0) << restored.err;
   EXPECT_NE(restored.err.find("restored from checkpoint "), std::string::npos) << restored.err;
-  const std::vector<std::string> got = WithoutSubtask(Committed(dir.Path("out"), &hidden));
+  const std::vector<std::string> got = WithoutSubtask(CommittedLines(dir.Path("out"), &hidden));
   EXPECT_EQ(hidden, 0);
   ASSERT_EQ(got.size(), expected.size()) << before << " committed before the kill";
   EXPECT_TRUE(got == expected);

@@ -34,24 +34,6 @@ namespace {
 
 using Rec = std::tuple<int64_t, int64_t, int64_t>;  // key, timestamp, value
 
-// Every line of the visible files in `dir`, sorted, and the hidden files.
-std::vector<std::string> Committed(const std::string& dir, int* hidden) {
-  std::vector<std::string> lines;
-  *hidden = 0;
-  if (!std::filesystem::exists(dir)) return lines;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().filename().string()[0] == '.') {
-      ++*hidden;
-      continue;
-    }
-    std::ifstream in(e.path());
-    std::string line;
-    while (std::getline(in, line)) lines.push_back(line);
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
-
 // How many lines the file sinks have formatted; a test waits on it to
 // checkpoint while windows are firing.
 struct Progress {
@@ -119,7 +101,7 @@ TEST_P(Rescale, KeyedWindowJobRestoredAtAnotherParallelismCommitsExactlyOnce) {
     JobResult r = env.execute("reference");
     ASSERT_TRUE(r.ok()) << r.status;
     int hidden = 0;
-    expected = Committed(dir.Path("ref"), &hidden);
+    expected = testing::CommittedLines(dir.Path("ref"), &hidden);
     ASSERT_GT(expected.size(), 1000u);
     ASSERT_EQ(hidden, 0);
   }
@@ -145,7 +127,7 @@ TEST_P(Rescale, KeyedWindowJobRestoredAtAnotherParallelismCommitsExactlyOnce) {
       ASSERT_TRUE(absl::IsCancelled(r.status)) << r.status;
     }
     int hidden = 0;
-    const size_t before = Committed(out, &hidden).size();
+    const size_t before = testing::CommittedLines(out, &hidden).size();
     EXPECT_LT(before, expected.size()) << "the first run was to stop early";
     StreamExecutionEnvironment env;
     env.enable_checkpointing(Duration(0), chk).restore_from("latest");
@@ -153,7 +135,7 @@ TEST_P(Rescale, KeyedWindowJobRestoredAtAnotherParallelismCommitsExactlyOnce) {
     JobResult r = env.execute("after");
     ASSERT_TRUE(r.ok()) << r.status;
     EXPECT_GE(r.checkpoints.restored_id, 2 + rep);
-    const std::vector<std::string> got = Committed(out, &hidden);
+    const std::vector<std::string> got = testing::CommittedLines(out, &hidden);
     EXPECT_EQ(hidden, 0);
     ASSERT_EQ(got.size(), expected.size()) << "rep " << rep << ", " << before << " before";
     EXPECT_TRUE(got == expected) << "rep " << rep;
@@ -189,21 +171,21 @@ TEST(RescaleFileSink, NewSubtaskCommitsTheOldSubtasksPendingPartsAndDeletesItsHi
     old2.Write("d");
   }  // the old run dies here
   int hidden = 0;
-  EXPECT_TRUE(Committed(out, &hidden).empty());
+  EXPECT_TRUE(testing::CommittedLines(out, &hidden).empty());
   EXPECT_EQ(hidden, 3);
   internal::TwoPhaseCommitFiles new0;
   new0.Open(out, "part", 0, /*checkpointing=*/true);
   internal::StateReader r(state);
   new0.Restore(r);
   ASSERT_TRUE(r.ok()) << r.error();
-  EXPECT_EQ(Committed(out, &hidden), std::vector<std::string>({"a", "b"}));
+  EXPECT_EQ(testing::CommittedLines(out, &hidden), std::vector<std::string>({"a", "b"}));
   EXPECT_EQ(hidden, 0);
   EXPECT_TRUE(std::filesystem::exists(out + "/part-2-0"));
   // The new subtask's own parts are named after it.
   new0.Write("e");
   new0.Finish();
   new0.CommitFinal();
-  EXPECT_EQ(Committed(out, &hidden), std::vector<std::string>({"a", "b", "e"}));
+  EXPECT_EQ(testing::CommittedLines(out, &hidden), std::vector<std::string>({"a", "b", "e"}));
   EXPECT_TRUE(std::filesystem::exists(out + "/part-0-0"));
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "api/environment.h"
 
@@ -49,6 +50,26 @@ inline JobResult WaitWithWatchdog(JobClient& client, bool* hung) {
   cv.notify_all();
   watchdog.join();
   return r;
+}
+
+// Every line of the committed (visible) files in `dir`, sorted; *hidden
+// counts the hidden ones (names starting with '.': an exactly-once file
+// sink's uncommitted parts).
+inline std::vector<std::string> CommittedLines(const std::string& dir, int* hidden) {
+  std::vector<std::string> lines;
+  *hidden = 0;
+  if (!std::filesystem::exists(dir)) return lines;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string()[0] == '.') {
+      ++*hidden;
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
 }
 
 // A fresh directory under the system's temporary directory, removed with

@@ -217,12 +217,8 @@ class StateTable final : public StateTableBase {
         }
         Encode(w, v);
       }
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>(where);
-    } else if constexpr (!HasStateCodec<N>) {
-      throw NoStateCodecError<N>(where);
     } else {
-      throw NoStateCodecError<V>(where);
+      ThrowFirstMissingCodec<K, N, V>(where);
     }
   }
   void Restore(StateReader& r, const KeyGroupRange& range) override {

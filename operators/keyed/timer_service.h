@@ -359,10 +359,8 @@ class KeyedTimerService {
     if constexpr (kEncodable) {
       event_.SnapshotTo(w);
       processing_.SnapshotTo(w);
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>(where);
     } else {
-      throw NoStateCodecError<N>(where);
+      ThrowFirstMissingCodec<K, N>(where);
     }
   }
   // Call after Init: the processing-time timer is armed at the earliest

@@ -129,10 +129,8 @@ class FastWindowOperator final
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
       this->SnapshotKeyedState(w);
       table_.SnapshotTo(w);
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>(this->StateWhere());
     } else {
-      throw NoStateCodecError<Value>(this->StateWhere());
+      ThrowFirstMissingCodec<K, Value>(this->StateWhere());
     }
   }
   void RestoreState(StateReader& r) override {

@@ -341,10 +341,8 @@ class FastSessionWindowOperator final
         Encode(w, e.gen);
         Encode(w, e.window);
       }
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>(this->StateWhere());
     } else {
-      throw NoStateCodecError<Value>(this->StateWhere());
+      ThrowFirstMissingCodec<K, Value>(this->StateWhere());
     }
   }
   void RestoreState(StateReader& r) override {

@@ -240,10 +240,8 @@ class SlicedWindowOperator final
         Encode(w, info.fired);
       }
       Encode(w, seq_);
-    } else if constexpr (!HasStateCodec<K>) {
-      throw NoStateCodecError<K>(this->StateWhere());
     } else {
-      throw NoStateCodecError<Value>(this->StateWhere());
+      ThrowFirstMissingCodec<K, Value>(this->StateWhere());
     }
   }
   void RestoreState(StateReader& r) override {
