@@ -322,6 +322,97 @@ TEST(CheckpointJob, PeriodicCheckpointsCompleteWhileTheJobRuns) {
   EXPECT_EQ(snapshotted, static_cast<int64_t>(r.metrics.size()));
 }
 
+// Subtask 0 emits 0..n-1; subtask 1 emits nothing and says it is idle until
+// `release` is set, then ends.  Its position: how many it emitted.
+class HalfIdleSource final : public Source<int64_t> {
+ public:
+  HalfIdleSource(int64_t n, std::shared_ptr<std::atomic<bool>> release)
+      : n_(n), release_(std::move(release)) {}
+  void Open(const SourceContext& ctx) override { subtask_ = ctx.subtask_index; }
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t budget) override {
+    if (subtask_ == 1) {
+      if (release_->load()) return PollStatus::kEndOfInput;
+      out.MarkIdle();
+      retry_at_ = SystemClock().NowMillis() + 1;
+      return PollStatus::kNothingAvailable;
+    }
+    for (size_t k = 0; k < budget && next_ < n_ && !out.Backpressured(); ++k)
+      out.CollectWithTimestamp(int64_t{next_}, next_), ++next_;
+    return next_ < n_ ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
+  }
+  Timestamp RetryAt() const override { return retry_at_; }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override { w.PutI64(next_); }
+  void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64(); }
+
+ private:
+  int64_t n_;
+  std::shared_ptr<std::atomic<bool>> release_;
+  int subtask_ = 0;
+  int64_t next_ = 0;
+  Timestamp retry_at_ = kMaxTimestamp;
+};
+
+// An idle source subtask (idle status on every channel downstream, no
+// records) still forwards barriers: checkpoints complete while it is idle,
+// each a consistent cut, and the other source's channel ending does not
+// hold them back either.
+TEST(CheckpointJob, IdleAndEndedChannelsDoNotHoldCheckpointsBack) {
+  const int reps = testing::StressIterations(5);
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir dir;
+    const int64_t n = 200'000;
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    StreamExecutionEnvironment env;
+    env.set_worker_threads(2).set_channel_capacity(2);
+    env.enable_checkpointing(Duration(0), dir.path(), /*retain=*/1000);
+    env.add_source<int64_t>([n, release] { return std::make_unique<HalfIdleSource>(n, release); },
+                            "Source")
+        .set_parallelism(2)
+        .key_by([](const int64_t& v) { return v % 7; })
+        .transform<int64_t>("Counter",
+                            [] { return std::unique_ptr<OperatorBase>(new CountingOperator()); })
+        .set_parallelism(3)
+        .add_sink([](int64_t&&, Timestamp) {}, "Discard")
+        .set_parallelism(1);
+    JobClient client = env.execute_async("idle");
+    // While subtask 0 runs and after it has ended (its channels ended),
+    // subtask 1 idle all along: every checkpoint completes.
+    std::vector<int64_t> ids;
+    for (int k = 0; k < 6; ++k) {
+      const int64_t id = client.trigger_checkpoint();
+      ASSERT_GE(id, 0) << "rep " << rep << ": subtask 1 is still running";
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000))) << "checkpoint " << id;
+      ids.push_back(id);
+    }
+    release->store(true);
+    bool hung = false;
+    JobResult r = testing::WaitWithWatchdog(client, &hung);
+    ASSERT_FALSE(hung);
+    ASSERT_TRUE(r.ok()) << r.status;
+    internal::CheckpointStorage storage(dir.path());
+    for (int64_t id : ids) {
+      absl::StatusOr<internal::LoadedCheckpoint> chk = storage.Load(storage.CheckpointPath(id));
+      ASSERT_TRUE(chk.ok()) << chk.status();
+      int64_t emitted = 0, counted = 0;
+      for (const auto& [name, bytes] : chk->states) {
+        absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+        ASSERT_TRUE(s.ok()) << s.status();
+        if (s->has_source) {
+          internal::StateReader pr(s->input_state);
+          emitted += pr.GetI64();
+        }
+        for (const auto& op : s->operators) {
+          if (op.name != "Counter") continue;
+          internal::StateReader cr(op.state);
+          counted += cr.GetI64();
+        }
+      }
+      EXPECT_EQ(emitted, counted) << "rep " << rep << " checkpoint " << id;
+    }
+  }
+}
+
 // Runs the counting job (sum of 0..n-1 in the counters' Finish), cancelled
 // once checkpoint `cancel_after` is complete; returns the sums the job
 // emitted (empty when cancelled).
