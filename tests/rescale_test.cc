@@ -189,19 +189,23 @@ TEST(RescaleFileSink, NewSubtaskCommitsTheOldSubtasksPendingPartsAndDeletesItsHi
   EXPECT_TRUE(std::filesystem::exists(out + "/part-0-0"));
 }
 
+// The window job at source and window parallelism 2, cancelled once one
+// checkpoint is complete in dir/chk.
+void TakeOneCheckpointAtParallelismTwo(const testing::TempDir& dir) {
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk"));
+  BuildWindowJob(env, dir.Path("out"), 400'000, 100'000.0, 2, 2);
+  JobClient client = env.execute_async("before");
+  const int64_t id = client.trigger_checkpoint();
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+  client.cancel();
+  client.wait();
+}
+
 TEST(Rescale, SourceTaskAtAnotherParallelismIsRefusedWithAClearError) {
   testing::TempDir dir;
-  {
-    StreamExecutionEnvironment env;
-    env.enable_checkpointing(Duration(0), dir.Path("chk"));
-    BuildWindowJob(env, dir.Path("out"), 400'000, 100'000.0, 2, 2);
-    JobClient client = env.execute_async("before");
-    const int64_t id = client.trigger_checkpoint();
-    ASSERT_GE(id, 0);
-    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
-    client.cancel();
-    client.wait();
-  }
+  TakeOneCheckpointAtParallelismTwo(dir);
   StreamExecutionEnvironment env;
   env.enable_checkpointing(Duration(0), dir.Path("chk")).restore_from("latest");
   BuildWindowJob(env, dir.Path("out"), 400'000, 0, 3, 2);
@@ -216,17 +220,7 @@ TEST(Rescale, SourceTaskAtAnotherParallelismIsRefusedWithAClearError) {
 
 TEST(Rescale, ChangedMaxParallelismIsRefused) {
   testing::TempDir dir;
-  {
-    StreamExecutionEnvironment env;
-    env.enable_checkpointing(Duration(0), dir.Path("chk"));
-    BuildWindowJob(env, dir.Path("out"), 400'000, 100'000.0, 2, 2);
-    JobClient client = env.execute_async("before");
-    const int64_t id = client.trigger_checkpoint();
-    ASSERT_GE(id, 0);
-    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
-    client.cancel();
-    client.wait();
-  }
+  TakeOneCheckpointAtParallelismTwo(dir);
   StreamExecutionEnvironment env;
   env.set_max_parallelism(256);
   env.enable_checkpointing(Duration(0), dir.Path("chk")).restore_from("latest");
