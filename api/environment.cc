@@ -199,6 +199,10 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_worker_threads(int n
   worker_threads_ = n;
   return *this;
 }
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_placement(PlacementFunction placement) {
+  placement_ = std::move(placement);
+  return *this;
+}
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_clock(const Clock* clock) {
   clock_ = clock;
   return *this;
@@ -286,6 +290,8 @@ JobCompilerOptions StreamExecutionEnvironment::CompilerOptions() const {
   o.config = &config_;
   o.clock = clock_;
   o.listener = listener_.get();
+  o.cluster = ThisCluster();
+  o.placement = placement_;
   return o;
 }
 

@@ -50,6 +50,7 @@
 #include "operators/file_sink.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"
+#include "runtime/cluster.h"
 #include "runtime/job_result.h"
 #include "runtime/node_ops.h"
 #include "runtime/source_driver.h"
@@ -129,6 +130,12 @@ class StreamExecutionEnvironment {
   // Worker threads of the arena; default: the number of cores.
   StreamExecutionEnvironment& set_worker_threads(int n);
   StreamExecutionEnvironment& set_clock(const Clock* clock);
+  // Under mpirun (runtime/cluster.h): which rank runs each subtask.  Every
+  // rank must set the same placement.  Default: ModuloPlacement (subtask i
+  // on rank i mod ranks).
+  StreamExecutionEnvironment& set_placement(PlacementFunction placement);
+  // The ranks this program runs on (one without mpirun).
+  static ClusterInfo cluster() { return ThisCluster(); }
   StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);
   StreamExecutionEnvironment& disable_operator_chaining();
   // Runs the tasks on oneTBB's task_arena instead of the job's own workers
@@ -252,6 +259,7 @@ class StreamExecutionEnvironment {
   const Clock* clock_;
   std::shared_ptr<WatermarkListener> listener_;
   bool chaining_ = true;
+  PlacementFunction placement_;
   std::ostream* print_stream_;  // std::cout unless set
   std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
   std::mutex mu_;

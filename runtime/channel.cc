@@ -51,6 +51,7 @@ std::unique_ptr<BatchBase> ChannelBase::PopBatch() {
       producer_waiting_ = false;
       wake_producer = true;
     }
+    wake_producer = wake_producer || notify_every_pop_;
   }
   if (wake_producer && producer_ != nullptr) producer_->Notify();
   return b;

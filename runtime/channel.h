@@ -47,6 +47,11 @@ class ChannelBase {
 
   void set_producer(Task* t) { producer_ = t; }
   void set_consumer(Task* t) { consumer_ = t; }
+  // The producer is notified after every Pop(), not only when the channel
+  // had been full: the MPI exchange (mpi_exchange.h), which produces into
+  // the channels it receives, returns a credit to the remote sender for
+  // every batch the consumer takes.
+  void set_notify_producer_on_every_pop() { notify_every_pop_ = true; }
   size_t capacity() const { return capacity_; }
 
   // Approximate number of queued batches; exact only while both sides are
@@ -74,6 +79,7 @@ class ChannelBase {
   const size_t capacity_;
   Task* producer_ = nullptr;
   Task* consumer_ = nullptr;
+  bool notify_every_pop_ = false;
 };
 
 template <typename T>

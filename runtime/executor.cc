@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/mpi_exchange.h"
 
 namespace tidemark {
 using namespace internal;
@@ -45,6 +46,15 @@ void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coor
   restore_problems_ = std::move(restore_problems);
 }
 
+void JobExecution::SetExchange(std::unique_ptr<MpiExchange> exchange) {
+  exchange_ = std::move(exchange);
+}
+
+absl::Status JobExecution::FirstError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
 void JobExecution::Start() {
   start_time_ = std::chrono::steady_clock::now();
   CompletionListener* listener = this;
@@ -77,6 +87,7 @@ void JobExecution::Start() {
   for (auto& thread : threads_) thread->Start();
   for (Task* t : arena_tasks) t->Notify();
   if (coordinator_) coordinator_->Start();
+  if (exchange_) exchange_->Start(this);
 }
 
 void JobExecution::TaskFinished(Task*) {
@@ -121,6 +132,17 @@ JobResult JobExecution::Wait() {
   }
   StopThreads();
   JobResult result;
+  // Across ranks: the exchange completes with every other rank; the job's
+  // status and metrics are then those of every rank.
+  absl::Status distributed;
+  std::vector<SubtaskMetricsSnapshot> all_metrics;
+  if (exchange_) {
+    absl::Status local = FirstError();
+    if (local.ok() && cancelled()) local = absl::CancelledError("job cancelled");
+    all_metrics = Metrics();
+    distributed = exchange_->Finish(local, &all_metrics, &result.network);
+    if (!distributed.ok()) Fail(distributed);
+  }
   if (coordinator_) {
     // Before the tasks are released: its thread may still be telling them
     // of a completed checkpoint.
@@ -153,11 +175,13 @@ JobResult JobExecution::Wait() {
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
-  result.metrics = Metrics();
+  result.metrics = exchange_ ? std::move(all_metrics) : Metrics();
   for (auto& t : tasks_) t->Release();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!first_error_.ok()) {
+    if (!distributed.ok()) {
+      result.status = distributed;  // names the rank that failed first
+    } else if (!first_error_.ok()) {
       result.status = first_error_;
     } else if (cancelled()) {
       result.status = absl::CancelledError("job cancelled");

@@ -47,6 +47,8 @@
 namespace tidemark {
 
 namespace internal {
+class MpiExchange;
+
 class JobExecution final : public TaskHost,
                            private CompletionListener,
                            public std::enable_shared_from_this<JobExecution> {
@@ -69,6 +71,9 @@ class JobExecution final : public TaskHost,
   void EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coordinator, int64_t restored_id,
                          std::string restored_path, std::vector<std::string> restore_problems);
   CheckpointCoordinator* checkpoint_coordinator() const { return coordinator_.get(); }
+  // A job spanning ranks: the exchange of its remote channels, started with
+  // the tasks and finished by Wait() (runtime/mpi_exchange.h).
+  void SetExchange(std::unique_ptr<MpiExchange> exchange);
 
   // Starts every task.  Call once.
   void Start();
@@ -83,6 +88,8 @@ class JobExecution final : public TaskHost,
   // The flag behind cancelled(), for the tasks' per-record checks.
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
   bool done() const;
+  // The error that failed the job (OK while none did).
+  absl::Status FirstError() const;
 
   // Current metrics of every subtask.  Thread-safe.
   std::vector<SubtaskMetricsSnapshot> Metrics() const;
@@ -101,6 +108,7 @@ class JobExecution final : public TaskHost,
   WakeupTimer timer_;
   std::vector<std::unique_ptr<DedicatedThread>> threads_;
   std::unique_ptr<CheckpointCoordinator> coordinator_;
+  std::unique_ptr<MpiExchange> exchange_;
   int64_t restored_id_ = -1;
   std::string restored_path_;
   std::vector<std::string> restore_problems_;

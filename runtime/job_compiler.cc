@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/checkpoint_coordinator.h"
 #include "runtime/executor.h"
+#include "runtime/mpi_exchange.h"
 #include "runtime/node_ops.h"
 
 namespace tidemark::internal {
@@ -262,7 +263,11 @@ absl::Status JobCompiler::CheckOutputs(const PhysicalPlan& plan) const {
 
 struct JobCompiler::Assembly {
   std::shared_ptr<JobExecution> exec;
-  std::vector<std::vector<StreamTask*>> tasks;  // [chain][subtask]
+  // [chain][subtask]; null for the subtasks of other ranks.
+  std::vector<std::vector<StreamTask*>> tasks;
+  std::vector<std::vector<int>> rank;  // [chain][subtask]: where it runs
+  std::unique_ptr<MpiExchange> exchange;  // across ranks only
+  absl::Status error;                     // of CreateChannels
   // [edge][upstream subtask][downstream subtask]; null where there is no
   // channel (FORWARD, u != d); empty for chained edges.
   std::vector<std::vector<std::vector<ChannelBase*>>> channels;
@@ -271,13 +276,56 @@ struct JobCompiler::Assembly {
 absl::StatusOr<std::shared_ptr<JobExecution>> JobCompiler::Build(const PhysicalPlan& plan) const {
   Assembly a;
   a.exec = std::make_shared<JobExecution>(options_.worker_threads, options_.config->scheduler);
+  if (absl::Status s = Place(plan, a); !s.ok()) return s;
   CreateTasks(plan, a);
   CreateChannels(plan, a);
+  if (!a.error.ok()) return a.error;
   Wire(plan, a);
   if (options_.config->checkpointing()) {
     if (absl::Status s = SetUpCheckpoints(plan, a); !s.ok()) return s;
   }
+  if (a.exchange) {
+    // Every rank must have built this very plan and placement.
+    std::string fingerprint = plan.Explain();
+    std::vector<std::string> names;
+    for (size_t c = 0; c < plan.chains.size(); ++c) {
+      names.push_back(plan.chains[c].task_name);
+      absl::StrAppend(&fingerprint, "placement ", c, ":", absl::StrJoin(a.rank[c], ","), "\n");
+    }
+    a.exchange->SetTaskOrder(std::move(names));
+    if (absl::Status s = a.exchange->Open(fingerprint); !s.ok()) return s;
+    a.exec->SetExchange(std::move(a.exchange));
+  }
   return a.exec;
+}
+
+// 4a. Placement: the rank of every subtask (all 0 on one rank).
+absl::Status JobCompiler::Place(const PhysicalPlan& plan, Assembly& a) const {
+  const ClusterInfo& cluster = options_.cluster;
+  a.rank.resize(plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const PlanChain& chain = plan.chains[c];
+    a.rank[c].assign(chain.parallelism, 0);
+    if (!cluster.distributed()) continue;
+    for (int s = 0; s < chain.parallelism; ++s) {
+      PlacementRequest r{chain.task_name, static_cast<int>(c), s, chain.parallelism, cluster.size};
+      const int rank = options_.placement ? options_.placement(r) : ModuloPlacement(r);
+      if (rank < 0 || rank >= cluster.size) {
+        return absl::InvalidArgumentError(absl::StrCat("the placement put '", chain.task_name,
+                                                       "' (", s, "/", chain.parallelism,
+                                                       ") on rank ", rank, " of ", cluster.size));
+      }
+      a.rank[c][s] = rank;
+    }
+  }
+  if (!cluster.distributed()) return absl::OkStatus();
+  if (options_.config->checkpointing()) {
+    return absl::UnimplementedError(
+        "checkpoints of a job that spans MPI ranks are not supported yet: run it on one rank "
+        "(without mpirun) to checkpoint it");
+  }
+  a.exchange = std::make_unique<MpiExchange>(cluster, options_.config->channel_capacity);
+  return absl::OkStatus();
 }
 
 // 4. Tasks: one per chain and subtask.
@@ -286,6 +334,10 @@ void JobCompiler::CreateTasks(const PhysicalPlan& plan, Assembly& a) const {
   for (size_t c = 0; c < plan.chains.size(); ++c) {
     const PlanChain& chain = plan.chains[c];
     for (int s = 0; s < chain.parallelism; ++s) {
+      if (a.rank[c][s] != options_.cluster.rank) {
+        a.tasks[c].push_back(nullptr);  // another rank's
+        continue;
+      }
       auto metrics = std::make_unique<SubtaskMetrics>(chain.task_name, s, chain.parallelism,
                                                       chain.input_channels);
       a.tasks[c].push_back(a.exec->AddTask(std::make_unique<StreamTask>(
@@ -297,6 +349,8 @@ void JobCompiler::CreateTasks(const PhysicalPlan& plan, Assembly& a) const {
 // 5. Channels for every network edge, grid[up][down].
 void JobCompiler::CreateChannels(const PhysicalPlan& plan, Assembly& a) const {
   a.channels.resize(plan.edges.size());
+  const int me = options_.cluster.rank;
+  uint32_t id = 0;  // numbers every channel of the plan alike on every rank
   for (size_t c = 0; c < plan.chains.size(); ++c) {
     for (int e : plan.nodes[plan.chains[c].head].inputs) {
       const PlanEdge& pe = plan.edges[e];
@@ -308,10 +362,32 @@ void JobCompiler::CreateChannels(const PhysicalPlan& plan, Assembly& a) const {
       for (int u = 0; u < pu; ++u) {
         for (int d = 0; d < pd; ++d) {
           if (pe.strategy == ShipStrategy::kForward && u != d) continue;
+          const uint32_t channel_id = id++;
+          const int ru = a.rank[plan.nodes[pe.from].chain][u], rd = a.rank[c][d];
+          if (ru != me && rd != me) continue;  // between two other ranks
           ChannelBase* ch = a.exec->AddChannel(ops->NewChannel(options_.config->channel_capacity));
-          ch->set_consumer(a.tasks[c][d]);
-          ch->set_producer(producers[u]);
           grid[u][d] = ch;
+          if (ru == rd) {
+            ch->set_consumer(a.tasks[c][d]);
+            ch->set_producer(producers[u]);
+            continue;
+          }
+          std::unique_ptr<RemoteCodec> codec = ops->NewRemoteCodec();
+          if (!codec && a.error.ok()) {
+            a.error = absl::InvalidArgumentError(absl::StrCat(
+                "records of type ", ops->TypeName(), " from '", nodes_[pe.from]->name, "' to '",
+                nodes_[pe.to]->name, "' cross from rank ", ru, " to rank ", rd,
+                ", and the type has no tidemark::StateCodec to travel with: specialise it (see "
+                "runtime/state_codec.h) or place both subtasks on one rank"));
+          }
+          if (!codec) continue;
+          if (ru == me) {
+            ch->set_producer(producers[u]);
+            a.exchange->AddOutbound(channel_id, rd, ch, std::move(codec));
+          } else {
+            ch->set_consumer(a.tasks[c][d]);
+            a.exchange->AddInbound(channel_id, ru, ch, std::move(codec));
+          }
         }
       }
     }
@@ -322,7 +398,7 @@ void JobCompiler::CreateChannels(const PhysicalPlan& plan, Assembly& a) const {
 void JobCompiler::Wire(const PhysicalPlan& plan, Assembly& a) const {
   for (size_t c = 0; c < plan.chains.size(); ++c) {
     for (int s = 0; s < plan.chains[c].parallelism; ++s)
-      WireSubtask(plan, a, static_cast<int>(c), s);
+      if (a.tasks[c][s] != nullptr) WireSubtask(plan, a, static_cast<int>(c), s);
   }
 }
 

@@ -22,6 +22,11 @@
 //   5. CreateChannels     - per network edge, one channel per pair of
 //      upstream/downstream subtasks (FORWARD: only u == d).
 //   6. Wire               - operators, chain outputs, writers and input gates.
+//   7. Checkpoints        - the coordinator, and what each task restores.
+// Across ranks (options.cluster, runtime/cluster.h), step 4 starts by placing
+// every subtask on a rank and makes only this rank's; a channel whose ends are
+// on different ranks is made on both, as a local queue that the job's
+// MpiExchange drains or fills (runtime/mpi_exchange.h).
 //
 // Steps 1-3 (Plan()) touch nothing at run time; StreamExecutionEnvironment's
 // ExplainPlan() prints their result (PhysicalPlan::Explain, format below).
@@ -35,6 +40,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/cluster.h"
 #include "runtime/executor.h"
 #include "runtime/job_graph.h"
 
@@ -50,6 +56,12 @@ struct JobCompilerOptions {
   const JobConfig* config = nullptr;
   const Clock* clock = nullptr;
   WatermarkListener* listener = nullptr;
+  // The ranks the job runs on (runtime/cluster.h) and where each subtask
+  // goes (null: ModuloPlacement).  With more than one rank, Build() makes
+  // only this rank's tasks; channels to and from other ranks go through an
+  // MpiExchange.
+  ClusterInfo cluster;
+  PlacementFunction placement;
 };
 
 // One logical node.  Virtual and side-output nodes have no physical presence:
@@ -156,6 +168,7 @@ class JobCompiler {
   void Wire(const PhysicalPlan& plan, Assembly& a) const;
   void WireSubtask(const PhysicalPlan& plan, Assembly& a, int chain, int subtask) const;
   absl::Status SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const;
+  absl::Status Place(const PhysicalPlan& plan, Assembly& a) const;
 
   const std::vector<std::unique_ptr<StreamNode>>& nodes_;
   JobCompilerOptions options_;

@@ -38,6 +38,20 @@ struct CheckpointSummary {
   bool at_most_once = false;
 };
 
+// Traffic between ranks (runtime/mpi_exchange.h), summed over every rank;
+// all zero for a job on one rank.
+struct NetworkSummary {
+  int ranks = 1;
+  int64_t remote_channels = 0;   // channels whose ends are on different ranks
+  int64_t batches_sent = 0;      // one MPI message each
+  int64_t records_sent = 0;
+  int64_t bytes_sent = 0;        // batch bytes, headers included
+  int64_t credit_messages = 0;
+  // The most batches of one remote channel ever sent and not yet taken by
+  // its consumer (bounded by the channel capacity: credit-based flow control).
+  int64_t max_in_flight_batches = 0;
+};
+
 struct JobResult {
   // Out of line (executor.cc), so a job's translation unit does not generate
   // them.
@@ -52,6 +66,7 @@ struct JobResult {
   double seconds = 0;
   std::vector<SubtaskMetricsSnapshot> metrics;
   CheckpointSummary checkpoints;
+  NetworkSummary network;
 
   bool ok() const { return status.ok(); }
   // Sum of a named counter over all subtasks.

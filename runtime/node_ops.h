@@ -16,6 +16,7 @@
 #include "runtime/channel.h"
 #include "runtime/job_graph.h"
 #include "runtime/operator.h"
+#include "runtime/remote_codec.h"
 #include "runtime/stream_task.h"
 
 namespace tidemark::internal {
@@ -40,6 +41,10 @@ class NodeOps {
   virtual std::unique_ptr<TaskInput> NewInputGate(const std::vector<ChannelBase*>& channels,
                                                   OutputBase* head, StreamTask* task,
                                                   WatermarkListener* listener) const = 0;
+  // How batches of T cross ranks; null when T has no StateCodec.
+  virtual std::unique_ptr<RemoteCodec> NewRemoteCodec() const = 0;
+  // T as the compiler spells it, for errors.
+  virtual std::string TypeName() const = 0;
 };
 
 template <typename T>
@@ -85,6 +90,14 @@ class TypedNodeOps final : public NodeOps {
     return std::make_unique<InputGate<T>>(std::move(typed), static_cast<Output<T>*>(head),
                                           task->metrics(), listener);
   }
+  std::unique_ptr<RemoteCodec> NewRemoteCodec() const override {
+    if constexpr (HasStateCodec<T>) {
+      return std::make_unique<RemoteBatchCodec<T>>();
+    } else {
+      return nullptr;
+    }
+  }
+  std::string TypeName() const override { return internal::TypeName<T>(); }
 };
 
 struct SourceBuildArgs {

@@ -58,6 +58,12 @@ ABSL_FLAG(std::string, output, "text", "text or jsonl (JSON Lines; see the notes
 ABSL_FLAG(std::string, output_dir, "",
           "exactly-once output: committed JSON-lines files (part-*, late-*) in this directory "
           "(hidden .part-* files are not committed yet)");
+ABSL_FLAG(std::string, placement, "modulo",
+          "under mpirun: modulo (subtask i on rank i mod ranks) or block (contiguous subtasks "
+          "per rank)");
+ABSL_FLAG(std::string, output_per_rank, "",
+          "under mpirun: each rank writes the results of its window subtasks to PREFIX.RANK "
+          "instead of rank 0 printing them all");
 ABSL_FLAG(std::string, checkpoint_dir, "", "take checkpoints into this directory");
 ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (default 1s)");
 ABSL_FLAG(std::string, restore, "",
@@ -145,7 +151,9 @@ void PrintHelp() {
                            "output_dir",
                            "checkpoint_dir",
                            "checkpoint_interval",
-                           "restore"}) {
+                           "restore",
+                           "placement",
+                           "output_per_rank"}) {
     absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
     std::string dashed = name;
     std::replace(dashed.begin(), dashed.end(), '_', '-');
@@ -277,6 +285,8 @@ int main(int argc, char** argv) {
   o.parallelism = absl::GetFlag(FLAGS_parallelism);
   o.output = absl::GetFlag(FLAGS_output);
   o.output_dir = absl::GetFlag(FLAGS_output_dir);
+  o.placement = absl::GetFlag(FLAGS_placement);
+  o.output_per_rank = absl::GetFlag(FLAGS_output_per_rank);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
   o.restore = absl::GetFlag(FLAGS_restore);

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libtbb-dev libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev tzdata)
+          libbenchmark-dev tzdata libopenmpi-dev openmpi-bin)
 # --with-chromium: also the headless browser the timeline test renders with
 # (the test calls this itself, only when it runs).
 if [ "${1:-}" = "--with-chromium" ]; then

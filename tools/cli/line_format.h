@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "runtime/state_codec.h"
 #include "runtime/time.h"
 
 namespace tidemark::cli {
@@ -88,5 +89,28 @@ absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name);
 std::string FormatTime(Timestamp ts, const absl::TimeZone& zone, bool millis = true);
 
 }  // namespace tidemark::cli
+
+// Records cross MPI ranks (and checkpoints) with this codec.
+template <>
+struct tidemark::StateCodec<tidemark::cli::CliRecord> {
+  static void Encode(internal::StateWriter& w, const cli::CliRecord& r) {
+    internal::Encode(w, r.key);
+    internal::Encode(w, r.ts);
+    internal::Encode(w, r.value);
+    internal::Encode(w, r.line);
+    internal::Encode(w, r.marker);
+    internal::Encode(w, r.source);
+  }
+  static cli::CliRecord Decode(internal::StateReader& r) {
+    cli::CliRecord c;
+    c.key = internal::Decode<std::string>(r);
+    c.ts = internal::Decode<Timestamp>(r);
+    c.value = internal::Decode<double>(r);
+    c.line = internal::Decode<std::string>(r);
+    c.marker = internal::Decode<Timestamp>(r);
+    c.source = internal::Decode<int>(r);
+    return c;
+  }
+};
 
 #endif  // TM_TOOLS_CLI_LINE_FORMAT_H_

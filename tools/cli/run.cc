@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -77,6 +78,37 @@ struct CliResult {
   Timestamp watermark = kMinTimestamp;
   int subtask = 0;
 };
+
+}  // namespace
+}  // namespace tidemark::cli
+
+// Results cross MPI ranks to the printing sink on rank 0.
+template <>
+struct tidemark::StateCodec<tidemark::cli::CliResult> {
+  static void Encode(internal::StateWriter& w, const cli::CliResult& r) {
+    internal::Encode(w, r.key);
+    internal::Encode(w, r.start);
+    internal::Encode(w, r.end);
+    internal::Encode(w, r.acc);  // trivially copyable
+    internal::Encode(w, r.firing);
+    internal::Encode(w, r.watermark);
+    internal::Encode(w, r.subtask);
+  }
+  static cli::CliResult Decode(internal::StateReader& r) {
+    cli::CliResult c;
+    c.key = internal::Decode<std::string>(r);
+    c.start = internal::Decode<Timestamp>(r);
+    c.end = internal::Decode<Timestamp>(r);
+    c.acc = internal::Decode<cli::Acc>(r);
+    c.firing = internal::Decode<std::string>(r);
+    c.watermark = internal::Decode<Timestamp>(r);
+    c.subtask = internal::Decode<int>(r);
+    return c;
+  }
+};
+
+namespace tidemark::cli {
+namespace {
 
 std::string Number(double v) { return absl::StrCat(v); }
 
@@ -282,7 +314,12 @@ std::string LeftOpen(const JobResult& result) {
 
 }  // namespace
 
-int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
+int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream) {
+  // Under mpirun every rank runs this; rank 0 speaks for the job (errors name
+  // the rank they happened on), the others keep quiet.
+  const ClusterInfo cluster = ThisCluster();
+  std::ostringstream muted;
+  std::ostream& err = cluster.rank == 0 ? err_stream : muted;
   auto fail = [&](const std::string& msg) {
     err << "tidemark: " << msg << "\n";
     return 2;
@@ -322,6 +359,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   if (!aggregate.ok()) return fail(std::string(aggregate.status().message()));
   if (o.parallelism <= 0) return fail("--parallelism must be positive");
   if (o.output != "text" && o.output != "jsonl") return fail("--output must be text or jsonl");
+  if (o.placement != "modulo" && o.placement != "block")
+    return fail("--placement must be modulo or block");
   Duration checkpoint_interval{0};
   if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
     if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
@@ -365,7 +404,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
 
   // Where the results go, checked before anything runs.
   std::ofstream timeline_page;
-  if (!o.timeline.empty() && !o.explain) {
+  if (!o.timeline.empty() && !o.explain && cluster.rank == 0) {
     timeline_page.open(o.timeline, std::ios::out | std::ios::trunc);
     if (!timeline_page) {
       return fail(absl::StrCat("--timeline=", o.timeline,
@@ -379,13 +418,27 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   sh->parallelism = o.parallelism;
   sh->err = &err;
   if (!o.dead_letter.empty() && !o.explain) {
-    sh->dead_letter.open(o.dead_letter, std::ios::out | std::ios::trunc);
+    // Under mpirun each rank writes the lines its sources skipped to its own
+    // file, DEAD_LETTER.RANK.
+    sh->dead_letter.open(
+        cluster.distributed() ? absl::StrCat(o.dead_letter, ".", cluster.rank) : o.dead_letter,
+        std::ios::out | std::ios::trunc);
     if (!sh->dead_letter) {
       return fail(absl::StrCat("--dead-letter=", o.dead_letter,
                                ": cannot open for writing: ", std::strerror(errno)));
     }
   }
-  LinePrinter printer(&out);
+  // --output-per-rank: this rank's results into PREFIX.RANK.
+  std::ofstream rank_output;
+  if (!o.output_per_rank.empty() && !o.explain) {
+    const std::string path = absl::StrCat(o.output_per_rank, ".", cluster.rank);
+    rank_output.open(path, std::ios::out | std::ios::trunc);
+    if (!rank_output) {
+      return fail(absl::StrCat("--output-per-rank: cannot open ", path,
+                               " for writing: ", std::strerror(errno)));
+    }
+  }
+  LinePrinter printer(rank_output.is_open() ? static_cast<std::ostream*>(&rank_output) : &out);
   sh->printer = &printer;
   auto recorder = std::make_shared<TraceRecorder>(&printer, sh->output, o.trace == "watermarks",
                                                   !o.timeline.empty(), sh->format.zone());
@@ -396,6 +449,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   env.set_parallelism(o.parallelism);
   env.set_auto_watermark_interval(per_record ? Duration(0) : interval);
   env.set_watermark_listener(recorder);
+  const PlacementFunction placement =
+      o.placement == "block" ? PlacementFunction(BlockPlacement) : PlacementFunction(ModuloPlacement);
+  env.set_placement(placement);
   if (!o.checkpoint_dir.empty()) env.enable_checkpointing(checkpoint_interval, o.checkpoint_dir);
   if (!o.restore.empty()) env.restore_from(o.restore);
 
@@ -455,6 +511,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   };
   DataStream<CliRecord> lines = env.read_lines<CliRecord>(spec, parser, "input");
   const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;
+  if (cluster.distributed()) {
+    // Traces and the timeline name the rank of every subtask and channel.
+    recorder->SetCluster(cluster.rank, [=](int s) {
+      return placement(PlacementRequest{"", 0, s, source_p, cluster.size});
+    }, [=, p = o.parallelism](int s) {
+      return placement(PlacementRequest{"", 0, s, p, cluster.size});
+    });
+  }
 
   WatermarkStrategy<CliRecord> strategy =
       WatermarkStrategy<CliRecord>::for_generator(MakeCliGeneratorFactory(*wm, recorder.get()))
@@ -487,6 +551,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
                         sh);
   }();
   results = results.name("window").set_parallelism(o.parallelism);
+  // Across ranks the results are printed once, by one sink subtask on rank 0
+  // (their records travel there like any other), unless each rank writes its
+  // own (--output-per-rank).
+  const int print_p = cluster.distributed() && o.output_per_rank.empty() ? 1 : o.parallelism;
   // With --output-dir the results go to committed files (JSON lines, as
   // --output=jsonl prints them); the counting and the timeline stay here.
   const bool to_files = !o.output_dir.empty();
@@ -514,7 +582,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
         e.value = absl::StrCat("count ", r.acc.count, ", sum ", Number(r.acc.sum));
         sh->recorder->OnFiring(e);
       },
-      "print");
+      "print")
+      .set_parallelism(print_p);
   if (late_tag) {
     if (to_files) {
       results.get_side_output(*late_tag)
@@ -549,7 +618,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
               sh->recorder->OnLate(e);
             },
             "late")
-        .set_parallelism(o.parallelism);
+        .set_parallelism(print_p);
   }
 
   if (o.explain) {
@@ -574,8 +643,33 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err) {
   // Interrupted: the job was cancelled by the signal (a job that had failed
   // already reports its error).
   const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
+  std::vector<TimelineEvent> events = recorder->events();
+  if (cluster.distributed() && (result.ok() || interrupted)) {
+    // Every rank's counts and timeline events, at rank 0 (the job's metrics
+    // are every rank's already).
+    std::string mine;
+    internal::StateWriter w(&mine);
+    for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+      w.PutI64(c->load());
+    mine += EncodeTimelineEvents(events);
+    std::vector<std::string> all = GatherAtRank0(mine);
+    if (cluster.rank == 0) {
+      events.clear();
+      for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+        c->store(0);
+      for (const std::string& bytes : all) {
+        internal::StateReader r(bytes);
+        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+          c->fetch_add(r.GetI64());
+        if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
+          return fail("the counts gathered from the ranks are damaged");
+      }
+      std::stable_sort(events.begin(), events.end(),
+                       [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
+    }
+  }
   if (timeline_page.is_open()) {
-    timeline_page << RenderTimelineHtml(recorder->events(), "tidemark run: watermark timeline",
+    timeline_page << RenderTimelineHtml(events, "tidemark run: watermark timeline",
                                         sh->format.zone());
     timeline_page.close();
     if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));

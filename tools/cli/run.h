@@ -45,6 +45,11 @@ struct RunOptions {
   std::string checkpoint_dir;
   std::string checkpoint_interval;
   std::string restore;
+  // Under mpirun (runtime/cluster.h): where subtasks run (modulo | block),
+  // and, when set, each rank writes its own results to PREFIX.RANK instead
+  // of rank 0 printing every rank's.
+  std::string placement = "modulo";
+  std::string output_per_rank;
   std::string trace;               // "" | watermarks
   std::string timeline;            // path of the HTML page
   std::string bad_lines = "fail";  // fail | skip

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "runtime/state_codec.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {
@@ -162,6 +163,76 @@ std::vector<TimelineEvent> TraceRecorder::events() const {
   return events_;
 }
 
+std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
+  using internal::Encode;
+  std::string out;
+  internal::StateWriter w(&out);
+  w.PutVarint(events.size());
+  for (const TimelineEvent& e : events) {
+    Encode(w, static_cast<int>(e.kind));
+    Encode(w, e.t_ms);
+    Encode(w, e.subtask);
+    Encode(w, e.channel);
+    Encode(w, e.watermark);
+    Encode(w, e.aligned);
+    Encode(w, e.idle);
+    Encode(w, e.holding);
+    Encode(w, e.key);
+    Encode(w, e.start);
+    Encode(w, e.end);
+    Encode(w, e.ts);
+    Encode(w, e.firing);
+    Encode(w, e.value);
+    Encode(w, e.checkpoint);
+    Encode(w, e.source);
+    Encode(w, e.alignment_ms);
+    Encode(w, e.rank);
+    Encode(w, e.channel_rank);
+  }
+  return out;
+}
+
+bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events) {
+  using internal::Decode;
+  internal::StateReader r(bytes);
+  const uint64_t n = r.GetCount("events");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    TimelineEvent e{static_cast<TimelineEvent::Kind>(Decode<int>(r)), 0};
+    e.t_ms = Decode<double>(r);
+    e.subtask = Decode<int>(r);
+    e.channel = Decode<int>(r);
+    e.watermark = Decode<Timestamp>(r);
+    e.aligned = Decode<Timestamp>(r);
+    e.idle = Decode<bool>(r);
+    e.holding = Decode<int>(r);
+    e.key = Decode<std::string>(r);
+    e.start = Decode<Timestamp>(r);
+    e.end = Decode<Timestamp>(r);
+    e.ts = Decode<Timestamp>(r);
+    e.firing = Decode<std::string>(r);
+    e.value = Decode<std::string>(r);
+    e.checkpoint = Decode<int64_t>(r);
+    e.source = Decode<bool>(r);
+    e.alignment_ms = Decode<double>(r);
+    e.rank = Decode<int>(r);
+    e.channel_rank = Decode<int>(r);
+    events->push_back(std::move(e));
+  }
+  return r.ok() && r.AtEnd();
+}
+
+void TraceRecorder::SetCluster(int rank, std::function<int(int)> source_rank,
+                               std::function<int(int)> window_rank) {
+  rank_ = rank;
+  source_rank_ = std::move(source_rank);
+  window_rank_ = std::move(window_rank);
+}
+
+std::string TraceRecorder::RankOf(bool source, int subtask) const {
+  if (rank_ < 0) return "";
+  return absl::StrCat(" (rank ", source ? source_rank_(subtask) : window_rank_(subtask), ")");
+}
+
 void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
   // Only the window operator's subtasks: the sinks of the late side output
   // have input channels too, but they are not what a reader studies.
@@ -173,17 +244,25 @@ void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
   ev.aligned = e.aligned;
   ev.idle = e.channel_idle;
   ev.holding = e.holding_channel;
+  if (rank_ >= 0) {
+    ev.rank = window_rank_(e.subtask);
+    ev.channel_rank = source_rank_(e.channel);
+  }
   if (print_trace_) {
     if (format_ == OutputFormat::kJsonl) {
       printer_->Print(absl::StrCat(
           "{\"kind\":\"watermark\",\"operator\":\"window\",\"subtask\":", e.subtask,
+          rank_ >= 0 ? absl::StrCat(",\"rank\":", ev.rank, ",\"channel_rank\":", ev.channel_rank)
+                     : std::string(),
           ",\"channel\":", e.channel, ",\"channel_watermark\":", e.channel_watermark,
           ",\"aligned\":", e.aligned, ",\"idle\":", e.channel_idle ? "true" : "false",
           ",\"subtask_idle\":", e.subtask_idle ? "true" : "false", ",\"holding_channel\":",
           e.holding_channel, ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
       printer_->Print(absl::StrCat(
-          "[watermark] window subtask ", e.subtask, " channel ", e.channel, " -> ",
+          "[watermark] window subtask ", e.subtask, RankOf(false, e.subtask), " channel ",
+          e.channel,
+          rank_ >= 0 ? absl::StrCat(" (from rank ", ev.channel_rank, ")") : std::string(), " -> ",
           FormatTimestamp(e.channel_watermark), " (", Time(e.channel_watermark), ")",
           e.channel_idle ? " idle" : "", "; aligned = ", FormatTimestamp(e.aligned), " (",
           Time(e.aligned), ")", e.subtask_idle ? " [subtask idle]" : "",
@@ -199,13 +278,16 @@ void TraceRecorder::OnOutputWatermark(const std::string& task, int subtask, Time
   TimelineEvent ev{TimelineEvent::Kind::kSourceWatermark, NowMs()};
   ev.subtask = subtask;
   ev.watermark = w;
+  if (rank_ >= 0) ev.rank = source_rank_(subtask);
   if (print_trace_) {
     if (format_ == OutputFormat::kJsonl) {
       printer_->Print(absl::StrCat("{\"kind\":\"source_watermark\",\"subtask\":", subtask,
+                                   rank_ >= 0 ? absl::StrCat(",\"rank\":", ev.rank) : std::string(),
                                    ",\"watermark\":", w,
                                    ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
-      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, " emits ",
+      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, RankOf(true, subtask),
+                                   " emits ",
                                    FormatTimestamp(w), " (", Time(w), ")"));
     }
   }
@@ -360,6 +442,24 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   };
   std::set<int> sources, window_subtasks;
   std::map<int, std::set<int>> channels;
+  // Under mpirun: the rank of each window subtask and of each channel's
+  // upstream subtask, named in the labels.
+  std::map<int, int> window_rank;
+  std::map<std::pair<int, int>, int> channel_rank;
+  for (const auto& e : events) {
+    if (e.kind == K::kChannel && e.rank >= 0) {
+      window_rank[e.subtask] = e.rank;
+      channel_rank[{e.subtask, e.channel}] = e.channel_rank;
+    }
+  }
+  auto window_label = [&](int ws) {
+    auto it = window_rank.find(ws);
+    return it == window_rank.end() ? std::string() : absl::StrCat(" (rank ", it->second, ")");
+  };
+  auto channel_label = [&](int ws, int ch) {
+    auto it = channel_rank.find({ws, ch});
+    return it == channel_rank.end() ? std::string() : absl::StrCat(" from rank ", it->second);
+  };
   for (const auto& e : events) {
     t_end = std::max(t_end, e.t_ms);
     switch (e.kind) {
@@ -504,7 +604,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   // One panel per window subtask.
   for (int ws : window_subtasks) {
     top += panel_h + gap;
-    panel_frame(top, absl::StrCat("window subtask ", ws));
+    panel_frame(top, absl::StrCat("window subtask ", ws, window_label(ws)));
     std::vector<std::pair<double, Timestamp>> aligned;
     for (int ch : channels[ws]) {
       std::vector<std::pair<double, Timestamp>> pts;
@@ -519,11 +619,12 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
           &svg,
           "<path class='lane channel' data-subtask='%d' data-channel='%d' d='%s' fill='none' "
           "stroke='%s' stroke-width='1.5' opacity='0.8'%s><title>window %d, input channel "
-          "%d</title></path>\n",
+          "%d%s</title></path>\n",
           ws, ch, StepPath(pts, s, top, panel_h, t_end), color,
-          info(absl::StrCat("window subtask ", ws, ", channel ", ch, ": last ",
+          info(absl::StrCat("window subtask ", ws, ", channel ", ch, channel_label(ws, ch),
+                            ": last ",
                             pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
-          ws, ch);
+          ws, ch, channel_label(ws, ch));
       for (size_t i = 0; i < idle.size(); ++i) {
         if (!idle[i].second || (i > 0 && idle[i - 1].second)) continue;
         size_t j = i + 1;

@@ -13,6 +13,7 @@
 #define TM_TOOLS_CLI_TRACE_H_
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <ostream>
 #include <string>
@@ -58,7 +59,15 @@ struct TimelineEvent {
   int64_t checkpoint = -1;
   bool source = false;
   double alignment_ms = 0;
+  // Under mpirun: the rank of the subtask, and of a channel's upstream
+  // subtask (-1 on one rank).
+  int rank = -1;
+  int channel_rank = -1;
 };
+
+// The events as bytes, for gathering every rank's at rank 0.
+std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events);
+bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events);
 
 class TraceRecorder final : public WatermarkListener {
  public:
@@ -83,9 +92,20 @@ class TraceRecorder final : public WatermarkListener {
   std::vector<TimelineEvent> events() const;
   double NowMs() const;
 
+  // A job across MPI ranks: this process's rank, and the rank of a source
+  // subtask and of a window subtask (a window's input channel c comes from
+  // source subtask c).  Traces and the timeline then name them.
+  void SetCluster(int rank, std::function<int(int)> source_rank,
+                  std::function<int(int)> window_rank);
+
  private:
   void Keep(TimelineEvent e);
   std::string Time(Timestamp ts) const;
+  // " (rank R)" for a subtask, "" on one rank.
+  std::string RankOf(bool source, int subtask) const;
+
+  int rank_ = -1;
+  std::function<int(int)> source_rank_, window_rank_;
 
   LinePrinter* printer_;
   OutputFormat format_;
