@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/executor.h"
 #include "runtime/job_compiler.h"
 #include "runtime/job_graph.h"
@@ -308,7 +309,24 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
 absl::StatusOr<std::string> StreamExecutionEnvironment::ExplainPlan() const {
   absl::StatusOr<PhysicalPlan> plan = Plan();
   if (!plan.ok()) return plan.status();
-  return plan->Explain();
+  std::string text = plan->Explain();
+  const ClusterInfo cluster = ThisCluster();
+  if (cluster.distributed()) {
+    // Where every subtask runs (runtime/cluster.h).
+    absl::StrAppend(&text, "Placement on ", cluster.size, " ranks:\n");
+    for (size_t c = 0; c < plan->chains.size(); ++c) {
+      const PlanChain& chain = plan->chains[c];
+      std::vector<int> ranks;
+      for (int s = 0; s < chain.parallelism; ++s) {
+        PlacementRequest r{chain.task_name, static_cast<int>(c), s, chain.parallelism,
+                           cluster.size};
+        ranks.push_back(placement_ ? placement_(r) : ModuloPlacement(r));
+      }
+      absl::StrAppend(&text, "  Chain ", c, ": subtasks on ranks ", absl::StrJoin(ranks, ", "),
+                      "\n");
+    }
+  }
+  return text;
 }
 
 std::string StreamExecutionEnvironment::explain() const {

@@ -20,8 +20,11 @@ enum Tag : int { kData = 1, kCredit = 2, kFailure = 3, kBye = 4 };
 // goodbyes of a failed one.
 constexpr auto kStartDeadline = std::chrono::seconds(60);
 constexpr auto kFailedGoodbyeDeadline = std::chrono::seconds(10);
-// The longest sleep between two polls of an idle exchange.
+// The longest sleep between two polls of an idle exchange, and of a busy one
+// (a message moved in the last kBusyFor, or a sender waits for credits).
 constexpr auto kMaxPollSleep = std::chrono::microseconds(5000);
+constexpr auto kBusyPollSleep = std::chrono::microseconds(100);
+constexpr auto kBusyFor = std::chrono::milliseconds(50);
 
 uint64_t Fingerprint(std::string_view s) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -343,6 +346,7 @@ bool MpiExchange::ReportLocalFailure() {
 
 void MpiExchange::Loop() {
   int quiet = 0;
+  auto last_progress = std::chrono::steady_clock::now();
   for (;;) {
     waker_->Rearm();
     bool finishing;
@@ -378,12 +382,21 @@ void MpiExchange::Loop() {
         break;
       }
     }
+    const auto now = std::chrono::steady_clock::now();
     if (progress) {
       quiet = 0;
+      last_progress = now;
       continue;
     }
-    const auto sleep = std::min<std::chrono::microseconds>(
-        std::chrono::microseconds(20 << std::min(quiet, 10)), kMaxPollSleep);
+    // Polls soon while the job is busy (something moved lately, or a sender
+    // waits for credits); an idle exchange sleeps longer and longer.
+    bool waiting_for_credits = false;
+    for (auto& l : outbound_)
+      waiting_for_credits = waiting_for_credits || (l->credits == 0 && l->channel->SizeApprox() > 0);
+    const auto cap = waiting_for_credits || now - last_progress < kBusyFor ? kBusyPollSleep
+                                                                           : kMaxPollSleep;
+    const auto sleep =
+        std::min<std::chrono::microseconds>(std::chrono::microseconds(20 << std::min(quiet, 10)), cap);
     ++quiet;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, sleep, [this] { return woken_; });

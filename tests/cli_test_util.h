@@ -96,10 +96,13 @@ class CliProcess {
   // closed.
   static constexpr int kStdinClosed = -1;
 
-  CliProcess(const std::vector<std::string>& args, int stdin_fd) {
+  CliProcess(const std::vector<std::string>& args, int stdin_fd)
+      : CliProcess(TIDEMARK_BINARY, args, stdin_fd) {}
+  // Another program (mpirun, for cli_mpi_test).
+  CliProcess(const std::string& program, const std::vector<std::string>& args, int stdin_fd) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return;
-    std::vector<std::string> argv_s = {TIDEMARK_BINARY};
+    std::vector<std::string> argv_s = {program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());

@@ -624,7 +624,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (o.explain) {
     absl::StatusOr<std::string> plan = env.ExplainPlan();
     if (!plan.ok()) return fail(std::string(plan.status().message()));
-    out << *plan << std::flush;
+    if (cluster.rank == 0) out << *plan << std::flush;  // every rank has the same
     return 0;
   }
 

@@ -1,0 +1,485 @@
+// Jobs across MPI ranks, run under `mpirun -n 2, 3, 4` on this machine
+// (loopback / shared memory), against the same jobs in one process:
+//   * the seed scenarios S1-S8 through the `tidemark` binary: exactly the
+//     single-process output (each output stream in its order);
+//   * three inputs on three ranks: the valve of a window subtask takes its
+//     channels from sources on other ranks with the local semantics, and the
+//     trace and the timeline name every channel's rank;
+//   * a sample of the differential cases (mpi/mpi_job.cc): the reference
+//     model's results;
+//   * backpressure across ranks: a blocked consumer stops its producer on
+//     another rank with a bounded number of batches in flight;
+//   * failure: an exception on one rank fails the job on every rank, naming
+//     the rank, operator and subtask; a rank killed with SIGKILL ends the job
+//     on every other rank within 10 s.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli_test_util.h"
+#include "test_util.h"
+
+namespace tidemark {
+namespace {
+
+using testing::CliProcess;
+using testing::CliRun;
+using testing::RunTidemark;
+using testing::TempPath;
+using testing::WriteFile;
+using ::testing::HasSubstr;
+
+using namespace std::chrono_literals;
+
+// mpirun's own arguments: oversubscribed (2 cores, up to 4 ranks), as root
+// allowed explicitly, and no search for network interfaces beyond loopback.
+std::vector<std::string> MpirunArgs(int ranks) {
+  std::vector<std::string> a = {"--oversubscribe", "--mca", "btl", "self,vader,tcp", "--mca",
+                                "btl_tcp_if_include", "lo"};
+  if (geteuid() == 0) a.push_back("--allow-run-as-root");
+  a.push_back("-n");
+  a.push_back(std::to_string(ranks));
+  return a;
+}
+
+// Runs `mpirun -n ranks program args...` to the end (at most `limit`).
+struct MpiRun {
+  int exit_code = -1;
+  std::string out, err;
+  double seconds = 0;
+  std::vector<std::string> OutLines() const {
+    std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+    return lines;
+  }
+};
+MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::string>& args,
+              std::chrono::seconds limit = 120s) {
+  std::vector<std::string> all = MpirunArgs(ranks);
+  all.push_back(program);
+  all.insert(all.end(), args.begin(), args.end());
+  const auto t0 = std::chrono::steady_clock::now();
+  CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+  MpiRun r;
+  r.exit_code = p.Wait(limit);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.out = p.out();
+  r.err = p.err();
+  return r;
+}
+
+std::string InputFile(const std::string& name, const std::vector<std::string>& lines) {
+  const std::string path = TempPath(name);
+  WriteFile(path, absl::StrJoin(lines, "\n") + "\n");
+  return path;
+}
+
+// The lines of `out` that start with `prefix` (keep) or do not.
+std::vector<std::string> Stream(const std::vector<std::string>& lines, const std::string& prefix,
+                                bool keep) {
+  std::vector<std::string> out;
+  for (const auto& l : lines)
+    if (absl::StartsWith(l, prefix) == keep) out.push_back(l);
+  return out;
+}
+
+// --- the seed scenarios (the command lines of cli_test.cc) ---
+
+std::vector<std::string> VcLines(const std::vector<int>& secs) {
+  std::vector<std::string> lines;
+  for (int s : secs) lines.push_back(absl::StrCat("ws_001,", 1577844000 + s, ",1"));
+  return lines;
+}
+
+std::vector<std::string> Doc001Args(const std::string& input, const std::string& window,
+                                    const std::string& watermarks = "bounded:2s") {
+  return {"run",
+          "--input=" + input,
+          "--fields=id,ts,vc",
+          "--key=id",
+          "--timestamp=ts",
+          "--value=vc",
+          "--time-format=s",
+          "--watermarks=" + watermarks,
+          "--watermark-interval=per-record",
+          "--window=" + window,
+          "--timezone=Asia/Shanghai",
+          "--parallelism=2"};
+}
+
+std::vector<std::string> S8Args(const std::string& input, const std::string& lateness) {
+  return {"run",
+          "--input=" + input,
+          "--fields=sid,callType,ts,duration",
+          "--key=sid",
+          "--timestamp=ts",
+          "--value=duration",
+          "--where=callType=success",
+          "--time-format=%Y-%m-%d %H:%M:%E*S",
+          "--timezone=Asia/Shanghai",
+          "--watermarks=bounded:0s",
+          "--watermark-interval=per-record",
+          "--window=tumbling:5s",
+          "--allowed-lateness=" + lateness,
+          "--parallelism=2"};
+}
+
+std::map<std::string, std::vector<std::string>> SeedScenarios() {
+  std::map<std::string, std::vector<std::string>> s;
+  s["S1"] = {"run",
+             "--input=" + InputFile("mpi_s1.txt", {"0001,1538359882000", "0001,1538359886000",
+                                                   "0001,1538359892000", "0001,1538359893000",
+                                                   "0001,1538359894000", "0001,1538359896000",
+                                                   "0001,1538359897000", "0001,1538359899000",
+                                                   "0001,1538359891000", "0001,1538359903000"}),
+             "--fields=key,ts",
+             "--watermarks=lag:10s",
+             "--watermark-interval=per-record",
+             "--window=tumbling:3s",
+             "--aggregate=list",
+             "--timezone=Asia/Shanghai",
+             "--parallelism=2"};
+  std::vector<std::string> s2;
+  for (int t : {22, 25, 28, 30, 31, 35, 38, 40, 51, 88, 85, 87, 90, 100, 89})
+    s2.push_back(absl::StrCat("0001 ", 1569895860000 + t * 1000));
+  s["S2"] = {"run",
+             "--input=" + InputFile("mpi_s2.txt", s2),
+             "--delimiter= ",
+             "--fields=key,ts",
+             "--watermarks=lag:10s",
+             "--watermark-interval=per-record",
+             "--window=tumbling:10s",
+             "--aggregate=list",
+             "--timezone=Asia/Shanghai",
+             "--parallelism=2"};
+  s["S3a"] = Doc001Args(InputFile("mpi_s3a.txt", VcLines({1, 2, 3, 5, 6, 9})), "tumbling:5s");
+  s["S3b"] = Doc001Args(InputFile("mpi_s3b.txt", VcLines({1, 2, 3, 5, 1, 2, 9})), "tumbling:5s");
+  s["S4"] = Doc001Args(InputFile("mpi_s4.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})),
+                       "tumbling:5s");
+  s["S4"].push_back("--allowed-lateness=2s");
+  s["S4"].push_back("--late=side");
+  s["S5"] = Doc001Args(InputFile("mpi_s5.txt", VcLines({1, 8, 12})), "sliding:6s,2s");
+  s["S6"] = Doc001Args(InputFile("mpi_s6.txt", VcLines({2, 7, 14})), "session:5s");
+  s["S7"] = Doc001Args(InputFile("mpi_s7.txt", VcLines({1, 2, 12})), "tumbling:5s", "punctuated:2s");
+  auto s8 = [](const std::vector<std::string>& times) {
+    std::vector<std::string> lines;
+    for (const auto& t : times) lines.push_back("sid_1,success,2030-12-01 10:10:" + t + ",1");
+    return lines;
+  };
+  s["S8a"] =
+      S8Args(InputFile("mpi_s8a.txt", s8({"01", "02", "03", "04", "05", "04.989", "08", "10"})),
+             "0s");
+  s["S8b"] = S8Args(InputFile("mpi_s8b.txt", s8({"01", "02", "03", "04", "05", "04.989", "08",
+                                                 "04.999", "10", "04.123", "12"})),
+                    "2s");
+  return s;
+}
+
+TEST(MpiSeedScenarios, EveryScenarioGivesTheSingleProcessResultsOnTwoThreeAndFourRanks) {
+  for (const auto& [name, args] : SeedScenarios()) {
+    const CliRun one = RunTidemark(args);
+    ASSERT_EQ(one.exit_code, 0) << name << ": " << one.err;
+    ASSERT_FALSE(one.OutLines().empty()) << name;
+    for (int ranks : {2, 3, 4}) {
+      std::vector<std::string> run_args = args;
+      MpiRun many = RunMpi(ranks, TIDEMARK_BINARY, run_args);
+      ASSERT_EQ(many.exit_code, 0) << name << " on " << ranks << " ranks: " << many.err;
+      // Each output stream (results, late side output) in its order; the
+      // summary (stderr, from rank 0 only) counts the same.
+      EXPECT_EQ(Stream(many.OutLines(), "Side> ", false), Stream(one.OutLines(), "Side> ", false))
+          << name << " on " << ranks << " ranks";
+      EXPECT_EQ(Stream(many.OutLines(), "Side> ", true), Stream(one.OutLines(), "Side> ", true))
+          << name << " on " << ranks << " ranks";
+      EXPECT_EQ(many.err, one.err) << name << " on " << ranks << " ranks";
+    }
+  }
+}
+
+// --- three inputs on three ranks: alignment over the network ---
+
+int64_t Field(const std::string& line, const std::string& name) {
+  const size_t at = line.find("\"" + name + "\":");
+  if (at == std::string::npos) return INT64_MIN;
+  std::string rest = line.substr(at + name.size() + 3);
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(rest.substr(0, rest.find_first_of(",}")), &v)) return INT64_MIN;
+  return v;
+}
+
+TEST(MpiAlignment, WindowSubtasksTakeTheMinimumOverChannelsFromOtherRanks) {
+  const std::string a = InputFile("mpi_al_a.txt", {"k1,1000", "#watermark 6000", "k2,7000",
+                                                   "#watermark 20000", "k3,21000"});
+  const std::string b = InputFile("mpi_al_b.txt", {"k2,2000", "#watermark 3000", "k1,4000",
+                                                   "#watermark 5500", "k3,9000", "#watermark 12000"});
+  const std::string c = InputFile("mpi_al_c.txt", {"k3,500", "#watermark 7000", "k1,8000"});
+  const std::string timeline = TempPath("mpi_timeline.html");
+  std::vector<std::string> args = {"run",          "--input=" + a,      "--input=" + b,
+                                   "--input=" + c, "--fields=key,ts",   "--watermarks=marker",
+                                   "--window=tumbling:5s", "--aggregate=count", "--output=jsonl",
+                                   "--trace=watermarks",   "--parallelism=3",
+                                   "--timeline=" + timeline};
+  const CliRun one = RunTidemark(args);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  MpiRun many = RunMpi(3, TIDEMARK_BINARY, args);
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+
+  // The window results: those of one process.  (Which watermark fired a
+  // window depends on how fast each file is read, in one process as across
+  // ranks: the key, window and aggregate do not.)
+  auto results = [](const std::vector<std::string>& lines) {
+    std::multiset<std::string> out;
+    for (const auto& l : lines) {
+      if (!absl::StrContains(l, "\"kind\":\"window\"")) continue;
+      out.insert(l.substr(0, l.find(",\"firing\"")));
+    }
+    return out;
+  };
+  EXPECT_EQ(results(many.OutLines()), results(one.OutLines()));
+  EXPECT_EQ(results(one.OutLines()).size(), 7u);
+
+  // Per window subtask, in its own order (each rank prints its subtasks'
+  // trace lines in order): the aligned watermark is the minimum over the
+  // channels, never goes back, and every channel c comes from rank c (source
+  // subtask c) to the subtask's own rank (subtask s on rank s).
+  std::map<int64_t, std::map<int64_t, int64_t>> channels;  // subtask -> channel -> watermark
+  std::map<int64_t, int64_t> aligned;
+  int checked = 0;
+  std::set<std::pair<int64_t, int64_t>> cross_rank;  // (channel rank, subtask rank) seen
+  for (const std::string& line : many.OutLines()) {
+    if (!absl::StrContains(line, "\"kind\":\"watermark\"")) continue;
+    const int64_t s = Field(line, "subtask"), ch = Field(line, "channel");
+    EXPECT_EQ(Field(line, "rank"), s) << line;
+    EXPECT_EQ(Field(line, "channel_rank"), ch) << line;
+    cross_rank.insert({ch, s});
+    channels[s][ch] = Field(line, "channel_watermark");
+    int64_t min = INT64_MAX;
+    for (auto& [k, w] : channels[s]) min = std::min(min, w);
+    if (channels[s].size() < 3) min = INT64_MIN;  // a channel still holds MIN
+    EXPECT_EQ(Field(line, "aligned"), min) << line;
+    if (aligned.count(s)) EXPECT_GE(Field(line, "aligned"), aligned[s]) << line;
+    aligned[s] = Field(line, "aligned");
+    ++checked;
+  }
+  EXPECT_GE(checked, 3 * 3 * 2);
+  // Every window subtask heard from every source rank, its own and the others.
+  EXPECT_EQ(cross_rank.size(), 9u);
+
+  // The timeline (written by rank 0 with every rank's events) names the ranks.
+  const std::string page = testing::ReadFile(timeline);
+  for (int s = 0; s < 3; ++s)
+    EXPECT_THAT(page, HasSubstr(absl::StrCat("window subtask ", s, " (rank ", s, ")")));
+  EXPECT_THAT(page, HasSubstr("input channel 2 from rank 2"));
+}
+
+TEST(MpiAlignment, TextTraceNamesTheRanksAndOutputPerRankWritesEachRanksResults) {
+  const std::string a = InputFile("mpi_tr_a.txt", {"k1,1000", "k2,7000", "k3,21000"});
+  const std::string b = InputFile("mpi_tr_b.txt", {"k2,2000", "k1,4000", "k3,9000"});
+  const std::string prefix = TempPath("mpi_per_rank");
+  MpiRun many = RunMpi(2, TIDEMARK_BINARY,
+                       {"run", "--input=" + a, "--input=" + b, "--fields=key,ts",
+                        "--window=tumbling:5s", "--aggregate=count", "--trace=watermarks",
+                        "--parallelism=2", "--output-per-rank=" + prefix});
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  // Each rank's lines (its subtasks' trace, its window subtask's results) in
+  // its file: the trace names the ranks.
+  std::vector<std::string> files = {testing::ReadFile(prefix + ".0"),
+                                    testing::ReadFile(prefix + ".1")};
+  EXPECT_THAT(files[1], HasSubstr("[watermark] window subtask 1 (rank 1) channel 0 (from rank 0)"));
+  EXPECT_THAT(files[0], HasSubstr("[watermark] window subtask 0 (rank 0) channel 1 (from rank 1)"));
+  EXPECT_THAT(files[1], HasSubstr("[watermark] source subtask 1 (rank 1) emits"));
+  // The results: each rank's window subtask's; together those of one process.
+  const CliRun one = RunTidemark({"run", "--input=" + a, "--input=" + b, "--fields=key,ts",
+                                  "--window=tumbling:5s", "--aggregate=count", "--parallelism=2"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::multiset<std::string> got;
+  for (int r = 0; r < 2; ++r) {
+    for (absl::string_view l : absl::StrSplit(files[r], '\n', absl::SkipEmpty())) {
+      if (absl::StartsWith(l, "[watermark]") || absl::StartsWith(l, "key:")) continue;
+      // Subtask s runs on rank s: its lines start "s+1> ".
+      EXPECT_TRUE(absl::StartsWith(l, absl::StrCat(r + 1, "> "))) << l;
+      got.insert(std::string(l));
+    }
+  }
+  std::vector<std::string> want = one.OutLines();
+  EXPECT_EQ(got, std::multiset<std::string>(want.begin(), want.end()));
+  EXPECT_TRUE(many.out.empty()) << many.out;
+}
+
+// --- differential cases and the API ---
+
+TEST(MpiDifferential, ASampleOfCasesGivesTheModelsResults) {
+  for (int ranks : {2, 3, 4}) {
+    for (const char* kind : {"tumbling", "sliding", "session"}) {
+      MpiRun r = RunMpi(ranks, TIDEMARK_MPI_JOB, {"differential", kind, "1", "12"});
+      EXPECT_EQ(r.exit_code, 0) << kind << " on " << ranks << " ranks:\n" << r.out << r.err;
+      EXPECT_THAT(r.out, HasSubstr("cases 12 failed 0")) << kind << " on " << ranks;
+    }
+  }
+}
+
+TEST(MpiBackpressure, ABlockedConsumerStopsItsProducerOnAnotherRank) {
+  const std::string release = TempPath("mpi_release");
+  std::filesystem::remove(release);
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"backpressure", release});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::map<std::string, int64_t> v;
+  for (const auto& line : r.OutLines()) {
+    std::vector<std::string> kv = absl::StrSplit(line, ' ');
+    int64_t x;
+    if (kv.size() == 2 && absl::SimpleAtoi(kv[1], &x)) v[kv[0]] = x;
+  }
+  // While the sink was blocked the generator stopped after a bounded number
+  // of records: 64-record batches, channel capacity 4: the batch being
+  // filled, the local queue, the credits in flight and the remote queue, and
+  // the one the sink holds, far below the 200 000 it would emit unchecked.
+  ASSERT_TRUE(v.count("emitted_while_blocked")) << r.out;
+  EXPECT_GT(v["emitted_while_blocked"], 0);
+  EXPECT_LE(v["emitted_while_blocked"], 64 * (1 + 4 + 4 + 4 + 2)) << r.out;
+  // Credits: never more batches of the channel in flight than its capacity.
+  EXPECT_GE(v["max_in_flight_batches"], 1);
+  EXPECT_LE(v["max_in_flight_batches"], 4);
+  // And nothing was lost once the sink went on.
+  EXPECT_EQ(v["received"], 200000);
+  EXPECT_EQ(v["records"], 200000);
+}
+
+TEST(MpiFailure, AnExceptionOnOneRankFailsTheJobOnEveryRankNamingRankOperatorAndSubtask) {
+  MpiRun r = RunMpi(3, TIDEMARK_MPI_JOB, {"fail", "1"}, 60s);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10) << r.err;
+  // Every rank's job failed with rank 1's error.
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string want = absl::StrCat("status rank ", rank, ": ");
+    const size_t at = r.err.find(want);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string line = r.err.substr(at, r.err.find('\n', at) - at);
+    EXPECT_THAT(line, HasSubstr("rank 1: ")) << line;
+    EXPECT_THAT(line, HasSubstr("Exploding map")) << line;
+    EXPECT_THAT(line, HasSubstr("subtask 1 of 3")) << line;
+    EXPECT_THAT(line, HasSubstr("boom on purpose")) << line;
+  }
+}
+
+TEST(MpiFailure, AMalformedLineOnOneRanksInputIsReportedOnceWithRankFileAndLine) {
+  const std::string a = InputFile("mpi_bad_a.txt", {"k1,1000", "k2,2000"});
+  const std::string b = InputFile("mpi_bad_b.txt", {"k1,1000", "k2,not-a-time"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--parallelism=2"},
+                    60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tidemark: rank 1: "));
+  EXPECT_THAT(r.err, HasSubstr("mpi_bad_b.txt:2:"));
+  EXPECT_THAT(r.err, HasSubstr("subtask 1 of 2"));
+  // Said once (rank 0 speaks for the job).
+  std::vector<std::string> parts = absl::StrSplit(r.err, "tidemark: rank 1: ");
+  EXPECT_EQ(parts.size(), 2u) << r.err;
+}
+
+// The pids of the processes mpirun started, by rank (their environment says
+// OMPI_COMM_WORLD_RANK).
+std::map<int, pid_t> RankPids(pid_t mpirun) {
+  std::map<int, pid_t> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    int pid;
+    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
+    std::string stat = testing::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+    int ppid;
+    if (f.size() < 2 || !absl::SimpleAtoi(f[1], &ppid) || ppid != mpirun) continue;
+    const std::string env = testing::ReadFile(absl::StrCat("/proc/", pid, "/environ"));
+    for (absl::string_view kv : absl::StrSplit(env, '\0')) {
+      int rank;
+      if (absl::ConsumePrefix(&kv, "OMPI_COMM_WORLD_RANK=") && absl::SimpleAtoi(kv, &rank))
+        out[rank] = pid;
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// Whether `pid` has ended (gone, or a zombie waiting for its new parent)
+// within `limit`.
+bool Gone(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const std::string stat = testing::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    const size_t close = stat.rfind(')');
+    if (stat.empty() || (close != std::string::npos && stat.substr(close + 2, 1) == "Z"))
+      return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);  // polling /proc
+  }
+}
+
+TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSeconds) {
+  // Three FIFOs that never end: the job runs until something stops it.
+  std::vector<std::string> fifos;
+  std::vector<std::string> args = {"run", "--fields=key,ts", "--parallelism=3",
+                                   "--watermarks=bounded:0s"};
+  for (int i = 0; i < 3; ++i) {
+    fifos.push_back(TempPath(absl::StrCat("mpi_kill_", i, ".fifo")));
+    std::filesystem::remove(fifos.back());
+    ASSERT_EQ(mkfifo(fifos.back().c_str(), 0600), 0);
+    args.push_back("--input=" + fifos.back());
+  }
+  std::vector<std::string> all = MpirunArgs(3);
+  all.push_back(TIDEMARK_BINARY);
+  all.insert(all.end(), args.begin(), args.end());
+  CliProcess mpirun(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+  ASSERT_TRUE(mpirun.started());
+  // Writers keep the FIFOs open (O_RDWR: no wait for the reader).
+  std::vector<int> fds;
+  for (const auto& f : fifos) {
+    const int fd = open(f.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    const std::string lines = "k1,1000\nk2,2000\nk3,3000\n";
+    ASSERT_EQ(write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  }
+  // The three ranks are up, and every rank has read its FIFO's lines (the
+  // window results of the first records need all three watermarks).
+  std::map<int, pid_t> ranks;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (ranks.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    ranks = RankPids(mpirun.pid());
+    std::this_thread::sleep_for(20ms);  // polling /proc
+  }
+  ASSERT_EQ(ranks.size(), 3u);
+  for (int fd : fds) {
+    const std::string more = "k1,9000\n";
+    ASSERT_EQ(write(fd, more.data(), more.size()), static_cast<ssize_t>(more.size()));
+  }
+  ASSERT_TRUE(mpirun.WaitForOutLine(30s)) << mpirun.err();  // a window fired: the job runs
+
+  ASSERT_EQ(kill(ranks[1], SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  const int code = mpirun.Wait(30s);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  for (int fd : fds) close(fd);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(code, CliProcess::kTimedOut) << mpirun.err();
+  EXPECT_LT(took, 10.0) << mpirun.err();
+  // mpirun names the rank that died, and no rank is left behind.
+  EXPECT_THAT(mpirun.err(), HasSubstr("rank 1"));
+  for (const auto& [rank, pid] : ranks) EXPECT_TRUE(Gone(pid, 5s)) << "rank " << rank << " runs on";
+}
+
+}  // namespace
+}  // namespace tidemark

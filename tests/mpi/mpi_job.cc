@@ -1,0 +1,267 @@
+// tests/mpi/mpi_job.cc: jobs that mpi_test.cc runs under `mpirun -n N`.
+//
+//   mpi_job differential KIND FIRST COUNT
+//       COUNT differential cases (differential_cases.h) from seed FIRST, KIND
+//       tumbling | sliding | session, across the ranks: the round barrier
+//       hears of every rank's window subtasks (their channel events are sent
+//       to every rank over a communicator of the test's own), and the firings
+//       and late records are gathered at rank 0, which compares them with the
+//       reference model.  Rank 0 prints one line per case and "cases N
+//       failed F"; exit 1 when a case failed.
+//   mpi_job backpressure RELEASE_FILE
+//       A generator on rank 0 feeds a sink on rank 1 that blocks until
+//       RELEASE_FILE exists.  Rank 0 waits until the generator stops (the
+//       exchange has no credits left), prints "emitted_while_blocked N",
+//       creates the file; at the end rank 0 prints "received N",
+//       "max_in_flight_batches N" and "records N".
+//   mpi_job fail RANK
+//       A job whose map throws on the subtask placed on RANK; every rank
+//       prints its job's status ("status ..." on stderr) and exits 3.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "differential_cases.h"
+
+namespace tidemark {
+namespace {
+
+// Forwards a window subtask's channel events to the round barrier of every
+// rank, so that sources on any rank wait for window subtasks on any rank.
+class RankBarrier final : public WatermarkListener {
+ public:
+  explicit RankBarrier(std::shared_ptr<RoundBarrier> local) : local_(std::move(local)) {
+    const ClusterInfo c = ThisCluster();
+    rank_ = c.rank;
+    size_ = c.size;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    receiver_ = std::thread([this] { Receive(); });
+  }
+  // After the job: every rank's events were received (each rank says done
+  // after its last event; MPI keeps their order).
+  ~RankBarrier() override {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      MPI_Send(nullptr, 0, MPI_BYTE, peer, kDone, comm_);
+    }
+    receiver_.join();
+    MPI_Comm_free(&comm_);
+  }
+
+  void OnInputChannel(const ChannelEvent& e) override {
+    local_->OnInputChannel(e);
+    if (e.task_name->rfind("Window(", 0) != 0) return;
+    const int64_t msg[6] = {e.subtask, e.channel, e.channel_watermark, e.channel_idle,
+                            e.aligned, e.subtask_idle};
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int peer = 0; peer < size_; ++peer)
+      if (peer != rank_) MPI_Send(msg, 6, MPI_INT64_T, peer, kEvent, comm_);
+  }
+
+ private:
+  enum : int { kEvent = 1, kDone = 2 };
+
+  void Receive() {
+    const std::string name = "Window(remote)";
+    int done = 0;
+    while (done < size_ - 1) {
+      int flag = 0;
+      MPI_Status st;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, &st);
+        if (flag) {
+          int64_t msg[6] = {};
+          MPI_Recv(msg, st.MPI_TAG == kEvent ? 6 : 0, MPI_INT64_T, st.MPI_SOURCE, st.MPI_TAG,
+                   comm_, MPI_STATUS_IGNORE);
+          if (st.MPI_TAG == kDone) {
+            ++done;
+            continue;
+          }
+          ChannelEvent e{&name,   static_cast<int>(msg[0]), static_cast<int>(msg[1]), msg[2],
+                         msg[3] != 0, msg[4], msg[5] != 0, -1};
+          local_->OnInputChannel(e);
+          continue;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // polling MPI
+    }
+  }
+
+  std::shared_ptr<RoundBarrier> local_;
+  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_;
+  std::mutex mu_;  // MPI calls on comm_
+  std::thread receiver_;
+};
+
+// Firings and late records of every rank, at rank 0 (both trivially copyable).
+template <typename T>
+std::vector<T> GatherItems(const std::vector<T>& mine) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::string bytes(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(T));
+  std::vector<T> all;
+  for (const std::string& b : GatherAtRank0(bytes)) {
+    const size_t n = b.size() / sizeof(T);
+    const size_t at = all.size();
+    all.resize(at + n);
+    std::memcpy(static_cast<void*>(all.data() + at), b.data(), n * sizeof(T));
+  }
+  return all;
+}
+
+int Differential(const std::string& kind_name, uint64_t first, int count) {
+  const m::WindowKind kind = kind_name == "tumbling" ? m::WindowKind::kTumbling
+                             : kind_name == "sliding" ? m::WindowKind::kSliding
+                                                      : m::WindowKind::kSession;
+  const ClusterInfo cluster = ThisCluster();
+  RunHooks hooks;
+  std::shared_ptr<RankBarrier> forwarder;
+  hooks.listener = [&](std::shared_ptr<RoundBarrier> b) {
+    forwarder = std::make_shared<RankBarrier>(std::move(b));
+    return forwarder;
+  };
+  hooks.after = [&](Actual& a) {
+    forwarder.reset();  // every rank's events are in
+    // Fire holds a std::string-free layout: copy the fields.
+    struct Flat {
+      int64_t key, start, end, count, sum;
+      uint64_t id_hash;
+      bool by_element;
+      Timestamp watermark;
+      int subtask;
+    };
+    std::vector<Flat> flat;
+    for (const Fire& f : a.firings)
+      flat.push_back({f.key, f.start, f.end, f.count, f.sum, f.id_hash, f.by_element, f.watermark,
+                      f.subtask});
+    a.firings.clear();
+    for (const Flat& f : GatherItems(flat)) {
+      Fire x;
+      x.key = f.key;
+      x.start = f.start;
+      x.end = f.end;
+      x.count = f.count;
+      x.sum = f.sum;
+      x.id_hash = f.id_hash;
+      x.by_element = f.by_element;
+      x.watermark = f.watermark;
+      x.subtask = f.subtask;
+      a.firings.push_back(x);
+    }
+    a.late = GatherItems(a.late);
+  };
+  int failed = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t seed = first + static_cast<uint64_t>(i);
+    const Case c = Generate(seed, kind);
+    const Outcome o = RunCase(c, hooks);
+    if (cluster.rank != 0) continue;
+    std::cout << "case " << seed << " " << kind_name << " sources=" << c.sources
+              << " windows=" << c.window_parallelism << ": "
+              << (o.errors.empty() ? "ok" : "FAILED") << "\n";
+    for (const auto& e : o.errors) std::cout << "  " << e << "\n";
+    if (!o.errors.empty()) ++failed;
+  }
+  if (cluster.rank == 0) std::cout << "cases " << count << " failed " << failed << std::endl;
+  return failed == 0 ? 0 : 1;
+}
+
+int Backpressure(const std::string& release) {
+  const ClusterInfo cluster = ThisCluster();
+  constexpr int64_t kRecords = 200000;
+  static std::atomic<int64_t> emitted{0};
+  static std::atomic<int64_t> received{0};
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.set_batch_size(64);
+  env.set_channel_capacity(4);
+  env.set_buffer_timeout(Duration(1));
+  env.disable_operator_chaining();
+  env.set_placement([](const PlacementRequest& r) {
+    return r.task_name.find("Slow sink") != std::string::npos ? 1 : 0;
+  });
+  env.from_generator<int64_t>(
+         [](int64_t i) {
+           emitted.fetch_add(1, std::memory_order_relaxed);
+           return i;
+         },
+         kRecords)
+      .add_sink(
+          [release](int64_t&&) {
+            // Blocked until rank 0 has seen the generator stop.
+            while (!std::filesystem::exists(release))
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));  // an external event
+            received.fetch_add(1, std::memory_order_relaxed);
+          },
+          "Slow sink");
+  std::thread watcher;
+  if (cluster.rank == 0) {
+    watcher = std::thread([&] {
+      // The generator has stopped once its count holds still for 300 ms.
+      int64_t last = -1;
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // watching real time
+        const int64_t now = emitted.load();
+        if (now == last && now > 0) break;
+        last = now;
+      }
+      std::cout << "emitted_while_blocked " << emitted.load() << std::endl;
+      std::ofstream(release) << "go\n";
+    });
+  }
+  JobResult r = env.execute("backpressure");
+  if (watcher.joinable()) watcher.join();
+  std::string mine = std::to_string(received.load());
+  std::vector<std::string> all = GatherAtRank0(mine);
+  if (cluster.rank == 0) {
+    int64_t total = 0;
+    for (const auto& s : all) total += std::stoll(s);
+    std::cout << "status " << r.status << "\n"
+              << "received " << total << "\n"
+              << "max_in_flight_batches " << r.network.max_in_flight_batches << "\n"
+              << "records " << r.network.records_sent << std::endl;
+  }
+  return r.ok() ? 0 : 1;
+}
+
+int Fail(int rank) {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(cluster.size);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, -1)  // forever
+      .rebalance()
+      .map([rank, n = int64_t{0}](const int64_t& v) mutable {
+        if (ThisCluster().rank == rank && ++n == 5000)
+          throw std::runtime_error("boom on purpose");
+        return v;
+      })
+      .name("Exploding map")
+      .add_sink([](int64_t&&) {});
+  JobResult r = env.execute("fail");
+  // One write: the ranks' standard errors meet in mpirun's.
+  const std::string line = absl::StrCat("status rank ", cluster.rank, ": ", r.status.ToString(), "\n");
+  if (write(2, line.data(), line.size()) < 0) return 4;
+  return 3;
+}
+
+}  // namespace
+}  // namespace tidemark
+
+int main(int argc, char** argv) {
+  using namespace tidemark;
+  if (ThisCluster().distributed()) internal::EnsureMpiInitialized();
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "differential" && argc == 5)
+    return Differential(argv[2], std::stoull(argv[3]), std::stoi(argv[4]));
+  if (mode == "backpressure" && argc == 3) return Backpressure(argv[2]);
+  if (mode == "fail" && argc == 3) return Fail(std::stoi(argv[2]));
+  std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | fail RANK\n";
+  return 2;
+}
