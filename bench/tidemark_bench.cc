@@ -105,6 +105,18 @@
 // job allocated (channels, the sinks' result tables).  null when the counters
 // are absent or 0.
 //
+// Across MPI ranks: the same binary runs unchanged under `mpirun -n N`
+// (runtime/cluster.h): every rank runs the job, subtask i of each operator on
+// rank i mod N; each rank's sinks collect that rank's results, which rank 0
+// gathers (GatherAtRank0) before it alone runs the baseline, compares and
+// reports; the other ranks print nothing.  The report then adds the traffic
+// between the ranks (ranks, bytes_per_record = bytes sent between ranks per
+// input record, remote_records, remote_batches, credit_messages); CPU time,
+// peak RSS and the latencies are every rank's (CPU and RSS summed), the
+// source progress rank 0's source subtasks only, --threads is per rank.
+//
+//   mpirun -n 2 tidemark-bench --job=W1 --sources=2 --windows=2 --threads=1
+//
 // Output: a table, or with --json one JSON object on stdout.  With --repeat=N
 // job and baseline each run N times (alternating); the best run of each is
 // reported and every run is listed.  Peak RSS is the process's VmHWM during
@@ -117,6 +129,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -126,9 +139,11 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -360,6 +375,11 @@ struct JobRun {
   bool duplicate_keys = false;  // a result reached a sink twice (or two subtasks)
   KeyResults results;
   std::vector<Event> late;  // W6: the late-data side output
+  // Traffic between ranks (all zero on one rank).  Under mpirun everything
+  // above that the sinks collected, the latencies, CPU time and RSS are every
+  // rank's (gathered at rank 0, see GatherAtRank0Run); source_progress is
+  // rank 0's source subtasks only.
+  NetworkSummary network;
 };
 
 // A result as emitted, in order: appending it costs the same in the job's
@@ -557,6 +577,131 @@ inline SourceProgress SampleSourceProgress(const JobClient& client) {
   return p;
 }
 
+// --- across MPI ranks ---------------------------------------------------------------
+//
+// Under mpirun every rank runs the same job (runtime/cluster.h) and its sinks
+// collect only their rank's part of the results; each rank encodes what it
+// collected, rank 0 gathers every rank's bytes and merges them as the
+// registries merge their tables (a (key, window) from two ranks is a
+// duplicate).  Every rank calls it once per job run, right after the job.
+
+class ByteWriter {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  template <typename T>
+  void PutVector(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    Put<uint64_t>(v.size());
+    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
+  template <typename T>
+  T Get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v{};
+    if (in_.size() < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, in_.data(), sizeof(T));
+    in_.remove_prefix(sizeof(T));
+    return v;
+  }
+  template <typename T>
+  void AppendVector(std::vector<T>& v) {
+    const auto n = Get<uint64_t>();
+    if (!ok_ || n > in_.size() / sizeof(T)) {
+      ok_ = false;
+      return;
+    }
+    const size_t old = v.size();
+    v.resize(old + n);
+    std::memcpy(v.data() + old, in_.data(), n * sizeof(T));
+    in_.remove_prefix(n * sizeof(T));
+  }
+  bool ok() const { return ok_ && in_.empty(); }
+
+ private:
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+// What a rank's sinks collected, its latencies and its process's CPU and
+// memory (RSS is summed over the ranks: the job's memory on all of them).
+std::string EncodeRankPart(const JobRun& run) {
+  ByteWriter w;
+  w.Put<int64_t>(run.sink_records);
+  w.Put<int64_t>(run.element_firings);
+  w.Put<int64_t>(run.latency_unmeasured);
+  w.Put<uint8_t>(run.duplicate_keys ? 1 : 0);
+  w.Put<uint8_t>(run.peak_rss_reset ? 1 : 0);
+  w.Put<double>(run.cpu_seconds);
+  w.Put<int64_t>(run.rss_before_bytes);
+  w.Put<int64_t>(run.peak_rss_bytes);
+  std::vector<Emitted> results;
+  results.reserve(run.results.size());
+  for (const auto& [k, v] : run.results) results.push_back(Emitted{k.first, k.second, v});
+  w.PutVector(results);
+  w.PutVector(run.late);
+  w.PutVector(run.latencies_ms);
+  return std::move(w.bytes());
+}
+
+// Merges one rank's part into `run`; false if the bytes are damaged.
+bool MergeRankPart(std::string_view bytes, JobRun& run) {
+  ByteReader r(bytes);
+  run.sink_records += r.Get<int64_t>();
+  run.element_firings += r.Get<int64_t>();
+  run.latency_unmeasured += r.Get<int64_t>();
+  run.duplicate_keys = run.duplicate_keys || r.Get<uint8_t>() != 0;
+  run.peak_rss_reset = run.peak_rss_reset && r.Get<uint8_t>() != 0;
+  run.cpu_seconds += r.Get<double>();
+  run.rss_before_bytes += r.Get<int64_t>();
+  run.peak_rss_bytes += r.Get<int64_t>();
+  std::vector<Emitted> results;
+  r.AppendVector(results);
+  run.results.reserve(run.results.size() + results.size());
+  for (const Emitted& e : results)
+    if (!run.results.emplace(ResultKey{e.key, e.window_max_ts}, e.value).second)
+      run.duplicate_keys = true;
+  r.AppendVector(run.late);
+  r.AppendVector(run.latencies_ms);
+  return r.ok();
+}
+
+// Collective (every rank, once per job run): rank 0's `run` becomes the
+// whole job's; the other ranks' loses what they collected.
+void GatherAtRank0Run(JobRun& run) {
+  const std::vector<std::string> parts = GatherAtRank0(EncodeRankPart(run));
+  run.results = {};
+  run.late = {};
+  run.latencies_ms = {};
+  if (parts.empty()) return;  // not rank 0
+  run.sink_records = run.element_firings = run.latency_unmeasured = 0;
+  run.duplicate_keys = false;
+  run.peak_rss_reset = true;
+  run.cpu_seconds = 0;
+  run.rss_before_bytes = run.peak_rss_bytes = 0;
+  for (size_t rank = 0; rank < parts.size(); ++rank) {
+    if (!MergeRankPart(parts[rank], run)) {
+      run.ok = false;
+      if (run.error.empty()) run.error = absl::StrCat("rank ", rank, "'s results are damaged");
+    }
+  }
+}
+
 // Runs the job; each registry (anything with Merge(JobRun&)) fills in its
 // part of the results.
 template <typename... Registry>
@@ -578,7 +723,9 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   run.window_state_bytes_at_peak = r.CounterTotal(kStateBytesAtPeakCounter);
   run.late_dropped = r.CounterTotal(kLateDroppedCounter) + r.CounterTotal(kLateUnconsumedCounter);
   run.checkpoints = r.checkpoints;
+  run.network = r.network;
   (registries->Merge(run), ...);
+  if (ThisCluster().distributed()) GatherAtRank0Run(run);
   return run;
 }
 
@@ -1407,19 +1554,25 @@ std::optional<double> RssBytesPerKeyWindow(const JobRun& run) {
 }
 
 int Main() {
+  // Under mpirun every rank runs the job; rank 0 alone runs the baseline,
+  // compares and reports (the others print nothing).
+  const ClusterInfo cluster = ThisCluster();
+  const bool reporter = cluster.rank == 0;
   if (absl::GetFlag(FLAGS_list_jobs)) {
-    for (const JobSpec& j : kJobs) std::printf("%-8s %s\n", j.name, j.description);
+    if (reporter)
+      for (const JobSpec& j : kJobs) std::printf("%-8s %s\n", j.name, j.description);
     return 0;
   }
   const std::string job_name = absl::GetFlag(FLAGS_job);
   const JobSpec* job = FindJob(job_name);
   if (job == nullptr) {
-    std::fprintf(stderr, "unknown job '%s' (--list_jobs lists them)\n", job_name.c_str());
+    if (reporter)
+      std::fprintf(stderr, "unknown job '%s' (--list_jobs lists them)\n", job_name.c_str());
     return 2;
   }
   Options o;
   if (std::optional<std::string> invalid = ReadOptions(*job, o)) {
-    std::fprintf(stderr, "%s\n", invalid->c_str());
+    if (reporter) std::fprintf(stderr, "%s\n", invalid->c_str());
     return 2;
   }
   // Checkpoints go to a fresh directory unless one is given; it is removed
@@ -1446,6 +1599,13 @@ int Main() {
   const char* ts_mode = o.source_timestamps ? "source" : "assigner";
   const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
   const bool skip_baseline = absl::GetFlag(FLAGS_skip_baseline);
+  // Across ranks the other ranks wait in the next job's start while rank 0
+  // runs the baseline (at most 60 s, the exchange's start deadline).
+  const bool run_baseline = !skip_baseline && reporter;
+
+  // Across ranks: initialise MPI (else the first execute() would, inside the
+  // timed job) and start the ranks together.
+  if (cluster.distributed()) GatherAtRank0("");
 
   std::vector<double> job_rates, base_rates;
   JobRun best_job;
@@ -1466,7 +1626,7 @@ int Main() {
     // Nothing lost silently: every late record reached a consumed side output.
     bool equal = (jr.expected_sink_records < 0 || jr.sink_records == jr.expected_sink_records) &&
                  !jr.duplicate_keys && jr.late_dropped == 0;
-    if (!skip_baseline) {
+    if (run_baseline) {
       BaselineRun br = job->baseline(o);
       BuildResults(br.emitted, br.results);
       br.emitted = {};
@@ -1506,6 +1666,13 @@ int Main() {
   const std::optional<double> bytes_per_kw = BytesPerKeyWindow(best_job);
   const std::optional<double> rss_bytes_per_kw = RssBytesPerKeyWindow(best_job);
   const bool lateness = job->lateness == Lateness::kAllowed;
+  if (!reporter) return error.empty() ? 0 : 1;
+  // Across ranks: the traffic between them, per record of the input.
+  const NetworkSummary& net = best_job.network;
+  const bool across_ranks = net.ranks > 1;
+  const double bytes_per_record = o.input.records > 0 ? static_cast<double>(net.bytes_sent) /
+                                                            static_cast<double>(o.input.records)
+                                                      : 0;
 
   if (absl::GetFlag(FLAGS_json)) {
     std::string j = absl::StrCat("{\"job\": \"", JsonEscape(o.job),
@@ -1590,8 +1757,21 @@ int Main() {
                     ", \"watermark_interval_ms\": ", o.watermark_interval_ms,
                     ", \"worker_threads\": ", threads, ", \"timestamps\": \"", ts_mode, "\"",
                     ", \"repeat\": ", repeat, ", \"job_records_per_s_runs\": ", JsonList(job_rates),
-                    ", \"baseline_records_per_s_runs\": ", JsonList(base_rates),
-                    ", \"cores\": ", cores, ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
+                    ", \"baseline_records_per_s_runs\": ", JsonList(base_rates));
+    if (across_ranks) {
+      // CPU, RSS, results and latencies above are every rank's; the source
+      // progress rank 0's source subtasks'; worker_threads is per rank.
+      absl::StrAppend(&j, ", \"ranks\": ", net.ranks,
+                      absl::StrFormat(", \"bytes_per_record\": %.3f", bytes_per_record),
+                      ", \"remote_records\": ", net.records_sent,
+                      ", \"remote_bytes\": ", net.bytes_sent,
+                      ", \"remote_batches\": ", net.batches_sent,
+                      ", \"credit_messages\": ", net.credit_messages,
+                      ", \"remote_channels\": ", net.remote_channels,
+                      ", \"max_in_flight_batches\": ", net.max_in_flight_batches,
+                      ", \"source_progress_of\": \"rank 0\"");
+    }
+    absl::StrAppend(&j, ", \"cores\": ", cores, ", \"cpu\": \"", JsonEscape(Machine()), "\"}");
     std::printf("%s\n", j.c_str());
   } else {
     std::printf("tidemark-bench  job %s: %s\n", o.job.c_str(), job->description);
@@ -1624,7 +1804,14 @@ int Main() {
         std::printf("  session gap %lld ms\n", static_cast<long long>(o.gap_ms));
         break;
     }
-    std::printf("  machine: %u cores, %s\n\n", cores, Machine().c_str());
+    std::printf("  machine: %u cores, %s\n", cores, Machine().c_str());
+    if (across_ranks) {
+      std::printf(
+          "  across %d MPI ranks (worker threads per rank; CPU, RSS, results and latencies of "
+          "every rank, source progress of rank 0's sources)\n",
+          net.ranks);
+    }
+    std::printf("\n");
     if (!error.empty()) std::printf("  JOB FAILED: %s\n\n", error.c_str());
     std::printf("  %-22s %14s %10s\n", "", "records/s", "seconds");
     std::printf("  %-22s %14.4g %10.3f\n", "tidemark job (best)", std::max(0.0, best_job_rate),
@@ -1648,6 +1835,16 @@ int Main() {
     }
     if (best_job.late_dropped != 0) {
       std::printf("  LATE RECORDS DROPPED   %lld\n", static_cast<long long>(best_job.late_dropped));
+    }
+    if (across_ranks) {
+      std::printf(
+          "  network                %.2f bytes per record; %lld records, %lld bytes in %lld "
+          "batches over %lld remote channels; %lld credit messages; at most %lld batches in "
+          "flight\n",
+          bytes_per_record, static_cast<long long>(net.records_sent),
+          static_cast<long long>(net.bytes_sent), static_cast<long long>(net.batches_sent),
+          static_cast<long long>(net.remote_channels), static_cast<long long>(net.credit_messages),
+          static_cast<long long>(net.max_in_flight_batches));
     }
     std::printf("  peak RSS (job)         %.1f MiB\n", static_cast<double>(peak) / (1 << 20));
     if (best_job.peak_live_key_windows > 0) {
