@@ -65,6 +65,23 @@ struct SubtaskRestore {
   bool restore_input = true;
 };
 
+// What the checkpoint coordinator asks of a subtask: a StreamTask, or on a
+// job across MPI ranks the stand-in for a subtask on another rank
+// (mpi_exchange.h), which passes the request on.  Thread-safe.
+class CheckpointParticipant {
+ public:
+  virtual bool is_source() const = 0;
+  // Whether its input can be replayed from a snapshot (false: a socket...).
+  virtual bool replayable() const = 0;
+  // A source: start checkpoint `id` (write the position, send the barrier).
+  virtual void RequestCheckpoint(int64_t id) = 0;
+  // Checkpoint `id` is complete and durable.
+  virtual void NotifyCheckpointComplete(int64_t id) = 0;
+
+ protected:
+  ~CheckpointParticipant() = default;
+};
+
 // Takes the subtasks' snapshots (the checkpoint coordinator).  Thread-safe:
 // called from every task thread.
 class CheckpointAcknowledger {

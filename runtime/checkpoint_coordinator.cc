@@ -81,8 +81,8 @@ CheckpointCoordinator::CheckpointCoordinator(Duration interval,
 
 CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
 
-void CheckpointCoordinator::AddTask(StreamTask* task, int task_index) {
-  tasks_.emplace_back(task, Key{task_index, task->metrics()->subtask()});
+void CheckpointCoordinator::AddTask(CheckpointParticipant* task, int task_index, int subtask) {
+  tasks_.emplace_back(task, Key{task_index, subtask});
   if (!task->replayable()) summary_.at_most_once = true;
 }
 
@@ -107,7 +107,7 @@ void CheckpointCoordinator::Stop() {
 }
 
 int64_t CheckpointCoordinator::TriggerCheckpoint() {
-  std::vector<StreamTask*> sources;
+  std::vector<CheckpointParticipant*> sources;
   int64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -121,7 +121,7 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
     pending_->started = std::chrono::steady_clock::now();
   }
   // Outside the lock: a task may acknowledge at once, on another thread.
-  for (StreamTask* t : sources) t->RequestCheckpoint(id);
+  for (CheckpointParticipant* t : sources) t->RequestCheckpoint(id);
   return id;
 }
 

@@ -46,8 +46,6 @@
 
 namespace tidemark::internal {
 
-class StreamTask;
-
 // The file a subtask's snapshot is stored in: "<task index>-<subtask>.state".
 std::string SubtaskStateFileName(int task_index, int subtask);
 // A subtask snapshot as stored in its state file, and back (the error names
@@ -66,8 +64,9 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   CheckpointCoordinator(const CheckpointCoordinator&) = delete;
   CheckpointCoordinator& operator=(const CheckpointCoordinator&) = delete;
 
-  // Before Start: every task of the job, with its index in the plan.
-  void AddTask(StreamTask* task, int task_index);
+  // Before Start: every subtask of the job (a StreamTask, or the stand-in of
+  // one on another rank), with its task's index in the plan.
+  void AddTask(CheckpointParticipant* task, int task_index, int subtask);
   // Starts the thread (interval > 0) ; Stop joins it and abandons a pending
   // checkpoint.
   void Start();
@@ -111,7 +110,7 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   const Duration interval_;
   const std::unique_ptr<CheckpointStorage> storage_;
   const std::map<std::string, std::string> metadata_;
-  std::vector<std::pair<StreamTask*, Key>> tasks_;
+  std::vector<std::pair<CheckpointParticipant*, Key>> tasks_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // pending_ complete, completed_, stop_

@@ -41,6 +41,7 @@ void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coor
                                      int64_t restored_id, std::string restored_path,
                                      std::vector<std::string> restore_problems) {
   coordinator_ = std::move(coordinator);
+  checkpointing_ = true;
   restored_id_ = restored_id;
   restored_path_ = std::move(restored_path);
   restore_problems_ = std::move(restore_problems);
@@ -132,46 +133,76 @@ JobResult JobExecution::Wait() {
   }
   StopThreads();
   JobResult result;
+  // Before the tasks are released: the coordinator's thread may still be
+  // telling them of a completed checkpoint.
+  if (coordinator_) coordinator_->Stop();
+  auto failed_or_cancelled = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !first_error_.ok() || cancelled();
+  };
+  // Every subtask finished: the final checkpoint (made of their final
+  // snapshots), then the commits that wait for it.
+  auto final_checkpoint = [this]() -> int64_t {
+    const int64_t id = coordinator_->CompleteFinal();
+    if (id < 0) {
+      Fail(absl::DataLossError(absl::StrCat("the final checkpoint could not be written: ",
+                                            coordinator_->Summary().last_error)));
+    }
+    return id;
+  };
+  auto commit_final = [this](int64_t id) {
+    for (auto& t : tasks_) {
+      if (absl::Status s = t->NotifyFinalCheckpoint(id); !s.ok()) {
+        Fail(s);
+        break;
+      }
+    }
+  };
+  auto checkpoint_summary = [this] {
+    CheckpointSummary c;
+    if (coordinator_) c = coordinator_->Summary();
+    c.restored_id = restored_id_;
+    c.restored_path = restored_path_;
+    c.restore_problems = restore_problems_;
+    return c;
+  };
   // Across ranks: the exchange completes with every other rank; the job's
-  // status and metrics are then those of every rank.
+  // status, metrics and checkpoints are then those of every rank.
   absl::Status distributed;
   std::vector<SubtaskMetricsSnapshot> all_metrics;
   if (exchange_) {
     absl::Status local = FirstError();
     if (local.ok() && cancelled()) local = absl::CancelledError("job cancelled");
     all_metrics = Metrics();
-    distributed = exchange_->Finish(local, &all_metrics, &result.network);
-    if (!distributed.ok()) Fail(distributed);
-  }
-  if (coordinator_) {
-    // Before the tasks are released: its thread may still be telling them
-    // of a completed checkpoint.
-    coordinator_->Stop();
-    bool failed_or_cancelled;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      failed_or_cancelled = !first_error_.ok() || cancelled();
+    int64_t final_id = -1;
+    FinishHooks hooks;
+    hooks.metrics = &all_metrics;
+    hooks.network = &result.network;
+    if (checkpointing_) {
+      if (coordinator_) hooks.final_checkpoint = final_checkpoint;
+      else hooks.final_checkpoint = [] { return int64_t{-1}; };  // only rank 0 has one
+      hooks.final_checkpoint_id = &final_id;
+      hooks.checkpoint_summary = checkpoint_summary;
+      hooks.checkpoints = &result.checkpoints;
     }
-    if (!failed_or_cancelled) {
-      // Every subtask finished: the final checkpoint, then the commits that
-      // wait for it.
-      const int64_t id = coordinator_->CompleteFinal();
-      if (id < 0) {
-        Fail(absl::DataLossError(absl::StrCat("the final checkpoint could not be written: ",
-                                              coordinator_->Summary().last_error)));
+    distributed = exchange_->Finish(local, hooks);
+    if (!distributed.ok()) {
+      Fail(distributed);
+    } else if (checkpointing_) {
+      if (final_id < 0) {
+        Fail(absl::DataLossError(absl::StrCat(
+            "rank ", exchange_->cluster().rank,
+            ": the final checkpoint could not be written (rank 0 writes it)")));
       } else {
-        for (auto& t : tasks_) {
-          if (absl::Status s = t->NotifyFinalCheckpoint(id); !s.ok()) {
-            Fail(s);
-            break;
-          }
-        }
+        commit_final(final_id);
       }
     }
-    result.checkpoints = coordinator_->Summary();
-    result.checkpoints.restored_id = restored_id_;
-    result.checkpoints.restored_path = restored_path_;
-    result.checkpoints.restore_problems = restore_problems_;
+  } else if (coordinator_) {
+    if (!failed_or_cancelled()) {
+      const int64_t id = final_checkpoint();
+      if (id >= 0) commit_final(id);
+    }
+    result.checkpoints = checkpoint_summary();
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();

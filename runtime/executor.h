@@ -66,8 +66,9 @@ class JobExecution final : public TaskHost,
     return raw;
   }
 
-  // Checkpoints: the job's coordinator (every task added to it), and what the
-  // job was restored from.
+  // Checkpoints: the job's coordinator (every task added to it; null on the
+  // ranks other than 0 of a job across ranks), and what the job was restored
+  // from.
   void EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coordinator, int64_t restored_id,
                          std::string restored_path, std::vector<std::string> restore_problems);
   CheckpointCoordinator* checkpoint_coordinator() const { return coordinator_.get(); }
@@ -109,6 +110,7 @@ class JobExecution final : public TaskHost,
   std::vector<std::unique_ptr<DedicatedThread>> threads_;
   std::unique_ptr<CheckpointCoordinator> coordinator_;
   std::unique_ptr<MpiExchange> exchange_;
+  bool checkpointing_ = false;  // on ranks other than 0 without a coordinator
   int64_t restored_id_ = -1;
   std::string restored_path_;
   std::vector<std::string> restore_problems_;

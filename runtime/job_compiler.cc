@@ -319,11 +319,6 @@ absl::Status JobCompiler::Place(const PhysicalPlan& plan, Assembly& a) const {
     }
   }
   if (!cluster.distributed()) return absl::OkStatus();
-  if (options_.config->checkpointing()) {
-    return absl::UnimplementedError(
-        "checkpoints of a job that spans MPI ranks are not supported yet: run it on one rank "
-        "(without mpirun) to checkpoint it");
-  }
   a.exchange = std::make_unique<MpiExchange>(cluster, options_.config->channel_capacity);
   return absl::OkStatus();
 }
@@ -577,12 +572,32 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     for (int64_t id : storage->ListCheckpointIds()) first_id = std::max(first_id, id + 1);
   }
   if (restore) first_id = std::max(first_id, restore->id + 1);
-  auto coordinator = std::make_unique<CheckpointCoordinator>(
-      config.checkpoint_interval, std::move(storage), metadata, first_id);
+  // Across ranks the coordinator runs on rank 0 and writes every checkpoint;
+  // the other ranks' subtasks reach it through the exchange, which stands in
+  // for them there and relays their snapshots to it (mpi_exchange.h).
+  const int me = options_.cluster.rank;
+  std::unique_ptr<CheckpointCoordinator> coordinator;
+  if (me == 0) {
+    coordinator = std::make_unique<CheckpointCoordinator>(config.checkpoint_interval,
+                                                          std::move(storage), metadata, first_id);
+    if (a.exchange) a.exchange->SetCoordinator(coordinator.get());
+  }
   for (size_t c = 0; c < plan.chains.size(); ++c) {
-    for (StreamTask* t : a.tasks[c]) {
-      t->EnableCheckpoints(coordinator.get(), static_cast<int>(c), options_.listener);
-      coordinator->AddTask(t, static_cast<int>(c));
+    const bool source = plan.nodes[plan.chains[c].head].kind == StreamNode::Kind::kSource;
+    for (int s = 0; s < plan.chains[c].parallelism; ++s) {
+      StreamTask* t = a.tasks[c][s];
+      if (t != nullptr) {
+        CheckpointAcknowledger* ack = coordinator ? static_cast<CheckpointAcknowledger*>(
+                                                        coordinator.get())
+                                                  : a.exchange.get();
+        t->EnableCheckpoints(ack, static_cast<int>(c), options_.listener);
+        if (a.exchange) a.exchange->AddLocalTask(static_cast<int>(c), s, t);
+        if (coordinator) coordinator->AddTask(t, static_cast<int>(c), s);
+      } else if (coordinator) {
+        coordinator->AddTask(
+            a.exchange->AddRemoteTask(a.rank[c][s], static_cast<int>(c), s, source),
+            static_cast<int>(c), s);
+      }
     }
   }
 
@@ -623,7 +638,8 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
                          ", the job has ", ChainMaxParallelism(plan, c),
                          "; keyed state cannot move to other key groups"));
       }
-      if (old_p[c] != chain.parallelism && a.tasks[c][0]->is_source()) {
+      if (old_p[c] != chain.parallelism &&
+          plan.nodes[chain.head].kind == StreamNode::Kind::kSource) {
         return absl::UnimplementedError(absl::StrCat(
             where, ": task '", chain.task_name, "' ran at parallelism ", old_p[c], ", the job has ",
             chain.parallelism,
@@ -654,7 +670,8 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
         const int up = plan.nodes[plan.edges[e].from].chain;
         if (old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
       }
-      for (StreamTask* t : a.tasks[c]) t->SetRestoreState(r);
+      for (StreamTask* t : a.tasks[c])
+        if (t != nullptr) t->SetRestoreState(r);
     }
   }
   a.exec->EnableCheckpoints(std::move(coordinator), restore ? restore->id : -1,

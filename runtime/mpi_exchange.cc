@@ -7,6 +7,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/checkpoint_coordinator.h"
 #include "runtime/executor.h"
 #include "runtime/state_codec.h"
 
@@ -14,7 +15,18 @@ namespace tidemark::internal {
 namespace {
 
 // Message tags.
-enum Tag : int { kData = 1, kCredit = 2, kFailure = 3, kBye = 4 };
+enum Tag : int {
+  kData = 1,     // u32 channel, a batch
+  kCredit = 2,   // (u32 channel, u32 credits)*
+  kFailure = 3,  // u32 status code, message
+  kBye = 4,      // nothing more from this rank
+  // Checkpoints: rank 0 to a task's rank, (u32 task, u32 subtask, i64 id)
+  kTrigger = 5,
+  kComplete = 6,
+  // A subtask's snapshot, to rank 0 (EncodeSubtaskSnapshot)
+  kAck = 7,
+  kTaskFinished = 8,
+};
 
 // How long the ranks wait for each other at the start of a job, and for the
 // goodbyes of a failed one.
@@ -89,6 +101,31 @@ class MpiExchange::Waker final : public Task, private Dispatcher {
   MpiExchange* x_;
 };
 
+// On rank 0: a subtask of another rank, as the coordinator sees it.
+class MpiExchange::RemoteTask final : public CheckpointParticipant {
+ public:
+  RemoteTask(MpiExchange* x, int rank, int task, int subtask, bool source)
+      : x_(x), rank_(rank), task_(task), subtask_(subtask), source_(source) {}
+  bool is_source() const override { return source_; }
+  // Its rank reports at the end whether its input can be replayed.
+  bool replayable() const override { return true; }
+  void RequestCheckpoint(int64_t id) override { x_->Queue(rank_, kTrigger, Message(id)); }
+  void NotifyCheckpointComplete(int64_t id) override { x_->Queue(rank_, kComplete, Message(id)); }
+
+ private:
+  std::string Message(int64_t id) const {
+    std::string b;
+    StateWriter w(&b);
+    w.PutU32(static_cast<uint32_t>(task_));
+    w.PutU32(static_cast<uint32_t>(subtask_));
+    w.PutI64(id);
+    return b;
+  }
+  MpiExchange* x_;
+  const int rank_, task_, subtask_;
+  const bool source_;
+};
+
 MpiExchange::MpiExchange(ClusterInfo cluster, size_t capacity)
     : cluster_(cluster),
       capacity_(std::max<size_t>(1, capacity)),
@@ -138,6 +175,31 @@ void MpiExchange::AddInbound(uint32_t id, int peer, ChannelBase* channel,
   channel->set_notify_producer_on_every_pop();
   by_id_[id] = l.get();
   inbound_.push_back(std::move(l));
+}
+
+void MpiExchange::AddLocalTask(int task, int subtask, CheckpointParticipant* t) {
+  local_tasks_[{task, subtask}] = t;
+  if (!t->replayable()) local_at_most_once_ = true;
+}
+
+CheckpointParticipant* MpiExchange::AddRemoteTask(int rank, int task, int subtask, bool source) {
+  remote_tasks_.push_back(std::make_unique<RemoteTask>(this, rank, task, subtask, source));
+  return remote_tasks_.back().get();
+}
+
+void MpiExchange::Acknowledge(SubtaskSnapshot s) { Queue(0, kAck, EncodeSubtaskSnapshot(s)); }
+
+void MpiExchange::SubtaskFinished(SubtaskSnapshot final_state) {
+  Queue(0, kTaskFinished, EncodeSubtaskSnapshot(final_state));
+}
+
+void MpiExchange::Queue(int peer, int tag, std::string bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    outbox_.emplace_back(peer, tag, std::move(bytes));
+    woken_ = true;
+  }
+  cv_.notify_one();
 }
 
 void MpiExchange::SetTaskOrder(std::vector<std::string> names) { task_order_ = std::move(names); }
@@ -310,10 +372,40 @@ bool MpiExchange::Receive() {
         ++byes_received_;
         break;
       default:
+        Deliver(from, st.MPI_TAG, recv_buffer_);
         break;
     }
   }
   return any;
+}
+
+// Checkpoint messages.
+void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
+  StateReader r(bytes);
+  if (tag == kTrigger || tag == kComplete) {
+    const int task = static_cast<int>(r.GetU32("task"));
+    const int subtask = static_cast<int>(r.GetU32("subtask"));
+    const int64_t id = r.GetI64("checkpoint");
+    auto it = local_tasks_.find({task, subtask});
+    if (!r.ok() || it == local_tasks_.end()) return;
+    if (tag == kTrigger) {
+      it->second->RequestCheckpoint(id);
+    } else {
+      it->second->NotifyCheckpointComplete(id);
+    }
+    return;
+  }
+  if ((tag == kAck || tag == kTaskFinished) && coordinator_ != nullptr) {
+    absl::StatusOr<SubtaskSnapshot> snap =
+        DecodeSubtaskSnapshot(bytes, absl::StrCat("a snapshot from rank ", from));
+    if (!snap.ok()) {
+      FailJob(absl::DataLossError(absl::StrCat("rank ", cluster_.rank, ": ", snap.status().message())));
+    } else if (tag == kAck) {
+      coordinator_->Acknowledge(*std::move(snap));
+    } else {
+      coordinator_->SubtaskFinished(*std::move(snap));
+    }
+  }
 }
 
 bool MpiExchange::failed() const { return !remote_failure_.ok() || reported_failure_; }
@@ -350,12 +442,16 @@ void MpiExchange::Loop() {
   for (;;) {
     waker_->Rearm();
     bool finishing;
+    std::vector<std::tuple<int, int, std::string>> outbox;
     {
       std::lock_guard<std::mutex> lock(mu_);
       finishing = finishing_;
+      outbox.swap(outbox_);
     }
     const bool was_failed = failed();
-    bool progress = Receive();
+    bool progress = !outbox.empty();
+    for (auto& [peer, tag, bytes] : outbox) Post(peer, tag, std::move(bytes));
+    progress |= Receive();
     progress |= ReportLocalFailure();
     if (!was_failed && failed() && !reported_failure_)
       failed_since_ = std::chrono::steady_clock::now();
@@ -368,6 +464,11 @@ void MpiExchange::Loop() {
       bool drained = true;
       if (!failed()) {
         for (auto& l : outbound_) drained = drained && l->channel->SizeApprox() == 0;
+      }
+      {
+        // Messages other threads queued go before the goodbye.
+        std::lock_guard<std::mutex> lock(mu_);
+        drained = drained && outbox_.empty();
       }
       if (drained && pending_.empty() && !byes_sent_) {
         for (int peer = 0; peer < cluster_.size; ++peer)
@@ -404,9 +505,7 @@ void MpiExchange::Loop() {
   }
 }
 
-absl::Status MpiExchange::Finish(const absl::Status& local,
-                                 std::vector<SubtaskMetricsSnapshot>* metrics,
-                                 NetworkSummary* network) {
+absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& hooks) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
@@ -422,13 +521,23 @@ absl::Status MpiExchange::Finish(const absl::Status& local,
     status = own_failure_;
   }
   if (broken_) {
-    *network = stats_;
+    *hooks.network = stats_;
     return status.ok() ? absl::UnavailableError(absl::StrCat(
                              "rank ", cluster_.rank, ": a rank did not finish the job"))
                        : status;
   }
-  // Every rank's metrics, to every rank.
-  const std::string mine = EncodeMetrics(*metrics, stats_);
+  // Every rank has said goodbye: each knows of every failure, so all take
+  // the same branch here.  The final checkpoint, written by rank 0.
+  if (hooks.final_checkpoint && status.ok()) {
+    int64_t id = cluster_.rank == 0 ? hooks.final_checkpoint() : -1;
+    MPI_Bcast(&id, 1, MPI_INT64_T, 0, comm_->comm);
+    *hooks.final_checkpoint_id = id;
+  }
+  // Every rank's metrics (and checkpoint summary), to every rank.
+  CheckpointSummary mine_cp;
+  if (hooks.checkpoint_summary) mine_cp = hooks.checkpoint_summary();
+  mine_cp.at_most_once = mine_cp.at_most_once || local_at_most_once_;
+  const std::string mine = EncodeMetrics(*hooks.metrics, stats_, mine_cp);
   int n = static_cast<int>(mine.size());
   std::vector<int> sizes(cluster_.size), offsets(cluster_.size);
   MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, comm_->comm);
@@ -443,10 +552,13 @@ absl::Status MpiExchange::Finish(const absl::Status& local,
   std::vector<SubtaskMetricsSnapshot> merged;
   NetworkSummary sum;
   sum.ranks = cluster_.size;
+  CheckpointSummary job_cp;
   for (int r = 0; r < cluster_.size; ++r) {
     std::vector<SubtaskMetricsSnapshot> m;
     NetworkSummary s;
-    if (absl::Status d = DecodeMetrics(std::string_view(all).substr(offsets[r], sizes[r]), &m, &s);
+    CheckpointSummary c;
+    if (absl::Status d =
+            DecodeMetrics(std::string_view(all).substr(offsets[r], sizes[r]), &m, &s, &c);
         !d.ok() && status.ok()) {
       status = absl::DataLossError(absl::StrCat("the metrics of rank ", r, ": ", d.message()));
     }
@@ -457,6 +569,11 @@ absl::Status MpiExchange::Finish(const absl::Status& local,
     sum.bytes_sent += s.bytes_sent;
     sum.credit_messages += s.credit_messages;
     sum.max_in_flight_batches = std::max(sum.max_in_flight_batches, s.max_in_flight_batches);
+    if (r == 0) {
+      job_cp = c;
+    } else {
+      job_cp.at_most_once = job_cp.at_most_once || c.at_most_once;
+    }
   }
   // In the plan's order, as a job on one rank lists them.
   auto order = [this](const std::string& name) {
@@ -467,14 +584,30 @@ absl::Status MpiExchange::Finish(const absl::Status& local,
     const auto oa = order(a.task_name), ob = order(b.task_name);
     return oa != ob ? oa < ob : a.subtask < b.subtask;
   });
-  *metrics = std::move(merged);
-  *network = sum;
+  *hooks.metrics = std::move(merged);
+  *hooks.network = sum;
+  if (hooks.checkpoints != nullptr) *hooks.checkpoints = job_cp;
   return status;
 }
 
-std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const NetworkSummary& n) {
+std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const NetworkSummary& n,
+                          const CheckpointSummary& c) {
   std::string out;
   StateWriter w(&out);
+  Encode(w, c.enabled);
+  Encode(w, c.completed);
+  Encode(w, c.failed);
+  Encode(w, c.last_id);
+  Encode(w, c.last_duration_ms);
+  Encode(w, c.max_duration_ms);
+  Encode(w, c.last_size_bytes);
+  Encode(w, c.max_size_bytes);
+  Encode(w, c.max_alignment_ms);
+  Encode(w, c.last_error);
+  Encode(w, c.restored_id);
+  Encode(w, c.restored_path);
+  Encode(w, c.restore_problems);
+  Encode(w, c.at_most_once);
   Encode(w, n.remote_channels);
   Encode(w, n.batches_sent);
   Encode(w, n.records_sent);
@@ -504,8 +637,22 @@ std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const Ne
 }
 
 absl::Status DecodeMetrics(std::string_view bytes, std::vector<SubtaskMetricsSnapshot>* m,
-                           NetworkSummary* n) {
+                           NetworkSummary* n, CheckpointSummary* c) {
   StateReader r(bytes);
+  c->enabled = Decode<bool>(r);
+  c->completed = Decode<int64_t>(r);
+  c->failed = Decode<int64_t>(r);
+  c->last_id = Decode<int64_t>(r);
+  c->last_duration_ms = Decode<double>(r);
+  c->max_duration_ms = Decode<double>(r);
+  c->last_size_bytes = Decode<int64_t>(r);
+  c->max_size_bytes = Decode<int64_t>(r);
+  c->max_alignment_ms = Decode<double>(r);
+  c->last_error = Decode<std::string>(r);
+  c->restored_id = Decode<int64_t>(r);
+  c->restored_path = Decode<std::string>(r);
+  c->restore_problems = Decode<std::vector<std::string>>(r);
+  c->at_most_once = Decode<bool>(r);
   n->remote_channels = Decode<int64_t>(r);
   n->batches_sent = Decode<int64_t>(r);
   n->records_sent = Decode<int64_t>(r);

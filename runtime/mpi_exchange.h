@@ -48,6 +48,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +60,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "runtime/channel.h"
+#include "runtime/checkpoint.h"
 #include "runtime/cluster.h"
 #include "runtime/job_result.h"
 #include "runtime/remote_codec.h"
@@ -66,7 +70,23 @@ namespace tidemark::internal {
 
 class JobExecution;
 
-class MpiExchange {
+// What Finish() hands back besides the status (JobExecution::Wait).
+struct FinishHooks {
+  // In: this rank's subtasks; out: every rank's, in the plan's order.
+  std::vector<SubtaskMetricsSnapshot>* metrics = nullptr;
+  NetworkSummary* network = nullptr;  // out: summed over the ranks
+  // A checkpointing job, on rank 0, once every rank has finished without a
+  // failure: writes the final checkpoint and returns its id (-1: it could
+  // not be written).  Every rank gets the id in *final_checkpoint_id.
+  std::function<int64_t()> final_checkpoint;
+  int64_t* final_checkpoint_id = nullptr;
+  // In: this rank's checkpoint summary (read after final_checkpoint ran);
+  // out: rank 0's (the coordinator's), at-most-once if any rank's is.
+  std::function<CheckpointSummary()> checkpoint_summary;
+  CheckpointSummary* checkpoints = nullptr;
+};
+
+class MpiExchange final : public CheckpointAcknowledger {
  public:
   // `capacity`: every remote channel's capacity in batches (the job's channel
   // capacity), the credits a sender starts with.
@@ -86,14 +106,24 @@ class MpiExchange {
   // built another plan, DEADLINE_EXCEEDED when one did not come.
   absl::Status Open(const std::string& plan);
 
+  // Checkpoints across ranks (docs/distribution.md): the coordinator runs
+  // on rank 0.  There, every subtask of another rank is a stand-in that sends
+  // the coordinator's requests (start checkpoint n, n is complete) to its
+  // rank; on the other ranks the exchange is the tasks' acknowledger and
+  // relays their snapshots to rank 0.
+  void SetCoordinator(CheckpointAcknowledger* coordinator) { coordinator_ = coordinator; }
+  void AddLocalTask(int task, int subtask, CheckpointParticipant* t);
+  CheckpointParticipant* AddRemoteTask(int rank, int task, int subtask, bool source);
+  // CheckpointAcknowledger (ranks other than 0; any task thread).
+  void Acknowledge(SubtaskSnapshot s) override;
+  void SubtaskFinished(SubtaskSnapshot final_state) override;
+
   // --- running (JobExecution) ---
   void Start(JobExecution* job);
   // After the local tasks have all finished with `local`: completes the
   // exchange with every rank (see the top) and returns the job's status
-  // across ranks (the first failure of any rank, naming it); *metrics gets
-  // every rank's subtasks, *network the summed traffic.
-  absl::Status Finish(const absl::Status& local, std::vector<SubtaskMetricsSnapshot>* metrics,
-                      NetworkSummary* network);
+  // across ranks (the first failure of any rank, naming it), with `hooks`.
+  absl::Status Finish(const absl::Status& local, const FinishHooks& hooks);
 
   const ClusterInfo& cluster() const { return cluster_; }
   // The task names in the plan's order, for sorting the gathered metrics.
@@ -104,6 +134,11 @@ class MpiExchange {
   struct Pending;
   struct Comm;
   class Waker;
+  class RemoteTask;
+
+  // Queues a message for the thread to send (any thread).
+  void Queue(int peer, int tag, std::string bytes);
+  void Deliver(int from, int tag, std::string_view bytes);
 
   void Loop();
   bool Receive();
@@ -123,6 +158,10 @@ class MpiExchange {
   std::unique_ptr<Waker> waker_;
   std::unique_ptr<Comm> comm_;  // MPI_Comm, kept out of this header
   std::vector<std::string> task_order_;
+  CheckpointAcknowledger* coordinator_ = nullptr;  // rank 0 of a checkpointing job
+  std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
+  std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
+  bool local_at_most_once_ = false;
   JobExecution* job_ = nullptr;
   std::thread thread_;
 
@@ -132,6 +171,8 @@ class MpiExchange {
   bool woken_ = false;          // guarded by mu_
   bool finishing_ = false;      // guarded by mu_
   absl::Status local_status_;   // guarded by mu_: the local job's, set by Finish()
+  // guarded by mu_: messages other threads queued (peer, tag, bytes)
+  std::vector<std::tuple<int, int, std::string>> outbox_;
 
   // The thread's own.
   std::vector<std::unique_ptr<Pending>> pending_;  // sends in flight
@@ -148,9 +189,10 @@ class MpiExchange {
 };
 
 // The plan fingerprint and the metrics travel as bytes (mpi_exchange.cc).
-std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const NetworkSummary& n);
+std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const NetworkSummary& n,
+                          const CheckpointSummary& c);
 absl::Status DecodeMetrics(std::string_view bytes, std::vector<SubtaskMetricsSnapshot>* m,
-                           NetworkSummary* n);
+                           NetworkSummary* n, CheckpointSummary* c);
 
 }  // namespace tidemark::internal
 

@@ -48,7 +48,7 @@ namespace tidemark::internal {
 // barrier n on every output and hands the snapshot to the acknowledger.  A
 // task restored from a checkpoint gives each operator its state right after
 // Open(), and the source its position.
-class StreamTask final : public Task, private BarrierHandler {
+class StreamTask final : public Task, public CheckpointParticipant, private BarrierHandler {
  public:
   StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
              const Clock* clock, const JobConfig* config);
@@ -74,15 +74,15 @@ class StreamTask final : public Task, private BarrierHandler {
   void EnableCheckpoints(CheckpointAcknowledger* ack, int task_index, WatermarkListener* listener);
   // Starts from `restore` (its snapshots' operators in this chain's order).
   void SetRestoreState(SubtaskRestore restore) { restore_ = std::move(restore); }
-  bool is_source() const { return input_ && input_->IsSource(); }
-  bool replayable() const { return !input_ || input_->Replayable(); }
+  bool is_source() const override { return input_ && input_->IsSource(); }
+  bool replayable() const override { return !input_ || input_->Replayable(); }
 
   // --- checkpoints, from any thread ---
   // Source tasks: start checkpoint `id` at the next step.
-  void RequestCheckpoint(int64_t id);
+  void RequestCheckpoint(int64_t id) override;
   // Every subtask has snapshotted checkpoint `id`: the operators hear of it
   // at the next slice.
-  void NotifyCheckpointComplete(int64_t id);
+  void NotifyCheckpointComplete(int64_t id) override;
   // After the task has finished, from the thread that waits for the job: the
   // job's final checkpoint `id` is durable; tells the operators (a
   // two-phase-commit sink commits its last files).  An operator's error is

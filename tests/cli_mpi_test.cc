@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <map>
 #include <set>
 #include <string>
@@ -479,6 +481,83 @@ TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSecond
   // mpirun names the rank that died, and no rank is left behind.
   EXPECT_THAT(mpirun.err(), HasSubstr("rank 1"));
   for (const auto& [rank, pid] : ranks) EXPECT_TRUE(Gone(pid, 5s)) << "rank " << rank << " runs on";
+}
+
+// --- checkpoints across ranks: a job outlives kill -9 of any of its ranks ---
+
+TEST(MpiCheckpoint, ARankKilledAtRandomAndTheJobRestoredWritesTheOutputExactlyOnce) {
+  testing::TempDir dir;
+  // key,ts,value lines, 2 ms apart with up to 3 s of disorder, one in a
+  // thousand too late.
+  std::mt19937_64 rng(20261201);
+  const std::string input = dir.Path("in.txt");
+  {
+    std::ofstream out(input);
+    for (int64_t i = 0; i < 300'000; ++i) {
+      int64_t ts = 1'000'000 + i * 2 - static_cast<int64_t>(rng() % 3000);
+      if (rng() % 1000 == 0) ts -= 20'000;
+      out << "k" << rng() % 400 << "," << ts << "," << 1 + rng() % 100 << "\n";
+    }
+  }
+  const std::vector<std::string> args = {"run",
+                                         "--input=" + input,
+                                         "--window=tumbling:1s",
+                                         "--allowed-lateness=2s",
+                                         "--late=side",
+                                         "--watermarks=bounded:1s",
+                                         "--watermark-interval=per-record",
+                                         "--parallelism=3",
+                                         "--summary=false"};
+  // The reference: one process, never killed.
+  std::vector<std::string> ref_args = args;
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = testing::CommittedLines(dir.Path("ref"), &hidden);
+  ASSERT_GT(expected.size(), 1000u);
+
+  // Three ranks (the source on rank 0, a window subtask and a file sink on
+  // each); one rank, picked at random, killed at a random moment; started
+  // again from the latest checkpoint until a run completes.
+  std::vector<std::string> all = MpirunArgs(3);
+  all.push_back(TIDEMARK_BINARY);
+  all.insert(all.end(), args.begin(), args.end());
+  all.push_back("--output-dir=" + dir.Path("out"));
+  all.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  all.push_back("--checkpoint-interval=30ms");
+  all.push_back("--restore=latest");
+  std::mt19937 pick(14);
+  int killed = 0, runs = 0;
+  const int kills = testing::StressIterations(4);
+  for (;;) {
+    ASSERT_LT(++runs, 40);
+    CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+    ASSERT_TRUE(p.started());
+    if (killed < kills) {
+      std::map<int, pid_t> ranks;
+      const auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (ranks.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+        ranks = RankPids(p.pid());
+        std::this_thread::sleep_for(5ms);  // polling /proc
+      }
+      // Real time is the subject: when the rank dies.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + pick() % 400));
+      if (ranks.size() == 3) kill(ranks[static_cast<int>(pick() % 3)], SIGKILL);
+    }
+    const int code = p.Wait(120s);
+    ASSERT_NE(code, CliProcess::kTimedOut) << p.err();
+    if (code != 0) {
+      ++killed;
+      continue;
+    }
+    break;
+  }
+  EXPECT_GE(killed, 1);
+  const std::vector<std::string> got = testing::CommittedLines(dir.Path("out"), &hidden);
+  EXPECT_EQ(hidden, 0);
+  ASSERT_EQ(got.size(), expected.size()) << "killed " << killed << " times";
+  EXPECT_TRUE(got == expected) << "killed " << killed << " times";
 }
 
 }  // namespace
