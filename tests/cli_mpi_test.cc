@@ -47,10 +47,9 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 // mpirun's own arguments: oversubscribed (2 cores, up to 4 ranks), as root
-// allowed explicitly, and no search for network interfaces beyond loopback.
+// allowed explicitly, and shared memory between the ranks (one machine).
 std::vector<std::string> MpirunArgs(int ranks) {
-  std::vector<std::string> a = {"--oversubscribe", "--mca", "btl", "self,vader,tcp", "--mca",
-                                "btl_tcp_if_include", "lo"};
+  std::vector<std::string> a = {"--oversubscribe", "--mca", "btl", "self,vader"};
   if (geteuid() == 0) a.push_back("--allow-run-as-root");
   a.push_back("-n");
   a.push_back(std::to_string(ranks));
@@ -329,6 +328,19 @@ TEST(MpiDifferential, ASampleOfCasesGivesTheModelsResults) {
       EXPECT_THAT(r.out, HasSubstr("cases 12 failed 0")) << kind << " on " << ranks;
     }
   }
+}
+
+TEST(MpiRecords, AUserTypeTravelsWithItsStateCodecAndATypeWithoutOneIsAnError) {
+  MpiRun ok = RunMpi(3, TIDEMARK_MPI_JOB, {"usertype"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("status OK"));
+  EXPECT_THAT(ok.out, HasSubstr("sums OK"));
+  EXPECT_THAT(ok.out, ::testing::Not(HasSubstr("remote records 0\n")));
+  MpiRun bad = RunMpi(2, TIDEMARK_MPI_JOB, {"nocodec"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("INVALID_ARGUMENT: records of type tidemark::{anonymous}::Opaque"))
+      << bad.out << bad.err;
+  EXPECT_THAT(bad.out, HasSubstr("has no tidemark::StateCodec"));
 }
 
 TEST(MpiBackpressure, ABlockedConsumerStopsItsProducerOnAnotherRank) {

@@ -108,7 +108,15 @@ constexpr char kNotes[] =
     "    unwritable one is an error (exit 2) and nothing is read.\n"
     "  SIGINT / SIGTERM stop the job: it says how many windows had not fired and how\n"
     "    many records were in flight, writes the summary and the timeline, and exits\n"
-    "    130 / 143; a second signal exits at once.\n";
+    "    130 / 143; a second signal exits at once.\n"
+    "  Across processes: `mpirun -n N tidemark run ...` runs the job on N ranks\n"
+    "    (--placement: subtask i on rank i mod N, or in blocks); each rank reads the\n"
+    "    inputs of its source subtasks, and rank 0 prints every result once (or each\n"
+    "    rank writes its own, --output-per-rank=PREFIX), the summary and the timeline.\n"
+    "    Traces name the rank of every subtask and channel; --dead-letter files get\n"
+    "    the suffix .RANK; checkpoints are written by rank 0 (the directory must be\n"
+    "    reachable from every rank).  As root add --allow-run-as-root, with more ranks\n"
+    "    than cores --oversubscribe.\n";
 
 int Usage(const std::string& msg) {
   std::cerr << "tidemark: " << msg << "\n" << kUsage;

@@ -14,6 +14,12 @@
 //       exchange has no credits left), prints "emitted_while_blocked N",
 //       creates the file; at the end rank 0 prints "received N",
 //       "max_in_flight_batches N" and "records N".
+//   mpi_job usertype
+//       Records of a user type with its own StateCodec (a string and a vector)
+//       cross ranks through key_by and a window; rank 0 prints "sums OK" when
+//       every key's sum is what it must be.
+//   mpi_job nocodec
+//       The same with a type that has no codec: rank 0 prints the job's error.
 //   mpi_job fail RANK
 //       A job whose map throws on the subtask placed on RANK; every rank
 //       prints its job's status ("status ..." on stderr) and exits 3.
@@ -23,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "differential_cases.h"
@@ -251,6 +258,95 @@ int Fail(int rank) {
   return 3;
 }
 
+struct Reading {
+  std::string sensor;
+  std::vector<int64_t> values;
+};
+struct Opaque {  // no StateCodec
+  std::string sensor;
+};
+
+}  // namespace
+}  // namespace tidemark
+
+template <>
+struct tidemark::StateCodec<tidemark::Reading> {
+  static void Encode(internal::StateWriter& w, const Reading& r) {
+    internal::Encode(w, r.sensor);
+    internal::Encode(w, r.values);
+  }
+  static Reading Decode(internal::StateReader& r) {
+    Reading x;
+    x.sensor = internal::Decode<std::string>(r);
+    x.values = internal::Decode<std::vector<int64_t>>(r);
+    return x;
+  }
+};
+
+namespace tidemark {
+namespace {
+
+int UserType() {
+  const ClusterInfo cluster = ThisCluster();
+  constexpr int64_t kRecords = 30000;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(cluster.size);
+  auto sums =
+      env.from_generator<Reading>(
+             [](int64_t i) {
+               return Reading{"sensor-" + std::to_string(i % 17), {i, 1}};
+             },
+             kRecords)
+          .assign_timestamps_and_watermarks(
+              WatermarkStrategy<Reading>::for_monotonous_timestamps().with_timestamp_assigner(
+                  [](const Reading& r, Timestamp) { return r.values[0]; }))
+          .key_by([](const Reading& r) { return r.sensor; })
+          .window(TumblingEventTimeWindows::of(Duration(1000)))
+          .reduce([](const Reading& a, const Reading& b) {
+            return Reading{a.sensor, {a.values[0] + b.values[0], a.values[1] + b.values[1]}};
+          })
+          .collect();
+  // collect() runs on every rank at parallelism `size`: gather the sums.
+  JobResult r = env.execute("usertype");
+  std::map<std::string, std::pair<int64_t, int64_t>> mine;
+  for (const auto& item : sums->items()) {
+    mine[item.value.sensor].first += item.value.values[0];
+    mine[item.value.sensor].second += item.value.values[1];
+  }
+  std::string bytes;
+  internal::StateWriter w(&bytes);
+  internal::Encode(w, mine);
+  std::vector<std::string> all = GatherAtRank0(bytes);
+  if (cluster.rank != 0) return r.ok() ? 0 : 1;
+  std::map<std::string, std::pair<int64_t, int64_t>> got, want;
+  for (const auto& b : all) {
+    internal::StateReader rd(b);
+    for (auto& [k, v] : internal::Decode<std::map<std::string, std::pair<int64_t, int64_t>>>(rd)) {
+      got[k].first += v.first;
+      got[k].second += v.second;
+    }
+  }
+  for (int64_t i = 0; i < kRecords; ++i) {
+    want["sensor-" + std::to_string(i % 17)].first += i;
+    want["sensor-" + std::to_string(i % 17)].second += 1;
+  }
+  std::cout << "status " << r.status << "\nremote records " << r.network.records_sent << "\n"
+            << (got == want ? "sums OK" : "sums WRONG") << std::endl;
+  return r.ok() && got == want ? 0 : 1;
+}
+
+int NoCodec() {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(ThisCluster().size);
+  env.from_generator<Opaque>([](int64_t i) { return Opaque{std::to_string(i)}; }, 100)
+      .rebalance()
+      .map([](const Opaque& o) { return o.sensor.size(); })
+      .add_sink([](size_t&&) {});
+  JobResult r = env.execute("nocodec");
+  if (ThisCluster().rank == 0) std::cout << "status " << r.status << std::endl;
+  return r.ok() ? 0 : 3;
+}
+
 }  // namespace
 }  // namespace tidemark
 
@@ -262,6 +358,9 @@ int main(int argc, char** argv) {
     return Differential(argv[2], std::stoull(argv[3]), std::stoi(argv[4]));
   if (mode == "backpressure" && argc == 3) return Backpressure(argv[2]);
   if (mode == "fail" && argc == 3) return Fail(std::stoi(argv[2]));
-  std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | fail RANK\n";
+  if (mode == "usertype") return UserType();
+  if (mode == "nocodec") return NoCodec();
+  std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | usertype | "
+               "nocodec | fail RANK\n";
   return 2;
 }
