@@ -61,9 +61,9 @@ void EnsureMpiInitialized() {
       throw std::runtime_error("tidemark: MPI_Init_thread failed");
     // One thread per job calls MPI at a time, but not always the same one.
     if (provided < MPI_THREAD_SERIALIZED) {
-      throw std::runtime_error(absl::StrCat(
-          "tidemark: the MPI library gives thread level ", provided,
-          ", tidemark needs MPI_THREAD_SERIALIZED or more"));
+      throw std::runtime_error(absl::StrCat("tidemark: the MPI library gives thread level ",
+                                            provided,
+                                            ", tidemark needs MPI_THREAD_SERIALIZED or more"));
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit(FinalizeAtExit);

@@ -179,8 +179,10 @@ JobResult JobExecution::Wait() {
     hooks.metrics = &all_metrics;
     hooks.network = &result.network;
     if (checkpointing_) {
-      if (coordinator_) hooks.final_checkpoint = final_checkpoint;
-      else hooks.final_checkpoint = [] { return int64_t{-1}; };  // only rank 0 has one
+      if (coordinator_)
+        hooks.final_checkpoint = final_checkpoint;
+      else
+        hooks.final_checkpoint = [] { return int64_t{-1}; };  // only rank 0 has one
       hooks.final_checkpoint_id = &final_id;
       hooks.checkpoint_summary = checkpoint_summary;
       hooks.checkpoints = &result.checkpoints;
@@ -190,9 +192,9 @@ JobResult JobExecution::Wait() {
       Fail(distributed);
     } else if (checkpointing_) {
       if (final_id < 0) {
-        Fail(absl::DataLossError(absl::StrCat(
-            "rank ", exchange_->cluster().rank,
-            ": the final checkpoint could not be written (rank 0 writes it)")));
+        Fail(absl::DataLossError(
+            absl::StrCat("rank ", exchange_->cluster().rank,
+                         ": the final checkpoint could not be written (rank 0 writes it)")));
       } else {
         commit_final(final_id);
       }

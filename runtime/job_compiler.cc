@@ -265,7 +265,7 @@ struct JobCompiler::Assembly {
   std::shared_ptr<JobExecution> exec;
   // [chain][subtask]; null for the subtasks of other ranks.
   std::vector<std::vector<StreamTask*>> tasks;
-  std::vector<std::vector<int>> rank;  // [chain][subtask]: where it runs
+  std::vector<std::vector<int>> rank;     // [chain][subtask]: where it runs
   std::unique_ptr<MpiExchange> exchange;  // across ranks only
   absl::Status error;                     // of CreateChannels
   // [edge][upstream subtask][downstream subtask]; null where there is no
@@ -587,9 +587,9 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     for (int s = 0; s < plan.chains[c].parallelism; ++s) {
       StreamTask* t = a.tasks[c][s];
       if (t != nullptr) {
-        CheckpointAcknowledger* ack = coordinator ? static_cast<CheckpointAcknowledger*>(
-                                                        coordinator.get())
-                                                  : a.exchange.get();
+        CheckpointAcknowledger* ack = coordinator
+                                          ? static_cast<CheckpointAcknowledger*>(coordinator.get())
+                                          : a.exchange.get();
         t->EnableCheckpoints(ack, static_cast<int>(c), options_.listener);
         if (a.exchange) a.exchange->AddLocalTask(static_cast<int>(c), s, t);
         if (coordinator) coordinator->AddTask(t, static_cast<int>(c), s);

@@ -42,10 +42,10 @@ struct CheckpointSummary {
 // all zero for a job on one rank.
 struct NetworkSummary {
   int ranks = 1;
-  int64_t remote_channels = 0;   // channels whose ends are on different ranks
-  int64_t batches_sent = 0;      // one MPI message each
+  int64_t remote_channels = 0;  // channels whose ends are on different ranks
+  int64_t batches_sent = 0;     // one MPI message each
   int64_t records_sent = 0;
-  int64_t bytes_sent = 0;        // batch bytes, headers included
+  int64_t bytes_sent = 0;  // batch bytes, headers included
   int64_t credit_messages = 0;
   // The most batches of one remote channel ever sent and not yet taken by
   // its consumer (bounded by the channel capacity: credit-based flow control).

@@ -399,7 +399,8 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
     absl::StatusOr<SubtaskSnapshot> snap =
         DecodeSubtaskSnapshot(bytes, absl::StrCat("a snapshot from rank ", from));
     if (!snap.ok()) {
-      FailJob(absl::DataLossError(absl::StrCat("rank ", cluster_.rank, ": ", snap.status().message())));
+      FailJob(
+          absl::DataLossError(absl::StrCat("rank ", cluster_.rank, ": ", snap.status().message())));
     } else if (tag == kAck) {
       coordinator_->Acknowledge(*std::move(snap));
     } else {
@@ -493,11 +494,12 @@ void MpiExchange::Loop() {
     // waits for credits); an idle exchange sleeps longer and longer.
     bool waiting_for_credits = false;
     for (auto& l : outbound_)
-      waiting_for_credits = waiting_for_credits || (l->credits == 0 && l->channel->SizeApprox() > 0);
-    const auto cap = waiting_for_credits || now - last_progress < kBusyFor ? kBusyPollSleep
-                                                                           : kMaxPollSleep;
-    const auto sleep =
-        std::min<std::chrono::microseconds>(std::chrono::microseconds(20 << std::min(quiet, 10)), cap);
+      waiting_for_credits =
+          waiting_for_credits || (l->credits == 0 && l->channel->SizeApprox() > 0);
+    const auto cap =
+        waiting_for_credits || now - last_progress < kBusyFor ? kBusyPollSleep : kMaxPollSleep;
+    const auto sleep = std::min<std::chrono::microseconds>(
+        std::chrono::microseconds(20 << std::min(quiet, 10)), cap);
     ++quiet;
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, sleep, [this] { return woken_; });
@@ -522,8 +524,8 @@ absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& h
   }
   if (broken_) {
     *hooks.network = stats_;
-    return status.ok() ? absl::UnavailableError(absl::StrCat(
-                             "rank ", cluster_.rank, ": a rank did not finish the job"))
+    return status.ok() ? absl::UnavailableError(absl::StrCat("rank ", cluster_.rank,
+                                                             ": a rank did not finish the job"))
                        : status;
   }
   // Every rank has said goodbye: each knows of every failure, so all take

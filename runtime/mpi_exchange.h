@@ -50,11 +50,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -168,9 +168,9 @@ class MpiExchange final : public CheckpointAcknowledger {
   // Between the caller of Finish() and the thread.
   std::mutex mu_;
   std::condition_variable cv_;
-  bool woken_ = false;          // guarded by mu_
-  bool finishing_ = false;      // guarded by mu_
-  absl::Status local_status_;   // guarded by mu_: the local job's, set by Finish()
+  bool woken_ = false;         // guarded by mu_
+  bool finishing_ = false;     // guarded by mu_
+  absl::Status local_status_;  // guarded by mu_: the local job's, set by Finish()
   // guarded by mu_: messages other threads queued (peer, tag, bytes)
   std::vector<std::tuple<int, int, std::string>> outbox_;
 

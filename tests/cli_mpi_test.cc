@@ -19,8 +19,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,10 +39,10 @@ namespace {
 
 using testing::CliProcess;
 using testing::CliRun;
+using ::testing::HasSubstr;
 using testing::RunTidemark;
 using testing::TempPath;
 using testing::WriteFile;
-using ::testing::HasSubstr;
 
 using namespace std::chrono_literals;
 
@@ -167,21 +167,21 @@ std::map<std::string, std::vector<std::string>> SeedScenarios() {
              "--parallelism=2"};
   s["S3a"] = Doc001Args(InputFile("mpi_s3a.txt", VcLines({1, 2, 3, 5, 6, 9})), "tumbling:5s");
   s["S3b"] = Doc001Args(InputFile("mpi_s3b.txt", VcLines({1, 2, 3, 5, 1, 2, 9})), "tumbling:5s");
-  s["S4"] = Doc001Args(InputFile("mpi_s4.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})),
-                       "tumbling:5s");
+  s["S4"] =
+      Doc001Args(InputFile("mpi_s4.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})), "tumbling:5s");
   s["S4"].push_back("--allowed-lateness=2s");
   s["S4"].push_back("--late=side");
   s["S5"] = Doc001Args(InputFile("mpi_s5.txt", VcLines({1, 8, 12})), "sliding:6s,2s");
   s["S6"] = Doc001Args(InputFile("mpi_s6.txt", VcLines({2, 7, 14})), "session:5s");
-  s["S7"] = Doc001Args(InputFile("mpi_s7.txt", VcLines({1, 2, 12})), "tumbling:5s", "punctuated:2s");
+  s["S7"] =
+      Doc001Args(InputFile("mpi_s7.txt", VcLines({1, 2, 12})), "tumbling:5s", "punctuated:2s");
   auto s8 = [](const std::vector<std::string>& times) {
     std::vector<std::string> lines;
     for (const auto& t : times) lines.push_back("sid_1,success,2030-12-01 10:10:" + t + ",1");
     return lines;
   };
-  s["S8a"] =
-      S8Args(InputFile("mpi_s8a.txt", s8({"01", "02", "03", "04", "05", "04.989", "08", "10"})),
-             "0s");
+  s["S8a"] = S8Args(
+      InputFile("mpi_s8a.txt", s8({"01", "02", "03", "04", "05", "04.989", "08", "10"})), "0s");
   s["S8b"] = S8Args(InputFile("mpi_s8b.txt", s8({"01", "02", "03", "04", "05", "04.989", "08",
                                                  "04.999", "10", "04.123", "12"})),
                     "2s");
@@ -220,16 +220,24 @@ int64_t Field(const std::string& line, const std::string& name) {
 }
 
 TEST(MpiAlignment, WindowSubtasksTakeTheMinimumOverChannelsFromOtherRanks) {
-  const std::string a = InputFile("mpi_al_a.txt", {"k1,1000", "#watermark 6000", "k2,7000",
-                                                   "#watermark 20000", "k3,21000"});
-  const std::string b = InputFile("mpi_al_b.txt", {"k2,2000", "#watermark 3000", "k1,4000",
-                                                   "#watermark 5500", "k3,9000", "#watermark 12000"});
+  const std::string a = InputFile(
+      "mpi_al_a.txt", {"k1,1000", "#watermark 6000", "k2,7000", "#watermark 20000", "k3,21000"});
+  const std::string b = InputFile(
+      "mpi_al_b.txt",
+      {"k2,2000", "#watermark 3000", "k1,4000", "#watermark 5500", "k3,9000", "#watermark 12000"});
   const std::string c = InputFile("mpi_al_c.txt", {"k3,500", "#watermark 7000", "k1,8000"});
   const std::string timeline = TempPath("mpi_timeline.html");
-  std::vector<std::string> args = {"run",          "--input=" + a,      "--input=" + b,
-                                   "--input=" + c, "--fields=key,ts",   "--watermarks=marker",
-                                   "--window=tumbling:5s", "--aggregate=count", "--output=jsonl",
-                                   "--trace=watermarks",   "--parallelism=3",
+  std::vector<std::string> args = {"run",
+                                   "--input=" + a,
+                                   "--input=" + b,
+                                   "--input=" + c,
+                                   "--fields=key,ts",
+                                   "--watermarks=marker",
+                                   "--window=tumbling:5s",
+                                   "--aggregate=count",
+                                   "--output=jsonl",
+                                   "--trace=watermarks",
+                                   "--parallelism=3",
                                    "--timeline=" + timeline};
   const CliRun one = RunTidemark(args);
   ASSERT_EQ(one.exit_code, 0) << one.err;
@@ -389,9 +397,9 @@ TEST(MpiFailure, AnExceptionOnOneRankFailsTheJobOnEveryRankNamingRankOperatorAnd
 TEST(MpiFailure, AMalformedLineOnOneRanksInputIsReportedOnceWithRankFileAndLine) {
   const std::string a = InputFile("mpi_bad_a.txt", {"k1,1000", "k2,2000"});
   const std::string b = InputFile("mpi_bad_b.txt", {"k1,1000", "k2,not-a-time"});
-  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
-                    {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--parallelism=2"},
-                    60s);
+  MpiRun r =
+      RunMpi(2, TIDEMARK_BINARY,
+             {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--parallelism=2"}, 60s);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("tidemark: rank 1: "));
   EXPECT_THAT(r.err, HasSubstr("mpi_bad_b.txt:2:"));

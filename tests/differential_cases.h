@@ -3,8 +3,8 @@
 // (Longer than 600 lines: the job generator, the runner and the comparison belong together; every
 // case replays from its seed.)
 //
-// Scripted jobs run on the real multi-threaded runtime and on the sequential reference model (reference_model.h, whose
-// file comment explains why the compared results cannot depend on thread
+// Scripted jobs run on the real multi-threaded runtime and on the sequential reference model
+// (reference_model.h, whose file comment explains why the compared results cannot depend on thread
 // timing), compared result by result.
 //
 // Each case is made from a seed: 1-8 source subtasks, 1-8 window subtasks,
@@ -36,8 +36,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -403,7 +403,8 @@ class RoundBarrier final : public WatermarkListener {
       }
       all = std::min(all, subtask_passed_[j]);
     }
-    if (all > passed_.load(std::memory_order_relaxed)) passed_.store(all, std::memory_order_release);
+    if (all > passed_.load(std::memory_order_relaxed))
+      passed_.store(all, std::memory_order_release);
   }
 
   const std::vector<m::RoundEnd> ends_;

@@ -9,7 +9,6 @@ namespace {
 
 namespace m = model;
 
-
 // ---------------------------------------------------------------------------
 // The model on its own: facts from docs/semantics.md.
 

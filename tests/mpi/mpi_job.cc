@@ -63,8 +63,8 @@ class RankBarrier final : public WatermarkListener {
   void OnInputChannel(const ChannelEvent& e) override {
     local_->OnInputChannel(e);
     if (e.task_name->rfind("Window(", 0) != 0) return;
-    const int64_t msg[6] = {e.subtask, e.channel, e.channel_watermark, e.channel_idle,
-                            e.aligned, e.subtask_idle};
+    const int64_t msg[6] = {e.subtask,      e.channel, e.channel_watermark,
+                            e.channel_idle, e.aligned, e.subtask_idle};
     std::lock_guard<std::mutex> lock(mu_);
     for (int peer = 0; peer < size_; ++peer)
       if (peer != rank_) MPI_Send(msg, 6, MPI_INT64_T, peer, kEvent, comm_);
@@ -84,14 +84,20 @@ class RankBarrier final : public WatermarkListener {
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, &st);
         if (flag) {
           int64_t msg[6] = {};
-          MPI_Recv(msg, st.MPI_TAG == kEvent ? 6 : 0, MPI_INT64_T, st.MPI_SOURCE, st.MPI_TAG,
-                   comm_, MPI_STATUS_IGNORE);
+          MPI_Recv(msg, st.MPI_TAG == kEvent ? 6 : 0, MPI_INT64_T, st.MPI_SOURCE, st.MPI_TAG, comm_,
+                   MPI_STATUS_IGNORE);
           if (st.MPI_TAG == kDone) {
             ++done;
             continue;
           }
-          ChannelEvent e{&name,   static_cast<int>(msg[0]), static_cast<int>(msg[1]), msg[2],
-                         msg[3] != 0, msg[4], msg[5] != 0, -1};
+          ChannelEvent e{&name,
+                         static_cast<int>(msg[0]),
+                         static_cast<int>(msg[1]),
+                         msg[2],
+                         msg[3] != 0,
+                         msg[4],
+                         msg[5] != 0,
+                         -1};
           local_->OnInputChannel(e);
           continue;
         }
@@ -123,7 +129,7 @@ std::vector<T> GatherItems(const std::vector<T>& mine) {
 }
 
 int Differential(const std::string& kind_name, uint64_t first, int count) {
-  const m::WindowKind kind = kind_name == "tumbling" ? m::WindowKind::kTumbling
+  const m::WindowKind kind = kind_name == "tumbling"  ? m::WindowKind::kTumbling
                              : kind_name == "sliding" ? m::WindowKind::kSliding
                                                       : m::WindowKind::kSession;
   const ClusterInfo cluster = ThisCluster();
@@ -145,8 +151,8 @@ int Differential(const std::string& kind_name, uint64_t first, int count) {
     };
     std::vector<Flat> flat;
     for (const Fire& f : a.firings)
-      flat.push_back({f.key, f.start, f.end, f.count, f.sum, f.id_hash, f.by_element, f.watermark,
-                      f.subtask});
+      flat.push_back(
+          {f.key, f.start, f.end, f.count, f.sum, f.id_hash, f.by_element, f.watermark, f.subtask});
     a.firings.clear();
     for (const Flat& f : GatherItems(flat)) {
       Fire x;
@@ -170,8 +176,8 @@ int Differential(const std::string& kind_name, uint64_t first, int count) {
     const Outcome o = RunCase(c, hooks);
     if (cluster.rank != 0) continue;
     std::cout << "case " << seed << " " << kind_name << " sources=" << c.sources
-              << " windows=" << c.window_parallelism << ": "
-              << (o.errors.empty() ? "ok" : "FAILED") << "\n";
+              << " windows=" << c.window_parallelism << ": " << (o.errors.empty() ? "ok" : "FAILED")
+              << "\n";
     for (const auto& e : o.errors) std::cout << "  " << e << "\n";
     if (!o.errors.empty()) ++failed;
   }
@@ -245,15 +251,15 @@ int Fail(int rank) {
   env.from_generator<int64_t>([](int64_t i) { return i; }, -1)  // forever
       .rebalance()
       .map([rank, n = int64_t{0}](const int64_t& v) mutable {
-        if (ThisCluster().rank == rank && ++n == 5000)
-          throw std::runtime_error("boom on purpose");
+        if (ThisCluster().rank == rank && ++n == 5000) throw std::runtime_error("boom on purpose");
         return v;
       })
       .name("Exploding map")
       .add_sink([](int64_t&&) {});
   JobResult r = env.execute("fail");
   // One write: the ranks' standard errors meet in mpirun's.
-  const std::string line = absl::StrCat("status rank ", cluster.rank, ": ", r.status.ToString(), "\n");
+  const std::string line =
+      absl::StrCat("status rank ", cluster.rank, ": ", r.status.ToString(), "\n");
   if (write(2, line.data(), line.size()) < 0) return 4;
   return 3;
 }

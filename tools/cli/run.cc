@@ -449,8 +449,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   env.set_parallelism(o.parallelism);
   env.set_auto_watermark_interval(per_record ? Duration(0) : interval);
   env.set_watermark_listener(recorder);
-  const PlacementFunction placement =
-      o.placement == "block" ? PlacementFunction(BlockPlacement) : PlacementFunction(ModuloPlacement);
+  const PlacementFunction placement = o.placement == "block" ? PlacementFunction(BlockPlacement)
+                                                             : PlacementFunction(ModuloPlacement);
   env.set_placement(placement);
   if (!o.checkpoint_dir.empty()) env.enable_checkpointing(checkpoint_interval, o.checkpoint_dir);
   if (!o.restore.empty()) env.restore_from(o.restore);
@@ -513,11 +513,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;
   if (cluster.distributed()) {
     // Traces and the timeline name the rank of every subtask and channel.
-    recorder->SetCluster(cluster.rank, [=](int s) {
-      return placement(PlacementRequest{"", 0, s, source_p, cluster.size});
-    }, [=, p = o.parallelism](int s) {
-      return placement(PlacementRequest{"", 0, s, p, cluster.size});
-    });
+    recorder->SetCluster(
+        cluster.rank,
+        [=](int s) {
+          return placement(PlacementRequest{"", 0, s, source_p, cluster.size});
+        },
+        [=, p = o.parallelism](int s) {
+          return placement(PlacementRequest{"", 0, s, p, cluster.size});
+        });
   }
 
   WatermarkStrategy<CliRecord> strategy =
@@ -568,21 +571,22 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         o.output_dir, [json](const CliResult& r) { return FormatResult(*json, r); },
         "results to files", "part");
   }
-  results.add_sink(
-      [sh, to_files](CliResult&& r) {
-        sh->fired.fetch_add(1, std::memory_order_relaxed);
-        if (!to_files) sh->printer->Print(FormatResult(*sh, r));
-        TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
-        e.subtask = r.subtask;
-        e.key = r.key;
-        e.start = r.start;
-        e.end = r.end;
-        e.watermark = r.watermark;
-        e.firing = r.firing;
-        e.value = absl::StrCat("count ", r.acc.count, ", sum ", Number(r.acc.sum));
-        sh->recorder->OnFiring(e);
-      },
-      "print")
+  results
+      .add_sink(
+          [sh, to_files](CliResult&& r) {
+            sh->fired.fetch_add(1, std::memory_order_relaxed);
+            if (!to_files) sh->printer->Print(FormatResult(*sh, r));
+            TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
+            e.subtask = r.subtask;
+            e.key = r.key;
+            e.start = r.start;
+            e.end = r.end;
+            e.watermark = r.watermark;
+            e.firing = r.firing;
+            e.value = absl::StrCat("count ", r.acc.count, ", sum ", Number(r.acc.sum));
+            sh->recorder->OnFiring(e);
+          },
+          "print")
       .set_parallelism(print_p);
   if (late_tag) {
     if (to_files) {
@@ -664,8 +668,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
           return fail("the counts gathered from the ranks are damaged");
       }
-      std::stable_sort(events.begin(), events.end(),
-                       [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
+      std::stable_sort(
+          events.begin(), events.end(),
+          [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
     }
   }
   if (timeline_page.is_open()) {

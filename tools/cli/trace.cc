@@ -287,8 +287,7 @@ void TraceRecorder::OnOutputWatermark(const std::string& task, int subtask, Time
                                    ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
       printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, RankOf(true, subtask),
-                                   " emits ",
-                                   FormatTimestamp(w), " (", Time(w), ")"));
+                                   " emits ", FormatTimestamp(w), " (", Time(w), ")"));
     }
   }
   Keep(std::move(ev));
@@ -622,8 +621,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
           "%d%s</title></path>\n",
           ws, ch, StepPath(pts, s, top, panel_h, t_end), color,
           info(absl::StrCat("window subtask ", ws, ", channel ", ch, channel_label(ws, ch),
-                            ": last ",
-                            pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
+                            ": last ", pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
           ws, ch, channel_label(ws, ch));
       for (size_t i = 0; i < idle.size(); ++i) {
         if (!idle[i].second || (i > 0 && idle[i - 1].second)) continue;
