@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli_scenario_args.h"
 #include "cli_test_util.h"
 #include "test_util.h"
 
@@ -39,9 +40,15 @@ namespace {
 
 using testing::CliProcess;
 using testing::CliRun;
+using testing::Doc001Args;
+using testing::Filter;
 using ::testing::HasSubstr;
+using testing::InputFile;
 using testing::RunTidemark;
+using testing::S8Args;
+using testing::S8Lines;
 using testing::TempPath;
+using testing::VcLines;
 using testing::WriteFile;
 
 using namespace std::chrono_literals;
@@ -81,61 +88,7 @@ MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::stri
   return r;
 }
 
-std::string InputFile(const std::string& name, const std::vector<std::string>& lines) {
-  const std::string path = TempPath(name);
-  WriteFile(path, absl::StrJoin(lines, "\n") + "\n");
-  return path;
-}
-
-// The lines of `out` that start with `prefix` (keep) or do not.
-std::vector<std::string> Stream(const std::vector<std::string>& lines, const std::string& prefix,
-                                bool keep) {
-  std::vector<std::string> out;
-  for (const auto& l : lines)
-    if (absl::StartsWith(l, prefix) == keep) out.push_back(l);
-  return out;
-}
-
 // --- the seed scenarios (the command lines of cli_test.cc) ---
-
-std::vector<std::string> VcLines(const std::vector<int>& secs) {
-  std::vector<std::string> lines;
-  for (int s : secs) lines.push_back(absl::StrCat("ws_001,", 1577844000 + s, ",1"));
-  return lines;
-}
-
-std::vector<std::string> Doc001Args(const std::string& input, const std::string& window,
-                                    const std::string& watermarks = "bounded:2s") {
-  return {"run",
-          "--input=" + input,
-          "--fields=id,ts,vc",
-          "--key=id",
-          "--timestamp=ts",
-          "--value=vc",
-          "--time-format=s",
-          "--watermarks=" + watermarks,
-          "--watermark-interval=per-record",
-          "--window=" + window,
-          "--timezone=Asia/Shanghai",
-          "--parallelism=2"};
-}
-
-std::vector<std::string> S8Args(const std::string& input, const std::string& lateness) {
-  return {"run",
-          "--input=" + input,
-          "--fields=sid,callType,ts,duration",
-          "--key=sid",
-          "--timestamp=ts",
-          "--value=duration",
-          "--where=callType=success",
-          "--time-format=%Y-%m-%d %H:%M:%E*S",
-          "--timezone=Asia/Shanghai",
-          "--watermarks=bounded:0s",
-          "--watermark-interval=per-record",
-          "--window=tumbling:5s",
-          "--allowed-lateness=" + lateness,
-          "--parallelism=2"};
-}
 
 std::map<std::string, std::vector<std::string>> SeedScenarios() {
   std::map<std::string, std::vector<std::string>> s;
@@ -175,16 +128,14 @@ std::map<std::string, std::vector<std::string>> SeedScenarios() {
   s["S6"] = Doc001Args(InputFile("mpi_s6.txt", VcLines({2, 7, 14})), "session:5s");
   s["S7"] =
       Doc001Args(InputFile("mpi_s7.txt", VcLines({1, 2, 12})), "tumbling:5s", "punctuated:2s");
-  auto s8 = [](const std::vector<std::string>& times) {
-    std::vector<std::string> lines;
-    for (const auto& t : times) lines.push_back("sid_1,success,2030-12-01 10:10:" + t + ",1");
-    return lines;
-  };
   s["S8a"] = S8Args(
-      InputFile("mpi_s8a.txt", s8({"01", "02", "03", "04", "05", "04.989", "08", "10"})), "0s");
-  s["S8b"] = S8Args(InputFile("mpi_s8b.txt", s8({"01", "02", "03", "04", "05", "04.989", "08",
-                                                 "04.999", "10", "04.123", "12"})),
+      InputFile("mpi_s8a.txt", S8Lines({"01", "02", "03", "04", "05", "04.989", "08", "10"})),
+      "0s");
+  s["S8b"] = S8Args(InputFile("mpi_s8b.txt", S8Lines({"01", "02", "03", "04", "05", "04.989", "08",
+                                                      "04.999", "10", "04.123", "12"})),
                     "2s");
+  // With the summary, which must count the same on every rank count.
+  for (auto& [name, args] : s) std::erase(args, std::string("--summary=false"));
   return s;
 }
 
@@ -199,9 +150,9 @@ TEST(MpiSeedScenarios, EveryScenarioGivesTheSingleProcessResultsOnTwoThreeAndFou
       ASSERT_EQ(many.exit_code, 0) << name << " on " << ranks << " ranks: " << many.err;
       // Each output stream (results, late side output) in its order; the
       // summary (stderr, from rank 0 only) counts the same.
-      EXPECT_EQ(Stream(many.OutLines(), "Side> ", false), Stream(one.OutLines(), "Side> ", false))
+      EXPECT_EQ(Filter(many.OutLines(), "Side> ", false), Filter(one.OutLines(), "Side> ", false))
           << name << " on " << ranks << " ranks";
-      EXPECT_EQ(Stream(many.OutLines(), "Side> ", true), Stream(one.OutLines(), "Side> ", true))
+      EXPECT_EQ(Filter(many.OutLines(), "Side> ", true), Filter(one.OutLines(), "Side> ", true))
           << name << " on " << ranks << " ranks";
       EXPECT_EQ(many.err, one.err) << name << " on " << ranks << " ranks";
     }

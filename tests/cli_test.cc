@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli_scenario_args.h"
 #include "cli_test_util.h"
 #include "partitioning/key_groups.h"
 
@@ -32,17 +33,17 @@ namespace tidemark {
 namespace {
 
 using testing::CliRun;
+using testing::Doc001Args;
 using ::testing::ElementsAreArray;
+using testing::Filter;
 using ::testing::HasSubstr;
+using testing::InputFile;
 using testing::RunTidemark;
+using testing::S8Args;
+using testing::S8Lines;
 using testing::TempPath;
+using testing::VcLines;
 using testing::WriteFile;
-
-std::string InputFile(const std::string& name, const std::vector<std::string>& lines) {
-  const std::string path = TempPath(name);
-  WriteFile(path, absl::StrJoin(lines, "\n") + "\n");
-  return path;
-}
 
 // "N> " as print() shows it for `key` at window parallelism 2.
 std::string Prefix(const std::string& key) {
@@ -52,14 +53,6 @@ std::string Prefix(const std::string& key) {
 std::vector<std::string> WithPrefix(const std::string& key, const std::vector<std::string>& lines) {
   std::vector<std::string> out;
   for (const auto& l : lines) out.push_back(Prefix(key) + l);
-  return out;
-}
-
-std::vector<std::string> Filter(const std::vector<std::string>& lines, const std::string& prefix,
-                                bool keep) {
-  std::vector<std::string> out;
-  for (const auto& l : lines)
-    if (absl::StartsWith(l, prefix) == keep) out.push_back(l);
   return out;
 }
 
@@ -160,29 +153,6 @@ TEST(CliScenarioTest, S2TumblingTenSecondsOutOfOrder) {
 }
 
 // --- S3-S7: document 001, id,ts_seconds,vc ---
-std::vector<std::string> VcLines(const std::vector<int>& secs) {
-  std::vector<std::string> lines;
-  for (int s : secs) lines.push_back(absl::StrCat("ws_001,", 1577844000 + s, ",1"));
-  return lines;
-}
-
-std::vector<std::string> Doc001Args(const std::string& input, const std::string& window,
-                                    const std::string& watermarks = "bounded:2s") {
-  return {"run",
-          "--input=" + input,
-          "--fields=id,ts,vc",
-          "--key=id",
-          "--timestamp=ts",
-          "--value=vc",
-          "--time-format=s",
-          "--watermarks=" + watermarks,
-          "--watermark-interval=per-record",
-          "--window=" + window,
-          "--timezone=Asia/Shanghai",
-          "--parallelism=2",
-          "--summary=false"};
-}
-
 // "window:[10:00:0a--10:00:0b]-<ws_001>--sum: v" for seconds a, b of 2020-01-01.
 std::string Sum(int a, int b, int v) {
   auto t = [](int s) { return absl::StrCat("2020-01-01 10:00:", s < 10 ? "0" : "", s); };
@@ -249,29 +219,6 @@ TEST(CliScenarioTest, S7PunctuatedWatermarks) {
 }
 
 // --- S8: document 002, wall-clock timestamps, callType filter, lateness ---
-std::vector<std::string> S8Args(const std::string& input, const std::string& lateness) {
-  return {"run",
-          "--input=" + input,
-          "--fields=sid,callType,ts,duration",
-          "--key=sid",
-          "--timestamp=ts",
-          "--value=duration",
-          "--where=callType=success",
-          "--time-format=%Y-%m-%d %H:%M:%E*S",
-          "--timezone=Asia/Shanghai",
-          "--watermarks=bounded:0s",
-          "--watermark-interval=per-record",
-          "--window=tumbling:5s",
-          "--allowed-lateness=" + lateness,
-          "--parallelism=2"};
-}
-
-std::vector<std::string> S8Lines(const std::vector<std::string>& times) {
-  std::vector<std::string> lines;
-  for (const auto& t : times) lines.push_back("sid_1,success,2030-12-01 10:10:" + t + ",1");
-  return lines;
-}
-
 std::string Total(const std::string& a, const std::string& b, int v) {
   return absl::StrCat(Prefix("sid_1"), "window:[2030-12-01 10:10:", a, "--2030-12-01 10:10:", b,
                       "]-<sid_1>--sum: ", v);
