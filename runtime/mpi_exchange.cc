@@ -32,11 +32,11 @@ enum Tag : int {
 // goodbyes of a failed one.
 constexpr auto kStartDeadline = std::chrono::seconds(60);
 constexpr auto kFailedGoodbyeDeadline = std::chrono::seconds(10);
-// The longest sleep between two polls of an idle exchange, and of a busy one
-// (a message moved in the last kBusyFor, or a sender waits for credits).
+// The sleep between two polls of a busy exchange (a message moved within
+// kBusyFor), and the longest of an idle one.
+constexpr auto kBusyPollSleep = std::chrono::microseconds(20);
+constexpr auto kBusyFor = std::chrono::microseconds(5000);
 constexpr auto kMaxPollSleep = std::chrono::microseconds(5000);
-constexpr auto kBusyPollSleep = std::chrono::microseconds(100);
-constexpr auto kBusyFor = std::chrono::milliseconds(50);
 
 uint64_t Fingerprint(std::string_view s) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
@@ -438,7 +438,6 @@ bool MpiExchange::ReportLocalFailure() {
 }
 
 void MpiExchange::Loop() {
-  int quiet = 0;
   auto last_progress = std::chrono::steady_clock::now();
   for (;;) {
     waker_->Rearm();
@@ -486,21 +485,16 @@ void MpiExchange::Loop() {
     }
     const auto now = std::chrono::steady_clock::now();
     if (progress) {
-      quiet = 0;
       last_progress = now;
       continue;
     }
-    // Polls soon while the job is busy (something moved lately, or a sender
-    // waits for credits); an idle exchange sleeps longer and longer.
-    bool waiting_for_credits = false;
-    for (auto& l : outbound_)
-      waiting_for_credits =
-          waiting_for_credits || (l->credits == 0 && l->channel->SizeApprox() > 0);
-    const auto cap =
-        waiting_for_credits || now - last_progress < kBusyFor ? kBusyPollSleep : kMaxPollSleep;
-    const auto sleep = std::min<std::chrono::microseconds>(
-        std::chrono::microseconds(20 << std::min(quiet, 10)), cap);
-    ++quiet;
+    // Polls every kBusyPollSleep while messages moved within kBusyFor; after
+    // that the sleep grows with the time nothing moved (a quarter of it, up
+    // to kMaxPollSleep): an idle exchange wakes rarely, and the first message
+    // after a pause waits at most a quarter of the pause.
+    const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(now - last_progress);
+    const auto sleep =
+        idle < kBusyFor ? kBusyPollSleep : std::clamp(idle / 4, kBusyPollSleep, kMaxPollSleep);
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, sleep, [this] { return woken_; });
     woken_ = false;
