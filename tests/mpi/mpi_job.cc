@@ -20,10 +20,13 @@
 //       every key's sum is what it must be.
 //   mpi_job nocodec
 //       The same with a type that has no codec: rank 0 prints the job's error.
+//   mpi_job crash RANK
+//       The same map raises SIGSEGV instead: the launcher ends every rank.
 //   mpi_job fail RANK
 //       A job whose map throws on the subtask placed on RANK; every rank
 //       prints its job's status ("status ..." on stderr) and exits 3.
 #include <mpi.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -244,14 +247,17 @@ int Backpressure(const std::string& release) {
   return r.ok() ? 0 : 1;
 }
 
-int Fail(int rank) {
+int Fail(int rank, bool crash) {
   const ClusterInfo cluster = ThisCluster();
   StreamExecutionEnvironment env;
   env.set_parallelism(cluster.size);
   env.from_generator<int64_t>([](int64_t i) { return i; }, -1)  // forever
       .rebalance()
-      .map([rank, n = int64_t{0}](const int64_t& v) mutable {
-        if (ThisCluster().rank == rank && ++n == 5000) throw std::runtime_error("boom on purpose");
+      .map([rank, crash, n = int64_t{0}](const int64_t& v) mutable {
+        if (ThisCluster().rank == rank && ++n == 5000) {
+          if (crash) raise(SIGSEGV);  // a crash: no exception, no goodbye
+          throw std::runtime_error("boom on purpose");
+        }
         return v;
       })
       .name("Exploding map")
@@ -363,10 +369,11 @@ int main(int argc, char** argv) {
   if (mode == "differential" && argc == 5)
     return Differential(argv[2], std::stoull(argv[3]), std::stoi(argv[4]));
   if (mode == "backpressure" && argc == 3) return Backpressure(argv[2]);
-  if (mode == "fail" && argc == 3) return Fail(std::stoi(argv[2]));
+  if (mode == "fail" && argc == 3) return Fail(std::stoi(argv[2]), false);
+  if (mode == "crash" && argc == 3) return Fail(std::stoi(argv[2]), true);
   if (mode == "usertype") return UserType();
   if (mode == "nocodec") return NoCodec();
   std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | usertype | "
-               "nocodec | fail RANK\n";
+               "nocodec | fail RANK | crash RANK\n";
   return 2;
 }
