@@ -458,6 +458,11 @@ class DataStream {
   int id_;
 };
 
+namespace internal {
+// The rolling aggregations of KeyedStream.
+enum class Aggregate { kSum, kMin, kMax, kMinBy, kMaxBy };
+}  // namespace internal
+
 // A stream partitioned by key.  KeyFn: const T& -> K.
 template <typename T, typename KeyFn>
 class KeyedStream {
@@ -480,6 +485,57 @@ class KeyedStream {
         },
         /*keyed=*/true);
   }
+  // Rolling aggregations on one field (Flink's KeyedStream sum / min / max /
+  // minBy / maxBy), the field given as a member pointer (&Event::value) or,
+  // for a std::pair / std::tuple, as an index (sum<1>()).  For every record
+  // they emit the key's running aggregate:
+  //   sum, min, max     the key's first record with the field replaced by the
+  //                     sum / minimum / maximum so far (the other fields stay
+  //                     the first record's, as in Flink);
+  //   min_by, max_by    the record with the smallest / largest field so far;
+  //                     of equal ones the first (first = true, Flink's
+  //                     default) or the latest.
+  template <typename F, typename C>
+  DataStream<T> sum(F C::*field) const {
+    return Aggregation(Member(field), internal::Aggregate::kSum, true);
+  }
+  template <typename F, typename C>
+  DataStream<T> min(F C::*field) const {
+    return Aggregation(Member(field), internal::Aggregate::kMin, true);
+  }
+  template <typename F, typename C>
+  DataStream<T> max(F C::*field) const {
+    return Aggregation(Member(field), internal::Aggregate::kMax, true);
+  }
+  template <typename F, typename C>
+  DataStream<T> min_by(F C::*field, bool first = true) const {
+    return Aggregation(Member(field), internal::Aggregate::kMinBy, first);
+  }
+  template <typename F, typename C>
+  DataStream<T> max_by(F C::*field, bool first = true) const {
+    return Aggregation(Member(field), internal::Aggregate::kMaxBy, first);
+  }
+  template <size_t I>
+  DataStream<T> sum() const {
+    return Aggregation(Element<I>(), internal::Aggregate::kSum, true);
+  }
+  template <size_t I>
+  DataStream<T> min() const {
+    return Aggregation(Element<I>(), internal::Aggregate::kMin, true);
+  }
+  template <size_t I>
+  DataStream<T> max() const {
+    return Aggregation(Element<I>(), internal::Aggregate::kMax, true);
+  }
+  template <size_t I>
+  DataStream<T> min_by(bool first = true) const {
+    return Aggregation(Element<I>(), internal::Aggregate::kMinBy, first);
+  }
+  template <size_t I>
+  DataStream<T> max_by(bool first = true) const {
+    return Aggregation(Element<I>(), internal::Aggregate::kMaxBy, first);
+  }
+
   // A keyed operator built by the caller (windows, process functions).
   template <typename Out>
   DataStream<Out> transform(std::string name,
@@ -490,6 +546,12 @@ class KeyedStream {
   // Defined by operators/window headers.
   template <typename Assigner>
   auto window(Assigner assigner) const;
+  // Count windows (Flink's countWindow): per key, every `size` records (a
+  // purging CountTrigger over GlobalWindows), or every `slide` records over
+  // the last `size` (CountTrigger and CountEvictor).  A count window that is
+  // not full at the end of the input does not fire, as in Flink.
+  auto count_window(int64_t size) const;
+  auto count_window(int64_t size, int64_t slide) const;
   template <typename Function>
   auto process(Function f) const;
 
@@ -498,6 +560,58 @@ class KeyedStream {
   friend struct internal::StreamAccess;
 
   KeyedStream(DataStream<T> partitioned, KeyFn key) : stream_(partitioned), key_(std::move(key)) {}
+
+  // The field of a record, const or not.
+  // (C is T: a member of another class does not compile.)
+  template <typename F, typename C>
+  static auto Member(F C::*field) {
+    static_assert(std::is_same_v<C, T>,
+                  "tidemark: the field must be a member of the stream's type");
+    return [field](auto& t) -> auto& { return t.*field; };
+  }
+  template <size_t I>
+  static auto Element() {
+    static_assert(I < std::tuple_size_v<T>,
+                  "tidemark: the index of sum<I>() etc. is past the end of the tuple");
+    return [](auto& t) -> auto& { return std::get<I>(t); };
+  }
+  template <typename Get>
+  DataStream<T> Aggregation(Get get, internal::Aggregate kind, bool first) const {
+    KeyFn key = key_;
+    auto f = [get, kind, first](const T& acc, const T& v) -> T {
+      const auto& a = get(acc);
+      const auto& b = get(v);
+      switch (kind) {
+        case internal::Aggregate::kSum: {
+          T out = acc;
+          get(out) = a + b;
+          return out;
+        }
+        case internal::Aggregate::kMin:
+        case internal::Aggregate::kMax: {
+          const bool replace = kind == internal::Aggregate::kMin ? b < a : a < b;
+          if (!replace) return acc;
+          T out = acc;
+          get(out) = b;
+          return out;
+        }
+        case internal::Aggregate::kMinBy:
+        case internal::Aggregate::kMaxBy: {
+          const bool better = kind == internal::Aggregate::kMinBy ? b < a : a < b;
+          const bool equal = !(a < b) && !(b < a);
+          return better || (equal && !first) ? v : acc;
+        }
+      }
+      return acc;
+    };
+    return stream_.template Add<T>(
+        "Keyed Aggregation",
+        [key, f] {
+          return std::make_unique<internal::RollingReduceOperator<T, Key, KeyFn, decltype(f)>>(key,
+                                                                                               f);
+        },
+        /*keyed=*/true);
+  }
 
   DataStream<T> stream_;
   KeyFn key_;

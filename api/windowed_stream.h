@@ -269,11 +269,23 @@ class WindowedStream {
   internal::WindowOperatorConfig<T> config_;
 };
 
-// KeyedStream::window, declared in api/environment.h.
+// KeyedStream::window and count_window, declared in api/environment.h.
 template <typename T, typename KeyFn>
 template <typename Assigner>
 auto KeyedStream<T, KeyFn>::window(Assigner assigner) const {
   return WindowedStream<T, KeyFn, Assigner>(*this, std::move(assigner));
+}
+
+template <typename T, typename KeyFn>
+auto KeyedStream<T, KeyFn>::count_window(int64_t size) const {
+  return window(GlobalWindows::create()).trigger(PurgingTrigger(CountTrigger::of(size)));
+}
+
+template <typename T, typename KeyFn>
+auto KeyedStream<T, KeyFn>::count_window(int64_t size, int64_t slide) const {
+  return window(GlobalWindows::create())
+      .evictor(CountEvictor::of(size))
+      .trigger(CountTrigger::of(slide));
 }
 
 }  // namespace tidemark
