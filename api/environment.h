@@ -351,6 +351,13 @@ class DataStream {
   DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
   DataStream<T> broadcast() const { return Partition(internal::ShipStrategy::kBroadcast, nullptr); }
   DataStream<T> forward() const { return Partition(internal::ShipStrategy::kForward, nullptr); }
+  // Round robin over a few downstream subtasks (pointwise: at 2 -> 4 each
+  // upstream subtask feeds two, at 4 -> 2 two feed each), Flink's rescale().
+  DataStream<T> rescale() const { return Partition(internal::ShipStrategy::kRescale, nullptr); }
+  // A uniformly random downstream subtask per record.
+  DataStream<T> shuffle() const { return Partition(internal::ShipStrategy::kShuffle, nullptr); }
+  // Every record to downstream subtask 0.
+  DataStream<T> global() const { return Partition(internal::ShipStrategy::kGlobal, nullptr); }
   // part(key, num_channels) -> channel.
   template <typename PartFn, typename KeyFn>
   DataStream<T> partition_custom(PartFn part, KeyFn key) const {

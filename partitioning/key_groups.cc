@@ -156,7 +156,30 @@ const char* ToString(ShipStrategy s) {
       return "HASH";
     case ShipStrategy::kCustom:
       return "CUSTOM";
+    case ShipStrategy::kRescale:
+      return "RESCALE";
+    case ShipStrategy::kShuffle:
+      return "SHUFFLE";
+    case ShipStrategy::kGlobal:
+      return "GLOBAL";
   }
   return "?";
+}
+
+bool IsPointwise(ShipStrategy s) {
+  return s == ShipStrategy::kForward || s == ShipStrategy::kRescale;
+}
+
+bool Connected(ShipStrategy s, int u, int d, int pu, int pd) {
+  if (!IsPointwise(s)) return true;
+  if (pu == pd) return u == d;
+  if (pu > pd) {
+    const int64_t first = static_cast<int64_t>(d) * pu / pd;
+    const int64_t end = static_cast<int64_t>(d + 1) * pu / pd;
+    return u >= first && u < end;
+  }
+  const int64_t first = (static_cast<int64_t>(u) * pd + pu - 1) / pu;
+  const int64_t end = (static_cast<int64_t>(u + 1) * pd + pu - 1) / pu;
+  return d >= first && d < end;
 }
 }  // namespace tidemark::internal

@@ -36,9 +36,21 @@ enum class ShipStrategy {
   kBroadcast,
   kKeyGroups,
   kCustom,
+  kRescale,  // round robin over a few downstream subtasks (pointwise, below)
+  kShuffle,  // a uniformly random downstream subtask per record
+  kGlobal,   // every record to downstream subtask 0
 };
 
 const char* ToString(ShipStrategy s);
+
+// Which channels an edge has between upstream subtask u of pu and
+// downstream subtask d of pd.  FORWARD and RESCALE are pointwise, as Flink's
+// EdgeManagerBuildUtil.connectPointwise: at equal parallelism u feeds d = u;
+// with more upstream subtasks, d reads u in [d*pu/pd, (d+1)*pu/pd); with
+// fewer, u feeds d in [ceil(u*pd/pu), ceil((u+1)*pd/pu)).  Every other
+// strategy connects all to all.
+bool IsPointwise(ShipStrategy s);
+bool Connected(ShipStrategy s, int u, int d, int pu, int pd);
 
 template <typename T>
 class Partitioner {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,8 +51,9 @@ struct WriterSignals {
 // How a writer picks the channel of a record.  The strategies that need no
 // user function route without a Partitioner<T>.
 struct WriterRoute {
-  ShipStrategy strategy = ShipStrategy::kForward;  // kForward, kBroadcast; else rebalance
-  int subtask = 0;                                 // rebalance starts here
+  // kForward, kBroadcast, kRescale, kShuffle, kGlobal; else rebalance
+  ShipStrategy strategy = ShipStrategy::kForward;
+  int subtask = 0;  // rebalance starts here (and seeds shuffle)
 };
 
 // The half of a writer that does not depend on the record type
@@ -99,8 +101,16 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
         broadcast_(partitioner_ != nullptr ? partitioner_->IsBroadcast()
                                            : route.strategy == ShipStrategy::kBroadcast),
         rebalance_(partitioner_ == nullptr && route.strategy != ShipStrategy::kForward &&
-                   route.strategy != ShipStrategy::kBroadcast),
-        next_(channels_.empty() ? 0 : route.subtask % static_cast<int>(channels_.size())) {
+                   route.strategy != ShipStrategy::kBroadcast &&
+                   route.strategy != ShipStrategy::kShuffle &&
+                   route.strategy != ShipStrategy::kGlobal),
+        shuffle_(partitioner_ == nullptr && route.strategy == ShipStrategy::kShuffle),
+        // Rebalance starts at the subtask's own index, rescale at its first
+        // channel (Flink's RescalePartitioner); global sends to channel 0.
+        next_(channels_.empty() || route.strategy == ShipStrategy::kRescale
+                  ? 0
+                  : route.subtask % static_cast<int>(channels_.size())),
+        random_(static_cast<uint64_t>(route.subtask) * 0x9e3779b97f4a7c15ull + 1) {
     for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
   }
 
@@ -115,7 +125,9 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
       if (++next_ == static_cast<int>(channels_.size())) next_ = 0;
       return Append(static_cast<size_t>(c), std::move(v), ts);
     }
-    if (partitioner_ == nullptr) return Append(0, std::move(v), ts);  // forward
+    if (shuffle_)
+      return Append(static_cast<size_t>(random_() % channels_.size()), std::move(v), ts);
+    if (partitioner_ == nullptr) return Append(0, std::move(v), ts);  // forward, global
     // The partitioner runs user code (a key selector): its errors are the
     // key_by's, not the upstream operator's.
     int c;
@@ -206,8 +218,10 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   std::unique_ptr<Partitioner<T>> partitioner_;
   std::vector<std::unique_ptr<Batch<T>>> current_;
   const bool broadcast_;
-  const bool rebalance_;
+  const bool rebalance_;  // and rescale, over its own few channels
+  const bool shuffle_;
   int next_;                // the next channel, for rebalance
+  std::mt19937_64 random_;  // for shuffle
   std::vector<int> route_;  // scratch: the channels of a run
 };
 

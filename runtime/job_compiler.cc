@@ -38,6 +38,17 @@ int PhysicalPlan::TaskCount() const {
 
 namespace {
 
+// The input channels of subtask `s` of node `id` (a chain head).
+int InputChannels(const PhysicalPlan& plan, int id, int s) {
+  int n = 0;
+  for (int e : plan.nodes[id].inputs) {
+    const PlanEdge& pe = plan.edges[e];
+    const int pu = plan.nodes[pe.from].parallelism, pd = plan.nodes[id].parallelism;
+    for (int u = 0; u < pu; ++u) n += Connected(pe.strategy, u, s, pu, pd) ? 1 : 0;
+  }
+  return n;
+}
+
 std::string Partitioning(const PhysicalPlan& plan, const PlanEdge& e) {
   switch (e.strategy) {
     case ShipStrategy::kKeyGroups:
@@ -183,7 +194,9 @@ absl::Status JobCompiler::ResolveEdges(PhysicalPlan& plan) const {
             "forward partitioning needs equal parallelism, but '", nodes_[pe.from]->name, "' has ",
             pu, " and '", nodes_[i]->name, "' has ", pd));
       }
-      pe.channels = pe.strategy == ShipStrategy::kForward ? pu : pu * pd;
+      pe.channels = 0;
+      for (int u = 0; u < pu; ++u)
+        for (int d = 0; d < pd; ++d) pe.channels += Connected(pe.strategy, u, d, pu, pd) ? 1 : 0;
       const int index = static_cast<int>(plan.edges.size());
       plan.consumers[{pe.from, pe.tag}].push_back(index);
       plan.nodes[i].inputs.push_back(index);
@@ -230,11 +243,8 @@ void JobCompiler::Chain(PhysicalPlan& plan) const {
       names.push_back(plan.nodes[x].name);
     }
     chain.task_name = absl::StrJoin(names, " -> ");
-    for (int e : plan.nodes[i].inputs) {
-      const PlanEdge& pe = plan.edges[e];
-      chain.input_channels +=
-          pe.strategy == ShipStrategy::kForward ? 1 : plan.nodes[pe.from].parallelism;
-    }
+    for (int s = 0; s < chain.parallelism; ++s)
+      chain.input_channels = std::max(chain.input_channels, InputChannels(plan, i, s));
     plan.chains.push_back(std::move(chain));
   }
 }
@@ -334,7 +344,7 @@ void JobCompiler::CreateTasks(const PhysicalPlan& plan, Assembly& a) const {
         continue;
       }
       auto metrics = std::make_unique<SubtaskMetrics>(chain.task_name, s, chain.parallelism,
-                                                      chain.input_channels);
+                                                      InputChannels(plan, chain.head, s));
       a.tasks[c].push_back(a.exec->AddTask(std::make_unique<StreamTask>(
           chain.task_name, a.exec.get(), std::move(metrics), options_.clock, options_.config)));
     }
@@ -356,7 +366,7 @@ void JobCompiler::CreateChannels(const PhysicalPlan& plan, Assembly& a) const {
       grid.assign(pu, std::vector<ChannelBase*>(pd, nullptr));
       for (int u = 0; u < pu; ++u) {
         for (int d = 0; d < pd; ++d) {
-          if (pe.strategy == ShipStrategy::kForward && u != d) continue;
+          if (!Connected(pe.strategy, u, d, pu, pd)) continue;
           const uint32_t channel_id = id++;
           const int ru = a.rank[plan.nodes[pe.from].chain][u], rd = a.rank[c][d];
           if (ru != me && rd != me) continue;  // between two other ranks

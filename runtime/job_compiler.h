@@ -91,8 +91,8 @@ struct PlanEdge {
   // The key_by (kKeyGroups) or partition_custom (kCustom) partitioner.
   std::shared_ptr<PartitionerFactoryBase> partitioner;
   bool chained = false;  // inside a chain: no channels
-  // Channels of a network edge: FORWARD p, otherwise p(from) * p(to); 0 when
-  // chained.
+  // Channels of a network edge: FORWARD p, RESCALE max(p(from), p(to)),
+  // otherwise p(from) * p(to); 0 when chained.
   int channels = 0;
 };
 
@@ -102,7 +102,8 @@ struct PlanChain {
   std::vector<int> nodes;  // head first
   int parallelism = 0;
   std::string task_name;  // node names joined by " -> "
-  // Channels each of its tasks reads (FORWARD inputs 1, others p(from)).
+  // The most channels one of its tasks reads (FORWARD inputs 1, RESCALE
+  // inputs a few, others p(from); partitioning/partitioner.h Connected).
   int input_channels = 0;
 };
 
