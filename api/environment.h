@@ -48,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "operators/basic.h"
 #include "operators/file_sink.h"
+#include "operators/process.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"
 #include "runtime/cluster.h"
@@ -288,6 +289,23 @@ template <typename O>
 struct CollectorType<Collector<O>&> {
   using type = O;
 };
+// The output type of a function for DataStream::process: its OutputType, or
+// the Collector<Out>& third parameter of process_element or of its call.
+template <typename F, typename = void>
+struct ProcessOutOf {
+  static_assert(
+      requires { &F::operator(); },
+      "tidemark: process(f) takes a ProcessFunction<In, Out>, an object with "
+      "process_element(const In&, ProcessContext&, Collector<Out>&), or a lambda "
+      "(const In&, ProcessContext&, Collector<Out>&)");
+  using type =
+      typename CollectorType<std::tuple_element_t<2, typename CallableArgs<F>::args>>::type;
+};
+template <typename F>
+struct ProcessOutOf<F, std::void_t<decltype(&F::process_element)>> {
+  using type = typename CollectorType<
+      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
+};
 
 }  // namespace internal
 template <typename T>
@@ -332,6 +350,17 @@ class DataStream {
                   [f] { return std::make_unique<internal::FlatMapOperator<T, O, F>>(f); });
   }
   // Replaces timestamps and watermarks from here on.
+  // Flink's ProcessFunction (operators/process.h): f(const T&, ProcessContext&,
+  // Collector<Out>&), or a ProcessFunction<T, Out>; side outputs through
+  // ctx.output(tag, value).
+  template <typename Function>
+  auto process(Function f) const {
+    using Out = typename internal::ProcessOutOf<Function>::type;
+    return this->template Add<Out>("Process", [f]() -> std::unique_ptr<OperatorBase> {
+      return std::make_unique<internal::ProcessOperator<T, Function, Out>>(f);
+    });
+  }
+
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
     return Add<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);

@@ -1,0 +1,129 @@
+// operators/process.h
+//
+// DataStream::process(f) on a stream that is not keyed: Flink's
+// ProcessFunction / ProcessOperator.  For every record the function gets the
+// record, a context and a collector:
+//
+//   struct Split : ProcessFunction<Event, Event> {
+//     void process_element(const Event& e, Context& ctx, Collector<Event>& out) override {
+//       if (e.ok) out.collect(e);
+//       else ctx.output(errors, e.reason);        // a side output of another type
+//     }
+//   };
+//   DataStream<Event> good = events.process(Split());
+//   DataStream<std::string> bad = good.get_side_output(errors);
+//
+// or a lambda (const In&, ProcessContext&, Collector<Out>&).  The context
+// gives timestamp() (the record's, kNoTimestamp when it has none),
+// current_watermark() (the operator's input watermark), current_processing_
+// time(), subtask_index(), parallelism() and output(tag, value) (the side
+// output `tag`, timestamped like the record; dropped when nobody consumes
+// it).  Timers need a key, as in Flink: key the stream and use a
+// KeyedProcessFunction (operators/keyed_process.h).
+//
+// A function object may also have open(const ProcessContext&) (called once
+// per subtask before the first record; the context's subtask_index() and
+// parallelism() are set) and close() (once after the last).  Every subtask
+// gets its own copy of the function; its members are not checkpointed.
+//
+// Thread safety: one task thread per operator instance.
+#ifndef TM_OPERATORS_PROCESS_H_
+#define TM_OPERATORS_PROCESS_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "operators/basic.h"
+#include "runtime/operator.h"
+
+namespace tidemark {
+
+class ProcessContext {
+ public:
+  ProcessContext(const OperatorContext* op,
+                 const std::map<std::string, internal::OutputBase*>* side_outputs)
+      : op_(op), side_outputs_(side_outputs) {}
+
+  Timestamp timestamp() const { return timestamp_; }
+  Timestamp current_watermark() const { return watermark_; }
+  Timestamp current_processing_time() const {
+    return const_cast<OperatorContext*>(op_)->timers().CurrentProcessingTime();
+  }
+  int subtask_index() const { return op_->subtask_index(); }
+  int parallelism() const { return op_->parallelism(); }
+  template <typename V>
+  void output(const OutputTag<V>& tag, V value) {
+    auto it = side_outputs_->find(tag.id());
+    if (it == side_outputs_->end()) return;
+    static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
+  }
+
+  // --- for the operator ---
+  void set_timestamp(Timestamp ts) { timestamp_ = ts; }
+  void set_watermark(Timestamp w) { watermark_ = w; }
+
+ private:
+  const OperatorContext* op_;
+  const std::map<std::string, internal::OutputBase*>* side_outputs_;
+  Timestamp timestamp_ = kNoTimestamp;
+  Timestamp watermark_ = kMinTimestamp;
+};
+
+// Base class for process functions (optional: any object with the same
+// members works).
+template <typename In, typename Out>
+class ProcessFunction {
+ public:
+  using InputType = In;
+  using OutputType = Out;
+  using Context = ProcessContext;
+  virtual ~ProcessFunction() = default;
+  virtual void open(const ProcessContext& /*ctx*/) {}
+  virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void close() {}
+};
+
+namespace internal {
+
+template <typename T, typename F, typename Out>
+class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>, T, Out> {
+ public:
+  explicit ProcessOperator(F f) : f_(std::move(f)) {}
+
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    pctx_.emplace(&ctx, &this->side_outputs_);
+    if constexpr (requires { f_.open(*pctx_); }) f_.open(*pctx_);
+  }
+  void ProcessElement(T&& value, Timestamp ts) override {
+    pctx_->set_timestamp(ts);
+    collector_->set_timestamp(ts);
+    if constexpr (requires {
+                    f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+                  }) {
+      f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+    } else {
+      f_(static_cast<const T&>(value), *pctx_, *collector_);
+    }
+  }
+  void ProcessWatermark(Timestamp w) override {
+    pctx_->set_watermark(w);
+    this->ForwardWatermark(w);
+  }
+  void Close() override {
+    if constexpr (requires { f_.close(); }) f_.close();
+  }
+
+ private:
+  F f_;
+  std::optional<ProcessContext> pctx_;
+  std::optional<Collector<Out>> collector_;
+};
+
+}  // namespace internal
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_PROCESS_H_

@@ -1,0 +1,101 @@
+// DataStream::process on a stream that is not keyed (Flink's
+// ProcessFunction): records, timestamps, the operator's watermark, side
+// outputs of other types through the context (splitting a stream), open and
+// close once per subtask.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+TEST(ProcessFunction, SplitsAStreamIntoTheMainOutputAndSideOutputsOfOtherTypes) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  OutputTag<int64_t> odd("odd");
+  OutputTag<std::string> negative("negative");
+  std::vector<int64_t> in;
+  for (int64_t i = -5; i < 20; ++i) in.push_back(i);
+  auto even = env.from_collection(in).rebalance().process(
+      [odd, negative](const int64_t& v, ProcessContext& ctx, Collector<int64_t>& out) {
+        if (v < 0) {
+          ctx.output(negative, "neg:" + std::to_string(v));
+        } else if (v % 2 != 0) {
+          ctx.output(odd, v);
+        } else {
+          out.collect(v * 10);
+        }
+      });
+  auto main_out = even.collect();
+  auto odd_out = even.get_side_output(odd).collect();
+  auto neg_out = even.get_side_output(negative).collect();
+  JobResult r = env.execute("split");
+  ASSERT_TRUE(r.ok()) << r.status;
+  auto values = [](const auto& results) {
+    using V = std::decay_t<decltype(results->items()[0].value)>;
+    std::vector<V> v;
+    for (const auto& item : results->items()) v.push_back(item.value);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(values(main_out), (std::vector<int64_t>{0, 20, 40, 60, 80, 100, 120, 140, 160, 180}));
+  EXPECT_EQ(values(odd_out), (std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19}));
+  EXPECT_EQ(values(neg_out),
+            (std::vector<std::string>{"neg:-1", "neg:-2", "neg:-3", "neg:-4", "neg:-5"}));
+}
+
+struct Event {
+  int64_t ts;
+};
+
+// A ProcessFunction class: sees each record's timestamp and the watermark
+// the operator had when the record came, opens and closes once per subtask.
+struct Stamp : ProcessFunction<Event, std::string> {
+  std::atomic<int>* opened;
+  std::atomic<int>* closed;
+  int subtask = -1;
+  Stamp(std::atomic<int>* o, std::atomic<int>* c) : opened(o), closed(c) {}
+  void open(const ProcessContext& ctx) override {
+    subtask = ctx.subtask_index();
+    opened->fetch_add(1);
+  }
+  void process_element(const Event& e, Context& ctx, Collector<std::string>& out) override {
+    out.collect(std::to_string(ctx.timestamp()) + "@" + std::to_string(ctx.current_watermark()) +
+                "/" + std::to_string(subtask) + "/" + std::to_string(ctx.parallelism()) + " " +
+                std::to_string(e.ts));
+  }
+  void close() override { closed->fetch_add(1); }
+};
+
+TEST(ProcessFunction, SeesTimestampsAndTheWatermarkAndOpensAndClosesOncePerSubtask) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  std::atomic<int> opened{0}, closed{0};
+  auto out = env.from_collection(std::vector<Event>{{1000}, {5000}, {7000}})
+                 .assign_timestamps_and_watermarks(
+                     WatermarkStrategy<Event>::for_monotonous_timestamps()
+                         .with_timestamp_assigner([](const Event& e, Timestamp) { return e.ts; })
+                         .with_periodic_emit_per_record())
+                 .process(Stamp(&opened, &closed))
+                 .collect();
+  JobResult r = env.execute("stamp");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<std::string> got;
+  for (const auto& item : out->items()) got.push_back(item.value);
+  // Monotonous, a watermark after every record: ts - 1 of the one before.
+  EXPECT_EQ(got, (std::vector<std::string>{"1000@" + std::to_string(kMinTimestamp) + "/0/1 1000",
+                                           "5000@999/0/1 5000", "7000@4999/0/1 7000"}));
+  EXPECT_EQ(opened.load(), 1);
+  EXPECT_EQ(closed.load(), 1);
+  // The output keeps the record's timestamp.
+  EXPECT_EQ(out->items()[1].timestamp, 5000);
+}
+
+}  // namespace
+}  // namespace tidemark
