@@ -361,6 +361,11 @@ class DataStream {
     });
   }
 
+  // Windows over the whole stream, at parallelism 1 (Flink's windowAll;
+  // api/windowed_stream.h, AllWindowedStream).
+  template <typename Assigner>
+  auto window_all(Assigner assigner) const;
+
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
     return Add<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);

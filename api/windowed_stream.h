@@ -269,6 +269,104 @@ class WindowedStream {
   internal::WindowOperatorConfig<T> config_;
 };
 
+namespace internal {
+// The key of every record of window_all (Flink's NullByteKeySelector).
+struct AllWindowKey {
+  template <typename T>
+  int operator()(const T&) const {
+    return 0;
+  }
+};
+}  // namespace internal
+
+// Windows over a whole stream that is not keyed (Flink's AllWindowedStream,
+// from DataStream::window_all): one window operator at parallelism 1 sees
+// every record.  The same options as WindowedStream; the window functions
+// take no key:
+//   .reduce(f) / .aggregate(agg)          as on a keyed stream
+//   .reduce(f, p) / .aggregate(agg, p)    p(const W&, const R&, WindowContext&, Collector<Out>&)
+//   .process(fn) / .apply(fn)             fn(const W&, const std::vector<T>&, WindowContext&,
+//                                            Collector<Out>&)
+// The result's parallelism is fixed at 1 (setting another throws).
+template <typename T, typename Inner>
+class AllWindowedStream {
+ public:
+  using W = typename Inner::W;
+  explicit AllWindowedStream(Inner inner) : inner_(std::move(inner)) {}
+
+  template <typename NewTrigger>
+  auto trigger(NewTrigger t) const {
+    return Wrap(inner_.trigger(std::move(t)));
+  }
+  template <typename NewEvictor>
+  auto evictor(NewEvictor e) const {
+    return Wrap(inner_.evictor(std::move(e)));
+  }
+  AllWindowedStream allowed_lateness(Duration lateness) const {
+    return AllWindowedStream(inner_.allowed_lateness(lateness));
+  }
+  AllWindowedStream side_output_late_data(OutputTag<T> tag) const {
+    return AllWindowedStream(inner_.side_output_late_data(std::move(tag)));
+  }
+
+  template <typename ReduceFn>
+  DataStream<T> reduce(ReduceFn f) const {
+    return One(inner_.reduce(std::move(f)));
+  }
+  template <typename Out = void, typename ReduceFn, typename ProcessFn>
+  auto reduce(ReduceFn f, ProcessFn p) const {
+    using O = typename internal::DeduceOut<Out, ProcessFn, 3>::type;
+    return One(inner_.template reduce<O>(std::move(f), DropKey<O>(std::move(p))));
+  }
+  template <typename Agg>
+  auto aggregate(Agg agg) const {
+    return One(inner_.aggregate(std::move(agg)));
+  }
+  template <typename Out = void, typename Agg, typename ProcessFn>
+  auto aggregate(Agg agg, ProcessFn p) const {
+    using O = typename internal::DeduceOut<Out, ProcessFn, 3>::type;
+    return One(inner_.template aggregate<O>(std::move(agg), DropKey<O>(std::move(p))));
+  }
+  template <typename Out = void, typename Fn>
+  auto process(Fn fn) const {
+    using O = typename internal::DeduceOut<Out, Fn, 3>::type;
+    return One(inner_.template process<O>(DropKey<O>(std::move(fn))));
+  }
+  template <typename Out = void, typename Fn>
+  auto apply(Fn fn) const {
+    return process<Out>(std::move(fn));
+  }
+
+ private:
+  template <typename I>
+  static AllWindowedStream<T, I> Wrap(I inner) {
+    return AllWindowedStream<T, I>(std::move(inner));
+  }
+  // The keyed window function's signature around one without the key.
+  template <typename O, typename F>
+  static auto DropKey(F f) {
+    return [f](const int& /*key*/, const W& w, const auto& contents, WindowContext& ctx,
+               Collector<O>& out) { f(w, contents, ctx, out); };
+  }
+  template <typename S>
+  static S One(S stream) {
+    internal::StreamNode& n = internal::StreamAccess::Node(stream);
+    n.parallelism = 1;
+    n.fixed_parallelism = true;
+    return stream;
+  }
+
+  Inner inner_;
+};
+
+// DataStream::window_all, declared in api/environment.h.
+template <typename T>
+template <typename Assigner>
+auto DataStream<T>::window_all(Assigner assigner) const {
+  auto inner = key_by(internal::AllWindowKey{}).window(std::move(assigner));
+  return AllWindowedStream<T, decltype(inner)>(std::move(inner));
+}
+
 // KeyedStream::window and count_window, declared in api/environment.h.
 template <typename T, typename KeyFn>
 template <typename Assigner>
