@@ -29,7 +29,49 @@
 
 namespace tidemark {
 
+// A user counter (RuntimeContext::counter): per subtask, its total over the
+// subtasks in JobResult::CounterTotal(name).
+class UserCounter {
+ public:
+  explicit UserCounter(internal::Counter* c) : c_(c) {}
+  void inc(int64_t n = 1) { c_->Inc(n); }
+  int64_t value() const { return c_->Get(); }
+
+ private:
+  internal::Counter* c_;
+};
+
+// What a rich user function sees (Flink's RuntimeContext).  A function object
+// given to map, filter, flat_map, process or add_sink that has
+// open(const RuntimeContext&) is opened once per subtask before its first
+// record, and one with close() is closed after its last (also when the job
+// fails or is cancelled); every subtask has its own copy of the object.
+class RuntimeContext {
+ public:
+  explicit RuntimeContext(OperatorContext* ctx) : ctx_(ctx) {}
+  const std::string& operator_name() const { return ctx_->operator_name(); }
+  int subtask_index() const { return ctx_->subtask_index(); }
+  int parallelism() const { return ctx_->parallelism(); }
+  int max_parallelism() const { return ctx_->max_parallelism(); }
+  // The subtask's counter `name`, made on first use; in the job's metrics.
+  UserCounter counter(const std::string& name) const { return UserCounter(ctx_->counter(name)); }
+
+ private:
+  OperatorContext* ctx_;
+};
+
 namespace internal {
+// Opens and closes a user function object that has open / close.
+template <typename F>
+void OpenFunction(F& f, OperatorContext& ctx) {
+  if constexpr (requires { f.open(std::declval<const RuntimeContext&>()); }) {
+    f.open(RuntimeContext(&ctx));
+  }
+}
+template <typename F>
+void CloseFunction(F& f) {
+  if constexpr (requires { f.close(); }) f.close();
+}
 template <typename T>
 struct IsStatusOr : std::false_type {};
 template <typename T>
@@ -60,6 +102,11 @@ template <typename In, typename Out, typename F>
 class MapOperator final : public BatchedOperator<MapOperator<In, Out, F>, In, Out> {
  public:
   explicit MapOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
   void ProcessElement(In&& v, Timestamp ts) override {
     using Raw = typename MapResult<F, In>::raw;
     if constexpr (IsStatusOr<Raw>::value) {
@@ -79,6 +126,11 @@ template <typename T, typename F>
 class FilterOperator final : public BatchedOperator<FilterOperator<T, F>, T, T> {
  public:
   explicit FilterOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
   void ProcessElement(T&& v, Timestamp ts) override {
     if (f_(static_cast<const T&>(v))) this->output().Collect(std::move(v), ts);
   }
@@ -111,7 +163,9 @@ class FlatMapOperator final : public BatchedOperator<FlatMapOperator<In, Out, F>
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
+    OpenFunction(f_, ctx);
   }
+  void Close() override { CloseFunction(f_); }
   void ProcessElement(In&& v, Timestamp ts) override {
     collector_->set_timestamp(ts);
     f_(static_cast<const In&>(v), *collector_);
@@ -328,6 +382,11 @@ template <typename T, typename F>
 class FunctionSinkOperator final : public BatchedSinkOperator<FunctionSinkOperator<T, F>, T> {
  public:
   explicit FunctionSinkOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
   void ProcessElement(T&& v, Timestamp ts) override {
     if constexpr (std::is_invocable_v<F&, T&&, Timestamp>) {
       f_(std::move(v), ts);

@@ -21,10 +21,10 @@
 // it).  Timers need a key, as in Flink: key the stream and use a
 // KeyedProcessFunction (operators/keyed_process.h).
 //
-// A function object may also have open(const ProcessContext&) (called once
-// per subtask before the first record; the context's subtask_index() and
-// parallelism() are set) and close() (once after the last).  Every subtask
-// gets its own copy of the function; its members are not checkpointed.
+// A function object may also have open(const RuntimeContext&) and close()
+// (operators/basic.h, RuntimeContext); the context is a RuntimeContext too
+// (subtask_index(), parallelism(), counter(name)).  Every subtask gets its
+// own copy of the function; its members are not checkpointed.
 //
 // Thread safety: one task thread per operator instance.
 #ifndef TM_OPERATORS_PROCESS_H_
@@ -40,19 +40,17 @@
 
 namespace tidemark {
 
-class ProcessContext {
+// A RuntimeContext (operators/basic.h) with the record's timestamp, the
+// watermark and side outputs.
+class ProcessContext : public RuntimeContext {
  public:
-  ProcessContext(const OperatorContext* op,
+  ProcessContext(OperatorContext* op,
                  const std::map<std::string, internal::OutputBase*>* side_outputs)
-      : op_(op), side_outputs_(side_outputs) {}
+      : RuntimeContext(op), op_(op), side_outputs_(side_outputs) {}
 
   Timestamp timestamp() const { return timestamp_; }
   Timestamp current_watermark() const { return watermark_; }
-  Timestamp current_processing_time() const {
-    return const_cast<OperatorContext*>(op_)->timers().CurrentProcessingTime();
-  }
-  int subtask_index() const { return op_->subtask_index(); }
-  int parallelism() const { return op_->parallelism(); }
+  Timestamp current_processing_time() const { return op_->timers().CurrentProcessingTime(); }
   template <typename V>
   void output(const OutputTag<V>& tag, V value) {
     auto it = side_outputs_->find(tag.id());
@@ -65,7 +63,7 @@ class ProcessContext {
   void set_watermark(Timestamp w) { watermark_ = w; }
 
  private:
-  const OperatorContext* op_;
+  OperatorContext* op_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
   Timestamp timestamp_ = kNoTimestamp;
   Timestamp watermark_ = kMinTimestamp;
@@ -80,7 +78,7 @@ class ProcessFunction {
   using OutputType = Out;
   using Context = ProcessContext;
   virtual ~ProcessFunction() = default;
-  virtual void open(const ProcessContext& /*ctx*/) {}
+  virtual void open(const RuntimeContext& /*ctx*/) {}
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void close() {}
 };
@@ -96,7 +94,7 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
     pctx_.emplace(&ctx, &this->side_outputs_);
-    if constexpr (requires { f_.open(*pctx_); }) f_.open(*pctx_);
+    OpenFunction(f_, ctx);
   }
   void ProcessElement(T&& value, Timestamp ts) override {
     pctx_->set_timestamp(ts);
@@ -113,9 +111,7 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
     pctx_->set_watermark(w);
     this->ForwardWatermark(w);
   }
-  void Close() override {
-    if constexpr (requires { f_.close(); }) f_.close();
-  }
+  void Close() override { CloseFunction(f_); }
 
  private:
   F f_;

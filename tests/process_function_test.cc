@@ -61,7 +61,7 @@ struct Stamp : ProcessFunction<Event, std::string> {
   std::atomic<int>* closed;
   int subtask = -1;
   Stamp(std::atomic<int>* o, std::atomic<int>* c) : opened(o), closed(c) {}
-  void open(const ProcessContext& ctx) override {
+  void open(const RuntimeContext& ctx) override {
     subtask = ctx.subtask_index();
     opened->fetch_add(1);
   }
