@@ -44,8 +44,9 @@ class UserCounter {
 // What a rich user function sees (Flink's RuntimeContext).  A function object
 // given to map, filter, flat_map, process or add_sink that has
 // open(const RuntimeContext&) is opened once per subtask before its first
-// record, and one with close() is closed after its last (also when the job
-// fails or is cancelled); every subtask has its own copy of the object.
+// record, and one that was opened and has close() is closed after its last
+// (also when the job fails or is cancelled); every subtask has its own copy
+// of the object.
 class RuntimeContext {
  public:
   explicit RuntimeContext(OperatorContext* ctx) : ctx_(ctx) {}

@@ -1,7 +1,7 @@
 // Rich functions (Flink's RichFunction / RuntimeContext): function objects
 // given to map, filter, flat_map and add_sink are opened once per subtask
 // with its runtime context and closed after their last record, also when
-// the job fails; user counters reach the JobResult.
+// the job fails (every opened one); user counters reach the JobResult.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -98,8 +98,10 @@ TEST(RichFunction, ClosedAlsoWhenTheJobFails) {
   JobResult r = env.execute("failing");
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.status.message().find("bad record"), std::string_view::npos) << r.status;
-  EXPECT_EQ(life.opened.load(), 2);
-  EXPECT_EQ(life.closed.load(), 2);
+  // A subtask the failure cancelled before it started is never opened; every
+  // one that was opened is closed.
+  EXPECT_GE(life.opened.load(), 1);
+  EXPECT_EQ(life.closed.load(), life.opened.load());
 }
 
 }  // namespace
