@@ -438,6 +438,14 @@ class DataStream {
     return Sink(std::move(sink_name),
                 [f] { return std::make_unique<internal::FunctionSinkOperator<T, F>>(f); });
   }
+  // A sink of one's own (operators/basic.h, SinkWriter): `make` is called
+  // once per subtask for its writer.
+  DataStream<T> sink_to(std::function<std::unique_ptr<SinkWriter<T>>()> make,
+                        std::string sink_name = "Sink") const {
+    return Sink(std::move(sink_name), [make]() -> std::unique_ptr<OperatorBase> {
+      return std::make_unique<internal::WriterSinkOperator<T>>(make());
+    });
+  }
   // Exactly-once files (Flink's FileSink with checkpoints,
   // operators/file_sink.h): each sink subtask writes `fmt(record)` lines to
   // hidden part files in `dir` and makes them visible as

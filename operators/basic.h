@@ -403,6 +403,53 @@ class FunctionSinkOperator final : public BatchedSinkOperator<FunctionSinkOperat
 };
 
 }  // namespace internal
+
+// A sink of one's own (Flink's SinkWriter), for DataStream::sink_to: one
+// writer per subtask, made by the factory given there.
+//   open(ctx)            once before the first record (subtask index,
+//                        parallelism, counters: RuntimeContext)
+//   write(value, ts)     every record, in order
+//   flush(end_of_input)  what it buffered must be out: before the subtask's
+//                        snapshot of every checkpoint (false), and once after
+//                        the last record of a bounded input (true)
+//   close()              once at the end, also when the job fails
+// Exceptions from any of them fail the job, naming the sink and subtask.
+template <typename T>
+class SinkWriter {
+ public:
+  virtual ~SinkWriter() = default;
+  virtual void open(const RuntimeContext& /*ctx*/) {}
+  virtual void write(const T& value, Timestamp timestamp) = 0;
+  virtual void flush(bool /*end_of_input*/) {}
+  virtual void close() {}
+};
+
+namespace internal {
+
+template <typename T>
+class WriterSinkOperator final : public BatchedSinkOperator<WriterSinkOperator<T>, T> {
+ public:
+  explicit WriterSinkOperator(std::unique_ptr<SinkWriter<T>> writer) : writer_(std::move(writer)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    writer_->open(RuntimeContext(&ctx));
+    opened_ = true;
+  }
+  void ProcessElement(T&& v, Timestamp ts) override { writer_->write(v, ts); }
+  void ProcessWatermark(Timestamp) override {}
+  void ProcessStatus(WatermarkStatus) override {}
+  void PrepareSnapshotPreBarrier(int64_t) override { writer_->flush(false); }
+  void Finish() override { writer_->flush(true); }
+  void Close() override {
+    if (opened_) writer_->close();
+  }
+
+ private:
+  std::unique_ptr<SinkWriter<T>> writer_;
+  bool opened_ = false;
+};
+
+}  // namespace internal
 }  // namespace tidemark
 
 #endif  // TM_OPERATORS_BASIC_H_
