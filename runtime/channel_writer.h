@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,7 +110,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
         next_(channels_.empty() || route.strategy == ShipStrategy::kRescale
                   ? 0
                   : route.subtask % static_cast<int>(channels_.size())),
-        random_(static_cast<uint64_t>(route.subtask) * 0x9e3779b97f4a7c15ull + 1) {
+        random_(static_cast<uint64_t>(route.subtask) + 1) {
     for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
   }
 
@@ -126,7 +126,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
       return Append(static_cast<size_t>(c), std::move(v), ts);
     }
     if (shuffle_)
-      return Append(static_cast<size_t>(random_() % channels_.size()), std::move(v), ts);
+      return Append(static_cast<size_t>(NextRandom() % channels_.size()), std::move(v), ts);
     if (partitioner_ == nullptr) return Append(0, std::move(v), ts);  // forward, global
     // The partitioner runs user code (a key selector): its errors are the
     // key_by's, not the upstream operator's.
@@ -209,6 +209,12 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
     if (b.empty()) started_[c] = signals_->now;
     b.AddControl(kind, value);
   }
+  uint64_t NextRandom() {
+    uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
   void Flush(size_t c) {
     if (!channels_[c]->Push(std::move(current_[c]))) signals_->backpressured = true;
     current_[c] = channels_[c]->AcquireBatch();
@@ -221,7 +227,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   const bool rebalance_;  // and rescale, over its own few channels
   const bool shuffle_;
   int next_;                // the next channel, for rebalance
-  std::mt19937_64 random_;  // for shuffle
+  uint64_t random_;         // shuffle's generator state (SplitMix64: 8 bytes, no setup)
   std::vector<int> route_;  // scratch: the channels of a run
 };
 

@@ -244,6 +244,7 @@ void BuildCountingJob(StreamExecutionEnvironment& env, int64_t n, int sources, i
 
 TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
   const int reps = testing::StressIterations(6);
+  size_t mid_run = 0;  // checkpoints taken while the sources ran, over every rep
   for (int rep = 0; rep < reps; ++rep) {
     testing::TempDir dir;
     const int sources = 1 + rep % 3;
@@ -267,7 +268,9 @@ TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
     ASSERT_TRUE(r.ok()) << r.status;
     // And the final checkpoint, once every subtask has finished.
     EXPECT_EQ(r.checkpoints.completed, static_cast<int64_t>(ids.size()) + 1);
-    ASSERT_FALSE(ids.empty());
+    // On a loaded machine a rep may finish before its first trigger: then
+    // only the final checkpoint is checked, and other reps take the rest.
+    mid_run += ids.size();
     internal::CheckpointStorage storage(dir.path());
     int64_t last_emitted = -1;
     for (int64_t id : ids) {
@@ -279,7 +282,15 @@ TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
       EXPECT_LE(cut.emitted, n);
       last_emitted = cut.emitted;
     }
+    // The final checkpoint: every record emitted and counted.
+    absl::StatusOr<internal::LoadedCheckpoint> last =
+        storage.Load(storage.CheckpointPath(r.checkpoints.last_id));
+    ASSERT_TRUE(last.ok()) << last.status();
+    const Cut final_cut = ReadCut(*last);
+    EXPECT_EQ(final_cut.emitted, n) << "rep " << rep;
+    EXPECT_EQ(final_cut.counted, n) << "rep " << rep;
   }
+  EXPECT_GT(mid_run, 0u);
 }
 
 // Periodic checkpoints while a job runs: they complete, each a consistent
