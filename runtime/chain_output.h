@@ -7,6 +7,7 @@
 #ifndef TM_RUNTIME_CHAIN_OUTPUT_H_
 #define TM_RUNTIME_CHAIN_OUTPUT_H_
 
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,46 @@ class ChainOutput final : public Output<T> {
 
  private:
   InputOperator<T>* next_;
+  const OperatorContext* ctx_;
+};
+
+// Passes the records of input `I` (0 or 1) of a two-input operator to it, as
+// ChainOutput does for one input; the watermark path is the operator's.
+template <int I, typename In1, typename In2>
+class TwoInputHeadOutput final : public Output<std::conditional_t<I == 0, In1, In2>> {
+ public:
+  using T = std::conditional_t<I == 0, In1, In2>;
+  TwoInputHeadOutput(TwoInputOperatorBase<In1, In2>* op, const OperatorContext* ctx)
+      : op_(op), ctx_(ctx) {}
+  void Collect(T&& v, Timestamp ts) override {
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    try {
+      if constexpr (I == 0) {
+        op_->ProcessElement1(std::move(v), ts);
+      } else {
+        op_->ProcessElement2(std::move(v), ts);
+      }
+    } catch (...) {
+      RethrowAsOperatorError(*ctx_);
+    }
+  }
+  void CollectBatch(std::span<Record<T>> records) override {
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    try {
+      if constexpr (I == 0) {
+        op_->ProcessBatch1(records);
+      } else {
+        op_->ProcessBatch2(records);
+      }
+    } catch (...) {
+      RethrowAsOperatorError(*ctx_);
+    }
+  }
+  void EmitWatermark(Timestamp w) override { ChainWatermark(op_, ctx_, w); }
+  void EmitStatus(WatermarkStatus s) override { ChainStatus(op_, ctx_, s); }
+
+ private:
+  TwoInputOperatorBase<In1, In2>* op_;
   const OperatorContext* ctx_;
 };
 

@@ -17,6 +17,9 @@
 // runs and forwards them), so idleness does not either.  A gate with one
 // channel aligns at once.
 //
+// A two-input operator's gate (TwoInputGate) reads the channels of both
+// inputs, keeps a valve per input and aligns barriers across all of them.
+//
 // Touched only by the thread running the task.
 #ifndef TM_RUNTIME_INPUT_GATE_H_
 #define TM_RUNTIME_INPUT_GATE_H_
@@ -75,23 +78,39 @@ class TaskInput {
 };
 
 // The half of an input gate that does not depend on the record type
-// (input_gate.cc): the valve, its inputs (watermarks, statuses, ends of input)
-// and the reports of every channel change (metrics, WatermarkListener),
-// published before the valve's output reaches the operators so that a trace
+// (input_gate.cc): the valves, their inputs (watermarks, statuses, ends of
+// input) and the reports of every channel change (metrics, WatermarkListener),
+// published before the valves' output reaches the operators so that a trace
 // shows the channel change before the window firings it causes.
-class InputGateCore : private WatermarkValve::Emitter {
+//
+// Two-input operators (TwoInputGate below): the channels are numbered across
+// both inputs (the first input's first), and each logical input has a valve
+// of its own over its channels.  The gate's watermark combines the inputs'
+// as Flink's two-input operators do (IndexedCombinedWatermarkStatus): the
+// minimum over the inputs that are not idle, emitted only when it advances;
+// an idle input does not hold the other back (FLINK-18934); when both are
+// idle the maximum of the two is flushed and the gate reports IDLE, active
+// again as soon as one input is.  With one input the valve's output is the
+// gate's, unchanged.
+class InputGateCore {
  public:
+  // `channel_inputs[c]`: the logical input (0 or 1) of channel c, in
+  // ascending order; empty: `num_channels` channels of one input.
   InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
-                WatermarkListener* listener);
-  const WatermarkValve& valve() const { return valve_; }
+                WatermarkListener* listener, std::vector<int> channel_inputs = {});
+  int num_inputs() const { return static_cast<int>(valves_.size()); }
+  const WatermarkValve& valve(int input = 0) const { return valves_[static_cast<size_t>(input)]; }
+  // The gate's output watermark (the combined one with two inputs).
+  Timestamp output_watermark() const { return output_watermark_; }
+  bool output_idle() const { return output_idle_; }
   void set_barrier_handler(BarrierHandler* h) { barrier_handler_ = h; }
   // The checkpoint being aligned (-1: none) and whether channel c is held.
   int64_t aligning_checkpoint() const { return aligning_; }
   bool blocked(int c) const { return blocked_[static_cast<size_t>(c)]; }
-  // Checkpoints: the valve's state.  Restoring it also hands its watermark
-  // (and idleness) to the chain, so the operators are where they were at
-  // the checkpoint before any replayed record arrives.
-  void SnapshotValve(StateWriter& w) const { valve_.Snapshot(w); }
+  // Checkpoints: the valves' state.  Restoring it also hands the gate's
+  // watermark (and idleness) to the chain, so the operators are where they
+  // were at the checkpoint before any replayed record arrives.
+  void SnapshotValve(StateWriter& w) const;
   void RestoreValve(StateReader& r);
   // Rescaled, the channels are others: they start at MIN (as in Flink), but
   // the gate's output starts at the lowest output watermark of the old
@@ -111,22 +130,51 @@ class InputGateCore : private WatermarkValve::Emitter {
   bool HandleControl(int c, const Control& ctl);
   // The number of channels that have ended.
   size_t ended() const { return ended_; }
+  size_t num_channels() const { return blocked_.size(); }
   SubtaskMetrics* metrics() const { return metrics_; }
 
  private:
+  // What input `input`'s valve emits.
+  class InputEmitter final : public WatermarkValve::Emitter {
+   public:
+    InputEmitter(InputGateCore* gate, int input) : gate_(gate), input_(input) {}
+    void EmitWatermark(Timestamp w) override { gate_->OnInputWatermark(input_, w); }
+    void EmitStatus(WatermarkStatus s) override { gate_->OnInputStatus(input_, s); }
+
+   private:
+    InputGateCore* gate_;
+    int input_;
+  };
   // Barrier `id` on channel c: blocks it, or completes the alignment.
   bool OnBarrier(int c, int64_t id);
   // Every channel not ended has delivered the barrier being aligned?
   void MaybeCompleteAlignment();
   void Notify(int c);
-  // WatermarkValve::Emitter
-  void EmitWatermark(Timestamp w) override;
-  void EmitStatus(WatermarkStatus s) override;
+  // The valves' outputs, combined.
+  void OnInputWatermark(int input, Timestamp w);
+  void OnInputStatus(int input, WatermarkStatus s);
+  // True when the combined watermark advanced (two inputs).
+  bool UpdateCombined();
+  void Emit(Timestamp w);
+  void Emit(WatermarkStatus s);
+  // The aligned channel (gate numbering) holding the gate's watermark back,
+  // or -1.
+  int HoldingChannel() const;
 
   OutputBase* head_;
   SubtaskMetrics* metrics_;
   WatermarkListener* listener_;
-  WatermarkValve valve_;
+  std::vector<WatermarkValve> valves_;
+  std::vector<InputEmitter> emitters_;
+  std::vector<int> input_of_;  // channel -> its input
+  std::vector<int> local_of_;  // channel -> its index in its input's valve
+  std::vector<int> first_of_;  // input -> its first channel
+  // Two inputs: each input's last watermark and idleness (Flink's partial
+  // watermarks), and the gate's output.
+  std::vector<Timestamp> partial_watermark_;
+  std::vector<bool> partial_idle_;
+  Timestamp output_watermark_ = kMinTimestamp;
+  bool output_idle_ = false;
   size_t ended_ = 0;
   int current_channel_ = -1;
   bool notified_ = false;
@@ -140,43 +188,34 @@ class InputGateCore : private WatermarkValve::Emitter {
   int64_t align_start_ns_ = 0;  // steady clock, at the first barrier
 };
 
+// The channels of one logical input of type T, read a batch at a time: the
+// records go to `head` a run at a time (the runs between the batch's
+// controls), the controls to the gate.  A barrier that blocks the channel
+// keeps the rest of the batch here until the alignment completes.
 template <typename T>
-class InputGate final : public TaskInput, public InputGateCore {
+class GateChannels {
  public:
-  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
-            WatermarkListener* listener)
-      : InputGateCore(static_cast<int>(channels.size()), head, metrics, listener),
-        channels_(std::move(channels)),
-        head_(head) {}
+  GateChannels(std::vector<Channel<T>*> channels, Output<T>* head)
+      : channels_(std::move(channels)), head_(head), held_(channels_.size()) {}
+  size_t size() const { return channels_.size(); }
 
-  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
-  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
-  void RestorePosition(StateReader& r) override { RestoreValve(r); }
-  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
-    return RestoreRescaledValve(old);
-  }
-
-  Step RunStep() override {
-    const size_t n = channels_.size();
-    for (size_t k = 0; k < n; ++k) {
-      const size_t c = next_;
-      if (++next_ == n) next_ = 0;
-      if (blocked(static_cast<int>(c))) continue;
-      Held& held = held_[c];
-      if (held.batch) {
-        // The rest of a batch that a barrier held back.
-        auto batch = std::move(held.batch);
-        if (!Process(static_cast<int>(c), batch, held.control, held.position))
-          channels_[c]->Recycle(std::move(batch));
-        return ended() == n ? Step::kEnd : Step::kMore;
-      }
-      if (channels_[c]->SizeApprox() == 0) continue;
-      auto batch = channels_[c]->Pop();
-      if (!batch) continue;
-      if (!Process(static_cast<int>(c), batch, 0, 0)) channels_[c]->Recycle(std::move(batch));
-      return ended() == n ? Step::kEnd : Step::kMore;
+  enum class Took { kNothing, kBatch };
+  // One batch of local channel `k` (gate channel `c`), if it has one.
+  template <typename Gate>
+  Took Step(Gate& gate, size_t k, int c) {
+    Held& held = held_[k];
+    if (held.batch) {
+      // The rest of a batch that a barrier held back.
+      auto batch = std::move(held.batch);
+      if (!Process(gate, k, c, batch, held.control, held.position))
+        channels_[k]->Recycle(std::move(batch));
+      return Took::kBatch;
     }
-    return ended() == n ? Step::kEnd : Step::kNothing;
+    if (channels_[k]->SizeApprox() == 0) return Took::kNothing;
+    auto batch = channels_[k]->Pop();
+    if (!batch) return Took::kNothing;
+    if (!Process(gate, k, c, batch, 0, 0)) channels_[k]->Recycle(std::move(batch));
+    return Took::kBatch;
   }
 
  private:
@@ -188,11 +227,10 @@ class InputGate final : public TaskInput, public InputGateCore {
     uint32_t position = 0;  // the next record
   };
 
-  // The batch's records go to the chain a run at a time: the runs between
-  // its controls, each handed over in one call, from control `first_control`
-  // and record `done` on.  Returns true when a barrier blocked the channel:
-  // the batch is then kept in held_[c].
-  bool Process(int c, BatchPtr& batch, size_t first_control, uint32_t done) {
+  // From control `first_control` and record `done` on.  Returns true when a
+  // barrier blocked the channel: the batch is then kept in held_[k].
+  template <typename Gate>
+  bool Process(Gate& gate, size_t k, int c, BatchPtr& batch, size_t first_control, uint32_t done) {
     Batch<T>& b = *batch;
     const size_t nr = b.records.size();
     std::span<Record<T>> records(b.records);
@@ -203,20 +241,109 @@ class InputGate final : public TaskInput, public InputGateCore {
         head_->CollectBatch(records.subspan(done, ctl.position - done));
         done = ctl.position;
       }
-      if (HandleControl(c, ctl)) {
-        if (done > start) metrics()->records_in.Inc(static_cast<int64_t>(done - start));
-        held_[static_cast<size_t>(c)] = Held{std::move(batch), i + 1, done};
+      if (gate.OnControl(c, ctl)) {
+        if (done > start) gate.CountIn(done - start);
+        held_[k] = Held{std::move(batch), i + 1, done};
         return true;
       }
     }
     if (done < nr) head_->CollectBatch(records.subspan(done));
-    if (nr > start) metrics()->records_in.Inc(static_cast<int64_t>(nr - start));
+    if (nr > start) gate.CountIn(nr - start);
     return false;
   }
 
   std::vector<Channel<T>*> channels_;
   Output<T>* head_;
-  std::vector<Held> held_ = std::vector<Held>(channels_.size());
+  std::vector<Held> held_;
+};
+
+template <typename T>
+class InputGate final : public TaskInput, public InputGateCore {
+ public:
+  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
+            WatermarkListener* listener)
+      : InputGateCore(static_cast<int>(channels.size()), head, metrics, listener),
+        in_(std::move(channels), head) {}
+
+  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
+  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
+  void RestorePosition(StateReader& r) override { RestoreValve(r); }
+  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
+    return RestoreRescaledValve(old);
+  }
+
+  Step RunStep() override {
+    const size_t n = in_.size();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t c = next_;
+      if (++next_ == n) next_ = 0;
+      if (blocked(static_cast<int>(c))) continue;
+      if (in_.Step(*this, c, static_cast<int>(c)) == GateChannels<T>::Took::kBatch)
+        return ended() == n ? Step::kEnd : Step::kMore;
+    }
+    return ended() == n ? Step::kEnd : Step::kNothing;
+  }
+
+  // For GateChannels.
+  bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
+  void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
+
+ private:
+  GateChannels<T> in_;
+  size_t next_ = 0;
+};
+
+// The input of a two-input operator (TwoInputOperator, runtime/operator.h):
+// the channels of its first input (records of A) and of its second (B), read
+// in turn, one valve per input (InputGateCore).  Records of the first input go
+// to `head1`, of the second to `head2`; the combined watermark and status to
+// `head`.
+template <typename A, typename B>
+class TwoInputGate final : public TaskInput, public InputGateCore {
+ public:
+  TwoInputGate(std::vector<Channel<A>*> first, std::vector<Channel<B>*> second, Output<A>* head1,
+               Output<B>* head2, OutputBase* head, SubtaskMetrics* metrics,
+               WatermarkListener* listener)
+      : InputGateCore(static_cast<int>(first.size() + second.size()), head, metrics, listener,
+                      Inputs(first.size(), second.size())),
+        first_(std::move(first), head1),
+        second_(std::move(second), head2) {}
+
+  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
+  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
+  void RestorePosition(StateReader& r) override { RestoreValve(r); }
+  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
+    return RestoreRescaledValve(old);
+  }
+
+  Step RunStep() override {
+    const size_t n1 = first_.size(), n = n1 + second_.size();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t c = next_;
+      if (++next_ == n) next_ = 0;
+      if (blocked(static_cast<int>(c))) continue;
+      const bool took =
+          c < n1
+              ? first_.Step(*this, c, static_cast<int>(c)) == GateChannels<A>::Took::kBatch
+              : second_.Step(*this, c - n1, static_cast<int>(c)) == GateChannels<B>::Took::kBatch;
+      if (took) return ended() == n ? Step::kEnd : Step::kMore;
+    }
+    return ended() == n ? Step::kEnd : Step::kNothing;
+  }
+
+  // For GateChannels.
+  bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
+  void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
+
+ private:
+  static std::vector<int> Inputs(size_t n1, size_t n2) {
+    std::vector<int> v(n1, 0);
+    v.insert(v.end(), n2, 1);
+    return v;
+  }
+
+  GateChannels<A> first_;
+  GateChannels<B> second_;
   size_t next_ = 0;
 };
 

@@ -147,9 +147,11 @@ absl::Status JobCompiler::ResolveInput(const EdgeSpec& e, ShipStrategy s,
   PlanEdge edge;
   edge.strategy = s;
   edge.partitioner = part;
+  edge.gate_input = e.gate_input;
   switch (up.kind) {
     case StreamNode::Kind::kVirtual:
-      for (const EdgeSpec& in : up.inputs) {
+      for (EdgeSpec in : up.inputs) {
+        in.gate_input = e.gate_input;
         if (absl::Status st = ResolveInput(in, s, part, out); !st.ok()) return st;
       }
       return absl::OkStatus();
@@ -220,6 +222,7 @@ void JobCompiler::Chain(PhysicalPlan& plan) const {
     for (int i = 0; i < n; ++i) {
       const PlanNode& node = plan.nodes[i];
       if (node.kind != StreamNode::Kind::kOperator || node.inputs.size() != 1) continue;
+      if (nodes_[i]->make_two_input_gate) continue;  // heads its task
       PlanEdge& pe = plan.edges[node.inputs[0]];
       if (!pe.tag.empty() || pe.strategy != ShipStrategy::kForward) continue;
       if (plan.Consumers(pe.from, "").size() != 1) continue;
@@ -503,6 +506,16 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
     return;
   }
   const std::vector<int>& inputs = plan.nodes[chain.head].inputs;
+  if (head.make_two_input_gate) {
+    TwoInputGateArgs args{{}, {}, next_op, next_ctx, task, listener};
+    for (int e : inputs) {
+      auto& list = plan.edges[e].gate_input == 0 ? args.first : args.second;
+      for (auto& row : a.channels[e])
+        if (row[s] != nullptr) list.push_back(row[s]);
+    }
+    task->SetInput(head.make_two_input_gate(args));
+    return;
+  }
   std::vector<ChannelBase*> in;
   for (int e : inputs) {
     for (auto& row : a.channels[e])

@@ -83,10 +83,11 @@ struct PlanNode {
 
 // One physical input of a source/operator.
 struct PlanEdge {
-  int from = -1;                                   // producing node (source/operator)
-  int to = -1;                                     // consuming node (operator)
-  int input = 0;                                   // index among `to`'s inputs
-  std::string tag;                                 // side output tag; "" for the main output
+  int from = -1;       // producing node (source/operator)
+  int to = -1;         // consuming node (operator)
+  int input = 0;       // index among `to`'s inputs
+  int gate_input = 0;  // the logical input of a two-input operator it feeds (0 or 1)
+  std::string tag;     // side output tag; "" for the main output
   ShipStrategy strategy = ShipStrategy::kForward;  // resolved: never kDefault
   // The key_by (kKeyGroups) or partition_custom (kCustom) partitioner.
   std::shared_ptr<PartitionerFactoryBase> partitioner;

@@ -10,6 +10,8 @@
 //                choice (key_by, rebalance, broadcast, forward, custom) that
 //                applies to the edges into the next operator;
 //   kSideOutput- selects the side output `side_tag` of its input node.
+// A two-input operator (connect, interval join) has two logical inputs: its
+// edges say which one they feed (EdgeSpec::gate_input).
 // An edge says how records are shipped: ShipStrategy plus, for key_by and
 // custom partitioning, a typed partitioner factory.
 #ifndef TM_RUNTIME_JOB_GRAPH_H_
@@ -30,6 +32,9 @@ struct EdgeSpec {
   int from = -1;
   ShipStrategy strategy = ShipStrategy::kDefault;
   std::shared_ptr<PartitionerFactoryBase> partitioner;  // kKeyGroups / kCustom
+  // Which input of a two-input operator the edge feeds (0 or 1); what lies
+  // behind it (a union, a partitioning) feeds the same input.
+  int gate_input = 0;
 };
 
 // Per-element-type factories (runtime/node_ops.h) and what a source node
@@ -37,6 +42,20 @@ struct EdgeSpec {
 class NodeOps;
 class TaskInput;
 struct SourceBuildArgs;
+class ChannelBase;
+class StreamTask;
+
+// What a two-input operator's gate is built from (runtime/node_ops.h,
+// MakeTwoInputGate): the subtask's channels of each input, and the head
+// operator (a TwoInputOperatorBase) of the task.
+struct TwoInputGateArgs {
+  std::vector<ChannelBase*> first;
+  std::vector<ChannelBase*> second;
+  OperatorBase* head;
+  const OperatorContext* head_ctx;
+  StreamTask* task;
+  WatermarkListener* listener;
+};
 
 struct StreamNode {
   enum class Kind { kSource, kOperator, kVirtual, kSideOutput };
@@ -53,6 +72,9 @@ struct StreamNode {
   std::string side_tag;                                       // kSideOutput
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
   std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
+  // Two-input operators: builds the task's gate over both inputs' channels
+  // (the edges' gate_input says which is which); such a node heads a task.
+  std::function<std::unique_ptr<TaskInput>(const TwoInputGateArgs&)> make_two_input_gate;
 };
 
 }  // namespace tidemark::internal

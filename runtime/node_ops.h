@@ -100,6 +100,25 @@ class TypedNodeOps final : public NodeOps {
   std::string TypeName() const override { return internal::TypeName<T>(); }
 };
 
+// The gate of a two-input operator over inputs of A and B (StreamNode::
+// make_two_input_gate).
+template <typename A, typename B>
+std::unique_ptr<TaskInput> MakeTwoInputGate(const TwoInputGateArgs& args) {
+  auto* op = static_cast<TwoInputOperatorBase<A, B>*>(args.head);
+  auto h1 = std::make_unique<TwoInputHeadOutput<0, A, B>>(op, args.head_ctx);
+  auto h2 = std::make_unique<TwoInputHeadOutput<1, A, B>>(op, args.head_ctx);
+  std::vector<Channel<A>*> first;
+  for (auto* c : args.first) first.push_back(static_cast<Channel<A>*>(c));
+  std::vector<Channel<B>*> second;
+  for (auto* c : args.second) second.push_back(static_cast<Channel<B>*>(c));
+  auto gate =
+      std::make_unique<TwoInputGate<A, B>>(std::move(first), std::move(second), h1.get(), h2.get(),
+                                           h1.get(), args.task->metrics(), args.listener);
+  args.task->AddOutputObject(std::move(h1));
+  args.task->AddOutputObject(std::move(h2));
+  return gate;
+}
+
 struct SourceBuildArgs {
   OutputBase* head;
   SourceContext ctx;

@@ -272,6 +272,37 @@ class OneInputOperator : public internal::InputOperator<In> {
   Output<Out>& output() { return *static_cast<Output<Out>*>(this->output_base_); }
 };
 
+// An operator with two inputs (Flink's TwoInputStreamOperator): records of the
+// first input (In1) arrive at ProcessElement1, of the second (In2) at
+// ProcessElement2, in the order the task reads them (interleaved, no order
+// between the inputs).  Each input has its own valve; ProcessWatermark and
+// ProcessStatus get the combined watermark (the minimum over the inputs that
+// are not idle, runtime/input_gate.h), so timers fire on it.  A two-input
+// operator is always the head of its task.
+template <typename In1, typename In2>
+class TwoInputOperatorBase : public OperatorBase {
+ public:
+  using FirstInputType = In1;
+  using SecondInputType = In2;
+  virtual void ProcessElement1(In1&& value, Timestamp ts) = 0;
+  virtual void ProcessElement2(In2&& value, Timestamp ts) = 0;
+  virtual void ProcessBatch1(std::span<internal::Record<In1>> records) {
+    for (internal::Record<In1>& r : records) ProcessElement1(std::move(r.value), r.timestamp);
+  }
+  virtual void ProcessBatch2(std::span<internal::Record<In2>> records) {
+    for (internal::Record<In2>& r : records) ProcessElement2(std::move(r.value), r.timestamp);
+  }
+};
+
+template <typename In1, typename In2, typename Out>
+class TwoInputOperator : public TwoInputOperatorBase<In1, In2> {
+ public:
+  using OutputType = Out;
+
+ protected:
+  Output<Out>& output() { return *static_cast<Output<Out>*>(this->output_base_); }
+};
+
 namespace internal {
 // The loop of a batched ProcessBatch: op.Op::ProcessElement for each record
 // (a non-virtual call, so it inlines), checking `cancel` before each, so a
