@@ -2,10 +2,13 @@
 #ifndef TM_TIDEMARK_H_
 #define TM_TIDEMARK_H_
 
+#include "api/connected_streams.h"
 #include "api/environment.h"
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/basic.h"
+#include "operators/co_process.h"
+#include "operators/interval_join.h"
 #include "operators/keyed_process.h"
 #include "operators/sinks.h"
 #include "operators/sources.h"

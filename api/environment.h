@@ -65,6 +65,10 @@ template <typename T, typename KeyFn>
 class KeyedStream;
 template <typename T, typename KeyFn, typename Assigner, typename TriggerT, typename EvictorT>
 class WindowedStream;
+template <typename UK, typename UV>
+struct MapStateDescriptor;
+template <typename T>
+class BroadcastStream;
 
 namespace internal {
 // The build internals of the environment and of stream handles (graph nodes,
@@ -289,6 +293,26 @@ template <typename O>
 struct CollectorType<Collector<O>&> {
   using type = O;
 };
+// Whether Out can be deduced from F's Collector<Out>& parameter `I` (the
+// last one), or is given: so that a wrong signature fails in one
+// static_assert, not deep in a template.
+template <typename Out, typename F, size_t I>
+constexpr bool OutDeducible() {
+  if constexpr (!std::is_void_v<Out>) {
+    return true;
+  } else if constexpr (std::is_class_v<F> && !requires { &F::operator(); }) {
+    return false;  // a generic lambda or an overloaded call: give Out explicitly
+  } else if constexpr (!requires { typename CallableArgs<F>::args; }) {
+    return false;
+  } else {
+    using Args = typename CallableArgs<F>::args;
+    if constexpr (std::tuple_size_v<Args> != I + 1) {
+      return false;
+    } else {
+      return requires { typename CollectorType<std::tuple_element_t<I, Args>>::type; };
+    }
+  }
+}
 // The output type of a function for DataStream::process: its OutputType, or
 // the Collector<Out>& third parameter of process_element or of its call.
 template <typename F, typename = void>
@@ -400,6 +424,13 @@ class DataStream {
     });
     return Partition(internal::ShipStrategy::kCustom, factory);
   }
+  // Two inputs in one operator (api/connected_streams.h): ConnectedStreams<T, U>.
+  template <typename U>
+  auto connect(const DataStream<U>& other) const;
+  // This stream to every subtask of the operator it is connected to, with
+  // broadcast state (api/connected_streams.h): BroadcastStream<T>.
+  template <typename UK, typename UV, typename... More>
+  auto broadcast(const MapStateDescriptor<UK, UV>& state, const More&... more) const;
   template <typename... More>
   DataStream<T> union_with(const DataStream<T>& other, const More&... more) const {
     return DataStream<T>(env_, env_->AddUnionNode({id_, other.id(), more.id()...}));
@@ -603,6 +634,15 @@ class KeyedStream {
   auto count_window(int64_t size, int64_t slide) const;
   template <typename Function>
   auto process(Function f) const;
+  // Two keyed inputs, keyed by the same key type (api/connected_streams.h).
+  template <typename U, typename KeyFn2>
+  auto connect(const KeyedStream<U, KeyFn2>& other) const;
+  // A broadcast input with broadcast state (api/connected_streams.h).
+  template <typename U>
+  auto connect(const BroadcastStream<U>& other) const;
+  // The interval join (api/connected_streams.h): call between(lower, upper).
+  template <typename U, typename KeyFn2>
+  auto interval_join(const KeyedStream<U, KeyFn2>& other) const;
 
  private:
   friend class DataStream<T>;

@@ -123,6 +123,27 @@ struct DeduceOut<void, F, I> {
   using type =
       typename CollectorType<std::tuple_element_t<I, typename CallableArgs<F>::args>>::type;
 };
+// fn(const K&, const W&, const std::vector<T>&, WindowContext&, Collector<Out>&).
+template <typename Out, typename Fn, typename K, typename W, typename T>
+constexpr bool WindowFunctionOk() {
+  if constexpr (!OutDeducible<Out, Fn, 4>()) {
+    return false;
+  } else {
+    using O = typename DeduceOut<Out, Fn, 4>::type;
+    return std::is_invocable_v<Fn&, const K&, const W&, const std::vector<T>&, WindowContext&,
+                               Collector<O>&>;
+  }
+}
+// p(const K&, const W&, const R&, WindowContext&, Collector<Out>&).
+template <typename Out, typename Fn, typename K, typename W, typename R>
+constexpr bool ResultFunctionOk() {
+  if constexpr (!OutDeducible<Out, Fn, 4>()) {
+    return false;
+  } else {
+    using O = typename DeduceOut<Out, Fn, 4>::type;
+    return std::is_invocable_v<Fn&, const K&, const W&, const R&, WindowContext&, Collector<O>&>;
+  }
+}
 }  // namespace internal
 
 template <typename T, typename KeyFn, typename Assigner,
@@ -187,16 +208,26 @@ class WindowedStream {
   // --- window functions ---
   template <typename ReduceFn>
   DataStream<T> reduce(ReduceFn f) const {
+    static_assert(std::is_invocable_r_v<T, ReduceFn&, const T&, const T&>,
+                  "tidemark: window reduce(f) needs f(const T&, const T&) -> T");
     NoEvictorOnly();
     using C = internal::ReduceContents<T, Key, W, ReduceFn, internal::NoProcessFunction, T>;
     return Build<C>("reduce", C(std::move(f), internal::NoProcessFunction{}));
   }
   template <typename Out = void, typename ReduceFn, typename ProcessFn>
   auto reduce(ReduceFn f, ProcessFn p) const {
-    NoEvictorOnly();
-    using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
-    using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
-    return Build<C>("reduce", C(std::move(f), std::move(p)));
+    constexpr bool ok = std::is_invocable_r_v<T, ReduceFn&, const T&, const T&> &&
+                        internal::ResultFunctionOk<Out, ProcessFn, Key, W, T>();
+    static_assert(ok,
+                  "tidemark: window reduce(f, p) needs f(const T&, const T&) -> T and p(const K& "
+                  "key, const W& window, const T& reduced, WindowContext& ctx, Collector<Out>& "
+                  "out)");
+    if constexpr (ok) {
+      NoEvictorOnly();
+      using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
+      using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
+      return Build<C>("reduce", C(std::move(f), std::move(p)));
+    }
   }
   template <typename Agg>
   auto aggregate(Agg agg) const {
@@ -214,9 +245,16 @@ class WindowedStream {
   }
   template <typename Out = void, typename Fn>
   auto process(Fn fn) const {
-    using O = typename internal::DeduceOut<Out, Fn, 4>::type;
-    using C = internal::ListContents<T, Key, W, Fn, EvictorT, O>;
-    return Build<C>("process", C(std::move(fn), evictor_));
+    constexpr bool ok = internal::WindowFunctionOk<Out, Fn, Key, W, T>();
+    static_assert(ok,
+                  "tidemark: window process(fn) / apply(fn) needs fn(const K& key, const W& "
+                  "window, const std::vector<T>& elements, WindowContext& ctx, Collector<Out>& "
+                  "out) (give Out explicitly, process<Out>(fn), for a generic lambda)");
+    if constexpr (ok) {
+      using O = typename internal::DeduceOut<Out, Fn, 4>::type;
+      using C = internal::ListContents<T, Key, W, Fn, EvictorT, O>;
+      return Build<C>("process", C(std::move(fn), evictor_));
+    }
   }
   template <typename Out = void, typename Fn>
   auto apply(Fn fn) const {

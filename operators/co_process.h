@@ -1,0 +1,600 @@
+// operators/co_process.h
+//
+// Two-input operators (runtime/operator.h, TwoInputOperator) behind
+// DataStream::connect (api/connected_streams.h): Flink's CoMap, CoFlatMap,
+// CoProcessFunction, KeyedCoProcessFunction and KeyedBroadcastProcess-
+// Function.  Each instance reads both inputs of one subtask; records of the
+// first input reach the function's *1 member, of the second its *2 member,
+// interleaved in the order the task reads them (as in Flink there is no
+// order between the two inputs).  The operator's watermark is the combined
+// one (runtime/input_gate.h: the minimum over the inputs that are not idle),
+// and event-time timers fire on it.
+//
+//   co_map:         map1(const A&) -> Out,  map2(const B&) -> Out
+//   co_flat_map:    flat_map1(const A&, Collector<Out>&), flat_map2(const B&, Collector<Out>&)
+//   CoProcessFunction<A, B, Out>:
+//                   process_element1(const A&, Context&, Collector<Out>&), process_element2(...)
+//                   Context: ProcessContext (operators/process.h): timestamp(),
+//                   current_watermark(), output(tag, v), subtask_index(), counter(name)
+//   KeyedCoProcessFunction<K, A, B, Out> (both inputs keyed by the same key type):
+//                   process_element1 / process_element2 / on_timer(ts, ctx, out), with
+//                   KeyedProcessContext<K> (operators/keyed_process.h): keyed state and timers
+//   KeyedBroadcastProcessFunction<K, A, B, Out> (keyed A, broadcast B):
+//                   process_element(const A&, ReadOnlyContext&, Collector<Out>&),
+//                   process_broadcast_element(const B&, BroadcastContext&, Collector<Out>&),
+//                   on_timer(ts, ReadOnlyContext&, Collector<Out>&)
+//
+// Broadcast state (Flink's BroadcastState / MapStateDescriptor): per operator
+// instance, maps UK -> UV by name, written only by process_broadcast_element
+// (every subtask receives every broadcast record, so every instance holds the
+// same state when the function updates it deterministically) and read by
+// process_element and on_timer through ReadOnlyBroadcastState.  The broadcast
+// side also sees every key's ValueState through apply_to_keyed_state.
+//
+// Function objects may have open(const RuntimeContext&) and close(), as the
+// one-input functions (operators/basic.h).  Every subtask has its own copy.
+//
+// Checkpoints: keyed operators write their keyed state and timers (restored
+// by key group, runtime/operator.h) and the broadcast state (every old
+// subtask's copy is the same: the first one restored is kept).  The two
+// inputs' valves are the gate's (runtime/input_gate.h).
+//
+// Thread safety: one task thread per operator instance.
+#ifndef TM_OPERATORS_CO_PROCESS_H_
+#define TM_OPERATORS_CO_PROCESS_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
+#include "operators/keyed_process.h"
+#include "operators/process.h"
+#include "runtime/operator.h"
+#include "runtime/state_codec.h"
+
+namespace tidemark {
+
+// Base classes for the functions (optional: any object with the same members
+// works).
+template <typename In1, typename In2, typename Out>
+class CoMapFunction {
+ public:
+  using OutputType = Out;
+  virtual ~CoMapFunction() = default;
+  virtual Out map1(const In1& value) = 0;
+  virtual Out map2(const In2& value) = 0;
+};
+
+template <typename In1, typename In2, typename Out>
+class CoFlatMapFunction {
+ public:
+  using OutputType = Out;
+  virtual ~CoFlatMapFunction() = default;
+  virtual void flat_map1(const In1& value, Collector<Out>& out) = 0;
+  virtual void flat_map2(const In2& value, Collector<Out>& out) = 0;
+};
+
+template <typename In1, typename In2, typename Out>
+class CoProcessFunction {
+ public:
+  using OutputType = Out;
+  using Context = ProcessContext;
+  virtual ~CoProcessFunction() = default;
+  virtual void open(const RuntimeContext& /*ctx*/) {}
+  virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void close() {}
+};
+
+template <typename K, typename In1, typename In2, typename Out>
+class KeyedCoProcessFunction {
+ public:
+  using KeyType = K;
+  using OutputType = Out;
+  using Context = KeyedProcessContext<K>;
+  using OnTimerContext = KeyedProcessContext<K>;
+  virtual ~KeyedCoProcessFunction() = default;
+  virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {
+  }
+};
+
+namespace internal {
+// One named broadcast state.
+class BroadcastTableBase {
+ public:
+  virtual ~BroadcastTableBase() = default;
+  virtual void Snapshot(StateWriter& w, std::string_view where) const = 0;
+  virtual void Restore(StateReader& r) = 0;
+};
+template <typename UK, typename UV>
+class BroadcastTable final : public BroadcastTableBase {
+ public:
+  void Snapshot(StateWriter& w, std::string_view where) const override {
+    if constexpr (HasStateCodec<UK> && HasStateCodec<UV>) {
+      Encode(w, map);
+    } else {
+      ThrowFirstMissingCodec<UK, UV>(where);
+    }
+  }
+  void Restore(StateReader& r) override {
+    if constexpr (HasStateCodec<UK> && HasStateCodec<UV>) {
+      map = Decode<std::map<UK, UV>>(r);
+    } else {
+      r.Fail("broadcast state of a type without tidemark::StateCodec cannot be restored");
+    }
+  }
+  std::map<UK, UV> map;
+};
+
+// The broadcast states of one operator instance, by name.  A state restored
+// before its first use keeps its bytes until then (as KeyedStateStore).
+class BroadcastStateStore {
+ public:
+  template <typename UK, typename UV>
+  BroadcastTable<UK, UV>& Table(std::string_view name) {
+    auto it = tables_.find(name);
+    if (it == tables_.end())
+      it = tables_.emplace(std::string(name), std::make_unique<BroadcastTable<UK, UV>>()).first;
+    auto* t = dynamic_cast<BroadcastTable<UK, UV>*>(it->second.get());
+    if (t == nullptr)
+      throw std::logic_error("broadcast state '" + std::string(name) +
+                             "' was created with another type");
+    auto p = pending_.find(name);
+    if (p != pending_.end()) {
+      StateReader r(p->second);
+      t->Restore(r);
+      if (!r.AtEnd())
+        throw std::runtime_error("restoring broadcast state '" + std::string(name) +
+                                 "': " + (r.ok() ? std::string("bytes left over") : r.error()));
+      pending_.erase(p);
+    }
+    return *t;
+  }
+  void Snapshot(StateWriter& w, std::string_view where) const {
+    size_t n = tables_.size();
+    for (const auto& [name, bytes] : pending_)
+      if (!tables_.contains(name)) ++n;
+    w.PutVarint(n);
+    for (const auto& [name, table] : tables_) {
+      w.PutBytes(name);
+      std::string bytes;
+      StateWriter tw(&bytes);
+      table->Snapshot(tw, std::string(where) + ", broadcast state '" + name + "'");
+      w.PutBytes(bytes);
+    }
+    for (const auto& [name, bytes] : pending_) {
+      if (tables_.contains(name)) continue;
+      w.PutBytes(name);
+      w.PutBytes(bytes);
+    }
+  }
+  // Every old subtask held the same broadcast state: the first restored wins,
+  // later ones are read and dropped.
+  void Restore(StateReader& r) {
+    const uint64_t n = r.GetCount("broadcast states");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      std::string name(r.GetBytes("broadcast state name"));
+      const std::string_view bytes = r.GetBytes("broadcast state");
+      if (!r.ok() || restored_) continue;
+      auto it = tables_.find(name);
+      if (it != tables_.end()) {
+        DecodeBlob(r, bytes, "broadcast state '" + name + "'",
+                   [&](StateReader& tr) { it->second->Restore(tr); });
+      } else {
+        pending_[name] = std::string(bytes);
+      }
+    }
+    restored_ = true;
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<BroadcastTableBase>, std::less<>> tables_;
+  std::map<std::string, std::string, std::less<>> pending_;
+  bool restored_ = false;
+};
+}  // namespace internal
+
+// Names a broadcast state of UK -> UV (Flink's MapStateDescriptor).
+template <typename UK, typename UV>
+struct MapStateDescriptor {
+  explicit MapStateDescriptor(std::string n) : name(std::move(n)) {}
+  std::string name;
+};
+
+// Read access to a broadcast state (the keyed side's view).
+template <typename UK, typename UV>
+class ReadOnlyBroadcastState {
+ public:
+  explicit ReadOnlyBroadcastState(const std::map<UK, UV>* map) : map_(map) {}
+  std::optional<UV> get(const UK& k) const {
+    auto it = map_->find(k);
+    return it == map_->end() ? std::nullopt : std::optional<UV>(it->second);
+  }
+  bool contains(const UK& k) const { return map_->contains(k); }
+  // In UK order.
+  const std::map<UK, UV>& entries() const { return *map_; }
+  bool is_empty() const { return map_->empty(); }
+
+ protected:
+  const std::map<UK, UV>* map_;
+};
+
+// Read and write access (the broadcast side's).
+template <typename UK, typename UV>
+class BroadcastState : public ReadOnlyBroadcastState<UK, UV> {
+ public:
+  explicit BroadcastState(std::map<UK, UV>* map)
+      : ReadOnlyBroadcastState<UK, UV>(map), mutable_(map) {}
+  void put(UK k, UV v) { mutable_->insert_or_assign(std::move(k), std::move(v)); }
+  void remove(const UK& k) { mutable_->erase(k); }
+  void clear() { mutable_->clear(); }
+
+ private:
+  std::map<UK, UV>* mutable_;
+};
+
+// The keyed side's context: a KeyedProcessContext (key, keyed state, timers,
+// timestamp, side outputs) that also reads the broadcast state.
+template <typename K>
+class ReadOnlyBroadcastContext : public KeyedProcessContext<K> {
+ public:
+  ReadOnlyBroadcastContext(internal::KeyedTimerService<K, internal::VoidNamespace>* timers,
+                           internal::KeyedStateStore<K>* state,
+                           const std::map<std::string, internal::OutputBase*>* side_outputs,
+                           internal::BroadcastStateStore* broadcast)
+      : KeyedProcessContext<K>(timers, state, side_outputs), broadcast_(broadcast) {}
+  template <typename UK, typename UV>
+  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
+    return ReadOnlyBroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
+  }
+  template <typename UK, typename UV>
+  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
+    return get_broadcast_state<UK, UV>(d.name);
+  }
+
+ private:
+  internal::BroadcastStateStore* broadcast_;
+};
+
+// The broadcast side's context: the record's timestamp, the watermark, side
+// outputs, the broadcast state to write, and every key's value state.
+template <typename K>
+class BroadcastContext {
+ public:
+  BroadcastContext(internal::KeyedTimerService<K, internal::VoidNamespace>* timers,
+                   internal::KeyedStateStore<K>* state,
+                   const std::map<std::string, internal::OutputBase*>* side_outputs,
+                   internal::BroadcastStateStore* broadcast)
+      : timers_(timers), state_(state), side_outputs_(side_outputs), broadcast_(broadcast) {}
+  Timestamp timestamp() const { return timestamp_; }
+  Timestamp current_watermark() const { return timers_->current_watermark(); }
+  Timestamp current_processing_time() const { return timers_->current_processing_time(); }
+  template <typename V>
+  void output(const OutputTag<V>& tag, V value) {
+    auto it = side_outputs_->find(tag.id());
+    if (it == side_outputs_->end()) return;
+    static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
+  }
+  template <typename UK, typename UV>
+  BroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
+    return BroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
+  }
+  template <typename UK, typename UV>
+  BroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
+    return get_broadcast_state<UK, UV>(d.name);
+  }
+  // fn(const K& key, ValueState<K, V>& state) for every key of this subtask
+  // that has value state `name` (Flink's applyToKeyedState); fn may update or
+  // clear the state.  Keys come in no particular order.
+  template <typename V, typename Fn>
+  void apply_to_keyed_state(std::string_view name, Fn fn) {
+    auto& table = state_->template Table<V>(name);
+    std::vector<K> keys;
+    keys.reserve(table.map.size());
+    for (const auto& [k, v] : table.map) keys.push_back(k);
+    for (const K& k : keys) {
+      ValueState<K, V> s(&table, &k);
+      fn(k, s);
+    }
+  }
+
+  // --- for the operator ---
+  void set_timestamp(Timestamp ts) { timestamp_ = ts; }
+
+ private:
+  internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
+  internal::KeyedStateStore<K>* state_;
+  const std::map<std::string, internal::OutputBase*>* side_outputs_;
+  internal::BroadcastStateStore* broadcast_;
+  Timestamp timestamp_ = kNoTimestamp;
+};
+
+template <typename K, typename In, typename BIn, typename Out>
+class KeyedBroadcastProcessFunction {
+ public:
+  using KeyType = K;
+  using OutputType = Out;
+  using ReadOnlyContext = ReadOnlyBroadcastContext<K>;
+  using Context = BroadcastContext<K>;
+  virtual ~KeyedBroadcastProcessFunction() = default;
+  virtual void process_element(const In& value, ReadOnlyContext& ctx, Collector<Out>& out) = 0;
+  virtual void process_broadcast_element(const BIn& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void on_timer(Timestamp /*timestamp*/, ReadOnlyContext& /*ctx*/,
+                        Collector<Out>& /*out*/) {}
+};
+
+namespace internal {
+
+// Two lambdas as one co-function (connect(...).map(f1, f2)).
+template <typename F1, typename F2>
+struct CoMapPair {
+  F1 f1;
+  F2 f2;
+  template <typename A>
+  auto map1(const A& a) {
+    return f1(a);
+  }
+  template <typename B>
+  auto map2(const B& b) {
+    return f2(b);
+  }
+};
+template <typename F1, typename F2>
+struct CoFlatMapPair {
+  F1 f1;
+  F2 f2;
+  template <typename A, typename C>
+  void flat_map1(const A& a, C& out) {
+    f1(a, out);
+  }
+  template <typename B, typename C>
+  void flat_map2(const B& b, C& out) {
+    f2(b, out);
+  }
+};
+
+// Calls ProcessElement1/2 of Derived without a virtual call per record.
+template <typename Derived, typename A, typename B, typename Out>
+class BatchedTwoInputOperator : public TwoInputOperator<A, B, Out> {
+ public:
+  void ProcessBatch1(std::span<Record<A>> records) override {
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<A>& r : records) {
+      ThrowIfCancelled(cancel);
+      static_cast<Derived&>(*this).Derived::ProcessElement1(std::move(r.value), r.timestamp);
+    }
+  }
+  void ProcessBatch2(std::span<Record<B>> records) override {
+    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    for (Record<B>& r : records) {
+      ThrowIfCancelled(cancel);
+      static_cast<Derived&>(*this).Derived::ProcessElement2(std::move(r.value), r.timestamp);
+    }
+  }
+};
+
+template <typename A, typename B, typename Out, typename F>
+class CoMapOperator final : public BatchedTwoInputOperator<CoMapOperator<A, B, Out, F>, A, B, Out> {
+ public:
+  explicit CoMapOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    this->output().Collect(Out(f_.map1(static_cast<const A&>(v))), ts);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    this->output().Collect(Out(f_.map2(static_cast<const B&>(v))), ts);
+  }
+
+ private:
+  F f_;
+};
+
+template <typename A, typename B, typename Out, typename F>
+class CoFlatMapOperator final
+    : public BatchedTwoInputOperator<CoFlatMapOperator<A, B, Out, F>, A, B, Out> {
+ public:
+  explicit CoFlatMapOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    collector_->set_timestamp(ts);
+    f_.flat_map1(static_cast<const A&>(v), *collector_);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    collector_->set_timestamp(ts);
+    f_.flat_map2(static_cast<const B&>(v), *collector_);
+  }
+
+ private:
+  F f_;
+  std::optional<Collector<Out>> collector_;
+};
+
+template <typename A, typename B, typename Out, typename F>
+class CoProcessOperator final
+    : public BatchedTwoInputOperator<CoProcessOperator<A, B, Out, F>, A, B, Out> {
+ public:
+  explicit CoProcessOperator(F f) : f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    pctx_.emplace(&ctx, &this->side_outputs_);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    pctx_->set_timestamp(ts);
+    collector_->set_timestamp(ts);
+    f_.process_element1(static_cast<const A&>(v), *pctx_, *collector_);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    pctx_->set_timestamp(ts);
+    collector_->set_timestamp(ts);
+    f_.process_element2(static_cast<const B&>(v), *pctx_, *collector_);
+  }
+  void ProcessWatermark(Timestamp w) override {
+    pctx_->set_watermark(w);
+    this->ForwardWatermark(w);
+  }
+
+ private:
+  F f_;
+  std::optional<ProcessContext> pctx_;
+  std::optional<Collector<Out>> collector_;
+};
+
+// The keyed two-input operators' common part: keyed state, timers on the
+// combined watermark, checkpoints by key group.
+template <typename Derived, typename A, typename B, typename K, typename Out>
+class KeyedTwoInputOperator : public BatchedTwoInputOperator<Derived, A, B, Out> {
+ public:
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    timers_.Init(
+        &ctx.timers(),
+        [this](const K& key, const VoidNamespace&, Timestamp t) {
+          static_cast<Derived*>(this)->OnTimer(key, t, TimeDomain::kEventTime);
+        },
+        [this](const K& key, const VoidNamespace&, Timestamp t) {
+          static_cast<Derived*>(this)->OnTimer(key, t, TimeDomain::kProcessingTime);
+        });
+  }
+  void ProcessWatermark(Timestamp w) override {
+    timers_.AdvanceWatermark(w);
+    this->ForwardWatermark(w);
+  }
+  void SnapshotState(StateWriter& w) override {
+    const std::string where = "operator '" + this->ctx().operator_name() + "'";
+    state_.Snapshot(w, where);
+    timers_.Snapshot(w, where);
+  }
+  void RestoreState(StateReader& r) override {
+    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+    state_.Restore(r, range);
+    timers_.Restore(r, range);
+  }
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
+
+ protected:
+  KeyedTimerService<K, VoidNamespace> timers_;
+  KeyedStateStore<K> state_;
+  std::optional<Collector<Out>> collector_;
+};
+
+template <typename A, typename B, typename K, typename KeyFn1, typename KeyFn2, typename F,
+          typename Out>
+class KeyedCoProcessOperator final
+    : public KeyedTwoInputOperator<KeyedCoProcessOperator<A, B, K, KeyFn1, KeyFn2, F, Out>, A, B, K,
+                                   Out> {
+  using Base =
+      KeyedTwoInputOperator<KeyedCoProcessOperator<A, B, K, KeyFn1, KeyFn2, F, Out>, A, B, K, Out>;
+
+ public:
+  KeyedCoProcessOperator(KeyFn1 k1, KeyFn2 k2, F f)
+      : key1_(std::move(k1)), key2_(std::move(k2)), f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    Base::Open(ctx);
+    pctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    const K key = key1_(static_cast<const A&>(v));
+    pctx_->Set(&key, ts, TimeDomain::kEventTime);
+    this->collector_->set_timestamp(ts);
+    f_.process_element1(static_cast<const A&>(v), *pctx_, *this->collector_);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    const K key = key2_(static_cast<const B&>(v));
+    pctx_->Set(&key, ts, TimeDomain::kEventTime);
+    this->collector_->set_timestamp(ts);
+    f_.process_element2(static_cast<const B&>(v), *pctx_, *this->collector_);
+  }
+  void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
+    pctx_->Set(&key, t, domain);
+    this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    if constexpr (requires { f_.on_timer(t, *pctx_, *this->collector_); }) {
+      f_.on_timer(t, *pctx_, *this->collector_);
+    }
+  }
+
+ private:
+  KeyFn1 key1_;
+  KeyFn2 key2_;
+  F f_;
+  std::optional<KeyedProcessContext<K>> pctx_;
+};
+
+template <typename A, typename B, typename K, typename KeyFn, typename F, typename Out>
+class KeyedBroadcastProcessOperator final
+    : public KeyedTwoInputOperator<KeyedBroadcastProcessOperator<A, B, K, KeyFn, F, Out>, A, B, K,
+                                   Out> {
+  using Base =
+      KeyedTwoInputOperator<KeyedBroadcastProcessOperator<A, B, K, KeyFn, F, Out>, A, B, K, Out>;
+
+ public:
+  KeyedBroadcastProcessOperator(KeyFn key, F f) : key_(std::move(key)), f_(std::move(f)) {}
+  void Open(OperatorContext& ctx) override {
+    Base::Open(ctx);
+    rctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_);
+    bctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    const K key = key_(static_cast<const A&>(v));
+    rctx_->Set(&key, ts, TimeDomain::kEventTime);
+    this->collector_->set_timestamp(ts);
+    f_.process_element(static_cast<const A&>(v), *rctx_, *this->collector_);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    bctx_->set_timestamp(ts);
+    this->collector_->set_timestamp(ts);
+    f_.process_broadcast_element(static_cast<const B&>(v), *bctx_, *this->collector_);
+  }
+  void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
+    rctx_->Set(&key, t, domain);
+    this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    if constexpr (requires { f_.on_timer(t, *rctx_, *this->collector_); }) {
+      f_.on_timer(t, *rctx_, *this->collector_);
+    }
+  }
+  void SnapshotState(StateWriter& w) override {
+    Base::SnapshotState(w);
+    broadcast_.Snapshot(w, "operator '" + this->ctx().operator_name() + "'");
+  }
+  void RestoreState(StateReader& r) override {
+    Base::RestoreState(r);
+    broadcast_.Restore(r);
+  }
+
+ private:
+  KeyFn key_;
+  F f_;
+  BroadcastStateStore broadcast_;
+  std::optional<ReadOnlyBroadcastContext<K>> rctx_;
+  std::optional<BroadcastContext<K>> bctx_;
+};
+
+}  // namespace internal
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_CO_PROCESS_H_
