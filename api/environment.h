@@ -255,6 +255,7 @@ class StreamExecutionEnvironment {
   int AddSourceNode(std::string name, std::shared_ptr<internal::NodeOps> out, bool parallel,
                     internal::SourceFactory make);
   void SetNodeName(int id, std::string name);
+  void SetNodeUid(int id, std::string uid);
   void SetNodeParallelism(int id, int p);
   void SetNodeMaxParallelism(int id, int p);
   // One subtask per file (read_lines with one file per subtask).
@@ -335,6 +336,14 @@ class DataStream {
   }
   DataStream set_parallelism(int p) const {
     env_->SetNodeParallelism(id_, p);
+    return *this;
+  }
+  // A stable id for this operator (Flink's uid): a checkpoint restores a
+  // task whose operators all have uids by those uids, so the job may change
+  // around it (docs/checkpoints.md).  Unique in a job (checked when it is
+  // built); not empty, no ',' or line end.
+  DataStream uid(std::string u) const {
+    env_->SetNodeUid(id_, std::move(u));
     return *this;
   }
   DataStream set_max_parallelism(int p) const {

@@ -295,7 +295,7 @@ void StreamTask::Restore() {
                                             operators_.size()));
     }
     for (size_t i = 0; i < operators_.size(); ++i) {
-      if (s.operators[i].name != operators_[i].second->operator_name()) {
+      if (!rs.matched_by_uid && s.operators[i].name != operators_[i].second->operator_name()) {
         throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '",
                                               operators_[i].second->operator_name(),
                                               "', the checkpoint has '", s.operators[i].name, "'"));
