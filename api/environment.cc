@@ -128,6 +128,15 @@ void StreamExecutionEnvironment::SetNodeName(int id, std::string name) {
   node(id).name = std::move(name);
 }
 
+void StreamExecutionEnvironment::SetNodeUid(int id, std::string uid) {
+  StreamNode& n = node(id);
+  if (uid.empty() || uid.find_first_of(",\n\r") != std::string::npos)
+    throw std::invalid_argument("uid: not empty, without ',' or line ends");
+  if (n.kind != StreamNode::Kind::kSource && n.kind != StreamNode::Kind::kOperator)
+    throw std::invalid_argument("uid: only a source, an operator or a sink has one");
+  n.uid = std::move(uid);
+}
+
 void StreamExecutionEnvironment::SetNodeParallelism(int id, int p) {
   StreamNode& n = node(id);
   if (p <= 0) throw std::invalid_argument("parallelism must be positive");

@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "operators/basic.h"
+#include "operators/csv.h"
 #include "operators/file_sink.h"
 #include "operators/process.h"
 #include "operators/sinks.h"
@@ -206,6 +207,18 @@ class StreamExecutionEnvironment {
   template <typename T>
   DataStream<T> read_lines(typename LineSource<T>::Spec spec, typename LineSource<T>::Parser parser,
                            std::string name);
+  // Records of CSV files (Flink's CsvReaderFormat; operators/csv.h): one
+  // subtask per file, each read whole.  Bad records fail the job naming file
+  // and line, or with options.on_error = kSkip are counted
+  // ("numRecordsInErrors") and given to options.on_bad_record.
+  template <typename T>
+  DataStream<T> read_csv(std::vector<std::string> paths, CsvFormat<T> format,
+                         CsvReadOptions options = {});
+  template <typename T>
+  DataStream<T> read_csv(std::string path, CsvFormat<T> format, CsvReadOptions options = {}) {
+    return read_csv<T>(std::vector<std::string>{std::move(path)}, std::move(format),
+                       std::move(options));
+  }
 
   // --- execution ---
   JobResult execute(const std::string& job_name = "tidemark job");
@@ -246,6 +259,7 @@ class StreamExecutionEnvironment {
   int AddSourceNode(std::string name, std::shared_ptr<internal::NodeOps> out, bool parallel,
                     internal::SourceFactory make);
   void SetNodeName(int id, std::string name);
+  void SetNodeUid(int id, std::string uid);
   void SetNodeParallelism(int id, int p);
   void SetNodeMaxParallelism(int id, int p);
   // One subtask per file (read_lines with one file per subtask).
@@ -346,6 +360,14 @@ class DataStream {
   }
   DataStream set_parallelism(int p) const {
     env_->SetNodeParallelism(id_, p);
+    return *this;
+  }
+  // A stable id for this operator (Flink's uid): a checkpoint restores a
+  // task whose operators all have uids by those uids, so the job may change
+  // around it (docs/checkpoints.md).  Unique in a job (checked when it is
+  // built); not empty, no ',' or line end.
+  DataStream uid(std::string u) const {
+    env_->SetNodeUid(id_, std::move(u));
     return *this;
   }
   DataStream set_max_parallelism(int p) const {
@@ -493,6 +515,32 @@ class DataStream {
       return std::make_unique<internal::ExactlyOnceFileSinkOperator<T>>(dir, prefix, fmt);
     });
   }
+  // CSV (operators/csv.h, Flink's CsvBulkWriter): exactly-once part files
+  // in `dir` as sink_to_files, each starting with the header line (the
+  // format's column names) when options.header.
+  DataStream<T> sink_to_csv(std::string dir, CsvFormat<T> format,
+                            CsvWriteOptions options = {}) const {
+    std::string header = CsvHeader(format, options);
+    auto fmt = [format](const T& v) { return format.Format(v); };
+    if (options.prefix.empty() || options.prefix.find('/') != std::string::npos ||
+        options.prefix[0] == '.')
+      throw std::invalid_argument("sink_to_csv: the prefix must be a plain file name");
+    return Sink(std::move(options.sink_name), [dir, prefix = options.prefix, fmt, header] {
+      return std::make_unique<internal::ExactlyOnceFileSinkOperator<T>>(dir, prefix, fmt, header);
+    });
+  }
+  // CSV into one file `path` (parallelism 1, as write_as_text), the header
+  // line first when options.header.
+  DataStream<T> write_as_csv(std::string path, CsvFormat<T> format,
+                             CsvWriteOptions options = {}) const {
+    std::string header = CsvHeader(format, options);
+    std::function<std::string(const T&)> fmt = [format](const T& v) { return format.Format(v); };
+    return Sink(std::move(options.sink_name),
+                [path, fmt, header] {
+                  return std::make_unique<internal::TextFileSinkOperator<T>>(path, fmt, header);
+                })
+        .set_parallelism(1);
+  }
   DataStream<T> write_as_text(std::string path) const {
     return write_as_text(std::move(path), DefaultFormatter<T>());
   }
@@ -506,6 +554,13 @@ class DataStream {
   }
 
  private:
+  static std::string CsvHeader(const CsvFormat<T>& format, const CsvWriteOptions& options) {
+    if (!options.header) return {};
+    if (format.column_names().empty())
+      throw std::invalid_argument(
+          "a CSV header needs the format's column names (with_column_names)");
+    return format.Header();
+  }
   template <typename U>
   friend class DataStream;
   template <typename U, typename KeyFn>
@@ -805,6 +860,23 @@ DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spe
       },
       std::move(name), parallel);
   if (spec.kind == Kind::kFilePerSubtask) FixNodeParallelism(s.id(), files);
+  return s;
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::read_csv(std::vector<std::string> paths,
+                                                   CsvFormat<T> format, CsvReadOptions options) {
+  if (paths.empty()) throw std::invalid_argument("read_csv needs at least one file");
+  // Checks the options now, not when the job runs.
+  CsvSource<T>(paths, format, options);
+  const int files = static_cast<int>(paths.size());
+  std::string name = files == 1 ? "CSV " + paths[0] : "CSV files";
+  DataStream<T> s = add_source<T>(
+      [paths, format, options]() -> std::unique_ptr<Source<T>> {
+        return std::make_unique<CsvSource<T>>(paths, format, options);
+      },
+      std::move(name), /*parallel=*/true);
+  FixNodeParallelism(s.id(), files);
   return s;
 }
 

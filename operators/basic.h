@@ -41,6 +41,31 @@ class UserCounter {
   internal::Counter* c_;
 };
 
+// A settable user gauge (RuntimeContext::gauge(name)): the last value set.
+class UserGauge {
+ public:
+  explicit UserGauge(internal::Gauge* g) : g_(g) {}
+  void set(double v) { g_->Set(v); }
+  double value() const { return g_->Get(); }
+
+ private:
+  internal::Gauge* g_;
+};
+
+// A user histogram (RuntimeContext::histogram(name, window)): count of every
+// update, and min / max / mean / stddev / p50 / p95 / p99 over the last
+// `window` values (HistogramStatistics, runtime/metrics.h).
+class UserHistogram {
+ public:
+  explicit UserHistogram(internal::Histogram* h) : h_(h) {}
+  void update(int64_t v) { h_->Update(v); }
+  int64_t count() const { return h_->Count(); }
+  HistogramStatistics statistics() const { return h_->Statistics(); }
+
+ private:
+  internal::Histogram* h_;
+};
+
 // What a rich user function sees (Flink's RuntimeContext).  A function object
 // given to map, filter, flat_map, process or add_sink that has
 // open(const RuntimeContext&) is opened once per subtask before its first
@@ -56,6 +81,28 @@ class RuntimeContext {
   int max_parallelism() const { return ctx_->max_parallelism(); }
   // The subtask's counter `name`, made on first use; in the job's metrics.
   UserCounter counter(const std::string& name) const { return UserCounter(ctx_->counter(name)); }
+  // The operator's gauge `name` at this subtask (Flink's Gauge), made on
+  // first use: a settable one, or one whose value is `f()` (any arithmetic
+  // result).  `f` is called only on the subtask's own thread (right away,
+  // after each slice of the subtask's work and before close()), so it may
+  // read the function object's state without locks; readers of the metrics
+  // see its last value.  Both reach JobResult::metrics[i].gauges.
+  UserGauge gauge(const std::string& name) const {
+    return UserGauge(ctx_->metrics().GetGauge(ctx_->operator_name(), name));
+  }
+  template <typename F>
+  requires std::is_arithmetic_v<std::decay_t<std::invoke_result_t<F&>>>
+  void gauge(const std::string& name, F f) const {
+    ctx_->metrics().AddGaugeFunction(ctx_->operator_name(), name, [f = std::move(f)]() mutable {
+      return static_cast<double>(f());
+    });
+  }
+  // The operator's histogram `name` at this subtask (Flink's Histogram, as
+  // DescriptiveStatisticsHistogram: a sliding window of the last `window`
+  // values), made on first use; in JobResult::metrics[i].histograms.
+  UserHistogram histogram(const std::string& name, size_t window = 1024) const {
+    return UserHistogram(ctx_->metrics().GetHistogram(ctx_->operator_name(), name, window));
+  }
 
  private:
   OperatorContext* ctx_;

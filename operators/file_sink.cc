@@ -111,6 +111,10 @@ void TwoPhaseCommitFiles::Write(std::string_view line) {
     const std::string file = Hidden(subtask_, current_seq_, "inprogress");
     fd_ = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) Fail("cannot create", file);
+    if (!header_.empty()) {
+      buffer_.append(header_);
+      buffer_.push_back('\n');
+    }
   }
   buffer_.append(line.data(), line.size());
   buffer_.push_back('\n');

@@ -58,6 +58,8 @@ class TwoPhaseCommitFiles {
   ~TwoPhaseCommitFiles();
   // Files are named <prefix>-<subtask>-<n> (hidden: .<prefix>-...).
   void Open(std::string dir, std::string prefix, int subtask, bool checkpointing);
+  // A line every part file starts with (a CSV header), or none when empty.
+  void set_header(std::string header) { header_ = std::move(header); }
   void Write(std::string_view line);
   // The barrier of checkpoint `id`: the in-progress file becomes pending.
   void PreCommit(int64_t id);
@@ -99,6 +101,7 @@ class TwoPhaseCommitFiles {
   int fd_ = -1;  // the in-progress file
   int64_t current_seq_ = -1;
   std::string buffer_;  // written to fd_ in large pieces
+  std::string header_;
   std::vector<Pending> pending_;
 };
 
@@ -107,10 +110,16 @@ class ExactlyOnceFileSinkOperator final
     : public BatchedSinkOperator<ExactlyOnceFileSinkOperator<T>, T> {
  public:
   using Formatter = std::function<std::string(const T&)>;
-  ExactlyOnceFileSinkOperator(std::string dir, std::string prefix, Formatter fmt)
-      : dir_(std::move(dir)), prefix_(std::move(prefix)), fmt_(std::move(fmt)) {}
+  // `header`: the first line of every part file, none when empty.
+  ExactlyOnceFileSinkOperator(std::string dir, std::string prefix, Formatter fmt,
+                              std::string header = {})
+      : dir_(std::move(dir)),
+        prefix_(std::move(prefix)),
+        fmt_(std::move(fmt)),
+        header_(std::move(header)) {}
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
+    files_.set_header(header_);
     files_.Open(dir_, prefix_, ctx.subtask_index(), ctx.config().checkpointing());
   }
   void ProcessElement(T&& v, Timestamp) override { files_.Write(fmt_(v)); }
@@ -139,6 +148,7 @@ class ExactlyOnceFileSinkOperator final
   std::string dir_;
   std::string prefix_;
   Formatter fmt_;
+  std::string header_;
   TwoPhaseCommitFiles files_;
   bool finished_ = false;
 };

@@ -143,13 +143,15 @@ class TextFileSinkOperator final : public BatchedSinkOperator<TextFileSinkOperat
   using Formatter = std::function<std::string(const T&)>;
   // `fmt` must not be empty (DataStream::write_as_text passes
   // DefaultFormatter<T>()).
-  TextFileSinkOperator(std::string path, Formatter fmt)
-      : path_(std::move(path)), fmt_(std::move(fmt)) {
+  // `header`: the file's first line, none when empty.
+  TextFileSinkOperator(std::string path, Formatter fmt, std::string header = {})
+      : path_(std::move(path)), fmt_(std::move(fmt)), header_(std::move(header)) {
     if (!fmt_) throw std::invalid_argument("write_as_text: the formatter is empty");
   }
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
     file_.Open(path_, ctx.subtask_index(), ctx.parallelism());
+    if (!header_.empty()) file_.WriteLine(header_);
   }
   void ProcessElement(T&& v, Timestamp) override { file_.WriteLine(fmt_(v)); }
   void ProcessWatermark(Timestamp) override {}
@@ -159,6 +161,7 @@ class TextFileSinkOperator final : public BatchedSinkOperator<TextFileSinkOperat
  private:
   std::string path_;
   Formatter fmt_;
+  std::string header_;
   TextSinkFile file_;
 };
 

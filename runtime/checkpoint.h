@@ -57,6 +57,8 @@ struct SubtaskRestore {
   int64_t checkpoint_id = 0;
   int old_parallelism = 1;
   std::shared_ptr<const std::vector<SubtaskSnapshot>> old;  // by old subtask
+  // Matched by its operators' uids: their names may have changed.
+  bool matched_by_uid = false;
   // The input's state (a source's position, the input gate's per-channel
   // watermarks) is restored only where the channels are the same: neither
   // this task nor any task upstream was rescaled.  Otherwise the channels

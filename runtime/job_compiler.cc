@@ -96,6 +96,17 @@ JobCompiler::JobCompiler(const std::vector<std::unique_ptr<StreamNode>>& nodes,
 
 absl::StatusOr<PhysicalPlan> JobCompiler::Plan() const {
   PhysicalPlan plan;
+  // uids (Flink's) identify operators in checkpoints: one operator each.
+  std::map<std::string, const std::string*> uids;
+  for (const auto& node : nodes_) {
+    if (node->uid.empty()) continue;
+    auto [it, fresh] = uids.emplace(node->uid, &node->name);
+    if (!fresh) {
+      return absl::InvalidArgumentError(absl::StrCat("uid '", node->uid, "' is set on both '",
+                                                     *it->second, "' and '", node->name,
+                                                     "': a uid names one operator"));
+    }
+  }
   if (absl::Status s = ResolveParallelism(plan); !s.ok()) return s;
   if (absl::Status s = ResolveEdges(plan); !s.ok()) return s;
   Chain(plan);
@@ -118,6 +129,7 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     PlanNode& pn = plan.nodes[i];
     pn.id = i;
     pn.name = node.name;
+    pn.uid = node.uid;
     pn.kind = node.kind;
     if (!pn.physical()) continue;
     const int p = node.parallelism > 0 ? node.parallelism : options_.parallelism;
@@ -540,6 +552,16 @@ std::string ChainMaxParallelism(const PhysicalPlan& plan, size_t c) {
   return absl::StrJoin(max_ps, ",");
 }
 
+// The uids of a chain's operators, "a,b", when every one has one; else "".
+std::string ChainUids(const PhysicalPlan& plan, size_t c) {
+  std::vector<std::string> uids;
+  for (int id : plan.chains[c].nodes) {
+    if (plan.nodes[id].uid.empty()) return "";
+    uids.push_back(plan.nodes[id].uid);
+  }
+  return absl::StrJoin(uids, ",");
+}
+
 }  // namespace
 
 // 7. Checkpoints: the coordinator, and the state each task starts from.
@@ -559,6 +581,8 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     metadata[absl::StrCat("task.", c, ".name")] = plan.chains[c].task_name;
     metadata[absl::StrCat("task.", c, ".parallelism")] = absl::StrCat(plan.chains[c].parallelism);
     metadata[absl::StrCat("task.", c, ".max_parallelism")] = ChainMaxParallelism(plan, c);
+    const std::string uids = ChainUids(plan, c);
+    if (!uids.empty()) metadata[absl::StrCat("task.", c, ".uids")] = uids;
   }
 
   // What to restore from.
@@ -631,22 +655,90 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
       auto it = restore->metadata.find(k);
       return it == restore->metadata.end() ? "" : it->second;
     };
-    if (meta("job.tasks") != metadata["job.tasks"]) {
+    // Which old task each task restores from (-1: none, it starts fresh).
+    // A task whose operators all have uids is matched by them, wherever it
+    // is in either job; one whose uids are not in the checkpoint is new and
+    // starts fresh.  Any other task is matched by its index, and then the
+    // two jobs must have as many tasks and the names must agree.
+    int old_tasks = 0;
+    if (!absl::SimpleAtoi(meta("job.tasks"), &old_tasks) || old_tasks < 0) {
+      return absl::DataLossError(absl::StrCat(where, ": no valid task count"));
+    }
+    std::map<std::string, int> old_by_uids;
+    for (int k = 0; k < old_tasks; ++k) {
+      const std::string u = meta(absl::StrCat("task.", k, ".uids"));
+      if (!u.empty()) old_by_uids.emplace(u, k);
+    }
+    std::vector<int> from(plan.chains.size(), -1);
+    std::vector<bool> by_uid(plan.chains.size(), false);
+    bool all_by_uid = true;
+    for (size_t c = 0; c < plan.chains.size(); ++c) {
+      const std::string u = ChainUids(plan, c);
+      if (u.empty()) {
+        all_by_uid = false;
+        from[c] = static_cast<int>(c);
+      } else {
+        by_uid[c] = true;
+        auto it = old_by_uids.find(u);
+        if (it != old_by_uids.end()) from[c] = it->second;
+      }
+    }
+    if (!all_by_uid && meta("job.tasks") != metadata["job.tasks"]) {
       return absl::FailedPreconditionError(absl::StrCat(where, " has ", meta("job.tasks"),
                                                         " tasks, the job ", metadata["job.tasks"],
                                                         ": it was taken of another job"));
+    }
+    std::vector<bool> restored(static_cast<size_t>(old_tasks), false);
+    for (size_t c = 0; c < plan.chains.size(); ++c) {
+      if (from[c] < 0) continue;
+      if (restored[from[c]]) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": its task ", from[c], " would be restored twice (to '",
+                         plan.chains[c].task_name, "'): give every operator of the job a uid"));
+      }
+      restored[from[c]] = true;
+    }
+    for (int k = 0; k < old_tasks; ++k) {
+      if (restored[k]) continue;
+      // A task nobody restores: fine when it had no state (Flink's
+      // savepoints hold no stateless operators), else its state would go.
+      int old_pk = 0;
+      (void)absl::SimpleAtoi(meta(absl::StrCat("task.", k, ".parallelism")), &old_pk);
+      bool stateful = false;
+      for (int s = 0; s < old_pk && !stateful; ++s) {
+        const std::string file = SubtaskStateFileName(k, s);
+        auto it = restore->states.find(file);
+        if (it == restore->states.end()) {
+          stateful = true;
+          break;
+        }
+        absl::StatusOr<SubtaskSnapshot> snap =
+            DecodeSubtaskSnapshot(it->second, absl::StrCat(where, ": ", file));
+        if (!snap.ok()) return snap.status();
+        stateful = snap->has_source;
+        for (const OperatorSnapshot& op : snap->operators)
+          if (!op.state.empty()) stateful = true;
+      }
+      if (!stateful) continue;
+      const std::string u = meta(absl::StrCat("task.", k, ".uids"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, ": its task '", meta(absl::StrCat("task.", k, ".name")), "'",
+                       u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"),
+                       " is not in the job: its state would be lost"));
     }
     // Every task's parallelism then, checked first: a task's input state
     // is restored only where no task upstream was rescaled either.
     std::vector<int> old_p(plan.chains.size());
     for (size_t c = 0; c < plan.chains.size(); ++c) {
       const PlanChain& chain = plan.chains[c];
-      const std::string name = meta(absl::StrCat("task.", c, ".name"));
-      if (name != chain.task_name) {
+      const int k = from[c];
+      if (k < 0) continue;
+      const std::string name = meta(absl::StrCat("task.", k, ".name"));
+      if (!by_uid[c] && name != chain.task_name) {
         return absl::FailedPreconditionError(absl::StrCat(
             where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
       }
-      const std::string p = meta(absl::StrCat("task.", c, ".parallelism"));
+      const std::string p = meta(absl::StrCat("task.", k, ".parallelism"));
       if (!absl::SimpleAtoi(p, &old_p[c]) || old_p[c] <= 0) {
         return absl::DataLossError(absl::StrCat(where, ": task '", chain.task_name,
                                                 "' has no valid parallelism ('", p, "')"));
@@ -654,7 +746,7 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
       // Key groups are fixed by the max parallelism: changing it would move
       // keys to groups (and subtasks) other than their state's.  Checkpoints
       // that predate the entry are not checked.
-      const std::string max_p = meta(absl::StrCat("task.", c, ".max_parallelism"));
+      const std::string max_p = meta(absl::StrCat("task.", k, ".max_parallelism"));
       if (!max_p.empty() && max_p != ChainMaxParallelism(plan, c)) {
         return absl::FailedPreconditionError(
             absl::StrCat(where, ": task '", chain.task_name, "' ran with max parallelism ", max_p,
@@ -672,9 +764,10 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     }
     for (size_t c = 0; c < plan.chains.size(); ++c) {
       const PlanChain& chain = plan.chains[c];
+      if (from[c] < 0) continue;  // a new task: starts fresh
       auto old = std::make_shared<std::vector<SubtaskSnapshot>>();
       for (int s = 0; s < old_p[c]; ++s) {
-        const std::string file = SubtaskStateFileName(static_cast<int>(c), s);
+        const std::string file = SubtaskStateFileName(from[c], s);
         auto it = restore->states.find(file);
         if (it == restore->states.end()) {
           return absl::DataLossError(absl::StrCat(where, ": ", file, " is missing"));
@@ -688,10 +781,17 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
       r.checkpoint_id = restore->id;
       r.old_parallelism = old_p[c];
       r.old = std::move(old);
+      r.matched_by_uid = by_uid[c];
       r.restore_input = old_p[c] == chain.parallelism;
+      // A source's position, or an input gate's channels: the latter only
+      // where the task and every task upstream are restored unchanged, at
+      // their index and parallelism (else its input starts as a rescaled
+      // one: the lowest old watermark).
+      if (!plan.nodes[chain.head].inputs.empty() && from[c] != static_cast<int>(c))
+        r.restore_input = false;
       for (int e : plan.nodes[chain.head].inputs) {
         const int up = plan.nodes[plan.edges[e].from].chain;
-        if (old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
+        if (from[up] != up || old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
       }
       for (StreamTask* t : a.tasks[c])
         if (t != nullptr) t->SetRestoreState(r);

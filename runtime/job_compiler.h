@@ -69,6 +69,7 @@ struct JobCompilerOptions {
 struct PlanNode {
   int id = -1;
   std::string name;
+  std::string uid;  // empty: none
   StreamNode::Kind kind = StreamNode::Kind::kOperator;
   int parallelism = 0;
   int max_parallelism = 0;

@@ -62,6 +62,9 @@ struct StreamNode {
   int id = -1;
   Kind kind = Kind::kOperator;
   std::string name;
+  // A stable id (DataStream::uid, Flink's uid): checkpoints match a task
+  // whose operators all have one by their uids (docs/checkpoints.md).
+  std::string uid;
   int parallelism = 0;             // 0: the environment's default
   int max_parallelism = 0;         // 0: the environment's, else Flink's default for the parallelism
   bool fixed_parallelism = false;  // non-parallel sources (collection, socket)

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,84 @@ class Counter {
   std::atomic<int64_t> v_{0};
 };
 
+// A settable gauge (RuntimeContext::gauge(name)): one writer, any reader.
+class Gauge {
+ public:
+  void Set(double v) { v_.store(v, std::memory_order_relaxed); }
+  double Get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> v_{0};
+};
+
 }  // namespace internal
+
+// What a histogram (RuntimeContext::histogram) says at a moment.  Like
+// Flink's DescriptiveStatisticsHistogram: `count` is every update ever; the
+// rest is over the window of the last `size` values (at most the window size
+// the histogram was made with): min, max, mean, the sample standard
+// deviation, and the quantiles with Apache Commons Math's Percentile
+// (Flink's; position p * (n + 1), linear between neighbours, clamped to the
+// smallest and largest).  All zero while the window is empty.
+struct HistogramStatistics {
+  int64_t count = 0;
+  int64_t size = 0;
+  int64_t min = 0;
+  int64_t max = 0;
+  double mean = 0;
+  double stddev = 0;
+  double p50 = 0;
+  double p95 = 0;
+  double p99 = 0;
+  // The quantile q (0 < q <= 1) of sorted `values`, as p50 / p95 / p99 are.
+  static double Quantile(const std::vector<int64_t>& sorted, double q);
+  static HistogramStatistics Of(int64_t count, std::vector<int64_t> window);
+};
+
+namespace internal {
+// A histogram over a sliding window of the last `window` values.  Updated by
+// the subtask's thread, read by any: a mutex (uncontended on the update path)
+// guards the window.
+class Histogram {
+ public:
+  explicit Histogram(size_t window) : window_(window == 0 ? 1 : window) {}
+  void Update(int64_t v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (values_.size() < window_) {
+      values_.push_back(v);
+    } else {
+      values_[next_] = v;
+      next_ = (next_ + 1) % window_;
+    }
+    ++count_;
+  }
+  int64_t Count() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_;
+  }
+  HistogramStatistics Statistics() const;
+
+ private:
+  const size_t window_;
+  mutable std::mutex mu_;
+  std::vector<int64_t> values_;
+  size_t next_ = 0;
+  int64_t count_ = 0;
+};
+}  // namespace internal
+
+// One user gauge or histogram of one operator at one subtask, in a snapshot.
+struct UserGaugeSnapshot {
+  std::string operator_name;
+  std::string name;
+  double value = 0;
+};
+struct UserHistogramSnapshot {
+  std::string operator_name;
+  std::string name;
+  HistogramStatistics statistics;
+};
+
 struct InputChannelMetrics {
   std::atomic<Timestamp> watermark{kMinTimestamp};
   std::atomic<bool> idle{false};
@@ -77,13 +155,35 @@ class SubtaskMetrics {
   internal::Counter* GetCounter(const std::string& name);
   std::map<std::string, int64_t> CounterValues() const;
 
+  // User gauges and histograms (RuntimeContext), per operator of the chain.
+  // A settable gauge is written by the subtask and read by anybody.  A gauge
+  // function is registered and called only on the subtask's own thread (the
+  // task calls RefreshGaugeFunctions after each slice of work and before it
+  // closes its operators), which publishes its value like a settable gauge:
+  // so the function may read its object's state without locks.
+  internal::Gauge* GetGauge(const std::string& op, const std::string& name);
+  void AddGaugeFunction(const std::string& op, const std::string& name, std::function<double()> f);
+  void RefreshGaugeFunctions() {
+    if (!gauge_functions_.empty()) RefreshGaugeFunctionsSlow();
+  }
+  internal::Histogram* GetHistogram(const std::string& op, const std::string& name, size_t window);
+  std::vector<UserGaugeSnapshot> GaugeValues() const;
+  std::vector<UserHistogramSnapshot> HistogramValues() const;
+
  private:
+  void RefreshGaugeFunctionsSlow();
+
   const std::string task_name_;
   const int subtask_;
   const int parallelism_;
   std::vector<InputChannelMetrics> channels_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<internal::Counter>> counters_;
+  using UserKey = std::pair<std::string, std::string>;  // operator, name
+  std::map<UserKey, std::unique_ptr<internal::Gauge>> gauges_;
+  std::map<UserKey, std::unique_ptr<internal::Histogram>> histograms_;
+  // The subtask's thread only.
+  std::vector<std::pair<internal::Gauge*, std::function<double()>>> gauge_functions_;
 };
 
 // A copy of one subtask's metrics at a moment.
@@ -103,7 +203,14 @@ struct SubtaskMetricsSnapshot {
   std::vector<Timestamp> channel_watermarks;
   std::vector<bool> channel_idle;
   std::map<std::string, int64_t> counters;
+  std::vector<UserGaugeSnapshot> gauges;          // by operator, then name
+  std::vector<UserHistogramSnapshot> histograms;  // by operator, then name
 };
+
+// The user gauges and histograms of a job's subtasks, one line each
+// ("  Map[1] queue_depth = 3", "  Map[0] latency: count 10, min 1, ...");
+// empty when there are none.  The CLI's summary prints it.
+std::string FormatUserMetrics(const std::vector<SubtaskMetricsSnapshot>& metrics);
 
 namespace internal {
 SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m);

@@ -628,6 +628,20 @@ std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const Ne
     w.PutVarint(s.channel_idle.size());
     for (bool b : s.channel_idle) Encode(w, b);
     Encode(w, s.counters);
+    w.PutVarint(s.gauges.size());
+    for (const UserGaugeSnapshot& g : s.gauges) {
+      Encode(w, g.operator_name);
+      Encode(w, g.name);
+      Encode(w, g.value);
+    }
+    w.PutVarint(s.histograms.size());
+    for (const UserHistogramSnapshot& h : s.histograms) {
+      Encode(w, h.operator_name);
+      Encode(w, h.name);
+      const HistogramStatistics& t = h.statistics;
+      for (int64_t v : {t.count, t.size, t.min, t.max}) Encode(w, v);
+      for (double v : {t.mean, t.stddev, t.p50, t.p95, t.p99}) Encode(w, v);
+    }
   }
   return out;
 }
@@ -674,6 +688,24 @@ absl::Status DecodeMetrics(std::string_view bytes, std::vector<SubtaskMetricsSna
     const uint64_t k = r.GetCount("channels");
     for (uint64_t j = 0; j < k && r.ok(); ++j) s.channel_idle.push_back(Decode<bool>(r));
     s.counters = Decode<std::map<std::string, int64_t>>(r);
+    const uint64_t gauges = r.GetCount("gauges");
+    for (uint64_t j = 0; j < gauges && r.ok(); ++j) {
+      UserGaugeSnapshot g;
+      g.operator_name = Decode<std::string>(r);
+      g.name = Decode<std::string>(r);
+      g.value = Decode<double>(r);
+      s.gauges.push_back(std::move(g));
+    }
+    const uint64_t histograms = r.GetCount("histograms");
+    for (uint64_t j = 0; j < histograms && r.ok(); ++j) {
+      UserHistogramSnapshot h;
+      h.operator_name = Decode<std::string>(r);
+      h.name = Decode<std::string>(r);
+      HistogramStatistics& t = h.statistics;
+      for (int64_t* v : {&t.count, &t.size, &t.min, &t.max}) *v = Decode<int64_t>(r);
+      for (double* v : {&t.mean, &t.stddev, &t.p50, &t.p95, &t.p99}) *v = Decode<double>(r);
+      s.histograms.push_back(std::move(h));
+    }
     m->push_back(std::move(s));
   }
   if (r.ok() && !r.AtEnd()) return absl::DataLossError("bytes after the metrics");

@@ -57,6 +57,8 @@ SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
     s.channel_idle.push_back(m.channel(i).idle.load(std::memory_order_relaxed));
   }
   s.counters = m.CounterValues();
+  s.gauges = m.GaugeValues();
+  s.histograms = m.HistogramValues();
   return s;
 }
 

@@ -38,6 +38,7 @@ void StreamTask::AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* 
 }
 
 Task::Result StreamTask::Wait(Timestamp now_ms) {
+  metrics_->RefreshGaugeFunctions();
   // A timer at T is due at clock T + 1 (ProcessingTimeService).  A source
   // that had nothing and asks to be polled again now (or in the past) is
   // polled in a millisecond, not at once: the task must not spin.
@@ -128,6 +129,7 @@ Task::Result StreamTask::RunSlice() {
             ack_->SubtaskFinished(std::move(final_state));
           }
           for (WriterBase* w : writers_) w->EndOfInput();
+          metrics_->RefreshGaugeFunctions();
           metrics_->finished.store(true, std::memory_order_relaxed);
           CloseAll();
           return Result::kFinished;
@@ -135,6 +137,7 @@ Task::Result StreamTask::RunSlice() {
     }
     const SteadyTime cutoff = signals_.now - config_->buffer_timeout;
     for (WriterBase* w : writers_) w->FlushOlderThan(cutoff);
+    metrics_->RefreshGaugeFunctions();
     return Result::kYield;
   } catch (const TaskCancelled&) {
     // The job was cancelled in the middle of a chain; nothing to report.
@@ -292,7 +295,7 @@ void StreamTask::Restore() {
                                             operators_.size()));
     }
     for (size_t i = 0; i < operators_.size(); ++i) {
-      if (s.operators[i].name != operators_[i].second->operator_name()) {
+      if (!rs.matched_by_uid && s.operators[i].name != operators_[i].second->operator_name()) {
         throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '",
                                               operators_[i].second->operator_name(),
                                               "', the checkpoint has '", s.operators[i].name, "'"));
@@ -342,6 +345,11 @@ void StreamTask::CloseAll() {
   closed_ = true;
   SetBackpressured(false);
   if (!opened_) return;
+  try {
+    // The gauge functions' last values, while their objects are open.
+    metrics_->RefreshGaugeFunctions();
+  } catch (...) {
+  }
   for (auto& [op, ctx] : operators_) {
     try {
       op->Close();

@@ -708,6 +708,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
     }
     err << "\n";
+    const std::string user_metrics = FormatUserMetrics(result.metrics);
+    if (!user_metrics.empty()) err << "tidemark: user metrics:\n" << user_metrics;
   }
   if (interrupted) return 128 + signal;
   return 0;

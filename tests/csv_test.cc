@@ -1,0 +1,324 @@
+// CSV in and out (operators/csv.h): RFC 4180 records (quoted fields,
+// doubled quotes, delimiters and line ends inside quotes), headers skipped
+// or matched by name, bad records failing the job with file and line or
+// skipped and counted, the checkpointed position, and the CSV sinks, whose
+// output reads back to the records written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "test_util.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+using testing::TempDir;
+using Row = std::tuple<std::string, int64_t, double>;
+
+std::vector<std::string> Fields(std::string_view line) {
+  internal::CsvRecordParser p(',', '"');
+  EXPECT_EQ(p.Feed(line), internal::CsvRecordParser::State::kComplete) << line;
+  return p.fields();
+}
+
+TEST(CsvParser, Rfc4180Fields) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Fields("a,b,c"), (V{"a", "b", "c"}));
+  EXPECT_EQ(Fields("a,,c,"), (V{"a", "", "c", ""}));
+  EXPECT_EQ(Fields(R"("a,b","say ""hi""",)"), (V{"a,b", "say \"hi\"", ""}));
+  EXPECT_EQ(Fields(R"("",x)"), (V{"", "x"}));
+  EXPECT_EQ(Fields(" a , b "), (V{" a ", " b "}));  // blanks are data
+
+  internal::CsvRecordParser p(',', '"');
+  EXPECT_EQ(p.Feed(R"(1,"two)"), internal::CsvRecordParser::State::kNeedMore);
+  EXPECT_TRUE(p.pending());
+  EXPECT_EQ(p.Feed(""), internal::CsvRecordParser::State::kNeedMore);
+  EXPECT_EQ(p.Feed(R"(lines",3)"), internal::CsvRecordParser::State::kComplete);
+  EXPECT_EQ(p.fields(), (V{"1", "two\n\nlines", "3"}));
+
+  EXPECT_EQ(p.Feed(""), internal::CsvRecordParser::State::kBlank);
+  EXPECT_EQ(p.Feed(R"(a"b,c)"), internal::CsvRecordParser::State::kError);
+  EXPECT_NE(p.error().find("quote inside unquoted field 1"), std::string::npos) << p.error();
+  EXPECT_EQ(p.Feed(R"(a,"b"c)"), internal::CsvRecordParser::State::kError);
+  EXPECT_NE(p.error().find("'c' after the closing quote of field 2"), std::string::npos)
+      << p.error();
+  EXPECT_FALSE(p.pending());
+
+  internal::CsvRecordParser semi(';', '\'');
+  ASSERT_EQ(semi.Feed("'x;y';'it''s'"), internal::CsvRecordParser::State::kComplete);
+  EXPECT_EQ(semi.fields(), (V{"x;y", "it's"}));
+}
+
+TEST(CsvFormat, WritesQuotingOnlyWhatNeedsIt) {
+  CsvFormat<Row> f;
+  EXPECT_EQ(f.Format(Row{"plain", 3, 0.5}), "plain,3,0.5");
+  EXPECT_EQ(f.Format(Row{"a,b", -1, 1e-7}), "\"a,b\",-1,1e-07");
+  EXPECT_EQ(f.Format(Row{"say \"hi\"\nbye", 0, 2}), "\"say \"\"hi\"\"\nbye\",0,2");
+  EXPECT_EQ(f.Format(Row{" pad", 0, 0.1}), "\" pad\",0,0.1");
+  CsvFormat<Row> semi;
+  semi.with_delimiter(';');
+  EXPECT_EQ(semi.Format(Row{"a,b;c", 1, 2.25}), "\"a,b;c\";1;2.25");
+  std::vector<std::string> fields = {"x", "42", "2.5"};
+  EXPECT_EQ(f.Parse(fields), (Row{"x", 42, 2.5}));
+  fields = {"x", "4x2", "2.5"};
+  try {
+    f.Parse(fields);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "column 2: cannot parse '4x2' as an integer");
+  }
+}
+
+template <typename T>
+std::vector<T> RunCollect(StreamExecutionEnvironment& env, DataStream<T> s,
+                          JobResult* result = nullptr) {
+  auto out = s.collect();
+  JobResult r = env.execute("csv");
+  if (result != nullptr) *result = r;
+  EXPECT_TRUE(r.ok()) << r.status;
+  std::vector<T> v;
+  for (const auto& item : out->items()) v.push_back(item.value);
+  return v;
+}
+
+TEST(CsvSource, QuotedFieldsSpanningLinesAndASkippedHeader) {
+  TempDir dir;
+  const std::string file = dir.File("in.csv",
+                                    "name,count,ratio\r\n"
+                                    "plain,1,0.5\r\n"
+                                    "\"with, comma\",2,1.5\r\n"
+                                    "\r\n"
+                                    "\"two\r\nlines \"\"quoted\"\"\",3,-2\r\n"
+                                    "last,4,1e3");  // no line end at the end
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);  // in file order
+  CsvReadOptions o;
+  o.header = CsvReadOptions::Header::kSkip;
+  const std::vector<Row> got = RunCollect(env, env.read_csv(file, CsvFormat<Row>(), o));
+  const std::vector<Row> want = {{"plain", 1, 0.5},
+                                 {"with, comma", 2, 1.5},
+                                 {"two\nlines \"quoted\"", 3, -2},
+                                 {"last", 4, 1000}};
+  EXPECT_EQ(got, want);
+}
+
+struct Sensor {
+  std::string id;
+  int64_t ts = 0;
+  std::optional<double> vc;
+  bool operator==(const Sensor&) const = default;
+};
+
+CsvFormat<Sensor> SensorFormat() {
+  auto f = CsvFormat<Sensor>::of(&Sensor::id, &Sensor::ts, &Sensor::vc);
+  f.with_column_names({"id", "ts", "vc"});
+  return f;
+}
+
+TEST(CsvSource, HeaderByNameMapsReorderedColumnsToMembers) {
+  TempDir dir;
+  const std::string a = dir.File("a.csv", "ts,extra,vc,id\n1000,x,1.5,s1\n2000,y,,s2\n");
+  const std::string b = dir.File("b.csv", "id,vc,ts\ns3,7,3000\n");
+  StreamExecutionEnvironment env;
+  env.set_parallelism(4);  // the source still has one subtask per file
+  CsvReadOptions o;
+  o.header = CsvReadOptions::Header::kByName;
+  std::vector<Sensor> got = RunCollect(env, env.read_csv<Sensor>({a, b}, SensorFormat(), o));
+  std::sort(got.begin(), got.end(), [](const Sensor& x, const Sensor& y) { return x.ts < y.ts; });
+  const std::vector<Sensor> want = {
+      {"s1", 1000, 1.5}, {"s2", 2000, std::nullopt}, {"s3", 3000, 7.0}};
+  EXPECT_EQ(got, want);
+}
+
+std::string FailureOf(const std::string& content, CsvReadOptions o = {}) {
+  TempDir dir;
+  const std::string file = dir.File("bad.csv", content);
+  StreamExecutionEnvironment env;
+  env.read_csv(file, CsvFormat<Row>(), o).add_sink([](Row&&) {});
+  JobResult r = env.execute("bad");
+  EXPECT_FALSE(r.ok());
+  std::string m(r.status.message());
+  // Name the file relative to the temporary directory.
+  const size_t at = m.find(file);
+  if (at != std::string::npos) m.replace(at, file.size(), "bad.csv");
+  return m;
+}
+
+TEST(CsvSource, BadRecordsFailTheJobNamingFileAndLine) {
+  EXPECT_NE(FailureOf("a,1,2\nb,2,\"3\nc,3,4\n").find("bad.csv:2: unterminated quoted field"),
+            std::string::npos)
+      << FailureOf("a,1,2\nb,2,\"3\nc,3,4\n");
+  EXPECT_NE(FailureOf("a,1,2\n\nb,2\n").find("bad.csv:3: expected 3 fields, found 2: 'b,2'"),
+            std::string::npos)
+      << FailureOf("a,1,2\n\nb,2\n");
+  EXPECT_NE(
+      FailureOf("a,1,2\nb,two,3\n").find("bad.csv:2: column 2: cannot parse 'two' as an integer"),
+      std::string::npos)
+      << FailureOf("a,1,2\nb,two,3\n");
+  EXPECT_NE(FailureOf("a,1,2\n\"b\"x,1,2\n").find("bad.csv:2: 'x' after the closing quote"),
+            std::string::npos);
+  CsvReadOptions by_name;
+  by_name.header = CsvReadOptions::Header::kByName;
+  TempDir dir;
+  const std::string file = dir.File("h.csv", "id,ts\ns,1\n");
+  StreamExecutionEnvironment env;
+  env.read_csv(file, SensorFormat(), by_name).add_sink([](Sensor&&) {});
+  JobResult r = env.execute("header");
+  EXPECT_NE(r.status.message().find(":1: the header has no column 'vc' (it has: id, ts)"),
+            std::string::npos)
+      << r.status;
+  // A header by name needs the format's column names, checked when the job
+  // is built.
+  StreamExecutionEnvironment env2;
+  EXPECT_THROW(env2.read_csv(file, CsvFormat<Row>(), by_name), std::invalid_argument);
+}
+
+TEST(CsvSource, SkippedBadRecordsAreCountedAndReported) {
+  TempDir dir;
+  const std::string file = dir.File("mixed.csv",
+                                    "a,1,1\n"
+                                    "b,x,2\n"  // 2: not a number
+                                    "c,3\n"    // 3: two fields
+                                    "d,4,4\n"
+                                    "\"e\"z,5,5\n"  // 5: after the closing quote
+                                    "f,\"6\n"       // 6..7: ends inside a quote
+                                    "g,7,7\n");
+  std::vector<int64_t> bad_lines;
+  CsvReadOptions o;
+  o.on_error = CsvReadOptions::OnError::kSkip;
+  o.on_bad_record = [&](const CsvError& e) { bad_lines.push_back(e.line); };
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);  // in file order
+  JobResult r;
+  const std::vector<Row> got = RunCollect(env, env.read_csv(file, CsvFormat<Row>(), o), &r);
+  EXPECT_EQ(got, (std::vector<Row>{{"a", 1, 1}, {"d", 4, 4}}));
+  EXPECT_EQ(bad_lines, (std::vector<int64_t>{2, 3, 5, 6}));
+  EXPECT_EQ(r.CounterTotal("numRecordsInErrors"), 4);
+}
+
+TEST(CsvSink, WriteAsCsvReadsBackToTheRecordsWritten) {
+  std::vector<Sensor> in;
+  const std::vector<std::string> awkward = {"plain", "a,b", "say \"hi\"", "two\nlines", " pad ",
+                                            "",      "x\"", "\"",         "tab\t"};
+  for (size_t i = 0; i < awkward.size() * 3; ++i) {
+    in.push_back({awkward[i % awkward.size()], static_cast<int64_t>(i) * 1000,
+                  i % 4 == 0 ? std::nullopt : std::optional<double>(0.1 * static_cast<double>(i))});
+  }
+  TempDir dir;
+  const std::string file = dir.Path("out.csv");
+  {
+    StreamExecutionEnvironment env;
+    env.from_collection(in).write_as_csv(file, SensorFormat());
+    JobResult r = env.execute("write");
+    ASSERT_TRUE(r.ok()) << r.status;
+  }
+  std::ifstream f(file);
+  std::string first;
+  std::getline(f, first);
+  EXPECT_EQ(first, "id,ts,vc");
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);  // in file order
+  CsvReadOptions o;
+  o.header = CsvReadOptions::Header::kByName;
+  EXPECT_EQ(RunCollect(env, env.read_csv(file, SensorFormat(), o)), in);
+}
+
+TEST(CsvSink, SinkToCsvPartFilesEachWithTheHeader) {
+  std::vector<Row> in;
+  for (int64_t i = 0; i < 500; ++i) in.push_back({i % 7 == 0 ? "q\"," : "k", i, i / 8.0});
+  TempDir dir;
+  const std::string out = dir.Path("out");
+  CsvFormat<Row> format;
+  format.with_column_names({"key", "n", "x"});
+  {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    env.from_collection(in).rebalance().sink_to_csv(out, format);
+    JobResult r = env.execute("sink");
+    ASSERT_TRUE(r.ok()) << r.status;
+  }
+  std::vector<std::string> parts;
+  for (const auto& e : std::filesystem::directory_iterator(out)) {
+    ASSERT_NE(e.path().filename().string()[0], '.') << "an uncommitted file is left";
+    parts.push_back(e.path().string());
+  }
+  ASSERT_EQ(parts.size(), 2u);
+  for (const std::string& p : parts) {
+    std::ifstream f(p);
+    std::string first;
+    std::getline(f, first);
+    EXPECT_EQ(first, "key,n,x") << p;
+  }
+  StreamExecutionEnvironment env;
+  CsvReadOptions o;
+  o.header = CsvReadOptions::Header::kSkip;
+  std::vector<Row> got = RunCollect(env, env.read_csv<Row>(parts, format, o));
+  std::sort(got.begin(), got.end(),
+            [](const Row& a, const Row& b) { return std::get<1>(a) < std::get<1>(b); });
+  EXPECT_EQ(got, in);
+  // A header needs column names.
+  StreamExecutionEnvironment env2;
+  EXPECT_THROW(env2.from_collection(in).sink_to_csv(out, CsvFormat<Row>()), std::invalid_argument);
+}
+
+// Records to a vector, one Poll at a time.
+struct VectorOutput : SourceOutput<Row> {
+  std::vector<Row> rows;
+  void Collect(Row&& r) override { rows.push_back(std::move(r)); }
+  void CollectWithTimestamp(Row&& r, Timestamp) override { rows.push_back(std::move(r)); }
+  void EmitWatermark(Timestamp) override {}
+  void MarkIdle() override {}
+  bool Backpressured() const override { return false; }
+};
+
+TEST(CsvSource, ARestoredPositionReadsOnFromTheNextRecord) {
+  TempDir dir;
+  const std::string file = dir.File("in.csv",
+                                    "h1,h2,h3\n"
+                                    "a,\"1\",1\n"
+                                    "\"b\nb\",2,2\n"
+                                    "c,3,\"3\"\n"
+                                    "\"d,\nd\n\",4,4\n"
+                                    "e,5,5\n");
+  CsvReadOptions o;
+  o.header = CsvReadOptions::Header::kSkip;
+  std::vector<Row> all;
+  {
+    CsvSource<Row> s({file}, CsvFormat<Row>(), o);
+    s.Open(SourceContext{});
+    VectorOutput out;
+    while (s.Poll(out, 100) != PollStatus::kEndOfInput) {
+    }
+    all = out.rows;
+  }
+  ASSERT_EQ(all.size(), 5u);
+  for (size_t cut = 0; cut <= all.size(); ++cut) {
+    std::string state;
+    VectorOutput out;
+    {
+      CsvSource<Row> s({file}, CsvFormat<Row>(), o);
+      s.Open(SourceContext{});
+      while (out.rows.size() < cut) s.Poll(out, 1);
+      internal::StateWriter w(&state);
+      s.SnapshotPosition(w);
+    }
+    CsvSource<Row> s({file}, CsvFormat<Row>(), o);
+    s.Open(SourceContext{});
+    internal::StateReader r(state);
+    s.RestorePosition(r);
+    while (s.Poll(out, 100) != PollStatus::kEndOfInput) {
+    }
+    EXPECT_EQ(out.rows, all) << "cut after " << cut;
+  }
+}
+
+}  // namespace
+}  // namespace tidemark

@@ -1,0 +1,153 @@
+// DataStream::uid (Flink's uid): unique in a job, and a checkpoint restores
+// a task whose operators all have uids by those uids, so the job around it
+// may change (tasks added, moved to other indices, renamed).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "test_util.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+using KV = std::pair<int64_t, int64_t>;
+
+TEST(Uid, DuplicateUidsAreRefusedWhenTheJobIsBuilt) {
+  StreamExecutionEnvironment env;
+  auto s = env.from_elements<int64_t>(1, 2, 3).uid("src");
+  s.map([](const int64_t& v) { return v + 1; }).name("Inc").uid("same").add_sink([](int64_t&&) {});
+  s.map([](const int64_t& v) { return v * 2; }).name("Twice").uid("same").add_sink([](int64_t&&) {
+  });
+  JobResult r = env.execute("dup");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message()).find("uid 'same' is set on both 'Inc' and 'Twice'"),
+            std::string::npos)
+      << r.status;
+  EXPECT_THROW(s.uid(""), std::invalid_argument);
+  EXPECT_THROW(s.uid("a,b"), std::invalid_argument);
+}
+
+struct Sums {
+  std::mutex mu;
+  std::vector<KV> out;
+};
+
+// source(s) -> [map] -> key_by -> rolling sum (uid "sum") -> sink, every
+// operator its own task.
+JobResult RunJob(const std::string& chk, bool restore, const std::vector<KV>& a,
+                 const std::vector<KV>* b, Sums* sums) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.disable_operator_chaining();
+  env.enable_checkpointing(Duration(0), chk);
+  if (restore) env.restore_from("latest");
+  DataStream<KV> in = env.from_collection(a).name("A").uid("source-a");
+  if (b != nullptr) {
+    // The changed job: a second source and a map before the sum, which move
+    // the sum's task to another index.
+    in = in.union_with(env.from_collection(*b).name("B").uid("source-b"))
+             .map([](const KV& kv) { return kv; })
+             .name("Pass")
+             .uid("pass");
+  }
+  in.key_by([](const KV& kv) { return kv.first; })
+      .reduce([](const KV& x, const KV& y) {
+        return KV{x.first, x.second + y.second};
+      })
+      .name(b != nullptr ? "Renamed sum" : "Sum")
+      .uid("sum")
+      .add_sink(
+          [sums](KV&& kv) {
+            std::lock_guard<std::mutex> lock(sums->mu);
+            sums->out.push_back(kv);
+          },
+          "Sink")
+      .uid("sink");
+  return env.execute(restore ? "after" : "before");
+}
+
+TEST(Uid, AChangedJobRestoresTheOperatorWithTheSameUid) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  std::vector<KV> a, b;
+  for (int64_t i = 0; i < 40; ++i) a.push_back({i % 4, i});
+  for (int64_t i = 0; i < 12; ++i) b.push_back({i % 3, 100 + i});
+  Sums before;
+  JobResult r1 = RunJob(chk, false, a, nullptr, &before);
+  ASSERT_TRUE(r1.ok()) << r1.status;
+  ASSERT_GE(r1.checkpoints.completed, 1);  // the final one
+
+  Sums after;
+  JobResult r2 = RunJob(chk, true, a, &b, &after);
+  ASSERT_TRUE(r2.ok()) << r2.status;
+  EXPECT_GE(r2.checkpoints.restored_id, 1);
+  // Source A was restored at its end: it sends nothing again.  B's records
+  // reach sums that start from A's totals (the restored state).
+  std::map<int64_t, int64_t> expected;
+  for (const KV& kv : a) expected[kv.first] += kv.second;
+  std::map<int64_t, int64_t> last;
+  for (const KV& kv : b) expected[kv.first] += kv.second;
+  ASSERT_EQ(after.out.size(), b.size());
+  for (const KV& kv : after.out) last[kv.first] = std::max(last[kv.first], kv.second);
+  for (const auto& [k, v] : last) EXPECT_EQ(v, expected[k]) << "key " << k;
+  EXPECT_EQ(last.size(), 3u);
+}
+
+TEST(Uid, WithoutUidsTheChangedJobIsRefused) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  auto run = [&](bool restore, bool extra) {
+    StreamExecutionEnvironment env;
+    env.disable_operator_chaining();
+    env.enable_checkpointing(Duration(0), chk);
+    if (restore) env.restore_from("latest");
+    DataStream<int64_t> s = env.from_elements<int64_t>(1, 2, 3);
+    if (extra) s = s.map([](const int64_t& v) { return v; });
+    s.add_sink([](int64_t&&) {});
+    return env.execute("job");
+  };
+  ASSERT_TRUE(run(false, false).ok());
+  JobResult r = run(true, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message()).find("it was taken of another job"), std::string::npos)
+      << r.status;
+}
+
+TEST(Uid, StateOfAnOperatorMissingFromTheJobIsNotDroppedSilently) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  auto run = [&](bool restore, const std::string& sum_uid, const std::string& sink_uid) {
+    StreamExecutionEnvironment env;
+    env.disable_operator_chaining();
+    env.enable_checkpointing(Duration(0), chk);
+    if (restore) env.restore_from("latest");
+    env.from_collection(std::vector<KV>{{1, 2}, {1, 3}})
+        .uid("src")
+        .key_by([](const KV& kv) { return kv.first; })
+        .reduce([](const KV& x, const KV& y) {
+          return KV{x.first, x.second + y.second};
+        })
+        .uid(sum_uid)
+        .add_sink([](KV&&) {})
+        .uid(sink_uid);
+    return env.execute("job");
+  };
+  ASSERT_TRUE(run(false, "sum-1", "sink-1").ok());
+  // A stateless operator (the sink) may change its uid: it had no state.
+  JobResult ok = run(true, "sum-1", "sink-2");
+  EXPECT_TRUE(ok.ok()) << ok.status;
+  // The sum's state has nowhere to go.
+  JobResult r = run(true, "sum-2", "sink-2");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message()).find("(uids sum-1) is not in the job"),
+            std::string::npos)
+      << r.status;
+}
+
+}  // namespace
+}  // namespace tidemark
