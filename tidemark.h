@@ -3,6 +3,7 @@
 #define TM_TIDEMARK_H_
 
 #include "api/environment.h"
+#include "api/joined_streams.h"
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/basic.h"
