@@ -4,6 +4,7 @@
 
 #include "api/connected_streams.h"
 #include "api/environment.h"
+#include "api/joined_streams.h"
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/basic.h"

@@ -412,6 +412,14 @@ class DataStream {
   template <typename Assigner>
   auto window_all(Assigner assigner) const;
 
+  // Window join and co-group with another stream (Flink's JoinedStreams /
+  // CoGroupedStreams; api/joined_streams.h):
+  // join(other).where(key).equal_to(other_key).window(assigner).apply(f).
+  template <typename U>
+  auto join(const DataStream<U>& other) const;
+  template <typename U>
+  auto co_group(const DataStream<U>& other) const;
+
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
     return Add<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);

@@ -33,7 +33,9 @@
 // / get_aggregating_state / get_map_state) is per key, by name, kept in the
 // operator's KeyedStateStore (operators/keyed/keyed_state_store.h, which
 // describes the handles); a handle is valid while the function call it was
-// obtained in runs.
+// obtained in runs.  Each get_*_state also takes a trailing StateTtlConfig
+// for state with a time to live, on the operator's processing-time clock
+// (env.set_clock), as Flink's StateTtlConfig.
 //
 // Checkpoints: the state and the timers (event and processing time) are
 // snapshotted and restored; the function object itself is not (keep what must
@@ -96,10 +98,12 @@ class KeyedProcessContext {
  public:
   KeyedProcessContext(internal::KeyedTimerService<K, internal::VoidNamespace>* timers,
                       internal::KeyedStateStore<K>* state,
-                      const std::map<std::string, internal::OutputBase*>* side_outputs)
+                      const std::map<std::string, internal::OutputBase*>* side_outputs,
+                      const Clock* clock = nullptr)
       : timers_(timers),
         state_(state),
         side_outputs_(side_outputs),
+        clock_(clock),
         timer_service_(timers, &key_) {}
 
   const K& get_current_key() const { return *key_; }
@@ -142,6 +146,38 @@ class KeyedProcessContext {
     return MapState<K, UK, UV>(&state_->template Table<std::map<UK, UV>>(name), key_);
   }
 
+  // The same with a time to live (Flink's StateTtlConfig, in processing
+  // time on the operator's clock; operators/keyed/keyed_state_store.h).
+  // A name is used with a TTL or without one, not both.
+  template <typename V>
+  TtlValueState<K, V> get_state(std::string_view name, const StateTtlConfig& ttl) {
+    return TtlValueState<K, V>(&state_->template Table<internal::TtlValue<V>>(name), key_, ttl,
+                               clock_);
+  }
+  template <typename V>
+  TtlListState<K, V> get_list_state(std::string_view name, const StateTtlConfig& ttl) {
+    return TtlListState<K, V>(&state_->template Table<std::vector<internal::TtlValue<V>>>(name),
+                              key_, ttl, clock_);
+  }
+  template <typename V, typename F>
+  TtlReducingState<K, V, F> get_reducing_state(std::string_view name, F f,
+                                               const StateTtlConfig& ttl) {
+    return TtlReducingState<K, V, F>(&state_->template Table<internal::TtlValue<V>>(name), key_,
+                                     std::move(f), ttl, clock_);
+  }
+  template <typename Agg>
+  TtlAggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg,
+                                                    const StateTtlConfig& ttl) {
+    return TtlAggregatingState<K, Agg>(
+        &state_->template Table<internal::TtlValue<internal::AccumulatorOf<Agg>>>(name), key_,
+        std::move(agg), ttl, clock_);
+  }
+  template <typename UK, typename UV>
+  TtlMapState<K, UK, UV> get_map_state(std::string_view name, const StateTtlConfig& ttl) {
+    return TtlMapState<K, UK, UV>(
+        &state_->template Table<std::map<UK, internal::TtlValue<UV>>>(name), key_, ttl, clock_);
+  }
+
   // --- for the operator ---
   void Set(const K* key, Timestamp ts, TimeDomain domain) {
     key_ = key;
@@ -153,6 +189,7 @@ class KeyedProcessContext {
   internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   internal::KeyedStateStore<K>* state_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
+  const Clock* clock_;  // for state TTL; null: the system clock
   const K* key_ = nullptr;
   Timestamp timestamp_ = kNoTimestamp;
   TimeDomain domain_ = TimeDomain::kEventTime;
@@ -195,7 +232,7 @@ class KeyedProcessOperator final
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
-    pctx_.emplace(&timers_, &state_, &this->side_outputs_);
+    pctx_.emplace(&timers_, &state_, &this->side_outputs_, ctx.timers().clock());
     timers_.Init(
         &ctx.timers(),
         [this](const K& key, const VoidNamespace&, Timestamp t) {

@@ -12,7 +12,7 @@
 //
 // Fixed-width integers are little-endian whatever the host; lengths and counts
 // are unsigned LEB128 varints.  Codecs are provided for arithmetic types and
-// enums, std::string, std::pair, std::tuple, std::vector, std::optional,
+// enums, std::string, std::pair, std::tuple, std::vector, std::optional, std::variant,
 // std::map, absl::flat_hash_map and std::array (all nested freely), and, as a
 // fallback, for any other trivially copyable type, whose object bytes are
 // copied as they are.  That fallback is only valid for state read back by the
@@ -64,6 +64,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -317,6 +318,8 @@ template <typename T, typename A>
 struct HasStateCodecTrait<std::vector<T, A>> : std::bool_constant<HasStateCodec<T>> {};
 template <typename T>
 struct HasStateCodecTrait<std::optional<T>> : std::bool_constant<HasStateCodec<T>> {};
+template <typename... Ts>
+struct HasStateCodecTrait<std::variant<Ts...>> : std::bool_constant<(HasStateCodec<Ts> && ...)> {};
 template <typename K, typename V, typename C, typename A>
 struct HasStateCodecTrait<std::map<K, V, C, A>>
     : std::bool_constant<HasStateCodec<K> && HasStateCodec<V>> {};
@@ -517,6 +520,43 @@ struct StateCodec<std::optional<T>> {
     }
     if (tag != 1) return std::nullopt;
     return internal::Decode<T>(r);
+  }
+};
+
+// A variant: its index (varint), then the alternative's value.  By index, so
+// that a variant with the same type twice (std::variant<A, A>, the tagged
+// union of a self-join) round-trips to the same alternative.
+template <typename... Ts>
+struct StateCodec<std::variant<Ts...>> {
+  using V = std::variant<Ts...>;
+  static void Encode(internal::StateWriter& w, const V& v) {
+    w.PutVarint(v.index());
+    EncodeAt(w, v, std::index_sequence_for<Ts...>());
+  }
+  static V Decode(internal::StateReader& r) {
+    const size_t at = r.position();
+    uint64_t index = r.GetVarint("variant index");
+    if (r.ok() && index >= sizeof...(Ts)) {
+      r.Fail(absl::StrCat("variant index at byte ", at, " of ", r.size(), " is ", index,
+                          ", not below ", sizeof...(Ts)));
+    }
+    if (!r.ok()) index = 0;  // the failed reader gives an empty first alternative
+    return DecodeAt(r, index, std::index_sequence_for<Ts...>());
+  }
+
+ private:
+  template <size_t... I>
+  static void EncodeAt(internal::StateWriter& w, const V& v, std::index_sequence<I...>) {
+    ((v.index() == I ? internal::Encode(w, std::get<I>(v)) : void()), ...);
+  }
+  template <size_t... I>
+  static V DecodeAt(internal::StateReader& r, uint64_t index, std::index_sequence<I...>) {
+    std::optional<V> out;
+    ((index == I ? (void)out.emplace(std::in_place_index<I>,
+                                     internal::Decode<std::variant_alternative_t<I, V>>(r))
+                 : void()),
+     ...);
+    return std::move(*out);
   }
 };
 

@@ -37,6 +37,15 @@
 // Every handle takes the namespace type as its last parameter, VoidNamespace
 // by default.
 //
+// State time-to-live (StateTtlConfig, at the end of this file): the Ttl*
+// handles (TtlValueState, TtlListState, TtlMapState, TtlReducingState,
+// TtlAggregatingState) keep each value, list element or map entry as a
+// TtlValue (the value and its last access time, processing time) in a table
+// of their own; get_*_state(name, ..., ttl_config) of a keyed process
+// function returns them.  Their reads return copies (TtlListState::get,
+// TtlMapState::entries), because expired elements are left out.  State
+// without a TTL is untouched by any of this.
+//
 // Not here: the window-major contents of tumbling and sliding windows with a
 // reduce or aggregate function and the default trigger
 // (operators/window/time_window_table.h) keep their own table: a state layout
@@ -170,6 +179,73 @@ void DecodeBlob(StateReader& outer, std::string_view bytes, std::string_view wha
   }
 }
 
+// A value with the processing time it was last written (or read, with
+// StateTtlConfig::UpdateType::OnReadAndWrite): what a state with a time to
+// live keeps per value, list element and map entry (Flink's TtlValue).
+template <typename V>
+struct TtlValue {
+  V value;
+  Timestamp last_access = 0;
+  friend bool operator==(const TtlValue&, const TtlValue&) = default;
+};
+template <typename V>
+struct HasStateCodecTrait<TtlValue<V>> : std::bool_constant<HasStateCodec<V>> {};
+
+// Flink's TtlUtils.expired: last access + ttl (saturating) <= now.
+inline bool TtlExpired(Timestamp last_access, int64_t ttl, Timestamp now) {
+  return SaturatingAdd(last_access, ttl) <= now;
+}
+
+// What a table of TTL values needs at snapshot time.
+struct TtlTableSettings {
+  const Clock* clock = nullptr;
+  int64_t ttl = 0;
+  bool snapshot_cleanup = false;
+};
+
+// The shapes of TTL storage: a TtlValue, a vector of them (ListState), a map
+// to them (MapState).
+enum class TtlKind { kNone, kValue, kList, kMap };
+template <typename V>
+struct TtlStorage {
+  static constexpr TtlKind kKind = TtlKind::kNone;
+};
+template <typename V>
+struct TtlStorage<TtlValue<V>> {
+  static constexpr TtlKind kKind = TtlKind::kValue;
+};
+template <typename V, typename A>
+struct TtlStorage<std::vector<TtlValue<V>, A>> {
+  static constexpr TtlKind kKind = TtlKind::kList;
+  static const TtlValue<V>& Element(const TtlValue<V>& e) { return e; }
+};
+template <typename UK, typename V, typename C, typename A>
+struct TtlStorage<std::map<UK, TtlValue<V>, C, A>> {
+  static constexpr TtlKind kKind = TtlKind::kMap;
+  template <typename E>
+  static const TtlValue<V>& Element(const E& e) {
+    return e.second;
+  }
+};
+template <typename V>
+inline constexpr bool kIsTtlStorage = TtlStorage<V>::kKind != TtlKind::kNone;
+}  // namespace internal
+
+// Checkpoints keep each value's last access time.
+template <typename V>
+struct StateCodec<internal::TtlValue<V>> {
+  static void Encode(internal::StateWriter& w, const internal::TtlValue<V>& v) {
+    internal::Encode(w, v.value);
+    internal::Encode(w, v.last_access);
+  }
+  static internal::TtlValue<V> Decode(internal::StateReader& r) {
+    V value = internal::Decode<V>(r);
+    const Timestamp ts = internal::Decode<Timestamp>(r);
+    return internal::TtlValue<V>{std::move(value), ts};
+  }
+};
+
+namespace internal {
 class StateTableBase {
  public:
   virtual ~StateTableBase() = default;
@@ -206,6 +282,9 @@ class StateTable final : public StateTableBase {
   static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N> && HasStateCodec<V>;
 
   void Snapshot(StateWriter& w, std::string_view where) const override {
+    if constexpr (kEncodable && kIsTtlStorage<V>) {
+      if (ttl.snapshot_cleanup && ttl.clock != nullptr) return SnapshotLive(w);
+    }
     if constexpr (kEncodable) {
       w.PutVarint(map.size());
       for (const auto& [ek, v] : map) {
@@ -248,6 +327,51 @@ class StateTable final : public StateTableBase {
   }
 
   Map map;
+  // Set by the TTL handles (StateTtlConfig) of a table of TtlValue<X>,
+  // std::vector<TtlValue<X>> or std::map<UK, TtlValue<X>>; unused otherwise.
+  TtlTableSettings ttl;
+
+ private:
+  // Cleanup in full snapshot: only the entries (list elements, map entries)
+  // that have not expired are written; the table itself keeps them.
+  void SnapshotLive(StateWriter& w) const {
+    const Timestamp now = ttl.clock->NowMillis();
+    auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl.ttl, now); };
+    auto any_live = [&](const V& v) {
+      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+        return live(v);
+      } else {
+        for (const auto& e : v)
+          if (live(TtlStorage<V>::Element(e))) return true;
+        return false;
+      }
+    };
+    size_t n = 0;
+    for (const auto& [ek, v] : map) n += any_live(v) ? 1 : 0;
+    w.PutVarint(n);
+    for (const auto& [ek, v] : map) {
+      if (!any_live(v)) continue;
+      if constexpr (kVoid) {
+        Encode(w, ek);
+      } else {
+        Encode(w, ek.first);
+        Encode(w, ek.second);
+      }
+      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+        Encode(w, v);
+      } else {
+        // The container codecs' format: a count, then the elements.
+        size_t m = 0;
+        for (const auto& e : v) m += live(TtlStorage<V>::Element(e)) ? 1 : 0;
+        w.PutVarint(m);
+        for (const auto& e : v) {
+          if (!live(TtlStorage<V>::Element(e))) continue;
+          if constexpr (TtlStorage<V>::kKind == TtlKind::kMap) Encode(w, e.first);
+          Encode(w, TtlStorage<V>::Element(e));
+        }
+      }
+    }
+  }
 };
 
 // Every named state of one operator instance.
@@ -496,6 +620,340 @@ class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
     return out;
   }
   bool is_empty() const { return this->find() == nullptr; }
+};
+
+// --- state time-to-live ------------------------------------------------------
+
+// Flink's StateTtlConfig: how long keyed state lives after its last write
+// (or read), in processing time (the operator's clock; Flink has no event
+// time TTL either), whether an expired value that is still stored may be
+// returned, and when expired values are removed.  Given to get_*_state:
+//
+//   auto ttl = StateTtlConfig::new_builder(std::chrono::hours(1))
+//                  .set_update_type(StateTtlConfig::UpdateType::OnReadAndWrite)
+//                  .set_state_visibility(StateTtlConfig::StateVisibility::NeverReturnExpired)
+//                  .cleanup_full_snapshot()
+//                  .build();
+//   auto last = ctx.get_state<int64_t>("last", ttl);   // a TtlValueState
+//
+// A value is expired once last access + ttl <= now.  Each value (each list
+// element, each map entry) keeps its last access time next to it, also in
+// checkpoints; state without a TTL keeps none and is unchanged.  Cleanup:
+// always lazily, when an expired value is accessed (it is removed; with
+// ReturnExpiredIfNotCleanedUp it is returned that once); with
+// cleanup_full_snapshot() expired values are left out of checkpoints (the
+// running state keeps them until accessed).
+class StateTtlConfig {
+ public:
+  enum class UpdateType {
+    Disabled,          // no time to live
+    OnCreateAndWrite,  // the clock restarts on every write (Flink's default)
+    OnReadAndWrite,    // ... and on every read of an unexpired value
+  };
+  enum class StateVisibility {
+    NeverReturnExpired,           // an expired value reads as absent (default)
+    ReturnExpiredIfNotCleanedUp,  // returned while still stored (then removed)
+  };
+
+  class Builder;
+
+  static Builder new_builder(Duration ttl);
+
+  Duration ttl() const { return Duration(ttl_); }
+  int64_t ttl_millis() const { return ttl_; }
+  UpdateType update_type() const { return update_type_; }
+  StateVisibility state_visibility() const { return visibility_; }
+  bool is_enabled() const { return update_type_ != UpdateType::Disabled; }
+  bool cleanup_in_full_snapshot() const { return cleanup_full_snapshot_; }
+
+ private:
+  StateTtlConfig() = default;
+  int64_t ttl_ = 0;
+  UpdateType update_type_ = UpdateType::OnCreateAndWrite;
+  StateVisibility visibility_ = StateVisibility::NeverReturnExpired;
+  bool cleanup_full_snapshot_ = false;
+};
+
+// StateTtlConfig::new_builder(ttl)...build().
+class StateTtlConfig::Builder {
+ public:
+  explicit Builder(Duration ttl) { set_ttl(ttl); }
+  Builder& set_ttl(Duration ttl) {
+    if (ToMillis(ttl) <= 0) throw std::invalid_argument("The state TTL must be positive.");
+    c_.ttl_ = ToMillis(ttl);
+    return *this;
+  }
+  Builder& set_update_type(UpdateType t) {
+    c_.update_type_ = t;
+    return *this;
+  }
+  Builder& update_ttl_on_create_and_write() {
+    return set_update_type(UpdateType::OnCreateAndWrite);
+  }
+  Builder& update_ttl_on_read_and_write() { return set_update_type(UpdateType::OnReadAndWrite); }
+  Builder& set_state_visibility(StateVisibility v) {
+    c_.visibility_ = v;
+    return *this;
+  }
+  Builder& return_expired_if_not_cleaned_up() {
+    return set_state_visibility(StateVisibility::ReturnExpiredIfNotCleanedUp);
+  }
+  Builder& never_return_expired() {
+    return set_state_visibility(StateVisibility::NeverReturnExpired);
+  }
+  // Leaves expired values out of checkpoints.
+  Builder& cleanup_full_snapshot() {
+    c_.cleanup_full_snapshot_ = true;
+    return *this;
+  }
+  StateTtlConfig build() const { return c_; }
+
+ private:
+  StateTtlConfig c_;
+};
+inline StateTtlConfig::Builder StateTtlConfig::new_builder(Duration ttl) { return Builder(ttl); }
+
+namespace internal {
+// A TTL table bound to the current key and namespace, with the config and
+// the clock.  S is the stored type (TtlValue<V>, a vector or map of them).
+template <typename K, typename N, typename S>
+class TtlBoundState {
+ public:
+  TtlBoundState(StateTable<K, N, S>* table, const K* key, const StateTtlConfig& config,
+                const Clock* clock, const N* ns = &kVoidNamespace)
+      : table_(table),
+        key_(key),
+        ns_(ns),
+        clock_(clock != nullptr ? clock : SystemClock::Get()),
+        ttl_(config.is_enabled() ? config.ttl_millis() : kMaxTimestamp),
+        refresh_on_read_(config.update_type() == StateTtlConfig::UpdateType::OnReadAndWrite),
+        return_expired_(config.state_visibility() ==
+                        StateTtlConfig::StateVisibility::ReturnExpiredIfNotCleanedUp) {
+    table_->ttl = TtlTableSettings{clock_, ttl_, config.cleanup_in_full_snapshot()};
+  }
+  void clear() { table_->Erase(*key_, *ns_); }
+
+ protected:
+  Timestamp now() const { return clock_->NowMillis(); }
+  bool expired(Timestamp last_access, Timestamp now) const {
+    return TtlExpired(last_access, ttl_, now);
+  }
+  S* find() const { return table_->Find(*key_, *ns_); }
+  S& get_or_create() { return table_->map[table_->KeyOf(*key_, *ns_)]; }
+  // The value of a TtlValue entry by Flink's rules (AbstractTtlDecorator
+  // #getWithTtlCheckAndUpdate): absent -> null; expired -> removed, and
+  // returned only with ReturnExpiredIfNotCleanedUp; else refreshed on read
+  // with OnReadAndWrite.  `remove` erases the entry.
+  template <typename V, typename Remove>
+  std::optional<V> Read(TtlValue<V>* e, Timestamp t, Remove remove) {
+    if (e == nullptr) return std::nullopt;
+    if (expired(e->last_access, t)) {
+      std::optional<V> out;
+      if (return_expired_) out.emplace(std::move(e->value));
+      remove();
+      return out;
+    }
+    if (refresh_on_read_) e->last_access = t;
+    return e->value;
+  }
+
+  StateTable<K, N, S>* table_;
+  const K* key_;
+  const N* ns_;
+  const Clock* clock_;
+  int64_t ttl_;
+  bool refresh_on_read_;
+  bool return_expired_;
+};
+}  // namespace internal
+
+// ValueState with a time to live (get_state<V>(name, ttl_config)).
+template <typename K, typename V, typename N = internal::VoidNamespace>
+class TtlValueState : public internal::TtlBoundState<K, N, internal::TtlValue<V>> {
+ public:
+  using internal::TtlBoundState<K, N, internal::TtlValue<V>>::TtlBoundState;
+  std::optional<V> value() {
+    return this->Read(this->find(), this->now(), [this] { this->clear(); });
+  }
+  V value_or(V dflt) {
+    std::optional<V> v = value();
+    return v ? std::move(*v) : std::move(dflt);
+  }
+  void update(V v) { this->get_or_create() = internal::TtlValue<V>{std::move(v), this->now()}; }
+};
+
+// ListState with a time to live per element.  get() returns a copy of the
+// elements that are visible (expired ones are removed as they are read).
+template <typename K, typename V, typename N = internal::VoidNamespace>
+class TtlListState : public internal::TtlBoundState<K, N, std::vector<internal::TtlValue<V>>> {
+  using Stored = std::vector<internal::TtlValue<V>>;
+
+ public:
+  using internal::TtlBoundState<K, N, Stored>::TtlBoundState;
+  std::vector<V> get() {
+    std::vector<V> out;
+    Stored* list = this->find();
+    if (list == nullptr) return out;
+    const Timestamp t = this->now();
+    size_t kept = 0;
+    for (size_t i = 0; i < list->size(); ++i) {
+      internal::TtlValue<V>& e = (*list)[i];
+      if (this->expired(e.last_access, t)) {
+        if (this->return_expired_) out.push_back(e.value);
+        continue;
+      }
+      if (this->refresh_on_read_) e.last_access = t;
+      out.push_back(e.value);
+      if (kept != i) (*list)[kept] = std::move(e);
+      ++kept;
+    }
+    list->resize(kept);
+    if (kept == 0) this->clear();
+    return out;
+  }
+  void add(V v) { this->get_or_create().push_back({std::move(v), this->now()}); }
+  void add_all(const std::vector<V>& values) {
+    if (values.empty()) return;
+    const Timestamp t = this->now();
+    Stored& list = this->get_or_create();
+    for (const V& v : values) list.push_back({v, t});
+  }
+  void update(const std::vector<V>& values) {
+    if (values.empty()) return this->clear();
+    const Timestamp t = this->now();
+    Stored& list = this->get_or_create();
+    list.clear();
+    for (const V& v : values) list.push_back({v, t});
+  }
+};
+
+// MapState with a time to live per map entry.  entries() returns a copy of
+// the visible mappings, in UK order.
+template <typename K, typename UK, typename UV, typename N = internal::VoidNamespace>
+class TtlMapState : public internal::TtlBoundState<K, N, std::map<UK, internal::TtlValue<UV>>> {
+  using Stored = std::map<UK, internal::TtlValue<UV>>;
+
+ public:
+  using internal::TtlBoundState<K, N, Stored>::TtlBoundState;
+  std::optional<UV> get(const UK& uk) {
+    Stored* m = this->find();
+    if (m == nullptr) return std::nullopt;
+    auto it = m->find(uk);
+    if (it == m->end()) return std::nullopt;
+    return this->Read(&it->second, this->now(), [&] { Erase(m, it); });
+  }
+  void put(UK uk, UV uv) {
+    this->get_or_create().insert_or_assign(std::move(uk),
+                                           internal::TtlValue<UV>{std::move(uv), this->now()});
+  }
+  template <typename Range>
+  void put_all(const Range& entries) {
+    for (const auto& [uk, uv] : entries) put(uk, uv);
+  }
+  bool contains(const UK& uk) { return get(uk).has_value(); }
+  void remove(const UK& uk) {
+    Stored* m = this->find();
+    if (m == nullptr) return;
+    auto it = m->find(uk);
+    if (it != m->end()) Erase(m, it);
+  }
+  std::map<UK, UV> entries() {
+    std::map<UK, UV> out;
+    Stored* m = this->find();
+    if (m == nullptr) return out;
+    const Timestamp t = this->now();
+    for (auto it = m->begin(); it != m->end();) {
+      if (this->expired(it->second.last_access, t)) {
+        if (this->return_expired_) out.emplace(it->first, it->second.value);
+        it = m->erase(it);
+        continue;
+      }
+      if (this->refresh_on_read_) it->second.last_access = t;
+      out.emplace(it->first, it->second.value);
+      ++it;
+    }
+    if (m->empty()) this->clear();
+    return out;
+  }
+  std::vector<UK> keys() {
+    std::vector<UK> out;
+    for (auto& [uk, uv] : entries()) out.push_back(uk);
+    return out;
+  }
+  std::vector<UV> values() {
+    std::vector<UV> out;
+    for (auto& [uk, uv] : entries()) out.push_back(uv);
+    return out;
+  }
+  bool is_empty() { return entries().empty(); }
+
+ private:
+  void Erase(Stored* m, typename Stored::iterator it) {
+    m->erase(it);
+    if (m->empty()) this->clear();
+  }
+};
+
+// ReducingState with a time to live: an expired value is not reduced with
+// (the next add starts afresh, as Flink's TtlReduceFunction).
+template <typename K, typename V, typename F, typename N = internal::VoidNamespace>
+class TtlReducingState : public internal::TtlBoundState<K, N, internal::TtlValue<V>> {
+ public:
+  TtlReducingState(internal::StateTable<K, N, internal::TtlValue<V>>* table, const K* key, F f,
+                   const StateTtlConfig& config, const Clock* clock,
+                   const N* ns = &internal::kVoidNamespace)
+      : internal::TtlBoundState<K, N, internal::TtlValue<V>>(table, key, config, clock, ns),
+        f_(std::move(f)) {}
+  void add(const V& v) {
+    const Timestamp t = this->now();
+    internal::TtlValue<V>* e = this->find();
+    if (e != nullptr && !this->expired(e->last_access, t)) {
+      e->value = f_(static_cast<const V&>(e->value), v);
+      e->last_access = t;
+    } else {
+      this->get_or_create() = internal::TtlValue<V>{v, t};
+    }
+  }
+  std::optional<V> get() {
+    return this->Read(this->find(), this->now(), [this] { this->clear(); });
+  }
+
+ private:
+  F f_;
+};
+
+// AggregatingState with a time to live: an expired accumulator is not
+// added to (the next add starts from create_accumulator()).
+template <typename K, typename Agg, typename N = internal::VoidNamespace>
+class TtlAggregatingState
+    : public internal::TtlBoundState<K, N, internal::TtlValue<internal::AccumulatorOf<Agg>>> {
+ public:
+  using Acc = internal::AccumulatorOf<Agg>;
+  TtlAggregatingState(internal::StateTable<K, N, internal::TtlValue<Acc>>* table, const K* key,
+                      Agg agg, const StateTtlConfig& config, const Clock* clock,
+                      const N* ns = &internal::kVoidNamespace)
+      : internal::TtlBoundState<K, N, internal::TtlValue<Acc>>(table, key, config, clock, ns),
+        agg_(std::move(agg)) {}
+  template <typename In>
+  void add(const In& v) {
+    const Timestamp t = this->now();
+    internal::TtlValue<Acc>* e = this->find();
+    if (e == nullptr || this->expired(e->last_access, t)) {
+      internal::TtlValue<Acc>& fresh = this->get_or_create();
+      fresh.value = agg_.create_accumulator();
+      e = &fresh;
+    }
+    e->value = agg_.add(v, std::move(e->value));
+    e->last_access = t;
+  }
+  std::optional<internal::AggregateResultOf<Agg>> get() {
+    std::optional<Acc> acc = this->Read(this->find(), this->now(), [this] { this->clear(); });
+    if (!acc) return std::nullopt;
+    return agg_.get_result(*acc);
+  }
+
+ private:
+  mutable Agg agg_;
 };
 
 }  // namespace tidemark
