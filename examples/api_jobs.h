@@ -9,8 +9,9 @@
 //   broadcast_example    broadcast state (KeyedBroadcastProcessFunction):
 //                        sensor readings checked against limits pushed to
 //                        every subtask
-//   join_example         the interval join: clicks and the page views
-//                        around them
+//   join_example         the interval join (clicks and the page views
+//                        around them) and the window join (clicks and views
+//                        in the same tumbling window)
 //   split_example        DataStream::process on a stream that is not keyed,
 //                        splitting it with side outputs
 //
@@ -229,6 +230,29 @@ inline DataStream<std::string> ClickViewJob(StreamExecutionEnvironment& env,
       .process([](const Click& c, const View& v, Collector<std::string>& out) {
         out.collect(std::to_string(c.user) + " " + std::to_string(c.ts) + " " + v.page + " " +
                     std::to_string(v.ts));
+      });
+}
+
+// "USER WINDOW_START CLICK_TS PAGE VIEW_TS" for every click and view of a
+// user in the same 50 ms tumbling window (the window join).
+inline DataStream<std::string> ClickViewWindowJob(StreamExecutionEnvironment& env,
+                                                  const std::vector<Click>& clicks,
+                                                  const std::vector<View>& views) {
+  auto cs = env.from_collection(clicks).assign_timestamps_and_watermarks(
+      WatermarkStrategy<Click>::for_monotonous_timestamps()
+          .with_timestamp_assigner([](const Click& c, Timestamp) { return c.ts; })
+          .with_periodic_emit_per_record());
+  auto vs = env.from_collection(views).assign_timestamps_and_watermarks(
+      WatermarkStrategy<View>::for_monotonous_timestamps()
+          .with_timestamp_assigner([](const View& v, Timestamp) { return v.ts; })
+          .with_periodic_emit_per_record());
+  return cs.join(vs)
+      .where([](const Click& c) { return c.user; })
+      .equal_to([](const View& v) { return v.user; })
+      .window(TumblingEventTimeWindows::of(Duration(50)))
+      .apply([](const Click& c, const View& v) {
+        return std::to_string(c.user) + " " + std::to_string(c.ts / 50 * 50) + " " +
+               std::to_string(c.ts) + " " + v.page + " " + std::to_string(v.ts);
       });
 }
 

@@ -91,6 +91,24 @@ TEST_P(ApiExamplesTest, ClickViewJoinMatchesNestedLoops) {
   EXPECT_EQ(Items(out), expected);
 }
 
+TEST_P(ApiExamplesTest, ClickViewWindowJoinMatchesNestedLoopsPerWindow) {
+  const auto clicks = MakeClicks(80);
+  const auto views = MakeViews(100);
+  auto out = ClickViewWindowJob(env_, clicks, views).collect();
+  JobResult r = env_.execute("window join example");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<std::pair<std::string, Timestamp>> expected;
+  for (const Click& c : clicks)
+    for (const View& v : views)
+      if (c.user == v.user && c.ts / 50 == v.ts / 50)
+        expected.emplace_back(std::to_string(c.user) + " " + std::to_string(c.ts / 50 * 50) + " " +
+                                  std::to_string(c.ts) + " " + v.page + " " + std::to_string(v.ts),
+                              c.ts / 50 * 50 + 49);
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GT(expected.size(), 50u);
+  EXPECT_EQ(Items(out), expected);
+}
+
 TEST_P(ApiExamplesTest, SplitSendsEveryLineToExactlyOneOutput) {
   const auto lines = MakeLines(200);
   auto main_out = SplitJob(env_, lines);
