@@ -823,7 +823,7 @@ DataStream<T> StreamExecutionEnvironment::add_source(
           [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
             return std::make_unique<internal::SourceDriver<T>>(
                 factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics,
-                a.budget);
+                a.budget, a.alignment);
           }));
 }
 

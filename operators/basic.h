@@ -25,6 +25,7 @@
 #include "operators/keyed/keyed_state_store.h"
 #include "runtime/operator.h"
 #include "runtime/state_codec.h"
+#include "runtime/watermark_alignment.h"
 #include "runtime/watermark_strategy.h"
 
 namespace tidemark {
@@ -323,6 +324,12 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     emitter_.set_out(&forwarder_);
     interval_ = ToMillis(ctx.config().auto_watermark_interval);
     if (interval_ > 0 && !strategy_.periodic_per_record()) ScheduleNext();
+    // Watermark alignment: join the group, report every update interval.
+    if (strategy_.aligned() && ctx.source_alignment() != nullptr) {
+      align_ = ctx.source_alignment();
+      align_->Join(strategy_.alignment_group(), strategy_.alignment_drift().count());
+      ScheduleReport();
+    }
   }
 
   void ProcessElement(T&& v, Timestamp ts) override {
@@ -367,7 +374,10 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     if (w == kMaxWatermark) emitter_.EmitWatermark(w);
   }
   void ProcessStatus(WatermarkStatus) override {}
-  void Finish() override { generator_->OnPeriodicEmit(emitter_); }
+  void Finish() override {
+    generator_->OnPeriodicEmit(emitter_);
+    if (align_ != nullptr) align_->Report(/*idle_or_finished=*/true);
+  }
   // Checkpoints: the generator's state and what was last sent, so that the
   // restored job emits exactly the watermarks an uninterrupted one would
   // (Flink restarts generators from scratch instead; docs/checkpoints.md).
@@ -411,10 +421,22 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     });
   }
 
+  void ScheduleReport() {
+    auto& timers = this->ctx().timers();
+    timers.RegisterTimer(timers.CurrentProcessingTime() + strategy_.alignment_interval().count(),
+                         [this](Timestamp) {
+                           align_->Report(emitter_.idle());
+                           ScheduleReport();
+                         });
+  }
+
   // The emitter's way out: the operator's outputs.
   struct Forwarder final : OutputBase {
     TimestampsAndWatermarksOperator* op = nullptr;
-    void EmitWatermark(Timestamp w) override { op->ForwardWatermark(w); }
+    void EmitWatermark(Timestamp w) override {
+      if (op->align_ != nullptr) op->align_->OnWatermark(w);
+      op->ForwardWatermark(w);
+    }
     void EmitStatus(WatermarkStatus s) override { op->ForwardStatus(s); }
   };
 
@@ -423,6 +445,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   Forwarder forwarder_;
   TimestampsEmitter emitter_;
   int64_t interval_ = 0;
+  SourceAlignment* align_ = nullptr;  // the source task's, when aligned
 };
 
 // A sink that calls `f(value, timestamp)` or `f(value)` for each record.

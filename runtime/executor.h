@@ -42,6 +42,7 @@
 #include "runtime/task.h"
 #include "runtime/task_host.h"
 #include "runtime/wakeup_timer.h"
+#include "runtime/watermark_alignment.h"
 #include "runtime/worker_pool.h"
 
 namespace tidemark {
@@ -76,6 +77,9 @@ class JobExecution final : public TaskHost,
   // the tasks and finished by Wait() (runtime/mpi_exchange.h).
   void SetExchange(std::unique_ptr<MpiExchange> exchange);
 
+  // The job's watermark alignment groups (runtime/watermark_alignment.h).
+  AlignmentCoordinator* alignment() { return &alignment_; }
+
   // Starts every task.  Call once.
   void Start();
   // Blocks until every task has finished; returns the job's result.  Call once.
@@ -101,6 +105,8 @@ class JobExecution final : public TaskHost,
   // Stops the timer and joins the dedicated threads.
   void StopThreads();
 
+  // Before tasks_: outlives the tasks' SourceAlignments that it points to.
+  AlignmentCoordinator alignment_;
   std::vector<std::unique_ptr<StreamTask>> tasks_;
   std::vector<std::unique_ptr<ChannelBase>> channels_;
   const JobConfig::Scheduler scheduler_;

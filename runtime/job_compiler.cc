@@ -470,6 +470,11 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
     return raw;
   };
 
+  // A source task's watermark alignment, which its watermark operator may join.
+  SourceAlignment* alignment =
+      nodes_[chain.head]->kind == StreamNode::Kind::kSource
+          ? task->EnableAlignment(a.exec->alignment(), listener)
+          : nullptr;
   std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> ops_rev;
   OperatorBase* next_op = nullptr;
   OperatorContext* next_ctx = nullptr;
@@ -502,6 +507,7 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
     OperatorContext* ctx = task->AddContext(std::make_unique<OperatorContext>(
         node.name, s, p, plan.nodes[id].max_parallelism, task->metrics(), &task->timers(),
         options_.config, listener));
+    ctx->set_source_alignment(alignment);
     next_op = op.get();
     next_ctx = ctx;
     ops_rev.emplace_back(std::move(op), ctx);
@@ -513,7 +519,8 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   if (head.kind == StreamNode::Kind::kSource) {
     SourceBuildArgs args{source_head,     SourceContext{s, p, options_.clock},
                          head.name,       task->signals(),
-                         task->metrics(), options_.config->batch_size};
+                         task->metrics(), options_.config->batch_size,
+                         alignment};
     task->SetInput(head.make_source(args));
     return;
   }

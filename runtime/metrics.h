@@ -243,6 +243,10 @@ class WatermarkListener {
   // `alignment_ns`: how long its input channels were aligned (0 for sources).
   virtual void OnCheckpointBarrier(const std::string& /*task_name*/, int /*subtask*/,
                                    int64_t /*checkpoint_id*/, int64_t /*alignment_ns*/) {}
+  // Watermark alignment (runtime/watermark_alignment.h): a source subtask
+  // paused (its watermark above the group's limit) or resumed.
+  virtual void OnSourceAlignment(const std::string& /*task_name*/, int /*subtask*/, bool /*paused*/,
+                                 Timestamp /*watermark*/, Timestamp /*max_allowed*/) {}
 };
 
 }  // namespace tidemark

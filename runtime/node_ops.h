@@ -126,6 +126,7 @@ struct SourceBuildArgs {
   WriterSignals* signals;
   SubtaskMetrics* metrics;
   size_t budget;
+  SourceAlignment* alignment = nullptr;  // the task's (runtime/watermark_alignment.h)
 };
 
 }  // namespace tidemark::internal

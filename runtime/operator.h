@@ -77,6 +77,7 @@ namespace tidemark {
 namespace internal {
 class StateWriter;  // runtime/state_codec.h
 class StateReader;
+class SourceAlignment;  // runtime/watermark_alignment.h
 
 // Where an operator sends what it emits.
 class OutputBase {
@@ -168,6 +169,10 @@ class OperatorContext {
     return cancel_flag_ != nullptr && cancel_flag_->load(std::memory_order_relaxed);
   }
   void set_cancel_flag(const std::atomic<bool>* flag) { cancel_flag_ = flag; }
+  // In a source task: its watermark alignment (runtime/watermark_alignment.h),
+  // which the chain's watermark operator joins; null elsewhere.
+  internal::SourceAlignment* source_alignment() const { return source_alignment_; }
+  void set_source_alignment(internal::SourceAlignment* a) { source_alignment_ = a; }
   const std::atomic<bool>* cancel_flag() const { return cancel_flag_; }
 
  private:
@@ -181,6 +186,7 @@ class OperatorContext {
   WatermarkListener* listener_;
   const Clock* activity_clock_ = nullptr;
   const std::atomic<bool>* cancel_flag_ = nullptr;
+  internal::SourceAlignment* source_alignment_ = nullptr;
 };
 
 // How an operator's state is split when a job is restored at another

@@ -18,6 +18,7 @@
 #include "runtime/metrics.h"
 #include "runtime/operator.h"
 #include "runtime/source.h"
+#include "runtime/watermark_alignment.h"
 
 namespace tidemark::internal {
 
@@ -58,10 +59,12 @@ template <typename T>
 class SourceDriver final : public TaskInput, private SourceOutput<T>, private SourceDriverCore {
  public:
   SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
-               std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
+               std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget,
+               SourceAlignment* alignment = nullptr)
       : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget),
         source_(std::move(source)),
-        head_(head) {}
+        head_(head),
+        alignment_(alignment) {}
 
   void Open() override {
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
@@ -69,6 +72,9 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   void Close() override { source_->Close(); }
 
   Step RunStep() override {
+    // Watermark alignment: a paused subtask does not read; the coordinator's
+    // next announcement wakes the task (its timers keep running and report).
+    if (Aligned() && alignment_->ShouldPause()) return Step::kNothing;
     const int64_t before = emitted_;
     const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
                                         [&] { return source_->Poll(*this, budget_); });
@@ -83,7 +89,9 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
                   [&] { source_->RestorePosition(r); });
   }
-  Timestamp RetryAt() const override { return source_->RetryAt(); }
+  Timestamp RetryAt() const override {
+    return Aligned() && alignment_->paused() ? kMaxTimestamp : source_->RetryAt();
+  }
   bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
   int WaitFd() const override { return source_->WaitFd(); }
 
@@ -95,7 +103,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   void CollectWithTimestamp(T&& value, Timestamp ts) override {
     ++emitted_;
     pending_.push_back(Record<T>{std::move(value), ts});
-    if (pending_.size() >= kRun) FlushPending();
+    // Aligned, each record goes down the chain at once, so that the check
+    // after it (Backpressured) sees the watermark it made, as Flink checks
+    // after each record.
+    if (pending_.size() >= kRun || Aligned()) FlushPending();
   }
   void EmitWatermark(Timestamp w) override {
     FlushPending();
@@ -116,11 +127,16 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   // reaches a full channel) stops the source within a few hundred records.
   static constexpr size_t kRun = 256;
   // Also true once the job is cancelled, so a source stops emitting at once.
-  bool Backpressured() const override { return StopRequested(); }
+  // And true while watermark alignment pauses the subtask.
+  bool Backpressured() const override {
+    return StopRequested() || (Aligned() && alignment_->ShouldPause());
+  }
+  bool Aligned() const { return alignment_ != nullptr && alignment_->joined(); }
 
   std::unique_ptr<Source<T>> source_;
   Output<T>* head_;
   std::vector<Record<T>> pending_;
+  SourceAlignment* alignment_;
 };
 
 }  // namespace tidemark::internal

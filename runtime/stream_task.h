@@ -36,6 +36,7 @@
 #include "runtime/source_driver.h"
 #include "runtime/task.h"
 #include "runtime/task_host.h"
+#include "runtime/watermark_alignment.h"
 
 namespace tidemark::internal {
 
@@ -68,6 +69,14 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   void AddOutputObject(std::unique_ptr<OutputBase> out) { outputs_.push_back(std::move(out)); }
   void AddWriter(WriterBase* w) { writers_.push_back(w); }
   void SetInput(std::unique_ptr<TaskInput> input) { input_ = std::move(input); }
+  // A source task's watermark alignment (runtime/watermark_alignment.h),
+  // made on first call.
+  SourceAlignment* EnableAlignment(AlignmentCoordinator* coordinator, WatermarkListener* listener) {
+    if (!alignment_)
+      alignment_ = std::make_unique<SourceAlignment>(coordinator, this, &activity_clock_,
+                                                     metrics_.get(), listener);
+    return alignment_.get();
+  }
   // Takes part in checkpoints, reporting to `ack` (and each barrier to
   // `listener`, may be null); `task_index` names the task in the snapshots.
   // Call after SetInput.
@@ -134,6 +143,7 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   std::vector<std::unique_ptr<OutputBase>> outputs_;  // chain outputs and writers
   std::vector<WriterBase*> writers_;
   std::unique_ptr<TaskInput> input_;
+  std::unique_ptr<SourceAlignment> alignment_;
   bool opened_ = false;
   bool closed_ = false;
   SteadyTime wakeup_ = SteadyTime::max();

@@ -194,6 +194,24 @@ class WatermarkStrategy {
     return s;
   }
 
+  // Watermark alignment (Flink's withWatermarkAlignment, FLIP-182;
+  // runtime/watermark_alignment.h): the source subtasks of every source with
+  // this `group` report their watermarks every `update_interval` and a
+  // subtask more than `max_drift` ahead of the group's minimum stops reading
+  // until the group catches up.  Throws for a negative drift or a
+  // non-positive interval; a drift of kMaxTimestamp ms disables it.
+  WatermarkStrategy with_watermark_alignment(std::string group, Duration max_drift,
+                                             Duration update_interval = Duration(1000)) const {
+    if (max_drift.count() < 0) throw std::invalid_argument("max allowed drift cannot be negative");
+    if (update_interval.count() <= 0)
+      throw std::invalid_argument("the alignment update interval must be greater than 0");
+    WatermarkStrategy s = *this;
+    s.alignment_group_ = std::move(group);
+    s.alignment_drift_ = max_drift;
+    s.alignment_interval_ = update_interval;
+    return s;
+  }
+
   // --- for the operator ---
   std::unique_ptr<WatermarkGenerator<T>> CreateGenerator(const Clock* clock) const {
     std::unique_ptr<WatermarkGenerator<T>> g;
@@ -205,6 +223,12 @@ class WatermarkStrategy {
   }
   const TimestampAssigner& assigner() const { return assigner_; }
   bool periodic_per_record() const { return periodic_per_record_; }
+  bool aligned() const {
+    return !alignment_group_.empty() && alignment_drift_.count() != kMaxTimestamp;
+  }
+  const std::string& alignment_group() const { return alignment_group_; }
+  Duration alignment_drift() const { return alignment_drift_; }
+  Duration alignment_interval() const { return alignment_interval_; }
 
  private:
   class NoWatermarks : public WatermarkGenerator<T> {
@@ -217,6 +241,9 @@ class WatermarkStrategy {
   TimestampAssigner assigner_;
   Duration idleness_{0};
   bool periodic_per_record_ = false;
+  std::string alignment_group_;
+  Duration alignment_drift_{0};
+  Duration alignment_interval_{1000};
 };
 
 }  // namespace tidemark

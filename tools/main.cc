@@ -48,6 +48,11 @@ ABSL_FLAG(std::string, watermarks, "bounded:0s",
           "bounded:D | monotonous | lag:D | punctuated:D | marker");
 ABSL_FLAG(std::string, watermark_interval, "200ms", "periodic watermark interval, or per-record");
 ABSL_FLAG(std::string, idleness, "", "mark a source idle after this long without records");
+ABSL_FLAG(std::string, alignment_max_drift, "",
+          "watermark alignment (FLIP-182): a source subtask more than this ahead of the slowest "
+          "stops reading until it catches up (empty: off)");
+ABSL_FLAG(std::string, alignment_update_interval, "1s",
+          "how often source subtasks report their watermarks for alignment");
 ABSL_FLAG(std::string, window, "tumbling:5s",
           "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
@@ -84,12 +89,14 @@ ABSL_FLAG(bool, explain, false,
 ABSL_FLAG(std::string, duration, "8s", "demo: how long the demo runs");
 ABSL_FLAG(int, sources, 3, "demo: number of source subtasks");
 ABSL_FLAG(bool, progress, true, "demo: live progress line");
+ABSL_FLAG(std::string, alignment, "500ms",
+          "demo: run again with watermark alignment at this max drift and compare (off: once)");
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: tidemark run [--socket=HOST:PORT | --input=FILE ...] [flags]\n"
-    "       tidemark demo [--duration=8s] [--timeline=FILE.html]\n"
+    "       tidemark demo [--duration=8s] [--timeline=FILE.html] [--alignment=500ms|off]\n"
     "Run `tidemark help` for the flags.\n";
 
 constexpr char kNotes[] =
@@ -138,6 +145,8 @@ void PrintHelp() {
                            "watermarks",
                            "watermark_interval",
                            "idleness",
+                           "alignment_max_drift",
+                           "alignment_update_interval",
                            "window",
                            "allowed_lateness",
                            "late",
@@ -261,6 +270,7 @@ int main(int argc, char** argv) {
     d.sources = absl::GetFlag(FLAGS_sources);
     d.parallelism = absl::GetFlag(FLAGS_parallelism) > 1 ? absl::GetFlag(FLAGS_parallelism) : 2;
     d.progress = absl::GetFlag(FLAGS_progress);
+    d.alignment = absl::GetFlag(FLAGS_alignment);
     return tidemark::cli::DemoCommand(d, std::cout, std::cerr);
   }
 
@@ -286,6 +296,8 @@ int main(int argc, char** argv) {
   o.watermarks = absl::GetFlag(FLAGS_watermarks);
   o.watermark_interval = absl::GetFlag(FLAGS_watermark_interval);
   o.idleness = absl::GetFlag(FLAGS_idleness);
+  o.alignment_max_drift = absl::GetFlag(FLAGS_alignment_max_drift);
+  o.alignment_update_interval = absl::GetFlag(FLAGS_alignment_update_interval);
   o.window = absl::GetFlag(FLAGS_window);
   o.allowed_lateness = absl::GetFlag(FLAGS_allowed_lateness);
   o.late = absl::GetFlag(FLAGS_late);

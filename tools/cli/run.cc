@@ -348,6 +348,18 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     if (d->count() <= 0) return fail("--idleness must be greater than 0");
     idleness = *d;
   }
+  std::optional<Duration> drift;
+  Duration update_interval{1000};
+  if (!o.alignment_max_drift.empty()) {
+    auto d = ParseDuration(o.alignment_max_drift);
+    if (!d.ok()) return fail(absl::StrCat("--alignment-max-drift: ", d.status().message()));
+    if (d->count() < 0) return fail("--alignment-max-drift must not be negative");
+    drift = *d;
+    auto u = ParseDuration(o.alignment_update_interval);
+    if (!u.ok()) return fail(absl::StrCat("--alignment-update-interval: ", u.status().message()));
+    if (u->count() <= 0) return fail("--alignment-update-interval must be greater than 0");
+    update_interval = *u;
+  }
   auto window = ParseWindowSpec(o.window);
   if (!window.ok()) return fail(std::string(window.status().message()));
   auto lateness = ParseDuration(o.allowed_lateness);
@@ -528,6 +540,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
           .with_timestamp_assigner(
               [](const CliRecord& r, Timestamp) { return r.is_marker() ? r.marker : r.ts; });
   if (idleness) strategy = strategy.with_idleness(*idleness);
+  if (drift) strategy = strategy.with_watermark_alignment("sources", *drift, update_interval);
   if (per_record) strategy = strategy.with_periodic_emit_per_record();
   auto stamped = lines.assign_timestamps_and_watermarks(strategy)
                      .set_parallelism(source_p)

@@ -31,6 +31,9 @@ struct RunOptions {
   std::string watermarks = "bounded:0s";
   std::string watermark_interval = "200ms";  // or "per-record"
   std::string idleness;                      // empty: none
+  // Watermark alignment of the source subtasks (empty: off).
+  std::string alignment_max_drift;
+  std::string alignment_update_interval = "1s";
   std::string window = "tumbling:5s";
   std::string allowed_lateness = "0s";
   std::string late = "drop";  // drop | side
@@ -81,6 +84,8 @@ struct DemoOptions {
   int sources = 3;
   int parallelism = 2;
   bool progress = true;
+  // The max drift of the second, aligned run ("off": one run, unaligned).
+  std::string alignment = "500ms";
 };
 int DemoCommand(const DemoOptions& options, std::ostream& out, std::ostream& err);
 

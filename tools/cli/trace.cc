@@ -321,6 +321,23 @@ void TraceRecorder::OnCheckpointBarrier(const std::string& task, int subtask, in
   Keep(std::move(ev));
 }
 
+void TraceRecorder::OnSourceAlignment(const std::string& task, int subtask, bool paused,
+                                      Timestamp watermark, Timestamp max_allowed) {
+  (void)task;
+  if (!print_trace_) return;
+  if (format_ == OutputFormat::kJsonl) {
+    printer_->Print(absl::StrCat("{\"kind\":\"source_alignment\",\"subtask\":", subtask,
+                                 ",\"paused\":", paused ? "true" : "false",
+                                 ",\"watermark\":", watermark, ",\"max_allowed\":", max_allowed,
+                                 absl::StrFormat(",\"t_ms\":%.3f", NowMs()), "}"));
+  } else {
+    printer_->Print(absl::StrCat(
+        "[alignment] source subtask ", subtask, RankOf(true, subtask),
+        paused ? " pauses: watermark " : " resumes: watermark ", FormatTimestamp(watermark),
+        paused ? " > " : " <= ", "max allowed ", FormatTimestamp(max_allowed)));
+  }
+}
+
 void TraceRecorder::OnOutputStatus(const std::string& task, int subtask, WatermarkStatus s) {
   if (task.rfind("Source", 0) != 0) return;
   TimelineEvent ev{TimelineEvent::Kind::kSourceIdle, NowMs()};

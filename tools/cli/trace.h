@@ -78,6 +78,8 @@ class TraceRecorder final : public WatermarkListener {
   void OnInputChannel(const ChannelEvent& e) override;
   void OnOutputWatermark(const std::string& task, int subtask, Timestamp watermark) override;
   void OnOutputStatus(const std::string& task, int subtask, WatermarkStatus status) override;
+  void OnSourceAlignment(const std::string& task, int subtask, bool paused, Timestamp watermark,
+                         Timestamp max_allowed) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
   // aligned one over its channels and snapshotted.
   void OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,
