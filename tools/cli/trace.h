@@ -123,6 +123,18 @@ class TraceRecorder final : public WatermarkListener {
 // window firings (on time / late / end of input), late records and
 // checkpoint barriers (with their alignment time); with a legend and hover
 // details.
+//
+// The page stays bounded whatever the run's length (docs/timeline.md): every
+// idle/active change is drawn; the watermark lanes share a budget of
+// kTimelinePointBudget points (each lane keeps the first point of each run of
+// equal values and, past its share, the first, lowest, highest and last point
+// per time bucket of at least a pixel); marks (firings, late records,
+// barriers) that would be drawn within the same cell of a panel merge into one
+// mark with `data-count`, the cell growing from 2 px until each panel has at
+// most max(kTimelineMinMarksPerPanel, kTimelineMarkBudget / panels) marks.
+inline constexpr size_t kTimelinePointBudget = 40000;
+inline constexpr size_t kTimelineMarkBudget = 3000;
+inline constexpr size_t kTimelineMinMarksPerPanel = 300;
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
                                const absl::TimeZone& zone);
 
