@@ -155,6 +155,7 @@ double TraceRecorder::NowMs() const {
 std::string TraceRecorder::Time(Timestamp ts) const { return FormatTime(ts, zone_); }
 
 void TraceRecorder::Keep(TimelineEvent e) {
+  if (observer_ != nullptr) observer_->OnTimelineEvent(e);
   if (!keep_) return;
   std::lock_guard<std::mutex> lock(mu_);
   events_.push_back(std::move(e));

@@ -69,6 +69,14 @@ struct TimelineEvent {
 std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events);
 bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events);
 
+// Sees every event a TraceRecorder makes (kept for the timeline or not), on
+// the thread that made it: implementations must be thread-safe and quick.
+class TimelineObserver {
+ public:
+  virtual ~TimelineObserver() = default;
+  virtual void OnTimelineEvent(const TimelineEvent& e) = 0;
+};
+
 class TraceRecorder final : public WatermarkListener {
  public:
   TraceRecorder(LinePrinter* printer, OutputFormat format, bool print_trace, bool keep_events,
@@ -91,6 +99,9 @@ class TraceRecorder final : public WatermarkListener {
 
   std::vector<TimelineEvent> events() const;
   double NowMs() const;
+  // Every event also goes to `observer` (nullptr: none).  Set before the job
+  // starts; it must outlive the job.
+  void SetObserver(TimelineObserver* observer) { observer_ = observer; }
 
   // A job across MPI ranks: this process's rank, and the rank of a source
   // subtask and of a window subtask (a window's input channel c comes from
@@ -111,6 +122,7 @@ class TraceRecorder final : public WatermarkListener {
   OutputFormat format_;
   bool print_trace_;
   bool keep_;
+  TimelineObserver* observer_ = nullptr;
   absl::TimeZone zone_;
   std::chrono::steady_clock::time_point start_;
   mutable std::mutex mu_;
