@@ -76,6 +76,11 @@ ABSL_FLAG(std::string, restore, "",
           "none) or a checkpoint directory DIR/chk-N");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
+ABSL_FLAG(std::string, serve, "",
+          "serve a live view of the job's watermarks at HOST:PORT (loopback only; port 0: any "
+          "free port, printed on stderr)");
+ABSL_FLAG(std::string, serve_linger, "",
+          "with --serve: keep serving for this long after the job ended");
 ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed line) or skip");
 ABSL_FLAG(std::string, comments, "",
           "lines starting with this prefix (e.g. '#') are comments: skipped and counted "
@@ -155,6 +160,8 @@ void PrintHelp() {
                            "output",
                            "trace",
                            "timeline",
+                           "serve",
+                           "serve_linger",
                            "bad_lines",
                            "dead_letter",
                            "max_line_length",
@@ -312,6 +319,8 @@ int main(int argc, char** argv) {
   o.restore = absl::GetFlag(FLAGS_restore);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
+  o.serve = absl::GetFlag(FLAGS_serve);
+  o.serve_linger = absl::GetFlag(FLAGS_serve_linger);
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);
   o.dead_letter = absl::GetFlag(FLAGS_dead_letter);
   o.summary = absl::GetFlag(FLAGS_summary);

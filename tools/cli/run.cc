@@ -26,6 +26,7 @@
 #include "operators/window/windows.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"
+#include "tools/cli/live_view.h"
 
 namespace tidemark::cli {
 namespace {
@@ -423,6 +424,23 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                ": cannot open for writing: ", std::strerror(errno)));
     }
   }
+  // --serve: checked (a loopback address only) before anything runs.
+  std::string serve_host;
+  int serve_port = 0;
+  std::optional<Duration> serve_linger;
+  if (!o.serve.empty()) {
+    if (absl::Status st = ParseServeAddress(o.serve, &serve_host, &serve_port); !st.ok())
+      return fail(std::string(st.message()));
+    if (cluster.distributed())
+      return fail("--serve is not supported under mpirun (each rank sees only its own subtasks)");
+  }
+  if (!o.serve_linger.empty()) {
+    if (o.serve.empty()) return fail("--serve-linger needs --serve");
+    auto d = ParseDuration(o.serve_linger);
+    if (!d.ok()) return fail(absl::StrCat("--serve-linger: ", d.status().message()));
+    if (d->count() < 0) return fail("--serve-linger must not be negative");
+    serve_linger = *d;
+  }
   auto sh = std::make_shared<Shared>();
   sh->format = *format;
   sh->aggregate = *aggregate;
@@ -455,6 +473,19 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   auto recorder = std::make_shared<TraceRecorder>(&printer, sh->output, o.trace == "watermarks",
                                                   !o.timeline.empty(), sh->format.zone());
   sh->recorder = recorder.get();
+  // The live view: its state is fed by the recorder (from the job's threads)
+  // and read by the server's threads.  Declared before the job, so it
+  // outlives it; the server stops before the state goes.
+  std::unique_ptr<LiveState> live;
+  std::unique_ptr<LiveServer> server;
+  if (!o.serve.empty() && !o.explain) {
+    live = std::make_unique<LiveState>(sh->format.zone());
+    recorder->SetObserver(live.get());
+    auto started = LiveServer::Start(serve_host, serve_port, live.get(), "tidemark run: live view");
+    if (!started.ok()) return fail(std::string(started.status().message()));
+    server = *std::move(started);
+    err << "tidemark: live view at " << server->url() << "\n" << std::flush;
+  }
 
   // --- the job ---
   StreamExecutionEnvironment env;
@@ -652,80 +683,106 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   }
   JobClient job = env.execute_async("tidemark run");
   if (signals) signals->Attach(&env);  // a signal during the start cancels it now
+  if (live) live->SetMetricsSource([job] { return job.metrics(); });
   JobResult result = job.wait();
-  for (const std::string& p : result.checkpoints.restore_problems)
-    err << "tidemark: passed over a damaged checkpoint: " << p << "\n";
-  if (signals) signals->Attach(nullptr);
-  const int signal = signals ? signals->signal() : 0;
-  // Interrupted: the job was cancelled by the signal (a job that had failed
-  // already reports its error).
-  const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
-  std::vector<TimelineEvent> events = recorder->events();
-  if (cluster.distributed() && (result.ok() || interrupted)) {
-    // Every rank's counts and timeline events, at rank 0 (the job's metrics
-    // are every rank's already).
-    std::string mine;
-    internal::StateWriter w(&mine);
-    for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
-      w.PutI64(c->load());
-    mine += EncodeTimelineEvents(events);
-    std::vector<std::string> all = GatherAtRank0(mine);
-    if (cluster.rank == 0) {
-      events.clear();
-      for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
-        c->store(0);
-      for (const std::string& bytes : all) {
-        internal::StateReader r(bytes);
+  // What remains, in a function: the live view may linger after it.
+  auto finish = [&]() -> int {
+    for (const std::string& p : result.checkpoints.restore_problems)
+      err << "tidemark: passed over a damaged checkpoint: " << p << "\n";
+    if (signals) signals->Attach(nullptr);
+    const int signal = signals ? signals->signal() : 0;
+    // Interrupted: the job was cancelled by the signal (a job that had failed
+    // already reports its error).
+    const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
+    if (live) {
+      live->SetMetricsSource([m = result.metrics] { return m; });
+      live->SetEnded(interrupted   ? "interrupted"
+                     : result.ok() ? "finished"
+                                   : "failed",
+                     result.ok() || interrupted ? "" : std::string(result.status.message()));
+    }
+    std::vector<TimelineEvent> events = recorder->events();
+    if (cluster.distributed() && (result.ok() || interrupted)) {
+      // Every rank's counts and timeline events, at rank 0 (the job's metrics
+      // are every rank's already).
+      std::string mine;
+      internal::StateWriter w(&mine);
+      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+        w.PutI64(c->load());
+      mine += EncodeTimelineEvents(events);
+      std::vector<std::string> all = GatherAtRank0(mine);
+      if (cluster.rank == 0) {
+        events.clear();
         for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
-          c->fetch_add(r.GetI64());
-        if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
-          return fail("the counts gathered from the ranks are damaged");
+          c->store(0);
+        for (const std::string& bytes : all) {
+          internal::StateReader r(bytes);
+          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+            c->fetch_add(r.GetI64());
+          if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
+            return fail("the counts gathered from the ranks are damaged");
+        }
+        std::stable_sort(
+            events.begin(), events.end(),
+            [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
       }
-      std::stable_sort(
-          events.begin(), events.end(),
-          [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
     }
-  }
-  if (timeline_page.is_open()) {
-    timeline_page << RenderTimelineHtml(events, "tidemark run: watermark timeline",
-                                        sh->format.zone());
-    timeline_page.close();
-    if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
-  }
-  if (!result.ok() && !interrupted) return fail(std::string(result.status.message()));
-  if (interrupted) {
-    err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
-  }
-  if (o.summary) {
-    int64_t records = 0;
-    for (const auto& m : result.metrics)
-      if (m.task_name.rfind("Source", 0) == 0) records += m.records_in;
-    err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
-        << sh->late.load() << " late (side output), "
-        << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
-        << " bad lines skipped";
-    if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
-    if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
-    if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
-    if (result.checkpoints.enabled) {
-      const CheckpointSummary& c = result.checkpoints;
-      err << ", " << c.completed << " checkpoints";
-      if (c.completed > 0) {
-        err << absl::StrFormat(" (last %d: %d bytes, %.1f ms; longest alignment %.1f ms)",
-                               c.last_id, c.last_size_bytes, c.last_duration_ms,
-                               c.max_alignment_ms);
+    if (timeline_page.is_open()) {
+      timeline_page << RenderTimelineHtml(events, "tidemark run: watermark timeline",
+                                          sh->format.zone());
+      timeline_page.close();
+      if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
+    }
+    if (!result.ok() && !interrupted) return fail(std::string(result.status.message()));
+    if (interrupted) {
+      err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
+    }
+    if (o.summary) {
+      int64_t records = 0;
+      for (const auto& m : result.metrics)
+        if (m.task_name.rfind("Source", 0) == 0) records += m.records_in;
+      err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
+          << sh->late.load() << " late (side output), "
+          << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
+          << " bad lines skipped";
+      if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
+      if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
+      if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
+      if (result.checkpoints.enabled) {
+        const CheckpointSummary& c = result.checkpoints;
+        err << ", " << c.completed << " checkpoints";
+        if (c.completed > 0) {
+          err << absl::StrFormat(" (last %d: %d bytes, %.1f ms; longest alignment %.1f ms)",
+                                 c.last_id, c.last_size_bytes, c.last_duration_ms,
+                                 c.max_alignment_ms);
+        }
+        if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
+        if (c.restored_id >= 0)
+          err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
+        if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
       }
-      if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
-      if (c.restored_id >= 0)
-        err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
-      if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
+      err << "\n";
+      const std::string user_metrics = FormatUserMetrics(result.metrics);
+      if (!user_metrics.empty()) err << "tidemark: user metrics:\n" << user_metrics;
     }
-    err << "\n";
-    const std::string user_metrics = FormatUserMetrics(result.metrics);
-    if (!user_metrics.empty()) err << "tidemark: user metrics:\n" << user_metrics;
+    if (interrupted) return 128 + signal;
+    return 0;
+  };
+  const int code = finish();
+  if (server) {
+    if (serve_linger && serve_linger->count() > 0) {
+      err << "tidemark: the live view stays up for " << o.serve_linger << " at " << server->url()
+          << " (--serve-linger)\n"
+          << std::flush;
+      const auto deadline = std::chrono::steady_clock::now() + *serve_linger;
+      const int before = signals ? signals->signal() : 0;
+      while (std::chrono::steady_clock::now() < deadline &&
+             (!signals || signals->signal() == before))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a signal ends it early
+    }
+    server->Stop();
   }
-  if (interrupted) return 128 + signal;
-  return 0;
+  return code;
 }
 
 }  // namespace tidemark::cli

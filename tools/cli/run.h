@@ -53,8 +53,13 @@ struct RunOptions {
   // of rank 0 printing every rank's.
   std::string placement = "modulo";
   std::string output_per_rank;
-  std::string trace;               // "" | watermarks
-  std::string timeline;            // path of the HTML page
+  std::string trace;     // "" | watermarks
+  std::string timeline;  // path of the HTML page
+  // --serve=HOST:PORT: the live view while the job runs (a loopback address
+  // only; port 0: a free one, printed on stderr); --serve-linger=D: keep
+  // serving for D after the job ended (a signal ends it early).
+  std::string serve;
+  std::string serve_linger;
   std::string bad_lines = "fail";  // fail | skip
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;

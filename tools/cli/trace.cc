@@ -1,9 +1,11 @@
 #include "tools/cli/trace.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -153,6 +155,7 @@ double TraceRecorder::NowMs() const {
 std::string TraceRecorder::Time(Timestamp ts) const { return FormatTime(ts, zone_); }
 
 void TraceRecorder::Keep(TimelineEvent e) {
+  if (observer_ != nullptr) observer_->OnTimelineEvent(e);
   if (!keep_) return;
   std::lock_guard<std::mutex> lock(mu_);
   events_.push_back(std::move(e));
@@ -443,6 +446,62 @@ std::string StepPath(const std::vector<std::pair<double, Timestamp>>& pts, const
   return d;
 }
 
+// --- Bounded pages (docs/timeline.md) ---
+// A watermark lane keeps the first point of each run of equal values; past
+// its budget, per time bucket of the plot, the first, lowest, highest and last
+// point: the step line is the same at pixel resolution (buckets are at least a
+// pixel wide) and its extremes are kept.
+using LanePoints = std::vector<std::pair<double, Timestamp>>;
+LanePoints DownsampleLane(const LanePoints& in, const Scale& s, size_t budget) {
+  LanePoints runs;
+  for (const auto& p : in)
+    if (runs.empty() || runs.back().second != p.second) runs.push_back(p);
+  if (runs.size() <= budget) return runs;
+  const double bucket_px = std::max(1.0, 4.0 * (s.x1 - s.x0) / static_cast<double>(budget));
+  auto bucket = [&](size_t i) { return std::floor((s.X(runs[i].first) - s.x0) / bucket_px); };
+  LanePoints out;
+  for (size_t i = 0; i < runs.size();) {
+    const double b = bucket(i);
+    size_t j = i, lo = i, hi = i;
+    for (; j < runs.size() && bucket(j) == b; ++j) {
+      if (runs[j].second < runs[lo].second) lo = j;
+      if (runs[j].second > runs[hi].second) hi = j;
+    }
+    std::array<size_t, 4> keep = {i, lo, hi, j - 1};
+    std::sort(keep.begin(), keep.end());
+    for (size_t k = 0; k < keep.size(); ++k)
+      if (k == 0 || keep[k] != keep[k - 1]) out.push_back(runs[keep[k]]);
+    i = j;
+  }
+  return out;
+}
+
+// A mark (firing, late record, barrier) where it is drawn.
+struct Mark {
+  double x, y;
+  std::string group;  // marks merge only within a group
+  bool vertical;      // a barrier: a line over the panel's height, merged by x only
+  const TimelineEvent* e;
+};
+
+// Marks of one panel that fall in the same cell (per group) become one mark
+// with a count; the cell starts at 2 px (marks are 9 px wide: two that close
+// look like one) and doubles until the panel has at most `max_marks`.
+std::vector<std::vector<const Mark*>> MergeMarks(const std::vector<Mark>& marks, size_t max_marks) {
+  for (double cell = 2;; cell *= 2) {
+    std::map<std::tuple<std::string, double, double>, size_t> index;
+    std::vector<std::vector<const Mark*>> groups;
+    for (const Mark& m : marks) {
+      const auto key = std::make_tuple(m.group, std::floor(m.x / cell),
+                                       m.vertical ? 0.0 : std::floor(m.y / cell));
+      auto [it, added] = index.emplace(key, groups.size());
+      if (added) groups.emplace_back();
+      groups[it->second].push_back(&m);
+    }
+    if (groups.size() <= max_marks || cell > 1e6) return groups;
+  }
+}
+
 }  // namespace
 
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
@@ -567,69 +626,173 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
     return absl::StrCat(" data-info=\"", Esc(text), "\"");
   };
 
-  // A checkpoint barrier: a dotted vertical line across the panel where the
-  // subtask sent it (sources) or aligned it (windows), numbered.
-  auto barrier_mark = [&](const TimelineEvent& e, double top) {
-    const std::string text =
-        e.source ? absl::StrCat("source subtask ", e.subtask, " sent barrier ", e.checkpoint)
-                 : absl::StrCat("window subtask ", e.subtask, " aligned barrier ", e.checkpoint,
-                                absl::StrFormat(" in %.3f ms", e.alignment_ms),
-                                " and took its snapshot");
-    const double x = s.X(e.t_ms);
-    absl::StrAppendFormat(&svg,
-                          "<g class='mark barrier' data-checkpoint='%d'%s><line x1='%.1f' "
-                          "x2='%.1f' y1='%.1f' y2='%.1f' stroke='#9467bd' stroke-width='1.5' "
-                          "stroke-dasharray='2 2'/><text x='%.1f' y='%.1f' fill='#9467bd' "
-                          "font-size='9'>%d</text><title>%s</title></g>\n",
-                          e.checkpoint, info(text), x, x, top, top + panel_h, x + 2, top + 10,
-                          e.checkpoint, Esc(text));
+  // One pass over the events: each lane's points, idle changes and each
+  // panel's marks.
+  struct Lane {
+    LanePoints pts;
+    std::vector<std::pair<double, bool>> idle;  // changes only
+    void Idle(double t, bool idle_now) {
+      if (idle.empty() ? idle_now : idle.back().second != idle_now) idle.emplace_back(t, idle_now);
+    }
+  };
+  std::map<int, Lane> source_lanes;
+  std::map<std::pair<int, int>, Lane> channel_lanes;  // (window subtask, channel)
+  std::map<int, LanePoints> aligned_lanes;
+  std::vector<const TimelineEvent*> source_barriers;
+  std::map<int, std::vector<const TimelineEvent*>> window_marks;
+  for (const auto& e : events) {
+    switch (e.kind) {
+      case K::kSourceWatermark:
+        source_lanes[e.subtask].pts.emplace_back(e.t_ms, e.watermark);
+        break;
+      case K::kSourceIdle:
+        source_lanes[e.subtask].Idle(e.t_ms, e.idle);
+        break;
+      case K::kChannel: {
+        Lane& lane = channel_lanes[{e.subtask, e.channel}];
+        lane.pts.emplace_back(e.t_ms, e.watermark);
+        lane.Idle(e.t_ms, e.idle);
+        LanePoints& aligned = aligned_lanes[e.subtask];
+        if (aligned.empty() || aligned.back().second != e.aligned)
+          aligned.emplace_back(e.t_ms, e.aligned);
+        break;
+      }
+      case K::kFiring:
+      case K::kLate:
+        window_marks[e.subtask].push_back(&e);
+        break;
+      case K::kBarrier:
+        if (e.source) {
+          source_barriers.push_back(&e);
+        } else {
+          window_marks[e.subtask].push_back(&e);
+        }
+        break;
+    }
+  }
+  // The point budget, shared by the lanes.
+  const size_t lane_count =
+      std::max<size_t>(1, source_lanes.size() + channel_lanes.size() + aligned_lanes.size());
+  const size_t lane_budget = std::clamp<size_t>(kTimelinePointBudget / lane_count, 64,
+                                                static_cast<size_t>(4 * (width - left - right)));
+  const size_t marks_budget = std::max<size_t>(kTimelineMinMarksPerPanel,
+                                               kTimelineMarkBudget / static_cast<size_t>(panels));
+
+  auto mark_text = [&](const TimelineEvent& e) -> std::string {
+    switch (e.kind) {
+      case K::kFiring:
+        return absl::StrCat("key ", e.key, " window [", FormatTime(e.start, zone), ", ",
+                            FormatTime(e.end, zone), ") fired ", e.firing, " at watermark ",
+                            FormatTime(e.watermark, zone), ": ", e.value);
+      case K::kLate:
+        return absl::StrCat("late record key ", e.key, " at ", FormatTime(e.ts, zone), ": ",
+                            e.value);
+      case K::kBarrier:
+        return e.source ? absl::StrCat("source subtask ", e.subtask, " sent barrier ", e.checkpoint)
+                        : absl::StrCat("window subtask ", e.subtask, " aligned barrier ",
+                                       e.checkpoint, absl::StrFormat(" in %.3f ms", e.alignment_ms),
+                                       " and took its snapshot");
+      default:
+        return "";
+    }
+  };
+  // A merged mark says how many it stands for and the first few.
+  auto merged_text = [&](const std::vector<const Mark*>& group) {
+    if (group.size() == 1) return mark_text(*group[0]->e);
+    const TimelineEvent& first = *group[0]->e;
+    std::string text = first.kind == K::kFiring
+                           ? absl::StrCat(group.size(), " windows fired ", first.firing, " here: ")
+                       : first.kind == K::kLate ? absl::StrCat(group.size(), " late records here: ")
+                                                : absl::StrCat(group.size(), " barriers here: ");
+    for (size_t i = 0; i < group.size() && i < 3; ++i)
+      absl::StrAppend(&text, i > 0 ? "; " : "", mark_text(*group[i]->e));
+    if (group.size() > 3) absl::StrAppend(&text, "; ... and ", group.size() - 3, " more");
+    return text;
+  };
+  auto draw_marks = [&](const std::vector<const TimelineEvent*>& evs, double top) {
+    std::vector<Mark> marks;
+    marks.reserve(evs.size());
+    for (const TimelineEvent* e : evs) {
+      if (e->kind == K::kFiring) {
+        marks.push_back({s.X(e->t_ms), s.Y(SaturatingSub(e->end, 1), top, panel_h),
+                         "firing " + e->firing, false, e});
+      } else if (e->kind == K::kLate) {
+        marks.push_back({s.X(e->t_ms), s.Y(e->ts, top, panel_h), "late", false, e});
+      } else {
+        marks.push_back({s.X(e->t_ms), top, "barrier", true, e});
+      }
+    }
+    for (const auto& group : MergeMarks(marks, marks_budget)) {
+      const Mark& m = *group[0];
+      const TimelineEvent& e = *m.e;
+      const std::string text = merged_text(group);
+      const std::string count =
+          group.size() > 1 ? absl::StrCat(" data-count='", group.size(), "'") : std::string();
+      if (e.kind == K::kFiring) {
+        const char* color = e.firing == "on_time" ? "#2ca02c"
+                            : e.firing == "late"  ? "#ff7f0e"
+                                                  : "#1f77b4";
+        absl::StrAppendFormat(&svg,
+                              "<circle class='mark firing %s'%s cx='%.1f' cy='%.1f' r='%.1f' "
+                              "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
+                              e.firing, count, m.x, m.y, group.size() > 1 ? 6.0 : 4.5, color,
+                              info(text), Esc(text));
+      } else if (e.kind == K::kLate) {
+        absl::StrAppendFormat(&svg,
+                              "<path class='mark late'%s d='M%.1f %.1f l8 8 m0 -8 l-8 8' "
+                              "stroke='#d62728' stroke-width='%d'%s><title>%s</title></path>\n",
+                              count, m.x - 4, m.y - 4, group.size() > 1 ? 3 : 2, info(text),
+                              Esc(text));
+      } else {
+        absl::StrAppendFormat(&svg,
+                              "<g class='mark barrier' data-checkpoint='%d'%s%s><line x1='%.1f' "
+                              "x2='%.1f' y1='%.1f' y2='%.1f' stroke='#9467bd' stroke-width='1.5' "
+                              "stroke-dasharray='2 2'/><text x='%.1f' y='%.1f' fill='#9467bd' "
+                              "font-size='9'>%d</text><title>%s</title></g>\n",
+                              e.checkpoint, count, info(text), m.x, m.x, top, top + panel_h,
+                              m.x + 2, top + 10, e.checkpoint, Esc(text));
+      }
+    }
+  };
+  auto idle_rects = [&](const Lane& lane, double top, const char* color, double opacity,
+                        const std::string& cls, const std::string& label) {
+    for (size_t i = 0; i < lane.idle.size(); ++i) {
+      if (!lane.idle[i].second) continue;
+      const double from = lane.idle[i].first;
+      const double until = i + 1 < lane.idle.size() ? lane.idle[i + 1].first : t_end;
+      absl::StrAppendFormat(&svg,
+                            "<rect class='idle %s' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
+                            "fill='%s' opacity='%.2f'%s><title>%s</title></rect>\n",
+                            cls, s.X(from), top, std::max(1.0, s.X(until) - s.X(from)), panel_h,
+                            color, opacity, info(label), Esc(label));
+    }
   };
 
   // Sources panel.
   double top = top0;
   panel_frame(top, "sources");
-  for (const auto& e : events)
-    if (e.kind == K::kBarrier && e.source) barrier_mark(e, top);
+  draw_marks(source_barriers, top);
   for (int src : sources) {
-    std::vector<std::pair<double, Timestamp>> pts;
-    std::vector<std::pair<double, bool>> idle;
-    for (const auto& e : events) {
-      if (e.kind == K::kSourceWatermark && e.subtask == src) pts.emplace_back(e.t_ms, e.watermark);
-      if (e.kind == K::kSourceIdle && e.subtask == src) idle.emplace_back(e.t_ms, e.idle);
-    }
+    const Lane& lane = source_lanes[src];
+    const LanePoints pts = DownsampleLane(lane.pts, s, lane_budget);
     const char* color = kPalette[src % 10];
     absl::StrAppendFormat(
         &svg,
         "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
         "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
         src, StepPath(pts, s, top, panel_h, t_end), color,
-        info(absl::StrCat("source subtask ", src, ": ", pts.size(), " watermarks, last ",
+        info(absl::StrCat("source subtask ", src, ": ", lane.pts.size(), " watermarks, last ",
                           pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
         src);
-    for (size_t i = 0; i < idle.size(); ++i) {
-      if (!idle[i].second) continue;
-      const double until = i + 1 < idle.size() ? idle[i + 1].first : t_end;
-      absl::StrAppendFormat(
-          &svg,
-          "<rect class='idle source' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
-          "fill='%s' opacity='0.15'%s><title>source %d idle</title></rect>\n",
-          s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)), panel_h, color,
-          info(absl::StrCat("source subtask ", src, " idle")), src);
-    }
+    idle_rects(lane, top, color, 0.15, "source", absl::StrCat("source subtask ", src, " idle"));
   }
   // One panel per window subtask.
   for (int ws : window_subtasks) {
     top += panel_h + gap;
     panel_frame(top, absl::StrCat("window subtask ", ws, window_label(ws)));
-    std::vector<std::pair<double, Timestamp>> aligned;
     for (int ch : channels[ws]) {
-      std::vector<std::pair<double, Timestamp>> pts;
-      std::vector<std::pair<double, bool>> idle;
-      for (const auto& e : events) {
-        if (e.kind != K::kChannel || e.subtask != ws || e.channel != ch) continue;
-        pts.emplace_back(e.t_ms, e.watermark);
-        idle.emplace_back(e.t_ms, e.idle);
-      }
+      const Lane& lane = channel_lanes[{ws, ch}];
+      const LanePoints pts = DownsampleLane(lane.pts, s, lane_budget);
       const char* color = kPalette[ch % 10];
       absl::StrAppendFormat(
           &svg,
@@ -640,28 +803,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
           info(absl::StrCat("window subtask ", ws, ", channel ", ch, channel_label(ws, ch),
                             ": last ", pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
           ws, ch, channel_label(ws, ch));
-      for (size_t i = 0; i < idle.size(); ++i) {
-        if (!idle[i].second || (i > 0 && idle[i - 1].second)) continue;
-        size_t j = i + 1;
-        while (j < idle.size() && idle[j].second) ++j;
-        const double until = j < idle.size() ? idle[j].first : t_end;
-        absl::StrAppendFormat(
-            &svg,
-            "<rect class='idle channel' x='%.1f' y='%.1f' width='%.1f' "
-            "height='%.1f' fill='%s' opacity='0.12'><title>channel %d idle</title></rect>\n",
-            s.X(idle[i].first), top, std::max(1.0, s.X(until) - s.X(idle[i].first)), panel_h, color,
-            ch);
-      }
+      idle_rects(lane, top, color, 0.12, "channel", absl::StrCat("channel ", ch, " idle"));
     }
-    Timestamp last = kMinTimestamp;
-    std::vector<std::string> holders;
-    for (const auto& e : events) {
-      if (e.kind != K::kChannel || e.subtask != ws) continue;
-      if (aligned.empty() || e.aligned != last) {
-        aligned.emplace_back(e.t_ms, e.aligned);
-        last = e.aligned;
-      }
-    }
+    const LanePoints aligned = DownsampleLane(aligned_lanes[ws], s, lane_budget);
     absl::StrAppendFormat(
         &svg,
         "<path class='lane aligned' data-subtask='%d' d='%s' fill='none' "
@@ -671,31 +815,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         info(absl::StrCat("window subtask ", ws, " aligned watermark, last ",
                           aligned.empty() ? "none" : FormatTime(aligned.back().second, zone))),
         ws);
-    for (const auto& e : events) {
-      if (e.subtask != ws) continue;
-      if (e.kind == K::kBarrier && !e.source) barrier_mark(e, top);
-      if (e.kind == K::kFiring) {
-        const char* color = e.firing == "on_time" ? "#2ca02c"
-                            : e.firing == "late"  ? "#ff7f0e"
-                                                  : "#1f77b4";
-        const std::string text = absl::StrCat(
-            "key ", e.key, " window [", FormatTime(e.start, zone), ", ", FormatTime(e.end, zone),
-            ") fired ", e.firing, " at watermark ", FormatTime(e.watermark, zone), ": ", e.value);
-        absl::StrAppendFormat(&svg,
-                              "<circle class='mark firing %s' cx='%.1f' cy='%.1f' r='4.5' "
-                              "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
-                              e.firing, s.X(e.t_ms), s.Y(SaturatingSub(e.end, 1), top, panel_h),
-                              color, info(text), Esc(text));
-      } else if (e.kind == K::kLate) {
-        const std::string text =
-            absl::StrCat("late record key ", e.key, " at ", FormatTime(e.ts, zone), ": ", e.value);
-        const double x = s.X(e.t_ms), y = s.Y(e.ts, top, panel_h);
-        absl::StrAppendFormat(&svg,
-                              "<path class='mark late' d='M%.1f %.1f l8 8 m0 -8 l-8 8' "
-                              "stroke='#d62728' stroke-width='2'%s><title>%s</title></path>\n",
-                              x - 4, y - 4, info(text), Esc(text));
-      }
-    }
+    draw_marks(window_marks[ws], top);
   }
   // Processing-time axis.
   const double axis_y = top + panel_h + 18;

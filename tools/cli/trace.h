@@ -69,6 +69,14 @@ struct TimelineEvent {
 std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events);
 bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events);
 
+// Sees every event a TraceRecorder makes (kept for the timeline or not), on
+// the thread that made it: implementations must be thread-safe and quick.
+class TimelineObserver {
+ public:
+  virtual ~TimelineObserver() = default;
+  virtual void OnTimelineEvent(const TimelineEvent& e) = 0;
+};
+
 class TraceRecorder final : public WatermarkListener {
  public:
   TraceRecorder(LinePrinter* printer, OutputFormat format, bool print_trace, bool keep_events,
@@ -93,6 +101,9 @@ class TraceRecorder final : public WatermarkListener {
 
   std::vector<TimelineEvent> events() const;
   double NowMs() const;
+  // Every event also goes to `observer` (nullptr: none).  Set before the job
+  // starts; it must outlive the job.
+  void SetObserver(TimelineObserver* observer) { observer_ = observer; }
 
   // A job across MPI ranks: this process's rank, and the rank of a source
   // subtask and of a window subtask (a window's input channel c comes from
@@ -113,6 +124,7 @@ class TraceRecorder final : public WatermarkListener {
   OutputFormat format_;
   bool print_trace_;
   bool keep_;
+  TimelineObserver* observer_ = nullptr;
   absl::TimeZone zone_;
   std::chrono::steady_clock::time_point start_;
   mutable std::mutex mu_;
@@ -125,6 +137,18 @@ class TraceRecorder final : public WatermarkListener {
 // window firings (on time / late / end of input), late records and
 // checkpoint barriers (with their alignment time); with a legend and hover
 // details.
+//
+// The page stays bounded whatever the run's length (docs/timeline.md): every
+// idle/active change is drawn; the watermark lanes share a budget of
+// kTimelinePointBudget points (each lane keeps the first point of each run of
+// equal values and, past its share, the first, lowest, highest and last point
+// per time bucket of at least a pixel); marks (firings, late records,
+// barriers) that would be drawn within the same cell of a panel merge into one
+// mark with `data-count`, the cell growing from 2 px until each panel has at
+// most max(kTimelineMinMarksPerPanel, kTimelineMarkBudget / panels) marks.
+inline constexpr size_t kTimelinePointBudget = 40000;
+inline constexpr size_t kTimelineMarkBudget = 3000;
+inline constexpr size_t kTimelineMinMarksPerPanel = 300;
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
                                const absl::TimeZone& zone);
 

@@ -1,0 +1,189 @@
+// `tidemark run --serve`: the live view of a running job.  The job reads two
+// FIFOs the test keeps open, so it runs until the test closes them; the test
+// writes a line to each now and then (the writer's pace, not a way of
+// waiting: every wait is for a condition, with a generous limit).  The server
+// binds port 0 and prints the port it got on stderr.  Checked: the JSON state
+// holds both window subtasks' channels with their watermarks, headless
+// Chromium renders them in the page, the state says "finished" while the
+// server lingers (--serve-linger), and a signal ends the lingering cleanly.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli_test_util.h"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::CliProcess;
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::ShellQuote;
+using testing::TempPath;
+
+std::string Chromium() {
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (std::system(absl::StrCat("test -x ", c).c_str()) == 0) return c;
+  }
+  const std::string setup = absl::StrCat(TIDEMARK_SOURCE_DIR, "/tools/setup.sh --with-chromium");
+  if (std::system((setup + " > /dev/null 2>&1").c_str()) != 0) return "";
+  return std::system("test -x /usr/bin/chromium") == 0 ? "/usr/bin/chromium" : "";
+}
+
+// GET `path`; "" when the server did not answer 200.
+std::string Get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(10, 0);
+  auto res = client.Get(path.c_str());
+  return res && res->status == 200 ? res->body : "";
+}
+
+TEST(CliServe, RefusesAnAddressThatIsNotLoopback) {
+  const std::string in = TempPath("serve_refuse.txt");
+  testing::WriteFile(in, "k,1000\n");
+  for (const char* bad : {"0.0.0.0:8080", "192.168.1.10:8080", "[::]:8080", "example.com:80"}) {
+    testing::CliRun r = testing::RunTidemark(
+        {"run", "--input=" + in, "--fields=key,ts", absl::StrCat("--serve=", bad)});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_THAT(r.err, HasSubstr("loopback address only")) << bad;
+    EXPECT_EQ(r.out, "") << "nothing may run: " << bad;
+  }
+  testing::CliRun r =
+      testing::RunTidemark({"run", "--input=" + in, "--fields=key,ts", "--serve-linger=1s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--serve-linger needs --serve"));
+}
+
+TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
+  std::vector<std::string> fifos;
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--parallelism=2",
+                                   "--watermarks=bounded:0s",
+                                   "--watermark-interval=50ms",
+                                   "--window=tumbling:1s",
+                                   "--serve=127.0.0.1:0",
+                                   "--serve-linger=120s"};
+  for (int i = 0; i < 2; ++i) {
+    fifos.push_back(TempPath(absl::StrCat("serve_", i, ".fifo")));
+    std::filesystem::remove(fifos.back());
+    ASSERT_EQ(mkfifo(fifos.back().c_str(), 0600), 0);
+    args.push_back("--input=" + fifos.back());
+  }
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  std::vector<int> fds;
+  for (const auto& f : fifos) {
+    const int fd = open(f.c_str(), O_RDWR);  // no wait for the reader
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  int64_t ts = 1000;
+  auto write_lines = [&] {
+    ts += 400;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      // Source 1 runs behind: it holds the aligned minimum back.
+      const std::string line = absl::StrCat("k", ts % 7, ",", i == 0 ? ts : ts / 2, "\n");
+      ASSERT_EQ(write(fds[i], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    }
+  };
+  write_lines();
+
+  // The port the server got, from stderr.
+  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
+  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+
+  // The state of the running job: both window subtasks, each with both
+  // channels at a real watermark, and who holds the minimum back.
+  std::string state;
+  auto has_channels = [&](const std::string& s) {
+    return s.find("\"status\":\"running\"") != std::string::npos &&
+           std::regex_search(s, std::regex("\"windows\":\\[\\{\"subtask\":0,.*\"channels\":\\[\\{"
+                                           "\"channel\":0,\"watermark\":\\d+.*\\{\"channel\":1,"
+                                           "\"watermark\":\\d+.*\\{\"subtask\":1,.*\"channel\":1,"
+                                           "\"watermark\":\\d+"));
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!has_channels(state) && std::chrono::steady_clock::now() < deadline) {
+    write_lines();
+    std::this_thread::sleep_for(200ms);  // the writer's pace
+    state = Get(port, "/api/state");
+  }
+  ASSERT_TRUE(has_channels(state)) << state;
+  EXPECT_THAT(state, HasSubstr("\"sources\":[{\"subtask\":0,\"watermark\":"));
+  EXPECT_THAT(state, HasSubstr("\"holding\":1"));
+  EXPECT_THAT(state, HasSubstr("\"watermark_text\":\"1970-01-01 00:00:"));
+  const std::string events = Get(port, "/api/events?since=0");
+  EXPECT_THAT(events, HasSubstr("\"kind\":\"channel\""));
+  EXPECT_THAT(events, HasSubstr("\"kind\":\"source_watermark\""));
+
+  // The page in headless Chromium, while the job runs: the script drew a
+  // row per channel with its watermark.
+  const std::string chromium = Chromium();
+  ASSERT_FALSE(chromium.empty()) << "chromium could not be installed";
+  const std::string dom_file = TempPath("serve.dom");
+  const std::string cmd =
+      absl::StrCat(chromium,
+                   " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                   " --disable-background-networking --disable-component-update --disable-sync"
+                   " --virtual-time-budget=3000 --user-data-dir=",
+                   ShellQuote(TempPath("serve_profile")), " --dump-dom http://127.0.0.1:", port,
+                   "/ > ", ShellQuote(dom_file), " 2>/dev/null");
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string dom = ReadFile(dom_file);
+  EXPECT_THAT(dom, HasSubstr("data-status=\"running\""));
+  for (int ws = 0; ws < 2; ++ws) {
+    for (int ch = 0; ch < 2; ++ch) {
+      EXPECT_TRUE(std::regex_search(
+          dom, std::regex(absl::StrCat("<tr class=\"channel-row[^\"]*\" data-subtask=\"", ws,
+                                       "\" data-channel=\"", ch, "\" data-watermark=\"\\d+\"><td>",
+                                       ch, "</td><td class=\"wm\">1970-01-01 00:00:"))))
+          << "window " << ws << " channel " << ch << " in\n"
+          << dom;
+    }
+  }
+  EXPECT_THAT(dom, HasSubstr("holds the minimum back"));
+  EXPECT_THAT(dom, HasSubstr("class=\"source-row"));
+  EXPECT_EQ(dom.find("src=\"http"), std::string::npos) << "nothing from the network";
+
+  // End of input: the job finishes, the server lingers with the final state.
+  for (int fd : fds) close(fd);
+  const auto end_deadline = std::chrono::steady_clock::now() + 60s;
+  while (state.find("\"status\":\"finished\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < end_deadline) {
+    std::this_thread::sleep_for(100ms);
+    state = Get(port, "/api/state");
+  }
+  EXPECT_THAT(state, HasSubstr("\"status\":\"finished\""));
+  EXPECT_THAT(state, HasSubstr("\"end_of_input\":"));
+  ASSERT_TRUE(p.WaitForErr("(--serve-linger)", 30s)) << p.err();
+  // A signal ends the lingering; the server stops and the process exits.
+  kill(p.pid(), SIGINT);
+  EXPECT_EQ(p.Wait(30s), 0) << p.err();
+  EXPECT_THAT(p.err(), HasSubstr("window results"));
+  for (const auto& f : fifos) std::filesystem::remove(f);
+}
+
+}  // namespace
+}  // namespace tidemark

@@ -1,0 +1,145 @@
+// tools/cli/live_view.h
+//
+// `tidemark run --serve=127.0.0.1:PORT`: a page, served while the job runs,
+// showing each source's and each window input channel's watermark, idle
+// flags, the aligned minimum and the channel holding it back, pauses, firings
+// and late counts (docs/timeline.md, "The live view").
+//
+// LiveState is the shared state: the job's threads publish into it (through
+// the TraceRecorder, as a TimelineObserver), the server's threads read it;
+// one mutex guards it.  LiveServer serves it over HTTP with cpp-httplib, on a
+// loopback address only, from threads of its own.
+//
+// The event feed is a list of JSON objects {"seq", "kind", "t_ms", ...} named
+// by kind.  A new kind of event: a case in ToLiveEvent (its name and fields)
+// and, when it changes what the page shows, in LiveState::Apply; or
+// LiveState::Publish with a LiveEvent from anywhere.  The page draws the kinds
+// it knows and shows any other kind generically (its name and fields).
+// "source_pause" with a boolean field "paused" already sets a source's
+// paused flag.
+#ifndef TM_TOOLS_CLI_LIVE_VIEW_H_
+#define TM_TOOLS_CLI_LIVE_VIEW_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runtime/metrics.h"
+#include "tools/cli/trace.h"
+
+namespace tidemark::cli {
+
+// One event of the feed.
+struct LiveEvent {
+  std::string kind;
+  double t_ms = 0;
+  int subtask = -1;
+  int channel = -1;
+  // Further fields: name, and value already written as JSON.
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
+// The feed's form of a timeline event; a kind it does not know becomes
+// "event_<number>" with its common fields.
+LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone);
+
+class LiveState final : public TimelineObserver {
+ public:
+  // Keeps the last `max_events` events for the feed.
+  explicit LiveState(absl::TimeZone zone, size_t max_events = 4000);
+
+  // TimelineObserver: any thread.
+  void OnTimelineEvent(const TimelineEvent& e) override;
+  // An event of any kind, from any thread.
+  void Publish(const LiveEvent& e);
+
+  // Where live metrics come from (per subtask records, late records dropped);
+  // called by the server's threads, outside the lock.
+  void SetMetricsSource(std::function<std::vector<SubtaskMetricsSnapshot>()> source);
+  // The job ended: "finished", "failed" or "interrupted", and what to say.
+  void SetEnded(const std::string& status, const std::string& message);
+
+  // {"status", "t_ms", "sources": [...], "windows": [...], "totals", ...}.
+  std::string StateJson() const;
+  // {"next", "dropped", "events": [...]}: up to `max` events from seq `since`.
+  std::string EventsJson(uint64_t since, size_t max) const;
+
+ private:
+  struct Source {
+    Timestamp watermark = kMinTimestamp;
+    bool idle = false;
+    bool paused = false;
+    int64_t watermarks = 0;
+  };
+  struct Channel {
+    Timestamp watermark = kMinTimestamp;
+    bool idle = false;
+  };
+  struct Window {
+    std::map<int, Channel> channels;
+    Timestamp aligned = kMinTimestamp;
+    int holding = -1;
+    std::map<std::string, int64_t> firings;  // on_time, late, end_of_input
+    int64_t late_records = 0;
+  };
+  void Apply(const TimelineEvent& e);  // mu_ held
+  void Append(const LiveEvent& e);     // mu_ held
+  std::string Time(Timestamp ts) const;
+
+  const absl::TimeZone zone_;
+  const size_t max_events_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  mutable std::mutex mu_;
+  std::map<int, Source> sources_;
+  std::map<int, Window> windows_;
+  std::map<std::string, int64_t> kinds_;  // events seen, by kind
+  std::deque<std::string> events_;        // JSON, seq first_seq_ ...
+  uint64_t first_seq_ = 0;
+  std::string status_ = "running";
+  std::string message_;
+  double ended_ms_ = -1;
+  std::function<std::vector<SubtaskMetricsSnapshot>()> metrics_;
+};
+
+// Splits --serve=HOST:PORT ("[::1]:PORT" for IPv6) and refuses any host
+// that is not a loopback address (127.0.0.0/8, ::1, localhost).
+absl::Status ParseServeAddress(const std::string& spec, std::string* host, int* port);
+
+class LiveServer {
+ public:
+  // Binds (port 0: a free port the system picks) and starts serving.
+  static absl::StatusOr<std::unique_ptr<LiveServer>> Start(const std::string& host, int port,
+                                                           LiveState* state, std::string title);
+  ~LiveServer();  // Stop()
+  LiveServer(const LiveServer&) = delete;
+  LiveServer& operator=(const LiveServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const;
+  // Stops accepting, finishes the requests in progress and joins the
+  // server's threads.  Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  LiveServer() = default;
+  std::unique_ptr<Impl> impl_;
+  std::string host_;
+  int port_ = 0;
+};
+
+// The page (inline style and script, nothing from the network); `state_json`
+// is drawn at once, then the page polls /api/state and /api/events.
+std::string RenderLivePage(const std::string& title, const std::string& state_json);
+
+}  // namespace tidemark::cli
+
+#endif  // TM_TOOLS_CLI_LIVE_VIEW_H_
