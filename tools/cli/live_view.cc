@@ -65,6 +65,14 @@ LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone) {
            {"source", Bool(e.source)},
            {"alignment_ms", absl::StrFormat("%.3f", e.alignment_ms)}};
       break;
+    case K::kSourcePause:
+      l.kind = "source_pause";
+      f = {{"paused", Bool(e.idle)},
+           {"watermark", absl::StrCat(e.watermark)},
+           {"watermark_text", time(e.watermark)},
+           {"max_allowed", absl::StrCat(e.aligned)},
+           {"max_allowed_text", time(e.aligned)}};
+      break;
     default:  // a kind added later: shown generically until it has a case here
       l.kind = absl::StrCat("event_", static_cast<int>(e.kind));
       l.channel = e.channel;
@@ -118,6 +126,9 @@ void LiveState::Apply(const TimelineEvent& e) {
       break;
     case K::kLate:
       ++windows_[e.subtask].late_records;
+      break;
+    case K::kSourcePause:
+      sources_[e.subtask].paused = e.idle;
       break;
     default:
       break;

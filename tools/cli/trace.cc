@@ -327,6 +327,13 @@ void TraceRecorder::OnCheckpointBarrier(const std::string& task, int subtask, in
 void TraceRecorder::OnSourceAlignment(const std::string& task, int subtask, bool paused,
                                       Timestamp watermark, Timestamp max_allowed) {
   (void)task;
+  TimelineEvent ev{TimelineEvent::Kind::kSourcePause, NowMs()};
+  ev.subtask = subtask;
+  ev.idle = paused;
+  ev.watermark = watermark;
+  ev.aligned = max_allowed;
+  if (rank_ >= 0) ev.rank = source_rank_(subtask);
+  Keep(ev);
   if (!print_trace_) return;
   if (format_ == OutputFormat::kJsonl) {
     printer_->Print(absl::StrCat("{\"kind\":\"source_alignment\",\"subtask\":", subtask,
@@ -543,6 +550,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         sources.insert(e.subtask);
         break;
       case K::kSourceIdle:
+      case K::kSourcePause:
         sources.insert(e.subtask);
         break;
       case K::kChannel:
@@ -630,9 +638,13 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   // panel's marks.
   struct Lane {
     LanePoints pts;
-    std::vector<std::pair<double, bool>> idle;  // changes only
+    std::vector<std::pair<double, bool>> idle;    // changes only
+    std::vector<std::pair<double, bool>> paused;  // watermark alignment; changes only
     void Idle(double t, bool idle_now) {
       if (idle.empty() ? idle_now : idle.back().second != idle_now) idle.emplace_back(t, idle_now);
+    }
+    void Pause(double t, bool now) {
+      if (paused.empty() ? now : paused.back().second != now) paused.emplace_back(t, now);
     }
   };
   std::map<int, Lane> source_lanes;
@@ -647,6 +659,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
         break;
       case K::kSourceIdle:
         source_lanes[e.subtask].Idle(e.t_ms, e.idle);
+        break;
+      case K::kSourcePause:
+        source_lanes[e.subtask].Pause(e.t_ms, e.idle);
         break;
       case K::kChannel: {
         Lane& lane = channel_lanes[{e.subtask, e.channel}];
@@ -785,6 +800,20 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                           pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
         src);
     idle_rects(lane, top, color, 0.15, "source", absl::StrCat("source subtask ", src, " idle"));
+    // Paused by watermark alignment: a hatched band along the bottom.
+    for (size_t i = 0; i < lane.paused.size(); ++i) {
+      if (!lane.paused[i].second) continue;
+      const double from = lane.paused[i].first;
+      const double until = i + 1 < lane.paused.size() ? lane.paused[i + 1].first : t_end;
+      const std::string label =
+          absl::StrCat("source subtask ", src, " paused by watermark alignment");
+      absl::StrAppendFormat(&svg,
+                            "<rect class='paused source' data-subtask='%d' x='%.1f' y='%.1f' "
+                            "width='%.1f' height='6' fill='%s' opacity='0.6' "
+                            "stroke='#333' stroke-dasharray='2 1'%s><title>%s</title></rect>\n",
+                            src, s.X(from), top + panel_h - 6 - 2 * (src % 4),
+                            std::max(1.0, s.X(until) - s.X(from)), color, info(label), Esc(label));
+    }
   }
   // One panel per window subtask.
   for (int ws : window_subtasks) {

@@ -40,7 +40,17 @@ class LinePrinter {
 enum class OutputFormat { kText, kJsonl };
 
 struct TimelineEvent {
-  enum class Kind { kSourceWatermark, kSourceIdle, kChannel, kFiring, kLate, kBarrier };
+  // kSourcePause: watermark alignment paused (idle = true) or resumed a source
+  // subtask; watermark: its watermark, aligned: the max allowed.
+  enum class Kind {
+    kSourceWatermark,
+    kSourceIdle,
+    kChannel,
+    kFiring,
+    kLate,
+    kBarrier,
+    kSourcePause
+  };
   Kind kind;
   double t_ms;  // processing time since the job started
   int subtask = 0;
