@@ -353,7 +353,10 @@ int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
       << "records read " << plain.records << " -> " << aligned.records << "\n"
       << "  windows fired " << plain.fired << " -> " << aligned.fired << ", late records "
       << plain.late << " -> " << aligned.late
-      << " (alignment only throttles reading: it changes no watermark)\n";
+      << " (alignment only throttles reading: it changes no watermark)\n"
+      << "  it bounds how far the sources that keep reading drift apart; the slowest one, back "
+         "from idleness far behind, holds the others until it catches up, and its readings stay "
+         "late\n";
   return 0;
 }
 
