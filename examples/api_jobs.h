@@ -30,6 +30,16 @@
 
 namespace tidemark::examples {
 
+// A collection of records with a `ts` member, in time order, as a stream with
+// those timestamps and a watermark after every record.
+template <typename T>
+DataStream<T> InTimeOrder(StreamExecutionEnvironment& env, const std::vector<T>& records) {
+  return env.from_collection(records).assign_timestamps_and_watermarks(
+      WatermarkStrategy<T>::for_monotonous_timestamps()
+          .with_timestamp_assigner([](const T& x, Timestamp) { return x.ts; })
+          .with_periodic_emit_per_record());
+}
+
 // --- connect: orders and payments ---------------------------------------
 
 struct Order {
@@ -90,14 +100,8 @@ inline std::vector<Payment> MakePayments(int n) {
 inline DataStream<std::string> PaymentsJob(StreamExecutionEnvironment& env,
                                            const std::vector<Order>& orders,
                                            const std::vector<Payment>& payments) {
-  auto os = env.from_collection(orders).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Order>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Order& o, Timestamp) { return o.ts; })
-          .with_periodic_emit_per_record());
-  auto ps = env.from_collection(payments).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Payment>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Payment& p, Timestamp) { return p.ts; })
-          .with_periodic_emit_per_record());
+  auto os = InTimeOrder(env, orders);
+  auto ps = InTimeOrder(env, payments);
   return os.key_by([](const Order& o) { return o.id; })
       .connect(ps.key_by([](const Payment& p) { return p.id; }))
       .process(PaymentCheck());
@@ -173,14 +177,8 @@ inline std::vector<Limit> MakeLimits() {
 inline DataStream<std::string> LimitsJob(StreamExecutionEnvironment& env,
                                          const std::vector<Reading>& readings,
                                          const std::vector<Limit>& limits) {
-  auto rs = env.from_collection(readings).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Reading>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Reading& r, Timestamp) { return r.ts; })
-          .with_periodic_emit_per_record());
-  auto ls = env.from_collection(limits).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Limit>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Limit& l, Timestamp) { return l.ts; })
-          .with_periodic_emit_per_record());
+  auto rs = InTimeOrder(env, readings);
+  auto ls = InTimeOrder(env, limits);
   return rs.key_by([](const Reading& r) { return r.sensor; })
       .connect(ls.broadcast(LimitsState()))
       .process(LimitCheck());
@@ -216,14 +214,8 @@ inline DataStream<std::string> ClickViewJob(StreamExecutionEnvironment& env,
                                             const std::vector<Click>& clicks,
                                             const std::vector<View>& views, Timestamp before,
                                             Timestamp after) {
-  auto cs = env.from_collection(clicks).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Click>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Click& c, Timestamp) { return c.ts; })
-          .with_periodic_emit_per_record());
-  auto vs = env.from_collection(views).assign_timestamps_and_watermarks(
-      WatermarkStrategy<View>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const View& v, Timestamp) { return v.ts; })
-          .with_periodic_emit_per_record());
+  auto cs = InTimeOrder(env, clicks);
+  auto vs = InTimeOrder(env, views);
   return cs.key_by([](const Click& c) { return c.user; })
       .interval_join(vs.key_by([](const View& v) { return v.user; }))
       .between(Duration(-before), Duration(after))
@@ -238,14 +230,8 @@ inline DataStream<std::string> ClickViewJob(StreamExecutionEnvironment& env,
 inline DataStream<std::string> ClickViewWindowJob(StreamExecutionEnvironment& env,
                                                   const std::vector<Click>& clicks,
                                                   const std::vector<View>& views) {
-  auto cs = env.from_collection(clicks).assign_timestamps_and_watermarks(
-      WatermarkStrategy<Click>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const Click& c, Timestamp) { return c.ts; })
-          .with_periodic_emit_per_record());
-  auto vs = env.from_collection(views).assign_timestamps_and_watermarks(
-      WatermarkStrategy<View>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const View& v, Timestamp) { return v.ts; })
-          .with_periodic_emit_per_record());
+  auto cs = InTimeOrder(env, clicks);
+  auto vs = InTimeOrder(env, views);
   return cs.join(vs)
       .where([](const Click& c) { return c.user; })
       .equal_to([](const View& v) { return v.user; })

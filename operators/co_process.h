@@ -250,8 +250,8 @@ class ReadOnlyBroadcastContext : public KeyedProcessContext<K> {
   ReadOnlyBroadcastContext(internal::KeyedTimerService<K, internal::VoidNamespace>* timers,
                            internal::KeyedStateStore<K>* state,
                            const std::map<std::string, internal::OutputBase*>* side_outputs,
-                           internal::BroadcastStateStore* broadcast)
-      : KeyedProcessContext<K>(timers, state, side_outputs), broadcast_(broadcast) {}
+                           internal::BroadcastStateStore* broadcast, const Clock* clock)
+      : KeyedProcessContext<K>(timers, state, side_outputs, clock), broadcast_(broadcast) {}
   template <typename UK, typename UV>
   ReadOnlyBroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
     return ReadOnlyBroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
@@ -481,16 +481,8 @@ class KeyedTwoInputOperator : public BatchedTwoInputOperator<Derived, A, B, Out>
     timers_.AdvanceWatermark(w);
     this->ForwardWatermark(w);
   }
-  void SnapshotState(StateWriter& w) override {
-    const std::string where = "operator '" + this->ctx().operator_name() + "'";
-    state_.Snapshot(w, where);
-    timers_.Snapshot(w, where);
-  }
-  void RestoreState(StateReader& r) override {
-    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
-    state_.Restore(r, range);
-    timers_.Restore(r, range);
-  }
+  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
+  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
  protected:
@@ -512,7 +504,8 @@ class KeyedCoProcessOperator final
       : key1_(std::move(k1)), key2_(std::move(k2)), f_(std::move(f)) {}
   void Open(OperatorContext& ctx) override {
     Base::Open(ctx);
-    pctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_);
+    // The clock: state TTL runs on the operator's processing time.
+    pctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, ctx.timers().clock());
     OpenFunction(f_, ctx);
   }
   void Close() override { CloseFunction(f_); }
@@ -554,7 +547,8 @@ class KeyedBroadcastProcessOperator final
   KeyedBroadcastProcessOperator(KeyFn key, F f) : key_(std::move(key)), f_(std::move(f)) {}
   void Open(OperatorContext& ctx) override {
     Base::Open(ctx);
-    rctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_);
+    rctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_,
+                  ctx.timers().clock());
     bctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_);
     OpenFunction(f_, ctx);
   }

@@ -150,16 +150,8 @@ class IntervalJoinOperator final
     this->ForwardWatermark(w);
   }
 
-  void SnapshotState(StateWriter& w) override {
-    const std::string where = "operator '" + this->ctx().operator_name() + "'";
-    state_.Snapshot(w, where);
-    timers_.Snapshot(w, where);
-  }
-  void RestoreState(StateReader& r) override {
-    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
-    state_.Restore(r, range);
-    timers_.Restore(r, range);
-  }
+  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
+  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   // For tests: the records buffered on each side.

@@ -17,7 +17,8 @@
 //
 // The function may also be any copyable object with
 //   process_element(const In&, KeyedProcessContext<K>&, Collector<Out>&)
-// and optionally on_timer(Timestamp, KeyedProcessContext<K>&, Collector<Out>&);
+// and optionally on_timer(Timestamp, KeyedProcessContext<K>&, Collector<Out>&),
+// open(const RuntimeContext&) and close() (operators/basic.h);
 // Out comes from a nested OutputType or from process_element's third
 // parameter.  Every subtask gets its own copy of the function.
 //
@@ -241,7 +242,9 @@ class KeyedProcessOperator final
         [this](const K& key, const VoidNamespace&, Timestamp t) {
           OnTimer(key, t, TimeDomain::kProcessingTime);
         });
+    OpenFunction(f_, ctx);
   }
+  void Close() override { CloseFunction(f_); }
   void ProcessElement(T&& value, Timestamp ts) override {
     const K key = key_fn_(static_cast<const T&>(value));
     pctx_->Set(&key, ts, TimeDomain::kEventTime);
@@ -255,16 +258,8 @@ class KeyedProcessOperator final
 
   // Checkpoints: the keyed state store and the timers, the instance's key
   // groups kept on restore (runtime/operator.h).
-  void SnapshotState(StateWriter& w) override {
-    const std::string where = "operator '" + this->ctx().operator_name() + "'";
-    state_.Snapshot(w, where);
-    timers_.Snapshot(w, where);
-  }
-  void RestoreState(StateReader& r) override {
-    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
-    state_.Restore(r, range);
-    timers_.Restore(r, range);
-  }
+  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
+  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   KeyedTimerService<K, VoidNamespace>& timer_service() { return timers_; }

@@ -257,40 +257,56 @@ class GateChannels {
   std::vector<Held> held_;
 };
 
-template <typename T>
-class InputGate final : public TaskInput, public InputGateCore {
+// What InputGate and TwoInputGate share: the TaskInput side of the core
+// (barriers, the valves in checkpoints) and the round over the channels.
+class GateInputBase : public TaskInput, public InputGateCore {
  public:
-  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
-            WatermarkListener* listener)
-      : InputGateCore(static_cast<int>(channels.size()), head, metrics, listener),
-        in_(std::move(channels), head) {}
-
+  using InputGateCore::InputGateCore;
   void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
   void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
   void RestorePosition(StateReader& r) override { RestoreValve(r); }
   std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
     return RestoreRescaledValve(old);
   }
-
-  Step RunStep() override {
-    const size_t n = in_.size();
-    for (size_t k = 0; k < n; ++k) {
-      const size_t c = next_;
-      if (++next_ == n) next_ = 0;
-      if (blocked(static_cast<int>(c))) continue;
-      if (in_.Step(*this, c, static_cast<int>(c)) == GateChannels<T>::Took::kBatch)
-        return ended() == n ? Step::kEnd : Step::kMore;
-    }
-    return ended() == n ? Step::kEnd : Step::kNothing;
-  }
-
   // For GateChannels.
   bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
   void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
 
+ protected:
+  // One step: the channels in turn from where the last step stopped, the
+  // blocked ones skipped, until take(c) takes a batch of channel c.
+  template <typename Take>
+  Step Round(Take&& take) {
+    const size_t n = num_channels();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t c = next_;
+      if (++next_ == n) next_ = 0;
+      if (blocked(static_cast<int>(c))) continue;
+      if (take(c)) return ended() == n ? Step::kEnd : Step::kMore;
+    }
+    return ended() == n ? Step::kEnd : Step::kNothing;
+  }
+
+ private:
+  size_t next_ = 0;
+};
+
+template <typename T>
+class InputGate final : public GateInputBase {
+ public:
+  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
+            WatermarkListener* listener)
+      : GateInputBase(static_cast<int>(channels.size()), head, metrics, listener),
+        in_(std::move(channels), head) {}
+
+  Step RunStep() override {
+    return Round([this](size_t c) {
+      return in_.Step(*this, c, static_cast<int>(c)) == GateChannels<T>::Took::kBatch;
+    });
+  }
+
  private:
   GateChannels<T> in_;
-  size_t next_ = 0;
 };
 
 // The input of a two-input operator (TwoInputOperator, runtime/operator.h):
@@ -299,41 +315,24 @@ class InputGate final : public TaskInput, public InputGateCore {
 // to `head1`, of the second to `head2`; the combined watermark and status to
 // `head`.
 template <typename A, typename B>
-class TwoInputGate final : public TaskInput, public InputGateCore {
+class TwoInputGate final : public GateInputBase {
  public:
   TwoInputGate(std::vector<Channel<A>*> first, std::vector<Channel<B>*> second, Output<A>* head1,
                Output<B>* head2, OutputBase* head, SubtaskMetrics* metrics,
                WatermarkListener* listener)
-      : InputGateCore(static_cast<int>(first.size() + second.size()), head, metrics, listener,
+      : GateInputBase(static_cast<int>(first.size() + second.size()), head, metrics, listener,
                       Inputs(first.size(), second.size())),
         first_(std::move(first), head1),
         second_(std::move(second), head2) {}
 
-  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
-  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
-  void RestorePosition(StateReader& r) override { RestoreValve(r); }
-  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
-    return RestoreRescaledValve(old);
-  }
-
   Step RunStep() override {
-    const size_t n1 = first_.size(), n = n1 + second_.size();
-    for (size_t k = 0; k < n; ++k) {
-      const size_t c = next_;
-      if (++next_ == n) next_ = 0;
-      if (blocked(static_cast<int>(c))) continue;
-      const bool took =
-          c < n1
-              ? first_.Step(*this, c, static_cast<int>(c)) == GateChannels<A>::Took::kBatch
-              : second_.Step(*this, c - n1, static_cast<int>(c)) == GateChannels<B>::Took::kBatch;
-      if (took) return ended() == n ? Step::kEnd : Step::kMore;
-    }
-    return ended() == n ? Step::kEnd : Step::kNothing;
+    const size_t n1 = first_.size();
+    return Round([this, n1](size_t c) {
+      return c < n1 ? first_.Step(*this, c, static_cast<int>(c)) == GateChannels<A>::Took::kBatch
+                    : second_.Step(*this, c - n1, static_cast<int>(c)) ==
+                          GateChannels<B>::Took::kBatch;
+    });
   }
-
-  // For GateChannels.
-  bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
-  void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
 
  private:
   static std::vector<int> Inputs(size_t n1, size_t n2) {
@@ -344,7 +343,6 @@ class TwoInputGate final : public TaskInput, public InputGateCore {
 
   GateChannels<A> first_;
   GateChannels<B> second_;
-  size_t next_ = 0;
 };
 
 }  // namespace tidemark::internal

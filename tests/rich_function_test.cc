@@ -78,6 +78,53 @@ TEST(RichFunction, OpenedOncePerSubtaskWithItsContextAndCountersReachTheResult) 
   EXPECT_EQ(with_counter, 3);
 }
 
+// Keyed and two-input functions are opened and closed too.
+struct KeyedCount {
+  using OutputType = int64_t;
+  Lifecycle* life;
+  int subtask = -1;
+  void open(const RuntimeContext& ctx) {
+    subtask = ctx.subtask_index();
+    life->opened.fetch_add(1);
+  }
+  void process_element(const int64_t& v, KeyedProcessContext<int64_t>&, Collector<int64_t>& out) {
+    out.collect(subtask * 1000000 + v);
+  }
+  void close() { life->closed.fetch_add(1); }
+};
+struct CoTag {
+  Lifecycle* life;
+  void open(const RuntimeContext&) { life->opened.fetch_add(1); }
+  int64_t map1(const int64_t& v) { return v; }
+  int64_t map2(const int64_t& v) { return -v; }
+  void close() { life->closed.fetch_add(1); }
+};
+
+TEST(RichFunction, KeyedProcessAndCoFunctionsAreOpenedAndClosedPerSubtask) {
+  Lifecycle keyed, co;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  auto numbers = env.from_generator<int64_t>([](int64_t i) { return i; }, 100);
+  auto out = numbers.key_by([](const int64_t& v) { return v % 5; })
+                 .process(KeyedCount{&keyed})
+                 .connect(numbers)
+                 .map(CoTag{&co})
+                 .collect();
+  JobResult r = env.execute("rich keyed");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(keyed.opened.load(), 2);
+  EXPECT_EQ(keyed.closed.load(), 2);
+  EXPECT_EQ(co.opened.load(), 2);
+  EXPECT_EQ(co.closed.load(), 2);
+  // Every keyed result carries the subtask its key went to (set in open).
+  std::set<int64_t> keyed_subtasks;
+  for (const auto& item : out->items())
+    if (item.value >= 0) keyed_subtasks.insert(item.value / 1000000);
+  EXPECT_EQ(out->items().size(), 200u);
+  EXPECT_FALSE(keyed_subtasks.empty());
+  for (int64_t s : keyed_subtasks) EXPECT_TRUE(s == 0 || s == 1) << s;
+}
+
 struct FailingFilter {
   Lifecycle* life;
   void open(const RuntimeContext&) { life->opened.fetch_add(1); }

@@ -427,6 +427,24 @@ class WatermarkOnlyTimeService {
   ProcessingTimeService* pts_ = nullptr;
 };
 
+// A keyed operator's checkpoint: its keyed state and its timers, written
+// under the operator's name and restored for the instance's key groups
+// (runtime/operator.h).
+template <typename K, typename N>
+void SnapshotKeyed(StateWriter& w, const OperatorContext& ctx, const KeyedStateStore<K>& state,
+                   const KeyedTimerService<K, N>& timers) {
+  const std::string where = "operator '" + ctx.operator_name() + "'";
+  state.Snapshot(w, where);
+  timers.Snapshot(w, where);
+}
+template <typename K, typename N>
+void RestoreKeyed(StateReader& r, const OperatorContext& ctx, KeyedStateStore<K>& state,
+                  KeyedTimerService<K, N>& timers) {
+  const KeyGroupRange range = KeyGroupRange::Of(ctx);
+  state.Restore(r, range);
+  timers.Restore(r, range);
+}
+
 }  // namespace tidemark::internal
 
 #endif  // TM_OPERATORS_KEYED_TIMER_SERVICE_H_
