@@ -514,6 +514,7 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
     SourceBuildArgs args{source_head,     SourceContext{s, p, options_.clock},
                          head.name,       task->signals(),
                          task->metrics(), options_.config->batch_size};
+    args.head_op = next_op;
     task->SetInput(head.make_source(args));
     return;
   }

@@ -48,6 +48,19 @@ ABSL_FLAG(std::string, watermarks, "bounded:0s",
           "bounded:D | monotonous | lag:D | punctuated:D | marker");
 ABSL_FLAG(std::string, watermark_interval, "200ms", "periodic watermark interval, or per-record");
 ABSL_FLAG(std::string, idleness, "", "mark a source idle after this long without records");
+ABSL_FLAG(int, source_parallelism, 0,
+          "source subtasks for the --input files (0: one per file); fewer than files: file i is "
+          "read by subtask i mod N, a subtask's files interleaved line by line, each a split");
+ABSL_FLAG(bool, per_split_watermarks, true,
+          "with --source-parallelism: one watermark generator per file (split), the subtask "
+          "emitting the minimum over its active splits, as Flink's fromSource; false: one "
+          "generator over the merged lines");
+ABSL_FLAG(std::string, flush_after, "",
+          "after this long without records, a source's watermark advances with processing time "
+          "(closes a quiet stream's last windows; later records may be late)");
+ABSL_FLAG(std::string, max_future_skew, "",
+          "records dated more than this ahead of the clock go to the future side output "
+          "(Future> lines), not to the watermarks or windows");
 ABSL_FLAG(std::string, window, "tumbling:5s",
           "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
@@ -138,6 +151,10 @@ void PrintHelp() {
                            "watermarks",
                            "watermark_interval",
                            "idleness",
+                           "source_parallelism",
+                           "per_split_watermarks",
+                           "flush_after",
+                           "max_future_skew",
                            "window",
                            "allowed_lateness",
                            "late",
@@ -286,6 +303,10 @@ int main(int argc, char** argv) {
   o.watermarks = absl::GetFlag(FLAGS_watermarks);
   o.watermark_interval = absl::GetFlag(FLAGS_watermark_interval);
   o.idleness = absl::GetFlag(FLAGS_idleness);
+  o.source_parallelism = absl::GetFlag(FLAGS_source_parallelism);
+  o.per_split_watermarks = absl::GetFlag(FLAGS_per_split_watermarks);
+  o.flush_after = absl::GetFlag(FLAGS_flush_after);
+  o.max_future_skew = absl::GetFlag(FLAGS_max_future_skew);
   o.window = absl::GetFlag(FLAGS_window);
   o.allowed_lateness = absl::GetFlag(FLAGS_allowed_lateness);
   o.late = absl::GetFlag(FLAGS_late);

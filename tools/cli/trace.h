@@ -78,6 +78,10 @@ class TraceRecorder final : public WatermarkListener {
   void OnInputChannel(const ChannelEvent& e) override;
   void OnOutputWatermark(const std::string& task, int subtask, Timestamp watermark) override;
   void OnOutputStatus(const std::string& task, int subtask, WatermarkStatus status) override;
+  // Per-split watermarks of a source subtask (--source-parallelism with
+  // several files per subtask): printed in the trace, not kept.
+  void OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
+                        Timestamp watermark, bool idle) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
   // aligned one over its channels and snapshotted.
   void OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,
