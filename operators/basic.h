@@ -342,7 +342,8 @@ class SplitWatermarks {
 // with its WatermarkOutputMultiplexer, 2.7) and a source that names splits,
 // every split has a generator of its own (with its own idleness and flush),
 // and what leaves is the combined watermark of SplitWatermarks.  Records that
-// come without a split share the split "(main)".
+// come without a split share the split "(main)" once the source has named
+// one (before that they have the subtask's single generator).
 //
 // The strategy's future-timestamp guard (2.10) takes records dated more than
 // the skew ahead of processing time out before the generator sees them.
@@ -455,7 +456,10 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     return i;
   }
   void SetCurrentSplit(int index) override {
-    if (index < 0) index = MainSplit();
+    // Records of no split: the subtask's own generator while the source
+    // has named no split (the single-generator path), else the split
+    // "(main)".
+    if (index < 0 && combined_.size() > 0) index = MainSplit();
     current_ = index;
   }
   void ReleaseSplit(int index) override {
