@@ -182,7 +182,11 @@ class StreamExecutionEnvironment {
   template <typename T>
   DataStream<T> add_source(std::function<std::unique_ptr<Source<T>>()> factory, std::string name,
                            bool parallel = true);
-  // add_source followed by assign_timestamps_and_watermarks.
+  // A source with its watermark strategy (Flink's fromSource): as add_source
+  // followed by assign_timestamps_and_watermarks, except that a source
+  // reading several splits (SourceOutput::ForSplit) gets one watermark
+  // generator per split, the subtask's watermark being the minimum over its
+  // splits that are not idle (docs/semantics.md 2.7).
   template <typename T>
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
                             WatermarkStrategy<T> strategy, std::string name);
@@ -823,7 +827,7 @@ DataStream<T> StreamExecutionEnvironment::add_source(
           [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
             return std::make_unique<internal::SourceDriver<T>>(
                 factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics,
-                a.budget, a.alignment);
+                a.budget, a.head_op, a.alignment);
           }));
 }
 
@@ -831,8 +835,15 @@ template <typename T>
 DataStream<T> StreamExecutionEnvironment::from_source(
     std::function<std::unique_ptr<Source<T>>()> factory, WatermarkStrategy<T> strategy,
     std::string name) {
+  // Flink's fromSource: the strategy runs at the source, one generator per
+  // split the source names (SourceOutput::ForSplit; docs/semantics.md 2.7).
   return add_source<T>(std::move(factory), std::move(name))
-      .assign_timestamps_and_watermarks(strategy);
+      .template transform<T>(
+          "Timestamps/Watermarks", [strategy]() -> std::unique_ptr<OneInputOperator<T, T>> {
+            return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(
+                strategy,
+                /*per_split=*/true);
+          });
 }
 
 template <typename T>

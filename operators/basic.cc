@@ -51,4 +51,50 @@ void TimestampsEmitter::ApplyPending() {
   }
 }
 
+int SplitWatermarks::Add(std::string id) {
+  splits_.push_back(Split{std::move(id)});
+  return static_cast<int>(splits_.size()) - 1;
+}
+
+int SplitWatermarks::Find(const std::string& id) const {
+  for (size_t i = 0; i < splits_.size(); ++i)
+    if (splits_[i].id == id) return static_cast<int>(i);
+  return -1;
+}
+
+// Flink's CombinedWatermarkStatus#updateCombinedWatermark, with one
+// difference: when every split is idle, the flushed maximum is emitted and
+// then IDLE at once (Flink's multiplexer emits the watermark now and IDLE at
+// its next update), as the valve does (3.2).
+void SplitWatermarks::Update(WatermarkOutput& out) {
+  Timestamp max_all = kMinTimestamp;
+  Timestamp min_active = kMaxTimestamp;
+  bool any = false;
+  bool all_idle = true;
+  for (const Split& s : splits_) {
+    if (s.released) continue;
+    any = true;
+    max_all = std::max(max_all, s.watermark);
+    if (!s.idle) {
+      min_active = std::min(min_active, s.watermark);
+      all_idle = false;
+    }
+  }
+  if (!any) {
+    // Every split released: idle, without going back.
+    if (!splits_.empty()) out.MarkIdle();
+    return;
+  }
+  const Timestamp c = all_idle ? max_all : min_active;
+  if (c > combined_) {
+    combined_ = c;
+    out.EmitWatermark(c);
+  }
+  if (all_idle) {
+    out.MarkIdle();
+  } else {
+    out.MarkActive();  // a split came back: so is the subtask
+  }
+}
+
 }  // namespace tidemark::internal

@@ -12,6 +12,7 @@
 #define TM_OPERATORS_BASIC_H_
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -304,16 +305,55 @@ class TimestampsEmitter final : public WatermarkOutput {
   std::vector<std::pair<Action, Timestamp>> pending_;  // in the order requested
 };
 
+// Flink's CombinedWatermarkStatus over the splits of one source subtask
+// (basic.cc; docs/semantics.md 2.7): each split's watermark and idleness;
+// the combined watermark is the minimum over the splits that are not idle,
+// or, when every split is idle, the maximum over all of them (the flush).
+// Released splits no longer count.  Never decreases.
+class SplitWatermarks {
+ public:
+  struct Split {
+    std::string id;
+    Timestamp watermark = kMinTimestamp;
+    bool idle = false;
+    bool released = false;
+  };
+  int Add(std::string id);
+  Split& at(int i) { return splits_[static_cast<size_t>(i)]; }
+  const Split& at(int i) const { return splits_[static_cast<size_t>(i)]; }
+  int size() const { return static_cast<int>(splits_.size()); }
+  int Find(const std::string& id) const;
+  // Emits the combined watermark on `out` when it advanced, then IDLE when
+  // every registered split is idle, or every split was released.
+  void Update(WatermarkOutput& out);
+  Timestamp combined() const { return combined_; }
+
+ private:
+  std::vector<Split> splits_;
+  Timestamp combined_ = kMinTimestamp;
+};
+
 // assign_timestamps_and_watermarks: Flink's TimestampsAndWatermarksOperator
 // (docs/semantics.md, 2.5).  Assigns each record's timestamp, forwards
 // the record, then shows it to the generator, so a punctuated watermark always
 // follows the record that caused it.  Watermarks leaving this operator
 // strictly increase; upstream watermarks are ignored except kMaxWatermark.
+//
+// With per_split (from_source, Flink's ProgressiveTimestampsAndWatermarks
+// with its WatermarkOutputMultiplexer, 2.7) and a source that names splits,
+// every split has a generator of its own (with its own idleness and flush),
+// and what leaves is the combined watermark of SplitWatermarks.  Records that
+// come without a split share the split "(main)" once the source has named
+// one (before that they have the subtask's single generator).
+//
+// The strategy's future-timestamp guard (2.10) takes records dated more than
+// the skew ahead of processing time out before the generator sees them.
 template <typename T>
-class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
+class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
+                                              public SplitWatermarkInput {
  public:
-  explicit TimestampsAndWatermarksOperator(WatermarkStrategy<T> strategy)
-      : strategy_(std::move(strategy)) {}
+  explicit TimestampsAndWatermarksOperator(WatermarkStrategy<T> strategy, bool per_split = false)
+      : strategy_(std::move(strategy)), per_split_(per_split) {}
 
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
@@ -330,41 +370,62 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
       align_->Join(strategy_.alignment_group(), strategy_.alignment_drift().count());
       ScheduleReport();
     }
+    if (strategy_.max_future_skew()) {
+      skew_ = ToMillis(*strategy_.max_future_skew());
+      future_ = ctx.counter("numFutureRecords");
+      future_dropped_ = ctx.counter("numFutureRecordsDropped");
+      if (!strategy_.future_tag().empty())
+        future_out_ = static_cast<Output<T>*>(this->FindSideOutput(strategy_.future_tag()));
+    }
   }
 
   void ProcessElement(T&& v, Timestamp ts) override {
     const Timestamp new_ts = strategy_.assigner() ? strategy_.assigner()(v, ts) : ts;
+    if (skew_ >= 0 && IsFuture(new_ts, this->ctx().timers().CurrentProcessingTime())) {
+      Divert(std::move(v), new_ts);
+      return;
+    }
     // The generator sees the record before it is moved on; what it emits is
     // held back until the record has been forwarded.
     emitter_.set_deferring(true);
-    generator_->OnEvent(v, new_ts, emitter_);
+    Generator().OnEvent(v, new_ts, EventOutput());
     emitter_.set_deferring(false);
     this->output().Collect(std::move(v), new_ts);
     if (emitter_.has_pending()) emitter_.ApplyPending();
-    if (strategy_.periodic_per_record()) generator_->OnPeriodicEmit(emitter_);
+    if (strategy_.periodic_per_record()) PeriodicEmit();
   }
 
   // The same, a run at a time: the records go on in runs, cut after each
   // record whose generator call asked for a watermark or idleness change (or
-  // after each record for per-record periodic emission), so what follows each
-  // record downstream is exactly what ProcessElement would send.
+  // after each record for per-record periodic emission), and around each
+  // record taken out as from the future, so what follows each record
+  // downstream is exactly what ProcessElement would send.
   void ProcessBatch(std::span<Record<T>> records) override {
     const bool per_record = strategy_.periodic_per_record();
     const auto& assigner = strategy_.assigner();
     const std::atomic<bool>* cancel = this->ctx().cancel_flag();
+    const Timestamp now = skew_ >= 0 ? this->ctx().timers().CurrentProcessingTime() : 0;
+    WatermarkGenerator<T>& generator = Generator();
+    WatermarkOutput& event_out = EventOutput();
     size_t start = 0;
     for (size_t i = 0; i < records.size(); ++i) {
       ThrowIfCancelled(cancel);
       Record<T>& r = records[i];
       if (assigner) r.timestamp = assigner(r.value, r.timestamp);
+      if (skew_ >= 0 && IsFuture(r.timestamp, now)) {
+        if (start < i) this->output().CollectBatch(records.subspan(start, i - start));
+        start = i + 1;
+        Divert(std::move(r.value), r.timestamp);
+        continue;
+      }
       emitter_.set_deferring(true);
-      generator_->OnEvent(r.value, r.timestamp, emitter_);
+      generator.OnEvent(r.value, r.timestamp, event_out);
       emitter_.set_deferring(false);
       if (emitter_.has_pending() || per_record) {
         this->output().CollectBatch(records.subspan(start, i + 1 - start));
         start = i + 1;
         if (emitter_.has_pending()) emitter_.ApplyPending();
-        if (per_record) generator_->OnPeriodicEmit(emitter_);
+        if (per_record) PeriodicEmit();
       }
     }
     if (start < records.size()) this->output().CollectBatch(records.subspan(start));
@@ -375,18 +436,72 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   }
   void ProcessStatus(WatermarkStatus) override {}
   void Finish() override {
-    generator_->OnPeriodicEmit(emitter_);
+    PeriodicEmit();
     if (align_ != nullptr) align_->Report(/*idle_or_finished=*/true);
   }
+
+  // SplitWatermarkInput (the source driver, before each run of records).
+  bool per_split() const override { return per_split_; }
+  int RegisterSplit(const std::string& split_id) override {
+    int i = combined_.Find(split_id);
+    if (i >= 0 && !combined_.at(i).released) return i;
+    if (i < 0) {
+      i = combined_.Add(split_id);
+      split_state_.push_back(std::make_unique<SplitState>());
+    } else {
+      combined_.at(i) = SplitWatermarks::Split{split_id};
+    }
+    SplitState& st = *split_state_[static_cast<size_t>(i)];
+    st.op = this;
+    st.index = i;
+    st.generator = strategy_.CreateGenerator(this->ctx().input_activity_clock());
+    // A restored job: the split's generator continues where it was.
+    auto restored = restored_splits_.find(split_id);
+    if (restored != restored_splits_.end()) {
+      StateReader r(restored->second.generator);
+      st.generator->RestoreState(r);
+      combined_.at(i).watermark = restored->second.watermark;
+      restored_splits_.erase(restored);
+    }
+    return i;
+  }
+  void SetCurrentSplit(int index) override {
+    // Records of no split: the subtask's own generator while the source
+    // has named no split (the single-generator path), else the split
+    // "(main)".
+    if (index < 0 && combined_.size() > 0) index = MainSplit();
+    current_ = index;
+  }
+  void ReleaseSplit(int index) override {
+    if (index < 0 || index >= combined_.size() || combined_.at(index).released) return;
+    combined_.at(index).released = true;
+    split_state_[static_cast<size_t>(index)]->generator.reset();
+    if (current_ == index) current_ = -1;
+    combined_.Update(emitter_);
+  }
+
   // Checkpoints: the generator's state and what was last sent, so that the
   // restored job emits exactly the watermarks an uninterrupted one would
   // (Flink restarts generators from scratch instead; docs/checkpoints.md).
+  // Per split: each live split's watermark and generator, by split id.
   void SnapshotState(StateWriter& w) override {
     w.PutI64(emitter_.last_emitted());
     w.PutU8(emitter_.idle() ? 1 : 0);
     StateWriter g;
     generator_->SnapshotState(g);
     w.PutBytes(g.data());
+    if (!per_split_) return;
+    uint64_t live = 0;
+    for (int i = 0; i < combined_.size(); ++i) live += combined_.at(i).released ? 0 : 1;
+    w.PutU64(live);
+    for (int i = 0; i < combined_.size(); ++i) {
+      if (combined_.at(i).released) continue;
+      w.PutBytes(combined_.at(i).id);
+      w.PutI64(combined_.at(i).watermark);
+      StateWriter sg;
+      split_state_[static_cast<size_t>(i)]->generator->SnapshotState(sg);
+      w.PutBytes(sg.data());
+    }
   }
   void RestoreState(StateReader& r) override {
     const Timestamp last = r.GetI64("last watermark");
@@ -397,6 +512,15 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     StateReader gr(g);
     generator_->RestoreState(gr);
     if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));
+    if (!per_split_) return;
+    const uint64_t n = r.GetU64("splits");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      std::string id(r.GetBytes("split id"));
+      RestoredSplit rs;
+      rs.watermark = r.GetI64("split watermark");
+      rs.generator = std::string(r.GetBytes("split generator"));
+      restored_splits_[id] = std::move(rs);
+    }
   }
 
   // Rescaled (restored at another parallelism), the generator starts from
@@ -407,6 +531,92 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   Timestamp last_emitted() const { return emitter_.last_emitted(); }
 
  private:
+  // A split's generator and its output into SplitWatermarks (Flink's
+  // PartialWatermark): watermarks from OnEvent update the combined
+  // watermark at once, periodic ones after every split was asked
+  // (Flink's immediate and deferred outputs).
+  struct SplitState final : WatermarkOutput {
+    TimestampsAndWatermarksOperator* op = nullptr;
+    int index = -1;
+    std::unique_ptr<WatermarkGenerator<T>> generator;
+    void EmitWatermark(Timestamp w) override {
+      SplitWatermarks::Split& s = op->combined_.at(index);
+      const bool was_idle = s.idle;
+      s.idle = false;
+      if (w > s.watermark) {
+        s.watermark = w;
+      } else if (!was_idle) {
+        return;
+      }
+      op->SplitChanged(index);
+    }
+    void MarkIdle() override {
+      SplitWatermarks::Split& s = op->combined_.at(index);
+      if (s.idle) return;
+      s.idle = true;
+      op->SplitChanged(index);
+    }
+    void MarkActive() override {
+      SplitWatermarks::Split& s = op->combined_.at(index);
+      if (!s.idle) return;
+      s.idle = false;
+      op->SplitChanged(index);
+    }
+  };
+  struct RestoredSplit {
+    Timestamp watermark = kMinTimestamp;
+    std::string generator;
+  };
+
+  bool IsFuture(Timestamp ts, Timestamp now) const {
+    return ts != kNoTimestamp && ts > SaturatingAdd(now, skew_);
+  }
+  void Divert(T&& v, Timestamp ts) {
+    future_->Inc();
+    if (future_out_ != nullptr) {
+      future_out_->Collect(std::move(v), ts);
+    } else {
+      future_dropped_->Inc();
+    }
+  }
+
+  int MainSplit() {
+    if (main_split_ < 0 || combined_.at(main_split_).released)
+      main_split_ = RegisterSplit("(main)");
+    return main_split_;
+  }
+  bool split_mode() const { return current_ >= 0; }
+  WatermarkGenerator<T>& Generator() {
+    return split_mode() ? *split_state_[static_cast<size_t>(current_)]->generator : *generator_;
+  }
+  WatermarkOutput& EventOutput() {
+    return split_mode()
+               ? static_cast<WatermarkOutput&>(*split_state_[static_cast<size_t>(current_)])
+               : static_cast<WatermarkOutput&>(emitter_);
+  }
+  // A split's watermark or idleness changed: the trace hears of it, and
+  // the combined watermark follows (after the periodic round, when in one).
+  void SplitChanged(int index) {
+    const SplitWatermarks::Split& s = combined_.at(index);
+    if (WatermarkListener* l = this->ctx().listener())
+      l->OnSplitWatermark(this->ctx().metrics().task_name(), this->ctx().subtask_index(), s.id,
+                          s.watermark, s.idle);
+    if (!in_periodic_) combined_.Update(emitter_);
+  }
+  // Every generator's periodic emission: the subtask's, or every live
+  // split's followed by one update of the combined watermark.
+  void PeriodicEmit() {
+    if (combined_.size() == 0) {
+      generator_->OnPeriodicEmit(emitter_);
+      return;
+    }
+    in_periodic_ = true;
+    for (auto& st : split_state_)
+      if (st->generator) st->generator->OnPeriodicEmit(*st);
+    in_periodic_ = false;
+    combined_.Update(emitter_);
+  }
+
   // The periodic emitter, as Flink's: a timer at now + interval, re-armed
   // at (the clock then) + interval after each emission.  Like every
   // processing-time timer it runs once the clock has passed its time
@@ -416,7 +626,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   void ScheduleNext() {
     auto& timers = this->ctx().timers();
     timers.RegisterTimer(timers.CurrentProcessingTime() + interval_, [this](Timestamp) {
-      generator_->OnPeriodicEmit(emitter_);
+      PeriodicEmit();
       ScheduleNext();
     });
   }
@@ -441,11 +651,24 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   };
 
   WatermarkStrategy<T> strategy_;
+  bool per_split_;
   std::unique_ptr<WatermarkGenerator<T>> generator_;
   Forwarder forwarder_;
   TimestampsEmitter emitter_;
   int64_t interval_ = 0;
   SourceAlignment* align_ = nullptr;  // the source task's, when aligned
+  // Per split (only once a source named one).
+  SplitWatermarks combined_;
+  std::vector<std::unique_ptr<SplitState>> split_state_;
+  std::map<std::string, RestoredSplit> restored_splits_;
+  int current_ = -1;
+  int main_split_ = -1;
+  bool in_periodic_ = false;
+  // The future-timestamp guard; skew_ < 0: off.
+  int64_t skew_ = -1;
+  Counter* future_ = nullptr;
+  Counter* future_dropped_ = nullptr;
+  Output<T>* future_out_ = nullptr;
 };
 
 // A sink that calls `f(value, timestamp)` or `f(value)` for each record.

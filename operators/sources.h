@@ -234,9 +234,17 @@ class LineSource final : public Source<T> {
  public:
   using Parser = std::function<std::optional<T>(std::string_view line, const LineLocation& where)>;
   struct Spec {
-    enum class Kind { kFilePerSubtask, kSplitFile, kSocket } kind;
-    std::vector<std::string> paths;  // kFilePerSubtask: one per subtask; kSplitFile: one
-    std::string host;                // kSocket
+    // kFileSplits: each path is a split; path i goes to subtask i %
+    // parallelism, and a subtask with several reads them interleaved, a line
+    // from each in turn (as a reader of several partitions does), each
+    // through its split's output (SourceOutput::ForSplit(path), split ids
+    // made unique with "#i" when a path repeats) and released at its end.
+    // A split with nothing to read yet (a FIFO) holds the others up until
+    // it has.
+    enum class Kind { kFilePerSubtask, kSplitFile, kSocket, kFileSplits } kind;
+    // kFilePerSubtask: one per subtask; kSplitFile: one; kFileSplits: any
+    std::vector<std::string> paths;
+    std::string host;  // kSocket
     int port = 0;
     char delimiter = '\n';
     // Lines longer than this (without the delimiter) are over-long: passed
@@ -267,9 +275,20 @@ class LineSource final : public Source<T> {
   void RestorePosition(internal::StateReader& r) override;
 
  private:
+  PollStatus PollSplits(SourceOutput<T>& out, size_t budget);
+
   Spec spec_;
   Parser parser_;
   std::unique_ptr<LineReader> reader_;
+  // kFileSplits: this subtask's splits, their ids, which have ended, whose
+  // turn is next, and the one waited on.
+  std::vector<std::unique_ptr<LineReader>> split_readers_;
+  std::vector<std::string> split_ids_;
+  std::vector<uint8_t> split_done_;
+  size_t next_split_ = 0;
+  size_t waiting_split_ = 0;
+  SourceOutput<T>* outs_for_ = nullptr;  // the output split_outs_ came from
+  std::vector<SourceOutput<T>*> split_outs_;
 };
 
 // Type-independent part: produces lines.
@@ -356,6 +375,18 @@ void LineSource<T>::Open(const SourceContext& ctx) {
       reader_ =
           OpenFileReader(spec_.paths.at(0), ctx.subtask_index, ctx.parallelism, true, options);
       break;
+    case K::kFileSplits: {
+      for (size_t i = static_cast<size_t>(ctx.subtask_index); i < spec_.paths.size();
+           i += static_cast<size_t>(ctx.parallelism)) {
+        split_readers_.push_back(OpenFileReader(spec_.paths[i], 0, 1, false, options));
+        std::string id = spec_.paths[i];
+        if (std::count(spec_.paths.begin(), spec_.paths.end(), id) > 1)
+          id += "#" + std::to_string(i);
+        split_ids_.push_back(std::move(id));
+      }
+      split_done_.assign(split_readers_.size(), 0);
+      break;
+    }
     case K::kSocket: {
       SocketReaderOptions socket;
       socket.max_retries = spec_.max_retries;
@@ -370,7 +401,55 @@ void LineSource<T>::Open(const SourceContext& ctx) {
 }
 
 template <typename T>
+PollStatus LineSource<T>::PollSplits(SourceOutput<T>& out, size_t budget) {
+  if (outs_for_ != &out) {
+    outs_for_ = &out;
+    split_outs_.assign(split_readers_.size(), nullptr);
+  }
+  std::string_view line;
+  LineLocation where{};
+  size_t nothing = 0;  // splits in a row that had nothing to read
+  for (size_t n = 0; n < budget;) {
+    size_t live = 0;
+    for (uint8_t d : split_done_) live += d ? 0 : 1;
+    if (live == 0) return PollStatus::kEndOfInput;
+    if (nothing >= live) return PollStatus::kNothingAvailable;
+    const size_t i = next_split_;
+    next_split_ = (next_split_ + 1) % split_readers_.size();
+    if (split_done_[i]) continue;
+    switch (split_readers_[i]->Next(&line, &where)) {
+      case LineReader::Result::kEnd:
+        split_done_[i] = 1;
+        out.ReleaseSplit(split_ids_[i]);
+        split_outs_[i] = nullptr;
+        continue;
+      case LineReader::Result::kNothing:
+        waiting_split_ = i;
+        ++nothing;
+        continue;
+      case LineReader::Result::kOverLong:
+        if (!spec_.on_over_long)
+          throw std::runtime_error(split_readers_[i]->over_long().Describe());
+        spec_.on_over_long(split_readers_[i]->over_long());
+        continue;
+      case LineReader::Result::kLine:
+        break;
+    }
+    nothing = 0;
+    ++n;
+    std::optional<T> rec = parser_(line, where);
+    if (rec) {
+      if (split_outs_[i] == nullptr) split_outs_[i] = &out.ForSplit(split_ids_[i]);
+      split_outs_[i]->Collect(std::move(*rec));
+    }
+    if (out.Backpressured()) break;
+  }
+  return PollStatus::kMoreAvailable;
+}
+
+template <typename T>
 PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
+  if (spec_.kind == Spec::Kind::kFileSplits) return PollSplits(out, budget);
   std::string_view line;
   LineLocation where{};
   for (size_t n = 0; n < budget; ++n) {
@@ -404,6 +483,18 @@ bool LineSource<T>::Replayable() const {
 
 template <typename T>
 void LineSource<T>::SnapshotPosition(internal::StateWriter& w) const {
+  if (spec_.kind == Spec::Kind::kFileSplits) {
+    w.PutU64(next_split_);
+    w.PutU64(split_readers_.size());
+    for (size_t i = 0; i < split_readers_.size(); ++i) {
+      const LineReader::Position p = split_readers_[i]->position();
+      w.PutU8(split_done_[i]);
+      w.PutI64(p.offset);
+      w.PutI64(p.lines_before);
+      w.PutU8(p.discarding ? 1 : 0);
+    }
+    return;
+  }
   const bool seekable = reader_ && reader_->Seekable();
   w.PutU8(seekable ? 1 : 0);
   if (!seekable) return;
@@ -415,6 +506,24 @@ void LineSource<T>::SnapshotPosition(internal::StateWriter& w) const {
 
 template <typename T>
 void LineSource<T>::RestorePosition(internal::StateReader& r) {
+  if (spec_.kind == Spec::Kind::kFileSplits) {
+    const uint64_t next = r.GetU64("next split");
+    const uint64_t n = r.GetU64("splits");
+    if (!r.ok() || n != split_readers_.size()) {
+      r.Fail("the checkpoint's files do not match this subtask's");
+      return;
+    }
+    next_split_ = static_cast<size_t>(next) % std::max<size_t>(1, n);
+    for (size_t i = 0; i < n; ++i) {
+      split_done_[i] = r.GetU8("split done");
+      LineReader::Position p;
+      p.offset = r.GetI64("offset");
+      p.lines_before = r.GetI64("lines before");
+      p.discarding = r.GetU8("discarding") != 0;
+      if (r.ok() && split_readers_[i]->Seekable()) split_readers_[i]->Seek(p);
+    }
+    return;
+  }
   if (r.GetU8("seekable") == 0) return;  // not replayable: starts where the input is now
   LineReader::Position p;
   p.offset = r.GetI64("offset");
@@ -426,15 +535,18 @@ void LineSource<T>::RestorePosition(internal::StateReader& r) {
 template <typename T>
 void LineSource<T>::Close() {
   reader_.reset();
+  split_readers_.clear();
 }
 
 template <typename T>
 int LineSource<T>::WaitFd() const {
+  if (!split_readers_.empty()) return split_readers_[waiting_split_]->fd();
   return reader_ ? reader_->fd() : -1;
 }
 
 template <typename T>
 Timestamp LineSource<T>::RetryAt() const {
+  if (!split_readers_.empty()) return split_readers_[waiting_split_]->retry_at();
   return reader_ ? reader_->retry_at() : kMaxTimestamp;
 }
 

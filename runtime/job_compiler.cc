@@ -519,8 +519,9 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   if (head.kind == StreamNode::Kind::kSource) {
     SourceBuildArgs args{source_head,     SourceContext{s, p, options_.clock},
                          head.name,       task->signals(),
-                         task->metrics(), options_.config->batch_size,
-                         alignment};
+                         task->metrics(), options_.config->batch_size};
+    args.head_op = next_op;
+    args.alignment = alignment;
     task->SetInput(head.make_source(args));
     return;
   }

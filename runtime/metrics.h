@@ -239,6 +239,11 @@ class WatermarkListener {
                                  Timestamp /*watermark*/) {}
   virtual void OnOutputStatus(const std::string& /*task_name*/, int /*subtask*/,
                               WatermarkStatus /*status*/) {}
+  // A source subtask that generates watermarks per split (docs/semantics.md
+  // 2.7): split `split`'s watermark advanced or its idleness changed.
+  virtual void OnSplitWatermark(const std::string& /*task_name*/, int /*subtask*/,
+                                const std::string& /*split*/, Timestamp /*watermark*/,
+                                bool /*idle*/) {}
   // A subtask snapshotted checkpoint `checkpoint_id` and sent its barrier on;
   // `alignment_ns`: how long its input channels were aligned (0 for sources).
   virtual void OnCheckpointBarrier(const std::string& /*task_name*/, int /*subtask*/,

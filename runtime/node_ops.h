@@ -126,6 +126,10 @@ struct SourceBuildArgs {
   WriterSignals* signals;
   SubtaskMetrics* metrics;
   size_t budget;
+  // The first operator chained after the source (null when none): the
+  // driver tells it the split of each record when it generates watermarks
+  // per split (SplitWatermarkInput).
+  OperatorBase* head_op = nullptr;
   SourceAlignment* alignment = nullptr;  // the task's (runtime/watermark_alignment.h)
 };
 

@@ -242,6 +242,24 @@ class OperatorBase {
 };
 
 namespace internal {
+// The first operator of a source's chain when it generates watermarks per
+// split (from_source's TimestampsAndWatermarksOperator, docs/semantics.md
+// 2.7): the source driver registers the splits its source names
+// (SourceOutput::ForSplit), says which split each run of records it hands
+// down comes from, and releases ended splits.  Called on the task's thread.
+class SplitWatermarkInput {
+ public:
+  virtual ~SplitWatermarkInput() = default;
+  // False: the operator generates one watermark stream for the subtask, and
+  // the driver need not say anything.
+  virtual bool per_split() const = 0;
+  // A split's index, registering it on first use.
+  virtual int RegisterSplit(const std::string& split_id) = 0;
+  // The split of the records handed down next; -1: records not of a split.
+  virtual void SetCurrentSplit(int index) = 0;
+  virtual void ReleaseSplit(int index) = 0;
+};
+
 // Thrown by a chain output (and a batched operator's loop) once the job is cancelled, so that an
 // operator in the middle of emitting (a window firing thousands of results into a slow sink) stops
 // at its next emission instead of finishing the batch.  Not a std::exception on purpose: user code

@@ -28,6 +28,7 @@
 #define TM_RUNTIME_SOURCE_H_
 
 #include <cstddef>
+#include <string>
 
 #include "runtime/clock.h"
 #include "runtime/time.h"
@@ -47,6 +48,21 @@ class SourceOutput {
   virtual void MarkIdle() = 0;
   // True once an output channel is full: stop emitting and return from Poll.
   virtual bool Backpressured() const = 0;
+  // Per-split outputs (Flink's ReaderOutput#createOutputForSplit): a source
+  // reading several splits (files, partitions) emits each split's records
+  // through that split's output.  When the job's WatermarkStrategy was given
+  // to from_source, every split then gets a watermark generator of its own
+  // and the subtask emits the minimum over its splits that are not idle
+  // (docs/semantics.md, 2.7); otherwise the splits are one stream.  The same
+  // output for the same id until ReleaseSplit(id); valid while the source is
+  // open.  The default (outputs that know no splits) is this output.
+  virtual SourceOutput<T>& ForSplit(const std::string& split_id) {
+    (void)split_id;
+    return *this;
+  }
+  // The split has ended (Flink's releaseOutputForSplit): it no longer holds
+  // the subtask's watermark back.
+  virtual void ReleaseSplit(const std::string& split_id) { (void)split_id; }
 };
 
 class SubtaskMetrics;  // runtime/metrics.h

@@ -8,6 +8,7 @@
 #define TM_RUNTIME_SOURCE_DRIVER_H_
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,11 +61,14 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
  public:
   SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
                std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget,
-               SourceAlignment* alignment = nullptr)
+               OperatorBase* head_op = nullptr, SourceAlignment* alignment = nullptr)
       : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget),
         source_(std::move(source)),
         head_(head),
-        alignment_(alignment) {}
+        alignment_(alignment) {
+    auto* splits = dynamic_cast<SplitWatermarkInput*>(head_op);
+    if (splits != nullptr && splits->per_split()) splits_ = splits;
+  }
 
   void Open() override {
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
@@ -101,12 +105,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   // end of each poll, first send the run so far, so the order is kept.
   void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
   void CollectWithTimestamp(T&& value, Timestamp ts) override {
-    ++emitted_;
-    pending_.push_back(Record<T>{std::move(value), ts});
-    // Aligned, each record goes down the chain at once, so that the check
-    // after it (Backpressured) sees the watermark it made, as Flink checks
-    // after each record.
-    if (pending_.size() >= kRun || Aligned()) FlushPending();
+    CollectForSplit(-1, std::move(value), ts);
   }
   void EmitWatermark(Timestamp w) override {
     FlushPending();
@@ -116,12 +115,64 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     FlushPending();
     ForwardIdle();
   }
+  SourceOutput<T>& ForSplit(const std::string& split_id) override {
+    auto it = split_outputs_.find(split_id);
+    if (it == split_outputs_.end()) {
+      const int index = splits_ != nullptr ? splits_->RegisterSplit(split_id) : -1;
+      it = split_outputs_.emplace(split_id, std::make_unique<SplitOutput>(this, index)).first;
+    }
+    return *it->second;
+  }
+  void ReleaseSplit(const std::string& split_id) override {
+    auto it = split_outputs_.find(split_id);
+    if (it == split_outputs_.end()) return;
+    FlushPending();
+    if (splits_ != nullptr) splits_->ReleaseSplit(it->second->index);
+    split_outputs_.erase(it);
+  }
+
+  // Records of split `index` (-1: of none).  A run holds records of one
+  // split only, so the head knows whose they are.
+  void CollectForSplit(int index, T&& value, Timestamp ts) {
+    if (index != pending_split_) {
+      FlushPending();
+      pending_split_ = index;
+    }
+    ++emitted_;
+    pending_.push_back(Record<T>{std::move(value), ts});
+    // Aligned, each record goes down the chain at once, so that the check
+    // after it (Backpressured) sees the watermark it made, as Flink checks
+    // after each record.
+    if (pending_.size() >= kRun || Aligned()) FlushPending();
+  }
 
   void FlushPending() {
     if (pending_.empty()) return;
+    if (splits_ != nullptr) splits_->SetCurrentSplit(pending_split_);
     head_->CollectBatch(std::span<Record<T>>(pending_));
     pending_.clear();
   }
+
+  // A split's output: its records go down marked with its index.
+  class SplitOutput final : public SourceOutput<T> {
+   public:
+    SplitOutput(SourceDriver* d, int index) : d_(d), index(index) {}
+    void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
+    void CollectWithTimestamp(T&& value, Timestamp ts) override {
+      d_->CollectForSplit(index, std::move(value), ts);
+    }
+    void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
+    void MarkIdle() override { d_->MarkIdle(); }
+    bool Backpressured() const override { return d_->Backpressured(); }
+    SourceOutput<T>& ForSplit(const std::string& id) override { return d_->ForSplit(id); }
+    void ReleaseSplit(const std::string& id) override { d_->ReleaseSplit(id); }
+
+   private:
+    SourceDriver* d_;
+
+   public:
+    const int index;
+  };
 
   // Records per run: small enough that back-pressure (seen when a run
   // reaches a full channel) stops the source within a few hundred records.
@@ -137,6 +188,9 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   Output<T>* head_;
   std::vector<Record<T>> pending_;
   SourceAlignment* alignment_;
+  SplitWatermarkInput* splits_ = nullptr;  // when the head generates per split
+  int pending_split_ = -1;                 // the split of the records in pending_
+  std::map<std::string, std::unique_ptr<SplitOutput>> split_outputs_;
 };
 
 }  // namespace tidemark::internal

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -142,6 +143,69 @@ class WatermarksWithIdleness : public WatermarkGenerator<T> {
   bool is_idle_now_ = false;
 };
 
+// with_flush_after(d), a tidemark extension for quiet streams
+// (docs/semantics.md, 2.9): once no record has come for more than `d` of
+// processing time (on the input activity clock, which stands still under
+// back-pressure), the watermark advances as processing time does:
+//   W = W_last + (now - t_last - d)
+// where W_last is the highest watermark the wrapped generator emitted and
+// t_last the time of the last record.  So a quiet stream's last windows
+// close, at the price of completeness: a record that comes after the flush
+// with a timestamp at or below the flushed watermark is late.  The watermark
+// never goes back (the operator drops watermarks that do not advance); a
+// record resets the quiet time.  Nothing flushes before the first record, and
+// nothing while the stream is idle-marked (with_idleness wraps this
+// generator and does not ask it for watermarks while idle).
+template <typename T>
+class WatermarksWithFlush : public WatermarkGenerator<T> {
+ public:
+  WatermarksWithFlush(std::unique_ptr<WatermarkGenerator<T>> inner, Duration after,
+                      const Clock* clock)
+      : inner_(std::move(inner)), after_(ToMillis(after)), clock_(clock) {
+    if (after_ <= 0) throw std::invalid_argument("flush-after must be greater than 0");
+  }
+  void OnEvent(const T& event, Timestamp ts, WatermarkOutput& out) override {
+    Tap tap(&out, &inner_wm_);
+    inner_->OnEvent(event, ts, tap);
+    last_record_ = clock_->NowMillis();
+    seen_ = true;
+  }
+  void OnPeriodicEmit(WatermarkOutput& out) override {
+    Tap tap(&out, &inner_wm_);
+    inner_->OnPeriodicEmit(tap);
+    if (!seen_ || inner_wm_ == kMinTimestamp) return;
+    const int64_t quiet = clock_->NowMillis() - last_record_;
+    if (quiet <= after_) return;
+    out.EmitWatermark(SaturatingAdd(inner_wm_, quiet - after_));
+  }
+  void SnapshotState(internal::StateWriter& w) const override { inner_->SnapshotState(w); }
+  void RestoreState(internal::StateReader& r) override { inner_->RestoreState(r); }
+
+ private:
+  // Passes everything on, remembering the highest watermark.
+  class Tap final : public WatermarkOutput {
+   public:
+    Tap(WatermarkOutput* out, Timestamp* max) : out_(out), max_(max) {}
+    void EmitWatermark(Timestamp w) override {
+      if (w > *max_) *max_ = w;
+      out_->EmitWatermark(w);
+    }
+    void MarkIdle() override { out_->MarkIdle(); }
+    void MarkActive() override { out_->MarkActive(); }
+
+   private:
+    WatermarkOutput* out_;
+    Timestamp* max_;
+  };
+
+  std::unique_ptr<WatermarkGenerator<T>> inner_;
+  int64_t after_;
+  const Clock* clock_;
+  Timestamp inner_wm_ = kMinTimestamp;
+  Timestamp last_record_ = 0;
+  bool seen_ = false;
+};
+
 template <typename T>
 class WatermarkStrategy {
  public:
@@ -212,11 +276,43 @@ class WatermarkStrategy {
     return s;
   }
 
+  // tidemark extension for quiet streams (WatermarksWithFlush above): after
+  // `after` without records the watermark advances with processing time.
+  // Throws for after <= 0.
+  WatermarkStrategy with_flush_after(Duration after) const {
+    if (after.count() <= 0) throw std::invalid_argument("flush-after must be greater than 0");
+    WatermarkStrategy s = *this;
+    s.flush_after_ = after;
+    return s;
+  }
+  // tidemark extension, a future-timestamp guard (docs/semantics.md, 2.10):
+  // a record whose timestamp is more than `skew` ahead of the subtask's
+  // processing time neither reaches the generator nor goes on: it goes to
+  // the side output `tag` when given and read (get_side_output on the
+  // stream this strategy makes), and is counted in "numFutureRecords" (and,
+  // when it has nowhere to go, "numFutureRecordsDropped").  Throws for
+  // skew < 0.
+  WatermarkStrategy with_max_future_skew(Duration skew) const {
+    if (skew.count() < 0) throw std::invalid_argument("max future skew must not be negative");
+    WatermarkStrategy s = *this;
+    s.max_future_skew_ = skew;
+    return s;
+  }
+  template <typename Tag>
+  WatermarkStrategy with_max_future_skew(Duration skew, const Tag& tag) const {
+    WatermarkStrategy s = with_max_future_skew(skew);
+    s.future_tag_ = tag.id();
+    return s;
+  }
+
   // --- for the operator ---
+  // One generator: per subtask, or per split (from_source, 2.7).
   std::unique_ptr<WatermarkGenerator<T>> CreateGenerator(const Clock* clock) const {
     std::unique_ptr<WatermarkGenerator<T>> g;
     if (factory_) g = factory_();
     if (!g) g = std::make_unique<NoWatermarks>();
+    if (flush_after_.count() > 0)
+      g = std::make_unique<WatermarksWithFlush<T>>(std::move(g), flush_after_, clock);
     if (idleness_.count() > 0)
       g = std::make_unique<WatermarksWithIdleness<T>>(std::move(g), idleness_, clock);
     return g;
@@ -229,6 +325,9 @@ class WatermarkStrategy {
   const std::string& alignment_group() const { return alignment_group_; }
   Duration alignment_drift() const { return alignment_drift_; }
   Duration alignment_interval() const { return alignment_interval_; }
+  const std::optional<Duration>& max_future_skew() const { return max_future_skew_; }
+  // The id of the future records' side output tag, empty when none.
+  const std::string& future_tag() const { return future_tag_; }
 
  private:
   class NoWatermarks : public WatermarkGenerator<T> {
@@ -240,6 +339,9 @@ class WatermarkStrategy {
   GeneratorFactory factory_;
   TimestampAssigner assigner_;
   Duration idleness_{0};
+  Duration flush_after_{0};
+  std::optional<Duration> max_future_skew_;
+  std::string future_tag_;
   bool periodic_per_record_ = false;
   std::string alignment_group_;
   Duration alignment_drift_{0};

@@ -53,6 +53,19 @@ ABSL_FLAG(std::string, alignment_max_drift, "",
           "stops reading until it catches up (empty: off)");
 ABSL_FLAG(std::string, alignment_update_interval, "1s",
           "how often source subtasks report their watermarks for alignment");
+ABSL_FLAG(int, source_parallelism, 0,
+          "source subtasks for the --input files (0: one per file); fewer than files: file i is "
+          "read by subtask i mod N, a subtask's files interleaved line by line, each a split");
+ABSL_FLAG(bool, per_split_watermarks, true,
+          "with --source-parallelism: one watermark generator per file (split), the subtask "
+          "emitting the minimum over its active splits, as Flink's fromSource; false: one "
+          "generator over the merged lines");
+ABSL_FLAG(std::string, flush_after, "",
+          "after this long without records, a source's watermark advances with processing time "
+          "(closes a quiet stream's last windows; later records may be late)");
+ABSL_FLAG(std::string, max_future_skew, "",
+          "records dated more than this ahead of the clock go to the future side output "
+          "(Future> lines), not to the watermarks or windows");
 ABSL_FLAG(std::string, window, "tumbling:5s",
           "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
@@ -152,6 +165,10 @@ void PrintHelp() {
                            "idleness",
                            "alignment_max_drift",
                            "alignment_update_interval",
+                           "source_parallelism",
+                           "per_split_watermarks",
+                           "flush_after",
+                           "max_future_skew",
                            "window",
                            "allowed_lateness",
                            "late",
@@ -305,6 +322,10 @@ int main(int argc, char** argv) {
   o.idleness = absl::GetFlag(FLAGS_idleness);
   o.alignment_max_drift = absl::GetFlag(FLAGS_alignment_max_drift);
   o.alignment_update_interval = absl::GetFlag(FLAGS_alignment_update_interval);
+  o.source_parallelism = absl::GetFlag(FLAGS_source_parallelism);
+  o.per_split_watermarks = absl::GetFlag(FLAGS_per_split_watermarks);
+  o.flush_after = absl::GetFlag(FLAGS_flush_after);
+  o.max_future_skew = absl::GetFlag(FLAGS_max_future_skew);
   o.window = absl::GetFlag(FLAGS_window);
   o.allowed_lateness = absl::GetFlag(FLAGS_allowed_lateness);
   o.late = absl::GetFlag(FLAGS_late);

@@ -126,6 +126,7 @@ struct Shared {
   std::atomic<int64_t> filtered{0};
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
+  std::atomic<int64_t> future{0};
   std::mutex dead_mu;
   std::ofstream dead_letter;
   std::mutex err_mu;
@@ -361,6 +362,23 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     if (u->count() <= 0) return fail("--alignment-update-interval must be greater than 0");
     update_interval = *u;
   }
+  auto optional_duration = [](const std::string& flag, const std::string& text,
+                              std::optional<Duration>* d) -> std::string {
+    if (text.empty()) return "";
+    auto v = ParseDuration(text);
+    if (!v.ok()) return absl::StrCat("--", flag, ": ", v.status().message());
+    *d = *v;
+    return "";
+  };
+  std::optional<Duration> flush_after, max_future_skew;
+  if (std::string e = optional_duration("flush-after", o.flush_after, &flush_after); !e.empty())
+    return fail(e);
+  if (flush_after && flush_after->count() <= 0) return fail("--flush-after must be greater than 0");
+  if (std::string e = optional_duration("max-future-skew", o.max_future_skew, &max_future_skew);
+      !e.empty())
+    return fail(e);
+  if (max_future_skew && max_future_skew->count() < 0)
+    return fail("--max-future-skew must not be negative");
   auto window = ParseWindowSpec(o.window);
   if (!window.ok()) return fail(std::string(window.status().message()));
   auto lateness = ParseDuration(o.allowed_lateness);
@@ -410,6 +428,12 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
+  if (o.source_parallelism < 0) return fail("--source-parallelism must not be negative");
+  if (o.source_parallelism > 0 && !o.socket.empty())
+    return fail("--source-parallelism is for --input files, not --socket");
+  if (o.source_parallelism > static_cast<int>(inputs.size()))
+    return fail(absl::StrCat("--source-parallelism=", o.source_parallelism, " is more than the ",
+                             inputs.size(), " input(s)"));
   if (o.stdin_closed && !o.explain && std::count(inputs.begin(), inputs.end(), "-") > 0) {
     return fail(o.inputs.empty() ? "standard input is closed (and no --input or --socket was given)"
                                  : "--input=-: standard input is closed");
@@ -510,7 +534,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       *sh->err << "tidemark: " << msg << "\n" << std::flush;
     };
   } else {
-    spec.kind = Spec::Kind::kFilePerSubtask;
+    spec.kind = o.source_parallelism > 0 ? Spec::Kind::kFileSplits : Spec::Kind::kFilePerSubtask;
     spec.paths = inputs;
   }
   const bool skip = o.bad_lines == "skip";
@@ -553,7 +577,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     }
   };
   DataStream<CliRecord> lines = env.read_lines<CliRecord>(spec, parser, "input");
-  const int source_p = o.socket.empty() ? static_cast<int>(inputs.size()) : 1;
+  const int source_p = !o.socket.empty()          ? 1
+                       : o.source_parallelism > 0 ? o.source_parallelism
+                                                  : static_cast<int>(inputs.size());
+  if (o.source_parallelism > 0) lines = lines.set_parallelism(source_p);
   if (cluster.distributed()) {
     // Traces and the timeline name the rank of every subtask and channel.
     recorder->SetCluster(
@@ -573,9 +600,22 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (idleness) strategy = strategy.with_idleness(*idleness);
   if (drift) strategy = strategy.with_watermark_alignment("sources", *drift, update_interval);
   if (per_record) strategy = strategy.with_periodic_emit_per_record();
-  auto stamped = lines.assign_timestamps_and_watermarks(strategy)
-                     .set_parallelism(source_p)
-                     .filter([](const CliRecord& r) { return !r.is_marker(); })
+  if (flush_after) strategy = strategy.with_flush_after(*flush_after);
+  OutputTag<CliRecord> future_tag("future");
+  if (max_future_skew) strategy = strategy.with_max_future_skew(*max_future_skew, future_tag);
+  // Splits (several files in one subtask) get a generator each, as Flink's
+  // fromSource does, unless --per-split-watermarks=false.
+  const bool per_split = o.source_parallelism > 0 && o.per_split_watermarks;
+  auto with_ts =
+      lines
+          .transform<CliRecord>(
+              "Timestamps/Watermarks",
+              [strategy, per_split]() -> std::unique_ptr<OneInputOperator<CliRecord, CliRecord>> {
+                return std::make_unique<internal::TimestampsAndWatermarksOperator<CliRecord>>(
+                    strategy, per_split);
+              })
+          .set_parallelism(source_p);
+  auto stamped = with_ts.filter([](const CliRecord& r) { return !r.is_marker(); })
                      .name("Drop markers")
                      .set_parallelism(source_p);
   auto keyed = stamped.key_by(&KeyOf);
@@ -669,6 +709,39 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         .set_parallelism(print_p);
   }
 
+  if (max_future_skew) {
+    // Records dated more than --max-future-skew ahead of the clock: neither
+    // windows nor watermarks see them; printed as late records are.
+    auto future = with_ts.get_side_output(future_tag);
+    if (to_files) {
+      future
+          .sink_to_files(
+              o.output_dir,
+              [](const CliRecord& r) {
+                return absl::StrCat("{\"kind\":\"future\",", JsonField("key", r.key),
+                                    ",\"timestamp\":", r.ts, ",", JsonField("line", r.line), "}");
+              },
+              "future to files", "future")
+          .set_parallelism(source_p);
+    }
+    future
+        .add_sink(
+            [sh, to_files](CliRecord&& r) {
+              sh->future.fetch_add(1, std::memory_order_relaxed);
+              if (to_files) {
+                // Written by the file sink.
+              } else if (sh->output == OutputFormat::kJsonl) {
+                sh->printer->Print(absl::StrCat("{\"kind\":\"future\",", JsonField("key", r.key),
+                                                ",\"timestamp\":", r.ts, ",",
+                                                JsonField("line", r.line), "}"));
+              } else {
+                sh->printer->Print(absl::StrCat("Future> ", r.line));
+              }
+            },
+            "future")
+        .set_parallelism(cluster.distributed() && o.output_per_rank.empty() ? 1 : source_p);
+  }
+
   if (o.explain) {
     absl::StatusOr<std::string> plan = env.ExplainPlan();
     if (!plan.ok()) return fail(std::string(plan.status().message()));
@@ -707,17 +780,17 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       // are every rank's already).
       std::string mine;
       internal::StateWriter w(&mine);
-      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
         w.PutI64(c->load());
       mine += EncodeTimelineEvents(events);
       std::vector<std::string> all = GatherAtRank0(mine);
       if (cluster.rank == 0) {
         events.clear();
-        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
           c->store(0);
         for (const std::string& bytes : all) {
           internal::StateReader r(bytes);
-          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered})
+          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
             c->fetch_add(r.GetI64());
           if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
             return fail("the counts gathered from the ranks are damaged");
@@ -746,6 +819,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
           << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
           << " bad lines skipped";
       if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
+      if (max_future_skew) err << ", " << sh->future.load() << " future (side output)";
       if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
       if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
       if (result.checkpoints.enabled) {

@@ -34,6 +34,14 @@ struct RunOptions {
   // Watermark alignment of the source subtasks (empty: off).
   std::string alignment_max_drift;
   std::string alignment_update_interval = "1s";
+  // Source subtasks for the --input files (0: one per file).  Fewer than
+  // files: file i is read by subtask i % N, a subtask's files interleaved
+  // line by line, each a split with its own watermark generator unless
+  // per_split_watermarks is false (then one generator over the merged lines).
+  int source_parallelism = 0;
+  bool per_split_watermarks = true;
+  std::string flush_after;      // empty: none (WatermarkStrategy::with_flush_after)
+  std::string max_future_skew;  // empty: none (WatermarkStrategy::with_max_future_skew)
   std::string window = "tumbling:5s";
   std::string allowed_lateness = "0s";
   std::string late = "drop";  // drop | side

@@ -365,6 +365,22 @@ void TraceRecorder::OnOutputStatus(const std::string& task, int subtask, Waterma
   Keep(std::move(ev));
 }
 
+void TraceRecorder::OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
+                                     Timestamp w, bool idle) {
+  if (!print_trace_ || task.rfind("Source", 0) != 0) return;
+  if (format_ == OutputFormat::kJsonl) {
+    printer_->Print(absl::StrCat(
+        "{\"kind\":\"split_watermark\",\"subtask\":", subtask,
+        rank_ >= 0 ? absl::StrCat(",\"rank\":", source_rank_(subtask)) : std::string(), ",",
+        JsonField("split", split), ",\"watermark\":", w, ",\"idle\":", idle ? "true" : "false",
+        ",\"t_ms\":", absl::StrFormat("%.3f", NowMs()), "}"));
+  } else {
+    printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, RankOf(true, subtask),
+                                 " split ", split, " -> ", FormatTimestamp(w), " (", Time(w), ")",
+                                 idle ? " idle" : ""));
+  }
+}
+
 void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, Timestamp max_ts,
                              Timestamp watermark) {
   if (!print_trace_) return;

@@ -98,6 +98,10 @@ class TraceRecorder final : public WatermarkListener {
   void OnOutputStatus(const std::string& task, int subtask, WatermarkStatus status) override;
   void OnSourceAlignment(const std::string& task, int subtask, bool paused, Timestamp watermark,
                          Timestamp max_allowed) override;
+  // Per-split watermarks of a source subtask (--source-parallelism with
+  // several files per subtask): printed in the trace, not kept.
+  void OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
+                        Timestamp watermark, bool idle) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
   // aligned one over its channels and snapshotted.
   void OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,
