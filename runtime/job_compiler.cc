@@ -471,10 +471,9 @@ void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int 
   };
 
   // A source task's watermark alignment, which its watermark operator may join.
-  SourceAlignment* alignment =
-      nodes_[chain.head]->kind == StreamNode::Kind::kSource
-          ? task->EnableAlignment(a.exec->alignment(), listener)
-          : nullptr;
+  SourceAlignment* alignment = nodes_[chain.head]->kind == StreamNode::Kind::kSource
+                                   ? task->EnableAlignment(a.exec->alignment(), listener)
+                                   : nullptr;
   std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> ops_rev;
   OperatorBase* next_op = nullptr;
   OperatorContext* next_ctx = nullptr;

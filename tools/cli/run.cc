@@ -780,17 +780,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       // are every rank's already).
       std::string mine;
       internal::StateWriter w(&mine);
-      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+      for (const auto* c :
+           {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
         w.PutI64(c->load());
       mine += EncodeTimelineEvents(events);
       std::vector<std::string> all = GatherAtRank0(mine);
       if (cluster.rank == 0) {
         events.clear();
-        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+        for (auto* c :
+             {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
           c->store(0);
         for (const std::string& bytes : all) {
           internal::StateReader r(bytes);
-          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+          for (auto* c :
+               {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
             c->fetch_add(r.GetI64());
           if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
             return fail("the counts gathered from the ranks are damaged");
