@@ -99,9 +99,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
   // Paused by alignment, the task waits for the announcement (Notify), not
   // for input it would not read: a readable descriptor would wake it in a loop.
-  int WaitFd() const override {
-    return Aligned() && alignment_->paused() ? -1 : source_->WaitFd();
-  }
+  int WaitFd() const override { return Aligned() && alignment_->paused() ? -1 : source_->WaitFd(); }
 
  private:
   // SourceOutput<T>.  Records are handed to the chain in runs of up to

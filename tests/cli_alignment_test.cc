@@ -25,7 +25,8 @@ using ::testing::HasSubstr;
 using testing::TempPath;
 
 TEST(CliAlignment, ASourceAheadByMoreThanTheDriftPausesUntilTheSlowestCatchesUp) {
-  std::vector<std::string> fifos;
+  testing::FifoInputs inputs("align", 2);
+  ASSERT_TRUE(inputs.ok());
   std::vector<std::string> args = {"run",
                                    "--fields=key,ts",
                                    "--parallelism=2",
@@ -35,23 +36,12 @@ TEST(CliAlignment, ASourceAheadByMoreThanTheDriftPausesUntilTheSlowestCatchesUp)
                                    "--alignment-max-drift=1s",
                                    "--alignment-update-interval=10ms",
                                    "--trace=watermarks"};
-  for (int i = 0; i < 2; ++i) {
-    fifos.push_back(TempPath(absl::StrCat("align_", i, ".fifo")));
-    std::filesystem::remove(fifos.back());
-    ASSERT_EQ(mkfifo(fifos.back().c_str(), 0600), 0);
-    args.push_back("--input=" + fifos.back());
-  }
+  for (const std::string& a : inputs.Args()) args.push_back(a);
   CliProcess p(args, CliProcess::kStdinClosed);
   ASSERT_TRUE(p.started());
-  std::vector<int> fds;
-  for (const auto& f : fifos) {
-    const int fd = open(f.c_str(), O_RDWR);  // no wait for the reader
-    ASSERT_GE(fd, 0);
-    fds.push_back(fd);
-  }
+  ASSERT_TRUE(inputs.Open());
   auto write_line = [&](int input, const std::string& line) {
-    const std::string l = line + "\n";
-    ASSERT_EQ(write(fds[input], l.data(), l.size()), static_cast<ssize_t>(l.size()));
+    ASSERT_TRUE(inputs.Write(static_cast<size_t>(input), line));
   };
   // Both at 0.1 s; then input 0 jumps to 5 s: 4.999 > 0.099 + 1 s.
   write_line(0, "a,100");
@@ -63,11 +53,10 @@ TEST(CliAlignment, ASourceAheadByMoreThanTheDriftPausesUntilTheSlowestCatchesUp)
   // Input 1 catches up to 4.5 s: the limit becomes 5.499 s and input 0 reads again.
   write_line(1, "b,4500");
   ASSERT_TRUE(p.WaitForOut("[alignment] source subtask 0 resumes", 60s)) << p.out() << p.err();
-  for (int fd : fds) close(fd);
+  inputs.Close();
   EXPECT_EQ(p.Wait(60s), 0) << p.err();
   // (Source 1 may pause too, for a moment: its jump to 4.5 s is above the
   // limit of the last announcement, 1.099 s, until its own next report.)
-  for (const auto& f : fifos) std::filesystem::remove(f);
 }
 
 TEST(CliAlignment, RejectsABadDrift) {

@@ -71,7 +71,8 @@ TEST(CliServe, RefusesAnAddressThatIsNotLoopback) {
 }
 
 TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
-  std::vector<std::string> fifos;
+  testing::FifoInputs inputs("serve", 2);
+  ASSERT_TRUE(inputs.ok());
   std::vector<std::string> args = {"run",
                                    "--fields=key,ts",
                                    "--parallelism=2",
@@ -80,27 +81,16 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
                                    "--window=tumbling:1s",
                                    "--serve=127.0.0.1:0",
                                    "--serve-linger=120s"};
-  for (int i = 0; i < 2; ++i) {
-    fifos.push_back(TempPath(absl::StrCat("serve_", i, ".fifo")));
-    std::filesystem::remove(fifos.back());
-    ASSERT_EQ(mkfifo(fifos.back().c_str(), 0600), 0);
-    args.push_back("--input=" + fifos.back());
-  }
+  for (const std::string& a : inputs.Args()) args.push_back(a);
   CliProcess p(args, CliProcess::kStdinClosed);
   ASSERT_TRUE(p.started());
-  std::vector<int> fds;
-  for (const auto& f : fifos) {
-    const int fd = open(f.c_str(), O_RDWR);  // no wait for the reader
-    ASSERT_GE(fd, 0);
-    fds.push_back(fd);
-  }
+  ASSERT_TRUE(inputs.Open());
   int64_t ts = 1000;
   auto write_lines = [&] {
     ts += 400;
-    for (size_t i = 0; i < fds.size(); ++i) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
       // Source 1 runs behind: it holds the aligned minimum back.
-      const std::string line = absl::StrCat("k", ts % 7, ",", i == 0 ? ts : ts / 2, "\n");
-      ASSERT_EQ(write(fds[i], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+      ASSERT_TRUE(inputs.Write(i, absl::StrCat("k", ts % 7, ",", i == 0 ? ts : ts / 2)));
     }
   };
   write_lines();
@@ -168,7 +158,7 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   EXPECT_EQ(dom.find("src=\"http"), std::string::npos) << "nothing from the network";
 
   // End of input: the job finishes, the server lingers with the final state.
-  for (int fd : fds) close(fd);
+  inputs.Close();
   const auto end_deadline = std::chrono::steady_clock::now() + 60s;
   while (state.find("\"status\":\"finished\"") == std::string::npos &&
          std::chrono::steady_clock::now() < end_deadline) {
@@ -182,7 +172,6 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   kill(p.pid(), SIGINT);
   EXPECT_EQ(p.Wait(30s), 0) << p.err();
   EXPECT_THAT(p.err(), HasSubstr("window results"));
-  for (const auto& f : fifos) std::filesystem::remove(f);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -243,6 +245,53 @@ class CliProcess {
   int err_fd_ = -1;
   std::string out_, err_;
   int exit_code_ = kRunning;
+};
+
+// FIFOs a test feeds a `tidemark run` through, so that each step can wait
+// for what the previous one caused: Args() are the --input flags; Open()
+// after starting the process (read-write, so it does not wait for the
+// reader); Write(i, line) adds a line; Close() ends every input.
+class FifoInputs {
+ public:
+  FifoInputs(const std::string& prefix, int n) {
+    for (int i = 0; i < n; ++i) {
+      paths_.push_back(TempPath(prefix + "_" + std::to_string(i) + ".fifo"));
+      std::filesystem::remove(paths_.back());
+      ok_ = ok_ && mkfifo(paths_.back().c_str(), 0600) == 0;
+    }
+  }
+  ~FifoInputs() {
+    Close();
+    for (const auto& p : paths_) std::filesystem::remove(p);
+  }
+  bool ok() const { return ok_; }
+  std::vector<std::string> Args() const {
+    std::vector<std::string> a;
+    for (const auto& p : paths_) a.push_back("--input=" + p);
+    return a;
+  }
+  bool Open() {
+    for (const auto& p : paths_) {
+      const int fd = open(p.c_str(), O_RDWR);
+      if (fd < 0) return false;
+      fds_.push_back(fd);
+    }
+    return true;
+  }
+  bool Write(size_t input, const std::string& line) {
+    const std::string l = line + "\n";
+    return write(fds_.at(input), l.data(), l.size()) == static_cast<ssize_t>(l.size());
+  }
+  size_t size() const { return paths_.size(); }
+  void Close() {
+    for (int fd : fds_) close(fd);
+    fds_.clear();
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<int> fds_;
+  bool ok_ = true;
 };
 
 }  // namespace tidemark::testing
