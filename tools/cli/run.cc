@@ -549,9 +549,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   env.set_checkpoint_timeout(*checkpoint_timeout);
   // Each failed checkpoint is said when it fails (and shown by the live
   // view), not only in the summary.
-  env.set_checkpoint_failure_listener([sh](int64_t, const std::string& error) {
-    std::lock_guard<std::mutex> lock(sh->err_mu);
-    *sh->err << "tidemark: checkpoint failed: " << error << "\n" << std::flush;
+  env.set_checkpoint_failure_listener([sh, live = live.get(), rec = recorder.get()](
+                                          int64_t id, const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(sh->err_mu);
+      *sh->err << "tidemark: checkpoint failed: " << error << "\n" << std::flush;
+    }
+    // The live view's feed, and its count of "checkpoint_failed" events.
+    if (live != nullptr) {
+      live->Publish(LiveEvent{"checkpoint_failed",
+                              rec->NowMs(),
+                              -1,
+                              -1,
+                              {{"checkpoint", absl::StrCat(id)}, {"error", JsonString(error)}}});
+    }
   });
   if (!o.restore.empty()) env.restore_from(o.restore);
 
