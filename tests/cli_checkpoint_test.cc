@@ -460,6 +460,18 @@ TEST(CliCheckpoint, ADirectoryThatCannotBeCreatedIsAnErrorBeforeTheJob) {
             std::string::npos)
       << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out.size() << " bytes on stdout: the job ran";
+
+  // A directory that exists but takes no files, even from root: sysfs.
+  if (fs::is_directory("/sys/kernel")) {
+    args.back() = "--checkpoint-dir=/sys/kernel";
+    r = RunTidemark(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--checkpoint-dir=/sys/kernel: checkpoint directory /sys/kernel: not "
+                         "writable: create /sys/kernel/.tidemark-write-check.tmp: "),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out.size() << " bytes on stdout: the job ran";
+  }
 }
 
 // A full disk, for real: checkpoint 1's state file is written through a
