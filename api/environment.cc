@@ -237,6 +237,25 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::restore_from(std::string
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_tolerable_checkpoint_failure_number(
+    int n) {
+  if (n < 0) throw std::invalid_argument("tolerable checkpoint failure number must be >= 0");
+  config_.tolerable_failed_checkpoints = n;
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_checkpoint_timeout(Duration timeout) {
+  if (timeout.count() < 0) throw std::invalid_argument("checkpoint timeout must not be negative");
+  config_.checkpoint_timeout = timeout;
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_checkpoint_failure_listener(
+    std::function<void(int64_t, const std::string&)> listener) {
+  config_.on_checkpoint_failed = std::move(listener);
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::use_tbb_arena_scheduler(bool on) {
   config_.scheduler = on ? JobConfig::Scheduler::kTbbArena : JobConfig::Scheduler::kWorkerPool;
   return *this;

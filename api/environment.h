@@ -159,6 +159,19 @@ class StreamExecutionEnvironment {
   // and passes over damaged ones, listed in CheckpointSummary), or the path
   // of a checkpoint directory (DIR/chk-<n>).
   StreamExecutionEnvironment& restore_from(std::string checkpoint);
+  // Failed checkpoints (Flink's CheckpointConfig): the job fails once more
+  // than `n` checkpoints in a row have failed (default 0, Flink's: the first
+  // failed checkpoint fails the job; a completed one resets the count).
+  StreamExecutionEnvironment& set_tolerable_checkpoint_failure_number(int n);
+  // A checkpoint not complete and durable `timeout` after it started fails
+  // (expires; Flink's checkpoint timeout, default 10 min).  0: no limit.
+  StreamExecutionEnvironment& set_checkpoint_timeout(Duration timeout);
+  // Told of every failed checkpoint when it fails, on the checkpoint
+  // coordinator's thread: its id and a line naming it and what went wrong
+  // (e.g. "checkpoint 4: write state: ...: No space left on device").  Must
+  // be quick and must not call back into the job.
+  StreamExecutionEnvironment& set_checkpoint_failure_listener(
+      std::function<void(int64_t checkpoint_id, const std::string& error)> listener);
   // Where print() writes (default std::cout).
   StreamExecutionEnvironment& set_print_stream(std::ostream* out);
   const Clock* clock() const { return clock_; }

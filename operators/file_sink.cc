@@ -77,8 +77,10 @@ void TwoPhaseCommitFiles::CleanUp() {
   next_seq_ = std::max(next_seq_, CleanUpSubtask(subtask_, pending_));
 }
 
-int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pending>& keep) {
+int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pending>& keep,
+                                            int64_t rollback_from) {
   int64_t next = 0;
+  std::vector<std::string> removed;
   const std::string visible = absl::StrCat(prefix_, "-", subtask, "-");
   const std::string hidden = absl::StrCat(".", visible);
   std::error_code ec;
@@ -86,7 +88,19 @@ int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pendi
     const std::string name = entry.path().filename().string();
     if (name.rfind(visible, 0) == 0) {
       int64_t seq = 0;
-      if (absl::SimpleAtoi(name.substr(visible.size()), &seq)) next = std::max(next, seq + 1);
+      if (!absl::SimpleAtoi(name.substr(visible.size()), &seq)) continue;
+      next = std::max(next, seq + 1);
+      if (seq >= rollback_from) {
+        // Committed by a checkpoint after the one restored from.
+        std::error_code rm;
+        std::filesystem::remove(entry.path(), rm);
+        if (rm) {
+          throw std::runtime_error(
+              absl::StrCat("cannot roll back ", entry.path().string(),
+                           " (committed after the checkpoint restored from): ", rm.message()));
+        }
+        removed.push_back(entry.path().string());
+      }
       continue;
     }
     if (name.rfind(hidden, 0) != 0) continue;
@@ -101,6 +115,8 @@ int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pendi
     if (parsed) next = std::max(next, seq + 1);
     if (!kept) std::filesystem::remove(entry.path(), ec);
   }
+  std::sort(removed.begin(), removed.end());
+  rolled_back_.insert(rolled_back_.end(), removed.begin(), removed.end());
   return next;
 }
 
@@ -205,8 +221,12 @@ void TwoPhaseCommitFiles::Restore(StateReader& r) {
   }
   if (!r.ok()) return;
   // The checkpoint is complete: what it lists as pending is output; the
-  // other hidden files of `owner` are replayed.
-  const int64_t seen = CleanUpSubtask(owner, pending);
+  // other hidden files of `owner` are replayed.  So are its committed parts
+  // from `next` on: started after the checkpoint's barrier, they were
+  // committed by a later checkpoint (restored from an older one because the
+  // newer ones are damaged, or named).  Deleting them makes the committed
+  // output that of the checkpoint, and the replay writes them again.
+  const int64_t seen = CleanUpSubtask(owner, pending, next);
   if (owner == subtask_) {
     next_seq_ = std::max({next_seq_, next, seen});
     cleaned_ = true;

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/operator.h"
 
 namespace tidemark::internal {
@@ -72,8 +73,14 @@ class TwoPhaseCommitFiles {
   void CommitFinal();
   void Snapshot(StateWriter& w) const;
   // Once per old state handed to this subtask (one, or several when the job
-  // was rescaled): commits its pending parts, deletes its other hidden files.
+  // was rescaled): commits its pending parts, deletes its other hidden files,
+  // and rolls the output back to the checkpoint: the committed parts of the
+  // old subtask numbered after the state's last part were started after the
+  // checkpoint's barrier (a later checkpoint committed them; its records are
+  // replayed), so they are deleted.
   void Restore(StateReader& r);
+  // The committed parts the restores deleted (full paths), in order.
+  const std::vector<std::string>& rolled_back() const { return rolled_back_; }
 
  private:
   struct Pending {
@@ -84,9 +91,12 @@ class TwoPhaseCommitFiles {
   std::string Hidden(int subtask, int64_t seq, std::string_view state) const;
   std::string Visible(int subtask, int64_t seq) const;
   // Deletes the hidden files of (old) subtask `subtask` whose part is not in
-  // `keep` (pending in the state); returns one past the highest part number
-  // of `subtask` seen (committed or hidden).
-  int64_t CleanUpSubtask(int subtask, const std::vector<Pending>& keep);
+  // `keep` (pending in the state), and its committed parts numbered
+  // `rollback_from` or more (listed in rolled_back_); returns one past the
+  // highest part number of `subtask` seen (committed or hidden, deleted or
+  // not: part numbers are never reused).
+  int64_t CleanUpSubtask(int subtask, const std::vector<Pending>& keep,
+                         int64_t rollback_from = INT64_MAX);
   // Once, before the first file: CleanUpSubtask for this subtask's own files,
   // and parts numbered after every one seen.
   void CleanUp();
@@ -103,6 +113,7 @@ class TwoPhaseCommitFiles {
   std::string buffer_;  // written to fd_ in large pieces
   std::string header_;
   std::vector<Pending> pending_;
+  std::vector<std::string> rolled_back_;
 };
 
 template <typename T>
@@ -131,7 +142,16 @@ class ExactlyOnceFileSinkOperator final
   }
   void PrepareSnapshotPreBarrier(int64_t id) override { files_.PreCommit(id); }
   void SnapshotState(StateWriter& w) override { files_.Snapshot(w); }
-  void RestoreState(StateReader& r) override { files_.Restore(r); }
+  void RestoreState(StateReader& r) override {
+    const size_t before = files_.rolled_back().size();
+    files_.Restore(r);
+    // Named where the job's notices go (the CLI prints them on stderr).
+    for (size_t i = before; i < files_.rolled_back().size(); ++i) {
+      this->ctx().Notice(absl::StrCat("rolled back ", files_.rolled_back()[i],
+                                      ": committed after the checkpoint restored from (its "
+                                      "records are replayed)"));
+    }
+  }
   // Pending parts are operator list state: rescaled, old subtask k's go to
   // new subtask k % parallelism, which commits them (and deletes k's hidden
   // files that are not pending).

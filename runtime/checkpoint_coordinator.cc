@@ -81,6 +81,36 @@ CheckpointCoordinator::CheckpointCoordinator(Duration interval,
 
 CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
 
+void CheckpointCoordinator::SetFailurePolicy(
+    int tolerable, Duration timeout, std::function<void(int64_t, const std::string&)> report,
+    std::function<void(const absl::Status&)> fail_job) {
+  tolerable_failures_ = std::max(0, tolerable);
+  timeout_ = timeout;
+  report_failure_ = std::move(report);
+  fail_job_ = std::move(fail_job);
+}
+
+void CheckpointCoordinator::RecordFailure(int64_t id, const std::string& error, bool final) {
+  // Storage errors name the checkpoint already.
+  const std::string prefix = absl::StrCat("checkpoint ", id, ": ");
+  const std::string line = error.rfind(prefix, 0) == 0 ? error : absl::StrCat(prefix, error);
+  int64_t in_a_row = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++summary_.failed;
+    summary_.last_error = line;
+    in_a_row = ++failed_in_a_row_;
+  }
+  cv_.notify_all();
+  if (report_failure_) report_failure_(id, line);
+  if (!final && in_a_row > tolerable_failures_ && fail_job_) {
+    fail_job_(absl::AbortedError(absl::StrCat(
+        line, " (", in_a_row, in_a_row == 1 ? " checkpoint" : " checkpoints",
+        " failed in a row; the job tolerates ", tolerable_failures_,
+        ": --tolerable-failed-checkpoints / set_tolerable_checkpoint_failure_number)")));
+  }
+}
+
 void CheckpointCoordinator::AddTask(CheckpointParticipant* task, int task_index, int subtask) {
   tasks_.emplace_back(task, Key{task_index, subtask});
   if (!task->replayable()) summary_.at_most_once = true;
@@ -115,7 +145,7 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
     for (auto& [task, key] : tasks_)
       if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
     if (sources.empty()) return -1;  // nothing will change any more
-    id = next_id_++;
+    id = NextIdLocked();
     pending_.emplace();
     pending_->id = id;
     pending_->started = std::chrono::steady_clock::now();
@@ -123,6 +153,13 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
   // Outside the lock: a task may acknowledge at once, on another thread.
   for (CheckpointParticipant* t : sources) t->RequestCheckpoint(id);
   return id;
+}
+
+int64_t CheckpointCoordinator::NextIdLocked() {
+  // A directory of that id with a manifest (a damaged checkpoint passed over,
+  // or a stray one) is left alone: the id is skipped.
+  while (storage_ && storage_->IsComplete(next_id_)) ++next_id_;
+  return next_id_++;
 }
 
 bool CheckpointCoordinator::PendingCompleteLocked() const {
@@ -191,7 +228,27 @@ void CheckpointCoordinator::Run() {
       next_trigger = Clock::now() + interval_;
       continue;
     }
-    if (periodic && !pending_) {
+    // A pending checkpoint past its timeout expires (Flink's "Checkpoint
+    // expired before completing").  Real time is the subject here.
+    const bool expires = pending_ && timeout_.count() > 0;
+    const Clock::time_point expiry = expires ? pending_->started + timeout_ : Clock::time_point{};
+    if (expires && Clock::now() >= expiry) {
+      const int64_t id = pending_->id;
+      pending_.reset();  // late acknowledgements find nothing
+      lock.unlock();
+      if (storage_) storage_->Abort(id);
+      RecordFailure(id,
+                    absl::StrCat("expired before completing: not complete within the checkpoint "
+                                 "timeout of ",
+                                 timeout_.count(), " ms (--checkpoint-timeout)"),
+                    /*final=*/false);
+      lock.lock();
+      next_trigger = Clock::now() + interval_;
+      continue;
+    }
+    if (expires) {
+      cv_.wait_until(lock, periodic ? std::min(next_trigger, expiry) : expiry);
+    } else if (periodic && !pending_) {
       cv_.wait_until(lock, next_trigger);
     } else {
       cv_.wait(lock);
@@ -205,7 +262,7 @@ int64_t CheckpointCoordinator::CompleteFinal() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [task, key] : tasks_)
       if (!finished_.contains(key)) return -1;
-    p.id = next_id_++;
+    p.id = NextIdLocked();
     p.started = std::chrono::steady_clock::now();
     for (const auto& [task, key] : tasks_) {
       SubtaskSnapshot s = finished_.at(key);
@@ -238,6 +295,15 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       bytes += static_cast<int64_t>(f->size);
       files.push_back(*std::move(f));
     }
+    // Written too late: it expires rather than completes (Flink's timeout
+    // covers the asynchronous part too).
+    if (status.ok() && timeout_.count() > 0 &&
+        std::chrono::steady_clock::now() > p.started + timeout_) {
+      status = absl::DeadlineExceededError(
+          absl::StrCat("expired before completing: its state files were written after the "
+                       "checkpoint timeout of ",
+                       timeout_.count(), " ms (--checkpoint-timeout)"));
+    }
     if (status.ok()) status = storage_->Commit(id, metadata, files);
     if (!status.ok()) storage_->Abort(id);
   } else {
@@ -258,12 +324,11 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       summary_.last_size_bytes = bytes;
       summary_.max_size_bytes = std::max(summary_.max_size_bytes, bytes);
       last_completed_ = std::move(snapshots);
-    } else {
-      ++summary_.failed;
-      summary_.last_error = absl::StrCat("checkpoint ", id, ": ", status.message());
+      failed_in_a_row_ = 0;
     }
   }
   cv_.notify_all();
+  if (!status.ok()) RecordFailure(id, std::string(status.message()), /*final=*/!notify_tasks);
   if (status.ok() && notify_tasks) {
     for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
   }

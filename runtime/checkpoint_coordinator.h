@@ -20,6 +20,15 @@
 // A finished subtask's final snapshot stands for it in every later
 // checkpoint; once every source has finished no checkpoint is started.
 //
+// Failures (Flink's CheckpointFailureManager): a checkpoint fails when its
+// files cannot be written (a full disk, a read-only or vanished directory) or
+// when it is not complete and durable within the timeout (it expires: the
+// coordinator abandons it, and late acknowledgements find nothing).  Each
+// failure is counted in the summary and reported when it happens (the
+// failure handler); once more than the tolerable number have failed in a
+// row, the job is failed with the last one's error.  A completed checkpoint
+// resets the count.
+//
 // Thread safety: Acknowledge and SubtaskFinished from any task thread;
 // everything else from the thread that owns the job, before Start / after
 // Stop, except TriggerCheckpoint, AwaitCompleted and Summary (any thread).
@@ -29,6 +38,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +74,14 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   CheckpointCoordinator(const CheckpointCoordinator&) = delete;
   CheckpointCoordinator& operator=(const CheckpointCoordinator&) = delete;
 
+  // Before Start.  `report` (may be empty) is told of every failed
+  // checkpoint when it fails; `fail_job` is called once more than
+  // `tolerable` checkpoints in a row have failed (not for the final
+  // checkpoint: CompleteFinal's caller fails the job then).  `timeout` <= 0:
+  // checkpoints never expire.
+  void SetFailurePolicy(int tolerable, Duration timeout,
+                        std::function<void(int64_t id, const std::string& error)> report,
+                        std::function<void(const absl::Status&)> fail_job);
   // Before Start: every subtask of the job (a StreamTask, or the stand-in of
   // one on another rank), with its task's index in the plan.
   void AddTask(CheckpointParticipant* task, int task_index, int subtask);
@@ -100,14 +118,23 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
     std::map<Key, SubtaskSnapshot> acks;
   };
   void Run();
+  // Under mu_: the next checkpoint id, past directories that hold a manifest.
+  int64_t NextIdLocked();
   // Under mu_: every subtask has acknowledged or finished?
   bool PendingCompleteLocked() const;
   // On the coordinator's thread (or the caller's, without one): persists the
   // completed pending checkpoint and tells the tasks.
   // Returns whether it was written.
   bool Persist(Pending p, bool notify_tasks);
+  // Counts and reports failed checkpoint `id` (not under mu_); fails the job
+  // past the tolerable count unless `final`.
+  void RecordFailure(int64_t id, const std::string& error, bool final);
 
   const Duration interval_;
+  int tolerable_failures_ = 0;
+  Duration timeout_{0};
+  std::function<void(int64_t, const std::string&)> report_failure_;
+  std::function<void(const absl::Status&)> fail_job_;
   const std::unique_ptr<CheckpointStorage> storage_;
   const std::map<std::string, std::string> metadata_;
   std::vector<std::pair<CheckpointParticipant*, Key>> tasks_;
@@ -121,6 +148,7 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   std::map<Key, SubtaskSnapshot> finished_;      // guarded by mu_
   std::vector<SubtaskSnapshot> last_completed_;  // guarded by mu_
   CheckpointSummary summary_;                    // guarded by mu_
+  int64_t failed_in_a_row_ = 0;                  // guarded by mu_
   bool stop_ = false;                            // guarded by mu_
   std::thread thread_;
 };

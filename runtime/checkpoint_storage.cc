@@ -318,6 +318,7 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(int64_t id, std::str
   if (ec) return Prefixed(FsErrorStatus("create directory", chk, ec), where);
   const fs::path path = chk / name;
   const fs::path tmp = chk / absl::StrCat(".", ToAbsl(name), ".tmp");
+  if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
   if (absl::Status s = WriteFileAtomically(tmp, path, bytes); !s.ok()) return Prefixed(s, where);
   return StateFileInfo{std::string(name), bytes.size(), Crc32c(bytes)};
 }
@@ -354,6 +355,7 @@ absl::Status CheckpointStorage::Commit(int64_t id,
   // The state files' renames are durable before the manifest's.
   if (absl::Status s = FsyncDir(chk); !s.ok()) return Prefixed(s, where);
   Manifest m{id, metadata, files};
+  if (absl::Status s = Inject("write", chk / kManifestName); !s.ok()) return Prefixed(s, where);
   if (absl::Status s = WriteFileAtomically(chk / absl::StrCat(".", kManifest, ".tmp"),
                                            chk / kManifestName, EncodeManifest(m));
       !s.ok()) {
@@ -362,12 +364,14 @@ absl::Status CheckpointStorage::Commit(int64_t id,
   if (absl::Status s = FsyncDir(chk); !s.ok()) return Prefixed(s, where);
   if (absl::Status s = FsyncDir(dir_); !s.ok()) return Prefixed(s, where);
 
-  // Retention.  Failures are left for the next Commit.
+  // Retention: the checkpoints with a valid manifest count (a stray or
+  // damaged chk-<n> neither counts nor is deleted); directories cut short
+  // (no manifest) below `id` go.  Failures are left for the next Commit.
   std::vector<int64_t> complete;
   for (int64_t other : ListCheckpointIds()) {
-    if (IsComplete(other)) {
+    if (HasValidManifest(other)) {
       complete.push_back(other);
-    } else if (other < id) {
+    } else if (other < id && !IsComplete(other)) {
       fs::remove_all(CheckpointPath(other), ec);
     }
   }
@@ -387,6 +391,61 @@ void CheckpointStorage::Abort(int64_t id) const {
 bool CheckpointStorage::IsComplete(int64_t id) const {
   std::error_code ec;
   return fs::is_regular_file(CheckpointPath(id) / kManifestName, ec);
+}
+
+bool CheckpointStorage::HasValidManifest(int64_t id) const {
+  std::string bytes;
+  if (!ReadFile(CheckpointPath(id) / kManifestName, &bytes).ok()) return false;
+  absl::StatusOr<Manifest> m = DecodeManifest(bytes);
+  return m.ok() && m->id == id;
+}
+
+std::vector<int64_t> CheckpointStorage::ListCommittedIds() const {
+  std::vector<int64_t> ids;
+  for (int64_t id : ListCheckpointIds())
+    if (HasValidManifest(id)) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::string> CheckpointStorage::StrayEntries() const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kDirPrefix, 0) == 0 && !ParseCheckpointDirName(name)) {
+      out.push_back(absl::StrCat("ignored ", it->path().string(),
+                                 ": not a checkpoint directory (chk-<number>)"));
+    }
+  }
+  const std::vector<int64_t> committed = ListCommittedIds();
+  const int64_t newest = committed.empty() ? -1 : committed.back();
+  for (int64_t id : ListCheckpointIds()) {
+    if (id <= newest || HasValidManifest(id)) continue;
+    out.push_back(absl::StrCat("ignored ", CheckpointPath(id).string(), ": ",
+                               IsComplete(id) ? "its manifest does not check out (damaged or stray)"
+                                              : "no manifest (cut short, or stray)",
+                               "; checkpoint ids go on from ", std::max<int64_t>(1, newest + 1)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::Status CheckpointStorage::CheckWritable() const {
+  const std::string where = absl::StrCat("checkpoint directory ", dir_.string(), ": ");
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return Prefixed(FsErrorStatus("cannot create", dir_, ec), where);
+  if (!fs::is_directory(dir_, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(where, "not a directory"));
+  }
+  const fs::path probe = dir_ / ".tidemark-write-check";
+  const fs::path tmp = dir_ / ".tidemark-write-check.tmp";
+  absl::Status s = Inject("write", tmp);
+  if (s.ok()) s = WriteFileAtomically(tmp, probe, "tidemark checks that it can write here\n");
+  if (s.ok()) s = FsyncDir(dir_);
+  fs::remove(probe, ec);
+  if (!s.ok()) return Prefixed(s, absl::StrCat(where, "not writable: "));
+  return absl::OkStatus();
 }
 
 std::vector<int64_t> CheckpointStorage::ListCheckpointIds() const {
@@ -427,6 +486,14 @@ absl::StatusOr<LoadedCheckpoint> CheckpointStorage::LoadLatest(
 absl::StatusOr<LoadedCheckpoint> CheckpointStorage::Load(
     const std::filesystem::path& chk_dir) const {
   const std::optional<int64_t> id = ParseCheckpointDirName(chk_dir.filename().string());
+  std::error_code ec;
+  if (!fs::is_directory(chk_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        CheckpointLabel(chk_dir, id), " (", chk_dir.string(), "): no such checkpoint (",
+        fs::exists(chk_dir, ec) ? "not a directory" : "it does not exist",
+        "): give a checkpoint directory, DIR/chk-<n>, or \"latest\" with a checkpoint "
+        "directory"));
+  }
   absl::StatusOr<LoadedCheckpoint> loaded = LoadDir(chk_dir, id);
   if (!loaded.ok()) {
     return Prefixed(loaded.status(),

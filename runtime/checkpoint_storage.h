@@ -114,10 +114,41 @@ class CheckpointStorage {
   std::vector<int64_t> ListCheckpointIds() const;
   // Whether checkpoint `id` has a manifest (not whether it verifies).
   bool IsComplete(int64_t id) const;
+  // Whether checkpoint `id` has a manifest that decodes and names `id` (its
+  // state files are not read): a checkpoint this storage wrote.  Only these
+  // count toward retention and the next checkpoint id; a stray chk-999999
+  // does not.
+  bool HasValidManifest(int64_t id) const;
+  // The ids with a valid manifest, ascending.
+  std::vector<int64_t> ListCommittedIds() const;
+  // The entries of dir() named like checkpoints that are not: "chk-abc"
+  // (not chk-<number>), and chk-<n> directories above the newest committed
+  // id without a valid manifest (cut short, damaged or stray).  One line
+  // each, naming the path and what is wrong, e.g. "ignored DIR/chk-abc: not
+  // a checkpoint directory (chk-<number>)".
+  std::vector<std::string> StrayEntries() const;
+
+  // Creates dir() and checks that a file can be written, synced and removed
+  // there (before a job starts, so an unusable directory is an error then
+  // rather than a failed checkpoint later).  The error names the directory
+  // and what failed.
+  absl::Status CheckWritable() const;
+
+  // For tests: called before every file this storage writes (state files,
+  // manifests, the write check) with the operation and the path; a non-OK
+  // status is that write's error (a full disk, a read-only file system).
+  using FaultInjector =
+      std::function<absl::Status(std::string_view op, const std::filesystem::path& path)>;
+  void set_fault_injector(FaultInjector f) { fault_ = std::move(f); }
 
  private:
+  absl::Status Inject(std::string_view op, const std::filesystem::path& path) const {
+    return fault_ ? fault_(op, path) : absl::OkStatus();
+  }
+
   std::filesystem::path dir_;
   int retain_;
+  FaultInjector fault_;
 };
 
 // Writes state files on one background thread, in submission order, so that

@@ -120,6 +120,11 @@ void JobExecution::Fail(const absl::Status& status) {
   Cancel();
 }
 
+void JobExecution::Notice(std::string line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  notices_.push_back(std::move(line));
+}
+
 void JobExecution::StopThreads() {
   timer_.Stop();
   pool_.Stop();
@@ -164,6 +169,8 @@ JobResult JobExecution::Wait() {
     c.restored_id = restored_id_;
     c.restored_path = restored_path_;
     c.restore_problems = restore_problems_;
+    std::lock_guard<std::mutex> lock(mu_);
+    c.notices.insert(c.notices.end(), notices_.begin(), notices_.end());
     return c;
   };
   // Across ranks: the exchange completes with every other rank; the job's

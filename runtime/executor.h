@@ -89,6 +89,7 @@ class JobExecution final : public TaskHost,
   void Cancel();
   // Records the first error and cancels the job.  Thread-safe.
   void Fail(const absl::Status& status) override;
+  void Notice(std::string line) override;
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   // The flag behind cancelled(), for the tasks' per-record checks.
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
@@ -124,8 +125,9 @@ class JobExecution final : public TaskHost,
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
-  int remaining_ = 0;         // guarded by mu_
-  absl::Status first_error_;  // guarded by mu_
+  int remaining_ = 0;                 // guarded by mu_
+  absl::Status first_error_;          // guarded by mu_
+  std::vector<std::string> notices_;  // guarded by mu_
   bool started_ = false;
   std::chrono::steady_clock::time_point start_time_;
 };

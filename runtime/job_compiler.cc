@@ -581,6 +581,12 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
   if (!config.checkpoint_dir.empty()) {
     storage = std::make_unique<CheckpointStorage>(config.checkpoint_dir,
                                                   std::max(1, config.checkpoints_retained));
+    // Created and checked before the job starts (rank 0 writes every
+    // checkpoint): an unusable directory is an error now, not a failed
+    // checkpoint later.
+    if (options_.cluster.rank == 0) {
+      if (absl::Status s = storage->CheckWritable(); !s.ok()) return s;
+    }
   }
   std::map<std::string, std::string> metadata;
   metadata["job.tasks"] = absl::StrCat(plan.chains.size());
@@ -621,9 +627,13 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     restore = *std::move(loaded);
   }
 
+  // Ids go on after the checkpoints this job's storage wrote (a valid
+  // manifest): a stray chk-999999 or chk-abc neither shifts them nor counts
+  // toward retention; it is named in the notices.
   int64_t first_id = 1;
   if (storage) {
-    for (int64_t id : storage->ListCheckpointIds()) first_id = std::max(first_id, id + 1);
+    for (int64_t id : storage->ListCommittedIds()) first_id = std::max(first_id, id + 1);
+    for (std::string& line : storage->StrayEntries()) a.exec->Notice(std::move(line));
   }
   if (restore) first_id = std::max(first_id, restore->id + 1);
   // Across ranks the coordinator runs on rank 0 and writes every checkpoint;
@@ -634,6 +644,10 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
   if (me == 0) {
     coordinator = std::make_unique<CheckpointCoordinator>(config.checkpoint_interval,
                                                           std::move(storage), metadata, first_id);
+    JobExecution* exec = a.exec.get();  // owns the coordinator
+    coordinator->SetFailurePolicy(config.tolerable_failed_checkpoints, config.checkpoint_timeout,
+                                  config.on_checkpoint_failed,
+                                  [exec](const absl::Status& s) { exec->Fail(s); });
     if (a.exchange) a.exchange->SetCoordinator(coordinator.get());
   }
   for (size_t c = 0; c < plan.chains.size(); ++c) {

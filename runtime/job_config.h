@@ -6,7 +6,9 @@
 #ifndef TM_RUNTIME_JOB_CONFIG_H_
 #define TM_RUNTIME_JOB_CONFIG_H_
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "runtime/time.h"
@@ -33,6 +35,15 @@ struct JobConfig {
   // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
   // checkpoint_dir (fresh when there is none), or a checkpoint directory.
   std::string restore_from;
+  // Failed checkpoints (Flink's CheckpointConfig): the job fails once more
+  // than `tolerable_failed_checkpoints` checkpoints in a row have failed (0,
+  // Flink's default: the first failure fails it); a checkpoint not complete
+  // and durable `checkpoint_timeout` after it started fails (expires; 0: no
+  // limit).  `on_checkpoint_failed` (may be empty) is told of each failure
+  // when it happens, on the checkpoint coordinator's thread.
+  int tolerable_failed_checkpoints = 0;
+  Duration checkpoint_timeout{std::chrono::minutes(10)};
+  std::function<void(int64_t checkpoint_id, const std::string& error)> on_checkpoint_failed;
   bool checkpointing() const { return checkpoints_enabled || !restore_from.empty(); }
 };
 

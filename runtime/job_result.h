@@ -33,6 +33,11 @@ struct CheckpointSummary {
   // Checkpoints passed over when restoring from the latest (damaged ones),
   // one line each naming the file and what is wrong.
   std::vector<std::string> restore_problems;
+  // What else the job has to say about its checkpoints, one line each: a
+  // committed part file a restore rolled back (committed by a checkpoint
+  // after the one restored from), a directory in the checkpoint directory
+  // that is not one of the job's checkpoints and was ignored.
+  std::vector<std::string> notices;
   // Some source cannot replay (a socket, stdin): on a restore what it had
   // emitted after the checkpoint is lost, so the job is at-most-once.
   bool at_most_once = false;

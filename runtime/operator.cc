@@ -1,6 +1,7 @@
 #include "runtime/operator.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/task_host.h"
 
 namespace tidemark {
 
@@ -10,6 +11,10 @@ internal::OperatorError::OperatorError(const std::string& operator_name, int sub
                                       parallelism, ") failed: ", what)),
       operator_name_(operator_name),
       subtask_(subtask) {}
+
+void OperatorContext::Notice(std::string line) {
+  if (host_ != nullptr) host_->Notice(std::move(line));
+}
 
 OperatorBase::OperatorBase() = default;
 OperatorBase::~OperatorBase() = default;

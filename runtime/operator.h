@@ -78,6 +78,7 @@ namespace internal {
 class StateWriter;  // runtime/state_codec.h
 class StateReader;
 class SourceAlignment;  // runtime/watermark_alignment.h
+class TaskHost;         // runtime/task_host.h
 
 // Where an operator sends what it emits.
 class OutputBase {
@@ -174,6 +175,11 @@ class OperatorContext {
   internal::SourceAlignment* source_alignment() const { return source_alignment_; }
   void set_source_alignment(internal::SourceAlignment* a) { source_alignment_ = a; }
   const std::atomic<bool>* cancel_flag() const { return cancel_flag_; }
+  // A line for the job's notices (JobResult's CheckpointSummary::notices; the
+  // CLI prints them on stderr), e.g. a committed part file a restore rolled
+  // back.  Thread-safe; dropped when the context belongs to no job.
+  void Notice(std::string line);
+  void set_task_host(internal::TaskHost* host) { host_ = host; }
 
  private:
   std::string name_;
@@ -187,6 +193,7 @@ class OperatorContext {
   const Clock* activity_clock_ = nullptr;
   const std::atomic<bool>* cancel_flag_ = nullptr;
   internal::SourceAlignment* source_alignment_ = nullptr;
+  internal::TaskHost* host_ = nullptr;
 };
 
 // How an operator's state is split when a job is restored at another

@@ -29,6 +29,7 @@ StreamTask::~StreamTask() = default;
 OperatorContext* StreamTask::AddContext(std::unique_ptr<OperatorContext> ctx) {
   ctx->set_input_activity_clock(&activity_clock_);
   ctx->set_cancel_flag(cancel_flag_);
+  ctx->set_task_host(host_);
   contexts_.push_back(std::move(ctx));
   return contexts_.back().get();
 }

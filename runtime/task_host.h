@@ -1,11 +1,12 @@
 // runtime/task_host.h
 //
 // TaskHost: what a running task sees of its job (implemented by JobExecution,
-// executor.h): whether the job has been cancelled, and a way to fail it.
+// executor.h): whether the job has been cancelled, a way to fail it, and its notices.
 #ifndef TM_RUNTIME_TASK_HOST_H_
 #define TM_RUNTIME_TASK_HOST_H_
 
 #include <atomic>
+#include <string>
 
 #include "absl/status/status.h"
 
@@ -19,6 +20,9 @@ class TaskHost {
   virtual const std::atomic<bool>* cancel_flag() const = 0;
   // Records the first error and cancels the job.  Thread-safe.
   virtual void Fail(const absl::Status& status) = 0;
+  // A line for the job's notices (CheckpointSummary::notices), e.g. a part
+  // file a restore rolled back.  Thread-safe.
+  virtual void Notice(std::string line) { (void)line; }
 
  protected:
   ~TaskHost() = default;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +32,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/checkpoint_coordinator.h"
 #include "runtime/state_codec.h"
 
 // A user type with its own codec (not trivially copyable: it holds a string).
@@ -547,6 +549,12 @@ TEST_F(CheckpointStorageTest, LoadOfANamedCheckpoint) {
   auto missing = storage.Load(dir_ / "chk-9");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("checkpoint 9"));
+  // Issue 23: a path that is not there says so.
+  EXPECT_THAT(missing.status().message(), HasSubstr("no such checkpoint (it does not exist)"));
+  auto nowhere = storage.Load("/no/such/chk-1");
+  EXPECT_EQ(nowhere.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(nowhere.status().message(),
+              HasSubstr("checkpoint 1 (/no/such/chk-1): no such checkpoint"));
 
   // A manifest moved to another checkpoint's directory.
   fs::copy_file(File(1, "_manifest"), File(2, "_manifest"), fs::copy_options::overwrite_existing);
@@ -691,6 +699,220 @@ TEST_F(CheckpointStorageTest, AsyncStateWriterFlushAndErrors) {
   EXPECT_THAT(results[1], HasSubstr("state file name \"../escape\" contains '/'"));
   EXPECT_EQ(results[2], "d.state");
   EXPECT_TRUE(fs::exists(File(1, "c.state")));
+}
+
+// Issue 23 item 5: directories named like checkpoints that the storage did
+// not write (no manifest, a manifest of another id, not chk-<number>) do not
+// count toward retention or the next id, are not deleted, and are named.
+TEST_F(CheckpointStorageTest, StrayDirectoriesDoNotCountTowardRetention) {
+  CheckpointStorage storage(dir_, /*retain=*/2);
+  WriteCheckpoint(storage, 1);
+  WriteCheckpoint(storage, 2);
+  fs::create_directories(dir_ / "chk-999999");
+  fs::create_directories(dir_ / "chk-abc");
+  fs::create_directories(dir_ / "chk-50");
+  fs::copy_file(File(2, "_manifest"), File(50, "_manifest"));  // says 2
+  EXPECT_THAT(storage.ListCommittedIds(), ElementsAre(1, 2));
+  EXPECT_TRUE(storage.HasValidManifest(2));
+  EXPECT_FALSE(storage.HasValidManifest(50));
+  EXPECT_FALSE(storage.HasValidManifest(999999));
+
+  WriteCheckpoint(storage, 3);
+  // The newest two of the job's own: chk-50 did not push chk-2 out.
+  EXPECT_THAT(storage.ListCommittedIds(), ElementsAre(2, 3));
+  EXPECT_TRUE(fs::exists(dir_ / "chk-50"));
+  EXPECT_TRUE(fs::exists(dir_ / "chk-999999"));
+  EXPECT_TRUE(fs::exists(dir_ / "chk-abc"));
+  auto latest = storage.LoadLatest(nullptr);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->id, 3);
+
+  const std::vector<std::string> stray = storage.StrayEntries();
+  ASSERT_THAT(stray, SizeIs(3));
+  EXPECT_THAT(stray[0], HasSubstr("ignored " + (dir_ / "chk-50").string() +
+                                  ": its manifest does not check out"));
+  EXPECT_THAT(stray[1], HasSubstr("ignored " + (dir_ / "chk-999999").string() +
+                                  ": no manifest (cut short, or stray); checkpoint ids go on "
+                                  "from 4"));
+  EXPECT_THAT(stray[2], HasSubstr("ignored " + (dir_ / "chk-abc").string() +
+                                  ": not a checkpoint directory (chk-<number>)"));
+}
+
+// Issue 23 item 3: the directory is checked before a job starts.
+TEST_F(CheckpointStorageTest, CheckWritableCreatesTheDirectoryOrSaysWhy) {
+  CheckpointStorage storage(dir_ / "a" / "b");
+  ASSERT_TRUE(storage.CheckWritable().ok());
+  EXPECT_TRUE(fs::is_directory(dir_ / "a" / "b"));
+  EXPECT_TRUE(fs::is_empty(dir_ / "a" / "b"));  // the probe is gone
+
+  // Under a regular file: cannot be created (chmod would not stop root).
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "x";
+  CheckpointStorage under_file(dir_ / "file" / "chk");
+  absl::Status s = under_file.CheckWritable();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("checkpoint directory " + (dir_ / "file" / "chk").string() +
+                                     ": cannot create"));
+
+  // A read-only file system, injected.
+  CheckpointStorage read_only(dir_ / "ro");
+  read_only.set_fault_injector([](std::string_view op, const fs::path& p) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(std::string(op), " ", p.string(), ": Read-only file system"));
+  });
+  s = read_only.CheckWritable();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("not writable: "));
+  EXPECT_THAT(s.message(), HasSubstr("Read-only file system"));
+}
+
+// A full disk, for real: the state file's temporary name is a link to
+// /dev/full, whose writes fail with ENOSPC.
+TEST_F(CheckpointStorageTest, AFullDiskIsAResourceExhaustedError) {
+  CheckpointStorage storage(dir_);
+  fs::create_directories(dir_ / "chk-1");
+  fs::create_symlink("/dev/full", File(1, ".a.state.tmp"));
+  auto info = storage.WriteState(1, "a.state", std::string(1000, 'x'));
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(info.status().message(), HasSubstr("No space left on device"));
+  EXPECT_THAT(info.status().message(), HasSubstr("checkpoint 1: write state: "));
+}
+
+// --- the coordinator's failure policy (issue 23 item 3) ---
+
+// A source subtask: acknowledges each checkpoint at once, or never.
+class FakeSource final : public CheckpointParticipant {
+ public:
+  explicit FakeSource(bool acks) : acks_(acks) {}
+  void set_coordinator(CheckpointCoordinator* c) { coordinator_ = c; }
+  bool is_source() const override { return true; }
+  bool replayable() const override { return true; }
+  void RequestCheckpoint(int64_t id) override {
+    if (!acks_) return;
+    SubtaskSnapshot s;
+    s.checkpoint_id = id;
+    s.task_name = "source";
+    s.has_source = true;
+    s.input_state = "position";
+    coordinator_->Acknowledge(std::move(s));
+  }
+  void NotifyCheckpointComplete(int64_t) override {}
+
+ private:
+  const bool acks_;
+  CheckpointCoordinator* coordinator_ = nullptr;
+};
+
+// What the coordinator reported: failed checkpoints and the job's failure.
+struct Reports {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> failures;
+  std::vector<std::string> job_failures;
+  // Waits (bounded) until `n` failures were reported.
+  bool WaitForFailures(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return failures.size() >= n; });
+  }
+  void Attach(CheckpointCoordinator& c, int tolerable, Duration timeout) {
+    c.SetFailurePolicy(
+        tolerable, timeout,
+        [this](int64_t, const std::string& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          failures.push_back(e);
+          cv.notify_all();
+        },
+        [this](const absl::Status& s) {
+          std::lock_guard<std::mutex> lock(mu);
+          job_failures.push_back(std::string(s.message()));
+        });
+  }
+};
+
+TEST_F(CheckpointStorageTest, FailedCheckpointsAreReportedAndFailTheJobPastTheTolerableCount) {
+  auto storage = std::make_unique<CheckpointStorage>(dir_);
+  // Checkpoints 1, 2 and 4 meet a full disk; 3 is written.
+  storage->set_fault_injector([](std::string_view, const fs::path& p) {
+    const std::string s = p.string();
+    if (s.find("chk-3/") != std::string::npos || s.find("chk-") == std::string::npos)
+      return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat("write ", s, ": No space left on device"));
+  });
+  FakeSource source(true);
+  CheckpointCoordinator c(Duration(0), std::move(storage), {}, 1);
+  source.set_coordinator(&c);
+  c.AddTask(&source, 0, 0);
+  Reports reports;
+  reports.Attach(c, /*tolerable=*/1, Duration(0));
+  c.Start();
+
+  ASSERT_EQ(c.TriggerCheckpoint(), 1);
+  ASSERT_TRUE(reports.WaitForFailures(1));
+  {
+    std::lock_guard<std::mutex> lock(reports.mu);
+    EXPECT_THAT(reports.failures[0], HasSubstr("checkpoint 1: write state: "));
+    EXPECT_THAT(reports.failures[0], HasSubstr("No space left on device"));
+    EXPECT_THAT(reports.job_failures, SizeIs(0));  // one tolerated
+  }
+  EXPECT_EQ(c.Summary().failed, 1);
+  EXPECT_FALSE(fs::exists(dir_ / "chk-1"));  // abandoned
+
+  ASSERT_EQ(c.TriggerCheckpoint(), 2);
+  ASSERT_TRUE(reports.WaitForFailures(2));
+  {
+    std::lock_guard<std::mutex> lock(reports.mu);
+    ASSERT_THAT(reports.job_failures, SizeIs(1));
+    EXPECT_THAT(reports.job_failures[0], HasSubstr("checkpoint 2: "));
+    EXPECT_THAT(reports.job_failures[0],
+                HasSubstr("2 checkpoints failed in a row; the job tolerates 1"));
+  }
+
+  // A completed checkpoint resets the count.
+  ASSERT_EQ(c.TriggerCheckpoint(), 3);
+  ASSERT_TRUE(c.AwaitCompleted(3, std::chrono::milliseconds(30000)));
+  ASSERT_EQ(c.TriggerCheckpoint(), 4);
+  ASSERT_TRUE(reports.WaitForFailures(3));
+  c.Stop();
+  {
+    std::lock_guard<std::mutex> lock(reports.mu);
+    EXPECT_THAT(reports.job_failures, SizeIs(1));
+  }
+  const CheckpointSummary summary = c.Summary();
+  EXPECT_EQ(summary.failed, 3);
+  EXPECT_EQ(summary.completed, 1);
+  EXPECT_EQ(summary.last_id, 3);
+  EXPECT_THAT(summary.last_error, HasSubstr("checkpoint 4: "));
+}
+
+// Real time is the subject: a checkpoint that no subtask acknowledges
+// expires once the timeout has passed.
+TEST_F(CheckpointStorageTest, ACheckpointPastItsTimeoutExpires) {
+  FakeSource silent(false);
+  CheckpointCoordinator c(Duration(0), std::make_unique<CheckpointStorage>(dir_), {}, 1);
+  silent.set_coordinator(&c);
+  c.AddTask(&silent, 0, 0);
+  Reports reports;
+  reports.Attach(c, /*tolerable=*/0, Duration(30));
+  c.Start();
+  ASSERT_EQ(c.TriggerCheckpoint(), 1);
+  ASSERT_TRUE(reports.WaitForFailures(1));
+  {
+    std::lock_guard<std::mutex> lock(reports.mu);
+    EXPECT_THAT(reports.failures[0],
+                HasSubstr("checkpoint 1: expired before completing: not complete within the "
+                          "checkpoint timeout of 30 ms"));
+    ASSERT_THAT(reports.job_failures, SizeIs(1));
+    EXPECT_THAT(reports.job_failures[0], HasSubstr("the job tolerates 0"));
+  }
+  // A late acknowledgement finds nothing; the next checkpoint can start.
+  SubtaskSnapshot late;
+  late.checkpoint_id = 1;
+  c.Acknowledge(late);
+  EXPECT_EQ(c.TriggerCheckpoint(), 2);
+  c.Stop();
+  EXPECT_EQ(c.Summary().completed, 0);
+  EXPECT_GE(c.Summary().failed, 1);  // 2 may have expired too
 }
 
 }  // namespace

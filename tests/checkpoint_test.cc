@@ -14,9 +14,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/channel.h"
 #include "runtime/checkpoint_coordinator.h"
@@ -291,6 +294,55 @@ TEST(CheckpointJob, EveryCheckpointIsAConsistentCut) {
     EXPECT_EQ(final_cut.counted, n) << "rep " << rep;
   }
   EXPECT_GT(mid_run, 0u);
+}
+
+// Issue 23 item 3, on the API: the checkpoint directory is checked before
+// the job starts; a failed checkpoint is told to the listener when it fails,
+// counted, and tolerated up to set_tolerable_checkpoint_failure_number.
+TEST(CheckpointJob, AnUnusableCheckpointDirectoryFailsTheJobBeforeItRuns) {
+  testing::TempDir dir;
+  const std::string file = dir.File("plain", "x\n");
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(5), file + "/chk");
+  std::atomic<int64_t> seen{0};
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 100, 0.0)
+      .add_sink([&seen](int64_t&&, Timestamp) { seen.fetch_add(1); }, "Count");
+  JobResult r = env.execute("unusable dir");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("checkpoint directory " + file + "/chk: cannot create"));
+  EXPECT_EQ(seen.load(), 0);
+}
+
+TEST(CheckpointJob, AFailedCheckpointIsToldToTheListenerAndToleratedUpToTheCount) {
+  testing::TempDir dir;
+  // Checkpoint 1's first state file is written through a link to /dev/full.
+  std::filesystem::create_directories(dir.Path("chk-1"));
+  std::filesystem::create_symlink("/dev/full", dir.Path("chk-1/.0-0.state.tmp"));
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(2);
+  env.enable_checkpointing(Duration(5), dir.path());
+  env.set_tolerable_checkpoint_failure_number(1);
+  std::mutex mu;
+  std::vector<std::string> failures;
+  env.set_checkpoint_failure_listener([&](int64_t id, const std::string& error) {
+    std::lock_guard<std::mutex> lock(mu);
+    failures.push_back(absl::StrCat(id, " ", error));
+  });
+  // Paced, so that periodic checkpoints come before the end.
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 4'000, 20'000.0)
+      .key_by([](const int64_t& v) { return v % 13; })
+      .transform<int64_t>("Counter",
+                          [] { return std::unique_ptr<OperatorBase>(new CountingOperator()); })
+      .add_sink([](int64_t&&, Timestamp) {}, "Discard");
+  JobResult r = env.execute("tolerated");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.failed, 1);
+  EXPECT_GE(r.checkpoints.completed, 1);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_THAT(failures[0], ::testing::HasSubstr("1 checkpoint 1: write state: "));
+  EXPECT_THAT(failures[0], ::testing::HasSubstr("No space left on device"));
 }
 
 // Periodic checkpoints while a job runs: they complete, each a consistent

@@ -283,6 +283,133 @@ TEST(CliCheckpoint, DamagedLatestCheckpointIsPassedOverWithAMessage) {
   EXPECT_NE(second.err.find("truncated"), std::string::npos) << second.err;
 }
 
+// Issue 23 item 2: the newest checkpoint (the run's final one, which
+// committed the parts written after the checkpoint before it) is damaged in
+// one of six ways; --restore=latest passes over it and falls back to the one
+// before, replays from there, and rolls back the parts the damaged one had
+// committed, naming each: the committed output equals a failure-free run's,
+// with no line twice.
+enum class Damage {
+  kTruncateState,
+  kFlipStateByte,
+  kFlipManifestByte,
+  kDeleteManifest,
+  kEmptyState,
+  kDeleteState
+};
+
+std::string DamageName(const ::testing::TestParamInfo<Damage>& info) {
+  switch (info.param) {
+    case Damage::kTruncateState:
+      return "TruncateStateFile";
+    case Damage::kFlipStateByte:
+      return "FlipStateFileByte";
+    case Damage::kFlipManifestByte:
+      return "FlipManifestByte";
+    case Damage::kDeleteManifest:
+      return "DeleteManifest";
+    case Damage::kEmptyState:
+      return "EmptyStateFile";
+    case Damage::kDeleteState:
+      return "DeleteStateFile";
+  }
+  return "?";
+}
+
+void FlipByte(const std::string& path, size_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.is_open()) << path;
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x5a));
+}
+
+class CliDamagedNewest : public ::testing::TestWithParam<Damage> {};
+
+TEST_P(CliDamagedNewest, FallingBackRollsTheOutputBackAndNothingIsCommittedTwice) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 100'000);
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  std::vector<std::string> ref_args = args;
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
+  ASSERT_GT(expected.size(), 1000u);
+
+  args.push_back("--output-dir=" + dir.Path("out"));
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--restore=latest");
+  CliRun first = RunTidemark(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_TRUE(CommittedLines(dir.Path("out"), &hidden) == expected);
+  internal::CheckpointStorage storage(dir.Path("chk"));
+  std::vector<int64_t> ids = storage.ListCheckpointIds();
+  // The final checkpoint and at least one taken while the input was read
+  // (otherwise there is nothing to fall back to: the run is too quick).
+  ASSERT_GE(ids.size(), 2u);
+  const int64_t newest = ids.back();
+  const fs::path chk = storage.CheckpointPath(newest);
+  const std::string state = (chk / "0-0.state").string();
+  ASSERT_TRUE(fs::exists(state)) << state;
+  switch (GetParam()) {
+    case Damage::kTruncateState:
+      fs::resize_file(state, fs::file_size(state) / 2);
+      break;
+    case Damage::kFlipStateByte:
+      FlipByte(state, fs::file_size(state) / 2);
+      break;
+    case Damage::kFlipManifestByte:
+      FlipByte((chk / "_manifest").string(), fs::file_size(chk / "_manifest") / 2);
+      break;
+    case Damage::kDeleteManifest:
+      fs::remove(chk / "_manifest");
+      break;
+    case Damage::kEmptyState:
+      fs::resize_file(state, 0);
+      break;
+    case Damage::kDeleteState:
+      fs::remove(state);
+      break;
+  }
+
+  std::vector<std::string> again = args;
+  for (std::string& a : again)
+    if (a == "--summary=false") a = "--summary=true";
+  CliRun second = RunTidemark(again);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find(absl::StrCat("passed over a damaged checkpoint: checkpoint ", newest)),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("restored from checkpoint " + std::to_string(ids[ids.size() - 2])),
+            std::string::npos)
+      << second.err;
+  // Each part file rolled back is named.
+  EXPECT_NE(second.err.find("tidemark: rolled back " + dir.Path("out") + "/part-"),
+            std::string::npos)
+      << second.err;
+  const std::vector<std::string> got = CommittedLines(dir.Path("out"), &hidden);
+  EXPECT_EQ(hidden, 0);
+  ASSERT_EQ(got.size(), expected.size()) << second.err;
+  EXPECT_TRUE(got == expected);
+
+  // And once more: the damaged checkpoint is still there, the restored run's
+  // own final checkpoint is newer; nothing changes.
+  CliRun third = RunTidemark(again);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_TRUE(CommittedLines(dir.Path("out"), &hidden) == expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Damages, CliDamagedNewest,
+                         ::testing::Values(Damage::kTruncateState, Damage::kFlipStateByte,
+                                           Damage::kFlipManifestByte, Damage::kDeleteManifest,
+                                           Damage::kEmptyState, Damage::kDeleteState),
+                         DamageName);
+
 // --trace shows the barriers (a source sends one, each window subtask aligns
 // it) and the timeline draws them; standard input cannot be replayed, which
 // the summary says.
@@ -315,6 +442,142 @@ TEST(CliCheckpoint, BarriersAreTracedAndDrawnAndStdinIsAtMostOnce) {
   const std::string html = ReadFile(dir.Path("t.html"));
   EXPECT_NE(html.find("class='mark barrier' data-checkpoint='1'"), std::string::npos);
   EXPECT_NE(html.find("window subtask 1 aligned barrier 1 in "), std::string::npos);
+}
+
+// Issue 23 item 3: the checkpoint directory is checked before the job
+// starts, as --timeline is: one that cannot be created is exit 2, and
+// nothing runs.
+TEST(CliCheckpoint, ADirectoryThatCannotBeCreatedIsAnErrorBeforeTheJob) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 2'000);
+  const std::string file = dir.File("plain", "a regular file\n");
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 1);
+  args.push_back("--checkpoint-dir=" + file + "/chk");
+  CliRun r = RunTidemark(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--checkpoint-dir=" + file + "/chk: checkpoint directory " + file +
+                       "/chk: cannot create"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out.size() << " bytes on stdout: the job ran";
+
+  // A directory that exists but takes no files, even from root: sysfs.
+  if (fs::is_directory("/sys/kernel")) {
+    args.back() = "--checkpoint-dir=/sys/kernel";
+    r = RunTidemark(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--checkpoint-dir=/sys/kernel: checkpoint directory /sys/kernel: not "
+                         "writable: create /sys/kernel/.tidemark-write-check.tmp: "),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out.size() << " bytes on stdout: the job ran";
+  }
+}
+
+// A full disk, for real: checkpoint 1's state file is written through a
+// link to /dev/full (ENOSPC).  Said on stderr when it fails; with the
+// default of no tolerated failures the job fails.
+void PoisonFirstCheckpoint(const std::string& chk_dir) {
+  fs::create_directories(chk_dir + "/chk-1");
+  fs::create_symlink("/dev/full", chk_dir + "/chk-1/.0-0.state.tmp");
+}
+
+TEST(CliCheckpoint, AFailedCheckpointIsSaidWhenItFailsAndFailsTheJobByDefault) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 100'000);
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  PoisonFirstCheckpoint(dir.Path("chk"));
+  CliRun r = RunTidemark(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("tidemark: checkpoint failed: checkpoint 1: write state: write " +
+                       dir.Path("chk") + "/chk-1/.0-0.state.tmp: No space left on device"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliCheckpoint, ToleratedFailedCheckpointsAreCountedAndTheJobGoesOn) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 100'000);
+  std::vector<std::string> ref_args = JobArgs(input, "tumbling:1s", 2);
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
+
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.back() = "--summary=true";
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  args.push_back("--tolerable-failed-checkpoints=1");
+  PoisonFirstCheckpoint(dir.Path("chk"));
+  CliRun r = RunTidemark(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t failed_line = r.err.find("tidemark: checkpoint failed: checkpoint 1: ");
+  const size_t summary = r.err.find(" records, ");
+  ASSERT_NE(failed_line, std::string::npos) << r.err;
+  ASSERT_NE(summary, std::string::npos) << r.err;
+  EXPECT_LT(failed_line, summary) << r.err;  // said when it failed, before the summary
+  EXPECT_NE(r.err.find(", 1 failed (checkpoint 1: "), std::string::npos) << r.err;
+  // The next checkpoint committed what checkpoint 1 had pre-committed.
+  EXPECT_TRUE(CommittedLines(dir.Path("out"), &hidden) == expected);
+  EXPECT_EQ(hidden, 0);
+}
+
+TEST(CliCheckpoint, CheckpointFailureFlagsAreChecked) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--tolerable-failed-checkpoints=-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tolerable-failed-checkpoints must not be negative"), std::string::npos)
+      << r.err;
+  r = RunTidemark({"run", "--input=/dev/null", "--checkpoint-timeout=0s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-timeout must be greater than 0"), std::string::npos) << r.err;
+  r = RunTidemark({"run", "--input=/dev/null", "--checkpoint-timeout=soon"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-timeout: "), std::string::npos) << r.err;
+}
+
+// Issue 23 item 5: stray directories neither shift the checkpoint ids nor
+// count toward retention; each is named.  A named checkpoint that is not
+// there says so.
+TEST(CliCheckpoint, StrayCheckpointDirectoriesAreIgnoredAndNamed) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 20'000);
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 1);
+  args.back() = "--summary=true";
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=1h");  // only the final checkpoint
+  args.push_back("--output-dir=" + dir.Path("out"));
+  fs::create_directories(dir.Path("chk/chk-999999"));
+  fs::create_directories(dir.Path("chk/chk-abc"));
+  CliRun r = RunTidemark(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" checkpoints (last 1: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tidemark: ignored " + dir.Path("chk/chk-999999") + ": no manifest"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("tidemark: ignored " + dir.Path("chk/chk-abc") +
+                       ": not a checkpoint directory (chk-<number>)"),
+            std::string::npos)
+      << r.err;
+  args.push_back("--restore=latest");
+  CliRun again = RunTidemark(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find(" checkpoints (last 2: "), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("restored from checkpoint 1 "), std::string::npos) << again.err;
+  EXPECT_TRUE(fs::exists(dir.Path("chk/chk-999999")));
+}
+
+TEST(CliCheckpoint, RestoringFromACheckpointThatIsNotThereSaysSo) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--restore=/no/such/chk-1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--restore=/no/such/chk-1: no such checkpoint (it does not exist)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliCheckpoint, FlagsAreChecked) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -172,6 +173,54 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   kill(p.pid(), SIGINT);
   EXPECT_EQ(p.Wait(30s), 0) << p.err();
   EXPECT_THAT(p.err(), HasSubstr("window results"));
+}
+
+// Issue 23 item 3: a failed checkpoint reaches the live view when it fails:
+// an event in the feed, counted in the state's kinds.  Checkpoint 1 is
+// written through a link to /dev/full (a full disk); one failure is
+// tolerated, so the job goes on (its input, a FIFO, stays open meanwhile).
+TEST(CliServe, AFailedCheckpointIsInTheLiveView) {
+  const std::string chk = TempPath("serve-chk");
+  std::filesystem::remove_all(chk);
+  std::filesystem::create_directories(chk + "/chk-1");
+  std::filesystem::create_symlink("/dev/full", chk + "/chk-1/.0-0.state.tmp");
+  testing::FifoInputs inputs("servechk", 1);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--window=tumbling:1s",
+                                   "--checkpoint-dir=" + chk,
+                                   "--checkpoint-interval=5ms",
+                                   "--tolerable-failed-checkpoints=1",
+                                   "--serve=127.0.0.1:0"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  ASSERT_TRUE(inputs.Write(0, "a,1000"));
+  ASSERT_TRUE(p.WaitForErr("tidemark: checkpoint failed: checkpoint 1: ", 60s)) << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  // The listener published the event before it returned; the line on
+  // stderr came first, so wait for the state to show it.
+  std::string state;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (state.find("\"checkpoint_failed\":1") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  EXPECT_THAT(state, HasSubstr("\"checkpoint_failed\":1"));
+  EXPECT_THAT(state, HasSubstr("\"status\":\"running\""));
+  const std::string events = Get(port, "/api/events?since=0");
+  EXPECT_THAT(events, HasSubstr("\"kind\":\"checkpoint_failed\""));
+  EXPECT_THAT(events, HasSubstr("No space left on device"));
+  inputs.Close();
+  EXPECT_EQ(p.Wait(60s), 0) << p.err();
+  std::filesystem::remove_all(chk);
 }
 
 }  // namespace

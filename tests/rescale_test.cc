@@ -189,6 +189,72 @@ TEST(RescaleFileSink, NewSubtaskCommitsTheOldSubtasksPendingPartsAndDeletesItsHi
   EXPECT_TRUE(std::filesystem::exists(out + "/part-0-0"));
 }
 
+// Issue 23 item 2, without timing: restored from checkpoint 5 after
+// checkpoint 6 had committed a part (checkpoint 6 damaged, say), the sink
+// rolls that part back: its records come again in the replay.  The same for
+// an old subtask's state handed to another subtask (a rescale), and part
+// numbers are never reused.
+TEST(RescaleFileSink, RestoreFromAnOlderCheckpointRollsBackWhatLaterOnesCommitted) {
+  testing::TempDir dir;
+  const std::string out = dir.Path("out");
+  std::string state5;
+  {
+    internal::TwoPhaseCommitFiles old2;
+    old2.Open(out, "part", 2, /*checkpointing=*/true);
+    old2.Write("a");
+    old2.PreCommit(5);
+    internal::StateWriter w;
+    old2.Snapshot(w);
+    state5 = w.Release();
+    old2.Commit(5);
+    old2.Write("b");
+    old2.PreCommit(6);
+    old2.Commit(6);  // part-2-1: committed by checkpoint 6
+    old2.Write("c");
+    old2.PreCommit(7);  // pending, never committed
+    old2.Write("d");    // in progress
+  }
+  int hidden = 0;
+  EXPECT_EQ(testing::CommittedLines(out, &hidden), std::vector<std::string>({"a", "b"}));
+  internal::TwoPhaseCommitFiles new0;
+  new0.Open(out, "part", 0, /*checkpointing=*/true);
+  internal::StateReader r(state5);
+  new0.Restore(r);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(testing::CommittedLines(out, &hidden), std::vector<std::string>({"a"}));
+  EXPECT_EQ(hidden, 0);
+  EXPECT_EQ(new0.rolled_back(), std::vector<std::string>({out + "/part-2-1"}));
+
+  // Its own subtask: the same, and the replay's parts get new numbers.
+  std::string own5;
+  {
+    internal::TwoPhaseCommitFiles s0;
+    s0.Open(dir.Path("own"), "part", 0, true);
+    s0.Write("x");
+    s0.PreCommit(5);
+    internal::StateWriter w;
+    s0.Snapshot(w);
+    own5 = w.Release();
+    s0.Commit(5);
+    s0.Write("y");
+    s0.PreCommit(6);
+    s0.Commit(6);
+  }
+  internal::TwoPhaseCommitFiles again;
+  again.Open(dir.Path("own"), "part", 0, true);
+  internal::StateReader r2(own5);
+  again.Restore(r2);
+  ASSERT_TRUE(r2.ok()) << r2.error();
+  EXPECT_EQ(again.rolled_back(), std::vector<std::string>({dir.Path("own") + "/part-0-1"}));
+  again.Write("y");  // replayed
+  again.Finish();
+  again.CommitFinal();
+  EXPECT_EQ(testing::CommittedLines(dir.Path("own"), &hidden),
+            std::vector<std::string>({"x", "y"}));
+  EXPECT_TRUE(std::filesystem::exists(dir.Path("own") + "/part-0-2"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("own") + "/part-0-1"));
+}
+
 // The window job at source and window parallelism 2, cancelled once one
 // checkpoint is complete in dir/chk.
 void TakeOneCheckpointAtParallelismTwo(const testing::TempDir& dir) {

@@ -84,6 +84,11 @@ ABSL_FLAG(std::string, output_per_rank, "",
           "instead of rank 0 printing them all");
 ABSL_FLAG(std::string, checkpoint_dir, "", "take checkpoints into this directory");
 ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (default 1s)");
+ABSL_FLAG(int, tolerable_failed_checkpoints, 0,
+          "how many checkpoints in a row may fail before the job fails (Flink's default 0: the "
+          "first failure fails it)");
+ABSL_FLAG(std::string, checkpoint_timeout, "10min",
+          "a checkpoint not complete and durable this long after it started fails (expires)");
 ABSL_FLAG(std::string, restore, "",
           "start from a checkpoint: latest (in --checkpoint-dir; a fresh start when there is "
           "none) or a checkpoint directory DIR/chk-N");
@@ -192,6 +197,8 @@ void PrintHelp() {
                            "output_dir",
                            "checkpoint_dir",
                            "checkpoint_interval",
+                           "tolerable_failed_checkpoints",
+                           "checkpoint_timeout",
                            "restore",
                            "placement",
                            "output_per_rank"}) {
@@ -337,6 +344,8 @@ int main(int argc, char** argv) {
   o.output_per_rank = absl::GetFlag(FLAGS_output_per_rank);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  o.tolerable_failed_checkpoints = absl::GetFlag(FLAGS_tolerable_failed_checkpoints);
+  o.checkpoint_timeout = absl::GetFlag(FLAGS_checkpoint_timeout);
   o.restore = absl::GetFlag(FLAGS_restore);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/window/windows.h"
+#include "runtime/checkpoint_storage.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
@@ -402,6 +404,22 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   }
   if (!o.restore.empty() && o.checkpoint_dir.empty() && o.restore == "latest")
     return fail("--restore=latest needs --checkpoint-dir");
+  if (o.tolerable_failed_checkpoints < 0)
+    return fail("--tolerable-failed-checkpoints must not be negative");
+  auto checkpoint_timeout = ParseDuration(o.checkpoint_timeout);
+  if (!checkpoint_timeout.ok())
+    return fail(absl::StrCat("--checkpoint-timeout: ", checkpoint_timeout.status().message()));
+  if (checkpoint_timeout->count() <= 0) return fail("--checkpoint-timeout must be greater than 0");
+  if (!o.restore.empty() && o.restore != "latest" && !o.explain) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.restore, ec)) {
+      return fail(absl::StrCat(
+          "--restore=", o.restore, ": no such checkpoint (",
+          std::filesystem::exists(o.restore, ec) ? "not a directory" : "it does not exist",
+          "); give a checkpoint directory, DIR/chk-<n>, or "
+          "--restore=latest with --checkpoint-dir"));
+    }
+  }
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
   if (o.bad_lines != "fail" && o.bad_lines != "skip")
     return fail("--bad-lines must be fail or skip");
@@ -447,6 +465,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       return fail(absl::StrCat("--timeline=", o.timeline,
                                ": cannot open for writing: ", std::strerror(errno)));
     }
+  }
+  // The checkpoint directory: created and checked for writing before the job
+  // starts, as the timeline is (rank 0 writes every checkpoint).
+  if (!o.checkpoint_dir.empty() && !o.explain && cluster.rank == 0) {
+    internal::CheckpointStorage storage(o.checkpoint_dir);
+    if (absl::Status st = storage.CheckWritable(); !st.ok())
+      return fail(absl::StrCat("--checkpoint-dir=", o.checkpoint_dir, ": ", st.message()));
   }
   // --serve: checked (a loopback address only) before anything runs.
   std::string serve_host;
@@ -520,6 +545,25 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                                              : PlacementFunction(ModuloPlacement);
   env.set_placement(placement);
   if (!o.checkpoint_dir.empty()) env.enable_checkpointing(checkpoint_interval, o.checkpoint_dir);
+  env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);
+  env.set_checkpoint_timeout(*checkpoint_timeout);
+  // Each failed checkpoint is said when it fails (and shown by the live
+  // view), not only in the summary.
+  env.set_checkpoint_failure_listener([sh, live = live.get(), rec = recorder.get()](
+                                          int64_t id, const std::string& error) {
+    {
+      std::lock_guard<std::mutex> lock(sh->err_mu);
+      *sh->err << "tidemark: checkpoint failed: " << error << "\n" << std::flush;
+    }
+    // The live view's feed, and its count of "checkpoint_failed" events.
+    if (live != nullptr) {
+      live->Publish(LiveEvent{"checkpoint_failed",
+                              rec->NowMs(),
+                              -1,
+                              -1,
+                              {{"checkpoint", absl::StrCat(id)}, {"error", JsonString(error)}}});
+    }
+  });
   if (!o.restore.empty()) env.restore_from(o.restore);
 
   using Spec = LineSource<CliRecord>::Spec;
@@ -762,6 +806,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   auto finish = [&]() -> int {
     for (const std::string& p : result.checkpoints.restore_problems)
       err << "tidemark: passed over a damaged checkpoint: " << p << "\n";
+    for (const std::string& n : result.checkpoints.notices) err << "tidemark: " << n << "\n";
     if (signals) signals->Attach(nullptr);
     const int signal = signals ? signals->signal() : 0;
     // Interrupted: the job was cancelled by the signal (a job that had failed

@@ -55,6 +55,10 @@ struct RunOptions {
   // with a directory: 1s); restore: "" | latest | a checkpoint directory.
   std::string checkpoint_dir;
   std::string checkpoint_interval;
+  // Failed checkpoints tolerated in a row (0: the first fails the job), and
+  // how long a checkpoint may take ("10min", Flink's default).
+  int tolerable_failed_checkpoints = 0;
+  std::string checkpoint_timeout = "10min";
   std::string restore;
   // Under mpirun (runtime/cluster.h): where subtasks run (modulo | block),
   // and, when set, each rank writes its own results to PREFIX.RANK instead
