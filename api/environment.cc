@@ -371,6 +371,7 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
     std::lock_guard<std::mutex> lock(mu_);
     running_ = *exec;
   }
+  (*exec)->WatchClock(clock_);
   (*exec)->Start();
   return JobClient(*exec);
 }

@@ -204,10 +204,13 @@ class StreamExecutionEnvironment {
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
                             WatermarkStrategy<T> strategy, std::string name);
   // Lines from host:port until the peer closes (Flink's socketTextStream).
-  // max_retries (Flink's maxRetry): 0 (default) fails at once when the
-  // connection is refused and ends when the peer closes; N > 0 retries a
-  // failed connection and reconnects after a closed one, every 500 ms, N
-  // times in all; -1 forever.  Attempts are counted in the source subtask's
+  // max_retries (Flink's maxRetry, counted as Flink's SocketTextStreamFunction
+  // does): 0 (default) and 1 make one connection (a refused one fails the
+  // job; a closed one ends the input); N > 1 retries a failed connection and
+  // reconnects after a closed one, every 500 ms, until N attempts in all, and
+  // then the input ends normally (the final watermark fires every window) or,
+  // if the last attempt failed, the job fails; -1 forever.  Attempts are
+  // counted in the source subtask's
   // "socketConnectAttempts" counter.  (LineSource in operators/sources.h.)
   DataStream<std::string> socket_text_stream(const std::string& host, int port,
                                              char delimiter = '\n', int64_t max_retries = 0);

@@ -133,6 +133,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,7 +151,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -1893,6 +1896,23 @@ int main(int argc, char** argv) {
       "tidemark end-to-end benchmark: a job beside a plain-loop baseline.\n"
       "  tidemark-bench --job=W1-core --sources=2 --windows=2 --keys=10000 --records=50000000 "
       "--json");
+  // --help lists this program's flags (Abseil's own --help lists only flags of
+  // a file named after the program, and exits 1).
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h" || a == "--helpshort" || a == "--helpfull") {
+      std::cout << absl::ProgramUsageMessage() << "\n\nflags:\n";
+      std::vector<absl::CommandLineFlag*> flags;
+      for (const auto& [name, flag] : absl::GetAllFlags())
+        if (absl::EndsWith(flag->Filename(), "tidemark_bench.cc")) flags.push_back(flag);
+      std::sort(flags.begin(), flags.end(),
+                [](const auto* x, const auto* y) { return x->Name() < y->Name(); });
+      for (const absl::CommandLineFlag* f : flags)
+        std::cout << "  --" << f->Name() << " (default '" << f->DefaultValue()
+                  << "'): " << f->Help() << "\n";
+      return 0;
+    }
+  }
   absl::ParseCommandLine(argc, argv);
   return tidemark::bench::Main();
 }

@@ -29,7 +29,9 @@
 // (every subtask receives every broadcast record, so every instance holds the
 // same state when the function updates it deterministically) and read by
 // process_element and on_timer through ReadOnlyBroadcastState.  The broadcast
-// side also sees every key's ValueState through apply_to_keyed_state.
+// side also sees every key's keyed state of every kind through
+// apply_to_keyed_state (value) and apply_to_keyed_list_state, _map_state,
+// _reducing_state, _aggregating_state.
 //
 // Function objects may have open(const RuntimeContext&) and close(), as the
 // one-input functions (operators/basic.h).  Every subtask has its own copy.
@@ -297,20 +299,55 @@ class BroadcastContext {
   // clear the state.  Keys come in no particular order.
   template <typename V, typename Fn>
   void apply_to_keyed_state(std::string_view name, Fn fn) {
-    auto& table = state_->template Table<V>(name);
-    std::vector<K> keys;
-    keys.reserve(table.map.size());
-    for (const auto& [k, v] : table.map) keys.push_back(k);
-    for (const K& k : keys) {
-      ValueState<K, V> s(&table, &k);
-      fn(k, s);
-    }
+    ForEachKey<V>(
+        name, [](auto* table, const K* k) { return ValueState<K, V>(table, k); }, fn);
+  }
+  // The same for every other kind of keyed state (Flink's applyToKeyedState
+  // takes any StateDescriptor): fn(key, ListState<K, V>&),
+  // fn(key, MapState<K, UK, UV>&), fn(key, ReducingState<K, V, F>&),
+  // fn(key, AggregatingState<K, Agg>&), each state named as the keyed side
+  // created it with get_list_state / get_map_state / get_reducing_state /
+  // get_aggregating_state.
+  template <typename V, typename Fn>
+  void apply_to_keyed_list_state(std::string_view name, Fn fn) {
+    ForEachKey<std::vector<V>>(
+        name, [](auto* table, const K* k) { return ListState<K, V>(table, k); }, fn);
+  }
+  template <typename UK, typename UV, typename Fn>
+  void apply_to_keyed_map_state(std::string_view name, Fn fn) {
+    ForEachKey<std::map<UK, UV>>(
+        name, [](auto* table, const K* k) { return MapState<K, UK, UV>(table, k); }, fn);
+  }
+  template <typename V, typename F, typename Fn>
+  void apply_to_keyed_reducing_state(std::string_view name, F f, Fn fn) {
+    ForEachKey<V>(
+        name, [&f](auto* table, const K* k) { return ReducingState<K, V, F>(table, k, f); }, fn);
+  }
+  template <typename Agg, typename Fn>
+  void apply_to_keyed_aggregating_state(std::string_view name, Agg agg, Fn fn) {
+    ForEachKey<internal::AccumulatorOf<Agg>>(
+        name, [&agg](auto* table, const K* k) { return AggregatingState<K, Agg>(table, k, agg); },
+        fn);
   }
 
   // --- for the operator ---
   void set_timestamp(Timestamp ts) { timestamp_ = ts; }
 
  private:
+  // fn(key, handle) for every key with state `name` stored as `Stored`; the
+  // keys are taken first, so fn may clear the state.
+  template <typename Stored, typename Make, typename Fn>
+  void ForEachKey(std::string_view name, Make make, Fn& fn) {
+    auto& table = state_->template Table<Stored>(name);
+    std::vector<K> keys;
+    keys.reserve(table.map.size());
+    for (const auto& [k, v] : table.map) keys.push_back(k);
+    for (const K& k : keys) {
+      auto s = make(&table, &k);
+      fn(k, s);
+    }
+  }
+
   internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   internal::KeyedStateStore<K>* state_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;

@@ -25,6 +25,15 @@ void TextSinkFile::Open(const std::string& path, int subtask, int parallelism) {
     if (ec)
       throw std::runtime_error(absl::StrCat("cannot create directory ", path, ": ", ec.message()));
     file_ = absl::StrCat(path, "/", subtask + 1);
+  } else if (const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+             !parent.empty()) {
+    // As Flink's file sinks: the directory the file goes in is created.
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      throw std::runtime_error(
+          absl::StrCat("cannot create directory ", parent.string(), ": ", ec.message()));
+    }
   }
   out_ = std::make_unique<std::ofstream>(file_, std::ios::out | std::ios::trunc);
   if (!*out_)

@@ -119,7 +119,8 @@ class CollectSinkOperator final : public BatchedSinkOperator<CollectSinkOperator
 };
 
 // write_as_text(path): parallelism 1 writes `path`; parallelism n writes
-// `path/1` ... `path/n`.
+// `path/1` ... `path/n`.  Missing directories are created (as Flink's file
+// sinks create theirs).
 // The output file of one text sink subtask (sinks.cc): `path` itself at
 // parallelism 1, else the file `path`/(subtask + 1) in the directory `path`.
 // Every failure throws with a message naming the file.

@@ -309,17 +309,31 @@ class SocketLineReader final : public LineReader {
   void Start() { TryConnect(); }
 
   Result Next(std::string_view* line, LineLocation* where) override {
+    if (ended_) return Result::kEnd;
     if (conn_ == nullptr) {
       if (Now() < retry_at_) return Result::kNothing;
       if (!TryConnect()) return Result::kNothing;
     }
     const Result r = conn_->Next(line, where);
     if (r != Result::kEnd) return r;
-    if (!RetryLeft()) return Result::kEnd;
-    // The peer closed the connection: connect again later (Flink's
-    // socketTextStream with maxRetry does the same).
+    // The peer closed the connection (its last, unterminated line was
+    // returned before kEnd, as Flink collects its trailing data).  As Flink's
+    // SocketTextStreamFunction: attempt++, and reconnect after the delay if
+    // maxNumRetries == -1 || attempt < maxNumRetries; else the input ends
+    // normally (end of input, the final watermark MAX fires every window).
+    ++attempts_;
     lines_ = conn_->line_number();
     last_stats_ = conn_->stats();
+    if (!RetryLeft()) {
+      if (socket_.max_retries != 0 && socket_.on_retry) {
+        socket_.on_retry(absl::StrCat("connection to ", where_, " closed by the peer after ",
+                                      attempts_, attempts_ == 1 ? " connection" : " connections",
+                                      " (--socket-retries=", socket_.max_retries,
+                                      "): end of input"));
+      }
+      ended_ = true;
+      return Result::kEnd;
+    }
     conn_.reset();
     UseRetry(absl::StrCat("connection to ", where_, " closed by the peer"));
     return Result::kNothing;
@@ -333,7 +347,11 @@ class SocketLineReader final : public LineReader {
   Timestamp Now() const {
     return (socket_.clock ? socket_.clock : SystemClock::Get())->NowMillis();
   }
-  bool RetryLeft() const { return socket_.max_retries < 0 || retries_ < socket_.max_retries; }
+  // Flink's test after a lost connection: maxNumRetries == -1 || attempt <
+  // maxNumRetries, with attempt counting the connections lost (here also the
+  // attempts that failed).  So 0 and 1 both mean one connection, N > 1 at
+  // most N.
+  bool RetryLeft() const { return socket_.max_retries < 0 || attempts_ < socket_.max_retries; }
 
   bool TryConnect() {
     if (socket_.attempts != nullptr) socket_.attempts->Inc();
@@ -344,10 +362,11 @@ class SocketLineReader final : public LineReader {
                                              lines_ + 1, 0, -1);
       return true;
     }
+    ++attempts_;
     if (!RetryLeft()) {
-      if (retries_ > 0) {
-        absl::StrAppend(&error, " (gave up after ", retries_, retries_ == 1 ? " retry" : " retries",
-                        ", ", socket_.retry_delay_ms, " ms apart)");
+      if (attempts_ > 1) {
+        absl::StrAppend(&error, " (gave up after ", attempts_, " attempts, ",
+                        socket_.retry_delay_ms, " ms apart)");
       }
       throw std::runtime_error(error);
     }
@@ -355,12 +374,13 @@ class SocketLineReader final : public LineReader {
     return false;
   }
 
+  // Waits retry_delay_ms before the next attempt (Flink's
+  // delayBetweenRetries, 500 ms), saying so.
   void UseRetry(const std::string& reason) {
-    ++retries_;
     retry_at_ = SaturatingAdd(Now(), std::max<int64_t>(0, socket_.retry_delay_ms));
     if (socket_.on_retry) {
       socket_.on_retry(
-          absl::StrCat(reason, "; retry ", retries_,
+          absl::StrCat(reason, "; attempt ", attempts_ + 1,
                        socket_.max_retries < 0 ? "" : absl::StrCat(" of ", socket_.max_retries),
                        " in ", socket_.retry_delay_ms, " ms"));
     }
@@ -372,7 +392,8 @@ class SocketLineReader final : public LineReader {
   LineReaderOptions options_;
   SocketReaderOptions socket_;
   std::unique_ptr<FdLineReader> conn_;
-  int64_t retries_ = 0;
+  int64_t attempts_ = 0;  // Flink's `attempt`: connections lost or failed
+  bool ended_ = false;
   int64_t lines_ = 0;  // lines read on earlier connections
   Timestamp retry_at_ = kMinTimestamp;
   Stats last_stats_;

@@ -217,15 +217,20 @@ struct OverLongLine {
 // FIFO is opened without waiting for a writer; until one connects it reads as
 // empty (not ended), and it ends when the last writer closes it.
 //
-// Socket retries (Flink's socketTextStream maxRetry): with max_retries N > 0
-// (-1: forever) a connection attempt that fails (refused, unreachable, name
-// not resolved) is retried every retry_delay_ms, and when the peer closes the
-// connection the source reconnects (after retry_delay_ms) instead of ending;
-// N counts retries of either kind over the source's life.  When they are used
-// up, a failed attempt fails the job and a closed connection ends the input.
-// Unlike Flink, a refused first connection is retried too (Flink's source
-// fails at once), and a line is never joined across two connections.  The
-// waits are not sleeps: the source returns nothing until the retry time.  The
+// Socket retries (Flink's socketTextStream maxRetry, SocketTextStreamFunction
+// rule for rule): when the peer closes the connection, the source counts it
+// (Flink's `attempt`) and reconnects after retry_delay_ms (Flink's
+// delayBetweenRetries, 500 ms) if max_retries == -1 or attempt < max_retries;
+// otherwise the input ends normally, as Flink's source returns from run():
+// the last unterminated line is emitted, the source ends and the final
+// watermark (MAX) fires every open window.  So max_retries 0 and 1 both mean
+// one connection, N > 1 at most N connections, -1 forever.  Two extensions:
+// a connection attempt that fails (refused, unreachable, name not resolved)
+// is retried the same way and counts as an attempt too (Flink's source fails
+// at once); when the attempts are used up it fails the job.  And a line is
+// never joined across two connections (Flink's buffer would join a partial
+// last line with the next connection's first).  The waits are not sleeps:
+// the source returns nothing until the retry time.  The
 // subtask's counter "socketConnectAttempts" counts every attempt.
 class LineReader;  // sources.cc
 

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <mutex>
 
 #include "runtime/time.h"
@@ -18,6 +20,13 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual Timestamp NowMillis() const = 0;
+  // A clock that jumps (ManualClock) calls `f` after each jump, so a running
+  // job re-reads it at once instead of sleeping out a wait computed from the
+  // old reading; one that moves with real time never calls it.  Returns an id
+  // for RemoveJumpListener (-1: never called).  After RemoveJumpListener
+  // returns, `f` is not running and is not called again.
+  virtual int64_t AddJumpListener(std::function<void()> /*f*/) const { return -1; }
+  virtual void RemoveJumpListener(int64_t /*id*/) const {}
 };
 
 class SystemClock final : public Clock {
@@ -34,15 +43,40 @@ class SystemClock final : public Clock {
 };
 
 // A clock that only moves when told to.  Thread-safe.
+// A job on it wakes at each Set / Advance (AddJumpListener), so timers due
+// after a jump fire at once.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(Timestamp start = 0) : now_(start) {}
   Timestamp NowMillis() const override { return now_.load(std::memory_order_acquire); }
-  void Set(Timestamp t) { now_.store(t, std::memory_order_release); }
-  void Advance(int64_t ms) { now_.fetch_add(ms, std::memory_order_acq_rel); }
+  void Set(Timestamp t) {
+    now_.store(t, std::memory_order_release);
+    Jumped();
+  }
+  void Advance(int64_t ms) {
+    now_.fetch_add(ms, std::memory_order_acq_rel);
+    Jumped();
+  }
+  int64_t AddJumpListener(std::function<void()> f) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    listeners_.emplace(next_id_, std::move(f));
+    return next_id_++;
+  }
+  void RemoveJumpListener(int64_t id) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    listeners_.erase(id);
+  }
 
  private:
+  void Jumped() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, f] : listeners_) f();
+  }
+
   std::atomic<Timestamp> now_;
+  mutable std::mutex mu_;
+  mutable std::map<int64_t, std::function<void()>> listeners_;  // guarded by mu_
+  mutable int64_t next_id_ = 0;                                 // guarded by mu_
 };
 
 namespace internal {

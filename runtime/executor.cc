@@ -56,6 +56,24 @@ absl::Status JobExecution::FirstError() const {
   return first_error_;
 }
 
+void JobExecution::WatchClock(const Clock* clock) {
+  if (clock == nullptr) return;
+  std::weak_ptr<JobExecution> weak = weak_from_this();
+  const int64_t id = clock->AddJumpListener([weak] {
+    std::shared_ptr<JobExecution> self = weak.lock();
+    if (self == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (!self->started_) return;  // Start() notifies every task anyway
+    }
+    for (auto& t : self->tasks_) t->Notify();
+  });
+  if (id >= 0) {
+    watched_clock_ = clock;
+    clock_listener_ = id;
+  }
+}
+
 void JobExecution::Start() {
   start_time_ = std::chrono::steady_clock::now();
   CompletionListener* listener = this;
@@ -136,6 +154,7 @@ JobResult JobExecution::Wait() {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, [this] { return started_ && remaining_ == 0; });
   }
+  if (watched_clock_ != nullptr) watched_clock_->RemoveJumpListener(clock_listener_);
   StopThreads();
   JobResult result;
   // Before the tasks are released: the coordinator's thread may still be

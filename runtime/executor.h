@@ -34,6 +34,7 @@
 #include "runtime/arena_scheduler.h"
 #include "runtime/channel.h"
 #include "runtime/checkpoint_coordinator.h"
+#include "runtime/clock.h"
 #include "runtime/dedicated_thread.h"
 #include "runtime/job_config.h"
 #include "runtime/job_result.h"
@@ -80,6 +81,11 @@ class JobExecution final : public TaskHost,
   // The job's watermark alignment groups (runtime/watermark_alignment.h).
   AlignmentCoordinator* alignment() { return &alignment_; }
 
+  // Wakes every task whenever `clock` jumps (Clock::AddJumpListener: a
+  // ManualClock), so processing-time timers due after a jump fire at once,
+  // not after a wait computed from the old reading; until Wait() returns.
+  // Call before Start().
+  void WatchClock(const Clock* clock);
   // Starts every task.  Call once.
   void Start();
   // Blocks until every task has finished; returns the job's result.  Call once.
@@ -130,6 +136,8 @@ class JobExecution final : public TaskHost,
   std::vector<std::string> notices_;  // guarded by mu_
   bool started_ = false;
   std::chrono::steady_clock::time_point start_time_;
+  const Clock* watched_clock_ = nullptr;
+  int64_t clock_listener_ = -1;
 };
 
 }  // namespace internal

@@ -497,7 +497,7 @@ TEST(CliJsonlTest, KeysWithInvalidUtf8AndControlBytesAreValidJson) {
   }
   // The replacement is written as the escape \ufffd, and the help says how.
   EXPECT_THAT(r.out, HasSubstr(R"("key":"b\ufffd(","key_hex":"62c328")"));
-  CliRun help = RunTidemark({"help"});
+  CliRun help = RunTidemark({"help", "run"});
   EXPECT_THAT(help.out, HasSubstr(R"("key":"\ufffd(","key_hex":"c328")"));
 }
 

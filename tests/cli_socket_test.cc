@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli_test_util.h"
 #include "partitioning/key_groups.h"
 
@@ -75,6 +76,58 @@ TEST(CliSocketTest, S1OverASocketWithThePeriodicGenerator) {
   EXPECT_THAT(on_time[0], ::testing::HasSubstr("\"watermark\":1538359884000"));
   EXPECT_THAT(on_time[1], ::testing::HasSubstr("\"watermark\":1538359887000"));
   EXPECT_THAT(on_time[2], ::testing::HasSubstr("\"watermark\":1538359893000"));
+}
+
+// --socket-retries=2 as Flink's SocketTextStreamFunction counts maxRetry: the
+// peer closes the first connection (attempt 1 < 2: reconnect after 500 ms),
+// then the second (attempt 2 < 2 is false): the input ends normally, the last
+// unterminated line is read, and the final watermark fires the open window,
+// exit 0.  The listener is closed after the second connection, so a third
+// attempt would be refused and fail the job.
+TEST(CliSocketTest, RetriesUsedUpAfterThePeerClosedEndTheInputAndFireTheWindows) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  std::thread server([listener] {
+    for (const char* text : {"a,1000\na,2000\n", "a,3000\nb,5000"}) {
+      const int conn = accept(listener, nullptr, nullptr);
+      if (conn < 0) break;
+      const std::string t = text;
+      if (write(conn, t.data(), t.size()) < 0) {
+      }
+      close(conn);
+    }
+    close(listener);
+  });
+  const std::string where = absl::StrCat("127.0.0.1:", port);
+  testing::CliRun r = testing::RunTidemark(
+      {"run", "--socket=" + where, "--socket-retries=2", "--fields=key,ts", "--window=tumbling:10s",
+       "--aggregate=count", "--output=jsonl", "--summary=false"});
+  server.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.OutLines(),
+              ::testing::UnorderedElementsAre(
+                  ::testing::AllOf(::testing::HasSubstr("\"key\":\"a\",\"start\":0,\"end\":10000"),
+                                   ::testing::HasSubstr("\"count\":3"),
+                                   ::testing::HasSubstr("\"firing\":\"end_of_input\"")),
+                  ::testing::AllOf(::testing::HasSubstr("\"key\":\"b\",\"start\":0,\"end\":10000"),
+                                   ::testing::HasSubstr("\"count\":1"),
+                                   ::testing::HasSubstr("\"firing\":\"end_of_input\""))));
+  const std::vector<std::string> err = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  EXPECT_THAT(
+      err, ::testing::ElementsAre(
+               "tidemark: connection to " + where + " closed by the peer; attempt 2 of 2 in 500 ms",
+               "tidemark: connection to " + where +
+                   " closed by the peer after 2 connections (--socket-retries=2): end of "
+                   "input"));
 }
 
 }  // namespace

@@ -302,8 +302,8 @@ TEST(CliOverLongLineTest, ParseErrorQuotesABoundedPrefixOfALongLine) {
   // A malformed line under the limit is still quoted only in part.
   TempDir dir;
   const std::string input = dir.Path("wide.txt");
-  testing::WriteFile(input, "k,1000\nk,bad," + std::string(5000, 'y') + "\n");
-  CliRun r = RunTidemark({"run", "--input=" + input, "--fields=key,ts"});
+  testing::WriteFile(input, "k,1000,x\nk,bad," + std::string(5000, 'y') + "\n");
+  CliRun r = RunTidemark({"run", "--input=" + input, "--fields=key,ts,pad"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_LT(r.err.size(), 1024u) << r.err;
   EXPECT_THAT(r.err, HasSubstr(input + ":2: field 'ts': timestamp 'bad' is not an integer"));
@@ -329,18 +329,19 @@ TEST(CliSocketRetriesTest, EachFailedAttemptIsReportedThenTheJobGivesUp) {
     close(fd);
   }
   const std::string where = absl::StrCat("127.0.0.1:", port);
-  CliRun r = RunTidemark({"run", "--socket=" + where, "--socket-retries=2"});
+  CliRun r = RunTidemark({"run", "--socket=" + where, "--socket-retries=3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   std::vector<std::string> err = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  // Three attempts in all (Flink's maxRetry counting).
   EXPECT_THAT(
       err,
       ::testing::ElementsAre(
-          "tidemark: cannot connect to " + where + ": Connection refused; retry 1 of 2 in 500 ms",
-          "tidemark: cannot connect to " + where + ": Connection refused; retry 2 of 2 in 500 ms",
+          "tidemark: cannot connect to " + where + ": Connection refused; attempt 2 of 3 in 500 ms",
+          "tidemark: cannot connect to " + where + ": Connection refused; attempt 3 of 3 in 500 ms",
           "tidemark: operator 'Source: input' (subtask 0 of 1) failed: cannot "
           "connect to " +
-              where + ": Connection refused (gave up after 2 retries, 500 ms apart)"));
+              where + ": Connection refused (gave up after 3 attempts, 500 ms apart)"));
 }
 
 TEST(CliSocketRetriesTest, RejectsLessThanMinusOne) {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/input_gate.h"
 #include "runtime/state_codec.h"
 #include "tests/test_util.h"
@@ -496,6 +497,84 @@ TEST(BroadcastOperator, AppliesToEveryKeysStateAndCheckpointsBroadcastState) {
   h2.op<Op>().ProcessElement1("c", 8);
   EXPECT_EQ(h2.TakeRecords(),
             (std::vector<std::pair<std::string, Timestamp>>{{"b=20", 7}, {"c=10", 8}}));
+}
+
+// apply_to_keyed_*_state reaches every kind of keyed state, not only value
+// state (Flink's applyToKeyedState takes any StateDescriptor): a broadcast
+// record of 0 clears every key's list, map, reducing and aggregating state.
+struct SumOfInts {
+  int64_t create_accumulator() const { return 0; }
+  int64_t add(const std::string& s, int64_t acc) const {
+    return acc + static_cast<int64_t>(s.size());
+  }
+  int64_t get_result(int64_t acc) const { return acc; }
+  int64_t merge(int64_t a, int64_t b) const { return a + b; }
+};
+struct EveryStateKind
+    : KeyedBroadcastProcessFunction<std::string, std::string, int64_t, std::string> {
+  static int64_t Plus(const int64_t& a, const int64_t& b) { return a + b; }
+  void process_element(const std::string& k, ReadOnlyContext& ctx,
+                       Collector<std::string>& out) override {
+    auto list = ctx.template get_list_state<std::string>("list");
+    list.add(k);
+    auto map = ctx.template get_map_state<std::string, int64_t>("map");
+    map.put(k + std::to_string(list.get().size()), 1);
+    auto reducing = ctx.template get_reducing_state<int64_t>("reducing", &Plus);
+    reducing.add(10);
+    auto aggregating = ctx.get_aggregating_state("aggregating", SumOfInts());
+    aggregating.add(k);
+    out.collect(absl::StrCat(k, " list=", list.get().size(), " map=", map.entries().size(),
+                             " reducing=", reducing.get().value_or(0),
+                             " aggregating=", aggregating.get().value_or(0)));
+  }
+  void process_broadcast_element(const int64_t& v, Context& ctx,
+                                 Collector<std::string>& out) override {
+    if (v != 0) return;
+    int64_t seen = 0;
+    ctx.template apply_to_keyed_list_state<std::string>(
+        "list", [&](const std::string&, ListState<std::string, std::string>& s) {
+          seen += static_cast<int64_t>(s.get().size());
+          s.clear();
+        });
+    ctx.template apply_to_keyed_map_state<std::string, int64_t>(
+        "map", [&](const std::string&, MapState<std::string, std::string, int64_t>& s) {
+          seen += static_cast<int64_t>(s.entries().size());
+          s.clear();
+        });
+    ctx.template apply_to_keyed_reducing_state<int64_t>("reducing", &Plus,
+                                                        [&](const std::string&, auto& s) {
+                                                          seen += s.get().value_or(0);
+                                                          s.clear();
+                                                        });
+    ctx.apply_to_keyed_aggregating_state(
+        "aggregating", SumOfInts(),
+        [&](const std::string&, AggregatingState<std::string, SumOfInts>& s) {
+          seen += s.get().value_or(0);
+          s.clear();
+        });
+    out.collect(absl::StrCat("seen ", seen));
+  }
+};
+
+TEST(BroadcastOperator, AppliesToEveryKindOfKeyedState) {
+  auto key = [](const std::string& s) { return s; };
+  using Op = internal::KeyedBroadcastProcessOperator<std::string, int64_t, std::string,
+                                                     decltype(key), EveryStateKind, std::string>;
+  testing::OperatorHarness<int, std::string> h(std::make_unique<Op>(key, EveryStateKind()));
+  h.Open();
+  Op& op = h.op<Op>();
+  op.ProcessElement1("a", 1);
+  op.ProcessElement1("bb", 2);
+  op.ProcessElement1("a", 3);
+  // list: 3 elements; map: a1, bb1, a2; reducing: 20 + 10; aggregating: 2 + 2.
+  op.ProcessElement2(0, 4);
+  op.ProcessElement1("a", 5);
+  EXPECT_EQ(h.TakeRecords(), (std::vector<std::pair<std::string, Timestamp>>{
+                                 {"a list=1 map=1 reducing=10 aggregating=1", 1},
+                                 {"bb list=1 map=1 reducing=10 aggregating=2", 2},
+                                 {"a list=2 map=2 reducing=20 aggregating=2", 3},
+                                 {"seen 40", 4},
+                                 {"a list=1 map=1 reducing=10 aggregating=1", 5}}));
 }
 
 }  // namespace

@@ -231,6 +231,31 @@ TEST(CsvSink, WriteAsCsvReadsBackToTheRecordsWritten) {
   EXPECT_EQ(RunCollect(env, env.read_csv(file, SensorFormat(), o)), in);
 }
 
+// write_as_csv and write_as_text create the directories their file goes in,
+// as Flink's file sinks do.
+TEST(CsvSink, WriteAsCsvAndWriteAsTextCreateTheirDirectory) {
+  TempDir dir;
+  const std::string csv = dir.Path("a/b/out.csv");
+  const std::string text = dir.Path("c/d/out.txt");
+  {
+    StreamExecutionEnvironment env;
+    auto s = env.from_collection(std::vector<Sensor>{{"k", 1000, 1.5}});
+    s.write_as_csv(csv, SensorFormat());
+    s.map([](const Sensor& x) { return x.id; }).write_as_text(text);
+    JobResult r = env.execute("write into new directories");
+    ASSERT_TRUE(r.ok()) << r.status;
+  }
+  std::ifstream c(csv);
+  std::string line;
+  std::getline(c, line);
+  EXPECT_EQ(line, "id,ts,vc");
+  std::getline(c, line);
+  EXPECT_EQ(line, "k,1000,1.5");
+  std::ifstream t(text);
+  std::getline(t, line);
+  EXPECT_EQ(line, "k");
+}
+
 TEST(CsvSink, SinkToCsvPartFilesEachWithTheHeader) {
   std::vector<Row> in;
   for (int64_t i = 0; i < 500; ++i) in.push_back({i % 7 == 0 ? "q\"," : "k", i, i / 8.0});

@@ -731,5 +731,56 @@ TEST(RuntimeIntegration, ProcessingTimeWindowFiresOnceWithARecordSeenAtItsLastMi
   EXPECT_EQ(*results, std::vector<int>{3}) << "one firing of [0, 1000) with both records";
 }
 
+// A ManualClock jump fires the timers it makes due at once: the window task
+// computed its wait from the old reading (3 years of real time for a window
+// of 10^11 ms at clock 3), and the jump wakes it (Clock::AddJumpListener).
+TEST(RuntimeIntegration, AManualClockJumpFiresTheDueTimersAtOnce) {
+  constexpr int64_t kSize = 100'000'000'000;  // 10^11 ms
+  ManualClock clock(3);
+  auto release = std::make_shared<Release>();
+  release->values = {5};
+  auto results = std::make_shared<std::atomic<int>>(0);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2).set_clock(&clock);
+  env.add_source<std::pair<std::string, int>>(
+         [release] { return std::make_unique<ReleasedSource>(release); }, "Released", false)
+      .key_by([](const std::pair<std::string, int>& e) { return e.first; })
+      .window(TumblingProcessingTimeWindows::of(Duration(kSize)))
+      .reduce([](const std::pair<std::string, int>& a, const std::pair<std::string, int>& b) {
+        return std::make_pair(a.first, a.second + b.second);
+      })
+      .name("PtWindow")
+      .add_sink([results](const std::pair<std::string, int>& r) { results->fetch_add(r.second); });
+  JobClient client = env.execute_async();
+  auto window_records_in = [&] {
+    for (const auto& m : client.metrics())
+      if (m.task_name.find("PtWindow") != std::string::npos) return m.records_in;
+    return int64_t{-1};
+  };
+  // Waits for a condition the job makes true (a watchdog ends a hang).
+  auto await = [&](auto&& done, const char* what) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "timed out waiting for " << what;
+        return false;
+      }
+      std::this_thread::yield();
+    }
+    return true;
+  };
+  release->released = 1;
+  bool ok = await([&] { return window_records_in() == 1; }, "the record at clock 3");
+  clock.Set(kSize);  // the window [0, 10^11) is due
+  ok = ok && await([&] { return results->load() == 5; }, "the firing after the jump");
+  release->end = true;
+  bool hung = false;
+  JobResult r = testing::WaitWithWatchdog(client, &hung);
+  ASSERT_FALSE(hung);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(results->load(), 5);
+}
+
 }  // namespace
 }  // namespace tidemark

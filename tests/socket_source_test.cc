@@ -289,8 +289,8 @@ TEST(SocketSource, RetriesEvery500msUntilTheListenerOpens) {
 }
 
 TEST(SocketSource, ReconnectsAfterThePeerClosesWhileRetriesLast) {
-  // max_retries = 1: one reconnection after the first connection ends; when
-  // the second ends there is no retry left and the input ends.
+  // max_retries = 2 (Flink's maxRetry): attempt 1 ends, 1 < 2, so one
+  // reconnection; when the second ends, 2 < 2 fails and the input ends.
   Listener listener;
   std::thread server([&] {
     for (const char* text : {"first\npartial", "second\n"}) {
@@ -304,7 +304,7 @@ TEST(SocketSource, ReconnectsAfterThePeerClosesWhileRetriesLast) {
   spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
   spec.host = "127.0.0.1";
   spec.port = listener.port();
-  spec.max_retries = 1;
+  spec.max_retries = 2;
   spec.retry_delay_ms = 50;
   auto log = std::make_shared<std::vector<std::string>>();
   spec.on_retry = [log](const std::string& m) { log->push_back(m); };
@@ -323,9 +323,51 @@ TEST(SocketSource, ReconnectsAfterThePeerClosesWhileRetriesLast) {
   // A line is not joined across connections; line numbers go on.
   EXPECT_EQ(out->values(), (std::vector<std::string>{"first@1", "partial@2", "second@3"}));
   EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 2);
-  ASSERT_EQ(log->size(), 1u);
-  EXPECT_EQ((*log)[0], "connection to 127.0.0.1:" + std::to_string(listener.port()) +
-                           " closed by the peer; retry 1 of 1 in 50 ms");
+  ASSERT_EQ(log->size(), 2u);
+  const std::string where = "127.0.0.1:" + std::to_string(listener.port());
+  EXPECT_EQ((*log)[0], "connection to " + where + " closed by the peer; attempt 2 of 2 in 50 ms");
+  EXPECT_EQ((*log)[1], "connection to " + where +
+                           " closed by the peer after 2 connections (--socket-retries=2): end "
+                           "of input");
+}
+
+TEST(SocketSource, MaxRetriesOneIsOneConnectionAsInFlink) {
+  // Flink's SocketTextStreamFunction: after the first connection ends,
+  // attempt = 1 and 1 < maxNumRetries (1) is false: the source ends without
+  // reconnecting.  The listener stays open (a reconnection would be
+  // accepted by the kernel and wait for ever), so a second connection would
+  // hang the job.
+  Listener listener;
+  std::thread server([&] {
+    const int conn = listener.Accept();
+    ASSERT_GE(conn, 0);
+    WriteAll(conn, "only\n");
+    close(conn);
+  });
+  LineSource<std::string>::Spec spec;
+  spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
+  spec.host = "127.0.0.1";
+  spec.port = listener.port();
+  spec.max_retries = 1;
+  spec.retry_delay_ms = 50;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2);
+  auto out = env.read_lines<std::string>(
+                    spec, [](std::string_view l, const LineLocation&) { return std::string(l); },
+                    "one connection")
+                 .collect();
+  JobClient client = env.execute_async();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!client.done() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const bool ended = client.done();
+  if (!ended) client.cancel();  // the failure below says why
+  JobResult r = client.wait();
+  server.join();
+  ASSERT_TRUE(ended) << "the source reconnected instead of ending";
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(out->values(), (std::vector<std::string>{"only"}));
+  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 1);
 }
 
 TEST(SocketSource, GivesUpAfterMaxRetriesAndSaysSo) {
@@ -344,18 +386,17 @@ TEST(SocketSource, GivesUpAfterMaxRetriesAndSaysSo) {
       .add_sink([](std::string) {});
   JobResult r = env.execute();
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 3);
+  // Two attempts in all, as Flink counts maxRetry.
+  EXPECT_EQ(r.CounterTotal("socketConnectAttempts"), 2);
   const std::string where = "127.0.0.1:" + std::to_string(port);
   EXPECT_NE(std::string(r.status.message())
                 .find("cannot connect to " + where +
-                      ": Connection refused (gave up after 2 retries, 500 ms apart)"),
+                      ": Connection refused (gave up after 2 attempts, 500 ms apart)"),
             std::string::npos)
       << r.status;
-  ASSERT_EQ(log->size(), 2u);
+  ASSERT_EQ(log->size(), 1u);
   EXPECT_EQ((*log)[0],
-            "cannot connect to " + where + ": Connection refused; retry 1 of 2 in 500 ms");
-  EXPECT_EQ((*log)[1],
-            "cannot connect to " + where + ": Connection refused; retry 2 of 2 in 500 ms");
+            "cannot connect to " + where + ": Connection refused; attempt 2 of 2 in 500 ms");
 }
 
 TEST(SocketSource, CancelWhileWaitingToRetry) {

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <string>
@@ -25,14 +26,16 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tools/cli/run.h"
 
 ABSL_FLAG(std::string, socket, "", "read lines from HOST:PORT (like Flink's socketTextStream)");
 ABSL_FLAG(int64_t, socket_retries, 0,
-          "with --socket: retry a failed or closed connection every 500 ms, this many times in "
-          "all (-1: forever; Flink's maxRetry)");
+          "with --socket: Flink's maxRetry: after a closed (or refused) connection, connect "
+          "again 500 ms later while fewer than this many attempts were made (0 and 1: one "
+          "connection; -1: forever); then the input ends and every window fires");
 ABSL_FLAG(std::string, input, "",
           "read lines from a file (repeatable: one source subtask per file; - is stdin)");
 ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separated lines)");
@@ -103,6 +106,14 @@ ABSL_FLAG(std::string, bad_lines, "fail", "fail (stop at the first malformed lin
 ABSL_FLAG(std::string, comments, "",
           "lines starting with this prefix (e.g. '#') are comments: skipped and counted "
           "(empty: no comments; every line is data)");
+ABSL_FLAG(bool, allow_extra_fields, false,
+          "lines with more fields than --fields names are accepted, the extra ones ignored "
+          "(default: an error naming file and line)");
+ABSL_FLAG(bool, trim_spaces, false,
+          "accept spaces around the timestamp field (' 1000'); default: an error naming file "
+          "and line (keys and values are always trimmed)");
+ABSL_FLAG(bool, skip_header, false,
+          "the first line of each input is a header: skipped and counted in the summary");
 ABSL_FLAG(std::string, dead_letter, "", "with --bad-lines=skip: write skipped lines here");
 ABSL_FLAG(int64_t, max_line_length, 1 << 20, "longest accepted input line, in bytes");
 ABSL_FLAG(bool, summary, true, "print a summary line on stderr at the end");
@@ -120,7 +131,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: tidemark run [--socket=HOST:PORT | --input=FILE ...] [flags]\n"
     "       tidemark demo [--duration=8s] [--timeline=FILE.html] [--alignment=500ms|off]\n"
-    "Run `tidemark help` for the flags.\n";
+    "       tidemark help [run | demo]     the flags of a command (or: tidemark run --help)\n"
+    "       tidemark --version\n";
 
 constexpr char kNotes[] =
     "\nnotes:\n"
@@ -148,71 +160,112 @@ constexpr char kNotes[] =
     "    reachable from every rank).  As root add --allow-run-as-root, with more ranks\n"
     "    than cores --oversubscribe.\n";
 
+// The command whose flags are being parsed; errors point to its help.
+std::string g_command = "run";
+
+// One line on stderr and exit status 2; the line points to the command's help.
 int Usage(const std::string& msg) {
-  std::cerr << "tidemark: " << msg << "\n" << kUsage;
+  std::cerr << "tidemark: " << msg << "; see `tidemark " << g_command << " --help`\n";
   return 2;
 }
 
-void PrintHelp() {
-  std::cout << kUsage << "\nflags:\n";
-  for (const char* name : {"socket",
-                           "input",
-                           "delimiter",
-                           "fields",
-                           "key",
-                           "timestamp",
-                           "value",
-                           "where",
-                           "time_format",
-                           "timezone",
-                           "watermarks",
-                           "watermark_interval",
-                           "idleness",
-                           "alignment_max_drift",
-                           "alignment_update_interval",
-                           "source_parallelism",
-                           "per_split_watermarks",
-                           "flush_after",
-                           "max_future_skew",
-                           "window",
-                           "allowed_lateness",
-                           "late",
-                           "aggregate",
-                           "parallelism",
-                           "output",
-                           "trace",
-                           "timeline",
-                           "serve",
-                           "serve_linger",
-                           "bad_lines",
-                           "dead_letter",
-                           "max_line_length",
-                           "comments",
-                           "summary",
-                           "duration",
-                           "sources",
-                           "progress",
-                           "socket_retries",
-                           "explain",
-                           "output_dir",
-                           "checkpoint_dir",
-                           "checkpoint_interval",
-                           "tolerable_failed_checkpoints",
-                           "checkpoint_timeout",
-                           "restore",
-                           "placement",
-                           "output_per_rank"}) {
-    absl::CommandLineFlag* f = absl::FindCommandLineFlag(name);
-    std::string dashed = name;
-    std::replace(dashed.begin(), dashed.end(), '_', '-');
-    std::cout << "  --" << dashed << " (default '" << f->DefaultValue() << "'): " << f->Help()
-              << "\n";
-  }
-  std::cout << kNotes;
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
 }
 
-// Parses argv[first..]; returns false (after printing) on a bad flag.
-bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inputs) {
+// The flags defined in this file (not those of libraries linked in).
+bool IsCliFlag(const absl::CommandLineFlag& f) {
+  return absl::EndsWith(f.Filename(), "tools/main.cc");
+}
+
+// Which commands take a flag: flags whose help starts with "demo:" are the
+// demo's; --timeline and --parallelism are both commands'; all others run's.
+bool FlagIsFor(const absl::CommandLineFlag& f, const std::string& command) {
+  const bool demo_only = absl::StartsWith(f.Help(), "demo:");
+  if (command == "demo") return demo_only || f.Name() == "timeline" || f.Name() == "parallelism";
+  return !demo_only;
+}
+
+// The flags of `command`, by name.
+std::vector<absl::CommandLineFlag*> FlagsOf(const std::string& command) {
+  std::vector<absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags())
+    if (IsCliFlag(*flag) && FlagIsFor(*flag, command)) flags.push_back(flag);
+  std::sort(flags.begin(), flags.end(),
+            [](const absl::CommandLineFlag* a, const absl::CommandLineFlag* b) {
+              return a->Name() < b->Name();
+            });
+  return flags;
+}
+
+void PrintCommandHelp(const std::string& command) {
+  if (command == "run") {
+    std::cout << "usage: tidemark run [--socket=HOST:PORT | --input=FILE ...] [flags]\n"
+                 "  a windowed job built from flags: lines -> timestamps and watermarks -> "
+                 "key_by -> window -> aggregate -> print\n";
+  } else {
+    std::cout << "usage: tidemark demo [flags]\n"
+                 "  the built-in demo: parallel generator sources at different event-time "
+                 "speeds, one going idle, into parallel tumbling windows\n";
+  }
+  std::cout << "\nflags of tidemark " << command << ":\n";
+  for (const absl::CommandLineFlag* f : FlagsOf(command)) {
+    std::string help = f->Help();
+    if (absl::StartsWith(help, "demo: ")) help = help.substr(6);
+    std::cout << "  --" << Dashed(std::string(f->Name())) << " (default '" << f->DefaultValue()
+              << "'): " << help << "\n";
+  }
+  if (command == "run") std::cout << kNotes;
+}
+
+void PrintGeneralHelp() {
+  std::cout << kUsage
+            << "\ncommands:\n"
+               "  run    a windowed job built from flags, over files, standard input or a "
+               "socket\n"
+               "  demo   the built-in demo (no input needed)\n"
+               "  help   the flags of a command: tidemark help run\n";
+}
+
+// Levenshtein distance (for "did you mean").
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The flag of `command` nearest to `name` (dashed), or "" when none is near.
+std::string NearestFlag(const std::string& name, const std::string& command) {
+  std::string best;
+  size_t best_distance = 0;
+  for (const absl::CommandLineFlag* f : FlagsOf(command)) {
+    const std::string candidate = Dashed(std::string(f->Name()));
+    size_t d = EditDistance(name, candidate);
+    // A prefix of a flag ("--parallel") is near whatever its length.
+    if (name.size() >= 3 && absl::StartsWith(candidate, name)) d = std::min<size_t>(d, 1);
+    if (best.empty() || d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  const size_t limit = std::max<size_t>(2, name.size() / 3);
+  return best_distance <= limit ? best : "";
+}
+
+// Parses argv[first..] as flags of `command`; returns false (after printing)
+// on a bad flag.
+bool ParseFlags(int argc, char** argv, int first, const std::string& command,
+                std::vector<std::string>* inputs) {
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
@@ -227,11 +280,13 @@ bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inpu
       value = arg.substr(eq + 1);
       has_value = true;
     }
+    const std::string given = Dashed(name);
     std::replace(name.begin(), name.end(), '-', '_');
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && !IsCliFlag(*flag)) flag = nullptr;
     if (flag == nullptr && !has_value && name.rfind("no", 0) == 0) {
       flag = absl::FindCommandLineFlag(name.substr(2));
-      if (flag != nullptr && flag->IsOfType<bool>()) {
+      if (flag != nullptr && IsCliFlag(*flag) && flag->IsOfType<bool>()) {
         value = "false";
         has_value = true;
       } else {
@@ -239,12 +294,19 @@ bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inpu
       }
     }
     if (flag == nullptr) {
-      Usage(absl::StrCat("unknown flag --", arg.substr(0, arg.find('='))));
+      const std::string nearest = NearestFlag(given, command);
+      Usage(absl::StrCat("unknown flag --", given,
+                         nearest.empty() ? "" : absl::StrCat(" (did you mean --", nearest, "?)")));
+      return false;
+    }
+    if (!FlagIsFor(*flag, command)) {
+      Usage(absl::StrCat("--", Dashed(std::string(flag->Name())), " is a flag of `tidemark ",
+                         command == "run" ? "demo" : "run", "`, not of `tidemark ", command, "`"));
       return false;
     }
     if (!has_value) {
       if (!flag->IsOfType<bool>()) {
-        Usage(absl::StrCat("flag --", name, " needs a value (--", name, "=...)"));
+        Usage(absl::StrCat("flag --", given, " needs a value (--", given, "=...)"));
         return false;
       }
       value = "true";
@@ -255,7 +317,7 @@ bool ParseFlags(int argc, char** argv, int first, std::vector<std::string>* inpu
     }
     std::string error;
     if (!flag->ParseFrom(value, &error)) {
-      Usage(absl::StrCat("bad value for --", name, ": ", error));
+      Usage(absl::StrCat("bad value for --", given, ": ", error));
       return false;
     }
   }
@@ -283,16 +345,42 @@ bool GuardStandardDescriptors() {
 
 int main(int argc, char** argv) {
   const bool stdin_closed = GuardStandardDescriptors();
-  if (argc < 2) return Usage("missing command");
+  if (argc < 2) {
+    std::cerr << "tidemark: missing command\n" << kUsage;
+    return 2;
+  }
   const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::cout << "tidemark " << TIDEMARK_VERSION << "\n";
+    return 0;
+  }
   if (command == "help" || command == "--help" || command == "-h") {
-    PrintHelp();
+    if (argc < 3) {
+      PrintGeneralHelp();
+      return 0;
+    }
+    const std::string of = argv[2];
+    if (of != "run" && of != "demo") {
+      std::cerr << "tidemark: no command '" << of << "' (commands: run, demo)\n";
+      return 2;
+    }
+    PrintCommandHelp(of);
     return 0;
   }
   std::vector<std::string> inputs;
-  if (command != "run" && command != "demo")
-    return Usage(absl::StrCat("unknown command '", command, "'"));
-  if (!ParseFlags(argc, argv, 2, &inputs)) return 2;
+  if (command != "run" && command != "demo") {
+    std::cerr << "tidemark: unknown command '" << command << "' (see `tidemark --help`)\n";
+    return 2;
+  }
+  g_command = command;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h" || a == "--helpfull") {
+      PrintCommandHelp(command);
+      return 0;
+    }
+  }
+  if (!ParseFlags(argc, argv, 2, command, &inputs)) return 2;
 
   if (command == "demo") {
     tidemark::cli::DemoOptions d;
@@ -301,6 +389,7 @@ int main(int argc, char** argv) {
     d.sources = absl::GetFlag(FLAGS_sources);
     d.parallelism = absl::GetFlag(FLAGS_parallelism) > 1 ? absl::GetFlag(FLAGS_parallelism) : 2;
     d.progress = absl::GetFlag(FLAGS_progress);
+    d.progress_on_terminal = isatty(STDERR_FILENO) == 1;
     d.alignment = absl::GetFlag(FLAGS_alignment);
     return tidemark::cli::DemoCommand(d, std::cout, std::cerr);
   }
@@ -322,6 +411,9 @@ int main(int argc, char** argv) {
     if (eq == std::string::npos || eq == 0) return Usage("--where must be FIELD=VALUE");
     o.format.where.emplace_back(where.substr(0, eq), where.substr(eq + 1));
   }
+  o.format.allow_extra_fields = absl::GetFlag(FLAGS_allow_extra_fields);
+  o.format.trim_spaces = absl::GetFlag(FLAGS_trim_spaces);
+  o.skip_header = absl::GetFlag(FLAGS_skip_header);
   o.format.time_format = absl::GetFlag(FLAGS_time_format);
   o.format.timezone = absl::GetFlag(FLAGS_timezone);
   o.watermarks = absl::GetFlag(FLAGS_watermarks);

@@ -239,6 +239,7 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
   std::thread progress([&] {
     if (!o.progress) return;
     int64_t last_records = 0;
+    int64_t ticks = 0;
     auto last = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu);
     while (!cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return done; })) {
@@ -257,11 +258,16 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
       const double rate = secs > 0 ? static_cast<double>(records - last_records) / secs : 0;
       last_records = records;
       last = now;
-      err << absl::StrFormat("\r%9d records %8.0f/s | sources:%s | windows:%s | fired %d late %d ",
-                             records, rate, srcs, wins, fired.load(), late.load())
-          << std::flush;
+      const std::string line =
+          absl::StrFormat("%9d records %8.0f/s | sources:%s | windows:%s | fired %d late %d",
+                          records, rate, srcs, wins, fired.load(), late.load());
+      if (o.progress_on_terminal) {
+        err << "\r" << line << " " << std::flush;
+      } else if (++ticks % 8 == 1) {  // at once, then every 2 s: a line of its own
+        err << line << "\n" << std::flush;
+      }
     }
-    err << "\n";
+    if (o.progress_on_terminal) err << "\n";
   });
   JobResult r = client.wait();
   {

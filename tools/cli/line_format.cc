@@ -151,10 +151,13 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
   } else {
     parts = absl::StrSplit(stripped, options_.delimiter);
   }
-  if (parts.size() < options_.fields.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("expected ", options_.fields.size(), " fields (",
-                                                   absl::StrJoin(options_.fields, ","), "), found ",
-                                                   parts.size()));
+  if (parts.size() < options_.fields.size() ||
+      (parts.size() > options_.fields.size() && !options_.allow_extra_fields)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected ", options_.fields.size(), " fields (", absl::StrJoin(options_.fields, ","),
+        "), found ", parts.size(),
+        parts.size() > options_.fields.size() ? " (--allow-extra-fields ignores the extra ones)"
+                                              : ""));
   }
   for (const auto& [i, value] : where_) {
     if (absl::StripAsciiWhitespace(parts[i]) != value) {
@@ -164,7 +167,15 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
   }
   CliRecord r;
   r.key = std::string(absl::StripAsciiWhitespace(parts[key_index_]));
-  auto ts = ParseTimestamp(parts[ts_index_]);
+  const absl::string_view ts_text = parts[ts_index_];
+  if (!options_.trim_spaces && absl::StripAsciiWhitespace(ts_text) != ts_text &&
+      !absl::StripAsciiWhitespace(ts_text).empty()) {
+    const bool leading = absl::ascii_isspace(static_cast<unsigned char>(ts_text.front()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("field '", options_.fields[ts_index_], "': timestamp '", ts_text, "' has a ",
+                     leading ? "leading" : "trailing", " space (--trim-spaces allows it)"));
+  }
+  auto ts = ParseTimestamp(ts_text);
   if (!ts.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("field '", options_.fields[ts_index_], "': ", ts.status().message()));

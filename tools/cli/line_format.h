@@ -50,6 +50,13 @@ struct LineFormatOptions {
   size_t max_line_length = 1 << 20;
   bool markers = false;        // "#watermark <ts>" lines are markers
   std::string comment_prefix;  // empty: no line is a comment
+  // More fields than --fields names are an error unless allowed (then the
+  // extra ones are ignored; Jackson's IGNORE_TRAILING_UNMAPPABLE, which
+  // Flink's CSV format sets).
+  bool allow_extra_fields = false;
+  // Spaces around the timestamp field (" 1000") are an error unless allowed
+  // (Jackson's TRIM_SPACES).  Keys and values are always trimmed.
+  bool trim_spaces = false;
 };
 
 // Why LineFormat::Parse() returned no record.

@@ -125,6 +125,7 @@ struct Shared {
   TraceRecorder* recorder;
   std::atomic<int64_t> skipped{0};
   std::atomic<int64_t> comments{0};
+  std::atomic<int64_t> headers{0};
   std::atomic<int64_t> filtered{0};
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
@@ -394,6 +395,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (o.output != "text" && o.output != "jsonl") return fail("--output must be text or jsonl");
   if (o.placement != "modulo" && o.placement != "block")
     return fail("--placement must be modulo or block");
+  if (!o.output_per_rank.empty() && !cluster.distributed()) {
+    return fail(
+        "--output-per-rank is for jobs under mpirun (each rank writes PREFIX.RANK); without "
+        "mpirun the results go to standard output, or to --output-dir");
+  }
   Duration checkpoint_interval{0};
   if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
     if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
@@ -582,8 +588,12 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     spec.paths = inputs;
   }
   const bool skip = o.bad_lines == "skip";
-  auto parser = [sh, skip, inputs](std::string_view line,
-                                   const LineLocation& where) -> std::optional<CliRecord> {
+  auto parser = [sh, skip, inputs, skip_header = o.skip_header](
+                    std::string_view line, const LineLocation& where) -> std::optional<CliRecord> {
+    if (skip_header && where.line_number == 1) {
+      sh->headers.fetch_add(1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
     DroppedLine dropped = DroppedLine::kNone;
     auto r = sh->format.Parse(absl::string_view(line.data(), line.size()), &dropped);
     if (r.ok()) {
@@ -825,20 +835,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       // are every rank's already).
       std::string mine;
       internal::StateWriter w(&mine);
-      for (const auto* c :
-           {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                            &sh->future, &sh->headers})
         w.PutI64(c->load());
       mine += EncodeTimelineEvents(events);
       std::vector<std::string> all = GatherAtRank0(mine);
       if (cluster.rank == 0) {
         events.clear();
-        for (auto* c :
-             {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                        &sh->future, &sh->headers})
           c->store(0);
         for (const std::string& bytes : all) {
           internal::StateReader r(bytes);
-          for (auto* c :
-               {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered, &sh->future})
+          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                          &sh->future, &sh->headers})
             c->fetch_add(r.GetI64());
           if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
             return fail("the counts gathered from the ranks are damaged");
@@ -867,6 +877,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
           << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
           << " bad lines skipped";
       if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
+      if (o.skip_header) err << ", " << sh->headers.load() << " header lines skipped";
       if (max_future_skew) err << ", " << sh->future.load() << " future (side output)";
       if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
       if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;

@@ -76,6 +76,10 @@ struct RunOptions {
   std::string dead_letter;         // with skip: file receiving skipped lines
   bool summary = true;
   std::string comments;  // --comments: prefix of comment lines; empty: none
+  // --skip-header: the first line of each input (of a socket: its first
+  // line) is a header, skipped and counted (Flink's CsvReader
+  // ignoreFirstLine).
+  bool skip_header = false;
   // Standard input was closed when the process started (main() then put
   // /dev/null on fd 0): reading "-" is an error, not an empty input.
   bool stdin_closed = false;
@@ -101,6 +105,9 @@ struct DemoOptions {
   int sources = 3;
   int parallelism = 2;
   bool progress = true;
+  // The progress line is redrawn in place (\r) only on a terminal; elsewhere
+  // (a file, a pipe, a CI log) it is a plain line every few seconds.
+  bool progress_on_terminal = false;
   // The max drift of the second, aligned run ("off": one run, unaligned).
   std::string alignment = "500ms";
 };
