@@ -34,6 +34,7 @@
 #ifndef TM_API_ENVIRONMENT_H_
 #define TM_API_ENVIRONMENT_H_
 
+#include <concepts>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -45,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "operators/basic.h"
 #include "operators/csv.h"
@@ -438,8 +440,12 @@ class DataStream {
   }
 
   // --- partitioning ---
+  // KeyFn: const T& -> K.  K needs a Java-compatible hashCode (built in for
+  // strings, signed integers, ...; `int32_t JavaHashCode(const K&)` found by
+  // ADL for a type of one's own), Abseil hashing (`AbslHashValue`) and
+  // `operator==`; one static_assert here names whatever a K lacks.
   template <typename KeyFn>
-  KeyedStream<T, KeyFn> key_by(KeyFn key) const;
+  auto key_by(KeyFn key) const;
   DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
   DataStream<T> broadcast() const { return Partition(internal::ShipStrategy::kBroadcast, nullptr); }
   DataStream<T> forward() const { return Partition(internal::ShipStrategy::kForward, nullptr); }
@@ -808,13 +814,87 @@ struct StreamAccess {
 // ---------------------------------------------------------------------------
 // Template definitions.
 
+namespace internal {
+
+// What a key type K needs, checked at key_by so that one message names all
+// that is missing before any hash table is instantiated with K (whose errors
+// would be pages of Abseil's):
+//   a Java-compatible hashCode   (built in, or JavaHashCode(const K&) by ADL)
+//   Abseil hashing               (AbslHashValue, or a type absl::Hash knows)
+//   equality                     (operator==)
+template <typename K>
+struct KeyRequirements {
+  static constexpr bool kJava = KeyGroupComputable<K>;
+  static constexpr bool kHash = std::is_default_constructible_v<absl::Hash<K>>;
+  static constexpr bool kEqual = std::equality_comparable<K>;
+  // A scalar (unsigned, enum, long double, ...) or a pair / tuple of them
+  // that lacks only the hashCode is left to KeyHash's messages, which name
+  // the exact fix for each such type.
+  static constexpr bool kPlainClass = std::is_class_v<K> && !IsTupleLike<K>::value;
+  static constexpr bool kReport = !kHash || !kEqual || (!kJava && kPlainClass);
+};
+
+template <typename K>
+inline constexpr bool kDependentFalse = false;
+
+// One static_assert per combination of what is missing, each naming all of
+// it (a C++20 static_assert takes a literal only).
+#define TM_KEY_JAVA_                                                                            \
+  "`int32_t JavaHashCode(const K&)` found by argument-dependent lookup (the hashCode() of the " \
+  "Java key), "
+#define TM_KEY_HASH_                                                               \
+  "`template <typename H> friend H AbslHashValue(H h, const K& k)` (e.g. `return " \
+  "H::combine(std::move(h), k.a, k.b);`), "
+#define TM_KEY_EQUAL_ "`bool operator==(const K&) const` (e.g. `= default`), "
+#define TM_KEY_REPORT_(JAVA, HASH, EQUAL, MISSING)                              \
+  template <typename K>                                                         \
+  struct KeyRequirementReport<K, JAVA, HASH, EQUAL> {                           \
+    static_assert(kDependentFalse<K>,                                           \
+                  "tidemark: the key type of key_by lacks " MISSING             \
+                  "which every key type needs (README, \"Custom key types\")"); \
+  };
+template <typename K, bool kJava, bool kHash, bool kEqual>
+struct KeyRequirementReport {};
+TM_KEY_REPORT_(false, false, false, TM_KEY_JAVA_ TM_KEY_HASH_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(false, false, true, TM_KEY_JAVA_ TM_KEY_HASH_)
+TM_KEY_REPORT_(false, true, false, TM_KEY_JAVA_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(false, true, true, TM_KEY_JAVA_)
+TM_KEY_REPORT_(true, false, false, TM_KEY_HASH_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(true, false, true, TM_KEY_HASH_)
+TM_KEY_REPORT_(true, true, false, TM_KEY_EQUAL_)
+#undef TM_KEY_REPORT_
+#undef TM_KEY_EQUAL_
+#undef TM_KEY_HASH_
+#undef TM_KEY_JAVA_
+
+// The key selector key_by uses in place of one whose key type was rejected,
+// so that the rest of the job compiles and the report above is the only
+// error.
+template <typename T>
+struct RejectedKeySelector {
+  int32_t operator()(const T&) const { return 0; }
+};
+
+}  // namespace internal
+
 template <typename T>
 template <typename KeyFn>
-KeyedStream<T, KeyFn> DataStream<T>::key_by(KeyFn key) const {
-  auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
-    return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
-  });
-  return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
+auto DataStream<T>::key_by(KeyFn key) const {
+  using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+  using Req = internal::KeyRequirements<K>;
+  if constexpr (Req::kReport) {
+    [[maybe_unused]] internal::KeyRequirementReport<K, Req::kJava || !Req::kPlainClass, Req::kHash,
+                                                    Req::kEqual>
+        report;
+    using Rejected = internal::RejectedKeySelector<T>;
+    return KeyedStream<T, Rejected>(Partition(internal::ShipStrategy::kKeyGroups, nullptr),
+                                    Rejected{});
+  } else {
+    auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
+      return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
+    });
+    return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
+  }
 }
 
 template <typename T>
