@@ -28,6 +28,7 @@
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/window/windows.h"
+#include "runtime/job_graph.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
@@ -729,6 +730,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                     strategy, per_split);
               })
           .set_parallelism(source_p);
+  // At the source's parallelism, chained to it (Flink's fromSource); marked
+  // so that explain() would warn if that ever changed.
+  internal::StreamAccess::Node(env, internal::StreamAccess::Id(with_ts)).assigns_timestamps = true;
   auto stamped = with_ts.filter([](const CliRecord& r) { return !r.is_marker(); })
                      .name("Drop markers")
                      .set_parallelism(source_p);
