@@ -144,6 +144,12 @@ void StreamExecutionEnvironment::SetNodeParallelism(int id, int p) {
     throw std::invalid_argument("the parallelism of '" + n.name + "' is fixed at " +
                                 std::to_string(n.parallelism));
   n.parallelism = p;
+  // A source and the assigner running in its subtasks (from_source) keep
+  // one parallelism.
+  for (const auto& [assigner, source] : source_of_assigner_) {
+    if (assigner == id) node(source).parallelism = p;
+    if (source == id) node(assigner).parallelism = p;
+  }
 }
 
 void StreamExecutionEnvironment::SetNodeMaxParallelism(int id, int p) {
@@ -275,9 +281,13 @@ int StreamExecutionEnvironment::AddNode(std::unique_ptr<StreamNode> n) {
   return nodes_.back()->id;
 }
 
-DataStream<std::string> StreamExecutionEnvironment::socket_text_stream(const std::string& host,
-                                                                       int port, char delimiter,
-                                                                       int64_t max_retries) {
+namespace sources {
+namespace {
+std::string SameLine(std::string_view line, const LineLocation&) { return std::string(line); }
+}  // namespace
+
+SourceDescriptor<std::string> socket_text(const std::string& host, int port, char delimiter,
+                                          int64_t max_retries) {
   if (max_retries < -1)
     throw std::invalid_argument("socket_text_stream: max_retries must be -1 (forever) or more");
   LineSource<std::string>::Spec spec;
@@ -286,28 +296,59 @@ DataStream<std::string> StreamExecutionEnvironment::socket_text_stream(const std
   spec.port = port;
   spec.delimiter = delimiter;
   spec.max_retries = max_retries;
-  return read_lines<std::string>(
-      spec, [](std::string_view line, const LineLocation&) { return std::string(line); },
-      "Socket Stream");
+  SourceDescriptor<std::string> d = lines<std::string>(spec, &SameLine);
+  d.name = "Socket Stream";
+  return d;
 }
 
-DataStream<std::string> StreamExecutionEnvironment::read_text_file(const std::string& path) {
+SourceDescriptor<std::string> text_file(const std::string& path) {
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kSplitFile;
   spec.paths = {path};
-  return read_lines<std::string>(
-      spec, [](std::string_view line, const LineLocation&) { return std::string(line); },
-      "File " + path);
+  SourceDescriptor<std::string> d = lines<std::string>(spec, &SameLine);
+  d.name = "File " + path;
+  return d;
 }
 
-DataStream<std::string> StreamExecutionEnvironment::read_text_files(
-    const std::vector<std::string>& paths) {
+SourceDescriptor<std::string> text_files(const std::vector<std::string>& paths) {
   if (paths.empty()) throw std::invalid_argument("read_text_files needs at least one file");
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kFilePerSubtask;
   spec.paths = paths;
-  return read_lines<std::string>(
-      spec, [](std::string_view line, const LineLocation&) { return std::string(line); }, "Files");
+  SourceDescriptor<std::string> d = lines<std::string>(spec, &SameLine);
+  d.name = "Files";
+  return d;
+}
+}  // namespace sources
+
+DataStream<std::string> StreamExecutionEnvironment::socket_text_stream(const std::string& host,
+                                                                       int port, char delimiter,
+                                                                       int64_t max_retries) {
+  return add_source(sources::socket_text(host, port, delimiter, max_retries));
+}
+
+DataStream<std::string> StreamExecutionEnvironment::read_text_file(const std::string& path) {
+  return add_source(sources::text_file(path));
+}
+
+DataStream<std::string> StreamExecutionEnvironment::read_text_files(
+    const std::vector<std::string>& paths) {
+  return add_source(sources::text_files(paths));
+}
+
+void StreamExecutionEnvironment::MarkAssigner(int assigner, int source) {
+  StreamNode& a = node(assigner);
+  a.assigns_timestamps = true;
+  if (source < 0) return;
+  const StreamNode& src = node(source);
+  if (src.fixed_parallelism) {
+    // In the source's subtasks: at its parallelism, as fixed as it is.
+    a.parallelism = src.parallelism;
+    a.fixed_parallelism = true;
+  } else {
+    a.parallelism = src.parallelism;
+    source_of_assigner_[assigner] = source;
+  }
 }
 
 JobCompilerOptions StreamExecutionEnvironment::CompilerOptions() const {
@@ -363,6 +404,12 @@ std::string StreamExecutionEnvironment::explain() const {
 }
 
 JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name) {
+  // An assigner behind a non-forward edge: said once per job, on stderr
+  // (by one rank).
+  if (absl::StatusOr<PhysicalPlan> plan = Plan(); plan.ok() && ThisCluster().rank == 0) {
+    for (const std::string& w : plan->AssignerWarnings())
+      std::cerr << "tidemark: warning: " << w << "\n";
+  }
   auto exec = Build(job_name);
   if (!exec.ok()) return JobClient(exec.status());
   {

@@ -34,8 +34,10 @@
 #ifndef TM_API_ENVIRONMENT_H_
 #define TM_API_ENVIRONMENT_H_
 
+#include <concepts>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -45,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "operators/basic.h"
 #include "operators/csv.h"
@@ -114,6 +117,81 @@ class JobClient {
   std::shared_ptr<internal::JobExecution> exec_;
   absl::Status build_error_;
 };
+
+// A built-in source as a value, for env.from_source(source, strategy, name)
+// (Flink's fromSource: the watermark strategy runs inside the source's
+// subtasks) and env.add_source(source, name).  Made by the functions in
+// namespace tidemark::sources below.
+template <typename T>
+struct SourceDescriptor {
+  // Makes one subtask's reader (called once per subtask).
+  std::function<std::unique_ptr<Source<T>>()> factory;
+  std::string name;  // the default name of the source node
+  // false: one subtask (a collection, a socket); fixed_parallelism > 0:
+  // exactly that many (one per file); otherwise the environment's.
+  bool parallel = true;
+  int fixed_parallelism = 0;
+};
+
+namespace sources {
+// The elements of `data`, in order; one subtask.
+template <typename T>
+SourceDescriptor<T> collection(std::vector<T> data) {
+  auto shared = std::make_shared<const std::vector<T>>(std::move(data));
+  return {[shared]() -> std::unique_ptr<Source<T>> {
+            return std::make_unique<CollectionSource<T>>(shared);
+          },
+          "Collection Source", /*parallel=*/false, 0};
+}
+// f(index) for index in [0, count) (count < 0: forever), split over the
+// subtasks; `rate_per_second` > 0 paces each subtask.  f may instead take
+// (index, SourceOutput<T>&) and emit itself.
+template <typename T, typename F>
+SourceDescriptor<T> generator(F f, int64_t count, double rate_per_second = 0) {
+  return {[f, count, rate_per_second]() -> std::unique_ptr<Source<T>> {
+            return std::make_unique<GeneratorSource<T, F>>(f, count, rate_per_second);
+          },
+          "Generator", /*parallel=*/true, 0};
+}
+// The general line source (LineSource<T>::Spec): files, splits, a socket,
+// with a parser that sees each line's file and line.
+template <typename T>
+SourceDescriptor<T> lines(typename LineSource<T>::Spec spec,
+                          typename LineSource<T>::Parser parser) {
+  using Kind = typename LineSource<T>::Spec::Kind;
+  SourceDescriptor<T> d{[spec, parser]() -> std::unique_ptr<Source<T>> {
+                          return std::make_unique<LineSource<T>>(spec, parser);
+                        },
+                        "Lines", spec.kind != Kind::kSocket, 0};
+  if (spec.kind == Kind::kFilePerSubtask) d.fixed_parallelism = static_cast<int>(spec.paths.size());
+  return d;
+}
+// Lines from host:port (StreamExecutionEnvironment::socket_text_stream).
+SourceDescriptor<std::string> socket_text(const std::string& host, int port, char delimiter = '\n',
+                                          int64_t max_retries = 0);
+// Lines of one file split among the subtasks by byte ranges (read_text_file).
+SourceDescriptor<std::string> text_file(const std::string& path);
+// One file per subtask (read_text_files).
+SourceDescriptor<std::string> text_files(const std::vector<std::string>& paths);
+// Records of CSV files, one subtask per file (read_csv; operators/csv.h).
+template <typename T>
+SourceDescriptor<T> csv(std::vector<std::string> paths, CsvFormat<T> format,
+                        CsvReadOptions options = {}) {
+  if (paths.empty()) throw std::invalid_argument("read_csv needs at least one file");
+  // Checks the options now, not when the job runs.
+  CsvSource<T>(paths, format, options);
+  const int files = static_cast<int>(paths.size());
+  std::string name = files == 1 ? "CSV " + paths[0] : "CSV files";
+  return {[paths, format, options]() -> std::unique_ptr<Source<T>> {
+            return std::make_unique<CsvSource<T>>(paths, format, options);
+          },
+          std::move(name), /*parallel=*/true, files};
+}
+template <typename T>
+SourceDescriptor<T> csv(std::string path, CsvFormat<T> format, CsvReadOptions options = {}) {
+  return csv<T>(std::vector<std::string>{std::move(path)}, std::move(format), std::move(options));
+}
+}  // namespace sources
 
 class StreamExecutionEnvironment {
  public:
@@ -203,6 +281,24 @@ class StreamExecutionEnvironment {
   template <typename T>
   DataStream<T> from_source(std::function<std::unique_ptr<Source<T>>()> factory,
                             WatermarkStrategy<T> strategy, std::string name);
+  // Any built-in source (namespace sources) with its watermark strategy,
+  // Flink's fromSource(source, strategy, name): the timestamp assigner and
+  // the watermark generators run in the source's subtasks (chained to it,
+  // at its parallelism, which set_parallelism on the result changes too), so
+  // each generator sees its subtask's (or split's) records in the order they
+  // were read.  Assigning them behind a rebalance (from_collection(...)
+  // .assign_timestamps_and_watermarks(...) at a parallelism above 1) mixes
+  // the subtasks' records first and can change what is late; explain() and
+  // a warning on stderr at execute() say so.  An empty name: the source's.
+  //   env.from_source(sources::csv(path, format), strategy, "readings")
+  //   env.from_source(sources::socket_text("localhost", 9999), strategy, "lines")
+  template <typename T>
+  DataStream<T> from_source(SourceDescriptor<T> source, WatermarkStrategy<T> strategy,
+                            std::string name = "");
+  // A built-in source without a strategy (what read_csv, from_collection, ...
+  // return).  An empty name: the source's.
+  template <typename T>
+  DataStream<T> add_source(SourceDescriptor<T> source, std::string name = "");
   // Lines from host:port until the peer closes (Flink's socketTextStream).
   // max_retries (Flink's maxRetry, counted as Flink's SocketTextStreamFunction
   // does): 0 (default) and 1 make one connection (a refused one fails the
@@ -284,6 +380,11 @@ class StreamExecutionEnvironment {
   void SetNodeMaxParallelism(int id, int p);
   // One subtask per file (read_lines with one file per subtask).
   void FixNodeParallelism(int id, int p);
+  // Marks `assigner` as assigning timestamps (PhysicalPlan::AssignerWarnings);
+  // with a `source` (>= 0), as running in that source's subtasks: at its
+  // parallelism, set_parallelism on either setting both.
+  void MarkAssigner(int assigner, int source = -1);
+  std::map<int, int> source_of_assigner_;  // MarkAssigner's pairs
   // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
   // chains; INVALID_ARGUMENT for an invalid graph.
   absl::StatusOr<internal::PhysicalPlan> Plan() const;
@@ -441,9 +542,11 @@ class DataStream {
   auto co_group(const DataStream<U>& other) const;
 
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
-    return Add<T>("Timestamps/Watermarks", [strategy] {
+    DataStream<T> s = Add<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);
     });
+    env_->MarkAssigner(s.id());
+    return s;
   }
   // A user operator (OneInputOperator<T, Out>), made once per subtask.
   template <typename Out>
@@ -454,8 +557,12 @@ class DataStream {
   }
 
   // --- partitioning ---
+  // KeyFn: const T& -> K.  K needs a Java-compatible hashCode (built in for
+  // strings, signed integers, ...; `int32_t JavaHashCode(const K&)` found by
+  // ADL for a type of one's own), Abseil hashing (`AbslHashValue`) and
+  // `operator==`; one static_assert here names whatever a K lacks.
   template <typename KeyFn>
-  KeyedStream<T, KeyFn> key_by(KeyFn key) const;
+  auto key_by(KeyFn key) const;
   DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
   DataStream<T> broadcast() const { return Partition(internal::ShipStrategy::kBroadcast, nullptr); }
   DataStream<T> forward() const { return Partition(internal::ShipStrategy::kForward, nullptr); }
@@ -824,13 +931,87 @@ struct StreamAccess {
 // ---------------------------------------------------------------------------
 // Template definitions.
 
+namespace internal {
+
+// What a key type K needs, checked at key_by so that one message names all
+// that is missing before any hash table is instantiated with K (whose errors
+// would be pages of Abseil's):
+//   a Java-compatible hashCode   (built in, or JavaHashCode(const K&) by ADL)
+//   Abseil hashing               (AbslHashValue, or a type absl::Hash knows)
+//   equality                     (operator==)
+template <typename K>
+struct KeyRequirements {
+  static constexpr bool kJava = KeyGroupComputable<K>;
+  static constexpr bool kHash = std::is_default_constructible_v<absl::Hash<K>>;
+  static constexpr bool kEqual = std::equality_comparable<K>;
+  // A scalar (unsigned, enum, long double, ...) or a pair / tuple of them
+  // that lacks only the hashCode is left to KeyHash's messages, which name
+  // the exact fix for each such type.
+  static constexpr bool kPlainClass = std::is_class_v<K> && !IsTupleLike<K>::value;
+  static constexpr bool kReport = !kHash || !kEqual || (!kJava && kPlainClass);
+};
+
+template <typename K>
+inline constexpr bool kDependentFalse = false;
+
+// One static_assert per combination of what is missing, each naming all of
+// it (a C++20 static_assert takes a literal only).
+#define TM_KEY_JAVA_                                                                            \
+  "`int32_t JavaHashCode(const K&)` found by argument-dependent lookup (the hashCode() of the " \
+  "Java key), "
+#define TM_KEY_HASH_                                                               \
+  "`template <typename H> friend H AbslHashValue(H h, const K& k)` (e.g. `return " \
+  "H::combine(std::move(h), k.a, k.b);`), "
+#define TM_KEY_EQUAL_ "`bool operator==(const K&) const` (e.g. `= default`), "
+#define TM_KEY_REPORT_(JAVA, HASH, EQUAL, MISSING)                              \
+  template <typename K>                                                         \
+  struct KeyRequirementReport<K, JAVA, HASH, EQUAL> {                           \
+    static_assert(kDependentFalse<K>,                                           \
+                  "tidemark: the key type of key_by lacks " MISSING             \
+                  "which every key type needs (README, \"Custom key types\")"); \
+  };
+template <typename K, bool kJava, bool kHash, bool kEqual>
+struct KeyRequirementReport {};
+TM_KEY_REPORT_(false, false, false, TM_KEY_JAVA_ TM_KEY_HASH_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(false, false, true, TM_KEY_JAVA_ TM_KEY_HASH_)
+TM_KEY_REPORT_(false, true, false, TM_KEY_JAVA_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(false, true, true, TM_KEY_JAVA_)
+TM_KEY_REPORT_(true, false, false, TM_KEY_HASH_ TM_KEY_EQUAL_)
+TM_KEY_REPORT_(true, false, true, TM_KEY_HASH_)
+TM_KEY_REPORT_(true, true, false, TM_KEY_EQUAL_)
+#undef TM_KEY_REPORT_
+#undef TM_KEY_EQUAL_
+#undef TM_KEY_HASH_
+#undef TM_KEY_JAVA_
+
+// The key selector key_by uses in place of one whose key type was rejected,
+// so that the rest of the job compiles and the report above is the only
+// error.
+template <typename T>
+struct RejectedKeySelector {
+  int32_t operator()(const T&) const { return 0; }
+};
+
+}  // namespace internal
+
 template <typename T>
 template <typename KeyFn>
-KeyedStream<T, KeyFn> DataStream<T>::key_by(KeyFn key) const {
-  auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
-    return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
-  });
-  return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
+auto DataStream<T>::key_by(KeyFn key) const {
+  using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+  using Req = internal::KeyRequirements<K>;
+  if constexpr (Req::kReport) {
+    [[maybe_unused]] internal::KeyRequirementReport<K, Req::kJava || !Req::kPlainClass, Req::kHash,
+                                                    Req::kEqual>
+        report;
+    using Rejected = internal::RejectedKeySelector<T>;
+    return KeyedStream<T, Rejected>(Partition(internal::ShipStrategy::kKeyGroups, nullptr),
+                                    Rejected{});
+  } else {
+    auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
+      return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
+    });
+    return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
+  }
 }
 
 template <typename T>
@@ -851,68 +1032,57 @@ template <typename T>
 DataStream<T> StreamExecutionEnvironment::from_source(
     std::function<std::unique_ptr<Source<T>>()> factory, WatermarkStrategy<T> strategy,
     std::string name) {
+  return from_source(SourceDescriptor<T>{std::move(factory), std::move(name), true, 0},
+                     std::move(strategy));
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::add_source(SourceDescriptor<T> source, std::string name) {
+  DataStream<T> s =
+      add_source<T>(std::move(source.factory),
+                    name.empty() ? std::move(source.name) : std::move(name), source.parallel);
+  if (source.fixed_parallelism > 0) FixNodeParallelism(s.id(), source.fixed_parallelism);
+  return s;
+}
+
+template <typename T>
+DataStream<T> StreamExecutionEnvironment::from_source(SourceDescriptor<T> source,
+                                                      WatermarkStrategy<T> strategy,
+                                                      std::string name) {
   // Flink's fromSource: the strategy runs at the source, one generator per
   // split the source names (SourceOutput::ForSplit; docs/semantics.md 2.7).
-  return add_source<T>(std::move(factory), std::move(name))
-      .template transform<T>(
-          "Timestamps/Watermarks", [strategy]() -> std::unique_ptr<OneInputOperator<T, T>> {
-            return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(
-                strategy,
-                /*per_split=*/true);
-          });
+  DataStream<T> s = add_source(std::move(source), std::move(name));
+  DataStream<T> stamped = s.template transform<T>(
+      "Timestamps/Watermarks", [strategy]() -> std::unique_ptr<OneInputOperator<T, T>> {
+        return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy,
+                                                                              /*per_split=*/true);
+      });
+  MarkAssigner(stamped.id(), s.id());
+  return stamped;
 }
 
 template <typename T>
 DataStream<T> StreamExecutionEnvironment::from_collection(std::vector<T> data) {
-  auto shared = std::make_shared<const std::vector<T>>(std::move(data));
-  return add_source<T>(
-      [shared]() -> std::unique_ptr<Source<T>> {
-        return std::make_unique<CollectionSource<T>>(shared);
-      },
-      "Collection Source", /*parallel=*/false);
+  return add_source(sources::collection(std::move(data)));
 }
 
 template <typename T, typename F>
 DataStream<T> StreamExecutionEnvironment::from_generator(F f, int64_t count, double rate,
                                                          std::string name) {
-  return add_source<T>(
-      [f, count, rate]() -> std::unique_ptr<Source<T>> {
-        return std::make_unique<GeneratorSource<T, F>>(f, count, rate);
-      },
-      std::move(name));
+  return add_source(sources::generator<T>(std::move(f), count, rate), std::move(name));
 }
 
 template <typename T>
 DataStream<T> StreamExecutionEnvironment::read_lines(typename LineSource<T>::Spec spec,
                                                      typename LineSource<T>::Parser parser,
                                                      std::string name) {
-  using Kind = typename LineSource<T>::Spec::Kind;
-  const bool parallel = spec.kind != Kind::kSocket;
-  const int files = static_cast<int>(spec.paths.size());
-  DataStream<T> s = add_source<T>(
-      [spec, parser]() -> std::unique_ptr<Source<T>> {
-        return std::make_unique<LineSource<T>>(spec, parser);
-      },
-      std::move(name), parallel);
-  if (spec.kind == Kind::kFilePerSubtask) FixNodeParallelism(s.id(), files);
-  return s;
+  return add_source(sources::lines<T>(std::move(spec), std::move(parser)), std::move(name));
 }
 
 template <typename T>
 DataStream<T> StreamExecutionEnvironment::read_csv(std::vector<std::string> paths,
                                                    CsvFormat<T> format, CsvReadOptions options) {
-  if (paths.empty()) throw std::invalid_argument("read_csv needs at least one file");
-  // Checks the options now, not when the job runs.
-  CsvSource<T>(paths, format, options);
-  const int files = static_cast<int>(paths.size());
-  std::string name = files == 1 ? "CSV " + paths[0] : "CSV files";
-  DataStream<T> s = add_source<T>(
-      [paths, format, options]() -> std::unique_ptr<Source<T>> {
-        return std::make_unique<CsvSource<T>>(paths, format, options);
-      },
-      std::move(name), /*parallel=*/true);
-  FixNodeParallelism(s.id(), files);
-  return s;
+  return add_source(sources::csv<T>(std::move(paths), std::move(format), std::move(options)));
 }
 
 }  // namespace tidemark

@@ -31,13 +31,16 @@
 namespace tidemark::examples {
 
 // A collection of records with a `ts` member, in time order, as a stream with
-// those timestamps and a watermark after every record.
+// those timestamps and a watermark after every record, generated in the
+// source's subtask (Flink's fromSource: the generator sees the records in the
+// order they are read, never behind a rebalance).
 template <typename T>
 DataStream<T> InTimeOrder(StreamExecutionEnvironment& env, const std::vector<T>& records) {
-  return env.from_collection(records).assign_timestamps_and_watermarks(
-      WatermarkStrategy<T>::for_monotonous_timestamps()
-          .with_timestamp_assigner([](const T& x, Timestamp) { return x.ts; })
-          .with_periodic_emit_per_record());
+  return env.from_source(sources::collection(records),
+                         WatermarkStrategy<T>::for_monotonous_timestamps()
+                             .with_timestamp_assigner([](const T& x, Timestamp) { return x.ts; })
+                             .with_periodic_emit_per_record(),
+                         "records");
 }
 
 // --- connect: orders and payments ---------------------------------------

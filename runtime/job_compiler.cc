@@ -87,6 +87,45 @@ std::string PhysicalPlan::Explain() const {
                     Partitioning(*this, edge), "--> ", to.name, " (p=", to.parallelism, "), ",
                     edge.channels, " channel(s)\n");
   }
+  for (const std::string& w : AssignerWarnings()) absl::StrAppend(&out, "Warning: ", w, "\n");
+  return out;
+}
+
+std::vector<std::string> PhysicalPlan::AssignerWarnings() const {
+  std::vector<std::string> out;
+  for (const PlanNode& node : nodes) {
+    if (!node.assigns_timestamps) continue;
+    // The nearest non-forward edge upstream, breadth first.
+    std::vector<int> frontier = {node.id};
+    std::set<int> seen = {node.id};
+    const PlanEdge* found = nullptr;
+    while (!frontier.empty() && found == nullptr) {
+      std::vector<int> next;
+      for (int id : frontier) {
+        for (int e : nodes[id].inputs) {
+          const PlanEdge& edge = edges[e];
+          if (edge.strategy != ShipStrategy::kForward) {
+            found = &edge;
+            break;
+          }
+          if (seen.insert(edge.from).second) next.push_back(edge.from);
+        }
+        if (found != nullptr) break;
+      }
+      frontier = std::move(next);
+    }
+    if (found == nullptr) continue;
+    const PlanNode& from = nodes[found->from];
+    const PlanNode& to = nodes[found->to];
+    out.push_back(absl::StrCat(
+        "timestamp/watermark assigner '", node.name, "' (p=", node.parallelism,
+        ") runs behind a non-forward edge, ", from.name, " (p=", from.parallelism, ") --",
+        Partitioning(*this, *found), "--> ", to.name, " (p=", to.parallelism,
+        "): its watermark generators see the records of several source subtasks in another "
+        "order than the sources read them, so watermarks and late records differ from "
+        "generating them in the source; give the strategy to the source: "
+        "env.from_source(source, strategy, name)"));
+  }
   return out;
 }
 
@@ -141,6 +180,7 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     }
     pn.parallelism = p;
     pn.max_parallelism = max_p;
+    pn.assigns_timestamps = node.assigns_timestamps;
   }
   return absl::OkStatus();
 }

@@ -73,9 +73,10 @@ struct PlanNode {
   StreamNode::Kind kind = StreamNode::Kind::kOperator;
   int parallelism = 0;
   int max_parallelism = 0;
-  std::vector<int> inputs;  // indices into PhysicalPlan::edges, in input order
-  int chain = -1;           // index into PhysicalPlan::chains
-  int position = -1;        // position in that chain (0: the head)
+  std::vector<int> inputs;          // indices into PhysicalPlan::edges, in input order
+  int chain = -1;                   // index into PhysicalPlan::chains
+  int position = -1;                // position in that chain (0: the head)
+  bool assigns_timestamps = false;  // StreamNode::assigns_timestamps
 
   bool physical() const {
     return kind == StreamNode::Kind::kSource || kind == StreamNode::Kind::kOperator;
@@ -135,8 +136,15 @@ struct PhysicalPlan {
   // REBALANCE, BROADCAST, HASH(key groups, maxP=N) (key_by; N: the consumer's
   // max parallelism, the number of key groups) or CUSTOM(partitioner)
   // (partition_custom).  Chained edges have no line of their own: they are
-  // the " -> " in the chain's name.
+  // the " -> " in the chain's name.  Then one line "Warning: ..." per
+  // AssignerWarnings().
   std::string Explain() const;
+  // One sentence per timestamp/watermark assigner with a non-forward edge
+  // (REBALANCE, HASH, ...) between it and a source: records of several
+  // source subtasks (or in another order) reach its generators, so their
+  // watermarks, and what is late, differ from a generator in the source
+  // subtask (Flink's fromSource), which is what the sentence recommends.
+  std::vector<std::string> AssignerWarnings() const;
 };
 
 class JobCompiler {

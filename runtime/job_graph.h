@@ -69,6 +69,10 @@ struct StreamNode {
   int max_parallelism = 0;         // 0: the environment's, else Flink's default for the parallelism
   bool fixed_parallelism = false;  // non-parallel sources (collection, socket)
   bool keyed = false;              // consumes a key_by edge (needs max parallelism)
+  // Assigns timestamps and watermarks (assign_timestamps_and_watermarks,
+  // from_source): PhysicalPlan::AssignerWarnings() says when one runs behind
+  // a non-forward edge.
+  bool assigns_timestamps = false;
   std::vector<EdgeSpec> inputs;
   std::shared_ptr<NodeOps> out;                               // null for sinks
   std::map<std::string, std::shared_ptr<NodeOps>> side_outs;  // by tag

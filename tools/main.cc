@@ -42,7 +42,9 @@ ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separ
 ABSL_FLAG(std::string, fields, "key,ts,value", "names of the columns, in order");
 ABSL_FLAG(std::string, key, "key", "field used as the key");
 ABSL_FLAG(std::string, timestamp, "ts", "field holding the event time");
-ABSL_FLAG(std::string, value, "", "field holding the value to aggregate (empty: 1 per record)");
+ABSL_FLAG(std::string, value, "",
+          "field holding the value to aggregate (empty: 1 per record); an integer literal is "
+          "an exact 64-bit integer, any other number a double");
 ABSL_FLAG(std::string, where, "", "keep only records with FIELD=VALUE");
 ABSL_FLAG(std::string, time_format, "ms", "ms, s, or a pattern such as '%Y-%m-%d %H:%M:%E*S'");
 ABSL_FLAG(std::string, timezone, "UTC",
@@ -73,7 +75,9 @@ ABSL_FLAG(std::string, window, "tumbling:5s",
           "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
 ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
-ABSL_FLAG(std::string, aggregate, "sum", "sum | count | min | max | list");
+ABSL_FLAG(std::string, aggregate, "sum",
+          "sum | count | min | max | avg | list (list: count, first and last timestamp of each "
+          "window, as document 000 prints them)");
 ABSL_FLAG(int, parallelism, 1, "parallelism of the window operator");
 ABSL_FLAG(std::string, output, "text", "text or jsonl (JSON Lines; see the notes below)");
 ABSL_FLAG(std::string, output_dir, "",

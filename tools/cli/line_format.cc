@@ -11,6 +11,18 @@
 #include "absl/strings/str_split.h"
 
 namespace tidemark::cli {
+namespace {
+
+// [+-]?[0-9]+: read as an exact int64.
+bool IsIntegerLiteral(absl::string_view v) {
+  if (!v.empty() && (v.front() == '+' || v.front() == '-')) v.remove_prefix(1);
+  if (v.empty()) return false;
+  for (char c : v)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+}  // namespace
 
 absl::StatusOr<absl::TimeZone> LoadZone(const std::string& name) {
   absl::TimeZone tz;
@@ -186,9 +198,22 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
   r.ts = *ts;
   if (value_index_ >= 0) {
     const absl::string_view v = absl::StripAsciiWhitespace(parts[value_index_]);
-    if (!absl::SimpleAtod(v, &r.value) || !std::isfinite(r.value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("field '", options_.fields[value_index_], "': '", v, "' is not a number"));
+    if (IsIntegerLiteral(v)) {
+      // Exact: an integer literal that does not fit in 64 bits is an error,
+      // never a rounded double.
+      if (!absl::SimpleAtoi(v, &r.int_value)) {
+        return absl::InvalidArgumentError(absl::StrCat("field '", options_.fields[value_index_],
+                                                       "': '", v,
+                                                       "' is outside the 64-bit integer range"));
+      }
+      r.is_integer = true;
+      r.value = static_cast<double>(r.int_value);
+    } else {
+      if (!absl::SimpleAtod(v, &r.value) || !std::isfinite(r.value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field '", options_.fields[value_index_], "': '", v, "' is not a number"));
+      }
+      r.is_integer = false;
     }
   }
   r.line = std::string(line);

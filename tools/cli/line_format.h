@@ -15,6 +15,7 @@
 #ifndef TM_TOOLS_CLI_LINE_FORMAT_H_
 #define TM_TOOLS_CLI_LINE_FORMAT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,7 +32,12 @@ namespace tidemark::cli {
 struct CliRecord {
   std::string key;
   Timestamp ts = kNoTimestamp;
+  // The value column: an integer literal ([+-]digits) is read as an exact
+  // int64 (`is_integer`, `int_value`); any other number as a double (`value`).
+  // Without a value column every record counts 1.
   double value = 1;
+  int64_t int_value = 1;
+  bool is_integer = true;
   std::string line;
   Timestamp marker = kMinTimestamp;  // the watermark of a "#watermark" line
   int source = 0;                    // index of the input it came from
@@ -104,6 +110,8 @@ struct tidemark::StateCodec<tidemark::cli::CliRecord> {
     internal::Encode(w, r.key);
     internal::Encode(w, r.ts);
     internal::Encode(w, r.value);
+    internal::Encode(w, r.int_value);
+    internal::Encode(w, r.is_integer);
     internal::Encode(w, r.line);
     internal::Encode(w, r.marker);
     internal::Encode(w, r.source);
@@ -113,6 +121,8 @@ struct tidemark::StateCodec<tidemark::cli::CliRecord> {
     c.key = internal::Decode<std::string>(r);
     c.ts = internal::Decode<Timestamp>(r);
     c.value = internal::Decode<double>(r);
+    c.int_value = internal::Decode<int64_t>(r);
+    c.is_integer = internal::Decode<bool>(r);
     c.line = internal::Decode<std::string>(r);
     c.marker = internal::Decode<Timestamp>(r);
     c.source = internal::Decode<int>(r);

@@ -10,14 +10,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -26,6 +30,7 @@
 #include "api/windowed_stream.h"
 #include "operators/window/windows.h"
 #include "runtime/checkpoint_storage.h"
+#include "runtime/job_graph.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
@@ -33,12 +38,17 @@
 namespace tidemark::cli {
 namespace {
 
-// Accumulator of every aggregate the CLI offers.
+// Accumulator of every aggregate the CLI offers.  Integer values (see
+// CliRecord) are kept exactly: their sum in 128 bits (it cannot overflow
+// before 2^64 records), their minimum and maximum as int64; decimal values
+// apart, in doubles.  AggregateValue() combines the two.
 struct Acc {
-  double sum = 0;
+  __int128 int_sum = 0;  // sum of the integer values
+  double dec_sum = 0;    // sum of the decimal values
   int64_t count = 0;
-  double min = 0;
-  double max = 0;
+  int64_t ints = 0;  // how many values were integers
+  int64_t int_min = 0, int_max = 0;
+  double dec_min = 0, dec_max = 0;
   Timestamp first = kMaxTimestamp;
   Timestamp last = kMinTimestamp;
 };
@@ -46,13 +56,17 @@ struct Acc {
 struct CliAggregate {
   Acc create_accumulator() const { return Acc{}; }
   Acc add(const CliRecord& r, Acc a) const {
-    if (a.count == 0) {
-      a.min = a.max = r.value;
+    if (r.is_integer) {
+      a.int_min = a.ints == 0 ? r.int_value : std::min(a.int_min, r.int_value);
+      a.int_max = a.ints == 0 ? r.int_value : std::max(a.int_max, r.int_value);
+      a.int_sum += r.int_value;
+      a.ints += 1;
     } else {
-      a.min = std::min(a.min, r.value);
-      a.max = std::max(a.max, r.value);
+      const bool first_decimal = a.count == a.ints;
+      a.dec_min = first_decimal ? r.value : std::min(a.dec_min, r.value);
+      a.dec_max = first_decimal ? r.value : std::max(a.dec_max, r.value);
+      a.dec_sum += r.value;
     }
-    a.sum += r.value;
     a.count += 1;
     a.first = std::min(a.first, r.ts);
     a.last = std::max(a.last, r.ts);
@@ -62,10 +76,19 @@ struct CliAggregate {
   Acc merge(Acc a, const Acc& b) const {
     if (b.count == 0) return a;
     if (a.count == 0) return b;
-    a.sum += b.sum;
+    if (b.ints > 0) {
+      a.int_min = a.ints == 0 ? b.int_min : std::min(a.int_min, b.int_min);
+      a.int_max = a.ints == 0 ? b.int_max : std::max(a.int_max, b.int_max);
+    }
+    if (b.count > b.ints) {
+      const bool none = a.count == a.ints;
+      a.dec_min = none ? b.dec_min : std::min(a.dec_min, b.dec_min);
+      a.dec_max = none ? b.dec_max : std::max(a.dec_max, b.dec_max);
+    }
+    a.int_sum += b.int_sum;
+    a.dec_sum += b.dec_sum;
+    a.ints += b.ints;
     a.count += b.count;
-    a.min = std::min(a.min, b.min);
-    a.max = std::max(a.max, b.max);
     a.first = std::min(a.first, b.first);
     a.last = std::max(a.last, b.last);
     return a;
@@ -113,7 +136,93 @@ struct tidemark::StateCodec<tidemark::cli::CliResult> {
 namespace tidemark::cli {
 namespace {
 
-std::string Number(double v) { return absl::StrCat(v); }
+// A double in the shortest form that reads back to the same double
+// ("0.30000000000000004", "1234567.5", "1e+21").
+std::string Number(double v) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+std::string Int128ToString(__int128 v) {
+  if (v == 0) return "0";
+  const bool negative = v < 0;
+  std::string digits;
+  while (v != 0) {
+    const int d = static_cast<int>(v % 10);
+    digits.push_back(static_cast<char>('0' + (d < 0 ? -d : d)));
+    v /= 10;
+  }
+  if (negative) digits.push_back('-');
+  return std::string(digits.rbegin(), digits.rend());
+}
+
+// A window's aggregate: an exact integer or a double.
+struct AggregateNumber {
+  bool is_integer = true;
+  int64_t integer = 0;
+  double decimal = 0;
+  std::string ToString() const { return is_integer ? absl::StrCat(integer) : Number(decimal); }
+};
+
+// The value of `kind` over `a` (not for kList).  The rule: count is an
+// integer; sum, min and max over integer values only are exact integers (a
+// sum outside the 64-bit range is an error, never wrapped or rounded); with
+// any decimal value in the window, sum is computed in doubles and min / max
+// is the smallest / largest value, printed as it was read (an integer stays
+// an integer); avg is always a double (sum / count, rounded once when every
+// value is an integer).
+absl::StatusOr<AggregateNumber> AggregateValue(AggregateKind kind, const Acc& a) {
+  AggregateNumber n;
+  const bool all_ints = a.ints == a.count;
+  switch (kind) {
+    case AggregateKind::kCount:
+      n.integer = a.count;
+      return n;
+    case AggregateKind::kSum:
+      if (all_ints) {
+        if (a.int_sum > std::numeric_limits<int64_t>::max() ||
+            a.int_sum < std::numeric_limits<int64_t>::min()) {
+          return absl::OutOfRangeError(absl::StrCat("sum ", Int128ToString(a.int_sum),
+                                                    " is outside the 64-bit integer range"));
+        }
+        n.integer = static_cast<int64_t>(a.int_sum);
+        return n;
+      }
+      n.is_integer = false;
+      n.decimal = static_cast<double>(a.int_sum) + a.dec_sum;
+      if (!std::isfinite(n.decimal))
+        return absl::OutOfRangeError("sum is outside the range of a double");
+      return n;
+    case AggregateKind::kMin:
+    case AggregateKind::kMax: {
+      const bool min = kind == AggregateKind::kMin;
+      const int64_t i = min ? a.int_min : a.int_max;
+      const double d = min ? a.dec_min : a.dec_max;
+      // long double holds every int64 exactly (x86-64's 64-bit mantissa).
+      const bool take_int =
+          a.ints > 0 &&
+          (all_ints || (min ? static_cast<long double>(i) <= d : static_cast<long double>(i) >= d));
+      n.is_integer = take_int;
+      n.integer = take_int ? i : 0;
+      n.decimal = take_int ? 0 : d;
+      return n;
+    }
+    case AggregateKind::kAvg:
+      n.is_integer = false;
+      if (a.count == 0) return n;
+      n.decimal = all_ints
+                      ? static_cast<double>(static_cast<long double>(a.int_sum) /
+                                            static_cast<long double>(a.count))
+                      : (static_cast<double>(a.int_sum) + a.dec_sum) / static_cast<double>(a.count);
+      if (!std::isfinite(n.decimal))
+        return absl::OutOfRangeError("avg is outside the range of a double");
+      return n;
+    case AggregateKind::kList:
+      break;
+  }
+  return n;
+}
 
 // Everything the job's functions share; outlives the job.
 struct Shared {
@@ -152,11 +261,9 @@ std::string FormatResult(const Shared& sh, const CliResult& r) {
     if (sh.aggregate == AggregateKind::kList) {
       absl::StrAppend(&s, ",\"first\":", r.acc.first, ",\"last\":", r.acc.last);
     } else {
-      double v = r.acc.sum;
-      if (sh.aggregate == AggregateKind::kCount) v = static_cast<double>(r.acc.count);
-      if (sh.aggregate == AggregateKind::kMin) v = r.acc.min;
-      if (sh.aggregate == AggregateKind::kMax) v = r.acc.max;
-      absl::StrAppend(&s, ",\"value\":", Number(v));
+      // Checked when the window fired (BuildWindows).
+      absl::StatusOr<AggregateNumber> v = AggregateValue(sh.aggregate, r.acc);
+      absl::StrAppend(&s, ",\"value\":", v.ok() ? v->ToString() : "null");
     }
     absl::StrAppend(&s, ",\"count\":", r.acc.count, ",\"firing\":\"", r.firing,
                     "\",\"watermark\":", r.watermark, ",\"subtask\":", r.subtask, "}");
@@ -169,14 +276,11 @@ std::string FormatResult(const Shared& sh, const CliResult& r) {
                         FormatTime(r.acc.last, z), ",", FormatTime(r.start, z), ",",
                         FormatTime(r.end, z));
   }
-  double v = r.acc.sum;
-  if (sh.aggregate == AggregateKind::kCount) v = static_cast<double>(r.acc.count);
-  if (sh.aggregate == AggregateKind::kMin) v = r.acc.min;
-  if (sh.aggregate == AggregateKind::kMax) v = r.acc.max;
+  absl::StatusOr<AggregateNumber> v = AggregateValue(sh.aggregate, r.acc);
   // Document 002's window function output.
   return absl::StrCat(prefix, "window:[", FormatTime(r.start, z, false), "--",
                       FormatTime(r.end, z, false), "]-<", r.key, ">--", ToString(sh.aggregate),
-                      ": ", Number(v));
+                      ": ", v.ok() ? v->ToString() : std::string(v.status().message()));
 }
 
 template <typename Assigner>
@@ -189,6 +293,17 @@ DataStream<CliResult> BuildWindows(
   return windowed.aggregate(CliAggregate{}, [sh](const std::string& key, const TimeWindow& w,
                                                  const Acc& acc, WindowContext& ctx,
                                                  Collector<CliResult>& out) {
+    if (sh->aggregate != AggregateKind::kList) {
+      // An aggregate that has no exact value fails the job, naming the key and
+      // the window (never a wrapped or rounded number).
+      absl::StatusOr<AggregateNumber> v = AggregateValue(sh->aggregate, acc);
+      if (!v.ok()) {
+        const absl::TimeZone& z = sh->format.zone();
+        throw std::runtime_error(absl::StrCat("key '", key, "', window [", FormatTime(w.start, z),
+                                              ", ", FormatTime(w.end, z),
+                                              "): ", v.status().message()));
+      }
+    }
     CliResult r;
     r.key = key;
     r.start = w.start;
@@ -669,6 +784,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                     strategy, per_split);
               })
           .set_parallelism(source_p);
+  // At the source's parallelism, chained to it (Flink's fromSource); marked
+  // so that explain() would warn if that ever changed.
+  internal::StreamAccess::Node(env, internal::StreamAccess::Id(with_ts)).assigns_timestamps = true;
   auto stamped = with_ts.filter([](const CliRecord& r) { return !r.is_marker(); })
                      .name("Drop markers")
                      .set_parallelism(source_p);
@@ -721,7 +839,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
             e.end = r.end;
             e.watermark = r.watermark;
             e.firing = r.firing;
-            e.value = absl::StrCat("count ", r.acc.count, ", sum ", Number(r.acc.sum));
+            absl::StatusOr<AggregateNumber> sum = AggregateValue(AggregateKind::kSum, r.acc);
+            e.value = absl::StrCat("count ", r.acc.count, ", sum ",
+                                   sum.ok() ? sum->ToString() : "out of range");
             sh->recorder->OnFiring(e);
           },
           "print")

@@ -118,9 +118,10 @@ absl::StatusOr<AggregateKind> ParseAggregate(absl::string_view text) {
   if (text == "count") return AggregateKind::kCount;
   if (text == "min") return AggregateKind::kMin;
   if (text == "max") return AggregateKind::kMax;
+  if (text == "avg") return AggregateKind::kAvg;
   if (text == "list") return AggregateKind::kList;
   return absl::InvalidArgumentError(
-      absl::StrCat("bad aggregate '", text, "': expected sum, count, min, max or list"));
+      absl::StrCat("bad aggregate '", text, "': expected sum, count, min, max, avg or list"));
 }
 
 const char* ToString(AggregateKind k) {
@@ -133,6 +134,8 @@ const char* ToString(AggregateKind k) {
       return "min";
     case AggregateKind::kMax:
       return "max";
+    case AggregateKind::kAvg:
+      return "avg";
     case AggregateKind::kList:
       return "list";
   }

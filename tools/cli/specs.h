@@ -5,7 +5,7 @@
 //   durations   "250ms", "2s", "5min", "1h" (a bare "0" is zero)
 //   windows     "tumbling:5s[,offset]", "sliding:6s,2s[,offset]", "session:5s"
 //   watermarks  "bounded:2s", "monotonous", "lag:10s", "punctuated:2s", "marker"
-//   aggregates  "sum", "count", "min", "max", "list"
+//   aggregates  "sum", "count", "min", "max", "avg", "list"
 #ifndef TM_TOOLS_CLI_SPECS_H_
 #define TM_TOOLS_CLI_SPECS_H_
 
@@ -34,7 +34,7 @@ struct WatermarkSpec {
 };
 absl::StatusOr<WatermarkSpec> ParseWatermarkSpec(absl::string_view text);
 
-enum class AggregateKind { kSum, kCount, kMin, kMax, kList };
+enum class AggregateKind { kSum, kCount, kMin, kMax, kAvg, kList };
 absl::StatusOr<AggregateKind> ParseAggregate(absl::string_view text);
 const char* ToString(AggregateKind k);
 
