@@ -23,7 +23,7 @@
 //
 // The operator's watermark is the minimum of the two inputs' (each input's
 // the minimum over its channels), an idle input does not hold the other back
-// (runtime/input_gate.h).  Note, as in Flink: an input without watermarks (a
+// (runtime/io/detail/input_gate.h).  Note, as in Flink: an input without watermarks (a
 // rule stream without a timestamp assigner) holds the operator's watermark at
 // MIN until it ends or is marked idle (WatermarkStrategy::with_idleness).
 //
@@ -39,10 +39,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "api/environment.h"
-#include "operators/co_process.h"
-#include "operators/interval_join.h"
-#include "runtime/node_ops.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/operators/co_process.h"
+#include "tidemark/operators/interval_join.h"
+#include "tidemark/runtime/task/detail/node_ops.h"
 
 namespace tidemark {
 

@@ -1,13 +1,13 @@
-#include "api/environment.h"
+#include "tidemark/api/environment.h"
 
 #include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/executor.h"
-#include "runtime/job_compiler.h"
-#include "runtime/job_graph.h"
+#include "tidemark/runtime/exec/executor.h"
+#include "tidemark/runtime/exec/job_compiler.h"
+#include "tidemark/runtime/task/detail/job_graph.h"
 
 namespace tidemark {
 using namespace internal;
@@ -381,7 +381,7 @@ absl::StatusOr<std::string> StreamExecutionEnvironment::ExplainPlan() const {
   std::string text = plan->Explain();
   const ClusterInfo cluster = ThisCluster();
   if (cluster.distributed()) {
-    // Where every subtask runs (runtime/cluster.h).
+    // Where every subtask runs (runtime/exec/cluster.h).
     absl::StrAppend(&text, "Placement on ", cluster.size, " ranks:\n");
     for (size_t c = 0; c < plan->chains.size(); ++c) {
       const PlanChain& chain = plan->chains[c];

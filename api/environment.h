@@ -18,7 +18,7 @@
 // Handles (DataStream<T>, KeyedStream<T, KeyFn>) are cheap values pointing
 // into the environment's graph; name(), set_parallelism() change the node they
 // point at.  Nothing runs until execute() (or execute_async()), which builds
-// the physical graph with the job compiler (runtime/job_compiler.h: chains of
+// the physical graph with the job compiler (runtime/exec/job_compiler.h: chains of
 // operators per subtask, one channel per upstream/downstream subtask pair on
 // each edge), runs it, and returns a JobResult saying success or the first
 // error (naming operator and subtask).  explain() prints that physical plan
@@ -49,17 +49,17 @@
 
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
-#include "operators/basic.h"
-#include "operators/csv.h"
-#include "operators/file_sink.h"
-#include "operators/process.h"
-#include "operators/sinks.h"
-#include "operators/sources.h"
-#include "runtime/cluster.h"
-#include "runtime/job_result.h"
-#include "runtime/node_ops.h"
-#include "runtime/source_driver.h"
-#include "runtime/watermark_strategy.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/csv.h"
+#include "tidemark/operators/file_sink.h"
+#include "tidemark/operators/process.h"
+#include "tidemark/operators/sinks.h"
+#include "tidemark/operators/sources.h"
+#include "tidemark/runtime/exec/cluster.h"
+#include "tidemark/runtime/exec/job_result.h"
+#include "tidemark/runtime/task/detail/node_ops.h"
+#include "tidemark/runtime/task/detail/source_driver.h"
+#include "tidemark/runtime/task/watermark_strategy.h"
 
 namespace tidemark {
 
@@ -214,7 +214,7 @@ class StreamExecutionEnvironment {
   // Worker threads of the arena; default: the number of cores.
   StreamExecutionEnvironment& set_worker_threads(int n);
   StreamExecutionEnvironment& set_clock(const Clock* clock);
-  // Under mpirun (runtime/cluster.h): which rank runs each subtask.  Every
+  // Under mpirun (runtime/exec/cluster.h): which rank runs each subtask.  Every
   // rank must set the same placement.  Default: ModuloPlacement (subtask i
   // on rank i mod ranks).
   StreamExecutionEnvironment& set_placement(PlacementFunction placement);
@@ -223,7 +223,7 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);
   StreamExecutionEnvironment& disable_operator_chaining();
   // Runs the tasks on oneTBB's task_arena instead of the job's own workers
-  // (the default, which keeps each task on one worker; runtime/worker_pool.h).
+  // (the default, which keeps each task on one worker; runtime/exec/worker_pool.h).
   StreamExecutionEnvironment& use_tbb_arena_scheduler(bool on = true);
   // Checkpoints (Flink's enableCheckpointing): one every `interval` into
   // `dir` (one directory chk-<n> per checkpoint, the newest `retain` kept;
@@ -385,7 +385,7 @@ class StreamExecutionEnvironment {
   // parallelism, set_parallelism on either setting both.
   void MarkAssigner(int assigner, int source = -1);
   std::map<int, int> source_of_assigner_;  // MarkAssigner's pairs
-  // The physical plan (runtime/job_compiler.h): parallelism, ship strategies,
+  // The physical plan (runtime/exec/job_compiler.h): parallelism, ship strategies,
   // chains; INVALID_ARGUMENT for an invalid graph.
   absl::StatusOr<internal::PhysicalPlan> Plan() const;
   // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.

@@ -3,7 +3,7 @@
 // Window join and window co-group of two streams (Flink's JoinedStreams and
 // CoGroupedStreams):
 //
-//   #include "tidemark.h"
+//   #include <tidemark/tidemark.h>
 //   DataStream<Out> joined = orders.join(payments)
 //       .where([](const Order& o) { return o.id; })
 //       .equal_to([](const Payment& p) { return p.order_id; })
@@ -49,8 +49,8 @@
 #include <variant>
 #include <vector>
 
-#include "api/environment.h"
-#include "api/windowed_stream.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/api/windowed_stream.h"
 
 namespace tidemark {
 

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "api/environment.h"
-#include "operators/keyed_process.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/operators/keyed_process.h"
 
 namespace tidemark {
 

@@ -2,7 +2,7 @@
 //
 // The windowing API (Flink's WindowedStream), in tidemark's snake_case:
 //
-//   #include "api/windowed_stream.h"  (or "tidemark.h")
+//   #include <tidemark/api/windowed_stream.h>  (or <tidemark/tidemark.h>)
 //   using namespace tidemark;
 //   OutputTag<Event> late("late");
 //   DataStream<Event> sums = events                     // timestamps assigned
@@ -71,16 +71,16 @@
 #include <type_traits>
 #include <utility>
 
-#include "api/environment.h"
-#include "operators/window/assigners.h"
-#include "operators/window/evictors.h"
-#include "operators/window/fast_window_operator.h"
-#include "operators/window/session_window_operator.h"
-#include "operators/window/sliced_window_operator.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_contents.h"
-#include "operators/window/window_context.h"
-#include "operators/window/window_operator.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/operators/window/assigners.h"
+#include "tidemark/operators/window/evictors.h"
+#include "tidemark/operators/window/fast_window_operator.h"
+#include "tidemark/operators/window/session_window_operator.h"
+#include "tidemark/operators/window/sliced_window_operator.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_contents.h"
+#include "tidemark/operators/window/window_context.h"
+#include "tidemark/operators/window/window_operator.h"
 
 namespace tidemark {
 

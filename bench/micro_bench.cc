@@ -76,7 +76,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "tests/window_harness.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

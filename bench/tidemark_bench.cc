@@ -106,7 +106,7 @@
 // are absent or 0.
 //
 // Across MPI ranks: the same binary runs unchanged under `mpirun -n N`
-// (runtime/cluster.h): every rank runs the job, subtask i of each operator on
+// (runtime/exec/cluster.h): every rank runs the job, subtask i of each operator on
 // rank i mod N; each rank's sinks collect that rank's results, which rank 0
 // gathers (GatherAtRank0) before it alone runs the baseline, compares and
 // reports; the other ranks print nothing.  The report then adds the traffic
@@ -157,12 +157,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 #if __has_include("operators/window/windows.h")
-#include "api/keyed_process.h"
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
 #define TM_BENCH_HAVE_WINDOWS 1
 #endif
 
@@ -582,7 +582,7 @@ inline SourceProgress SampleSourceProgress(const JobClient& client) {
 
 // --- across MPI ranks ---------------------------------------------------------------
 //
-// Under mpirun every rank runs the same job (runtime/cluster.h) and its sinks
+// Under mpirun every rank runs the same job (runtime/exec/cluster.h) and its sinks
 // collect only their rank's part of the results; each rank encodes what it
 // collected, rank 0 gathers every rank's bytes and merges them as the
 // registries merge their tables (a (key, window) from two ranks is a
@@ -775,7 +775,7 @@ BaselineRun BaselineW1Core(const Options& o) {
 // a window subtask passes a window's end to the moment the window's result
 // reaches the sink.  The runtime calls the watermark listener on the
 // subtask's own thread when a channel's watermark changes, before the valve's
-// new watermark reaches the operators (runtime/stream_task.h, InputGate), and
+// new watermark reaches the operators (runtime/task/detail/stream_task.h, InputGate), and
 // the window operator then fires synchronously on that thread into the
 // chained sink.  So the listener notes (aligned watermark, time) in a
 // thread_local, and the sink, on the same thread, subtracts.  A result whose

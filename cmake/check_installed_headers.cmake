@@ -1,7 +1,7 @@
 # cmake -DINCLUDE_DIR=<prefix>/include/tidemark -DSOURCE_ROOT=<source dir>
 #       -P cmake/check_installed_headers.cmake
 #
-# The install tree holds exactly the headers a user's #include "tidemark.h"
+# The install tree holds exactly the headers a user's #include <tidemark/tidemark.h>
 # reaches: follows the quoted #includes from INCLUDE_DIR/tidemark.h and fails
 # naming every header that is reached but not installed (it exists in
 # SOURCE_ROOT but not under INCLUDE_DIR), and every installed header that

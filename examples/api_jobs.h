@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark::examples {
 

@@ -34,9 +34,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/time/time.h"
-#include "api/environment.h"
 #include "examples/seed_jobs.h"
-#include "operators/sinks.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/operators/sinks.h"
 
 ABSL_DECLARE_FLAG(int, port);
 ABSL_FLAG(std::string, host, "localhost",

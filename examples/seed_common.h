@@ -29,8 +29,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "runtime/time.h"
-#include "runtime/watermark_strategy.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/task/watermark_strategy.h"
 
 namespace tidemark::seeds {
 

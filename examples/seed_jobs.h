@@ -42,11 +42,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "api/environment.h"
-#include "api/keyed_process.h"
-#include "api/windowed_stream.h"
 #include "examples/seed_common.h"
-#include "operators/window/windows.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
 
 namespace tidemark::seeds {
 

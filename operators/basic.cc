@@ -1,4 +1,4 @@
-#include "operators/basic.h"
+#include "tidemark/operators/basic.h"
 
 namespace tidemark::internal {
 

@@ -23,11 +23,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
-#include "runtime/watermark_alignment.h"
-#include "runtime/watermark_strategy.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/runtime/task/watermark_alignment.h"
+#include "tidemark/runtime/task/watermark_strategy.h"
 
 namespace tidemark {
 
@@ -56,7 +56,7 @@ class UserGauge {
 
 // A user histogram (RuntimeContext::histogram(name, window)): count of every
 // update, and min / max / mean / stddev / p50 / p95 / p99 over the last
-// `window` values (HistogramStatistics, runtime/metrics.h).
+// `window` values (HistogramStatistics, runtime/core/metrics.h).
 class UserHistogram {
  public:
   explicit UserHistogram(internal::Histogram* h) : h_(h) {}
@@ -244,7 +244,7 @@ class RollingReduceOperator final
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   // Checkpoints: the value per key; a restore keeps the keys of this
-  // instance's key groups and merges (runtime/operator.h).
+  // instance's key groups and merges (runtime/core/operator.h).
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
       Encode(w, state_);

@@ -1,13 +1,13 @@
 // operators/co_process.h
 //
-// Two-input operators (runtime/operator.h, TwoInputOperator) behind
+// Two-input operators (runtime/core/operator.h, TwoInputOperator) behind
 // DataStream::connect (api/connected_streams.h): Flink's CoMap, CoFlatMap,
 // CoProcessFunction, KeyedCoProcessFunction and KeyedBroadcastProcess-
 // Function.  Each instance reads both inputs of one subtask; records of the
 // first input reach the function's *1 member, of the second its *2 member,
 // interleaved in the order the task reads them (as in Flink there is no
 // order between the two inputs).  The operator's watermark is the combined
-// one (runtime/input_gate.h: the minimum over the inputs that are not idle),
+// one (runtime/io/detail/input_gate.h: the minimum over the inputs that are not idle),
 // and event-time timers fire on it.
 //
 //   co_map:         map1(const A&) -> Out,  map2(const B&) -> Out
@@ -37,9 +37,9 @@
 // one-input functions (operators/basic.h).  Every subtask has its own copy.
 //
 // Checkpoints: keyed operators write their keyed state and timers (restored
-// by key group, runtime/operator.h) and the broadcast state (every old
+// by key group, runtime/core/operator.h) and the broadcast state (every old
 // subtask's copy is the same: the first one restored is kept).  The two
-// inputs' valves are the gate's (runtime/input_gate.h).
+// inputs' valves are the gate's (runtime/io/detail/input_gate.h).
 //
 // Thread safety: one task thread per operator instance.
 #ifndef TM_OPERATORS_CO_PROCESS_H_
@@ -53,13 +53,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "operators/basic.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/keyed_process.h"
-#include "operators/process.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/keyed_process.h"
+#include "tidemark/operators/process.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark {
 

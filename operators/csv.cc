@@ -1,4 +1,4 @@
-#include "operators/csv.h"
+#include "tidemark/operators/csv.h"
 
 #include <algorithm>
 #include <stdexcept>

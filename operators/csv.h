@@ -59,10 +59,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "operators/sources.h"
-#include "runtime/metrics.h"
-#include "runtime/source.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/sources.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/runtime/task/source.h"
 
 namespace tidemark {
 

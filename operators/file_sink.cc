@@ -1,4 +1,4 @@
-#include "operators/file_sink.h"
+#include "tidemark/operators/file_sink.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/state_codec.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 namespace {

@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/operator.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark::internal {
 

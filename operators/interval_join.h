@@ -8,7 +8,7 @@
 // (each bound exclusive on request: lower_bound_exclusive() makes it
 // l + lower < r, by moving the bound by one millisecond as Flink does).  Both
 // inputs are keyed by the same key type; the operator is a two-input keyed
-// operator on the combined watermark (runtime/input_gate.h).
+// operator on the combined watermark (runtime/io/detail/input_gate.h).
 //
 // Flink's rules, one by one:
 //   * a record without a timestamp fails the job (interval joins need event
@@ -43,12 +43,12 @@
 #include <utility>
 #include <vector>
 
-#include "operators/basic.h"
-#include "operators/co_process.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/window/window_operator_base.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/co_process.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark {
 

@@ -57,11 +57,11 @@
 #include <utility>
 #include <vector>
 
-#include "operators/basic.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark {
 
@@ -257,7 +257,7 @@ class KeyedProcessOperator final
   }
 
   // Checkpoints: the keyed state store and the timers, the instance's key
-  // groups kept on restore (runtime/operator.h).
+  // groups kept on restore (runtime/core/operator.h).
   void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
   void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }

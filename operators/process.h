@@ -35,8 +35,8 @@
 #include <string>
 #include <utility>
 
-#include "operators/basic.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark {
 

@@ -1,4 +1,4 @@
-#include "operators/sinks.h"
+#include "tidemark/operators/sinks.h"
 
 #include <cerrno>
 #include <cstring>

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/format.h"
-#include "runtime/operator.h"
+#include "tidemark/runtime/core/format.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark {
 

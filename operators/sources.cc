@@ -1,4 +1,4 @@
-#include "operators/sources.h"
+#include "tidemark/operators/sources.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -27,9 +27,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/metrics.h"
-#include "runtime/source.h"
-#include "runtime/state_codec.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/runtime/task/source.h"
 
 namespace tidemark {
 

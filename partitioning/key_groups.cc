@@ -1,4 +1,4 @@
-#include "partitioning/key_groups.h"
+#include "tidemark/partitioning/key_groups.h"
 
 #include <algorithm>
 
@@ -139,7 +139,7 @@ absl::Status ValidateParallelism(int parallelism, int max_parallelism) {
 
 }  // namespace tidemark
 
-#include "partitioning/partitioner.h"
+#include "tidemark/partitioning/partitioner.h"
 
 namespace tidemark::internal {
 const char* ToString(ShipStrategy s) {

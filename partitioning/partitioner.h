@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "partitioning/key_groups.h"
+#include "tidemark/partitioning/key_groups.h"
 
 namespace tidemark::internal {
 

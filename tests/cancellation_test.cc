@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

@@ -1,8 +1,8 @@
-// Tests for Channel<T> (runtime/channel.h): FIFO order, bounded capacity and
+// Tests for Channel<T> (runtime/io/detail/channel.h): FIFO order, bounded capacity and
 // the producer/consumer notifications, batch recycling, and a threaded
 // stress test; then, through real jobs, end of input, the flush of partial
 // batches (a slow stream is never held back) and backpressure.
-#include "runtime/channel.h"
+#include "tidemark/runtime/io/detail/channel.h"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "api/environment.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

@@ -1,11 +1,11 @@
-// The state encoding (runtime/state_codec.h) and the durable checkpoint
-// storage (runtime/checkpoint_storage.h): codec round trips of every
+// The state encoding (runtime/state/state_codec.h) and the durable checkpoint
+// storage (runtime/state/checkpoint_storage.h): codec round trips of every
 // supported type, nested and user-specialised; the reader's truncation
 // reports; CRC-32C against the standard vectors; checkpoints written,
 // committed and loaded back; incomplete, truncated and corrupt checkpoints
 // skipped with a message naming the file; retention; and the background
 // writer fed from several threads.
-#include "runtime/checkpoint_storage.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,8 +32,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/checkpoint_coordinator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/runtime/state/checkpoint_coordinator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 // A user type with its own codec (not trivially copyable: it holds a string).
 namespace user {

@@ -21,13 +21,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/channel.h"
-#include "runtime/checkpoint_coordinator.h"
-#include "runtime/checkpoint_storage.h"
-#include "runtime/input_gate.h"
-#include "runtime/state_codec.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/state/checkpoint_coordinator.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

@@ -32,8 +32,8 @@
 #include "absl/strings/str_cat.h"
 #include "cli_test_util.h"
 #include "gtest/gtest.h"
-#include "runtime/checkpoint_storage.h"
 #include "test_util.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
 
 namespace tidemark::testing {
 namespace {

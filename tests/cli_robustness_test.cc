@@ -20,7 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli_test_util.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
 #include "tools/cli/trace.h"
 
 namespace tidemark {

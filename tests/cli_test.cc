@@ -27,7 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "cli_scenario_args.h"
 #include "cli_test_util.h"
-#include "partitioning/key_groups.h"
+#include "tidemark/partitioning/key_groups.h"
 
 namespace tidemark {
 namespace {

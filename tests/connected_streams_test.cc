@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/input_gate.h"
-#include "runtime/state_codec.h"
 #include "tests/test_util.h"
 #include "tests/window_harness.h"
-#include "tidemark.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

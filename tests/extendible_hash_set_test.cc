@@ -6,7 +6,7 @@
 // hash that gives every element the same top bits does not make the
 // directory grow without end.  And TimeWindowTable over it: a window of
 // 500 000 keys keeps each key's value and its arrival order.
-#include "operators/window/extendible_hash_set.h"
+#include "tidemark/operators/window/extendible_hash_set.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -14,7 +14,7 @@
 
 #include "absl/hash/hash.h"
 #include "gtest/gtest.h"
-#include "operators/window/time_window_table.h"
+#include "tidemark/operators/window/time_window_table.h"
 
 namespace tidemark::internal {
 namespace {

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/state_codec.h"
 #include "tests/window_harness.h"
-#include "tidemark.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "partitioning/key_groups.h"
-#include "partitioning/partitioner.h"
+#include "tidemark/partitioning/key_groups.h"
+#include "tidemark/partitioning/partitioner.h"
 
 #ifndef TIDEMARK_SOURCE_DIR
 #error "TIDEMARK_SOURCE_DIR must name the source tree (tests/CMakeLists.txt defines it)"

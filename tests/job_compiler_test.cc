@@ -1,8 +1,8 @@
-// Tests of the job compiler (runtime/job_compiler.h): parallelism resolution,
+// Tests of the job compiler (runtime/exec/job_compiler.h): parallelism resolution,
 // ship strategies and channel counts of the physical edges, the chaining
 // decisions, and the text of explain().  Jobs are built with the fluent API
 // and planned without running, except the last test, which runs one.
-#include "runtime/job_compiler.h"
+#include "tidemark/runtime/exec/job_compiler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

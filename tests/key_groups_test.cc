@@ -4,7 +4,7 @@
 // Expected murmur / key-group values were computed with an independent
 // re-implementation of Flink's MathUtils.murmurHash and Java's
 // String.hashCode (docs/semantics.md section 8), not with tidemark.
-#include "partitioning/key_groups.h"
+#include "tidemark/partitioning/key_groups.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "partitioning/partitioner.h"
+#include "tidemark/partitioning/partitioner.h"
 
 namespace tidemark {
 using namespace internal;

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "api/windowed_stream.h"
-#include "tidemark.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

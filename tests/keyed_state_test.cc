@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "operators/keyed/keyed_state_store.h"
-#include "tidemark.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

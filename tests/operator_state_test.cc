@@ -31,9 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/state_codec.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 #include "window_harness.h"
 #include "window_test_functions.h"
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "partitioning/partitioner.h"
-#include "tidemark.h"
+#include "tidemark/partitioning/partitioner.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

@@ -2,7 +2,7 @@
 // records and every kind of control, in order, for types that travel as
 // their bytes and types with a StateCodec; malformed bytes are an error,
 // never a crash or a partial batch.
-#include "runtime/remote_codec.h"
+#include "tidemark/runtime/io/detail/remote_codec.h"
 
 #include <gtest/gtest.h>
 

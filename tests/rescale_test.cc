@@ -24,10 +24,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "operators/file_sink.h"
-#include "runtime/state_codec.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/operators/file_sink.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

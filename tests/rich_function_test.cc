@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

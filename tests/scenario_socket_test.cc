@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "api/environment.h"
 #include "examples/seed_jobs.h"
+#include "tidemark/api/environment.h"
 
 namespace tidemark::seeds {
 namespace {

@@ -41,8 +41,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "api/environment.h"
 #include "examples/seed_jobs.h"
+#include "tidemark/api/environment.h"
 
 namespace tidemark::seeds {
 namespace {

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/windowed_stream.h"
+#include "tidemark/api/windowed_stream.h"
 #include "window_harness.h"
 #include "window_test_functions.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 using namespace tidemark;
 TEST(Smoke, MapKeyByReduce) {
   StreamExecutionEnvironment env;

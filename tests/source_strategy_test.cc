@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "api/windowed_stream.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

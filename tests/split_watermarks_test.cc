@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "operators/basic.h"
-#include "tidemark.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/tidemark.h"
 #include "window_harness.h"
 
 namespace tidemark {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/windowed_stream.h"
-#include "tidemark.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/tidemark.h"
 
 namespace user {
 // --- README example begins ---

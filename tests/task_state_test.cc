@@ -1,10 +1,10 @@
-// Tests for the task's scheduling state machine (runtime/task.h): the
+// Tests for the task's scheduling state machine (runtime/core/detail/task.h): the
 // transitions one by one (Notify, BeginRun, BeginRunOnOwnThread, EndRun,
 // DeadlineToRegister), then, with real threads, that a task notified from many
 // threads is never run by two threads at once and loses no Notify(), under a
-// plain worker pool, a DedicatedThread (runtime/dedicated_thread.h) and the
-// ArenaScheduler with its WakeupTimer (runtime/arena_scheduler.h,
-// runtime/wakeup_timer.h), and the job's WorkerPool (runtime/worker_pool.h):
+// plain worker pool, a DedicatedThread (runtime/exec/dedicated_thread.h) and the
+// ArenaScheduler with its WakeupTimer (runtime/exec/arena_scheduler.h,
+// runtime/exec/wakeup_timer.h), and the job's WorkerPool (runtime/exec/worker_pool.h):
 // the same, plus that tasks keep their worker while every worker is busy,
 // that an idle worker takes queued work from a busy one, and that an idle
 // pool sleeps.
@@ -26,12 +26,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/arena_scheduler.h"
-#include "runtime/dedicated_thread.h"
-#include "runtime/task.h"
-#include "runtime/wakeup_timer.h"
-#include "runtime/worker_pool.h"
 #include "test_util.h"
+#include "tidemark/runtime/core/detail/task.h"
+#include "tidemark/runtime/exec/arena_scheduler.h"
+#include "tidemark/runtime/exec/dedicated_thread.h"
+#include "tidemark/runtime/exec/wakeup_timer.h"
+#include "tidemark/runtime/exec/worker_pool.h"
 
 namespace tidemark {
 using namespace internal;

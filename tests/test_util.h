@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/environment.h"
+#include "tidemark/api/environment.h"
 
 namespace tidemark::testing {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

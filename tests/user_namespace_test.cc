@@ -1,4 +1,4 @@
-// A user's program as the README recommends it: `#include "tidemark.h"` and
+// A user's program as the README recommends it: `#include <tidemark/tidemark.h>` and
 // `using namespace tidemark;` at file scope, with the user's own types named
 // like tidemark's internals (Counter, Record, Batch, Channel, Task, ...) and
 // used unqualified.  That this file compiles is the test: before the
@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 using namespace tidemark;
 
-// Named like runtime/stream_element.h, runtime/metrics.h, runtime/channel.h,
-// runtime/task.h, runtime/stream_task.h, runtime/input_gate.h ...
+// Named like runtime/core/stream_element.h, runtime/core/metrics.h, runtime/io/detail/channel.h,
+// runtime/core/detail/task.h, runtime/task/detail/stream_task.h, runtime/io/detail/input_gate.h ...
 struct Record {
   std::string key;
   int64_t value = 0;
@@ -58,7 +58,7 @@ struct CallableArgs {};
 struct MergingWindowSet {};
 struct WindowOperator {};
 struct PausableRelativeClock {};
-// Functions too: runtime/metrics.h had Snapshot(), runtime/format.h Format().
+// Functions too: runtime/core/metrics.h had Snapshot(), runtime/core/format.h Format().
 int Snapshot(const Counter& c) { return static_cast<int>(c.n); }
 std::string Format(const Record& r) { return r.key + "=" + std::to_string(r.value); }
 

@@ -1,9 +1,9 @@
-// Watermark alignment (runtime/watermark_alignment.h, FLIP-182): the
+// Watermark alignment (runtime/task/watermark_alignment.h, FLIP-182): the
 // coordinator's limit and the pause rule one call at a time (a manual clock,
 // no threads), then jobs: alignment never changes a result, and it bounds the
 // window operator's live (key, window) pairs when two sources run at
 // different event-time speeds, where without it they grow with the gap.
-#include "runtime/watermark_alignment.h"
+#include "tidemark/runtime/task/watermark_alignment.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "operators/window/window_operator_base.h"
-#include "runtime/clock.h"
-#include "tidemark.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

@@ -2,7 +2,7 @@
 // bounded-out-of-orderness and monotonous generators, saturating time
 // arithmetic, the idleness timer, and TimestampsAndWatermarksOperator driven
 // directly with a recording output and a manual clock.
-#include "runtime/watermark_strategy.h"
+#include "tidemark/runtime/task/watermark_strategy.h"
 
 #include <gtest/gtest.h>
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "operators/basic.h"
-#include "runtime/clock.h"
-#include "runtime/metrics.h"
-#include "runtime/operator.h"
-#include "runtime/time.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
 using namespace internal;

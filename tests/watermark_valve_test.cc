@@ -1,7 +1,7 @@
 // Tests for WatermarkValve: every rule of docs/semantics.md section 3.2,
 // with the facts of Flink's StatusWatermarkValveTest restated as scenarios.
 // After every input the test checks the exact outputs (and nothing more).
-#include "runtime/watermark_valve.h"
+#include "tidemark/runtime/io/watermark_valve.h"
 
 #include <gtest/gtest.h>
 

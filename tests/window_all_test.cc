@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "api/windowed_stream.h"
-#include "tidemark.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

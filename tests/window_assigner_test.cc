@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "api/keyed_process.h"
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
 
 namespace tidemark {
 using namespace internal;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

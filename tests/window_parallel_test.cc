@@ -13,10 +13,10 @@
 #include <tuple>
 #include <vector>
 
-#include "api/keyed_process.h"
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
-#include "tidemark.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 using namespace internal;

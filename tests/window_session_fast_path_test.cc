@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/windowed_stream.h"
+#include "tidemark/api/windowed_stream.h"
 #include "window_harness.h"
 #include "window_test_functions.h"
 

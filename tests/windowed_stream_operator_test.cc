@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
 #include "window_test_functions.h"
 
 namespace tidemark {

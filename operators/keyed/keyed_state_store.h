@@ -63,7 +63,7 @@
 // function creates its states on first use) keeps its bytes until Table<V, N>
 // creates it, then decodes them with its types; a snapshot taken before that
 // writes the bytes again.  A table whose key, namespace or value type has no
-// tidemark::StateCodec (runtime/state_codec.h) compiles and works, and
+// tidemark::StateCodec (runtime/state/state_codec.h) compiles and works, and
 // throws at Snapshot with the type's name.
 //
 // Key groups (KeyGroupRange): the key -> key group function is key_by's
@@ -88,9 +88,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "partitioning/key_groups.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/partitioning/key_groups.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark {
 

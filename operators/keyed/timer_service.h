@@ -51,10 +51,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
-#include "runtime/time.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -429,7 +429,7 @@ class WatermarkOnlyTimeService {
 
 // A keyed operator's checkpoint: its keyed state and its timers, written
 // under the operator's name and restored for the instance's key groups
-// (runtime/operator.h).
+// (runtime/core/operator.h).
 template <typename K, typename N>
 void SnapshotKeyed(StateWriter& w, const OperatorContext& ctx, const KeyedStateStore<K>& state,
                    const KeyedTimerService<K, N>& timers) {

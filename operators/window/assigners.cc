@@ -1,4 +1,4 @@
-#include "operators/window/assigners.h"
+#include "tidemark/operators/window/assigners.h"
 
 #include <random>
 #include <stdexcept>

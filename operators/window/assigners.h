@@ -48,9 +48,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "operators/window/time_window.h"
-#include "operators/window/triggers.h"
-#include "runtime/time.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
 

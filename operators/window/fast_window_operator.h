@@ -36,11 +36,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "operators/window/time_window.h"
-#include "operators/window/time_window_table.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_operator_base.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/time_window_table.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark::internal {
 

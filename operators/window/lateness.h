@@ -28,8 +28,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "operators/window/time_window.h"
-#include "runtime/time.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark::internal {
 

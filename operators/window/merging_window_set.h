@@ -44,8 +44,8 @@
 #include <utility>
 #include <vector>
 
-#include "operators/window/time_window.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 

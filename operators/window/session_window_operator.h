@@ -106,12 +106,12 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "operators/window/fast_window_operator.h"
-#include "operators/window/merging_window_set.h"
-#include "operators/window/time_window.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_operator_base.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/window/fast_window_operator.h"
+#include "tidemark/operators/window/merging_window_set.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark::internal {
 

@@ -100,14 +100,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
-#include "operators/window/assigners.h"
-#include "operators/window/fast_window_operator.h"
-#include "operators/window/time_window.h"
-#include "operators/window/time_window_table.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_operator_base.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/window/assigners.h"
+#include "tidemark/operators/window/fast_window_operator.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/time_window_table.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 

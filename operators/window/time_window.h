@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
 

@@ -63,11 +63,11 @@
 #include <vector>
 
 #include "absl/hash/hash.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/window/extendible_hash_set.h"
-#include "operators/window/time_window.h"
-#include "runtime/state_codec.h"
-#include "runtime/time.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/window/extendible_hash_set.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 

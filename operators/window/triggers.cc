@@ -1,4 +1,4 @@
-#include "operators/window/triggers.h"
+#include "tidemark/operators/window/triggers.h"
 
 namespace tidemark {
 

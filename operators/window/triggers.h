@@ -40,8 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/state_codec.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark {
 

@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "operators/basic.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/window/evictors.h"
-#include "operators/window/window_context.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/window/evictors.h"
+#include "tidemark/operators/window/window_context.h"
 
 namespace tidemark::internal {
 

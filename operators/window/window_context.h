@@ -15,9 +15,9 @@
 #include <typeinfo>
 #include <utility>
 
-#include "operators/window/time_window.h"
-#include "operators/window/triggers.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark {
 

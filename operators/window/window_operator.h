@@ -62,16 +62,16 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/window/assigners.h"
-#include "operators/window/merging_window_set.h"
-#include "operators/window/time_window.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_contents.h"
-#include "operators/window/window_context.h"
-#include "operators/window/window_operator_base.h"
-#include "runtime/operator.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/window/assigners.h"
+#include "tidemark/operators/window/merging_window_set.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_contents.h"
+#include "tidemark/operators/window/window_context.h"
+#include "tidemark/operators/window/window_operator_base.h"
+#include "tidemark/runtime/core/operator.h"
 
 namespace tidemark::internal {
 

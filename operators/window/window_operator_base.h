@@ -37,7 +37,7 @@
 //
 // Checkpoints: SnapshotKeyedState / RestoreKeyedState write and read the
 // keyed state store and (kTimers) the timers, keeping on restore the entries
-// of the instance's key groups (runtime/operator.h, "Checkpoints"); each
+// of the instance's key groups (runtime/core/operator.h, "Checkpoints"); each
 // operator adds its own state around them.  The watermark is not restored:
 // it starts at MIN again, as in Flink, and windows that fired keep their
 // state until their cleanup time.  Counters are metrics, not state.
@@ -55,15 +55,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "operators/basic.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/window/lateness.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_contents.h"
-#include "operators/window/window_context.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/window/lateness.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_contents.h"
+#include "tidemark/operators/window/window_context.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -91,7 +91,7 @@ template <typename T, typename K, typename W, typename Out, bool kEventTime, boo
           bool kTimers = true, bool kFunctionState = true>
 class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
  public:
-  // Window contents and timers are keyed state (runtime/operator.h).
+  // Window contents and timers are keyed state (runtime/core/operator.h).
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace {
 using namespace tidemark;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace {
 struct A {

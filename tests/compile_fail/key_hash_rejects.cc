@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "partitioning/key_groups.h"
+#include "tidemark/partitioning/key_groups.h"
 
 namespace {
 struct NoJavaHashCode {

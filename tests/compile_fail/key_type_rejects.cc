@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace user {
 struct Point {

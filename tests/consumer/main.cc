@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 int main() {
   using namespace tidemark;

@@ -1,7 +1,7 @@
 // A broken install tree for installed_headers_check_rejects: it lacks
-// runtime/time.h (a source header that this tidemark.h includes) and holds
+// runtime/core/time.h (a source header that this tidemark.h includes) and holds
 // extra.h, which nothing includes.
 #include <string>
 
 #include "absl/status/status.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"

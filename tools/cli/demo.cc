@@ -28,10 +28,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "api/keyed_process.h"
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
-#include "tidemark.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
+#include "tidemark/tidemark.h"
 #include "tools/cli/run.h"
 
 namespace tidemark::cli {

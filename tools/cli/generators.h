@@ -15,7 +15,7 @@
 #include <functional>
 #include <memory>
 
-#include "runtime/watermark_strategy.h"
+#include "tidemark/runtime/task/watermark_strategy.h"
 #include "tools/cli/line_format.h"
 #include "tools/cli/specs.h"
 #include "tools/cli/trace.h"

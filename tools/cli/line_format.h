@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "runtime/state_codec.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::cli {
 

@@ -32,7 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "runtime/metrics.h"
+#include "tidemark/runtime/core/metrics.h"
 #include "tools/cli/trace.h"
 
 namespace tidemark::cli {

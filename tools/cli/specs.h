@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark::cli {
 

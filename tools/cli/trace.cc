@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "runtime/state_codec.h"
+#include "tidemark/runtime/state/state_codec.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {

@@ -21,8 +21,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "runtime/metrics.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark::cli {
 

@@ -1,0 +1,33 @@
+// runtime/core/detail/task_host.h
+//
+// TaskHost: what a running task sees of its job (implemented by JobExecution,
+// executor.h): whether the job has been cancelled, a way to fail it, and its notices.
+#ifndef TM_RUNTIME_TASK_HOST_H_
+#define TM_RUNTIME_TASK_HOST_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace tidemark::internal {
+
+class TaskHost {
+ public:
+  virtual bool cancelled() const = 0;
+  // The flag behind cancelled(), for per-record checks; lives as long as the
+  // host.
+  virtual const std::atomic<bool>* cancel_flag() const = 0;
+  // Records the first error and cancels the job.  Thread-safe.
+  virtual void Fail(const absl::Status& status) = 0;
+  // A line for the job's notices (CheckpointSummary::notices), e.g. a part
+  // file a restore rolled back.  Thread-safe.
+  virtual void Notice(std::string line) { (void)line; }
+
+ protected:
+  ~TaskHost() = default;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_TASK_HOST_H_

@@ -1,0 +1,84 @@
+// runtime/core/format.h
+//
+// Format(value): the text print() and write_as_text() use for a record, like
+// Java's toString.  Strings print as they are, numbers as numbers, bool as
+// true/false, pairs and tuples as "(a,b)" (Flink's Tuple2.toString), and any
+// type with an operator<< through it.  Other types need a formatter passed to
+// the sink.
+#ifndef TM_RUNTIME_FORMAT_H_
+#define TM_RUNTIME_FORMAT_H_
+
+#include <functional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tidemark {
+
+namespace internal {
+template <typename T, typename = void>
+struct IsStreamable : std::false_type {};
+template <typename T>
+struct IsStreamable<
+    T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
+    : std::true_type {};
+
+template <typename T>
+struct IsTupleLike : std::false_type {};
+template <typename... A>
+struct IsTupleLike<std::tuple<A...>> : std::true_type {};
+template <typename A, typename B>
+struct IsTupleLike<std::pair<A, B>> : std::true_type {};
+
+template <typename T>
+constexpr bool kFormattable = std::is_arithmetic_v<T> || std::is_convertible_v<T, std::string> ||
+                              IsTupleLike<T>::value || IsStreamable<T>::value;
+
+template <typename T>
+std::string Format(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_convertible_v<const T&, std::string>) {
+    return std::string(v);
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return absl::StrCat(v);
+  } else if constexpr (IsTupleLike<T>::value) {
+    std::string out = "(";
+    bool first = true;
+    std::apply(
+        [&](const auto&... parts) {
+          ((out += (first ? "" : ","), out += Format(parts), first = false), ...);
+        },
+        v);
+    return out + ")";
+  } else if constexpr (IsStreamable<T>::value) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  } else {
+    static_assert(IsStreamable<T>::value,
+                  "tidemark::Format: give this type an operator<< or pass a formatter");
+    return {};
+  }
+}
+
+}  // namespace internal
+// The formatter print() and write_as_text() use when none is given.  Only
+// instantiated where it is used, so a type without operator<< compiles as
+// long as a formatter is passed.
+template <typename T>
+std::function<std::string(const T&)> DefaultFormatter() {
+  static_assert(internal::kFormattable<T>,
+                "tidemark: this record type has no operator<<; pass a formatter: "
+                ".print(name, [](const T& v) { return ...; })");
+  return [](const T& v) { return internal::Format(v); };
+}
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_FORMAT_H_

@@ -1,0 +1,52 @@
+// runtime/core/job_config.h
+//
+// JobConfig: the job-wide settings every task and operator instance sees
+// (OperatorContext::config()).  Plain values, set before the job runs and
+// read-only while it runs.
+#ifndef TM_RUNTIME_JOB_CONFIG_H_
+#define TM_RUNTIME_JOB_CONFIG_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "tidemark/runtime/core/time.h"
+
+namespace tidemark::internal {
+
+struct JobConfig {
+  Duration auto_watermark_interval{200};
+  Duration buffer_timeout{100};
+  size_t batch_size = 1024;
+  size_t channel_capacity = 4;  // batches
+  // Who runs the non-blocking tasks: the job's own WorkerPool (default:
+  // tasks keep a home worker, runtime/exec/worker_pool.h) or oneTBB's task_arena
+  // (runtime/exec/arena_scheduler.h: any free worker takes the next slice).
+  enum class Scheduler { kWorkerPool, kTbbArena };
+  Scheduler scheduler = Scheduler::kWorkerPool;
+  // Checkpoints (runtime/state/checkpoint_coordinator.h), when enabled: one every
+  // checkpoint_interval (0: only when triggered) into checkpoint_dir (empty:
+  // kept in memory), the newest checkpoints_retained kept.
+  bool checkpoints_enabled = false;
+  Duration checkpoint_interval{0};
+  std::string checkpoint_dir;
+  int checkpoints_retained = 3;
+  // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
+  // checkpoint_dir (fresh when there is none), or a checkpoint directory.
+  std::string restore_from;
+  // Failed checkpoints (Flink's CheckpointConfig): the job fails once more
+  // than `tolerable_failed_checkpoints` checkpoints in a row have failed (0,
+  // Flink's default: the first failure fails it); a checkpoint not complete
+  // and durable `checkpoint_timeout` after it started fails (expires; 0: no
+  // limit).  `on_checkpoint_failed` (may be empty) is told of each failure
+  // when it happens, on the checkpoint coordinator's thread.
+  int tolerable_failed_checkpoints = 0;
+  Duration checkpoint_timeout{std::chrono::minutes(10)};
+  std::function<void(int64_t checkpoint_id, const std::string& error)> on_checkpoint_failed;
+  bool checkpointing() const { return checkpoints_enabled || !restore_from.empty(); }
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_JOB_CONFIG_H_

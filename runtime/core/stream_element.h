@@ -1,0 +1,64 @@
+// runtime/core/stream_element.h
+//
+// What flows through a channel: batches.  A Batch<T> holds the records in
+// arrival order plus the control elements (watermarks, watermark status
+// changes, end of input, checkpoint barriers) interleaved with them.  Controls are rare, records
+// are many, so records live in one contiguous vector and each control names the position (the
+// number of records of this batch that precede it).  A consumer replays the batch in exactly the
+// order the producer wrote it.
+//
+// One synchronisation per batch, none per record: a producer fills a batch
+// privately and hands it over whole (see channel.h).
+#ifndef TM_RUNTIME_STREAM_ELEMENT_H_
+#define TM_RUNTIME_STREAM_ELEMENT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "tidemark/runtime/core/time.h"
+
+namespace tidemark::internal {
+
+template <typename T>
+struct Record {
+  T value;
+  Timestamp timestamp = kNoTimestamp;
+};
+
+enum class ControlKind : uint8_t {
+  kWatermark,   // value = the watermark
+  kStatus,      // value = WatermarkStatus (0 active, 1 idle)
+  kEndOfInput,  // the producer will send nothing more on this channel
+  kBarrier,     // value = checkpoint id: a checkpoint barrier (checkpoint_barrier.h)
+};
+
+struct Control {
+  uint32_t position;  // number of records of the batch before this control
+  ControlKind kind;
+  Timestamp value;
+};
+
+// The part of a batch that does not depend on the record type, so that the
+// channels and the control path are not templates (channel.cc).
+struct BatchBase {
+  virtual ~BatchBase() = default;
+  std::vector<Control> controls;  // ascending positions
+};
+
+template <typename T>
+struct Batch final : BatchBase {
+  std::vector<Record<T>> records;
+
+  bool empty() const { return records.empty() && controls.empty(); }
+  void clear() {
+    records.clear();
+    controls.clear();
+  }
+  void AddControl(ControlKind kind, Timestamp value) {
+    controls.push_back(Control{static_cast<uint32_t>(records.size()), kind, value});
+  }
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_STREAM_ELEMENT_H_

@@ -1,0 +1,259 @@
+#include "tidemark/runtime/exec/executor.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "tidemark/runtime/cluster/mpi_exchange.h"
+
+namespace tidemark {
+using namespace internal;
+
+JobResult::JobResult() = default;
+JobResult::JobResult(const JobResult&) = default;
+JobResult::JobResult(JobResult&&) noexcept = default;
+JobResult& JobResult::operator=(const JobResult&) = default;
+JobResult& JobResult::operator=(JobResult&&) noexcept = default;
+JobResult::~JobResult() = default;
+
+int64_t JobResult::CounterTotal(const std::string& name) const {
+  int64_t total = 0;
+  for (const auto& m : metrics) {
+    auto it = m.counters.find(name);
+    if (it != m.counters.end()) total += it->second;
+  }
+  return total;
+}
+
+JobExecution::JobExecution(int worker_threads, JobConfig::Scheduler scheduler)
+    : scheduler_(scheduler), arena_(std::max(1, worker_threads)), pool_(worker_threads) {}
+
+JobExecution::~JobExecution() {
+  if (coordinator_) coordinator_->Stop();
+  StopThreads();
+}
+
+StreamTask* JobExecution::AddTask(std::unique_ptr<StreamTask> task) {
+  tasks_.push_back(std::move(task));
+  return tasks_.back().get();
+}
+
+void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coordinator,
+                                     int64_t restored_id, std::string restored_path,
+                                     std::vector<std::string> restore_problems) {
+  coordinator_ = std::move(coordinator);
+  checkpointing_ = true;
+  restored_id_ = restored_id;
+  restored_path_ = std::move(restored_path);
+  restore_problems_ = std::move(restore_problems);
+}
+
+void JobExecution::SetExchange(std::unique_ptr<MpiExchange> exchange) {
+  exchange_ = std::move(exchange);
+}
+
+absl::Status JobExecution::FirstError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+void JobExecution::WatchClock(const Clock* clock) {
+  if (clock == nullptr) return;
+  std::weak_ptr<JobExecution> weak = weak_from_this();
+  const int64_t id = clock->AddJumpListener([weak] {
+    std::shared_ptr<JobExecution> self = weak.lock();
+    if (self == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (!self->started_) return;  // Start() notifies every task anyway
+    }
+    for (auto& t : self->tasks_) t->Notify();
+  });
+  if (id >= 0) {
+    watched_clock_ = clock;
+    clock_listener_ = id;
+  }
+}
+
+void JobExecution::Start() {
+  start_time_ = std::chrono::steady_clock::now();
+  CompletionListener* listener = this;
+  Dispatcher* dispatcher;
+  if (scheduler_ == JobConfig::Scheduler::kTbbArena) {
+    // Slices queued on the arena share ownership of this execution.
+    arena_.Start(std::shared_ptr<ArenaScheduler>(shared_from_this(), &arena_), &timer_, listener);
+    dispatcher = &arena_;
+  } else {
+    pool_.Start(&timer_, listener);
+    dispatcher = &pool_;
+  }
+  timer_.Start();
+  std::vector<Task*> arena_tasks;
+  for (auto& t : tasks_) {
+    if (t->NeedsOwnThread()) {
+      threads_.push_back(std::make_unique<DedicatedThread>(t.get(), listener));
+    } else {
+      t->set_dispatcher(dispatcher);
+      arena_tasks.push_back(t.get());
+    }
+  }
+  {
+    // From here on Cancel() may notify tasks: every dispatcher is set.
+    std::lock_guard<std::mutex> lock(mu_);
+    remaining_ = static_cast<int>(tasks_.size());
+    started_ = true;
+    if (tasks_.empty()) done_cv_.notify_all();
+  }
+  for (auto& thread : threads_) thread->Start();
+  for (Task* t : arena_tasks) t->Notify();
+  if (coordinator_) coordinator_->Start();
+  if (exchange_) exchange_->Start(this);
+}
+
+void JobExecution::TaskFinished(Task*) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--remaining_ == 0) done_cv_.notify_all();
+}
+
+bool JobExecution::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_ && remaining_ == 0;
+}
+
+void JobExecution::Cancel() {
+  cancelled_.store(true, std::memory_order_release);
+  {
+    // Before Start() the tasks cannot be notified yet; they see the flag at
+    // their first slice.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+  }
+  for (auto& t : tasks_) t->Notify();
+}
+
+void JobExecution::Fail(const absl::Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.ok()) first_error_ = status;
+  }
+  Cancel();
+}
+
+void JobExecution::Notice(std::string line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  notices_.push_back(std::move(line));
+}
+
+void JobExecution::StopThreads() {
+  timer_.Stop();
+  pool_.Stop();
+  for (auto& thread : threads_) thread->Join();
+}
+
+JobResult JobExecution::Wait() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return started_ && remaining_ == 0; });
+  }
+  if (watched_clock_ != nullptr) watched_clock_->RemoveJumpListener(clock_listener_);
+  StopThreads();
+  JobResult result;
+  // Before the tasks are released: the coordinator's thread may still be
+  // telling them of a completed checkpoint.
+  if (coordinator_) coordinator_->Stop();
+  auto failed_or_cancelled = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !first_error_.ok() || cancelled();
+  };
+  // Every subtask finished: the final checkpoint (made of their final
+  // snapshots), then the commits that wait for it.
+  auto final_checkpoint = [this]() -> int64_t {
+    const int64_t id = coordinator_->CompleteFinal();
+    if (id < 0) {
+      Fail(absl::DataLossError(absl::StrCat("the final checkpoint could not be written: ",
+                                            coordinator_->Summary().last_error)));
+    }
+    return id;
+  };
+  auto commit_final = [this](int64_t id) {
+    for (auto& t : tasks_) {
+      if (absl::Status s = t->NotifyFinalCheckpoint(id); !s.ok()) {
+        Fail(s);
+        break;
+      }
+    }
+  };
+  auto checkpoint_summary = [this] {
+    CheckpointSummary c;
+    if (coordinator_) c = coordinator_->Summary();
+    c.restored_id = restored_id_;
+    c.restored_path = restored_path_;
+    c.restore_problems = restore_problems_;
+    std::lock_guard<std::mutex> lock(mu_);
+    c.notices.insert(c.notices.end(), notices_.begin(), notices_.end());
+    return c;
+  };
+  // Across ranks: the exchange completes with every other rank; the job's
+  // status, metrics and checkpoints are then those of every rank.
+  absl::Status distributed;
+  std::vector<SubtaskMetricsSnapshot> all_metrics;
+  if (exchange_) {
+    absl::Status local = FirstError();
+    if (local.ok() && cancelled()) local = absl::CancelledError("job cancelled");
+    all_metrics = Metrics();
+    int64_t final_id = -1;
+    FinishHooks hooks;
+    hooks.metrics = &all_metrics;
+    hooks.network = &result.network;
+    if (checkpointing_) {
+      if (coordinator_)
+        hooks.final_checkpoint = final_checkpoint;
+      else
+        hooks.final_checkpoint = [] { return int64_t{-1}; };  // only rank 0 has one
+      hooks.final_checkpoint_id = &final_id;
+      hooks.checkpoint_summary = checkpoint_summary;
+      hooks.checkpoints = &result.checkpoints;
+    }
+    distributed = exchange_->Finish(local, hooks);
+    if (!distributed.ok()) {
+      Fail(distributed);
+    } else if (checkpointing_) {
+      if (final_id < 0) {
+        Fail(absl::DataLossError(
+            absl::StrCat("rank ", exchange_->cluster().rank,
+                         ": the final checkpoint could not be written (rank 0 writes it)")));
+      } else {
+        commit_final(final_id);
+      }
+    }
+  } else if (coordinator_) {
+    if (!failed_or_cancelled()) {
+      const int64_t id = final_checkpoint();
+      if (id >= 0) commit_final(id);
+    }
+    result.checkpoints = checkpoint_summary();
+  }
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
+  result.metrics = exchange_ ? std::move(all_metrics) : Metrics();
+  for (auto& t : tasks_) t->Release();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!distributed.ok()) {
+      result.status = distributed;  // names the rank that failed first
+    } else if (!first_error_.ok()) {
+      result.status = first_error_;
+    } else if (cancelled()) {
+      result.status = absl::CancelledError("job cancelled");
+    }
+  }
+  return result;
+}
+
+std::vector<SubtaskMetricsSnapshot> JobExecution::Metrics() const {
+  std::vector<SubtaskMetricsSnapshot> out;
+  out.reserve(tasks_.size());
+  for (const auto& t : tasks_) out.push_back(Snapshot(*t->metrics()));
+  return out;
+}
+
+}  // namespace tidemark

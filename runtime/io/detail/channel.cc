@@ -1,0 +1,65 @@
+#include "tidemark/runtime/io/detail/channel.h"
+
+namespace tidemark::internal {
+
+ChannelBase::~ChannelBase() = default;
+
+bool ChannelBase::HasSpace() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size_.load(std::memory_order_relaxed) < capacity_) return true;
+  producer_waiting_ = true;
+  return false;
+}
+
+std::unique_ptr<BatchBase> ChannelBase::TakeFree() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty()) return nullptr;
+  std::unique_ptr<BatchBase> b = std::move(free_.back());
+  free_.pop_back();
+  return b;
+}
+
+bool ChannelBase::PushBatch(std::unique_ptr<BatchBase> batch) {
+  bool wake_consumer = false;
+  bool has_space = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t n = size_.load(std::memory_order_relaxed);
+    wake_consumer = (n == 0);
+    queue_.push_back(std::move(batch));
+    size_.store(n + 1, std::memory_order_relaxed);
+    if (n + 1 >= capacity_) {
+      producer_waiting_ = true;
+      has_space = false;
+    }
+  }
+  if (wake_consumer && consumer_ != nullptr) consumer_->Notify();
+  return has_space;
+}
+
+std::unique_ptr<BatchBase> ChannelBase::PopBatch() {
+  std::unique_ptr<BatchBase> b;
+  bool wake_producer = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return nullptr;
+    b = std::move(queue_.front());
+    queue_.pop_front();
+    const size_t n = queue_.size();
+    size_.store(n, std::memory_order_relaxed);
+    if (producer_waiting_ && n < capacity_) {
+      producer_waiting_ = false;
+      wake_producer = true;
+    }
+    wake_producer = wake_producer || notify_every_pop_;
+  }
+  if (wake_producer && producer_ != nullptr) producer_->Notify();
+  return b;
+}
+
+void ChannelBase::RecycleBatch(std::unique_ptr<BatchBase> batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.size() < capacity_ + 1) free_.push_back(std::move(batch));
+}
+
+}  // namespace tidemark::internal

@@ -1,0 +1,120 @@
+// runtime/io/detail/channel.h
+//
+// Channel<T>: the connection between one upstream subtask and one downstream
+// subtask.  It moves whole batches (stream_element.h): the producer fills a
+// batch privately (no lock, no atomic per record) and hands it over with
+// Push(); the consumer takes it with Pop(), replays it, and gives the emptied
+// batch back with Recycle() so its memory is reused.
+//
+// Bounded: a channel holds at most `capacity` batches before it reports
+// itself full.  Push() never blocks and never fails; it returns false when the
+// channel is now full, and from then on HasSpace() is false until the consumer
+// has drained it below capacity, at which point the producer task is notified.
+// The producer stops producing while any of its channels is full (it may
+// finish the record or input batch at hand, so a channel can briefly exceed
+// capacity by what one step produces): memory stays bounded and a fast
+// producer waits for a slow consumer (backpressure), without spinning.
+//
+// Pushing onto an empty channel notifies the consumer task.  Records keep
+// their order: the channel is FIFO.
+//
+// Thread safety: one producer thread and one consumer thread at a time; all
+// methods are safe to call concurrently with the other side's.  One mutex
+// acquisition per batch.
+#ifndef TM_RUNTIME_CHANNEL_H_
+#define TM_RUNTIME_CHANNEL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "tidemark/runtime/core/detail/task.h"
+#include "tidemark/runtime/core/stream_element.h"
+
+namespace tidemark::internal {
+
+// The channel itself, for batches of any type (channel.cc); Channel<T> only
+// names the type.
+class ChannelBase {
+ public:
+  explicit ChannelBase(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+  virtual ~ChannelBase();
+  ChannelBase(const ChannelBase&) = delete;
+  ChannelBase& operator=(const ChannelBase&) = delete;
+
+  void set_producer(Task* t) { producer_ = t; }
+  void set_consumer(Task* t) { consumer_ = t; }
+  // The producer is notified after every Pop(), not only when the channel
+  // had been full: the MPI exchange (mpi_exchange.h), which produces into
+  // the channels it receives, returns a credit to the remote sender for
+  // every batch the consumer takes.
+  void set_notify_producer_on_every_pop() { notify_every_pop_ = true; }
+  size_t capacity() const { return capacity_; }
+
+  // Approximate number of queued batches; exact only while both sides are
+  // quiet.  Used to skip empty channels without taking the lock.
+  size_t SizeApprox() const { return size_.load(std::memory_order_relaxed); }
+
+  // Producer side: true when below capacity; otherwise the producer is
+  // registered for a Notify() once there is space again, and false returned.
+  bool HasSpace();
+
+ protected:
+  // A recycled batch, or nullptr when there is none.
+  std::unique_ptr<BatchBase> TakeFree();
+  // See Channel<T>::Push, Pop and Recycle.
+  bool PushBatch(std::unique_ptr<BatchBase> batch);
+  std::unique_ptr<BatchBase> PopBatch();
+  void RecycleBatch(std::unique_ptr<BatchBase> batch);
+
+ private:
+  std::mutex mu_;
+  std::atomic<size_t> size_{0};
+  bool producer_waiting_ = false;                 // guarded by mu_
+  std::deque<std::unique_ptr<BatchBase>> queue_;  // guarded by mu_
+  std::vector<std::unique_ptr<BatchBase>> free_;  // guarded by mu_
+  const size_t capacity_;
+  Task* producer_ = nullptr;
+  Task* consumer_ = nullptr;
+  bool notify_every_pop_ = false;
+};
+
+template <typename T>
+class Channel final : public ChannelBase {
+ public:
+  using BatchPtr = std::unique_ptr<Batch<T>>;
+
+  explicit Channel(size_t capacity) : ChannelBase(capacity) {}
+
+  // Producer side: an empty batch to fill, recycled when possible.
+  BatchPtr AcquireBatch() {
+    if (std::unique_ptr<BatchBase> b = TakeFree()) return Typed(std::move(b));
+    return std::make_unique<Batch<T>>();
+  }
+
+  // Producer side: hands `batch` to the consumer.  Returns false when the
+  // channel is now full (the producer will be notified when it drains).
+  bool Push(BatchPtr batch) { return PushBatch(std::move(batch)); }
+
+  // Consumer side: the oldest batch, or nullptr when there is none.
+  BatchPtr Pop() { return Typed(PopBatch()); }
+
+  // Consumer side: returns a processed batch for reuse.
+  void Recycle(BatchPtr b) {
+    b->clear();
+    RecycleBatch(std::move(b));
+  }
+
+ private:
+  // Every batch of this channel is a Batch<T>.
+  static BatchPtr Typed(std::unique_ptr<BatchBase> b) {
+    return BatchPtr(static_cast<Batch<T>*>(b.release()));
+  }
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHANNEL_H_

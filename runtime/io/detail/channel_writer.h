@@ -1,0 +1,236 @@
+// runtime/io/detail/channel_writer.h
+//
+// Data out (the network plane, sending side): ChannelWriter<T> partitions a
+// task's output records over the channels of one downstream edge, fills
+// batches, broadcasts watermarks and statuses to every channel, and hands full
+// batches to the channels; a full channel sets WriterSignals::backpressured.
+// Touched only by the thread running the task (the channels are the
+// thread-safe part, channel.h).
+#ifndef TM_RUNTIME_CHANNEL_WRITER_H_
+#define TM_RUNTIME_CHANNEL_WRITER_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/partitioning/partitioner.h"
+#include "tidemark/runtime/core/detail/error_guard.h"
+#include "tidemark/runtime/core/detail/task.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/io/detail/channel.h"
+
+namespace tidemark::internal {
+
+// What a task needs from each of its network outputs.
+class WriterBase {
+ public:
+  virtual ~WriterBase() = default;
+  // True when every channel has room; otherwise the task is registered to be
+  // notified when there is.
+  virtual bool HasSpace() = 0;
+  virtual void FlushAll() = 0;
+  virtual void FlushOlderThan(SteadyTime cutoff) = 0;
+  virtual void EndOfInput() = 0;
+  // Checkpoint barrier `id` to every channel, after everything emitted so
+  // far, and sent at once (not held for the buffer timeout).
+  virtual void EmitBarrier(int64_t checkpoint_id) = 0;
+};
+
+// Shared by a task's writers: set when a push filled a channel.
+struct WriterSignals {
+  bool backpressured = false;
+  SteadyTime now;                                // the task's current slice time
+  const std::atomic<bool>* cancelled = nullptr;  // the job's cancel flag
+};
+
+// How a writer picks the channel of a record.  The strategies that need no
+// user function route without a Partitioner<T>.
+struct WriterRoute {
+  // kForward, kBroadcast, kRescale, kShuffle, kGlobal; else rebalance
+  ShipStrategy strategy = ShipStrategy::kForward;
+  int subtask = 0;  // rebalance starts here (and seeds shuffle)
+};
+
+// The half of a writer that does not depend on the record type
+// (channel_writer.cc): the reports of its output watermark and status, the
+// record count, the batches' ages.
+class ChannelWriterCore : public WriterBase {
+ protected:
+  ChannelWriterCore(size_t num_channels, size_t batch_size, WriterSignals* signals,
+                    SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
+                    std::string blame);
+  ~ChannelWriterCore() override;
+
+  void ReportWatermark(Timestamp w);
+  void ReportStatus(WatermarkStatus s);
+  void PublishCount();
+  // Call inside a catch block: the user error of the partitioner (a key
+  // selector), blamed on the key_by.
+  [[noreturn]] void PartitionerFailed() const;
+
+  const size_t batch_size_;
+  WriterSignals* signals_;
+  SubtaskMetrics* metrics_;
+  std::vector<SteadyTime> started_;  // when each channel's current batch got its first element
+  int64_t count_ = 0;
+
+ private:
+  WatermarkListener* listener_;
+  const bool report_;
+  const std::string blame_;  // names the partitioner in errors
+};
+
+template <typename T>
+class ChannelWriter final : public Output<T>, public ChannelWriterCore {
+ public:
+  // `partitioner` routes the records; without one, `route` does.
+  ChannelWriter(std::vector<Channel<T>*> channels, std::unique_ptr<Partitioner<T>> partitioner,
+                WriterRoute route, size_t batch_size, WriterSignals* signals,
+                SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
+                std::string blame = "")
+      : ChannelWriterCore(channels.size(), batch_size, signals, metrics, listener,
+                          report_watermarks, std::move(blame)),
+        channels_(std::move(channels)),
+        partitioner_(std::move(partitioner)),
+        current_(channels_.size()),
+        broadcast_(partitioner_ != nullptr ? partitioner_->IsBroadcast()
+                                           : route.strategy == ShipStrategy::kBroadcast),
+        rebalance_(partitioner_ == nullptr && route.strategy != ShipStrategy::kForward &&
+                   route.strategy != ShipStrategy::kBroadcast &&
+                   route.strategy != ShipStrategy::kShuffle &&
+                   route.strategy != ShipStrategy::kGlobal),
+        shuffle_(partitioner_ == nullptr && route.strategy == ShipStrategy::kShuffle),
+        // Rebalance starts at the subtask's own index, rescale at its first
+        // channel (Flink's RescalePartitioner); global sends to channel 0.
+        next_(channels_.empty() || route.strategy == ShipStrategy::kRescale
+                  ? 0
+                  : route.subtask % static_cast<int>(channels_.size())),
+        random_(static_cast<uint64_t>(route.subtask) + 1) {
+    for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
+  }
+
+  void Collect(T&& v, Timestamp ts) override {
+    if (channels_.size() == 1) return Append(0, std::move(v), ts);
+    if (broadcast_) {
+      for (size_t c = 0; c + 1 < channels_.size(); ++c) Append(c, T(v), ts);
+      return Append(channels_.size() - 1, std::move(v), ts);
+    }
+    if (rebalance_) {
+      const int c = next_;
+      if (++next_ == static_cast<int>(channels_.size())) next_ = 0;
+      return Append(static_cast<size_t>(c), std::move(v), ts);
+    }
+    if (shuffle_)
+      return Append(static_cast<size_t>(NextRandom() % channels_.size()), std::move(v), ts);
+    if (partitioner_ == nullptr) return Append(0, std::move(v), ts);  // forward, global
+    // The partitioner runs user code (a key selector): its errors are the
+    // key_by's, not the upstream operator's.
+    int c;
+    try {
+      c = partitioner_->Select(v);
+    } catch (...) {
+      PartitionerFailed();
+    }
+    Append(static_cast<size_t>(c), std::move(v), ts);
+  }
+
+  void CollectBatch(std::span<Record<T>> records) override {
+    if (partitioner_ == nullptr || broadcast_ || channels_.size() == 1) {
+      for (Record<T>& r : records) ChannelWriter::Collect(std::move(r.value), r.timestamp);
+      return;
+    }
+    // The channels of the whole run first (key groups in one loop), then the
+    // records.
+    const size_t n = records.size();
+    if (n == 0) return;
+    if (route_.size() < n) route_.resize(n);
+    try {
+      partitioner_->SelectEach(&records[0].value, sizeof(Record<T>), n, route_.data());
+    } catch (...) {
+      // One record at a time, so that what precedes the failing record is
+      // sent and the error is the key_by's, as with Collect.
+      for (Record<T>& r : records) ChannelWriter::Collect(std::move(r.value), r.timestamp);
+      return;
+    }
+    for (size_t k = 0; k < n; ++k)
+      Append(static_cast<size_t>(route_[k]), std::move(records[k].value), records[k].timestamp);
+  }
+
+  void EmitWatermark(Timestamp w) override {
+    for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kWatermark, w);
+    ReportWatermark(w);
+  }
+  void EmitStatus(WatermarkStatus s) override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      AddControl(c, ControlKind::kStatus, static_cast<Timestamp>(s));
+    ReportStatus(s);
+  }
+
+  bool HasSpace() override {
+    for (auto* ch : channels_)
+      if (!ch->HasSpace()) return false;
+    return true;
+  }
+  void FlushAll() override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      if (!current_[c]->empty()) Flush(c);
+    PublishCount();
+  }
+  void FlushOlderThan(SteadyTime cutoff) override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      if (!current_[c]->empty() && started_[c] <= cutoff) Flush(c);
+    PublishCount();
+  }
+  void EndOfInput() override {
+    for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kEndOfInput, 0);
+    FlushAll();
+  }
+  void EmitBarrier(int64_t checkpoint_id) override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      AddControl(c, ControlKind::kBarrier, checkpoint_id);
+    FlushAll();
+  }
+
+ private:
+  void Append(size_t c, T&& v, Timestamp ts) {
+    Batch<T>& b = *current_[c];
+    if (b.empty()) started_[c] = signals_->now;
+    b.records.push_back(Record<T>{std::move(v), ts});
+    ++count_;
+    if (b.records.size() >= batch_size_) Flush(c);
+  }
+  void AddControl(size_t c, ControlKind kind, Timestamp value) {
+    Batch<T>& b = *current_[c];
+    if (b.empty()) started_[c] = signals_->now;
+    b.AddControl(kind, value);
+  }
+  uint64_t NextRandom() {
+    uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  void Flush(size_t c) {
+    if (!channels_[c]->Push(std::move(current_[c]))) signals_->backpressured = true;
+    current_[c] = channels_[c]->AcquireBatch();
+  }
+
+  std::vector<Channel<T>*> channels_;
+  std::unique_ptr<Partitioner<T>> partitioner_;
+  std::vector<std::unique_ptr<Batch<T>>> current_;
+  const bool broadcast_;
+  const bool rebalance_;  // and rescale, over its own few channels
+  const bool shuffle_;
+  int next_;                // the next channel, for rebalance
+  uint64_t random_;         // shuffle's generator state (SplitMix64: 8 bytes, no setup)
+  std::vector<int> route_;  // scratch: the channels of a run
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHANNEL_WRITER_H_

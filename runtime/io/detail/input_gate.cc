@@ -1,0 +1,268 @@
+#include "tidemark/runtime/io/detail/input_gate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "tidemark/runtime/state/state_codec.h"
+
+namespace tidemark::internal {
+
+InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
+                             WatermarkListener* listener, std::vector<int> channel_inputs)
+    : head_(head),
+      metrics_(metrics),
+      listener_(listener),
+      input_of_(std::move(channel_inputs)),
+      ended_channel_(static_cast<size_t>(num_channels)),
+      blocked_(static_cast<size_t>(num_channels)) {
+  if (input_of_.empty()) input_of_.assign(static_cast<size_t>(num_channels), 0);
+  const int inputs = input_of_.empty() ? 1 : input_of_.back() + 1;
+  std::vector<int> counts(static_cast<size_t>(inputs), 0);
+  first_of_.assign(static_cast<size_t>(inputs), 0);
+  for (size_t c = 0; c < input_of_.size(); ++c) {
+    const int i = input_of_[c];
+    if (counts[static_cast<size_t>(i)] == 0)
+      first_of_[static_cast<size_t>(i)] = static_cast<int>(c);
+    local_of_.push_back(counts[static_cast<size_t>(i)]++);
+  }
+  valves_.reserve(static_cast<size_t>(inputs));
+  emitters_.reserve(static_cast<size_t>(inputs));
+  for (int i = 0; i < inputs; ++i) {
+    valves_.emplace_back(counts[static_cast<size_t>(i)]);
+    emitters_.emplace_back(this, i);
+  }
+  partial_watermark_.assign(static_cast<size_t>(inputs), kMinTimestamp);
+  partial_idle_.assign(static_cast<size_t>(inputs), false);
+}
+
+bool InputGateCore::HandleControl(int c, const Control& ctl) {
+  if (ctl.kind == ControlKind::kBarrier) return OnBarrier(c, ctl.value);
+  const size_t i = static_cast<size_t>(input_of_[static_cast<size_t>(c)]);
+  const int l = local_of_[static_cast<size_t>(c)];
+  WatermarkValve& valve = valves_[i];
+  const Timestamp before_wm = valve.channel_watermark(l);
+  const bool before_idle = valve.channel_idle(l);
+  const Timestamp before_out = output_watermark_;
+  current_channel_ = c;
+  notified_ = false;
+  switch (ctl.kind) {
+    case ControlKind::kWatermark:
+      valve.InputWatermark(l, ctl.value, emitters_[i]);
+      break;
+    case ControlKind::kStatus:
+      valve.InputStatus(l, static_cast<WatermarkStatus>(ctl.value), emitters_[i]);
+      break;
+    case ControlKind::kEndOfInput:
+      valve.InputEnd(l, emitters_[i]);
+      ++ended_;
+      ended_channel_[static_cast<size_t>(c)] = true;
+      break;
+    case ControlKind::kBarrier:
+      break;  // handled above
+  }
+  if (!notified_ && (valve.channel_watermark(l) != before_wm ||
+                     valve.channel_idle(l) != before_idle || output_watermark_ != before_out)) {
+    Notify(c);
+  }
+  current_channel_ = -1;
+  // An ended channel no longer holds an alignment back.
+  if (ctl.kind == ControlKind::kEndOfInput) MaybeCompleteAlignment();
+  return false;
+}
+
+// Snapshot format: one input: its valve (WatermarkValve::Snapshot); two: both
+// valves, then the combined watermark and idleness.
+void InputGateCore::SnapshotValve(StateWriter& w) const {
+  for (const WatermarkValve& v : valves_) v.Snapshot(w);
+  if (valves_.size() > 1) {
+    w.PutI64(output_watermark_);
+    w.PutU8(output_idle_ ? 1 : 0);
+  }
+}
+
+void InputGateCore::RestoreValve(StateReader& r) {
+  for (size_t i = 0; i < valves_.size(); ++i) {
+    if (!valves_[i].Restore(r)) {
+      if (r.ok()) {
+        r.Fail(
+            absl::StrCat("the checkpoint's input gate has another number of channels than this "
+                         "one (",
+                         valves_[i].num_channels(),
+                         valves_.size() > 1 ? absl::StrCat(" on input ", i + 1) : "", ")"));
+      }
+      return;
+    }
+  }
+  if (valves_.size() > 1) {
+    output_watermark_ = r.GetI64("gate watermark");
+    output_idle_ = r.GetU8("gate idle") != 0;
+    if (!r.ok()) return;
+    for (size_t i = 0; i < valves_.size(); ++i) {
+      partial_watermark_[i] = valves_[i].last_output_watermark();
+      partial_idle_[i] = valves_[i].last_output_status() == WatermarkStatus::kIdle;
+    }
+  } else {
+    output_watermark_ = valves_[0].last_output_watermark();
+    output_idle_ = valves_[0].last_output_status() == WatermarkStatus::kIdle;
+  }
+  for (int c = 0; c < static_cast<int>(input_of_.size()); ++c) {
+    const WatermarkValve& v = valves_[static_cast<size_t>(input_of_[static_cast<size_t>(c)])];
+    const int l = local_of_[static_cast<size_t>(c)];
+    InputChannelMetrics& m = metrics_->channel(c);
+    m.watermark.store(v.channel_watermark(l), std::memory_order_relaxed);
+    m.idle.store(v.channel_idle(l), std::memory_order_relaxed);
+  }
+  if (output_watermark_ > kMinTimestamp) {
+    metrics_->input_watermark.store(output_watermark_, std::memory_order_relaxed);
+    head_->EmitWatermark(output_watermark_);
+  }
+  if (output_idle_) head_->EmitStatus(WatermarkStatus::kIdle);
+}
+
+std::string InputGateCore::RestoreRescaledValve(const std::vector<const std::string*>& old) {
+  Timestamp lowest = kMaxWatermark;
+  for (size_t k = 0; k < old.size(); ++k) {
+    StateReader r(*old[k]);
+    Timestamp w = WatermarkValve::SnapshotOutputWatermark(r);
+    if (valves_.size() > 1) {
+      r.GetU8("valve idle");
+      for (size_t i = 1; i < valves_.size(); ++i) {
+        WatermarkValve::SnapshotOutputWatermark(r);
+        r.GetU8("valve idle");
+      }
+      w = r.GetI64("gate watermark");
+    }
+    if (!r.ok()) return absl::StrCat("old subtask ", k, ": ", r.error());
+    lowest = std::min(lowest, w);
+  }
+  if (old.empty() || lowest == kMinTimestamp) return "";
+  for (WatermarkValve& v : valves_) v.RestoreOutput(lowest);
+  for (Timestamp& p : partial_watermark_) p = lowest;
+  output_watermark_ = lowest;
+  metrics_->input_watermark.store(lowest, std::memory_order_relaxed);
+  head_->EmitWatermark(lowest);
+  return "";
+}
+
+void InputGateCore::OnInputWatermark(int input, Timestamp w) {
+  if (valves_.size() == 1) return Emit(w);
+  // Flink's PartialWatermark::setWatermark: a watermark clears the idleness.
+  const size_t i = static_cast<size_t>(input);
+  partial_idle_[i] = false;
+  partial_watermark_[i] = std::max(partial_watermark_[i], w);
+  if (UpdateCombined()) Emit(output_watermark_);
+}
+
+void InputGateCore::OnInputStatus(int input, WatermarkStatus s) {
+  if (valves_.size() == 1) return Emit(s);
+  const bool was_idle = output_idle_;
+  partial_idle_[static_cast<size_t>(input)] = s == WatermarkStatus::kIdle;
+  if (UpdateCombined()) Emit(output_watermark_);
+  if (output_idle_ != was_idle) Emit(s);
+}
+
+bool InputGateCore::UpdateCombined() {
+  Timestamp max_all = kMinTimestamp, min_active = kMaxTimestamp;
+  bool all_idle = true;
+  for (size_t i = 0; i < valves_.size(); ++i) {
+    max_all = std::max(max_all, partial_watermark_[i]);
+    if (!partial_idle_[i]) {
+      min_active = std::min(min_active, partial_watermark_[i]);
+      all_idle = false;
+    }
+  }
+  output_idle_ = all_idle;
+  // Every input idle: the maximum is flushed (current Flink's
+  // CombinedWatermarkStatus, as the valve does over channels).
+  const Timestamp combined = all_idle ? max_all : min_active;
+  if (combined > output_watermark_) {
+    output_watermark_ = combined;
+    return true;
+  }
+  return false;
+}
+
+bool InputGateCore::OnBarrier(int c, int64_t id) {
+  if (id <= last_aligned_) return false;  // not expected: a barrier of a completed checkpoint
+  if (aligning_ >= 0 && id > aligning_) {
+    // A newer checkpoint while one is being aligned: the older one can no
+    // longer complete here (the coordinator does not start n + 1 before n has
+    // completed, so this only follows an abandoned checkpoint); start over.
+    std::fill(blocked_.begin(), blocked_.end(), false);
+    num_blocked_ = 0;
+    aligning_ = -1;
+  }
+  if (aligning_ < 0) {
+    aligning_ = id;
+    align_start_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  }
+  if (!blocked_[static_cast<size_t>(c)]) {
+    blocked_[static_cast<size_t>(c)] = true;
+    ++num_blocked_;
+  }
+  MaybeCompleteAlignment();
+  return blocked_[static_cast<size_t>(c)];
+}
+
+void InputGateCore::MaybeCompleteAlignment() {
+  if (aligning_ < 0 || num_blocked_ + ended_ < blocked_.size()) return;
+  const int64_t id = aligning_;
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  std::fill(blocked_.begin(), blocked_.end(), false);
+  num_blocked_ = 0;
+  aligning_ = -1;
+  last_aligned_ = id;
+  if (barrier_handler_ != nullptr) barrier_handler_->OnBarrierAligned(id, now_ns - align_start_ns_);
+}
+
+// Publishes channel `c`'s state (metrics, listener).
+void InputGateCore::Notify(int c) {
+  notified_ = true;
+  const WatermarkValve& v = valves_[static_cast<size_t>(input_of_[static_cast<size_t>(c)])];
+  const int l = local_of_[static_cast<size_t>(c)];
+  InputChannelMetrics& m = metrics_->channel(c);
+  m.watermark.store(v.channel_watermark(l), std::memory_order_relaxed);
+  m.idle.store(v.channel_idle(l), std::memory_order_relaxed);
+  if (listener_) {
+    WatermarkListener::ChannelEvent e{
+        &metrics_->task_name(), metrics_->subtask(), c,
+        v.channel_watermark(l), v.channel_idle(l),   output_watermark_,
+        output_idle_,           HoldingChannel()};
+    listener_->OnInputChannel(e);
+  }
+}
+
+int InputGateCore::HoldingChannel() const {
+  if (valves_.size() == 1) return valves_[0].HoldingChannel();
+  // The input with the lowest watermark among the active ones (ties: the
+  // first), and its valve's holding channel.
+  int best = -1;
+  for (size_t i = 0; i < valves_.size(); ++i) {
+    if (partial_idle_[i]) continue;
+    if (best < 0 || partial_watermark_[i] < partial_watermark_[static_cast<size_t>(best)])
+      best = static_cast<int>(i);
+  }
+  if (best < 0) return -1;
+  const int l = valves_[static_cast<size_t>(best)].HoldingChannel();
+  return l < 0 ? -1 : first_of_[static_cast<size_t>(best)] + l;
+}
+
+void InputGateCore::Emit(Timestamp w) {
+  output_watermark_ = w;
+  metrics_->input_watermark.store(w, std::memory_order_relaxed);
+  if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
+  head_->EmitWatermark(w);
+}
+
+void InputGateCore::Emit(WatermarkStatus s) {
+  output_idle_ = s == WatermarkStatus::kIdle;
+  if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
+  head_->EmitStatus(s);
+}
+
+}  // namespace tidemark::internal

@@ -1,0 +1,350 @@
+// runtime/io/detail/input_gate.h
+//
+// Data in (the network plane, receiving side): TaskInput is what a task reads
+// from; InputGate<T> takes batches from the task's input channels in turn,
+// drives the WatermarkValve with their watermarks, statuses and ends of input,
+// reports every channel change (metrics, WatermarkListener) before the valve's
+// output reaches the operators, and passes records to the head of the chain.
+//
+// Barrier alignment (Flink's aligned checkpoints): when checkpoint barrier n
+// arrives on a channel, that channel is blocked: the rest of its batch and
+// everything after it wait, while the other channels go on, until barrier n
+// has arrived on every channel that has not ended.  Then the gate calls its
+// BarrierHandler (the task snapshots its operators and sends barrier n on),
+// unblocks every channel and carries on where each one stopped.  A channel
+// that ends counts as aligned, so a finished upstream never holds a
+// checkpoint back; an idle channel still carries barriers (its upstream task
+// runs and forwards them), so idleness does not either.  A gate with one
+// channel aligns at once.
+//
+// A two-input operator's gate (TwoInputGate) reads the channels of both
+// inputs, keeps a valve per input and aligns barriers across all of them.
+//
+// Touched only by the thread running the task.
+#ifndef TM_RUNTIME_INPUT_GATE_H_
+#define TM_RUNTIME_INPUT_GATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/watermark_valve.h"
+
+namespace tidemark::internal {
+
+// Told when a checkpoint barrier has arrived on every input channel.
+class BarrierHandler {
+ public:
+  // Barrier `checkpoint_id` has arrived on every channel that has not ended;
+  // `alignment_ns`: from its first arrival to now.  The records before it on
+  // every channel have been processed, none after it.
+  virtual void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) = 0;
+
+ protected:
+  ~BarrierHandler() = default;
+};
+
+// The input side of a task: a source or an input gate.
+class TaskInput {
+ public:
+  enum class Step { kMore, kNothing, kEnd };
+  virtual ~TaskInput() = default;
+  virtual void Open() {}
+  // One step: one batch or one poll.
+  virtual Step RunStep() = 0;
+  virtual void Close() {}
+  // After kNothing: processing time at which to retry (kMaxTimestamp: when
+  // notified).
+  virtual Timestamp RetryAt() const { return kMaxTimestamp; }
+  virtual bool NeedsOwnThread() const { return false; }
+  virtual int WaitFd() const { return -1; }
+  // Checkpoints: a source's position or a gate's watermark valve; a gate's
+  // barrier alignment.
+  virtual bool IsSource() const { return false; }
+  virtual bool Replayable() const { return true; }
+  virtual void SnapshotPosition(StateWriter& /*w*/) const {}
+  virtual void RestorePosition(StateReader& /*r*/) {}
+  // A rescaled job (this task's channels changed): restores what can be
+  // from every old subtask's state (`old`); returns an error, or "".
+  virtual std::string RestoreRescaled(const std::vector<const std::string*>& /*old*/) { return ""; }
+  virtual void SetBarrierHandler(BarrierHandler* /*h*/) {}
+};
+
+// The half of an input gate that does not depend on the record type
+// (input_gate.cc): the valves, their inputs (watermarks, statuses, ends of
+// input) and the reports of every channel change (metrics, WatermarkListener),
+// published before the valves' output reaches the operators so that a trace
+// shows the channel change before the window firings it causes.
+//
+// Two-input operators (TwoInputGate below): the channels are numbered across
+// both inputs (the first input's first), and each logical input has a valve
+// of its own over its channels.  The gate's watermark combines the inputs'
+// as Flink's two-input operators do (IndexedCombinedWatermarkStatus): the
+// minimum over the inputs that are not idle, emitted only when it advances;
+// an idle input does not hold the other back (FLINK-18934); when both are
+// idle the maximum of the two is flushed and the gate reports IDLE, active
+// again as soon as one input is.  With one input the valve's output is the
+// gate's, unchanged.
+class InputGateCore {
+ public:
+  // `channel_inputs[c]`: the logical input (0 or 1) of channel c, in
+  // ascending order; empty: `num_channels` channels of one input.
+  InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
+                WatermarkListener* listener, std::vector<int> channel_inputs = {});
+  int num_inputs() const { return static_cast<int>(valves_.size()); }
+  const WatermarkValve& valve(int input = 0) const { return valves_[static_cast<size_t>(input)]; }
+  // The gate's output watermark (the combined one with two inputs).
+  Timestamp output_watermark() const { return output_watermark_; }
+  bool output_idle() const { return output_idle_; }
+  void set_barrier_handler(BarrierHandler* h) { barrier_handler_ = h; }
+  // The checkpoint being aligned (-1: none) and whether channel c is held.
+  int64_t aligning_checkpoint() const { return aligning_; }
+  bool blocked(int c) const { return blocked_[static_cast<size_t>(c)]; }
+  // Checkpoints: the valves' state.  Restoring it also hands the gate's
+  // watermark (and idleness) to the chain, so the operators are where they
+  // were at the checkpoint before any replayed record arrives.
+  void SnapshotValve(StateWriter& w) const;
+  void RestoreValve(StateReader& r);
+  // Rescaled, the channels are others: they start at MIN (as in Flink), but
+  // the gate's output starts at the lowest output watermark of the old
+  // subtasks (`old`: their valves' states), handed to the chain like a
+  // restored valve's.  Every record replayed here was behind at least that
+  // watermark in the run that took the checkpoint, so none becomes late that
+  // was not; over an all-to-all edge from tasks that were not rescaled every
+  // old subtask had the same watermark, so lateness is decided as without
+  // the restore.  (At MIN, a window that had fired before the checkpoint
+  // would take a replayed late record as on time and never fire it again:
+  // docs/checkpoints.md.)  Returns an error, or "".
+  std::string RestoreRescaledValve(const std::vector<const std::string*>& old);
+
+ protected:
+  // A control element that arrived on channel `c`; true when it blocked the
+  // channel (a barrier that others have not delivered yet).
+  bool HandleControl(int c, const Control& ctl);
+  // The number of channels that have ended.
+  size_t ended() const { return ended_; }
+  size_t num_channels() const { return blocked_.size(); }
+  SubtaskMetrics* metrics() const { return metrics_; }
+
+ private:
+  // What input `input`'s valve emits.
+  class InputEmitter final : public WatermarkValve::Emitter {
+   public:
+    InputEmitter(InputGateCore* gate, int input) : gate_(gate), input_(input) {}
+    void EmitWatermark(Timestamp w) override { gate_->OnInputWatermark(input_, w); }
+    void EmitStatus(WatermarkStatus s) override { gate_->OnInputStatus(input_, s); }
+
+   private:
+    InputGateCore* gate_;
+    int input_;
+  };
+  // Barrier `id` on channel c: blocks it, or completes the alignment.
+  bool OnBarrier(int c, int64_t id);
+  // Every channel not ended has delivered the barrier being aligned?
+  void MaybeCompleteAlignment();
+  void Notify(int c);
+  // The valves' outputs, combined.
+  void OnInputWatermark(int input, Timestamp w);
+  void OnInputStatus(int input, WatermarkStatus s);
+  // True when the combined watermark advanced (two inputs).
+  bool UpdateCombined();
+  void Emit(Timestamp w);
+  void Emit(WatermarkStatus s);
+  // The aligned channel (gate numbering) holding the gate's watermark back,
+  // or -1.
+  int HoldingChannel() const;
+
+  OutputBase* head_;
+  SubtaskMetrics* metrics_;
+  WatermarkListener* listener_;
+  std::vector<WatermarkValve> valves_;
+  std::vector<InputEmitter> emitters_;
+  std::vector<int> input_of_;  // channel -> its input
+  std::vector<int> local_of_;  // channel -> its index in its input's valve
+  std::vector<int> first_of_;  // input -> its first channel
+  // Two inputs: each input's last watermark and idleness (Flink's partial
+  // watermarks), and the gate's output.
+  std::vector<Timestamp> partial_watermark_;
+  std::vector<bool> partial_idle_;
+  Timestamp output_watermark_ = kMinTimestamp;
+  bool output_idle_ = false;
+  size_t ended_ = 0;
+  int current_channel_ = -1;
+  bool notified_ = false;
+  // Alignment.
+  BarrierHandler* barrier_handler_ = nullptr;
+  std::vector<bool> ended_channel_;
+  std::vector<bool> blocked_;
+  size_t num_blocked_ = 0;
+  int64_t aligning_ = -1;       // the checkpoint id being aligned
+  int64_t last_aligned_ = -1;   // the last completed
+  int64_t align_start_ns_ = 0;  // steady clock, at the first barrier
+};
+
+// The channels of one logical input of type T, read a batch at a time: the
+// records go to `head` a run at a time (the runs between the batch's
+// controls), the controls to the gate.  A barrier that blocks the channel
+// keeps the rest of the batch here until the alignment completes.
+template <typename T>
+class GateChannels {
+ public:
+  GateChannels(std::vector<Channel<T>*> channels, Output<T>* head)
+      : channels_(std::move(channels)), head_(head), held_(channels_.size()) {}
+  size_t size() const { return channels_.size(); }
+
+  enum class Took { kNothing, kBatch };
+  // One batch of local channel `k` (gate channel `c`), if it has one.
+  template <typename Gate>
+  Took Step(Gate& gate, size_t k, int c) {
+    Held& held = held_[k];
+    if (held.batch) {
+      // The rest of a batch that a barrier held back.
+      auto batch = std::move(held.batch);
+      if (!Process(gate, k, c, batch, held.control, held.position))
+        channels_[k]->Recycle(std::move(batch));
+      return Took::kBatch;
+    }
+    if (channels_[k]->SizeApprox() == 0) return Took::kNothing;
+    auto batch = channels_[k]->Pop();
+    if (!batch) return Took::kNothing;
+    if (!Process(gate, k, c, batch, 0, 0)) channels_[k]->Recycle(std::move(batch));
+    return Took::kBatch;
+  }
+
+ private:
+  using BatchPtr = typename Channel<T>::BatchPtr;
+  // Where a blocked channel stopped in its batch.
+  struct Held {
+    BatchPtr batch;
+    size_t control = 0;     // the next control to handle
+    uint32_t position = 0;  // the next record
+  };
+
+  // From control `first_control` and record `done` on.  Returns true when a
+  // barrier blocked the channel: the batch is then kept in held_[k].
+  template <typename Gate>
+  bool Process(Gate& gate, size_t k, int c, BatchPtr& batch, size_t first_control, uint32_t done) {
+    Batch<T>& b = *batch;
+    const size_t nr = b.records.size();
+    std::span<Record<T>> records(b.records);
+    const uint32_t start = done;
+    for (size_t i = first_control; i < b.controls.size(); ++i) {
+      const Control& ctl = b.controls[i];
+      if (ctl.position > done) {
+        head_->CollectBatch(records.subspan(done, ctl.position - done));
+        done = ctl.position;
+      }
+      if (gate.OnControl(c, ctl)) {
+        if (done > start) gate.CountIn(done - start);
+        held_[k] = Held{std::move(batch), i + 1, done};
+        return true;
+      }
+    }
+    if (done < nr) head_->CollectBatch(records.subspan(done));
+    if (nr > start) gate.CountIn(nr - start);
+    return false;
+  }
+
+  std::vector<Channel<T>*> channels_;
+  Output<T>* head_;
+  std::vector<Held> held_;
+};
+
+// What InputGate and TwoInputGate share: the TaskInput side of the core
+// (barriers, the valves in checkpoints) and the round over the channels.
+class GateInputBase : public TaskInput, public InputGateCore {
+ public:
+  using InputGateCore::InputGateCore;
+  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
+  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
+  void RestorePosition(StateReader& r) override { RestoreValve(r); }
+  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
+    return RestoreRescaledValve(old);
+  }
+  // For GateChannels.
+  bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
+  void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
+
+ protected:
+  // One step: the channels in turn from where the last step stopped, the
+  // blocked ones skipped, until take(c) takes a batch of channel c.
+  template <typename Take>
+  Step Round(Take&& take) {
+    const size_t n = num_channels();
+    for (size_t k = 0; k < n; ++k) {
+      const size_t c = next_;
+      if (++next_ == n) next_ = 0;
+      if (blocked(static_cast<int>(c))) continue;
+      if (take(c)) return ended() == n ? Step::kEnd : Step::kMore;
+    }
+    return ended() == n ? Step::kEnd : Step::kNothing;
+  }
+
+ private:
+  size_t next_ = 0;
+};
+
+template <typename T>
+class InputGate final : public GateInputBase {
+ public:
+  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
+            WatermarkListener* listener)
+      : GateInputBase(static_cast<int>(channels.size()), head, metrics, listener),
+        in_(std::move(channels), head) {}
+
+  Step RunStep() override {
+    return Round([this](size_t c) {
+      return in_.Step(*this, c, static_cast<int>(c)) == GateChannels<T>::Took::kBatch;
+    });
+  }
+
+ private:
+  GateChannels<T> in_;
+};
+
+// The input of a two-input operator (TwoInputOperator, runtime/core/operator.h):
+// the channels of its first input (records of A) and of its second (B), read
+// in turn, one valve per input (InputGateCore).  Records of the first input go
+// to `head1`, of the second to `head2`; the combined watermark and status to
+// `head`.
+template <typename A, typename B>
+class TwoInputGate final : public GateInputBase {
+ public:
+  TwoInputGate(std::vector<Channel<A>*> first, std::vector<Channel<B>*> second, Output<A>* head1,
+               Output<B>* head2, OutputBase* head, SubtaskMetrics* metrics,
+               WatermarkListener* listener)
+      : GateInputBase(static_cast<int>(first.size() + second.size()), head, metrics, listener,
+                      Inputs(first.size(), second.size())),
+        first_(std::move(first), head1),
+        second_(std::move(second), head2) {}
+
+  Step RunStep() override {
+    const size_t n1 = first_.size();
+    return Round([this, n1](size_t c) {
+      return c < n1 ? first_.Step(*this, c, static_cast<int>(c)) == GateChannels<A>::Took::kBatch
+                    : second_.Step(*this, c - n1, static_cast<int>(c)) ==
+                          GateChannels<B>::Took::kBatch;
+    });
+  }
+
+ private:
+  static std::vector<int> Inputs(size_t n1, size_t n2) {
+    std::vector<int> v(n1, 0);
+    v.insert(v.end(), n2, 1);
+    return v;
+  }
+
+  GateChannels<A> first_;
+  GateChannels<B> second_;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_INPUT_GATE_H_

@@ -1,0 +1,158 @@
+// runtime/state/checkpoint_coordinator.h
+//
+// CheckpointCoordinator: starts checkpoints, collects the subtasks'
+// snapshots, and makes a checkpoint durable once every subtask has
+// acknowledged it (checkpoint.h says how the snapshots form a consistent
+// cut).
+//
+// Its own thread starts checkpoint n every `interval` (the first one interval
+// after the job starts), one at a time as Flink does by default: the next is
+// started only once n has completed and the interval has passed since n was
+// started.  Starting n asks every source subtask that has not finished for
+// it.  Acknowledgements arrive on the task threads and are only stored there;
+// the coordinator's thread does the rest, so no task waits on a disk:
+// encoding the snapshots, writing one state file per subtask, the manifest
+// last (checkpoint_storage.h), then telling every task that n is complete
+// (its operators' NotifyCheckpointComplete; a two-phase-commit sink commits
+// then).  Without a storage directory completed checkpoints are kept in
+// memory (LastCompleted), for tests.
+//
+// A finished subtask's final snapshot stands for it in every later
+// checkpoint; once every source has finished no checkpoint is started.
+//
+// Failures (Flink's CheckpointFailureManager): a checkpoint fails when its
+// files cannot be written (a full disk, a read-only or vanished directory) or
+// when it is not complete and durable within the timeout (it expires: the
+// coordinator abandons it, and late acknowledgements find nothing).  Each
+// failure is counted in the summary and reported when it happens (the
+// failure handler); once more than the tolerable number have failed in a
+// row, the job is failed with the last one's error.  A completed checkpoint
+// resets the count.
+//
+// Thread safety: Acknowledge and SubtaskFinished from any task thread;
+// everything else from the thread that owns the job, before Start / after
+// Stop, except TriggerCheckpoint, AwaitCompleted and Summary (any thread).
+#ifndef TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
+#define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/exec/job_result.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/runtime/state/detail/checkpoint.h"
+
+namespace tidemark::internal {
+
+// The file a subtask's snapshot is stored in: "<task index>-<subtask>.state".
+std::string SubtaskStateFileName(int task_index, int subtask);
+// A subtask snapshot as stored in its state file, and back (the error names
+// `file` and what is wrong).
+std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s);
+absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
+                                                      const std::string& file);
+
+class CheckpointCoordinator final : public CheckpointAcknowledger {
+ public:
+  // `storage` may be null (in memory only); `metadata` goes into every
+  // manifest; ids start at `first_id`.
+  CheckpointCoordinator(Duration interval, std::unique_ptr<CheckpointStorage> storage,
+                        std::map<std::string, std::string> metadata, int64_t first_id);
+  ~CheckpointCoordinator();
+  CheckpointCoordinator(const CheckpointCoordinator&) = delete;
+  CheckpointCoordinator& operator=(const CheckpointCoordinator&) = delete;
+
+  // Before Start.  `report` (may be empty) is told of every failed
+  // checkpoint when it fails; `fail_job` is called once more than
+  // `tolerable` checkpoints in a row have failed (not for the final
+  // checkpoint: CompleteFinal's caller fails the job then).  `timeout` <= 0:
+  // checkpoints never expire.
+  void SetFailurePolicy(int tolerable, Duration timeout,
+                        std::function<void(int64_t id, const std::string& error)> report,
+                        std::function<void(const absl::Status&)> fail_job);
+  // Before Start: every subtask of the job (a StreamTask, or the stand-in of
+  // one on another rank), with its task's index in the plan.
+  void AddTask(CheckpointParticipant* task, int task_index, int subtask);
+  // Starts the thread (interval > 0) ; Stop joins it and abandons a pending
+  // checkpoint.
+  void Start();
+  void Stop();
+
+  // Starts a checkpoint now, unless one is pending or every source has
+  // finished; returns its id or -1.  (The thread calls it every interval.)
+  int64_t TriggerCheckpoint();
+  // After Stop, once every subtask has finished: the job's final
+  // checkpoint, made of their final snapshots, written like any other; its
+  // id, or -1 when it could not be written (Summary().last_error says why)
+  // or a subtask has not finished.  The tasks are not told (they have
+  // finished): the caller tells their operators.
+  int64_t CompleteFinal();
+  // Blocks until checkpoint `id` is complete and durable (true) or the
+  // timeout passes (false).
+  bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout);
+  CheckpointSummary Summary() const;
+  // The snapshots of the last completed checkpoint (in memory and on disk).
+  std::vector<SubtaskSnapshot> LastCompleted() const;
+
+  // CheckpointAcknowledger
+  void Acknowledge(SubtaskSnapshot s) override;
+  void SubtaskFinished(SubtaskSnapshot final_state) override;
+
+ private:
+  using Key = std::pair<int, int>;  // (task index, subtask)
+  struct Pending {
+    int64_t id = -1;
+    std::chrono::steady_clock::time_point started;
+    std::map<Key, SubtaskSnapshot> acks;
+  };
+  void Run();
+  // Under mu_: the next checkpoint id, past directories that hold a manifest.
+  int64_t NextIdLocked();
+  // Under mu_: every subtask has acknowledged or finished?
+  bool PendingCompleteLocked() const;
+  // On the coordinator's thread (or the caller's, without one): persists the
+  // completed pending checkpoint and tells the tasks.
+  // Returns whether it was written.
+  bool Persist(Pending p, bool notify_tasks);
+  // Counts and reports failed checkpoint `id` (not under mu_); fails the job
+  // past the tolerable count unless `final`.
+  void RecordFailure(int64_t id, const std::string& error, bool final);
+
+  const Duration interval_;
+  int tolerable_failures_ = 0;
+  Duration timeout_{0};
+  std::function<void(int64_t, const std::string&)> report_failure_;
+  std::function<void(const absl::Status&)> fail_job_;
+  const std::unique_ptr<CheckpointStorage> storage_;
+  const std::map<std::string, std::string> metadata_;
+  std::vector<std::pair<CheckpointParticipant*, Key>> tasks_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // pending_ complete, completed_, stop_
+  int64_t next_id_;
+  std::optional<Pending> pending_;               // guarded by mu_
+  bool pending_ready_ = false;                   // pending_ has every ack; guarded by mu_
+  bool persisting_ = false;                      // the thread is writing one; guarded by mu_
+  std::map<Key, SubtaskSnapshot> finished_;      // guarded by mu_
+  std::vector<SubtaskSnapshot> last_completed_;  // guarded by mu_
+  CheckpointSummary summary_;                    // guarded by mu_
+  int64_t failed_in_a_row_ = 0;                  // guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHECKPOINT_COORDINATOR_H_

@@ -1,0 +1,196 @@
+// runtime/state/checkpoint_storage.h
+//
+// Durable checkpoint storage on a local (or mounted) file system, the layer
+// the checkpoint coordinator and the tasks' snapshots write to and a restore
+// reads from.
+//
+// Layout, for a storage directory DIR:
+//
+//   DIR/chk-7/3-window-1.state   one file per subtask state, named by the
+//   DIR/chk-7/2-source-0.state   caller; each written as .<name>.tmp, fsynced
+//                                and renamed, so it is whole or absent
+//   DIR/chk-7/_manifest          written last, atomically (temp file, fsync,
+//                                rename, fsync of the directories)
+//
+// A checkpoint directory without a _manifest is incomplete (the job failed or
+// was stopped while it was taken) and is never used.  The manifest is binary:
+// the magic "TMCKMANI", a format version, the checkpoint id, the job's
+// metadata (a string map the caller chooses, e.g. "job" -> fingerprint,
+// "op.3.parallelism" -> "2"), the name, size and CRC-32C of every state file,
+// and last the CRC-32C of all of it.  Loading checks all of those, so a
+// truncated or corrupted file is found at restore time, named, and the
+// previous checkpoint used instead.
+//
+// Thread-safety: CheckpointStorage holds no mutable state.  WriteState may be
+// called from any number of threads for distinct (id, name) pairs, and
+// concurrently with Commit of another id; Commit and Abort are meant for one
+// coordinating thread.  Loads may run at any time but only see committed
+// checkpoints.  AsyncStateWriter is safe to Submit to from any thread.
+#ifndef TM_RUNTIME_CHECKPOINT_STORAGE_H_
+#define TM_RUNTIME_CHECKPOINT_STORAGE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tidemark::internal {
+
+// One state file of a checkpoint, as written.
+struct StateFileInfo {
+  std::string name;
+  uint64_t size = 0;
+  uint32_t crc32c = 0;
+
+  friend bool operator==(const StateFileInfo&, const StateFileInfo&) = default;
+};
+
+// A complete checkpoint, read and verified.
+struct LoadedCheckpoint {
+  int64_t id = -1;
+  std::filesystem::path path;                   // DIR/chk-<id>
+  std::map<std::string, std::string> metadata;  // as given to Commit
+  std::map<std::string, std::string> states;    // state file name -> bytes
+};
+
+class CheckpointStorage {
+ public:
+  static constexpr std::string_view kManifestName = "_manifest";
+
+  // Checkpoints live under `dir` (created when first written).  Commit keeps
+  // the newest `retain` complete checkpoints (at least 1).
+  explicit CheckpointStorage(std::filesystem::path dir, int retain = 3);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  int retain() const { return retain_; }
+  // DIR/chk-<id>.
+  std::filesystem::path CheckpointPath(int64_t id) const;
+
+  // Writes one state file of checkpoint `id` (id >= 0) durably: .name.tmp,
+  // fsync, rename to `name`.  `name` must be non-empty, without '/' or NUL,
+  // not start with '.', and not be "_manifest".  Overwrites a file of the
+  // same name.  Returns what Commit needs to know about it.
+  absl::StatusOr<StateFileInfo> WriteState(int64_t id, std::string_view name,
+                                           std::string_view bytes) const;
+
+  // Makes checkpoint `id` complete: checks that every file in `files` is
+  // there with its size, writes the manifest (last, atomically), then deletes
+  // the complete checkpoints older than the newest `retain` ones and the
+  // incomplete checkpoint directories with ids below `id` (ones above it may
+  // still be being written).  A failure to delete does not fail the commit;
+  // the next Commit tries again.  Fails (and leaves the directory as it is)
+  // when `id` already has a manifest.
+  absl::Status Commit(int64_t id, const std::map<std::string, std::string>& metadata,
+                      const std::vector<StateFileInfo>& files) const;
+
+  // Deletes checkpoint `id` when it is incomplete (no manifest); a complete
+  // checkpoint is left alone.  Errors are ignored (the next Commit retries).
+  void Abort(int64_t id) const;
+
+  // The newest complete checkpoint whose manifest and state files all check
+  // out.  A checkpoint that does not (or has no manifest) is skipped with one
+  // line in *problems (when not null) naming the checkpoint, the file and
+  // what is wrong, e.g. "checkpoint 7: 2-window-0.state: size 1200, manifest
+  // says 4096 (truncated)".  NotFoundError, naming the directory and listing
+  // the problems, when there is none.
+  absl::StatusOr<LoadedCheckpoint> LoadLatest(std::vector<std::string>* problems) const;
+
+  // One named checkpoint directory (e.g. DIR/chk-7, or a copy of one kept
+  // elsewhere); any problem is the error, there is no falling back.
+  absl::StatusOr<LoadedCheckpoint> Load(const std::filesystem::path& chk_dir) const;
+
+  // The ids of the checkpoint directories under dir(), complete or not,
+  // ascending.
+  std::vector<int64_t> ListCheckpointIds() const;
+  // Whether checkpoint `id` has a manifest (not whether it verifies).
+  bool IsComplete(int64_t id) const;
+  // Whether checkpoint `id` has a manifest that decodes and names `id` (its
+  // state files are not read): a checkpoint this storage wrote.  Only these
+  // count toward retention and the next checkpoint id; a stray chk-999999
+  // does not.
+  bool HasValidManifest(int64_t id) const;
+  // The ids with a valid manifest, ascending.
+  std::vector<int64_t> ListCommittedIds() const;
+  // The entries of dir() named like checkpoints that are not: "chk-abc"
+  // (not chk-<number>), and chk-<n> directories above the newest committed
+  // id without a valid manifest (cut short, damaged or stray).  One line
+  // each, naming the path and what is wrong, e.g. "ignored DIR/chk-abc: not
+  // a checkpoint directory (chk-<number>)".
+  std::vector<std::string> StrayEntries() const;
+
+  // Creates dir() and checks that a file can be written, synced and removed
+  // there (before a job starts, so an unusable directory is an error then
+  // rather than a failed checkpoint later).  The error names the directory
+  // and what failed.
+  absl::Status CheckWritable() const;
+
+  // For tests: called before every file this storage writes (state files,
+  // manifests, the write check) with the operation and the path; a non-OK
+  // status is that write's error (a full disk, a read-only file system).
+  using FaultInjector =
+      std::function<absl::Status(std::string_view op, const std::filesystem::path& path)>;
+  void set_fault_injector(FaultInjector f) { fault_ = std::move(f); }
+
+ private:
+  absl::Status Inject(std::string_view op, const std::filesystem::path& path) const {
+    return fault_ ? fault_(op, path) : absl::OkStatus();
+  }
+
+  std::filesystem::path dir_;
+  int retain_;
+  FaultInjector fault_;
+};
+
+// Writes state files on one background thread, in submission order, so that
+// snapshot I/O stays off the task threads.  `done` is called on that thread
+// with WriteState's result; it must not throw and should be quick (it holds
+// up the writes after it).  The destructor writes everything submitted, then
+// joins.  `storage` must outlive the writer.
+class AsyncStateWriter {
+ public:
+  using Done = std::function<void(absl::StatusOr<StateFileInfo>)>;
+
+  explicit AsyncStateWriter(const CheckpointStorage* storage);
+  ~AsyncStateWriter();
+  AsyncStateWriter(const AsyncStateWriter&) = delete;
+  AsyncStateWriter& operator=(const AsyncStateWriter&) = delete;
+
+  // Thread-safe.  `done` may be empty.
+  void Submit(int64_t id, std::string name, std::string bytes, Done done);
+  // Blocks until everything submitted before the call is written and its
+  // `done` has returned.
+  void Flush();
+
+ private:
+  struct Job {
+    int64_t id;
+    std::string name;
+    std::string bytes;
+    Done done;
+  };
+  void Run();
+
+  const CheckpointStorage* storage_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // a job was queued, or stop_
+  std::condition_variable done_cv_;  // completed_ grew
+  std::deque<Job> queue_;            // guarded by mu_
+  uint64_t submitted_ = 0;           // guarded by mu_
+  uint64_t completed_ = 0;           // guarded by mu_
+  bool stop_ = false;                // guarded by mu_
+  std::thread thread_;               // last: starts after the fields above
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_CHECKPOINT_STORAGE_H_

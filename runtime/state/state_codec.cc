@@ -1,0 +1,60 @@
+// runtime/state/state_codec.cc: CRC-32C (Castagnoli), table-driven, eight bytes a
+// step ("slicing by 8").  Abseil 20220623 has no absl/crc.
+//
+// Thread-safety: Crc32c is a pure function; its tables are built at compile
+// time.
+#include "tidemark/runtime/state/state_codec.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace tidemark::internal {
+namespace {
+
+constexpr uint32_t kCastagnoliReflected = 0x82F63B78u;
+
+using Tables = std::array<std::array<uint32_t, 256>, 8>;
+
+// tables[0] is the classic byte-at-a-time table; tables[k][b] is the CRC of
+// byte b followed by k zero bytes, so eight table lookups advance eight bytes.
+constexpr Tables MakeTables() {
+  Tables t{};
+  for (uint32_t b = 0; b < 256; ++b) {
+    uint32_t c = b;
+    for (int i = 0; i < 8; ++i) c = (c & 1) ? (c >> 1) ^ kCastagnoliReflected : c >> 1;
+    t[0][b] = c;
+  }
+  for (int k = 1; k < 8; ++k) {
+    for (uint32_t b = 0; b < 256; ++b) t[k][b] = (t[k - 1][b] >> 8) ^ t[0][t[k - 1][b] & 0xff];
+  }
+  return t;
+}
+
+constexpr Tables kTables = MakeTables();
+
+inline uint32_t LoadLittleEndian32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+}  // namespace
+
+uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint32_t c = ~crc;
+  while (n >= 8) {
+    const uint32_t lo = LoadLittleEndian32(p) ^ c;
+    const uint32_t hi = LoadLittleEndian32(p + 4);
+    c = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^
+        kTables[4][lo >> 24] ^ kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
+        kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xff];
+  return ~c;
+}
+
+}  // namespace tidemark::internal

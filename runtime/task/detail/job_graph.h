@@ -1,0 +1,89 @@
+// runtime/task/detail/job_graph.h
+//
+// The logical job graph the fluent API builds, and the type-erased pieces the
+// executor needs to turn it into tasks and channels.
+//
+// Nodes:
+//   kSource    - makes one Source<T> per subtask;
+//   kOperator  - makes one operator instance per subtask;
+//   kVirtual   - no runtime presence: a union of streams, or a partitioning
+//                choice (key_by, rebalance, broadcast, forward, custom) that
+//                applies to the edges into the next operator;
+//   kSideOutput- selects the side output `side_tag` of its input node.
+// A two-input operator (connect, interval join) has two logical inputs: its
+// edges say which one they feed (EdgeSpec::gate_input).
+// An edge says how records are shipped: ShipStrategy plus, for key_by and
+// custom partitioning, a typed partitioner factory.
+#ifndef TM_RUNTIME_JOB_GRAPH_H_
+#define TM_RUNTIME_JOB_GRAPH_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tidemark/partitioning/partitioner.h"
+#include "tidemark/runtime/core/operator.h"
+
+namespace tidemark::internal {
+
+struct EdgeSpec {
+  int from = -1;
+  ShipStrategy strategy = ShipStrategy::kDefault;
+  std::shared_ptr<PartitionerFactoryBase> partitioner;  // kKeyGroups / kCustom
+  // Which input of a two-input operator the edge feeds (0 or 1); what lies
+  // behind it (a union, a partitioning) feeds the same input.
+  int gate_input = 0;
+};
+
+// Per-element-type factories (runtime/task/detail/node_ops.h) and what a source node
+// needs to build its task input.
+class NodeOps;
+class TaskInput;
+struct SourceBuildArgs;
+class ChannelBase;
+class StreamTask;
+
+// What a two-input operator's gate is built from (runtime/task/detail/node_ops.h,
+// MakeTwoInputGate): the subtask's channels of each input, and the head
+// operator (a TwoInputOperatorBase) of the task.
+struct TwoInputGateArgs {
+  std::vector<ChannelBase*> first;
+  std::vector<ChannelBase*> second;
+  OperatorBase* head;
+  const OperatorContext* head_ctx;
+  StreamTask* task;
+  WatermarkListener* listener;
+};
+
+struct StreamNode {
+  enum class Kind { kSource, kOperator, kVirtual, kSideOutput };
+  int id = -1;
+  Kind kind = Kind::kOperator;
+  std::string name;
+  // A stable id (DataStream::uid, Flink's uid): checkpoints match a task
+  // whose operators all have one by their uids (docs/checkpoints.md).
+  std::string uid;
+  int parallelism = 0;             // 0: the environment's default
+  int max_parallelism = 0;         // 0: the environment's, else Flink's default for the parallelism
+  bool fixed_parallelism = false;  // non-parallel sources (collection, socket)
+  bool keyed = false;              // consumes a key_by edge (needs max parallelism)
+  // Assigns timestamps and watermarks (assign_timestamps_and_watermarks,
+  // from_source): PhysicalPlan::AssignerWarnings() says when one runs behind
+  // a non-forward edge.
+  bool assigns_timestamps = false;
+  std::vector<EdgeSpec> inputs;
+  std::shared_ptr<NodeOps> out;                               // null for sinks
+  std::map<std::string, std::shared_ptr<NodeOps>> side_outs;  // by tag
+  std::string side_tag;                                       // kSideOutput
+  std::function<std::unique_ptr<OperatorBase>()> make_operator;
+  std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
+  // Two-input operators: builds the task's gate over both inputs' channels
+  // (the edges' gate_input says which is which); such a node heads a task.
+  std::function<std::unique_ptr<TaskInput>(const TwoInputGateArgs&)> make_two_input_gate;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_JOB_GRAPH_H_

@@ -1,0 +1,51 @@
+#include "tidemark/runtime/task/detail/source_driver.h"
+
+namespace tidemark::internal {
+
+SourceDriverCore::SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name,
+                                   WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
+    : head_base_(head),
+      ctx_(ctx),
+      name_(std::move(name)),
+      signals_(signals),
+      metrics_(metrics),
+      budget_(std::max<size_t>(1, budget)) {
+  if (ctx_.metrics == nullptr) ctx_.metrics = metrics_;
+}
+
+SourceDriverCore::~SourceDriverCore() = default;
+
+TaskInput::Step SourceDriverCore::AfterPoll(PollStatus st, int64_t emitted_before) {
+  if (emitted_ != emitted_before) metrics_->records_in.Inc(emitted_ - emitted_before);
+  switch (st) {
+    case PollStatus::kMoreAvailable:
+      return TaskInput::Step::kMore;
+    case PollStatus::kNothingAvailable:
+      return TaskInput::Step::kNothing;
+    case PollStatus::kEndOfInput:
+      // Through ForwardWatermark, so an idle source first becomes ACTIVE
+      // again: W(MAX) is not ignored downstream as coming from an idle
+      // channel.
+      ForwardWatermark(kMaxWatermark);
+      return TaskInput::Step::kEnd;
+  }
+  return TaskInput::Step::kEnd;
+}
+
+void SourceDriverCore::ForwardWatermark(Timestamp w) {
+  if (w <= last_watermark_) return;
+  if (idle_) {
+    idle_ = false;
+    head_base_->EmitStatus(WatermarkStatus::kActive);
+  }
+  last_watermark_ = w;
+  head_base_->EmitWatermark(w);
+}
+
+void SourceDriverCore::ForwardIdle() {
+  if (idle_) return;
+  idle_ = true;
+  head_base_->EmitStatus(WatermarkStatus::kIdle);
+}
+
+}  // namespace tidemark::internal

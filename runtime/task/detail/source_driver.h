@@ -1,0 +1,200 @@
+// runtime/task/detail/source_driver.h
+//
+// Data in for source tasks: SourceDriver<T> polls a Source<T> into the head of
+// its chain, turns its errors into OperatorErrors naming the source, stops it
+// on back-pressure or cancellation, and sends kMaxWatermark at the end of
+// input.  Touched only by the thread running the task.
+#ifndef TM_RUNTIME_SOURCE_DRIVER_H_
+#define TM_RUNTIME_SOURCE_DRIVER_H_
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "tidemark/runtime/core/detail/error_guard.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/io/detail/channel_writer.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/task/source.h"
+#include "tidemark/runtime/task/watermark_alignment.h"
+
+namespace tidemark::internal {
+
+// The part of a source driver that does not depend on the record type
+// (source_driver.cc): watermarks and idleness towards the chain, the poll's
+// outcome, back-pressure and cancellation.
+class SourceDriverCore {
+ protected:
+  SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name, WriterSignals* signals,
+                   SubtaskMetrics* metrics, size_t budget);
+  ~SourceDriverCore();
+
+  // What a poll that returned `st` means for the task; counts what it emitted.
+  TaskInput::Step AfterPoll(PollStatus st, int64_t emitted_before);
+  void ForwardWatermark(Timestamp w);
+  void ForwardIdle();
+  bool StopRequested() const {
+    return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
+  }
+
+  OutputBase* head_base_;
+  SourceContext ctx_;
+  std::string name_;
+  WriterSignals* signals_;
+  SubtaskMetrics* metrics_;
+  size_t budget_;
+  int64_t emitted_ = 0;
+
+ private:
+  Timestamp last_watermark_ = kMinTimestamp;
+  bool idle_ = false;
+};
+
+// Drives a Source<T> into the head of its chain.  At the end of input it
+// sends kMaxWatermark through the chain (firing every remaining event-time
+// timer downstream), as Flink's sources do.
+template <typename T>
+class SourceDriver final : public TaskInput, private SourceOutput<T>, private SourceDriverCore {
+ public:
+  SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
+               std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget,
+               OperatorBase* head_op = nullptr, SourceAlignment* alignment = nullptr)
+      : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget),
+        source_(std::move(source)),
+        head_(head),
+        alignment_(alignment) {
+    auto* splits = dynamic_cast<SplitWatermarkInput*>(head_op);
+    if (splits != nullptr && splits->per_split()) splits_ = splits;
+  }
+
+  void Open() override {
+    GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
+  }
+  void Close() override { source_->Close(); }
+
+  Step RunStep() override {
+    // Watermark alignment: a paused subtask does not read; the coordinator's
+    // next announcement wakes the task (its timers keep running and report).
+    if (Aligned() && alignment_->ShouldPause()) return Step::kNothing;
+    const int64_t before = emitted_;
+    const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
+                                        [&] { return source_->Poll(*this, budget_); });
+    FlushPending();
+    return AfterPoll(st, before);
+  }
+  bool IsSource() const override { return true; }
+  bool Replayable() const override { return source_->Replayable(); }
+  // Between polls: every record polled so far has gone down the chain.
+  void SnapshotPosition(StateWriter& w) const override { source_->SnapshotPosition(w); }
+  void RestorePosition(StateReader& r) override {
+    GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
+                  [&] { source_->RestorePosition(r); });
+  }
+  Timestamp RetryAt() const override {
+    return Aligned() && alignment_->paused() ? kMaxTimestamp : source_->RetryAt();
+  }
+  bool NeedsOwnThread() const override { return source_->NeedsOwnThread(); }
+  // Paused by alignment, the task waits for the announcement (Notify), not
+  // for input it would not read: a readable descriptor would wake it in a loop.
+  int WaitFd() const override { return Aligned() && alignment_->paused() ? -1 : source_->WaitFd(); }
+
+ private:
+  // SourceOutput<T>.  Records are handed to the chain in runs of up to
+  // kRun (one call each); a watermark or idleness from the source, and the
+  // end of each poll, first send the run so far, so the order is kept.
+  void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
+  void CollectWithTimestamp(T&& value, Timestamp ts) override {
+    CollectForSplit(-1, std::move(value), ts);
+  }
+  void EmitWatermark(Timestamp w) override {
+    FlushPending();
+    ForwardWatermark(w);
+  }
+  void MarkIdle() override {
+    FlushPending();
+    ForwardIdle();
+  }
+  SourceOutput<T>& ForSplit(const std::string& split_id) override {
+    auto it = split_outputs_.find(split_id);
+    if (it == split_outputs_.end()) {
+      const int index = splits_ != nullptr ? splits_->RegisterSplit(split_id) : -1;
+      it = split_outputs_.emplace(split_id, std::make_unique<SplitOutput>(this, index)).first;
+    }
+    return *it->second;
+  }
+  void ReleaseSplit(const std::string& split_id) override {
+    auto it = split_outputs_.find(split_id);
+    if (it == split_outputs_.end()) return;
+    FlushPending();
+    if (splits_ != nullptr) splits_->ReleaseSplit(it->second->index);
+    split_outputs_.erase(it);
+  }
+
+  // Records of split `index` (-1: of none).  A run holds records of one
+  // split only, so the head knows whose they are.
+  void CollectForSplit(int index, T&& value, Timestamp ts) {
+    if (index != pending_split_) {
+      FlushPending();
+      pending_split_ = index;
+    }
+    ++emitted_;
+    pending_.push_back(Record<T>{std::move(value), ts});
+    // Aligned, each record goes down the chain at once, so that the check
+    // after it (Backpressured) sees the watermark it made, as Flink checks
+    // after each record.
+    if (pending_.size() >= kRun || Aligned()) FlushPending();
+  }
+
+  void FlushPending() {
+    if (pending_.empty()) return;
+    if (splits_ != nullptr) splits_->SetCurrentSplit(pending_split_);
+    head_->CollectBatch(std::span<Record<T>>(pending_));
+    pending_.clear();
+  }
+
+  // A split's output: its records go down marked with its index.
+  class SplitOutput final : public SourceOutput<T> {
+   public:
+    SplitOutput(SourceDriver* d, int index) : d_(d), index(index) {}
+    void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
+    void CollectWithTimestamp(T&& value, Timestamp ts) override {
+      d_->CollectForSplit(index, std::move(value), ts);
+    }
+    void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
+    void MarkIdle() override { d_->MarkIdle(); }
+    bool Backpressured() const override { return d_->Backpressured(); }
+    SourceOutput<T>& ForSplit(const std::string& id) override { return d_->ForSplit(id); }
+    void ReleaseSplit(const std::string& id) override { d_->ReleaseSplit(id); }
+
+   private:
+    SourceDriver* d_;
+
+   public:
+    const int index;
+  };
+
+  // Records per run: small enough that back-pressure (seen when a run
+  // reaches a full channel) stops the source within a few hundred records.
+  static constexpr size_t kRun = 256;
+  // Also true once the job is cancelled, so a source stops emitting at once.
+  // And true while watermark alignment pauses the subtask.
+  bool Backpressured() const override {
+    return StopRequested() || (Aligned() && alignment_->ShouldPause());
+  }
+  bool Aligned() const { return alignment_ != nullptr && alignment_->joined(); }
+
+  std::unique_ptr<Source<T>> source_;
+  Output<T>* head_;
+  std::vector<Record<T>> pending_;
+  SourceAlignment* alignment_;
+  SplitWatermarkInput* splits_ = nullptr;  // when the head generates per split
+  int pending_split_ = -1;                 // the split of the records in pending_
+  std::map<std::string, std::unique_ptr<SplitOutput>> split_outputs_;
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_SOURCE_DRIVER_H_

@@ -1,0 +1,374 @@
+#include "tidemark/runtime/task/detail/stream_task.h"
+
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "tidemark/partitioning/key_groups.h"
+#include "tidemark/runtime/state/state_codec.h"
+
+namespace tidemark::internal {
+namespace {
+constexpr int kStepsPerSlice = 32;
+}  // namespace
+
+StreamTask::StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
+                       const Clock* clock, const JobConfig* config)
+    : Task(std::move(name)),
+      host_(host),
+      cancel_flag_(host->cancel_flag()),
+      metrics_(std::move(metrics)),
+      clock_(clock),
+      config_(config),
+      timers_(clock),
+      activity_clock_(clock) {
+  signals_.cancelled = cancel_flag_;
+}
+
+StreamTask::~StreamTask() = default;
+
+OperatorContext* StreamTask::AddContext(std::unique_ptr<OperatorContext> ctx) {
+  ctx->set_input_activity_clock(&activity_clock_);
+  ctx->set_cancel_flag(cancel_flag_);
+  ctx->set_task_host(host_);
+  contexts_.push_back(std::move(ctx));
+  return contexts_.back().get();
+}
+
+void StreamTask::AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* ctx) {
+  operators_.emplace_back(std::move(op), ctx);
+}
+
+Task::Result StreamTask::Wait(Timestamp now_ms) {
+  metrics_->RefreshGaugeFunctions();
+  // A timer at T is due at clock T + 1 (ProcessingTimeService).  A source
+  // that had nothing and asks to be polled again now (or in the past) is
+  // polled in a millisecond, not at once: the task must not spin.
+  const Timestamp retry = std::max(input_->RetryAt(), SaturatingAdd(now_ms, 1));
+  Timestamp next = std::min(timers_.NextFiringTime(), retry);
+  if (next == kMaxTimestamp) {
+    wakeup_ = SteadyTime::max();
+  } else {
+    if (next <= now_ms) return Result::kYield;
+    wakeup_ = signals_.now + std::chrono::milliseconds(next - now_ms);
+  }
+  return Result::kWait;
+}
+
+void StreamTask::SetBackpressured(bool blocked) {
+  if (blocked == paused_by_backpressure_) return;
+  paused_by_backpressure_ = blocked;
+  if (blocked) {
+    activity_clock_.Pause();
+  } else {
+    activity_clock_.Resume();
+  }
+}
+
+bool StreamTask::AnyWriterFull() {
+  for (WriterBase* w : writers_)
+    if (!w->HasSpace()) return true;
+  return false;
+}
+
+Task::Result StreamTask::RunSlice() {
+  if (cancelled()) {
+    CloseAll();
+    return Result::kFinished;
+  }
+  try {
+    if (!opened_) {
+      opened_ = true;
+      // Open from the tail to the head, so an operator's outputs are ready
+      // when it opens.
+      for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
+        OperatorBase* op = it->first.get();
+        OperatorContext* ctx = it->second;
+        GuardUserCall(*ctx, [&] { op->Open(*ctx); });
+      }
+      input_->Open();
+      if (restore_) Restore();
+    }
+    if (ack_ != nullptr) HandleCheckpointSignals();
+    signals_.now = std::chrono::steady_clock::now();
+    // Still blocked on output since the last slice?  Then the timers below see
+    // a stopped input activity clock.
+    if (paused_by_backpressure_) SetBackpressured(AnyWriterFull());
+    const Timestamp now_ms = clock_->NowMillis();
+    timers_.set_slice_processing_time(now_ms);
+    timers_.FireDue(now_ms);
+    bool check_space = true;
+    for (int step = 0; step < kStepsPerSlice; ++step) {
+      if (cancelled()) break;
+      if (check_space || signals_.backpressured) {
+        signals_.backpressured = false;
+        check_space = false;
+        if (AnyWriterFull()) {
+          SetBackpressured(true);
+          for (WriterBase* x : writers_) x->FlushAll();
+          return Wait(now_ms);
+        }
+        SetBackpressured(false);
+      }
+      // A source starts a requested checkpoint between two polls.
+      if (ack_ != nullptr &&
+          requested_checkpoint_.load(std::memory_order_acquire) > last_checkpoint_) [[unlikely]] {
+        HandleCheckpointSignals();
+      }
+      switch (input_->RunStep()) {
+        case TaskInput::Step::kMore:
+          break;
+        case TaskInput::Step::kNothing:
+          for (WriterBase* w : writers_) w->FlushAll();
+          return Wait(now_ms);
+        case TaskInput::Step::kEnd:
+          // A checkpoint requested before the end goes out before it.
+          if (ack_ != nullptr) HandleCheckpointSignals();
+          FinishChain();
+          if (ack_ != nullptr) {
+            SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_, /*final_state=*/true);
+            final_state.finished = true;
+            ack_->SubtaskFinished(std::move(final_state));
+          }
+          for (WriterBase* w : writers_) w->EndOfInput();
+          metrics_->RefreshGaugeFunctions();
+          metrics_->finished.store(true, std::memory_order_relaxed);
+          CloseAll();
+          return Result::kFinished;
+      }
+    }
+    const SteadyTime cutoff = signals_.now - config_->buffer_timeout;
+    for (WriterBase* w : writers_) w->FlushOlderThan(cutoff);
+    metrics_->RefreshGaugeFunctions();
+    return Result::kYield;
+  } catch (const TaskCancelled&) {
+    // The job was cancelled in the middle of a chain; nothing to report.
+  } catch (const OperatorError& e) {
+    host_->Fail(absl::AbortedError(e.what()));
+  } catch (...) {
+    host_->Fail(absl::AbortedError(
+        absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(), " of ",
+                     metrics_->parallelism(), ") failed: ", DescribeCurrentException())));
+  }
+  CloseAll();
+  return Result::kFinished;
+}
+
+void StreamTask::EnableCheckpoints(CheckpointAcknowledger* ack, int task_index,
+                                   WatermarkListener* listener) {
+  ack_ = ack;
+  task_index_ = task_index;
+  listener_ = listener;
+  if (input_) input_->SetBarrierHandler(this);
+}
+
+void StreamTask::RequestCheckpoint(int64_t id) {
+  int64_t cur = requested_checkpoint_.load(std::memory_order_relaxed);
+  while (cur < id &&
+         !requested_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
+  }
+  Notify();
+}
+
+void StreamTask::NotifyCheckpointComplete(int64_t id) {
+  int64_t cur = completed_checkpoint_.load(std::memory_order_relaxed);
+  while (cur < id &&
+         !completed_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
+  }
+  Notify();
+}
+
+absl::Status StreamTask::NotifyFinalCheckpoint(int64_t id) {
+  for (auto& [op, ctx] : operators_) {
+    try {
+      op->NotifyCheckpointComplete(id);
+    } catch (...) {
+      return absl::AbortedError(absl::StrCat("operator '", ctx->operator_name(), "' (subtask ",
+                                             ctx->subtask_index(), ") at the final checkpoint ", id,
+                                             ": ", DescribeCurrentException()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void StreamTask::HandleCheckpointSignals() {
+  if (input_->IsSource()) {
+    const int64_t requested = requested_checkpoint_.load(std::memory_order_acquire);
+    if (requested > last_checkpoint_) PerformCheckpoint(requested, 0);
+  }
+  const int64_t completed = completed_checkpoint_.load(std::memory_order_acquire);
+  if (completed > last_notified_) {
+    last_notified_ = completed;
+    for (auto& [op, ctx] : operators_) {
+      OperatorBase* o = op.get();
+      GuardUserCall(*ctx, [o, completed] { o->NotifyCheckpointComplete(completed); });
+    }
+  }
+}
+
+void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
+  if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
+}
+
+SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state) {
+  SubtaskSnapshot s;
+  s.checkpoint_id = id;
+  s.task_index = task_index_;
+  s.task_name = metrics_->task_name();
+  s.subtask = metrics_->subtask();
+  s.parallelism = metrics_->parallelism();
+  s.has_source = input_->IsSource();
+  {
+    StateWriter w;
+    input_->SnapshotPosition(w);
+    s.input_state = w.Release();
+  }
+  s.operators.reserve(operators_.size());
+  for (auto& [op, ctx] : operators_) {
+    StateWriter w;
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o, &w, id, final_state] {
+      if (!final_state) o->PrepareSnapshotPreBarrier(id);
+      o->SnapshotState(w);
+    });
+    s.operators.push_back(OperatorSnapshot{ctx->operator_name(), w.Release()});
+  }
+  return s;
+}
+
+void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
+  if (id <= last_checkpoint_) return;
+  last_checkpoint_ = id;
+  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false);
+  s.alignment_ns = alignment_ns;
+  for (WriterBase* w : writers_) w->EmitBarrier(id);
+  metrics_->last_checkpoint.store(id, std::memory_order_relaxed);
+  metrics_->last_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
+  if (alignment_ns > metrics_->max_alignment_ns.load(std::memory_order_relaxed))
+    metrics_->max_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
+  if (listener_ != nullptr) {
+    listener_->OnCheckpointBarrier(metrics_->task_name(), metrics_->subtask(), id, alignment_ns);
+  }
+  ack_->Acknowledge(std::move(s));
+}
+
+std::vector<int> StreamTask::OldStatesFor(size_t i, const SubtaskRestore& rs,
+                                          const std::string& where) const {
+  const int s = metrics_->subtask(), p = metrics_->parallelism();
+  const int old_p = rs.old_parallelism;
+  if (old_p == p) return {s};
+  const auto& [op, ctx] = operators_[i];
+  std::vector<int> picked;
+  switch (op->state_rescaling()) {
+    case StateRescaling::kKeyGroups:
+      return OverlappingSubtasks(s, p, old_p, ctx->max_parallelism());
+    case StateRescaling::kRoundRobin:
+      for (int k = s; k < old_p; k += p) picked.push_back(k);
+      return picked;
+    case StateRescaling::kDropped:
+      return picked;
+    case StateRescaling::kNotRescalable:
+      for (int k = 0; k < old_p; ++k) {
+        if (!(*rs.old)[static_cast<size_t>(k)].operators[i].state.empty()) {
+          throw std::runtime_error(absl::StrCat(
+              where, ": operator '", ctx->operator_name(), "' has state (old subtask ", k,
+              ") and cannot be restored at another parallelism (it names no way to split it)"));
+        }
+      }
+      return picked;
+  }
+  return picked;
+}
+
+void StreamTask::Restore() {
+  const SubtaskRestore& rs = *restore_;
+  const int p = metrics_->parallelism();
+  const std::string where = absl::StrCat(
+      "restoring task '", metrics_->task_name(), "' subtask ", metrics_->subtask(),
+      " from checkpoint ", rs.checkpoint_id,
+      rs.old_parallelism == p
+          ? std::string()
+          : absl::StrCat(" at parallelism ", p, " (it ran at ", rs.old_parallelism, ")"));
+  const std::vector<SubtaskSnapshot>& old = *rs.old;
+  for (const SubtaskSnapshot& s : old) {
+    if (s.operators.size() != operators_.size()) {
+      throw std::runtime_error(absl::StrCat(where, ": the checkpoint has ", s.operators.size(),
+                                            " operators in this chain, the job ",
+                                            operators_.size()));
+    }
+    for (size_t i = 0; i < operators_.size(); ++i) {
+      if (!rs.matched_by_uid && s.operators[i].name != operators_[i].second->operator_name()) {
+        throw std::runtime_error(absl::StrCat(where, ": operator ", i, " is '",
+                                              operators_[i].second->operator_name(),
+                                              "', the checkpoint has '", s.operators[i].name, "'"));
+      }
+    }
+    if (s.has_source != input_->IsSource()) {
+      throw std::runtime_error(
+          absl::StrCat(where, ": the checkpoint has ", s.has_source ? "a source" : "an input gate",
+                       " where the job has ", input_->IsSource() ? "a source" : "an input gate"));
+    }
+  }
+  for (size_t i = 0; i < operators_.size(); ++i) {
+    auto& [op, ctx] = operators_[i];
+    for (int k : OldStatesFor(i, rs, where)) {
+      StateReader r(old[static_cast<size_t>(k)].operators[i].state);
+      OperatorBase* o = op.get();
+      GuardUserCall(*ctx, [o, &r] { o->RestoreState(r); });
+      if (!r.ok()) {
+        throw std::runtime_error(absl::StrCat(where, ": operator '", ctx->operator_name(),
+                                              "' (old subtask ", k, "): ", r.error()));
+      }
+    }
+  }
+  if (rs.restore_input) {
+    StateReader r(old[static_cast<size_t>(metrics_->subtask())].input_state);
+    input_->RestorePosition(r);
+    if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": input: ", r.error()));
+  } else {
+    std::vector<const std::string*> states;
+    for (const SubtaskSnapshot& s : old) states.push_back(&s.input_state);
+    const std::string error = input_->RestoreRescaled(states);
+    if (!error.empty()) throw std::runtime_error(absl::StrCat(where, ": input: ", error));
+  }
+  last_checkpoint_ = rs.checkpoint_id;
+  restore_.reset();
+}
+
+void StreamTask::FinishChain() {
+  for (auto& [op, ctx] : operators_) {
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o] { o->Finish(); });
+  }
+}
+
+void StreamTask::CloseAll() {
+  if (closed_) return;
+  closed_ = true;
+  SetBackpressured(false);
+  if (!opened_) return;
+  try {
+    // The gauge functions' last values, while their objects are open.
+    metrics_->RefreshGaugeFunctions();
+  } catch (...) {
+  }
+  for (auto& [op, ctx] : operators_) {
+    try {
+      op->Close();
+    } catch (...) {
+      // The job has already ended or failed; Close() errors add nothing.
+    }
+  }
+  try {
+    if (input_) input_->Close();
+  } catch (...) {
+  }
+}
+
+void StreamTask::Release() {
+  input_.reset();
+  operators_.clear();
+  outputs_.clear();
+  writers_.clear();
+}
+
+}  // namespace tidemark::internal

@@ -1,0 +1,163 @@
+// runtime/task/detail/stream_task.h
+//
+// StreamTask: one chain of operators at one subtask index, the unit the
+// executor schedules.  Its input is either a source (SourceDriver<T>) or an
+// input gate (InputGate<T>: the task's input channels, a WatermarkValve, and
+// the head of the chain); its outputs are ChannelWriter<T>s, one per
+// downstream edge, that fill batches and hand them to channels.
+//
+// What one RunSlice() does: fire due processing-time timers; then, while every
+// output channel has space, take one step of input (one batch from a channel,
+// or one poll of the source) through the chain; flush batches older than the
+// buffer timeout; yield after a bounded number of steps so that tasks share
+// the workers fairly.  When there is no input or no space it flushes every
+// partial batch (so a slow stream is never held back) and waits.
+//
+// Thread safety: everything here is touched only by the thread running the
+// task, except the channels (channel.h) and the metrics (metrics.h).
+#ifndef TM_RUNTIME_STREAM_TASK_H_
+#define TM_RUNTIME_STREAM_TASK_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/detail/task.h"
+#include "tidemark/runtime/core/detail/task_host.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/io/detail/channel_writer.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/state/detail/checkpoint.h"
+#include "tidemark/runtime/task/detail/chain_output.h"
+#include "tidemark/runtime/task/detail/source_driver.h"
+#include "tidemark/runtime/task/watermark_alignment.h"
+
+namespace tidemark::internal {
+
+// One chain of operators at one subtask index.
+//
+// Checkpoints (checkpoint.h): a source task starts checkpoint n between two
+// polls once RequestCheckpoint(n) has been called; a task with input channels
+// when its gate has aligned barrier n (OnBarrierAligned).  Either way it
+// snapshots its source position and every operator of the chain, sends
+// barrier n on every output and hands the snapshot to the acknowledger.  A
+// task restored from a checkpoint gives each operator its state right after
+// Open(), and the source its position.
+class StreamTask final : public Task, public CheckpointParticipant, private BarrierHandler {
+ public:
+  StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
+             const Clock* clock, const JobConfig* config);
+  ~StreamTask() override;
+
+  // --- assembly, by the executor, before the job starts ---
+  ProcessingTimeService& timers() { return timers_; }
+  // Processing time without the time spent back-pressured (idleness runs on
+  // it; see PausableRelativeClock).
+  PausableRelativeClock& input_activity_clock() { return activity_clock_; }
+  SubtaskMetrics* metrics() { return metrics_.get(); }
+  WriterSignals* signals() { return &signals_; }
+  const JobConfig& config() const { return *config_; }
+  // Operators in chain order (head first); contexts are owned here.
+  OperatorContext* AddContext(std::unique_ptr<OperatorContext> ctx);
+  void AddOperator(std::unique_ptr<OperatorBase> op, OperatorContext* ctx);
+  void AddOutputObject(std::unique_ptr<OutputBase> out) { outputs_.push_back(std::move(out)); }
+  void AddWriter(WriterBase* w) { writers_.push_back(w); }
+  void SetInput(std::unique_ptr<TaskInput> input) { input_ = std::move(input); }
+  // A source task's watermark alignment (runtime/task/watermark_alignment.h),
+  // made on first call.
+  SourceAlignment* EnableAlignment(AlignmentCoordinator* coordinator, WatermarkListener* listener) {
+    if (!alignment_)
+      alignment_ = std::make_unique<SourceAlignment>(coordinator, this, &activity_clock_,
+                                                     metrics_.get(), listener);
+    return alignment_.get();
+  }
+  // Takes part in checkpoints, reporting to `ack` (and each barrier to
+  // `listener`, may be null); `task_index` names the task in the snapshots.
+  // Call after SetInput.
+  void EnableCheckpoints(CheckpointAcknowledger* ack, int task_index, WatermarkListener* listener);
+  // Starts from `restore` (its snapshots' operators in this chain's order).
+  void SetRestoreState(SubtaskRestore restore) { restore_ = std::move(restore); }
+  bool is_source() const override { return input_ && input_->IsSource(); }
+  bool replayable() const override { return !input_ || input_->Replayable(); }
+
+  // --- checkpoints, from any thread ---
+  // Source tasks: start checkpoint `id` at the next step.
+  void RequestCheckpoint(int64_t id) override;
+  // Every subtask has snapshotted checkpoint `id`: the operators hear of it
+  // at the next slice.
+  void NotifyCheckpointComplete(int64_t id) override;
+  // After the task has finished, from the thread that waits for the job: the
+  // job's final checkpoint `id` is durable; tells the operators (a
+  // two-phase-commit sink commits its last files).  An operator's error is
+  // returned.
+  absl::Status NotifyFinalCheckpoint(int64_t id);
+
+  // --- Task ---
+  Result RunSlice() override;
+  SteadyTime WakeupDeadline() const override { return wakeup_; }
+  bool NeedsOwnThread() const override { return input_ && input_->NeedsOwnThread(); }
+  int WaitFd() const override { return input_ ? input_->WaitFd() : -1; }
+  void Release() override;
+
+ private:
+  Result Wait(Timestamp now_ms);
+  // Blocked on a full output channel: the input activity clock stands still
+  // until the task can write again.
+  void SetBackpressured(bool blocked);
+  bool AnyWriterFull();
+  void FinishChain();
+  void CloseAll();
+  // BarrierHandler
+  void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
+  // Snapshots the chain (and source) for checkpoint `id`, or (final_state)
+  // once the task has finished.
+  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state);
+  void PerformCheckpoint(int64_t id, int64_t alignment_ns);
+  void Restore();
+  // The old subtasks whose state operator `i` restores (their indices in
+  // `rs.old`): this subtask's own at the same parallelism, else by the
+  // operator's StateRescaling.
+  std::vector<int> OldStatesFor(size_t i, const SubtaskRestore& rs, const std::string& where) const;
+  // Checkpoint requests and completions that arrived since the last slice.
+  void HandleCheckpointSignals();
+
+  bool cancelled() const { return cancel_flag_->load(std::memory_order_acquire); }
+
+  TaskHost* host_;
+  const std::atomic<bool>* cancel_flag_;  // host_->cancel_flag()
+  std::unique_ptr<SubtaskMetrics> metrics_;
+  const Clock* clock_;
+  const JobConfig* config_;
+  ProcessingTimeService timers_;
+  PausableRelativeClock activity_clock_;
+  bool paused_by_backpressure_ = false;
+  WriterSignals signals_;
+  std::vector<std::unique_ptr<OperatorContext>> contexts_;
+  std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> operators_;
+  std::vector<std::unique_ptr<OutputBase>> outputs_;  // chain outputs and writers
+  std::vector<WriterBase*> writers_;
+  std::unique_ptr<TaskInput> input_;
+  std::unique_ptr<SourceAlignment> alignment_;
+  bool opened_ = false;
+  bool closed_ = false;
+  SteadyTime wakeup_ = SteadyTime::max();
+  // Checkpoints.
+  CheckpointAcknowledger* ack_ = nullptr;
+  int task_index_ = 0;
+  WatermarkListener* listener_ = nullptr;
+  std::optional<SubtaskRestore> restore_;
+  std::atomic<int64_t> requested_checkpoint_{-1};
+  std::atomic<int64_t> completed_checkpoint_{-1};
+  int64_t last_checkpoint_ = -1;  // the last this task snapshotted
+  int64_t last_notified_ = -1;    // the last completion its operators heard of
+};
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_STREAM_TASK_H_

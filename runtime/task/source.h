@@ -1,0 +1,106 @@
+// runtime/task/source.h
+//
+// Source<T>: where records come from.  The executor creates one instance per
+// source subtask (from a factory) and polls it:
+//
+//   Open(ctx)            once, with the subtask index and parallelism;
+//   Poll(out, budget)    emits up to about `budget` records and says whether
+//                        more are available now, nothing is available yet
+//                        (poll again at RetryAt(), or when WaitFd() becomes
+//                        readable), or the input has ended (bounded sources);
+//   Close()              once.
+//
+// Checkpoints: a source that can start again from a position (a file at a
+// byte offset, a generator at an index) says so with Replayable() and writes
+// that position in SnapshotPosition(), called between polls; a restored job
+// hands it back to RestorePosition() after Open() and before the first Poll.
+// A source that cannot replay (a socket, stdin) makes the job at-most-once:
+// what it had emitted after the last checkpoint is gone on a restore.
+//
+// Non-blocking sources (collections, generators) run on the arena's workers
+// with everything else, so Poll must return promptly.  Sources doing blocking
+// I/O return true from NeedsOwnThread() and get a dedicated thread; even they
+// should not block in Poll for long: cancellation waits for Poll to return.
+// A source reports a fatal error (missing file, refused connection, malformed
+// line under the `fail` policy) by throwing; the job then fails with that
+// message.
+#ifndef TM_RUNTIME_SOURCE_H_
+#define TM_RUNTIME_SOURCE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/time.h"
+
+namespace tidemark {
+
+template <typename T>
+class SourceOutput {
+ public:
+  virtual ~SourceOutput() = default;
+  // A record without a timestamp (kNoTimestamp).
+  virtual void Collect(T&& value) = 0;
+  virtual void CollectWithTimestamp(T&& value, Timestamp ts) = 0;
+  // Watermarks produced by the source itself (most sources leave this to a
+  // WatermarkStrategy).
+  virtual void EmitWatermark(Timestamp watermark) = 0;
+  virtual void MarkIdle() = 0;
+  // True once an output channel is full: stop emitting and return from Poll.
+  virtual bool Backpressured() const = 0;
+  // Per-split outputs (Flink's ReaderOutput#createOutputForSplit): a source
+  // reading several splits (files, partitions) emits each split's records
+  // through that split's output.  When the job's WatermarkStrategy was given
+  // to from_source, every split then gets a watermark generator of its own
+  // and the subtask emits the minimum over its splits that are not idle
+  // (docs/semantics.md, 2.7); otherwise the splits are one stream.  The same
+  // output for the same id until ReleaseSplit(id); valid while the source is
+  // open.  The default (outputs that know no splits) is this output.
+  virtual SourceOutput<T>& ForSplit(const std::string& split_id) {
+    (void)split_id;
+    return *this;
+  }
+  // The split has ended (Flink's releaseOutputForSplit): it no longer holds
+  // the subtask's watermark back.
+  virtual void ReleaseSplit(const std::string& split_id) { (void)split_id; }
+};
+
+class SubtaskMetrics;  // runtime/core/metrics.h
+namespace internal {
+class StateWriter;  // runtime/state/state_codec.h
+class StateReader;
+}  // namespace internal
+
+struct SourceContext {
+  int subtask_index = 0;
+  int parallelism = 1;
+  const Clock* clock = nullptr;
+  // The subtask's metrics, for a source's own named counters
+  // (GetCounter("...")); null outside a running job.
+  SubtaskMetrics* metrics = nullptr;
+};
+
+enum class PollStatus { kMoreAvailable, kNothingAvailable, kEndOfInput };
+
+template <typename T>
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual void Open(const SourceContext& ctx) { (void)ctx; }
+  virtual PollStatus Poll(SourceOutput<T>& out, size_t budget) = 0;
+  virtual void Close() {}
+  // After kNothingAvailable: processing time (ms) at which to poll again;
+  // kMaxTimestamp means "when WaitFd() is readable or never".  A time that is
+  // not in the future counts as "in a millisecond" (the task never spins).
+  virtual Timestamp RetryAt() const { return kMaxTimestamp; }
+  virtual bool NeedsOwnThread() const { return false; }
+  virtual int WaitFd() const { return -1; }
+  // Checkpoints (see above).
+  virtual bool Replayable() const { return false; }
+  virtual void SnapshotPosition(internal::StateWriter& /*w*/) const {}
+  virtual void RestorePosition(internal::StateReader& /*r*/) {}
+};
+
+}  // namespace tidemark
+
+#endif  // TM_RUNTIME_SOURCE_H_
