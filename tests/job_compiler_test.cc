@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/tidemark.h"
 
 namespace tidemark {
@@ -464,6 +465,34 @@ TEST(JobCompilerBuildTest, RunsOneTaskPerChainAndSubtask) {
   int64_t max_sum = 0;
   for (int64_t v : values) max_sum = std::max(max_sum, v);
   EXPECT_EQ(max_sum, 18);  // 6 + 12
+}
+
+// A job across ranks needs the MPI plane (tidemark::mpi, which this test does
+// not link): the compiler says so instead of running on one rank's share.
+TEST(JobCompilerBuildTest, AcrossRanksWithoutTheMpiPlaneIsAnErrorNamingIt) {
+  ASSERT_EQ(RegisteredRemotePlane().make_exchange, nullptr);
+  std::vector<std::unique_ptr<StreamNode>> nodes;
+  auto source = std::make_unique<StreamNode>();
+  source->id = 0;
+  source->kind = StreamNode::Kind::kSource;
+  source->name = "S";
+  source->out = std::make_shared<TypedNodeOps<int>>();
+  nodes.push_back(std::move(source));
+  auto op = std::make_unique<StreamNode>();
+  op->id = 1;
+  op->name = "Op";
+  op->inputs.push_back(EdgeSpec{0, ShipStrategy::kDefault, nullptr});
+  nodes.push_back(std::move(op));
+  JobConfig config;
+  JobCompilerOptions options;
+  options.parallelism = 2;
+  options.config = &config;
+  options.cluster = ClusterInfo{0, 2};
+  absl::StatusOr<std::shared_ptr<JobExecution>> built = JobCompiler(nodes, options).Compile();
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(built.status().message(), HasSubstr("rank 0 of 2"));
+  EXPECT_THAT(built.status().message(), HasSubstr("not linked with tidemark::mpi"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "tidemark/runtime/exec/executor.h"
+#include "tidemark/runtime/cluster/mpi_cluster.h"
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/state/state_codec.h"
 
@@ -235,7 +235,7 @@ absl::Status MpiExchange::Open(const std::string& plan) {
   return absl::OkStatus();
 }
 
-void MpiExchange::Start(JobExecution* job) {
+void MpiExchange::Start(TaskHost* job) {
   job_ = job;
   thread_ = std::thread([this] { Loop(); });
 }

@@ -62,31 +62,14 @@
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/exec/cluster.h"
 #include "tidemark/runtime/exec/job_result.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
 
 namespace tidemark::internal {
 
-class JobExecution;
-
-// What Finish() hands back besides the status (JobExecution::Wait).
-struct FinishHooks {
-  // In: this rank's subtasks; out: every rank's, in the plan's order.
-  std::vector<SubtaskMetricsSnapshot>* metrics = nullptr;
-  NetworkSummary* network = nullptr;  // out: summed over the ranks
-  // A checkpointing job, on rank 0, once every rank has finished without a
-  // failure: writes the final checkpoint and returns its id (-1: it could
-  // not be written).  Every rank gets the id in *final_checkpoint_id.
-  std::function<int64_t()> final_checkpoint;
-  int64_t* final_checkpoint_id = nullptr;
-  // In: this rank's checkpoint summary (read after final_checkpoint ran);
-  // out: rank 0's (the coordinator's), at-most-once if any rank's is.
-  std::function<CheckpointSummary()> checkpoint_summary;
-  CheckpointSummary* checkpoints = nullptr;
-};
-
-class MpiExchange final : public CheckpointAcknowledger {
+class MpiExchange final : public RemoteExchange {
  public:
   // `capacity`: every remote channel's capacity in batches (the job's channel
   // capacity), the credits a sender starts with.
@@ -99,35 +82,37 @@ class MpiExchange final : public CheckpointAcknowledger {
   // `id` names the channel on every rank (both ends number the channels of
   // the plan alike).  Outbound: `channel` is filled by a local task and
   // drained here; inbound: filled here and drained by a local task.
-  void AddOutbound(uint32_t id, int peer, ChannelBase* channel, std::unique_ptr<RemoteCodec> codec);
-  void AddInbound(uint32_t id, int peer, ChannelBase* channel, std::unique_ptr<RemoteCodec> codec);
+  void AddOutbound(uint32_t id, int peer, ChannelBase* channel,
+                   std::unique_ptr<RemoteCodec> codec) override;
+  void AddInbound(uint32_t id, int peer, ChannelBase* channel,
+                  std::unique_ptr<RemoteCodec> codec) override;
   // Collective: this job's communicator, and the check that every rank built
   // the plan whose fingerprint is `plan`.  FAILED_PRECONDITION when a rank
   // built another plan, DEADLINE_EXCEEDED when one did not come.
-  absl::Status Open(const std::string& plan);
+  absl::Status Open(const std::string& plan) override;
 
   // Checkpoints across ranks (docs/distribution.md): the coordinator runs
   // on rank 0.  There, every subtask of another rank is a stand-in that sends
   // the coordinator's requests (start checkpoint n, n is complete) to its
   // rank; on the other ranks the exchange is the tasks' acknowledger and
   // relays their snapshots to rank 0.
-  void SetCoordinator(CheckpointAcknowledger* coordinator) { coordinator_ = coordinator; }
-  void AddLocalTask(int task, int subtask, CheckpointParticipant* t);
-  CheckpointParticipant* AddRemoteTask(int rank, int task, int subtask, bool source);
+  void SetCoordinator(CheckpointAcknowledger* coordinator) override { coordinator_ = coordinator; }
+  void AddLocalTask(int task, int subtask, CheckpointParticipant* t) override;
+  CheckpointParticipant* AddRemoteTask(int rank, int task, int subtask, bool source) override;
   // CheckpointAcknowledger (ranks other than 0; any task thread).
   void Acknowledge(SubtaskSnapshot s) override;
   void SubtaskFinished(SubtaskSnapshot final_state) override;
 
   // --- running (JobExecution) ---
-  void Start(JobExecution* job);
+  void Start(TaskHost* job) override;
   // After the local tasks have all finished with `local`: completes the
   // exchange with every rank (see the top) and returns the job's status
   // across ranks (the first failure of any rank, naming it), with `hooks`.
-  absl::Status Finish(const absl::Status& local, const FinishHooks& hooks);
+  absl::Status Finish(const absl::Status& local, const FinishHooks& hooks) override;
 
-  const ClusterInfo& cluster() const { return cluster_; }
+  const ClusterInfo& cluster() const override { return cluster_; }
   // The task names in the plan's order, for sorting the gathered metrics.
-  void SetTaskOrder(std::vector<std::string> names);
+  void SetTaskOrder(std::vector<std::string> names) override;
 
  private:
   struct Link;
@@ -162,7 +147,7 @@ class MpiExchange final : public CheckpointAcknowledger {
   std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
   std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
   bool local_at_most_once_ = false;
-  JobExecution* job_ = nullptr;
+  TaskHost* job_ = nullptr;
   std::thread thread_;
 
   // Between the caller of Finish() and the thread.

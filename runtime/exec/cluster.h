@@ -55,17 +55,10 @@ int BlockPlacement(const PlacementRequest& r);
 
 // Collective: every rank calls it at the same point (after the same jobs).
 // Rank 0 receives every rank's `mine` in rank order; the other ranks an
-// empty vector.  One rank: {mine}.  For gathering what a program collected
+// empty vector.  One rank: {mine}.  Across ranks it needs tidemark::mpi
+// linked (throws std::runtime_error saying so otherwise).  For gathering what a program collected
 // itself (the CLI's timeline events); a job's metrics are gathered already.
 std::vector<std::string> GatherAtRank0(std::string_view mine);
-
-namespace internal {
-// MPI_Init_thread once per process (MPI_THREAD_MULTIPLE), finalised at exit
-// unless MarkClusterBroken() was called (a peer that vanished would make
-// MPI_Finalize wait for it).  Only called when ThisCluster().distributed().
-void EnsureMpiInitialized();
-void MarkClusterBroken();
-}  // namespace internal
 
 }  // namespace tidemark
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "tidemark/runtime/cluster/mpi_exchange.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 
 namespace tidemark {
 using namespace internal;
@@ -47,7 +47,7 @@ void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coor
   restore_problems_ = std::move(restore_problems);
 }
 
-void JobExecution::SetExchange(std::unique_ptr<MpiExchange> exchange) {
+void JobExecution::SetExchange(std::unique_ptr<RemoteExchange> exchange) {
   exchange_ = std::move(exchange);
 }
 

@@ -49,7 +49,7 @@
 namespace tidemark {
 
 namespace internal {
-class MpiExchange;
+class RemoteExchange;
 
 class JobExecution final : public TaskHost,
                            private CompletionListener,
@@ -76,7 +76,7 @@ class JobExecution final : public TaskHost,
   CheckpointCoordinator* checkpoint_coordinator() const { return coordinator_.get(); }
   // A job spanning ranks: the exchange of its remote channels, started with
   // the tasks and finished by Wait() (runtime/cluster/mpi_exchange.h).
-  void SetExchange(std::unique_ptr<MpiExchange> exchange);
+  void SetExchange(std::unique_ptr<RemoteExchange> exchange);
 
   // The job's watermark alignment groups (runtime/task/watermark_alignment.h).
   AlignmentCoordinator* alignment() { return &alignment_; }
@@ -101,7 +101,7 @@ class JobExecution final : public TaskHost,
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
   bool done() const;
   // The error that failed the job (OK while none did).
-  absl::Status FirstError() const;
+  absl::Status FirstError() const override;
 
   // Current metrics of every subtask.  Thread-safe.
   std::vector<SubtaskMetricsSnapshot> Metrics() const;
@@ -122,7 +122,7 @@ class JobExecution final : public TaskHost,
   WakeupTimer timer_;
   std::vector<std::unique_ptr<DedicatedThread>> threads_;
   std::unique_ptr<CheckpointCoordinator> coordinator_;
-  std::unique_ptr<MpiExchange> exchange_;
+  std::unique_ptr<RemoteExchange> exchange_;
   bool checkpointing_ = false;  // on ranks other than 0 without a coordinator
   int64_t restored_id_ = -1;
   std::string restored_path_;

@@ -10,8 +10,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tidemark/runtime/cluster/mpi_exchange.h"
 #include "tidemark/runtime/exec/executor.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/task/detail/node_ops.h"
 
@@ -330,9 +330,9 @@ struct JobCompiler::Assembly {
   std::shared_ptr<JobExecution> exec;
   // [chain][subtask]; null for the subtasks of other ranks.
   std::vector<std::vector<StreamTask*>> tasks;
-  std::vector<std::vector<int>> rank;     // [chain][subtask]: where it runs
-  std::unique_ptr<MpiExchange> exchange;  // across ranks only
-  absl::Status error;                     // of CreateChannels
+  std::vector<std::vector<int>> rank;        // [chain][subtask]: where it runs
+  std::unique_ptr<RemoteExchange> exchange;  // across ranks only
+  absl::Status error;                        // of CreateChannels
   // [edge][upstream subtask][downstream subtask]; null where there is no
   // channel (FORWARD, u != d); empty for chained edges.
   std::vector<std::vector<std::vector<ChannelBase*>>> channels;
@@ -384,7 +384,14 @@ absl::Status JobCompiler::Place(const PhysicalPlan& plan, Assembly& a) const {
     }
   }
   if (!cluster.distributed()) return absl::OkStatus();
-  a.exchange = std::make_unique<MpiExchange>(cluster, options_.config->channel_capacity);
+  const RemotePlane& remote = RegisteredRemotePlane();
+  if (remote.make_exchange == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this process is rank ", cluster.rank, " of ", cluster.size,
+        " (started by an MPI launcher), but the program is not linked with tidemark::mpi "
+        "(CMake: target_link_libraries(<target> tidemark::mpi)); link it to run across ranks"));
+  }
+  a.exchange = remote.make_exchange(cluster, options_.config->channel_capacity);
   return absl::OkStatus();
 }
 

@@ -12,36 +12,9 @@
 
 #include "absl/status/status.h"
 #include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/state/checkpoint_summary.h"
 
 namespace tidemark {
-
-// What checkpointing did in a job (env.enable_checkpointing).
-struct CheckpointSummary {
-  bool enabled = false;
-  int64_t completed = 0;  // checkpoints made durable
-  int64_t failed = 0;     // checkpoints that could not be written (last_error says why)
-  int64_t last_id = -1;
-  double last_duration_ms = 0;  // from start to durable
-  double max_duration_ms = 0;
-  int64_t last_size_bytes = 0;  // the state files of the last one
-  int64_t max_size_bytes = 0;   // of the largest one
-  double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
-  std::string last_error;
-  // Restored from this checkpoint (-1: started fresh).
-  int64_t restored_id = -1;
-  std::string restored_path;
-  // Checkpoints passed over when restoring from the latest (damaged ones),
-  // one line each naming the file and what is wrong.
-  std::vector<std::string> restore_problems;
-  // What else the job has to say about its checkpoints, one line each: a
-  // committed part file a restore rolled back (committed by a checkpoint
-  // after the one restored from), a directory in the checkpoint directory
-  // that is not one of the job's checkpoints and was ignored.
-  std::vector<std::string> notices;
-  // Some source cannot replay (a socket, stdin): on a restore what it had
-  // emitted after the checkpoint is lost, so the job is at-most-once.
-  bool at_most_once = false;
-};
 
 // Traffic between ranks (runtime/cluster/mpi_exchange.h), summed over every rank;
 // all zero for a job on one rank.

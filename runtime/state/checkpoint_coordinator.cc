@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/state/state_codec.h"
-#include "tidemark/runtime/task/detail/stream_task.h"
 
 namespace tidemark::internal {
 namespace {

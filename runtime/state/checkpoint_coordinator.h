@@ -50,8 +50,8 @@
 
 #include "absl/status/statusor.h"
 #include "tidemark/runtime/core/time.h"
-#include "tidemark/runtime/exec/job_result.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/runtime/state/checkpoint_summary.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
 
 namespace tidemark::internal {

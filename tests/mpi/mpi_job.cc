@@ -36,6 +36,7 @@
 #include <thread>
 
 #include "differential_cases.h"
+#include "tidemark/runtime/cluster/mpi_cluster.h"
 
 namespace tidemark {
 namespace {

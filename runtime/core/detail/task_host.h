@@ -1,7 +1,8 @@
 // runtime/core/detail/task_host.h
 //
 // TaskHost: what a running task sees of its job (implemented by JobExecution,
-// executor.h): whether the job has been cancelled, a way to fail it, and its notices.
+// executor.h): whether the job has been cancelled, a way to fail it, its first
+// error, and its notices.
 #ifndef TM_RUNTIME_TASK_HOST_H_
 #define TM_RUNTIME_TASK_HOST_H_
 
@@ -23,6 +24,8 @@ class TaskHost {
   // A line for the job's notices (CheckpointSummary::notices), e.g. a part
   // file a restore rolled back.  Thread-safe.
   virtual void Notice(std::string line) { (void)line; }
+  // The first error recorded (OK: none).  Thread-safe.
+  virtual absl::Status FirstError() const = 0;
 
  protected:
   ~TaskHost() = default;

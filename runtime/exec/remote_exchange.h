@@ -1,0 +1,83 @@
+// runtime/exec/remote_exchange.h
+//
+// RemoteExchange: what the job compiler and JobExecution need of the plane
+// that carries channels between ranks (runtime/cluster/mpi_exchange.h), so
+// that the execution plane neither includes nor links MPI.  The MPI plane
+// (library tidemark_mpi, CMake target tidemark::mpi) registers its factory
+// when it is linked into the program; a program without it runs on one rank
+// and says so when started under mpirun with more (the compiler's error
+// names tidemark::mpi).
+#ifndef TM_RUNTIME_REMOTE_EXCHANGE_H_
+#define TM_RUNTIME_REMOTE_EXCHANGE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tidemark/runtime/core/detail/task_host.h"
+#include "tidemark/runtime/exec/cluster.h"
+#include "tidemark/runtime/exec/job_result.h"
+#include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/detail/remote_codec.h"
+#include "tidemark/runtime/state/detail/checkpoint.h"
+
+namespace tidemark::internal {
+
+// What Finish() hands back besides the status (JobExecution::Wait).
+struct FinishHooks {
+  // In: this rank's subtasks; out: every rank's, in the plan's order.
+  std::vector<SubtaskMetricsSnapshot>* metrics = nullptr;
+  NetworkSummary* network = nullptr;  // out: summed over the ranks
+  // A checkpointing job, on rank 0, once every rank has finished without a
+  // failure: writes the final checkpoint and returns its id (-1: it could
+  // not be written).  Every rank gets the id in *final_checkpoint_id.
+  std::function<int64_t()> final_checkpoint;
+  int64_t* final_checkpoint_id = nullptr;
+  // In: this rank's checkpoint summary (read after final_checkpoint ran);
+  // out: rank 0's (the coordinator's), at-most-once if any rank's is.
+  std::function<CheckpointSummary()> checkpoint_summary;
+  CheckpointSummary* checkpoints = nullptr;
+};
+
+// One per job and rank (the contract: runtime/cluster/mpi_exchange.h).
+class RemoteExchange : public CheckpointAcknowledger {
+ public:
+  virtual ~RemoteExchange() = default;
+
+  // --- assembly (the job compiler) ---
+  virtual void AddOutbound(uint32_t id, int peer, ChannelBase* channel,
+                           std::unique_ptr<RemoteCodec> codec) = 0;
+  virtual void AddInbound(uint32_t id, int peer, ChannelBase* channel,
+                          std::unique_ptr<RemoteCodec> codec) = 0;
+  virtual absl::Status Open(const std::string& plan) = 0;
+  virtual void SetCoordinator(CheckpointAcknowledger* coordinator) = 0;
+  virtual void AddLocalTask(int task, int subtask, CheckpointParticipant* t) = 0;
+  virtual CheckpointParticipant* AddRemoteTask(int rank, int task, int subtask, bool source) = 0;
+  virtual void SetTaskOrder(std::vector<std::string> names) = 0;
+
+  // --- running (JobExecution) ---
+  virtual void Start(TaskHost* job) = 0;
+  virtual absl::Status Finish(const absl::Status& local, const FinishHooks& hooks) = 0;
+  virtual const ClusterInfo& cluster() const = 0;
+};
+
+// What the MPI plane registers when it is linked (runtime/cluster/mpi_cluster.cc).
+struct RemotePlane {
+  // A job's exchange; `capacity`: every remote channel's, in batches.
+  std::unique_ptr<RemoteExchange> (*make_exchange)(const ClusterInfo& cluster,
+                                                   size_t capacity) = nullptr;
+  // GatherAtRank0 across the ranks (runtime/exec/cluster.h).
+  std::vector<std::string> (*gather_at_rank0)(std::string_view mine) = nullptr;
+};
+void RegisterRemotePlane(const RemotePlane& plane);
+// The registered plane; every pointer null when tidemark::mpi is not linked.
+const RemotePlane& RegisteredRemotePlane();
+
+}  // namespace tidemark::internal
+
+#endif  // TM_RUNTIME_REMOTE_EXCHANGE_H_

@@ -1,0 +1,1 @@
+// A runtime file in no plane.
