@@ -1,14 +1,18 @@
 // Built against an installed tidemark by the find_package test: runs a small
 // keyed job and checks its result.
+#include <tidemark/tidemark.h>
+
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tidemark/tidemark.h"
+#include "runtime/time.h"  // the consumer's own (tests/consumer/runtime/time.h)
 
 int main() {
   using namespace tidemark;
+  if (std::string(consumer::TimeHeaderOwner()) != "consumer") return 1;
+  static_assert(kMaxWatermark > 0, "tidemark's runtime/core/time.h is reached too");
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
   std::vector<std::string> words = {"a", "b", "a", "c", "a", "b"};

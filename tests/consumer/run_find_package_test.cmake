@@ -21,8 +21,9 @@ file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 # (`cmake --install` needs the whole build done: build first, then ctest.)
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
-# Exactly the headers tidemark.h reaches are installed.
-run(${CMAKE_COMMAND} "-DINCLUDE_DIR=${prefix}/include/tidemark" "-DSOURCE_ROOT=${PROJECT_ROOT}"
+# Exactly the headers tidemark.h reaches are installed (the consumer's build
+# below compiles each of them on its own).
+run(${CMAKE_COMMAND} "-DINCLUDE_DIR=${prefix}/include" "-DSOURCE_ROOT=${PROJECT_ROOT}"
     -P "${PROJECT_ROOT}/cmake/check_installed_headers.cmake")
 
 set(gen_args)
@@ -37,4 +38,16 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" ${gen_args}
     "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/consumer")
+# A one-process job neither links MPI nor gets its include paths.
+file(STRINGS "${WORK_DIR}/build/consumer" mpi_refs REGEX "libmpi")
+if(mpi_refs)
+  message(FATAL_ERROR "the consumer links MPI (${mpi_refs}); only tidemark::mpi may")
+endif()
+file(GLOB_RECURSE ninja_files "${WORK_DIR}/build/*.ninja" "${WORK_DIR}/build/*flags.make")
+foreach(f IN LISTS ninja_files)
+  file(STRINGS "${f}" mpi_flags REGEX "openmpi|/mpi\\.h|-lmpi")
+  if(mpi_flags)
+    message(FATAL_ERROR "the consumer's compile or link lines name MPI (${f}): ${mpi_flags}")
+  endif()
+endforeach()
 file(REMOVE_RECURSE "${WORK_DIR}")
