@@ -407,27 +407,7 @@ class StreamExecutionEnvironment {
 };
 
 namespace internal {
-// Deduces Out from a callable taking (const In&, Collector<Out>&).
-template <typename F>
-struct CallableArgs : CallableArgs<decltype(&F::operator())> {};
-template <typename C, typename R, typename... A>
-struct CallableArgs<R (C::*)(A...) const> {
-  using args = std::tuple<A...>;
-};
-template <typename C, typename R, typename... A>
-struct CallableArgs<R (C::*)(A...)> {
-  using args = std::tuple<A...>;
-};
-template <typename R, typename... A>
-struct CallableArgs<R (*)(A...)> {
-  using args = std::tuple<A...>;
-};
-template <typename T>
-struct CollectorType;
-template <typename O>
-struct CollectorType<Collector<O>&> {
-  using type = O;
-};
+// CallableArgs and CollectorType: operators/basic.h.
 // Whether Out can be deduced from F's Collector<Out>& parameter `I` (the
 // last one), or is given: so that a wrong signature fails in one
 // static_assert, not deep in a template.

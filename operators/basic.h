@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -205,6 +206,29 @@ class Collector {
 };
 
 namespace internal {
+// Deduces Out from a callable taking (const In&, Collector<Out>&) (the API
+// and operators/keyed_process.h's OutOf).
+template <typename F>
+struct CallableArgs : CallableArgs<decltype(&F::operator())> {};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(A...) const> {
+  using args = std::tuple<A...>;
+};
+template <typename C, typename R, typename... A>
+struct CallableArgs<R (C::*)(A...)> {
+  using args = std::tuple<A...>;
+};
+template <typename R, typename... A>
+struct CallableArgs<R (*)(A...)> {
+  using args = std::tuple<A...>;
+};
+template <typename T>
+struct CollectorType;
+template <typename O>
+struct CollectorType<Collector<O>&> {
+  using type = O;
+};
+
 // flat_map(f) with f(const In&, Collector<Out>&).
 template <typename In, typename Out, typename F>
 class FlatMapOperator final : public BatchedOperator<FlatMapOperator<In, Out, F>, In, Out> {
