@@ -35,7 +35,7 @@ endfunction()
 
 set(_reached "")
 set(_missing "")
-file(GLOB _testing RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/tidemark/testing/*.h")
+file(GLOB_RECURSE _testing RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/tidemark/testing/*.h")
 set(_todo tidemark/tidemark.h ${_testing})
 while(_todo)
   list(POP_FRONT _todo h)
