@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# What a user pays to compile a one-window job (issue 11): wall and user
-# seconds and peak memory of `g++ -std=c++20 -O2 -c` on
-# bench/compile_cost_job.cc, N separate runs (default 5), and the number of
-# preprocessed lines.  Run on a quiet machine; report the median.
+# What a user pays to compile a one-window job (issues 11 and 24): user and
+# wall seconds and peak memory of `g++ -std=c++20 -O2 -c` on
+# bench/compile_cost_job.cc beside the yardstick (`#include <bits/stdc++.h>`
+# and an empty main, same flags), N runs of each, interleaved (default 5),
+# the number of preprocessed lines of each, and the ratio of the medians of
+# user seconds (hosts here differ by 2-3x and are shared, so the ratio is the
+# figure; issue 24 asks for at most 2.5).
 #   bench/compile_cost.sh [N] [compiler]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,9 +13,30 @@ n="${1:-5}"
 cxx="${2:-g++}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# The include root a user gets from the package: <prefix>/include/tidemark/...
+# (before issue 24 the headers were included from the source root itself).
+if [ -d "$root/runtime/core" ]; then
+  mkdir -p "$tmp/include/tidemark"
+  for d in api operators partitioning runtime tidemark.h; do ln -s "$root/$d" "$tmp/include/tidemark/$d"; done
+  inc="$tmp/include"
+else
+  inc="$root"
+fi
+printf '#include <bits/stdc++.h>\nint main() { return 0; }\n' > "$tmp/yardstick.cc"
+flags=(-std=c++20 -O2)
 echo "compiler: $("$cxx" --version | head -1)"
-echo "preprocessed lines: $("$cxx" -std=c++20 -O2 -I"$root" -E "$root/bench/compile_cost_job.cc" | wc -l)"
+echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+echo "preprocessed lines: job $("$cxx" "${flags[@]}" -I"$inc" -E "$root/bench/compile_cost_job.cc" | wc -l)," \
+  "yardstick $("$cxx" "${flags[@]}" -E "$tmp/yardstick.cc" | wc -l)"
 for i in $(seq "$n"); do
-  /usr/bin/time -f "run $i: %e s wall, %U s user, %M KB peak" \
-    "$cxx" -std=c++20 -O2 -I"$root" -c "$root/bench/compile_cost_job.cc" -o "$tmp/job.o"
+  /usr/bin/time -f "%U %e %M" -o "$tmp/jobtime.$i" \
+    "$cxx" "${flags[@]}" -I"$inc" -c "$root/bench/compile_cost_job.cc" -o "$tmp/job.o"
+  /usr/bin/time -f "%U %e %M" -o "$tmp/yardtime.$i" "$cxx" "${flags[@]}" -c "$tmp/yardstick.cc" -o "$tmp/yard.o"
+  read -r ju jw jm < "$tmp/jobtime.$i"
+  read -r yu yw ym < "$tmp/yardtime.$i"
+  echo "run $i: job ${ju} s user, ${jw} s wall, ${jm} KB peak; yardstick ${yu} s user, ${yw} s wall"
 done
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+jmed=$(cat "$tmp"/jobtime.* | awk '{print $1}' | median)
+ymed=$(cat "$tmp"/yardtime.* | awk '{print $1}' | median)
+echo "median user seconds: job $jmed, yardstick $ymed, ratio $(awk -v j="$jmed" -v y="$ymed" 'BEGIN {printf "%.2f", j / y}')"

@@ -1,7 +1,7 @@
 // The one-window job whose compile cost issue 11 tracks (bench/compile_cost.sh):
 // a collection source, timestamps and watermarks, key_by, a tumbling window
 // with reduce, and a sink.
-#include "tidemark/tidemark.h"
+#include <tidemark/tidemark.h>
 using namespace tidemark;
 using namespace std::chrono_literals;
 struct Ev {
