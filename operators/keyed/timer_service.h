@@ -427,6 +427,25 @@ class WatermarkOnlyTimeService {
   ProcessingTimeService* pts_ = nullptr;
 };
 
+// What an operator shows of its timers and keyed state to a test harness
+// (api/testing/harness.h), which reads them through a dynamic_cast.  The
+// operators with keyed timers (keyed process, the keyed two-input operators,
+// the interval join, the window operators) implement them.
+class TimerIntrospection {
+ public:
+  virtual ~TimerIntrospection() = default;
+  // Timers registered and not yet fired or deleted, per time domain.
+  virtual size_t num_event_time_timers() const = 0;
+  virtual size_t num_processing_time_timers() const = 0;
+};
+template <typename K>
+class KeyedStateIntrospection {
+ public:
+  virtual ~KeyedStateIntrospection() = default;
+  // The user function's keyed state (KeyedProcessContext::get_state ...).
+  virtual KeyedStateStore<K>& keyed_state_store() = 0;
+};
+
 // A keyed operator's checkpoint: its keyed state and its timers, written
 // under the operator's name and restored for the instance's key groups
 // (runtime/operator.h).
@@ -444,6 +463,32 @@ void RestoreKeyed(StateReader& r, const OperatorContext& ctx, KeyedStateStore<K>
   state.Restore(r, range);
   timers.Restore(r, range);
 }
+
+// The part every keyed operator with timers shares (keyed process, the keyed
+// two-input operators, the interval join): keyed state and timers over
+// `Base` (a one- or two-input operator class), timers firing on the
+// watermark before it is forwarded, checkpoints of both by key group, and
+// the introspection above.  The operator calls timers_.Init in its Open.
+template <typename Base, typename K, typename N = VoidNamespace>
+class KeyedOperator : public Base, public TimerIntrospection, public KeyedStateIntrospection<K> {
+ public:
+  void ProcessWatermark(Timestamp w) override {
+    timers_.AdvanceWatermark(w);
+    this->ForwardWatermark(w);
+  }
+  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
+  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
+
+  size_t num_event_time_timers() const override { return timers_.NumEventTimeTimers(); }
+  size_t num_processing_time_timers() const override { return timers_.NumProcessingTimeTimers(); }
+  KeyedStateStore<K>& keyed_state_store() override { return state_; }
+  KeyedTimerService<K, N>& timer_service() { return timers_; }
+
+ protected:
+  KeyedTimerService<K, N> timers_;
+  KeyedStateStore<K> state_;
+};
 
 }  // namespace tidemark::internal
 

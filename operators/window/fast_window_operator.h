@@ -154,7 +154,7 @@ class FastWindowOperator final
 
   // --- introspection, for tests ---
   // The event-time timers WindowOperator would hold.
-  size_t num_event_time_timers() const {
+  size_t num_event_time_timers() const override {
     return timers_.NumEventTimeTimers() + NumImplicitEventTimeTimers();
   }
   // (key, window) pairs that hold contents.

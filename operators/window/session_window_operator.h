@@ -431,7 +431,7 @@ class FastSessionWindowOperator final
   }
 
   // --- introspection, for tests (WindowOperator's) ---
-  size_t num_event_time_timers() const { return live_timers_; }
+  size_t num_event_time_timers() const override { return live_timers_; }
   // (key, state window) pairs that hold contents.
   size_t num_windows_with_contents() const { return live_contents_; }
   // Bytes allocated for the keys' state and the timer entries.

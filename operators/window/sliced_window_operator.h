@@ -280,7 +280,7 @@ class SlicedWindowOperator final
 
   // --- introspection, for tests ---
   // The event-time timers WindowOperator would hold.
-  size_t num_event_time_timers() const {
+  size_t num_event_time_timers() const override {
     if (per_window_) return PerWindowImplicitTimers();
     size_t n = 0;
     for (const auto& [s, info] : open_) n += info.keys * TimersPerKey(Window(s), info.fired);

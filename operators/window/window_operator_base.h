@@ -89,13 +89,15 @@ struct WindowOperatorConfig {
 // can reach keyed state through its context (a process function).
 template <typename T, typename K, typename W, typename Out, bool kEventTime, bool kMerging,
           bool kTimers = true, bool kFunctionState = true>
-class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
+class WindowOperatorBase : public OneInputOperator<T, Out>,
+                           public TimerIntrospection,
+                           private WindowStateHost {
  public:
   // Window contents and timers are keyed state (runtime/operator.h).
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
-  size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
+  size_t num_processing_time_timers() const override { return timers_.NumProcessingTimeTimers(); }
   using Timers = std::conditional_t<kTimers, KeyedTimerService<K, W>, WatermarkOnlyTimeService>;
   Timers& timer_service() { return timers_; }
   int64_t allowed_lateness() const { return lateness_.allowed_lateness(); }
