@@ -214,16 +214,6 @@ class KeyedProcessFunction {
 };
 
 namespace internal {
-template <typename F, typename = void>
-struct OutOf {
-  using type = typename CollectorType<
-      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
-};
-template <typename F>
-struct OutOf<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-
 template <typename T, typename K, typename KeyFn, typename F, typename Out>
 class KeyedProcessOperator final
     : public KeyedOperator<BatchedOperator<KeyedProcessOperator<T, K, KeyFn, F, Out>, T, Out>, K> {

@@ -579,17 +579,14 @@ struct ProcessFunctionTestHarnesses {
   // flat_map(f): f(const In&, Collector<Out>&); give Out for a generic lambda.
   template <typename In, typename Out = void, typename F>
   static auto for_flat_map(F f, HarnessOptions options = {}) {
-    using O = std::conditional_t<std::is_void_v<Out>,
-                                 typename internal::CollectorType<std::tuple_element_t<
-                                     1, typename internal::CallableArgs<F>::args>>::type,
-                                 Out>;
+    using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
     return OneInputOperatorTestHarness<In, O>(
         std::make_unique<internal::FlatMapOperator<In, O, F>>(std::move(f)), std::move(options));
   }
   // process(f) on a stream that is not keyed: a ProcessFunction<In, Out>.
   template <typename In, typename F>
   static auto for_process_function(F f, HarnessOptions options = {}) {
-    using Out = typename internal::ProcessOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
     return OneInputOperatorTestHarness<In, Out>(
         std::make_unique<internal::ProcessOperator<In, F, Out>>(std::move(f)), std::move(options));
   }
@@ -597,7 +594,7 @@ struct ProcessFunctionTestHarnesses {
   template <typename In, typename F, typename KeyFn>
   static auto for_keyed_process_function(F f, KeyFn key, HarnessOptions options = {}) {
     using K = std::decay_t<std::invoke_result_t<KeyFn&, const In&>>;
-    using Out = typename internal::OutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
     using Op = internal::KeyedProcessOperator<In, K, KeyFn, F, Out>;
     return KeyedOneInputOperatorTestHarness<In, Out, K>(
         std::make_unique<Op>(std::move(key), std::move(f)), std::move(options));
@@ -605,7 +602,7 @@ struct ProcessFunctionTestHarnesses {
   // a.connect(b).process(f): a CoProcessFunction<In1, In2, Out>.
   template <typename In1, typename In2, typename F>
   static auto for_co_process_function(F f, HarnessOptions options = {}) {
-    using Out = typename internal::CoOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
     return TwoInputOperatorTestHarness<In1, In2, Out>(
         std::make_unique<internal::CoProcessOperator<In1, In2, Out, F>>(std::move(f)),
         std::move(options));
@@ -618,7 +615,7 @@ struct ProcessFunctionTestHarnesses {
     using K = std::decay_t<std::invoke_result_t<KeyFn1&, const In1&>>;
     static_assert(std::is_same_v<K, std::decay_t<std::invoke_result_t<KeyFn2&, const In2&>>>,
                   "tidemark: both inputs of a keyed co-process function have the same key type");
-    using Out = typename internal::CoOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
     using Op = internal::KeyedCoProcessOperator<In1, In2, K, KeyFn1, KeyFn2, F, Out>;
     return KeyedTwoInputOperatorTestHarness<In1, In2, Out, K>(
         std::make_unique<Op>(std::move(key1), std::move(key2), std::move(f)), std::move(options));
@@ -629,7 +626,7 @@ struct ProcessFunctionTestHarnesses {
   template <typename In, typename BIn, typename F, typename KeyFn>
   static auto for_keyed_broadcast_process_function(F f, KeyFn key, HarnessOptions options = {}) {
     using K = std::decay_t<std::invoke_result_t<KeyFn&, const In&>>;
-    using Out = typename internal::BroadcastOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
     using Op = internal::KeyedBroadcastProcessOperator<In, BIn, K, KeyFn, F, Out>;
     return KeyedTwoInputOperatorTestHarness<In, BIn, Out, K>(
         std::make_unique<Op>(std::move(key), std::move(f)), std::move(options));
