@@ -67,60 +67,6 @@ DataStream<Out> AddTwoInputNode(const DataStream<A>& first, const DataStream<B>&
   return StreamAccess::Stream<Out>(env, id);
 }
 
-// Out of a function with a nested OutputType, else of the Collector<Out>&
-// parameter `I` of its member `process_element1` (or process_element).
-template <typename F, typename = void>
-struct CoOutOf {
-  using type = typename CollectorType<
-      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element1)>::args>>::type;
-};
-template <typename F>
-struct CoOutOf<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-template <typename F, typename = void>
-struct BroadcastOutOf {
-  using type = typename CollectorType<
-      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
-};
-template <typename F>
-struct BroadcastOutOf<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-template <typename F, typename = void>
-struct CoFlatOut {
-  using type = typename CollectorType<
-      std::tuple_element_t<1, typename CallableArgs<decltype(&F::flat_map1)>::args>>::type;
-};
-template <typename F>
-struct CoFlatOut<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-// Out when given, else CoFlatOut<F> (evaluated only then).
-template <typename Out, typename F>
-struct CoFlatOutOr {
-  using type = Out;
-};
-template <typename F>
-struct CoFlatOutOr<void, F> : CoFlatOut<F> {};
-// A join function's Out: OutputType, else the last parameter's Collector.
-template <typename F, typename = void>
-struct JoinOutOf {
-  using Args = typename CallableArgs<F>::args;
-  using type =
-      typename CollectorType<std::tuple_element_t<std::tuple_size_v<Args> - 1, Args>>::type;
-};
-template <typename F>
-struct JoinOutOf<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-template <typename F>
-requires(
-    !requires { typename F::OutputType; } &&
-    requires { &F::process_element; }) struct JoinOutOf<F, void> {
-  using Args = typename CallableArgs<decltype(&F::process_element)>::args;
-  using type = typename CollectorType<std::tuple_element_t<3, Args>>::type;
-};
 // Whether f is a join function of L and R (see IntervalJoined::process).
 template <typename F, typename L, typename R>
 constexpr bool JoinFunctionOk() {
@@ -146,10 +92,10 @@ constexpr bool JoinFunctionOk() {
       };
     }
   } else if constexpr (OutDeducible<void, F, 2>()) {
-    using O = typename JoinOutOf<F>::type;
+    using O = FunctionOutput<F, ProcessElementMember>;
     return std::is_invocable_v<F&, const L&, const R&, Collector<O>&>;
   } else if constexpr (OutDeducible<void, F, 3>()) {
-    using O = typename JoinOutOf<F>::type;
+    using O = FunctionOutput<F, ProcessElementMember>;
     return std::is_invocable_v<F&, const L&, const R&, ProcessJoinContext&, Collector<O>&>;
   } else {
     return false;
@@ -217,7 +163,7 @@ class ConnectedStreams {
   // flat_map2(const B&, Collector<Out>&); Out from its OutputType, or given.
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
-    using O = typename internal::CoFlatOutOr<Out, F>::type;
+    using O = typename internal::FunctionOutputOr<Out, F, internal::FlatMap1Member>::type;
     static_assert(
         requires(F & g, const A& a, const B& b, Collector<O>& c) {
           g.flat_map1(a, c);
@@ -237,10 +183,7 @@ class ConnectedStreams {
   // Out deduced from f1 (a non-generic lambda) or given.
   template <typename Out = void, typename F1, typename F2>
   auto flat_map(F1 f1, F2 f2) const {
-    using O = std::conditional_t<std::is_void_v<Out>,
-                                 typename internal::CollectorType<std::tuple_element_t<
-                                     1, typename internal::CallableArgs<F1>::args>>::type,
-                                 Out>;
+    using O = typename internal::FunctionOutputOr<Out, F1, internal::CallOperator>::type;
     static_assert(std::is_invocable_v<F1&, const A&, Collector<O>&> &&
                       std::is_invocable_v<F2&, const B&, Collector<O>&>,
                   "tidemark: connect(...).flat_map(f1, f2) needs f1(const A&, Collector<Out>&) "
@@ -251,7 +194,7 @@ class ConnectedStreams {
   // ProcessContext&, Collector<Out>&) and process_element2(const B&, ...).
   template <typename F>
   auto process(F f) const {
-    using Out = typename internal::CoOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
     static_assert(
         requires(F & g, const A& a, const B& b, ProcessContext& ctx, Collector<Out>& c) {
           g.process_element1(a, ctx, c);
@@ -299,7 +242,7 @@ class KeyedConnectedStreams : public ConnectedStreams<A, B> {
   template <typename F>
   auto process(F f) const {
     using K = Key;
-    using Out = typename internal::CoOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
     static_assert(
         requires(F & g, const A& a, const B& b, KeyedProcessContext<K>& ctx, Collector<Out>& c) {
           g.process_element1(a, ctx, c);
@@ -345,7 +288,7 @@ class BroadcastConnectedStream {
   template <typename F>
   auto process(F f) const {
     using K = Key;
-    using Out = typename internal::BroadcastOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
     static_assert(
         requires(F & g, const A& a, const B& b, ReadOnlyBroadcastContext<K>& rctx,
                  BroadcastContext<K>& bctx, Collector<Out>& c) {
@@ -419,7 +362,7 @@ class IntervalJoined {
   template <typename F>
   auto Build(F f) const {
     using K = typename KeyedStream<L, KL>::Key;
-    using Out = typename internal::JoinOutOf<F>::type;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
     using Op = internal::IntervalJoinOperator<L, R, K, KL, KR, F, Out>;
     auto b = bounds_;
     if (b.lower > b.upper)

@@ -428,24 +428,6 @@ constexpr bool OutDeducible() {
     }
   }
 }
-// The output type of a function for DataStream::process: its OutputType, or
-// the Collector<Out>& third parameter of process_element or of its call.
-template <typename F, typename = void>
-struct ProcessOutOf {
-  static_assert(
-      requires { &F::operator(); },
-      "tidemark: process(f) takes a ProcessFunction<In, Out>, an object with "
-      "process_element(const In&, ProcessContext&, Collector<Out>&), or a lambda "
-      "(const In&, ProcessContext&, Collector<Out>&)");
-  using type =
-      typename CollectorType<std::tuple_element_t<2, typename CallableArgs<F>::args>>::type;
-};
-template <typename F>
-struct ProcessOutOf<F, std::void_t<decltype(&F::process_element)>> {
-  using type = typename CollectorType<
-      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
-};
-
 }  // namespace internal
 template <typename T>
 class DataStream {
@@ -489,10 +471,7 @@ class DataStream {
   // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
-    using O = std::conditional_t<std::is_void_v<Out>,
-                                 typename internal::CollectorType<std::tuple_element_t<
-                                     1, typename internal::CallableArgs<F>::args>>::type,
-                                 Out>;
+    using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
     return Add<O>("Flat Map",
                   [f] { return std::make_unique<internal::FlatMapOperator<T, O, F>>(f); });
   }
@@ -502,7 +481,13 @@ class DataStream {
   // ctx.output(tag, value).
   template <typename Function>
   auto process(Function f) const {
-    using Out = typename internal::ProcessOutOf<Function>::type;
+    static_assert(
+        requires { typename Function::OutputType; } || requires { &Function::process_element; } ||
+            requires { &Function::operator(); },
+        "tidemark: process(f) takes a ProcessFunction<In, Out>, an object with "
+        "process_element(const In&, ProcessContext&, Collector<Out>&), or a lambda "
+        "(const In&, ProcessContext&, Collector<Out>&)");
+    using Out = internal::FunctionOutput<Function, internal::ProcessElementMember>;
     return this->template Add<Out>("Process", [f]() -> std::unique_ptr<OperatorBase> {
       return std::make_unique<internal::ProcessOperator<T, Function, Out>>(f);
     });

@@ -16,7 +16,7 @@ namespace tidemark {
 template <typename T, typename KeyFn>
 template <typename Function>
 auto KeyedStream<T, KeyFn>::process(Function f) const {
-  using Out = typename internal::OutOf<Function>::type;
+  using Out = internal::FunctionOutput<Function, internal::ProcessElementMember>;
   using Op = internal::KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
   KeyFn key = key_;
   return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {

@@ -206,8 +206,8 @@ class Collector {
 };
 
 namespace internal {
-// Deduces Out from a callable taking (const In&, Collector<Out>&) (the API
-// and operators/keyed_process.h's OutOf).
+// The parameter types of a callable (its call operator) or of a member
+// function pointer, as a std::tuple (args).
 template <typename F>
 struct CallableArgs : CallableArgs<decltype(&F::operator())> {};
 template <typename C, typename R, typename... A>
@@ -222,12 +222,64 @@ template <typename R, typename... A>
 struct CallableArgs<R (*)(A...)> {
   using args = std::tuple<A...>;
 };
+// Out of a Collector<Out>& parameter.
 template <typename T>
 struct CollectorType;
 template <typename O>
 struct CollectorType<Collector<O>&> {
   using type = O;
 };
+
+// The member of a user function its output type is read from (below).
+template <typename F>
+using ProcessElementMember = decltype(&F::process_element);
+template <typename F>
+using ProcessElement1Member = decltype(&F::process_element1);
+template <typename F>
+using FlatMap1Member = decltype(&F::flat_map1);
+template <typename F>
+using CallOperator = decltype(&F::operator());
+
+// Out of the Collector<Out>& last parameter of a function's signature.
+template <typename Signature>
+using LastCollectorOut = typename CollectorType<
+    std::tuple_element_t<std::tuple_size_v<typename CallableArgs<Signature>::args> - 1,
+                         typename CallableArgs<Signature>::args>>::type;
+
+// The output type of a user function (what it collects): its nested
+// OutputType when it has one (the base classes ProcessFunction,
+// KeyedProcessFunction, CoProcessFunction ... do), else the Out of the
+// Collector<Out>& last parameter of its member Member<F> (process_element,
+// process_element1, flat_map1), else of its call operator (a lambda).
+template <typename F, template <typename> class Member>
+struct UserFunctionOutput {
+  static_assert(
+      requires { &F::operator(); },
+      "tidemark: the function's output type cannot be deduced: derive it from the function's base "
+      "class (ProcessFunction<In, Out>, KeyedProcessFunction<K, In, Out>, ...), give it a nested "
+      "OutputType, or make its last parameter a Collector<Out>&");
+  using type = LastCollectorOut<CallOperator<F>>;
+};
+template <typename F, template <typename> class Member>
+requires(
+    !requires { typename F::OutputType; } &&
+    requires { typename Member<F>; }) struct UserFunctionOutput<F, Member> {
+  using type = LastCollectorOut<Member<F>>;
+};
+template <typename F, template <typename> class Member>
+requires requires { typename F::OutputType; }
+struct UserFunctionOutput<F, Member> {
+  using type = typename F::OutputType;
+};
+template <typename F, template <typename> class Member>
+using FunctionOutput = typename UserFunctionOutput<F, Member>::type;
+// Out when given (not void), else UserFunctionOutput (evaluated only then).
+template <typename Out, typename F, template <typename> class Member>
+struct FunctionOutputOr {
+  using type = Out;
+};
+template <typename F, template <typename> class Member>
+struct FunctionOutputOr<void, F, Member> : UserFunctionOutput<F, Member> {};
 
 // flat_map(f) with f(const In&, Collector<Out>&).
 template <typename In, typename Out, typename F>

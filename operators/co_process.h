@@ -500,7 +500,7 @@ class CoProcessOperator final
 // The keyed two-input operators' common part: keyed state, timers on the
 // combined watermark, checkpoints by key group.
 template <typename Derived, typename A, typename B, typename K, typename Out>
-class KeyedTwoInputOperator : public BatchedTwoInputOperator<Derived, A, B, Out> {
+class KeyedTwoInputOperator : public KeyedOperator<BatchedTwoInputOperator<Derived, A, B, Out>, K> {
  public:
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
@@ -514,17 +514,9 @@ class KeyedTwoInputOperator : public BatchedTwoInputOperator<Derived, A, B, Out>
           static_cast<Derived*>(this)->OnTimer(key, t, TimeDomain::kProcessingTime);
         });
   }
-  void ProcessWatermark(Timestamp w) override {
-    timers_.AdvanceWatermark(w);
-    this->ForwardWatermark(w);
-  }
-  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
-  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
-  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
  protected:
-  KeyedTimerService<K, VoidNamespace> timers_;
-  KeyedStateStore<K> state_;
+  using KeyedOperator<BatchedTwoInputOperator<Derived, A, B, Out>, K>::timers_;
   std::optional<Collector<Out>> collector_;
 };
 

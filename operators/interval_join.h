@@ -108,8 +108,11 @@ enum class JoinSide : int32_t { kLeft = 0, kRight = 1 };
 template <typename L, typename R, typename K, typename KeyFn1, typename KeyFn2, typename F,
           typename Out>
 class IntervalJoinOperator final
-    : public BatchedTwoInputOperator<IntervalJoinOperator<L, R, K, KeyFn1, KeyFn2, F, Out>, L, R,
-                                     Out> {
+    : public KeyedOperator<
+          BatchedTwoInputOperator<IntervalJoinOperator<L, R, K, KeyFn1, KeyFn2, F, Out>, L, R, Out>,
+          K, int32_t> {
+  using Base = KeyedOperator<BatchedTwoInputOperator<IntervalJoinOperator, L, R, Out>, K, int32_t>;
+
  public:
   using Bounds = IntervalJoinBounds;
   IntervalJoinOperator(KeyFn1 k1, KeyFn2 k2, F f, Bounds b, std::string left_late,
@@ -145,14 +148,7 @@ class IntervalJoinOperator final
     const K key = key2_(static_cast<const R&>(v));
     Join<false>(key, std::move(v), ts, *right_, *left_, -upper_, -lower_);
   }
-  void ProcessWatermark(Timestamp w) override {
-    timers_.AdvanceWatermark(w);
-    this->ForwardWatermark(w);
-  }
-
-  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
-  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
-  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
+  // Watermarks (cleanup timers fire first) and checkpoints: KeyedOperator's.
 
   // For tests: the records buffered on each side.
   size_t buffered_left() const { return Count(*left_); }
@@ -255,8 +251,8 @@ class IntervalJoinOperator final
   Timestamp upper_;
   std::string left_late_;
   std::string right_late_;
-  KeyedStateStore<K> state_;
-  KeyedTimerService<K, int32_t> timers_;
+  using Base::state_;
+  using Base::timers_;
   Table<L>* left_ = nullptr;
   Table<R>* right_ = nullptr;
   Counter* dropped_ = nullptr;

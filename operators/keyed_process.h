@@ -214,19 +214,9 @@ class KeyedProcessFunction {
 };
 
 namespace internal {
-template <typename F, typename = void>
-struct OutOf {
-  using type = typename CollectorType<
-      std::tuple_element_t<2, typename CallableArgs<decltype(&F::process_element)>::args>>::type;
-};
-template <typename F>
-struct OutOf<F, std::void_t<typename F::OutputType>> {
-  using type = typename F::OutputType;
-};
-
 template <typename T, typename K, typename KeyFn, typename F, typename Out>
 class KeyedProcessOperator final
-    : public BatchedOperator<KeyedProcessOperator<T, K, KeyFn, F, Out>, T, Out> {
+    : public KeyedOperator<BatchedOperator<KeyedProcessOperator<T, K, KeyFn, F, Out>, T, Out>, K> {
  public:
   KeyedProcessOperator(KeyFn key, F f) : key_fn_(std::move(key)), f_(std::move(f)) {}
 
@@ -251,18 +241,9 @@ class KeyedProcessOperator final
     collector_->set_timestamp(ts);
     f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
   }
-  void ProcessWatermark(Timestamp w) override {
-    timers_.AdvanceWatermark(w);
-    this->ForwardWatermark(w);
-  }
+  // Watermarks, checkpoints (the keyed state store and the timers, the
+  // instance's key groups kept on restore): KeyedOperator's.
 
-  // Checkpoints: the keyed state store and the timers, the instance's key
-  // groups kept on restore (runtime/core/operator.h).
-  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
-  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
-  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
-
-  KeyedTimerService<K, VoidNamespace>& timer_service() { return timers_; }
   const F& function() const { return f_; }
 
  private:
@@ -274,10 +255,10 @@ class KeyedProcessOperator final
     }
   }
 
+  using KeyedOperator<BatchedOperator<KeyedProcessOperator, T, Out>, K>::timers_;
+  using KeyedOperator<BatchedOperator<KeyedProcessOperator, T, Out>, K>::state_;
   KeyFn key_fn_;
   F f_;
-  KeyedTimerService<K, VoidNamespace> timers_;
-  KeyedStateStore<K> state_;
   std::optional<KeyedProcessContext<K>> pctx_;
   std::optional<Collector<Out>> collector_;
 };

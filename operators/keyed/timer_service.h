@@ -42,8 +42,10 @@
 #define TM_OPERATORS_KEYED_TIMER_SERVICE_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -58,15 +60,16 @@
 
 namespace tidemark::internal {
 
-template <typename K, typename N>
-class TimerQueue {
+// Entries by timestamp: per timestamp a bucket of entries in the order they
+// were pushed, the buckets in a binary min-heap of timestamps (timers cluster
+// on few timestamps, so pushing and popping cost no heap operation per
+// entry).  A small direct-mapped cache of recent timestamps' buckets spares
+// the index lookup for most pushes.  The queue of TimerQueue below and of
+// FastSessionWindowOperator's timers (session_window_operator.h).
+template <typename Entry>
+class TimestampBuckets {
  public:
-  // Returns true when the timer was not registered yet.
-  bool Add(const K& key, const N& ns, Timestamp ts) {
-    if (CacheHolds(key, ns, ts) && cache_live_) return false;
-    const bool inserted = live_.emplace(ts, key, ns).second;
-    Remember(key, ns, ts, true);
-    if (!inserted) return false;
+  void Push(Timestamp ts, Entry e) {
     std::vector<Entry>& entries = BucketFor(ts).entries;
     if (entries.size() == entries.capacity()) {
       const size_t before = entries.capacity();
@@ -80,7 +83,147 @@ class TimerQueue {
       }
       entry_capacity_ += entries.capacity() - before;
     }
-    entries.push_back(Entry{key, ns});
+    entries.push_back(std::move(e));
+  }
+  bool empty() const { return times_.empty(); }
+  // The earliest timestamp, and its first entry (not empty()).
+  Timestamp front_time() const { return times_.front().first; }
+  const Entry& front() const {
+    const Bucket& b = buckets_[times_.front().second];
+    return b.entries[b.head];
+  }
+  // Removes the earliest entry and returns it.
+  Entry PopFront() {
+    Bucket& b = buckets_[times_.front().second];
+    Entry e = std::move(b.entries[b.head++]);
+    if (b.head == b.entries.size()) ReleaseFront();
+    return e;
+  }
+  void DropFront() {
+    Bucket& b = buckets_[times_.front().second];
+    if (++b.head == b.entries.size()) ReleaseFront();
+  }
+  // f(ts, entry) for every entry with ts <= limit, in (ts, push) order,
+  // including entries f pushes.
+  template <typename F>
+  void PopUpTo(Timestamp limit, F&& f) {
+    while (!empty() && front_time() <= limit) {
+      const Timestamp ts = front_time();
+      const Entry e = PopFront();
+      f(ts, e);
+    }
+  }
+  size_t num_buckets() const { return times_.size(); }
+  // f(ts, entries) for every bucket, the entries not popped yet, in
+  // timestamp order (for checkpoints).
+  template <typename F>
+  void ForEachBucketInOrder(F&& f) const {
+    std::vector<std::pair<Timestamp, uint32_t>> order(times_);
+    std::sort(order.begin(), order.end());
+    for (const auto& [ts, slot] : order) {
+      const Bucket& b = buckets_[slot];
+      f(ts, std::span<const Entry>(b.entries).subspan(b.head));
+    }
+  }
+  // f(ts, entry) for every entry not popped yet, in (ts, push) order.
+  template <typename F>
+  void ForEachInOrder(F&& f) const {
+    ForEachBucketInOrder([&](Timestamp ts, std::span<const Entry> entries) {
+      for (const Entry& e : entries) f(ts, e);
+    });
+  }
+  // Bytes allocated: the buckets, their entries, index and heap.
+  size_t StateBytes() const {
+    return times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
+           index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
+           buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
+           (entry_capacity_ + spare_.capacity()) * sizeof(Entry);
+  }
+
+ private:
+  // Pushes of one timestamp, in order; entries before `head` are popped.  A
+  // bucket in the heap has an entry not popped.
+  struct Bucket {
+    size_t head = 0;
+    std::vector<Entry> entries;
+  };
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  // Buckets larger than this give their memory back when released, but for
+  // the largest, kept as the spare that a bucket growing past this size
+  // moves into.
+  static constexpr size_t kKeepCapacity = 4096;
+  static constexpr size_t kCacheSize = 256;
+  struct CacheEntry {
+    Timestamp ts = 0;
+    uint32_t slot = kNoSlot;
+  };
+
+  static bool Later(const std::pair<Timestamp, uint32_t>& a,
+                    const std::pair<Timestamp, uint32_t>& b) {
+    return a.first > b.first;  // "a is later than b" makes a min-heap
+  }
+  Bucket& BucketFor(Timestamp ts) {
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot != kNoSlot && c.ts == ts) return buckets_[c.slot];
+    auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
+    if (inserted) {
+      uint32_t slot;
+      if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(buckets_.size());
+        buckets_.emplace_back();
+      }
+      it->second = slot;
+      times_.emplace_back(ts, slot);
+      std::push_heap(times_.begin(), times_.end(), Later);
+    }
+    c.ts = ts;
+    c.slot = it->second;
+    return buckets_[c.slot];
+  }
+  void ReleaseFront() {
+    const auto [ts, slot] = times_.front();
+    std::pop_heap(times_.begin(), times_.end(), Later);
+    times_.pop_back();
+    index_.erase(ts);
+    Bucket& b = buckets_[slot];
+    b.head = 0;
+    if (b.entries.capacity() > kKeepCapacity) {
+      entry_capacity_ -= b.entries.capacity();
+      if (b.entries.capacity() > spare_.capacity()) {
+        b.entries.clear();
+        spare_.swap(b.entries);
+      }
+      std::vector<Entry>().swap(b.entries);
+    } else {
+      b.entries.clear();
+    }
+    free_.push_back(slot);
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot == slot) c.slot = kNoSlot;
+  }
+
+  std::vector<Bucket> buckets_;
+  std::vector<uint32_t> free_;  // slots of released buckets
+  std::vector<Entry> spare_;    // empty; see kKeepCapacity
+  size_t entry_capacity_ = 0;   // the buckets' entry capacity, in entries
+  absl::flat_hash_map<Timestamp, uint32_t> index_;
+  std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
+  std::array<CacheEntry, kCacheSize> cache_{};
+};
+
+template <typename K, typename N>
+class TimerQueue {
+ public:
+  // Returns true when the timer was not registered yet.
+  bool Add(const K& key, const N& ns, Timestamp ts) {
+    if (CacheHolds(key, ns, ts) && cache_live_) return false;
+    const bool inserted = live_.emplace(ts, key, ns).second;
+    Remember(key, ns, ts, true);
+    if (!inserted) return false;
+    queue_.Push(ts, Entry{key, ns});
     return true;
   }
   bool Remove(const K& key, const N& ns, Timestamp ts) {
@@ -96,22 +239,20 @@ class TimerQueue {
   // Earliest live timestamp, kMaxTimestamp when none (drops stale entries).
   Timestamp PeekTime() {
     DropStale();
-    return times_.empty() ? kMaxTimestamp : times_.front().first;
+    return queue_.empty() ? kMaxTimestamp : queue_.front_time();
   }
   bool HasLive() {
     DropStale();
-    return !times_.empty();
+    return !queue_.empty();
   }
   // Fires, in timestamp order, every live timer with timestamp <= limit,
   // including those added by `fire` itself.  fire(key, ns, ts).
   template <typename F>
   void FireUpTo(Timestamp limit, F&& fire) {
-    while (!times_.empty()) {
-      const auto [ts, slot] = times_.front();
+    while (!queue_.empty()) {
+      const Timestamp ts = queue_.front_time();
       if (ts > limit) break;
-      Bucket& b = buckets_[slot];
-      Entry e = std::move(b.entries[b.head++]);
-      if (b.head == b.entries.size()) ReleaseFront();
+      Entry e = queue_.PopFront();
       // A stale entry (deleted, or fired through an earlier entry) is skipped.
       if (live_.erase(std::make_tuple(ts, e.key, e.ns)) == 0) continue;
       Remember(e.key, e.ns, ts, false);
@@ -123,32 +264,25 @@ class TimerQueue {
   // Bytes allocated: the buckets, their index and heap, and the set of live
   // timers (capacity).
   size_t StateBytes() const {
-    return times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
-           index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
-           buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
-           (entry_capacity_ + spare_.capacity()) * sizeof(Entry) +
-           live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
+    return queue_.StateBytes() + live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
   }
+
   // See "Checkpoints" in the file comment.  K and N have codecs.
   void SnapshotTo(StateWriter& w) const {
-    std::vector<std::pair<Timestamp, uint32_t>> order(times_);
-    std::sort(order.begin(), order.end());
-    w.PutVarint(order.size());
-    for (const auto& [ts, slot] : order) {
-      const Bucket& b = buckets_[slot];
+    w.PutVarint(queue_.num_buckets());
+    queue_.ForEachBucketInOrder([&](Timestamp ts, std::span<const Entry> entries) {
       Encode(w, ts);
-      w.PutVarint(b.entries.size() - b.head);
-      for (size_t i = b.head; i < b.entries.size(); ++i) {
-        Encode(w, b.entries[i].key);
-        Encode(w, b.entries[i].ns);
+      w.PutVarint(entries.size());
+      for (const Entry& e : entries) {
+        Encode(w, e.key);
+        Encode(w, e.ns);
       }
-    }
+    });
     w.PutVarint(live_.size());
     for (const auto& t : live_) Encode(w, t);
   }
   void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
     cache_valid_ = false;
-    last_slot_ = kNoSlot;
     const uint64_t nb = r.GetCount("timer buckets");
     for (uint64_t i = 0; i < nb && r.ok(); ++i) {
       const auto ts = Decode<Timestamp>(r);
@@ -157,10 +291,7 @@ class TimerQueue {
         K key = Decode<K>(r);
         N ns = Decode<N>(r);
         if (!r.ok() || !range.Contains(key)) continue;
-        std::vector<Entry>& entries = BucketFor(ts).entries;
-        const size_t before = entries.capacity();
-        entries.push_back(Entry{std::move(key), std::move(ns)});
-        entry_capacity_ += entries.capacity() - before;
+        queue_.Push(ts, Entry{std::move(key), std::move(ns)});
       }
     }
     const uint64_t nl = r.GetCount("live timers");
@@ -168,7 +299,6 @@ class TimerQueue {
       auto t = Decode<std::tuple<Timestamp, K, N>>(r);
       if (r.ok() && range.Contains(std::get<1>(t))) live_.insert(std::move(t));
     }
-    last_slot_ = kNoSlot;
   }
 
   // All live timers as (ts, key, ns), sorted by timestamp (for tests).
@@ -180,21 +310,11 @@ class TimerQueue {
   }
 
  private:
-  // Registrations of one timestamp, in registration order; entries before
-  // `head` are consumed.  A bucket in the heap has an unconsumed entry.
+  // One registration (its timestamp is its bucket's).
   struct Entry {
     K key;
     N ns;
   };
-  struct Bucket {
-    size_t head = 0;
-    std::vector<Entry> entries;
-  };
-  static constexpr uint32_t kNoSlot = ~uint32_t{0};
-  // Buckets larger than this give their memory back when released, but for
-  // the largest, kept as the spare that a bucket growing past this size
-  // moves into.
-  static constexpr size_t kKeepCapacity = 4096;
   // The last (ts, key, ns) added, removed or fired and whether it is live,
   // for small trivially copyable keys and namespaces: a window operator
   // registers the same timer several times per record (trigger and cleanup
@@ -209,11 +329,6 @@ class TimerQueue {
     K key{};
     N ns{};
   };
-
-  static bool Later(const std::pair<Timestamp, uint32_t>& a,
-                    const std::pair<Timestamp, uint32_t>& b) {
-    return a.first > b.first;  // "a is later than b" makes a min-heap
-  }
 
   bool CacheHolds(const K& key, const N& ns, Timestamp ts) const {
     if constexpr (kCache) {
@@ -232,72 +347,18 @@ class TimerQueue {
     }
   }
 
-  // The bucket of `ts`, created (and put in the heap) if absent.
-  Bucket& BucketFor(Timestamp ts) {
-    if (last_slot_ != kNoSlot && last_ts_ == ts) return buckets_[last_slot_];
-    auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
-    if (inserted) {
-      uint32_t slot;
-      if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-      } else {
-        slot = static_cast<uint32_t>(buckets_.size());
-        buckets_.emplace_back();
-      }
-      it->second = slot;
-      times_.emplace_back(ts, slot);
-      std::push_heap(times_.begin(), times_.end(), Later);
-    }
-    last_ts_ = ts;
-    last_slot_ = it->second;
-    return buckets_[last_slot_];
-  }
-  // Drops the earliest bucket (all of its entries consumed).
-  void ReleaseFront() {
-    const auto [ts, slot] = times_.front();
-    std::pop_heap(times_.begin(), times_.end(), Later);
-    times_.pop_back();
-    index_.erase(ts);
-    Bucket& b = buckets_[slot];
-    b.head = 0;
-    if (b.entries.capacity() > kKeepCapacity) {
-      entry_capacity_ -= b.entries.capacity();
-      // Only the largest such buffer is kept, as the spare.
-      if (b.entries.capacity() > spare_.capacity()) {
-        b.entries.clear();
-        spare_.swap(b.entries);
-      }
-      std::vector<Entry>().swap(b.entries);
-    } else {
-      b.entries.clear();
-    }
-    free_.push_back(slot);
-    if (last_slot_ == slot) last_slot_ = kNoSlot;
-  }
   // Consumes stale entries at the front until the earliest entry is live.
   void DropStale() {
-    while (!times_.empty()) {
-      const auto [ts, slot] = times_.front();
-      Bucket& b = buckets_[slot];
-      const Entry& top = b.entries[b.head];
-      if (Contains(top.key, top.ns, ts)) return;
-      ++b.head;
-      if (b.head == b.entries.size()) ReleaseFront();
+    while (!queue_.empty()) {
+      const Entry& top = queue_.front();
+      if (Contains(top.key, top.ns, queue_.front_time())) return;
+      queue_.DropFront();
     }
   }
 
-  // The registrations (live and stale) by timestamp: each timestamp's bucket,
-  // found through index_, and a min-heap of (timestamp, slot), one per
-  // bucket.  Timers fire in (timestamp, registration) order.
-  std::vector<Bucket> buckets_;
-  std::vector<uint32_t> free_;  // slots of released buckets
-  std::vector<Entry> spare_;    // empty; see kKeepCapacity
-  size_t entry_capacity_ = 0;   // the buckets' entry capacity, in entries
-  absl::flat_hash_map<Timestamp, uint32_t> index_;
-  std::vector<std::pair<Timestamp, uint32_t>> times_;
-  Timestamp last_ts_ = 0;  // BucketFor's last answer
-  uint32_t last_slot_ = kNoSlot;
+  // The registrations (live and stale) by timestamp; timers fire in
+  // (timestamp, registration) order.
+  TimestampBuckets<Entry> queue_;
   absl::flat_hash_set<std::tuple<Timestamp, K, N>> live_;
   [[no_unique_address]] std::conditional_t<kCache, Cache, NoCache> cache_;
   bool cache_valid_ = false;
@@ -427,6 +488,25 @@ class WatermarkOnlyTimeService {
   ProcessingTimeService* pts_ = nullptr;
 };
 
+// What an operator shows of its timers and keyed state to a test harness
+// (api/testing/harness.h), which reads them through a dynamic_cast.  The
+// operators with keyed timers (keyed process, the keyed two-input operators,
+// the interval join, the window operators) implement them.
+class TimerIntrospection {
+ public:
+  virtual ~TimerIntrospection() = default;
+  // Timers registered and not yet fired or deleted, per time domain.
+  virtual size_t num_event_time_timers() const = 0;
+  virtual size_t num_processing_time_timers() const = 0;
+};
+template <typename K>
+class KeyedStateIntrospection {
+ public:
+  virtual ~KeyedStateIntrospection() = default;
+  // The user function's keyed state (KeyedProcessContext::get_state ...).
+  virtual KeyedStateStore<K>& keyed_state_store() = 0;
+};
+
 // A keyed operator's checkpoint: its keyed state and its timers, written
 // under the operator's name and restored for the instance's key groups
 // (runtime/core/operator.h).
@@ -444,6 +524,32 @@ void RestoreKeyed(StateReader& r, const OperatorContext& ctx, KeyedStateStore<K>
   state.Restore(r, range);
   timers.Restore(r, range);
 }
+
+// The part every keyed operator with timers shares (keyed process, the keyed
+// two-input operators, the interval join): keyed state and timers over
+// `Base` (a one- or two-input operator class), timers firing on the
+// watermark before it is forwarded, checkpoints of both by key group, and
+// the introspection above.  The operator calls timers_.Init in its Open.
+template <typename Base, typename K, typename N = VoidNamespace>
+class KeyedOperator : public Base, public TimerIntrospection, public KeyedStateIntrospection<K> {
+ public:
+  void ProcessWatermark(Timestamp w) override {
+    timers_.AdvanceWatermark(w);
+    this->ForwardWatermark(w);
+  }
+  void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
+  void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
+
+  size_t num_event_time_timers() const override { return timers_.NumEventTimeTimers(); }
+  size_t num_processing_time_timers() const override { return timers_.NumProcessingTimeTimers(); }
+  KeyedStateStore<K>& keyed_state_store() override { return state_; }
+  KeyedTimerService<K, N>& timer_service() { return timers_; }
+
+ protected:
+  KeyedTimerService<K, N> timers_;
+  KeyedStateStore<K> state_;
+};
 
 }  // namespace tidemark::internal
 

@@ -62,53 +62,25 @@ inline constexpr bool FastWindowOperatorApplies =
 // Contents: ReduceContents / AggregateContents (window_contents.h).
 template <typename T, typename K, typename KeyFn, typename Assigner, typename Contents>
 class FastWindowOperator final
-    : public WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType,
-                                /*kEventTime=*/true, /*kMerging=*/false, /*kTimers=*/false,
-                                /*kFunctionState=*/Contents::kNeedsContext> {
+    : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/false> {
   static_assert(FastWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
-  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, false,
-                                  false, Contents::kNeedsContext>;
+  using Base = SingleValueWindowOperator<T, K, Contents, false>;
 
  public:
-  using W = TimeWindow;
-  using Out = typename Contents::OutputType;
-  using Value = typename Contents::Value;
+  using typename Base::Out;
+  using typename Base::Value;
+  using typename Base::W;
 
   // The trigger is EventTimeTrigger; taken for WindowOperator's signature.
   FastWindowOperator(KeyFn key, Assigner assigner, EventTimeTrigger /*trigger*/, Contents contents,
                      WindowOperatorConfig<T> config)
-      : Base(std::move(config)),
+      : Base(std::move(contents), std::move(config)),
         key_(std::move(key)),
-        assigner_(std::move(assigner)),
-        contents_(std::move(contents)) {}
-
-  void Open(OperatorContext& ctx) override {
-    // No timers are registered: the watermark and the clock only.
-    this->OpenWindowOperator(ctx);
-  }
+        assigner_(std::move(assigner)) {}
 
   void ProcessElement(T&& value, Timestamp ts) override {
     const K key = key_(static_cast<const T&>(value));
-    current_key_ = &key;
-    this->AssignWindows(assigner_, static_cast<const T&>(value), ts);
-    bool skipped = true;
-    const Timestamp watermark = timers_.current_watermark();
-    for (const W& w : windows_) {
-      if (this->IsWindowLate(w)) continue;
-      skipped = false;
-      auto [stored, created] =
-          table_.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
-      if (!created) contents_.AddTo(*stored, value);
-      // EventTimeTrigger.on_element: FIRE once the watermark has reached
-      // the window's end; before that its timer (implicit) will.
-      if (w.max_timestamp() <= watermark) {
-        window_ctx_.SetFiredByElement(true);
-        EmitValue(key, w, *stored);
-        window_ctx_.SetFiredByElement(false);
-      }
-    }
-    if (skipped) this->HandleSkippedElement(std::move(value), ts);
-    current_key_ = nullptr;
+    this->AddToTable(table_, assigner_, key, std::move(value), ts);
   }
 
   // A run of records: one virtual call, ProcessElement inlined.
@@ -119,7 +91,7 @@ class FastWindowOperator final
   void ProcessWatermark(Timestamp watermark) override {
     this->NoteStateSize(num_windows_with_contents(), [this] { return StateBytes(); });
     timers_.AdvanceWatermark(watermark);
-    FireWindows(watermark);
+    this->FireTable(table_, watermark);
     this->ForwardWatermark(watermark);
   }
 
@@ -144,89 +116,25 @@ class FastWindowOperator final
 
   // See "Left open" in window_operator_base.h.
   void Close() override {
-    this->PublishNotFired([this](auto&& note) {
-      for (const auto& entry : table_) {
-        const auto& win = entry.second;  // a structured binding cannot be captured before clang 16
-        win.slots.ForEach([&](const auto& slot) { note(slot.key, win.window); });
-      }
-    });
+    this->PublishNotFired([this](auto&& note) { this->ForEachTableWindow(table_, note); });
   }
 
   // --- introspection, for tests ---
   // The event-time timers WindowOperator would hold.
-  size_t num_event_time_timers() const {
-    return timers_.NumEventTimeTimers() + NumImplicitEventTimeTimers();
+  size_t num_event_time_timers() const override {
+    return timers_.NumEventTimeTimers() + this->TableTimers(table_);
   }
   // (key, window) pairs that hold contents.
   size_t num_windows_with_contents() const { return table_.size(); }
   // Bytes allocated for the window contents and timers.
   size_t StateBytes() const { return timers_.StateBytes() + table_.StateBytes(); }
-  size_t num_trigger_states() const { return 0; }
   size_t num_keys_with_sessions() const { return 0; }
 
  private:
-  using Base::current_key_;
-  using Base::current_window_;
   using Base::timers_;
-  using Base::window_ctx_;
-  using Base::windows_;
-
-  // Emits one key's value of `window`.
-  void EmitValue(const K& key, const W& window, const Value& value) {
-    this->collector_->set_timestamp(window.max_timestamp());
-    if constexpr (Contents::kNeedsContext) {
-      current_key_ = &key;
-      current_window_ = &window;
-      window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
-    }
-    contents_.EmitValue(key, window, value, window_ctx_, *this->collector_);
-  }
-
-  // The implicit timers <= watermark, in timestamp order: a window fires
-  // (every key, in arrival order) when the watermark reaches its max
-  // timestamp and is dropped at its cleanup time.
-  void FireWindows(Timestamp watermark) {
-    for (auto it = table_.begin();
-         it != table_.end() && it->second.window.max_timestamp() <= watermark;) {
-      auto& win = it->second;
-      if (!win.fired) {
-        win.fired = true;
-        win.slots.ForEach([&](const auto& slot) { EmitValue(slot.key, win.window, slot.value); });
-      }
-      // Dropped when a timer at the cleanup time fires: the cleanup timer
-      // (none when the cleanup time is MAX), or the trigger timer when it is
-      // at the cleanup time MAX too (a window whose end wrapped to MIN has
-      // max_timestamp MAX; Flink's onEventTime then sees isCleanupTime).
-      const Timestamp cleanup = this->CleanupTime(win.window);
-      if (cleanup > watermark ||
-          (cleanup == kMaxTimestamp && win.window.max_timestamp() != kMaxTimestamp)) {
-        ++it;
-        continue;
-      }
-      if (this->HasWindowFunctionState()) {
-        win.slots.ForEach(
-            [&](const auto& slot) { this->DropWindowFunctionState(slot.key, win.window); });
-      }
-      it = table_.Erase(it);
-    }
-  }
-
-  // Per (key, window) the trigger timer until the window fired and the
-  // cleanup timer when it differs from it (allowed lateness > 0) and exists.
-  size_t NumImplicitEventTimeTimers() const {
-    size_t n = 0;
-    for (const auto& [k, win] : table_) {
-      const Timestamp cleanup = this->CleanupTime(win.window);
-      const size_t per_key =
-          (win.fired ? 0 : 1) + (cleanup != kMaxTimestamp && cleanup != win.window.max_timestamp());
-      n += per_key * win.slots.size();
-    }
-    return n;
-  }
 
   KeyFn key_;
   Assigner assigner_;
-  Contents contents_;
   TimeWindowTable<K, Value> table_;
 };
 

@@ -122,141 +122,32 @@ inline constexpr bool FastSessionWindowOperatorApplies = Assigner::kIsEventTime&
     Assigner::kIsMerging&& std::is_same_v<typename Assigner::WindowType, TimeWindow>&&
         std::is_same_v<TriggerT, EventTimeTrigger>&& SingleValueContents<Contents>;
 
-// The event-time timer entries of FastSessionWindowOperator: per timestamp a
-// bucket of entries in registration order, the buckets in a min-heap of
-// timestamps (TimerQueue's layout, without its set of live triples: the
-// operator decides whether an entry is live).
+// The event-time timer entries of FastSessionWindowOperator: TimerQueue's
+// buckets by timestamp (operators/keyed/timer_service.h), without its set of
+// live triples: the operator decides whether an entry is live.
 template <typename Entry>
-class TimerEntryQueue {
- public:
-  void Push(Timestamp ts, const Entry& e) {
-    std::vector<Entry>& entries = BucketFor(ts).entries;
-    const size_t before = entries.capacity();
-    entries.push_back(e);
-    entry_capacity_ += entries.capacity() - before;
-  }
-  // f(ts, entry) for every entry with ts <= limit, in (ts, registration)
-  // order, including entries f pushes.
-  template <typename F>
-  void PopUpTo(Timestamp limit, F&& f) {
-    while (!times_.empty()) {
-      const auto [ts, slot] = times_.front();
-      if (ts > limit) break;
-      Bucket& b = buckets_[slot];
-      const Entry e = b.entries[b.head++];
-      if (b.head == b.entries.size()) ReleaseFront();
-      f(ts, e);
-    }
-  }
-  size_t StateBytes() const {
-    return times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
-           index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
-           buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
-           entry_capacity_ * sizeof(Entry);
-  }
-  // f(ts, entry) for every entry not popped yet, in (ts, registration) order
-  // (for checkpoints).
-  template <typename F>
-  void ForEachInOrder(F&& f) const {
-    std::vector<std::pair<Timestamp, uint32_t>> order(times_);
-    std::sort(order.begin(), order.end());
-    for (const auto& [ts, slot] : order) {
-      const Bucket& b = buckets_[slot];
-      for (size_t i = b.head; i < b.entries.size(); ++i) f(ts, b.entries[i]);
-    }
-  }
-
- private:
-  struct Bucket {
-    size_t head = 0;
-    std::vector<Entry> entries;
-  };
-  static constexpr uint32_t kNoSlot = ~uint32_t{0};
-  static constexpr size_t kKeepCapacity = 4096;  // larger buckets free their memory
-  static bool Later(const std::pair<Timestamp, uint32_t>& a,
-                    const std::pair<Timestamp, uint32_t>& b) {
-    return a.first > b.first;
-  }
-  // A small direct-mapped cache of recent timestamps' buckets spares the
-  // index lookup for most pushes (timers cluster on the recent timestamps).
-  Bucket& BucketFor(Timestamp ts) {
-    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
-    if (c.slot != kNoSlot && c.ts == ts) return buckets_[c.slot];
-    auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
-    if (inserted) {
-      uint32_t slot;
-      if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-      } else {
-        slot = static_cast<uint32_t>(buckets_.size());
-        buckets_.emplace_back();
-      }
-      it->second = slot;
-      times_.emplace_back(ts, slot);
-      std::push_heap(times_.begin(), times_.end(), Later);
-    }
-    c.ts = ts;
-    c.slot = it->second;
-    return buckets_[c.slot];
-  }
-  void ReleaseFront() {
-    const auto [ts, slot] = times_.front();
-    std::pop_heap(times_.begin(), times_.end(), Later);
-    times_.pop_back();
-    index_.erase(ts);
-    Bucket& b = buckets_[slot];
-    b.head = 0;
-    if (b.entries.capacity() > kKeepCapacity) {
-      entry_capacity_ -= b.entries.capacity();
-      std::vector<Entry>().swap(b.entries);
-    } else {
-      b.entries.clear();
-    }
-    free_.push_back(slot);
-    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
-    if (c.slot == slot) c.slot = kNoSlot;
-  }
-
-  std::vector<Bucket> buckets_;
-  std::vector<uint32_t> free_;
-  size_t entry_capacity_ = 0;
-  absl::flat_hash_map<Timestamp, uint32_t> index_;
-  std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
-  struct CacheEntry {
-    Timestamp ts = 0;
-    uint32_t slot = kNoSlot;
-  };
-  static constexpr size_t kCacheSize = 256;
-  std::array<CacheEntry, kCacheSize> cache_{};
-};
+using TimerEntryQueue = TimestampBuckets<Entry>;
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner: a session assigner
 // (assigners.h); Contents: ReduceContents / AggregateContents
 // (window_contents.h).
 template <typename T, typename K, typename KeyFn, typename Assigner, typename Contents>
 class FastSessionWindowOperator final
-    : public WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType,
-                                /*kEventTime=*/true, /*kMerging=*/true, /*kTimers=*/false,
-                                /*kFunctionState=*/Contents::kNeedsContext> {
+    : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/true> {
   static_assert(FastSessionWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
-  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, true,
-                                  false, Contents::kNeedsContext>;
+  using Base = SingleValueWindowOperator<T, K, Contents, true>;
 
  public:
-  using W = TimeWindow;
-  using Out = typename Contents::OutputType;
-  using Value = typename Contents::Value;
+  using typename Base::Out;
+  using typename Base::Value;
+  using typename Base::W;
 
   // The trigger is EventTimeTrigger; taken for WindowOperator's signature.
   FastSessionWindowOperator(KeyFn key, Assigner assigner, EventTimeTrigger /*trigger*/,
                             Contents contents, WindowOperatorConfig<T> config)
-      : Base(std::move(config)),
+      : Base(std::move(contents), std::move(config)),
         key_(std::move(key)),
-        assigner_(std::move(assigner)),
-        contents_(std::move(contents)) {}
-
-  void Open(OperatorContext& ctx) override { this->OpenWindowOperator(ctx); }
+        assigner_(std::move(assigner)) {}
 
   void ProcessElement(T&& value, Timestamp ts) override {
     const K key = key_(static_cast<const T&>(value));
@@ -431,7 +322,7 @@ class FastSessionWindowOperator final
   }
 
   // --- introspection, for tests (WindowOperator's) ---
-  size_t num_event_time_timers() const { return live_timers_; }
+  size_t num_event_time_timers() const override { return live_timers_; }
   // (key, state window) pairs that hold contents.
   size_t num_windows_with_contents() const { return live_contents_; }
   // Bytes allocated for the keys' state and the timer entries.
@@ -452,7 +343,6 @@ class FastSessionWindowOperator final
     }
     return bytes;
   }
-  size_t num_trigger_states() const { return 0; }  // EventTimeTrigger keeps none
   size_t num_keys_with_sessions() const {
     size_t n = 0;
     for (const auto& [k, slot] : index_) {
@@ -463,10 +353,11 @@ class FastSessionWindowOperator final
   }
 
  private:
+  using Base::contents_;
   using Base::current_key_;
-  using Base::current_window_;
+  using Base::EmitByElement;
+  using Base::EmitValue;
   using Base::timers_;
-  using Base::window_ctx_;
   using Base::windows_;
 
   static constexpr size_t kNone = ~size_t{0};
@@ -604,21 +495,6 @@ class FastSessionWindowOperator final
     return *ks.orphans;
   }
 
-  // Emits one key's value of `window`.
-  void EmitValue(const K& key, const W& window, const Value& value) {
-    this->collector_->set_timestamp(window.max_timestamp());
-    if constexpr (Contents::kNeedsContext) {
-      current_key_ = &key;
-      current_window_ = &window;
-      window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
-    }
-    contents_.EmitValue(key, window, value, window_ctx_, *this->collector_);
-  }
-  void EmitByElement(const K& key, const W& window, const Value& value) {
-    window_ctx_.SetFiredByElement(true);
-    EmitValue(key, window, value);
-    window_ctx_.SetFiredByElement(false);
-  }
   void CheckMergeNotLate(const W& cover) const {
     const Timestamp watermark = timers_.current_watermark();
     if (this->lateness_.IsMergeLate(cover, watermark)) {
@@ -976,7 +852,6 @@ class FastSessionWindowOperator final
 
   KeyFn key_;
   Assigner assigner_;
-  Contents contents_;
   absl::flat_hash_map<K, uint32_t> index_;  // key -> slot in keys_
   std::vector<KeyState> keys_;
   std::vector<uint32_t> free_;  // freed slots

@@ -128,25 +128,21 @@ inline constexpr bool SlicedWindowOperatorApplies =
 // Contents: ReduceContents / AggregateContents with kCanMergeValues.
 template <typename T, typename K, typename KeyFn, typename Assigner, typename Contents>
 class SlicedWindowOperator final
-    : public WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType,
-                                /*kEventTime=*/true, /*kMerging=*/false, /*kTimers=*/false,
-                                /*kFunctionState=*/Contents::kNeedsContext> {
+    : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/false> {
   static_assert(SlicedWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
-  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, false,
-                                  false, Contents::kNeedsContext>;
+  using Base = SingleValueWindowOperator<T, K, Contents, false>;
 
  public:
-  using W = TimeWindow;
-  using Out = typename Contents::OutputType;
-  using Value = typename Contents::Value;
+  using typename Base::Out;
+  using typename Base::Value;
+  using typename Base::W;
 
   // The trigger is EventTimeTrigger; taken for WindowOperator's signature.
   SlicedWindowOperator(KeyFn key, Assigner assigner, EventTimeTrigger /*trigger*/,
                        Contents contents, WindowOperatorConfig<T> config)
-      : Base(std::move(config)),
+      : Base(std::move(contents), std::move(config)),
         key_(std::move(key)),
         assigner_(std::move(assigner)),
-        contents_(std::move(contents)),
         size_(assigner_.size()),
         slide_(assigner_.slide()),
         offset_(assigner_.offset()),
@@ -164,13 +160,12 @@ class SlicedWindowOperator final
     }
   }
 
-  void Open(OperatorContext& ctx) override { this->OpenWindowOperator(ctx); }
-
   void ProcessElement(T&& value, Timestamp ts) override {
     if (!per_window_ && (ts < safe_lo_ || ts > safe_hi_)) [[unlikely]]
       SwitchToPerWindow();
     if (per_window_) [[unlikely]] {
-      PerWindowElement(std::move(value), ts);
+      const K key = key_(static_cast<const T&>(value));
+      this->AddToTable(table_, assigner_, key, std::move(value), ts);
       return;
     }
     const int64_t r = FloorMod(ts - offset_, slide_);
@@ -208,7 +203,7 @@ class SlicedWindowOperator final
     this->NoteStateSize(num_windows_with_contents(), [this] { return StateBytes(); });
     timers_.AdvanceWatermark(watermark);
     if (per_window_) {
-      PerWindowFire(watermark);
+      this->FireTable(table_, watermark);
     } else {
       FireAndDrop(watermark);
     }
@@ -265,10 +260,7 @@ class SlicedWindowOperator final
   void Close() override {
     this->PublishNotFired([this](auto&& note) {
       if (per_window_) {
-        for (const auto& entry : table_) {
-          const auto& win = entry.second;
-          win.slots.ForEach([&](const auto& slot) { note(slot.key, win.window); });
-        }
+        this->ForEachTableWindow(table_, note);
         return;
       }
       for (const auto& [s, info] : open_) {
@@ -280,8 +272,8 @@ class SlicedWindowOperator final
 
   // --- introspection, for tests ---
   // The event-time timers WindowOperator would hold.
-  size_t num_event_time_timers() const {
-    if (per_window_) return PerWindowImplicitTimers();
+  size_t num_event_time_timers() const override {
+    if (per_window_) return this->TableTimers(table_);
     size_t n = 0;
     for (const auto& [s, info] : open_) n += info.keys * TimersPerKey(Window(s), info.fired);
     return n;
@@ -306,15 +298,13 @@ class SlicedWindowOperator final
     bytes += open_.size() * (sizeof(typename decltype(open_)::value_type) + 4 * sizeof(void*));
     return bytes;
   }
-  size_t num_trigger_states() const { return 0; }
   size_t num_keys_with_sessions() const { return 0; }
 
  private:
-  using Base::current_key_;
-  using Base::current_window_;
+  using Base::contents_;
+  using Base::EmitValue;
   using Base::timers_;
-  using Base::window_ctx_;
-  using Base::windows_;
+  using Base::TimersPerKey;
 
   // One key's value in one pane, with the arrival number of its first record.
   struct Entry {
@@ -434,18 +424,6 @@ class SlicedWindowOperator final
               [](const Merged& a, const Merged& b) { return a.seq < b.seq; });
   }
 
-  // Emits one key's value of `window`.
-  void EmitValue(const K& key, const W& window, const Value& value) {
-    this->collector_->set_timestamp(window.max_timestamp());
-    if constexpr (Contents::kNeedsContext) {
-      current_key_ = &key;
-      current_window_ = &window;
-      window_ctx_.Set(&window, timers_.current_watermark(), timers_.current_processing_time());
-    }
-    contents_.EmitValue(key, window, value, window_ctx_, *this->collector_);
-    current_key_ = nullptr;
-  }
-
   // A record's windows that the watermark has reached and that are not late
   // re-fire for its key, newest first (the per-window path's order), each
   // with the merge of the key's panes in it.
@@ -466,9 +444,7 @@ class SlicedWindowOperator final
         }
       }
       if (!acc) continue;  // cannot happen: the record's pane is in it
-      window_ctx_.SetFiredByElement(true);
-      EmitValue(key, w, *acc);
-      window_ctx_.SetFiredByElement(false);
+      this->EmitByElement(key, w, *acc);
     }
   }
 
@@ -518,13 +494,6 @@ class SlicedWindowOperator final
       last_pane_keys_ = it->second.table.size();
       it = panes_.erase(it);
     }
-  }
-
-  // Per (key, window) the trigger timer until the window fired and the
-  // cleanup timer when it differs from it and exists (as FastWindowOperator).
-  size_t TimersPerKey(const W& w, bool fired) const {
-    const Timestamp cleanup = this->CleanupTime(w);
-    return (fired ? 0 : 1) + (cleanup != kMaxTimestamp && cleanup != w.max_timestamp());
   }
 
   // Adds a sliced snapshot's panes and windows (of `range`'s keys) to the
@@ -598,59 +567,8 @@ class SlicedWindowOperator final
     per_window_ = true;
   }
 
-  // FastWindowOperator::ProcessElement.
-  void PerWindowElement(T&& value, Timestamp ts) {
-    const K key = key_(static_cast<const T&>(value));
-    this->AssignWindows(assigner_, static_cast<const T&>(value), ts);
-    bool skipped = true;
-    const Timestamp watermark = timers_.current_watermark();
-    for (const W& w : Base::windows_) {
-      if (this->IsWindowLate(w)) continue;
-      skipped = false;
-      auto [stored, created] =
-          table_.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
-      if (!created) contents_.AddTo(*stored, value);
-      if (w.max_timestamp() <= watermark) {
-        window_ctx_.SetFiredByElement(true);
-        EmitValue(key, w, *stored);
-        window_ctx_.SetFiredByElement(false);
-      }
-    }
-    if (skipped) this->HandleSkippedElement(std::move(value), ts);
-  }
-
-  // FastWindowOperator::FireWindows.
-  void PerWindowFire(Timestamp watermark) {
-    for (auto it = table_.begin();
-         it != table_.end() && it->second.window.max_timestamp() <= watermark;) {
-      auto& win = it->second;
-      if (!win.fired) {
-        win.fired = true;
-        win.slots.ForEach([&](const auto& slot) { EmitValue(slot.key, win.window, slot.value); });
-      }
-      const Timestamp cleanup = this->CleanupTime(win.window);
-      if (cleanup > watermark ||
-          (cleanup == kMaxTimestamp && win.window.max_timestamp() != kMaxTimestamp)) {
-        ++it;
-        continue;
-      }
-      if (this->HasWindowFunctionState()) {
-        win.slots.ForEach(
-            [&](const auto& slot) { this->DropWindowFunctionState(slot.key, win.window); });
-      }
-      it = table_.Erase(it);
-    }
-  }
-
-  size_t PerWindowImplicitTimers() const {
-    size_t n = 0;
-    for (const auto& [k, win] : table_) n += TimersPerKey(win.window, win.fired) * win.slots.size();
-    return n;
-  }
-
   KeyFn key_;
   Assigner assigner_;
-  Contents contents_;
   const int64_t size_;
   const int64_t slide_;
   const int64_t offset_;

@@ -181,7 +181,7 @@ class WindowOperator final
   }
 
   // --- introspection, for tests ---
-  size_t num_event_time_timers() const { return timers_.NumEventTimeTimers(); }
+  size_t num_event_time_timers() const override { return timers_.NumEventTimeTimers(); }
   // (key, window) pairs (sessions: state windows) that hold contents.
   size_t num_windows_with_contents() const { return contents_.size(); }
   // Bytes allocated for the window contents, trigger state and timers.

@@ -55,15 +55,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "tidemark/operators/basic.h"
-#include "tidemark/operators/keyed/keyed_state_store.h"
-#include "tidemark/operators/keyed/timer_service.h"
-#include "tidemark/operators/window/lateness.h"
-#include "tidemark/operators/window/triggers.h"
-#include "tidemark/operators/window/window_contents.h"
-#include "tidemark/operators/window/window_context.h"
-#include "tidemark/runtime/core/operator.h"
-#include "tidemark/runtime/state/state_codec.h"
+#include "operators/basic.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
+#include "operators/window/lateness.h"
+#include "operators/window/time_window.h"
+#include "operators/window/time_window_table.h"
+#include "operators/window/triggers.h"
+#include "operators/window/window_contents.h"
+#include "operators/window/window_context.h"
+#include "runtime/operator.h"
+#include "runtime/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -89,13 +91,15 @@ struct WindowOperatorConfig {
 // can reach keyed state through its context (a process function).
 template <typename T, typename K, typename W, typename Out, bool kEventTime, bool kMerging,
           bool kTimers = true, bool kFunctionState = true>
-class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateHost {
+class WindowOperatorBase : public OneInputOperator<T, Out>,
+                           public TimerIntrospection,
+                           private WindowStateHost {
  public:
   // Window contents and timers are keyed state (runtime/core/operator.h).
   StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
   // --- introspection, for tests ---
   Timestamp current_watermark() const { return timers_.current_watermark(); }
-  size_t num_processing_time_timers() const { return timers_.NumProcessingTimeTimers(); }
+  size_t num_processing_time_timers() const override { return timers_.NumProcessingTimeTimers(); }
   using Timers = std::conditional_t<kTimers, KeyedTimerService<K, W>, WatermarkOnlyTimeService>;
   Timers& timer_service() { return timers_; }
   int64_t allowed_lateness() const { return lateness_.allowed_lateness(); }
@@ -260,6 +264,135 @@ class WindowOperatorBase : public OneInputOperator<T, Out>, private WindowStateH
   Counter* peak_bytes_counter_ = nullptr;
   Counter* not_fired_counter_ = nullptr;
   Counter* not_fired_keys_counter_ = nullptr;
+};
+
+// The base of the window operators for event-time TimeWindows with
+// EventTimeTrigger itself and contents that keep one value per window
+// (reduce, aggregate): FastWindowOperator, SlicedWindowOperator and
+// FastSessionWindowOperator.  It holds the contents and emits their values,
+// and has the window-major table's steps (FastWindowOperator's; the sliced
+// operator falls back to them near the ends of the time range).
+template <typename T, typename K, typename Contents, bool kMerging>
+class SingleValueWindowOperator
+    : public WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType,
+                                /*kEventTime=*/true, kMerging, /*kTimers=*/false,
+                                /*kFunctionState=*/Contents::kNeedsContext> {
+  using Base = WindowOperatorBase<T, K, TimeWindow, typename Contents::OutputType, true, kMerging,
+                                  false, Contents::kNeedsContext>;
+
+ public:
+  using W = TimeWindow;
+  using Out = typename Contents::OutputType;
+  using Value = typename Contents::Value;
+
+  // No timers are registered: the watermark and the clock only.
+  void Open(OperatorContext& ctx) override { this->OpenWindowOperator(ctx); }
+  size_t num_trigger_states() const { return 0; }  // EventTimeTrigger keeps none
+
+ protected:
+  SingleValueWindowOperator(Contents contents, WindowOperatorConfig<T> config)
+      : Base(std::move(config)), contents_(std::move(contents)) {}
+
+  // Emits one key's value of `window`.
+  void EmitValue(const K& key, const W& window, const Value& value) {
+    this->collector_->set_timestamp(window.max_timestamp());
+    if constexpr (Contents::kNeedsContext) {
+      this->current_key_ = &key;
+      this->current_window_ = &window;
+      this->window_ctx_.Set(&window, this->timers_.current_watermark(),
+                            this->timers_.current_processing_time());
+    }
+    contents_.EmitValue(key, window, value, this->window_ctx_, *this->collector_);
+    this->current_key_ = nullptr;
+  }
+  // The same, fired by an element (EventTimeTrigger.on_element).
+  void EmitByElement(const K& key, const W& window, const Value& value) {
+    this->window_ctx_.SetFiredByElement(true);
+    EmitValue(key, window, value);
+    this->window_ctx_.SetFiredByElement(false);
+  }
+
+  // Per key of a window, the trigger timer until the window fired and the
+  // cleanup timer when it differs from it (allowed lateness > 0) and exists:
+  // the event-time timers WindowOperator would hold.
+  size_t TimersPerKey(const W& w, bool fired) const {
+    const Timestamp cleanup = this->CleanupTime(w);
+    return (fired ? 0 : 1) + (cleanup != kMaxTimestamp && cleanup != w.max_timestamp());
+  }
+
+  // --- the window-major table (time_window_table.h) ---
+
+  // An element of `key`: for each of the assigner's windows, in its order, a
+  // late window is skipped; otherwise the element is added to the (key,
+  // window) value and, when the watermark has already reached the window's
+  // max timestamp (EventTimeTrigger.on_element says FIRE), the value is
+  // emitted at once.  An element no window accepted may be late data.
+  template <typename Assigner>
+  void AddToTable(TimeWindowTable<K, Value>& table, Assigner& assigner, const K& key, T&& value,
+                  Timestamp ts) {
+    this->current_key_ = &key;
+    this->AssignWindows(assigner, static_cast<const T&>(value), ts);
+    bool skipped = true;
+    const Timestamp watermark = this->timers_.current_watermark();
+    for (const W& w : this->windows_) {
+      if (this->IsWindowLate(w)) continue;
+      skipped = false;
+      auto [stored, created] =
+          table.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
+      if (!created) contents_.AddTo(*stored, value);
+      // Before that, its timer (implicit) will fire it.
+      if (w.max_timestamp() <= watermark) EmitByElement(key, w, *stored);
+    }
+    if (skipped) this->HandleSkippedElement(std::move(value), ts);
+    this->current_key_ = nullptr;
+  }
+
+  // The implicit timers <= watermark, in timestamp order: a window fires
+  // (every key, in arrival order) when the watermark reaches its max
+  // timestamp and is dropped at its cleanup time.
+  void FireTable(TimeWindowTable<K, Value>& table, Timestamp watermark) {
+    for (auto it = table.begin();
+         it != table.end() && it->second.window.max_timestamp() <= watermark;) {
+      auto& win = it->second;
+      if (!win.fired) {
+        win.fired = true;
+        win.slots.ForEach([&](const auto& slot) { EmitValue(slot.key, win.window, slot.value); });
+      }
+      // Dropped when a timer at the cleanup time fires: the cleanup timer
+      // (none when the cleanup time is MAX), or the trigger timer when it is
+      // at the cleanup time MAX too (a window whose end wrapped to MIN has
+      // max_timestamp MAX; Flink's onEventTime then sees isCleanupTime).
+      const Timestamp cleanup = this->CleanupTime(win.window);
+      if (cleanup > watermark ||
+          (cleanup == kMaxTimestamp && win.window.max_timestamp() != kMaxTimestamp)) {
+        ++it;
+        continue;
+      }
+      if (this->HasWindowFunctionState()) {
+        win.slots.ForEach(
+            [&](const auto& slot) { this->DropWindowFunctionState(slot.key, win.window); });
+      }
+      it = table.Erase(it);
+    }
+  }
+
+  // The event-time timers WindowOperator would hold for the table's windows.
+  size_t TableTimers(const TimeWindowTable<K, Value>& table) const {
+    size_t n = 0;
+    for (const auto& [k, win] : table) n += TimersPerKey(win.window, win.fired) * win.slots.size();
+    return n;
+  }
+
+  // note(key, window) for every (key, window) of the table (PublishNotFired).
+  template <typename Note>
+  static void ForEachTableWindow(const TimeWindowTable<K, Value>& table, Note&& note) {
+    for (const auto& entry : table) {
+      const auto& win = entry.second;  // a structured binding cannot be captured before clang 16
+      win.slots.ForEach([&](const auto& slot) { note(slot.key, win.window); });
+    }
+  }
+
+  Contents contents_;
 };
 
 }  // namespace tidemark::internal

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "runtime/time.h"  // the consumer's own (tests/consumer/runtime/time.h)
+#include "api/testing/harness.h"
+#include "tidemark.h"
 
 int main() {
   using namespace tidemark;
@@ -34,6 +36,15 @@ int main() {
     if (p.first == "a" && p.second > max_a) max_a = p.second;
   if (out->size() != words.size() || max_a != 3) {
     std::fprintf(stderr, "unexpected result: %zu records, a=%d\n", out->size(), max_a);
+    return 1;
+  }
+  // The installed test harness (api/testing/harness.h) drives one function.
+  auto h = harness::ProcessFunctionTestHarnesses::for_map<std::string>(
+      [](const std::string& w) { return w.size(); });
+  h.open();
+  h.process_element("four", 7);
+  if (h.extract_output_values() != std::vector<size_t>{4}) {
+    std::fprintf(stderr, "the test harness did not see the map's output\n");
     return 1;
   }
   std::printf("tidemark consumer ok (key group of \"hello\": %d)\n",

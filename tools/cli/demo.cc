@@ -203,25 +203,18 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
   TraceRecorder* rec = recorder.get();
   sums.add_sink([&fired, rec](Sum&& s, Timestamp) {
     fired.fetch_add(1, std::memory_order_relaxed);
-    TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
-    e.key = s.key;
-    e.start = s.start;
-    e.end = s.end;
-    e.watermark = s.watermark;
-    e.firing = s.watermark == kMaxWatermark ? "end_of_input" : s.late ? "late" : "on_time";
-    e.value = absl::StrCat("sum ", s.sum, " over ", s.count, " readings");
-    e.subtask = s.subtask;
-    rec->OnFiring(e);
+    rec->OnFiring(
+        TimelineEvent::Firing(s.subtask, s.key, s.start, s.end, s.watermark,
+                              s.watermark == kMaxWatermark ? "end_of_input"
+                              : s.late                     ? "late"
+                                                           : "on_time",
+                              absl::StrCat("sum ", s.sum, " over ", s.count, " readings")));
   });
   const int p = o.parallelism;
   sums.get_side_output(late_tag).add_sink([&late, rec, p](Reading&& r) {
     late.fetch_add(1, std::memory_order_relaxed);
-    TimelineEvent e{TimelineEvent::Kind::kLate, 0};
-    e.key = r.key;
-    e.ts = r.ts;
-    e.subtask = SubtaskForKey(r.key, DefaultMaxParallelism(p), p);
-    e.value = absl::StrCat("value ", r.value);
-    rec->OnLate(e);
+    rec->OnLate(TimelineEvent::Late(SubtaskForKey(r.key, DefaultMaxParallelism(p), p), r.key, r.ts,
+                                    absl::StrCat("value ", r.value)));
   });
 
   out << "tidemark demo: " << o.sources

@@ -832,17 +832,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
           [sh, to_files](CliResult&& r) {
             sh->fired.fetch_add(1, std::memory_order_relaxed);
             if (!to_files) sh->printer->Print(FormatResult(*sh, r));
-            TimelineEvent e{TimelineEvent::Kind::kFiring, 0};
-            e.subtask = r.subtask;
-            e.key = r.key;
-            e.start = r.start;
-            e.end = r.end;
-            e.watermark = r.watermark;
-            e.firing = r.firing;
             absl::StatusOr<AggregateNumber> sum = AggregateValue(AggregateKind::kSum, r.acc);
-            e.value = absl::StrCat("count ", r.acc.count, ", sum ",
-                                   sum.ok() ? sum->ToString() : "out of range");
-            sh->recorder->OnFiring(e);
+            sh->recorder->OnFiring(TimelineEvent::Firing(
+                r.subtask, r.key, r.start, r.end, r.watermark, r.firing,
+                absl::StrCat("count ", r.acc.count, ", sum ",
+                             sum.ok() ? sum->ToString() : "out of range")));
           },
           "print")
       .set_parallelism(print_p);
@@ -871,13 +865,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
               } else {
                 sh->printer->Print(absl::StrCat("Side> ", r.line));
               }
-              TimelineEvent e{TimelineEvent::Kind::kLate, 0};
-              e.key = r.key;
-              e.ts = r.ts;
-              e.subtask =
-                  SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism);
-              e.value = r.line;
-              sh->recorder->OnLate(e);
+              sh->recorder->OnLate(TimelineEvent::Late(
+                  SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism),
+                  r.key, r.ts, r.line));
             },
             "late")
         .set_parallelism(print_p);

@@ -396,6 +396,28 @@ void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, T
   }
 }
 
+TimelineEvent TimelineEvent::Firing(int subtask, std::string key, Timestamp start, Timestamp end,
+                                    Timestamp watermark, std::string firing, std::string value) {
+  TimelineEvent e{Kind::kFiring, 0};
+  e.subtask = subtask;
+  e.key = std::move(key);
+  e.start = start;
+  e.end = end;
+  e.watermark = watermark;
+  e.firing = std::move(firing);
+  e.value = std::move(value);
+  return e;
+}
+
+TimelineEvent TimelineEvent::Late(int subtask, std::string key, Timestamp ts, std::string value) {
+  TimelineEvent e{Kind::kLate, 0};
+  e.subtask = subtask;
+  e.key = std::move(key);
+  e.ts = ts;
+  e.value = std::move(value);
+  return e;
+}
+
 void TraceRecorder::OnFiring(const TimelineEvent& e) {
   TimelineEvent ev = e;
   ev.t_ms = NowMs();

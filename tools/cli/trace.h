@@ -73,6 +73,15 @@ struct TimelineEvent {
   // subtask (-1 on one rank).
   int rank = -1;
   int channel_rank = -1;
+
+  // A window firing, for TraceRecorder::OnFiring (which sets t_ms): the
+  // window [start, end) of `key` at `subtask`, the watermark it fired at, how
+  // (on_time, late, end_of_input), and the result as text.
+  static TimelineEvent Firing(int subtask, std::string key, Timestamp start, Timestamp end,
+                              Timestamp watermark, std::string firing, std::string value);
+  // A late record, for TraceRecorder::OnLate: its key, timestamp, the window
+  // subtask that dropped it, and the record as text.
+  static TimelineEvent Late(int subtask, std::string key, Timestamp ts, std::string value);
 };
 
 // The events as bytes, for gathering every rank's at rank 0.

@@ -1,0 +1,665 @@
+// api/testing/harness.h (installed as <tidemark/testing/harness.h>)
+//
+// Test harnesses for one operator or user function, without a job (Flink's
+// OneInputStreamOperatorTestHarness, KeyedOneInputStreamOperatorTestHarness,
+// KeyedTwoInputStreamOperatorTestHarness and ProcessFunctionTestHarnesses).
+// The test is the task: it feeds records, watermarks and processing time one
+// by one, on its own thread, and reads what the operator emitted, its timers
+// and its keyed state; it can snapshot the operator and restore the snapshot
+// into a fresh one.  Nothing runs in the background: no threads, no sleeps.
+//
+//   #include "api/testing/harness.h"
+//   using namespace tidemark;
+//
+//   auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<Event>(
+//       MyAlarm(), [](const Event& e) { return e.id; });
+//   h.open();
+//   h.process_element(Event{"a", 1}, 1000);   // value, event timestamp
+//   h.process_watermark(2000);                 // fires event-time timers <= 2000
+//   h.set_processing_time(5000);               // fires processing-time timers < 5000
+//   EXPECT_EQ(h.extract_output_values(), std::vector<std::string>{"a idle at 2000"});
+//   EXPECT_EQ(h.num_event_time_timers(), 0u);
+//   EXPECT_EQ(h.get_state<Timestamp>("a", "last"), 1000);
+//   harness::OperatorSnapshot snap = h.snapshot();
+//   h.close();
+//
+//   auto restored = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<Event>(
+//       MyAlarm(), [](const Event& e) { return e.id; });
+//   restored.initialize_state(snap);           // before open(), as in Flink
+//   restored.open();
+//
+// Harnesses, all with the members of OperatorTestHarnessBase below:
+//   OneInputOperatorTestHarness<In, Out>         any OneInputOperator<In, Out>
+//   KeyedOneInputOperatorTestHarness<In, Out, K>  + keyed state of a keyed operator
+//   TwoInputOperatorTestHarness<In1, In2, Out>   any TwoInputOperator<In1, In2, Out>
+//   KeyedTwoInputOperatorTestHarness<In1, In2, Out, K>  + keyed state
+// made from an operator, from a user function (ProcessFunctionTestHarnesses:
+// map, flat_map, process, keyed process, co-process, keyed co-process, keyed
+// broadcast process) or from the operator a DataStream was built with
+// (harness_for<In>(stream): window operators through the windowed stream,
+// exactly as the job would run them).
+//
+// Semantics are the runtime's, where they differ from Flink's harness:
+//   - Processing time is a manual clock.  set_processing_time(t) moves it and
+//     fires every processing-time timer registered for a time < t: a timer
+//     at T fires at set_processing_time(T + 1) or later, as in tidemark's
+//     runtime (runtime/processing_time_service.h; Flink's harness fires it
+//     already at T).
+//   - Watermarks reach the operator only when they advance (the task's
+//     valve drops the others); a two-input harness hands the operator the
+//     minimum of its inputs' watermarks, as the task's input gate does.
+//   - A side output is kept only if the test asks for it before open()
+//     (add_side_output(tag)), as a job keeps it only when a stream reads it:
+//     a side output nobody reads is dropped (late window data then counts
+//     in "numLateRecordsDropped" / "numLateRecordsToUnconsumedSideOutput").
+//   - Records emitted by a processing-time timer carry no timestamp
+//     (kNoTimestamp), as in current Flink.
+//
+// The namespace is tidemark::harness, not "testing": with `using namespace
+// tidemark;` a tidemark::testing would make GoogleTest's `testing::` ambiguous.
+//
+// Thread safety: none; one test thread drives a harness.
+#ifndef TM_API_TESTING_HARNESS_H_
+#define TM_API_TESTING_HARNESS_H_
+
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "api/connected_streams.h"
+#include "api/environment.h"
+#include "api/keyed_process.h"
+#include "operators/basic.h"
+#include "operators/co_process.h"
+#include "operators/keyed/keyed_state_store.h"
+#include "operators/keyed/timer_service.h"
+#include "operators/keyed_process.h"
+#include "operators/process.h"
+#include "runtime/clock.h"
+#include "runtime/job_config.h"
+#include "runtime/metrics.h"
+#include "runtime/operator.h"
+#include "runtime/processing_time_service.h"
+#include "runtime/state_codec.h"
+#include "runtime/time.h"
+
+namespace tidemark::harness {
+
+// A record as the operator emitted it (Flink's StreamRecord).
+template <typename T>
+struct StreamRecord {
+  T value;
+  Timestamp timestamp = kNoTimestamp;  // kNoTimestamp: the record has none
+  bool operator==(const StreamRecord&) const = default;
+};
+template <typename T>
+StreamRecord<T> stream_record(T value, Timestamp timestamp = kNoTimestamp) {
+  return StreamRecord<T>{std::move(value), timestamp};
+}
+// A watermark in an expected output (Flink's Watermark).
+struct WatermarkElement {
+  Timestamp timestamp;
+};
+inline WatermarkElement watermark(Timestamp t) { return WatermarkElement{t}; }
+
+// One element of an output, in emission order: a record, a watermark or a
+// watermark status (Flink's output queue).  Compares equal to an expected
+// stream_record(v, ts) or watermark(w).
+template <typename T>
+struct Emitted {
+  enum Kind { kRecord, kWatermark, kStatus };
+  Kind kind = kRecord;
+  std::optional<T> value;       // records only
+  Timestamp ts = kNoTimestamp;  // the record's timestamp, the watermark, or the status
+
+  Emitted() = default;
+  Emitted(Kind k, std::optional<T> v, Timestamp t) : kind(k), value(std::move(v)), ts(t) {}
+  template <typename U>
+  requires std::constructible_from<T, U> Emitted(
+      StreamRecord<U> r)  // NOLINT: implicit, for expected outputs
+      : kind(kRecord), value(T(std::move(r.value))), ts(r.timestamp) {}
+  Emitted(WatermarkElement w) : kind(kWatermark), ts(w.timestamp) {}  // NOLINT
+  bool operator==(const Emitted&) const = default;
+};
+
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const StreamRecord<T>& r) requires
+    requires(std::ostream& o, const T& v) {
+  o << v;
+}
+{
+  os << "Record(" << r.value;
+  if (r.timestamp != kNoTimestamp) os << " @ " << r.timestamp;
+  return os << ")";
+}
+inline std::ostream& operator<<(std::ostream& os, const WatermarkElement& w) {
+  return os << "Watermark(" << w.timestamp << ")";
+}
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const Emitted<T>& e) requires
+    requires(std::ostream& o, const T& v) {
+  o << v;
+}
+{
+  switch (e.kind) {
+    case Emitted<T>::kRecord:
+      return os << StreamRecord<T>{*e.value, e.ts};
+    case Emitted<T>::kWatermark:
+      return os << WatermarkElement{e.ts};
+    case Emitted<T>::kStatus:
+      return os << "Status(" << ToString(static_cast<WatermarkStatus>(e.ts)) << ")";
+  }
+  return os;
+}
+
+// Records everything an operator emits on one output, in order.
+template <typename T>
+class RecordingOutput final : public Output<T> {
+ public:
+  void Collect(T&& v, Timestamp ts) override {
+    events_.emplace_back(Emitted<T>::kRecord, std::move(v), ts);
+  }
+  void EmitWatermark(Timestamp w) override {
+    events_.emplace_back(Emitted<T>::kWatermark, std::nullopt, w);
+  }
+  void EmitStatus(WatermarkStatus s) override {
+    events_.emplace_back(Emitted<T>::kStatus, std::nullopt, static_cast<Timestamp>(s));
+  }
+  std::vector<Emitted<T>>& events() { return events_; }
+  const std::vector<Emitted<T>>& events() const { return events_; }
+
+  // Every record, as (value, timestamp).
+  std::vector<StreamRecord<T>> Records() const {
+    std::vector<StreamRecord<T>> out;
+    for (const Emitted<T>& e : events_)
+      if (e.kind == Emitted<T>::kRecord) out.push_back(StreamRecord<T>{*e.value, e.ts});
+    return out;
+  }
+  std::vector<T> Values() const {
+    std::vector<T> out;
+    for (const Emitted<T>& e : events_)
+      if (e.kind == Emitted<T>::kRecord) out.push_back(*e.value);
+    return out;
+  }
+  // The records emitted since the last call, as (value, timestamp).
+  std::vector<std::pair<T, Timestamp>> TakeRecords() {
+    std::vector<std::pair<T, Timestamp>> out;
+    for (size_t i = taken_; i < events_.size(); ++i)
+      if (events_[i].kind == Emitted<T>::kRecord)
+        out.emplace_back(*events_[i].value, events_[i].ts);
+    taken_ = events_.size();
+    return out;
+  }
+  std::vector<Timestamp> Watermarks() const {
+    std::vector<Timestamp> out;
+    for (const auto& e : events_)
+      if (e.kind == Emitted<T>::kWatermark) out.push_back(e.ts);
+    return out;
+  }
+  void Clear() {
+    events_.clear();
+    taken_ = 0;
+  }
+
+ private:
+  std::vector<Emitted<T>> events_;
+  size_t taken_ = 0;
+};
+
+// Where the operator runs: which subtask of how many (that decides the key
+// groups a restore keeps: Flink's max parallelism, subtask index and
+// parallelism), the clock's start, and the operator's name in errors.
+struct HarnessOptions {
+  int subtask = 0;
+  int parallelism = 1;
+  int max_parallelism = 128;
+  Timestamp processing_time = 0;
+  std::string operator_name = "operator-under-test";
+};
+
+// An operator's state at a checkpoint (Flink's OperatorSubtaskState): the
+// bytes its SnapshotState wrote and the subtask that wrote them.
+struct OperatorSnapshot {
+  std::string bytes;
+  int64_t checkpoint_id = 0;
+  int subtask = 0;
+  int parallelism = 1;
+  int max_parallelism = 128;
+};
+
+// What every harness has: the operator's surroundings (clock, timers,
+// metrics), its outputs, snapshot and restore.
+template <typename Out>
+class OperatorTestHarnessBase {
+ public:
+  OperatorTestHarnessBase(const OperatorTestHarnessBase&) = delete;
+  OperatorTestHarnessBase& operator=(const OperatorTestHarnessBase&) = delete;
+  // The operator goes first: it may cancel timers in the service.
+  virtual ~OperatorTestHarnessBase() { op_.reset(); }
+
+  // --- before open() ---
+  // Keeps what the operator emits to side output `tag` (get_side_output);
+  // returns the recording output itself.
+  template <typename V>
+  RecordingOutput<V>& add_side_output(const OutputTag<V>& tag) {
+    RequireNotOpen("add_side_output");
+    auto out = std::make_unique<SideOutput<V>>();
+    RecordingOutput<V>& recorder = out->output;
+    op_->set_side_output(tag.id(), &recorder);
+    side_[tag.id()] = std::move(out);
+    return recorder;
+  }
+  // The state open() restores, as after a failure: one snapshot, or several
+  // (those of other subtasks, to test rescaling: a keyed operator keeps the
+  // keys of its own key groups, HarnessOptions).
+  void initialize_state(OperatorSnapshot snapshot) {
+    initialize_state(std::vector<OperatorSnapshot>{std::move(snapshot)});
+  }
+  void initialize_state(std::vector<OperatorSnapshot> snapshots) {
+    RequireNotOpen("initialize_state");
+    restore_ = std::move(snapshots);
+  }
+
+  // --- the lifecycle (runtime/operator.h) ---
+  // Opens the operator (and the user function), then restores the state
+  // given to initialize_state.  Throws std::runtime_error when a snapshot
+  // does not read back.
+  void open() {
+    RequireNotOpen("open");
+    op_->Open(ctx_);
+    opened_ = true;
+    for (const OperatorSnapshot& s : restore_) {
+      internal::StateReader r(s.bytes);
+      op_->RestoreState(r);
+      if (!r.AtEnd())
+        throw std::runtime_error("restoring operator '" + options_.operator_name +
+                                 "': " + (r.ok() ? std::string("bytes left over") : r.error()));
+    }
+    restore_.clear();
+  }
+  // The end of a bounded input, as the runtime ends it: the final
+  // watermark (kMaxTimestamp: every event-time timer fires), then Finish().
+  void end_input() {
+    RequireOpen("end_input");
+    DeliverWatermark(kMaxTimestamp);
+    op_->Finish();
+  }
+  // Closes the operator (and the user function).
+  void close() {
+    RequireOpen("close");
+    op_->Close();
+    closed_ = true;
+  }
+
+  // --- processing time ---
+  // Moves the clock to `t` and fires every processing-time timer due, i.e.
+  // registered for a time < t (see the file comment).
+  void set_processing_time(Timestamp t) {
+    clock_.Set(t);
+    timers_.FireDue(t);
+  }
+  Timestamp get_processing_time() const { return clock_.NowMillis(); }
+
+  // --- checkpoints ---
+  // The operator's state now (after PrepareSnapshotPreBarrier, as at a
+  // barrier); give it to another harness's initialize_state.
+  OperatorSnapshot snapshot(int64_t checkpoint_id = 0) {
+    RequireOpen("snapshot");
+    op_->PrepareSnapshotPreBarrier(checkpoint_id);
+    internal::StateWriter w;
+    op_->SnapshotState(w);
+    return OperatorSnapshot{w.Release(), checkpoint_id, options_.subtask, options_.parallelism,
+                            options_.max_parallelism};
+  }
+  void notify_checkpoint_complete(int64_t checkpoint_id) {
+    op_->NotifyCheckpointComplete(checkpoint_id);
+  }
+
+  // --- what it emitted ---
+  // Everything on the main output, in order: records, watermarks, statuses.
+  const std::vector<Emitted<Out>>& get_output() const { return main_.events(); }
+  // The main output's records (Flink's extractOutputStreamRecords) and
+  // their values (extractOutputValues).
+  std::vector<StreamRecord<Out>> extract_output_records() const { return main_.Records(); }
+  std::vector<Out> extract_output_values() const { return main_.Values(); }
+  // The watermarks the operator forwarded.
+  std::vector<Timestamp> get_emitted_watermarks() const { return main_.Watermarks(); }
+  // Forgets what was emitted so far (main and side outputs).
+  void clear_output() {
+    main_.Clear();
+    for (auto& [tag, out] : side_) out->Clear();
+  }
+  // The records on side output `tag` (registered with add_side_output).
+  template <typename V>
+  std::vector<StreamRecord<V>> get_side_output(const OutputTag<V>& tag) const {
+    auto it = side_.find(tag.id());
+    if (it == side_.end())
+      throw std::logic_error("side output '" + tag.id() +
+                             "' was not registered: call add_side_output(tag) before open()");
+    auto* out = dynamic_cast<SideOutput<V>*>(it->second.get());
+    if (out == nullptr)
+      throw std::logic_error("side output '" + tag.id() + "' was registered with another type");
+    return out->output.Records();
+  }
+
+  // --- timers, metrics, the operator ---
+  // Timers registered and not yet fired or deleted, of an operator with
+  // keyed timers (keyed process, co-process, interval join, windows).
+  size_t num_event_time_timers() const { return Timers().num_event_time_timers(); }
+  size_t num_processing_time_timers() const { return Timers().num_processing_time_timers(); }
+  // The subtask's counter `name` (0 if nothing counted it).
+  int64_t counter(const std::string& name) { return metrics_.GetCounter(name)->Get(); }
+  OperatorBase& get_operator() { return *op_; }
+  template <typename Op>
+  Op& get_operator() {
+    auto* op = dynamic_cast<Op*>(op_.get());
+    if (op == nullptr) throw std::logic_error("the operator under test is not of that type");
+    return *op;
+  }
+  // For the runtime's own tests.
+  internal::ProcessingTimeService& processing_time_service() { return timers_; }
+  RecordingOutput<Out>& main_output() { return main_; }
+  // Delivers watermark status `s` (idle / active) as the task would.
+  void process_watermark_status(WatermarkStatus s) { op_->ProcessStatus(s); }
+
+ protected:
+  OperatorTestHarnessBase(std::unique_ptr<OperatorBase> op, HarnessOptions options)
+      : options_(std::move(options)),
+        op_(std::move(op)),
+        clock_(options_.processing_time),
+        timers_(&clock_),
+        metrics_(options_.operator_name, options_.subtask, options_.parallelism, 1),
+        ctx_(options_.operator_name, options_.subtask, options_.parallelism,
+             options_.max_parallelism, &metrics_, &timers_, &config_, nullptr) {
+    if (op_ == nullptr) throw std::invalid_argument("test harness: no operator");
+    op_->set_output(&main_);
+  }
+
+  // Hands `w` to the operator if it advances the watermark (the valve's rule).
+  void DeliverWatermark(Timestamp w) {
+    if (w <= watermark_) return;
+    watermark_ = w;
+    op_->ProcessWatermark(w);
+  }
+  void RequireOpen(const char* what) const {
+    if (!opened_) throw std::logic_error(std::string(what) + "() before open()");
+  }
+  void RequireNotOpen(const char* what) const {
+    if (opened_) throw std::logic_error(std::string(what) + "() after open()");
+  }
+  const internal::TimerIntrospection& Timers() const {
+    auto* t = dynamic_cast<const internal::TimerIntrospection*>(op_.get());
+    if (t == nullptr)
+      throw std::logic_error("the operator under test has no keyed timers to count");
+    return *t;
+  }
+
+  HarnessOptions options_;
+  std::unique_ptr<OperatorBase> op_;
+  Timestamp watermark_ = kMinTimestamp;
+
+ private:
+  struct SideOutputBase {
+    virtual ~SideOutputBase() = default;
+    virtual void Clear() = 0;
+  };
+  template <typename V>
+  struct SideOutput final : SideOutputBase {
+    void Clear() override { output.Clear(); }
+    RecordingOutput<V> output;
+  };
+
+  ManualClock clock_;
+  internal::ProcessingTimeService timers_;
+  SubtaskMetrics metrics_;
+  internal::JobConfig config_;
+  OperatorContext ctx_;
+  RecordingOutput<Out> main_;
+  std::map<std::string, std::unique_ptr<SideOutputBase>> side_;
+  std::vector<OperatorSnapshot> restore_;
+  bool opened_ = false;
+  bool closed_ = false;
+};
+
+// One operator with one input (Flink's OneInputStreamOperatorTestHarness).
+template <typename In, typename Out>
+class OneInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
+ public:
+  explicit OneInputOperatorTestHarness(std::unique_ptr<OperatorBase> op,
+                                       HarnessOptions options = {})
+      : OperatorTestHarnessBase<Out>(std::move(op), std::move(options)),
+        input_(dynamic_cast<internal::InputOperator<In>*>(this->op_.get())) {
+    if (input_ == nullptr)
+      throw std::invalid_argument(
+          "test harness: the operator does not take records of the harness's input type");
+  }
+
+  // A record with event timestamp `ts` (kNoTimestamp: none).
+  void process_element(In value, Timestamp ts = kNoTimestamp) {
+    this->RequireOpen("process_element");
+    input_->ProcessElement(std::move(value), ts);
+  }
+  void process_element(StreamRecord<In> r) { process_element(std::move(r.value), r.timestamp); }
+  // The input's watermark: fires event-time timers <= w, then (by default
+  // operators) forwards it.  Ignored unless it advances.
+  void process_watermark(Timestamp w) {
+    this->RequireOpen("process_watermark");
+    this->DeliverWatermark(w);
+  }
+
+ private:
+  internal::InputOperator<In>* input_;
+};
+
+// Reads a keyed operator's keyed state (KeyedProcessContext's state).
+template <typename K>
+class KeyedStateReader {
+ public:
+  explicit KeyedStateReader(OperatorBase* op)
+      : store_(dynamic_cast<internal::KeyedStateIntrospection<K>*>(op)) {}
+  // Value state `name` of `key`; nullopt when the key has none.  (A name
+  // read before the function ever used it is created, empty.)
+  template <typename V>
+  std::optional<V> get_state(const K& key, std::string_view name) {
+    return ValueState<K, V>(&Store().template Table<V>(name), &key).value();
+  }
+  template <typename V>
+  std::vector<V> get_list_state(const K& key, std::string_view name) {
+    return ListState<K, V>(&Store().template Table<std::vector<V>>(name), &key).get();
+  }
+  template <typename UK, typename UV>
+  std::map<UK, UV> get_map_state(const K& key, std::string_view name) {
+    auto& table = Store().template Table<std::map<UK, UV>>(name);
+    auto it = table.map.find(key);
+    return it == table.map.end() ? std::map<UK, UV>{} : it->second;
+  }
+
+ private:
+  internal::KeyedStateStore<K>& Store() {
+    if (store_ == nullptr)
+      throw std::logic_error("the operator under test has no keyed state of this key type");
+    return store_->keyed_state_store();
+  }
+  internal::KeyedStateIntrospection<K>* store_;
+};
+
+// A keyed operator with one input (Flink's
+// KeyedOneInputStreamOperatorTestHarness): the operator keys records itself
+// (its key selector); the harness adds reading its keyed state.
+template <typename In, typename Out, typename K>
+class KeyedOneInputOperatorTestHarness : public OneInputOperatorTestHarness<In, Out>,
+                                         public KeyedStateReader<K> {
+ public:
+  explicit KeyedOneInputOperatorTestHarness(std::unique_ptr<OperatorBase> op,
+                                            HarnessOptions options = {})
+      : OneInputOperatorTestHarness<In, Out>(std::move(op), std::move(options)),
+        KeyedStateReader<K>(this->op_.get()) {}
+};
+
+// One operator with two inputs (Flink's TwoInputStreamOperatorTestHarness).
+template <typename In1, typename In2, typename Out>
+class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
+ public:
+  explicit TwoInputOperatorTestHarness(std::unique_ptr<OperatorBase> op,
+                                       HarnessOptions options = {})
+      : OperatorTestHarnessBase<Out>(std::move(op), std::move(options)),
+        input_(dynamic_cast<TwoInputOperatorBase<In1, In2>*>(this->op_.get())) {
+    if (input_ == nullptr)
+      throw std::invalid_argument(
+          "test harness: the operator does not take the harness's two input types");
+  }
+
+  void process_element1(In1 value, Timestamp ts = kNoTimestamp) {
+    this->RequireOpen("process_element1");
+    input_->ProcessElement1(std::move(value), ts);
+  }
+  void process_element2(In2 value, Timestamp ts = kNoTimestamp) {
+    this->RequireOpen("process_element2");
+    input_->ProcessElement2(std::move(value), ts);
+  }
+  // Each input's watermark; the operator gets the minimum of the two when it
+  // advances (the input gate's rule).
+  void process_watermark1(Timestamp w) {
+    this->RequireOpen("process_watermark1");
+    w1_ = std::max(w1_, w);
+    this->DeliverWatermark(std::min(w1_, w2_));
+  }
+  void process_watermark2(Timestamp w) {
+    this->RequireOpen("process_watermark2");
+    w2_ = std::max(w2_, w);
+    this->DeliverWatermark(std::min(w1_, w2_));
+  }
+  // Both inputs at `w`.
+  void process_watermark(Timestamp w) {
+    this->RequireOpen("process_watermark");
+    w1_ = std::max(w1_, w);
+    w2_ = std::max(w2_, w);
+    this->DeliverWatermark(std::min(w1_, w2_));
+  }
+
+ private:
+  TwoInputOperatorBase<In1, In2>* input_;
+  Timestamp w1_ = kMinTimestamp;
+  Timestamp w2_ = kMinTimestamp;
+};
+
+// A keyed two-input operator (Flink's KeyedTwoInputStreamOperatorTestHarness).
+template <typename In1, typename In2, typename Out, typename K>
+class KeyedTwoInputOperatorTestHarness : public TwoInputOperatorTestHarness<In1, In2, Out>,
+                                         public KeyedStateReader<K> {
+ public:
+  explicit KeyedTwoInputOperatorTestHarness(std::unique_ptr<OperatorBase> op,
+                                            HarnessOptions options = {})
+      : TwoInputOperatorTestHarness<In1, In2, Out>(std::move(op), std::move(options)),
+        KeyedStateReader<K>(this->op_.get()) {}
+};
+
+// Harnesses for user functions (Flink's ProcessFunctionTestHarnesses): each
+// wraps the function in the operator the DataStream API would build for it.
+// The input types are given (In, In1, In2, BIn); the output type comes from
+// the function as in the API.
+struct ProcessFunctionTestHarnesses {
+  // map(f): f(const In&) -> Out.
+  template <typename In, typename F>
+  static auto for_map(F f, HarnessOptions options = {}) {
+    using Out = typename internal::MapResult<F, In>::type;
+    return OneInputOperatorTestHarness<In, Out>(
+        std::make_unique<internal::MapOperator<In, Out, F>>(std::move(f)), std::move(options));
+  }
+  // flat_map(f): f(const In&, Collector<Out>&); give Out for a generic lambda.
+  template <typename In, typename Out = void, typename F>
+  static auto for_flat_map(F f, HarnessOptions options = {}) {
+    using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
+    return OneInputOperatorTestHarness<In, O>(
+        std::make_unique<internal::FlatMapOperator<In, O, F>>(std::move(f)), std::move(options));
+  }
+  // process(f) on a stream that is not keyed: a ProcessFunction<In, Out>.
+  template <typename In, typename F>
+  static auto for_process_function(F f, HarnessOptions options = {}) {
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
+    return OneInputOperatorTestHarness<In, Out>(
+        std::make_unique<internal::ProcessOperator<In, F, Out>>(std::move(f)), std::move(options));
+  }
+  // key_by(key).process(f): a KeyedProcessFunction<K, In, Out>.
+  template <typename In, typename F, typename KeyFn>
+  static auto for_keyed_process_function(F f, KeyFn key, HarnessOptions options = {}) {
+    using K = std::decay_t<std::invoke_result_t<KeyFn&, const In&>>;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
+    using Op = internal::KeyedProcessOperator<In, K, KeyFn, F, Out>;
+    return KeyedOneInputOperatorTestHarness<In, Out, K>(
+        std::make_unique<Op>(std::move(key), std::move(f)), std::move(options));
+  }
+  // a.connect(b).process(f): a CoProcessFunction<In1, In2, Out>.
+  template <typename In1, typename In2, typename F>
+  static auto for_co_process_function(F f, HarnessOptions options = {}) {
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
+    return TwoInputOperatorTestHarness<In1, In2, Out>(
+        std::make_unique<internal::CoProcessOperator<In1, In2, Out, F>>(std::move(f)),
+        std::move(options));
+  }
+  // a.key_by(k1).connect(b.key_by(k2)).process(f): a
+  // KeyedCoProcessFunction<K, In1, In2, Out>.
+  template <typename In1, typename In2, typename F, typename KeyFn1, typename KeyFn2>
+  static auto for_keyed_co_process_function(F f, KeyFn1 key1, KeyFn2 key2,
+                                            HarnessOptions options = {}) {
+    using K = std::decay_t<std::invoke_result_t<KeyFn1&, const In1&>>;
+    static_assert(std::is_same_v<K, std::decay_t<std::invoke_result_t<KeyFn2&, const In2&>>>,
+                  "tidemark: both inputs of a keyed co-process function have the same key type");
+    using Out = internal::FunctionOutput<F, internal::ProcessElement1Member>;
+    using Op = internal::KeyedCoProcessOperator<In1, In2, K, KeyFn1, KeyFn2, F, Out>;
+    return KeyedTwoInputOperatorTestHarness<In1, In2, Out, K>(
+        std::make_unique<Op>(std::move(key1), std::move(key2), std::move(f)), std::move(options));
+  }
+  // keyed.connect(b.broadcast(d)).process(f): a
+  // KeyedBroadcastProcessFunction<K, In, BIn, Out>; the broadcast side is
+  // the second input.
+  template <typename In, typename BIn, typename F, typename KeyFn>
+  static auto for_keyed_broadcast_process_function(F f, KeyFn key, HarnessOptions options = {}) {
+    using K = std::decay_t<std::invoke_result_t<KeyFn&, const In&>>;
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
+    using Op = internal::KeyedBroadcastProcessOperator<In, BIn, K, KeyFn, F, Out>;
+    return KeyedTwoInputOperatorTestHarness<In, BIn, Out, K>(
+        std::make_unique<Op>(std::move(key), std::move(f)), std::move(options));
+  }
+};
+
+// The operator `stream` was made with, in a one-input harness: e.g. a window
+// operator built by key_by(...).window(...).reduce(...), exactly the one a
+// job would run (the fast, sliced, session or general window operator).
+// `In` is the operator's input type; the stream's environment is not run.
+// Options' max parallelism defaults to the stream's, when it sets one.
+template <typename In, typename Out>
+OneInputOperatorTestHarness<In, Out> harness_for(const DataStream<Out>& stream,
+                                                 HarnessOptions options = {}) {
+  internal::StreamNode& node = internal::StreamAccess::Node(stream);
+  if (!node.make_operator || node.inputs.size() != 1)
+    throw std::invalid_argument("harness_for: stream '" + node.name +
+                                "' is not made by a one-input operator");
+  if (node.max_parallelism > 0) options.max_parallelism = node.max_parallelism;
+  return OneInputOperatorTestHarness<In, Out>(node.make_operator(), std::move(options));
+}
+// The same for a two-input operator (connect, interval join).
+template <typename In1, typename In2, typename Out>
+TwoInputOperatorTestHarness<In1, In2, Out> two_input_harness_for(const DataStream<Out>& stream,
+                                                                 HarnessOptions options = {}) {
+  internal::StreamNode& node = internal::StreamAccess::Node(stream);
+  if (!node.make_operator || node.inputs.size() != 2)
+    throw std::invalid_argument("two_input_harness_for: stream '" + node.name +
+                                "' is not made by a two-input operator");
+  if (node.max_parallelism > 0) options.max_parallelism = node.max_parallelism;
+  return TwoInputOperatorTestHarness<In1, In2, Out>(node.make_operator(), std::move(options));
+}
+
+}  // namespace tidemark::harness
+
+#endif  // TM_API_TESTING_HARNESS_H_

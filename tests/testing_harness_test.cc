@@ -1,0 +1,573 @@
+// tests/testing_harness_test.cc
+//
+// The public operator test harness (api/testing/harness.h), written as a
+// user would: ports of Flink's harness tests (KeyedProcessOperatorTest,
+// KeyedCoProcessOperatorTest, WindowOperatorTest,
+// ProcessFunctionTestHarnessesTest) and the harness's own rules.  Where
+// Flink's harness fires a processing-time timer at T, these move the clock
+// to T + 1 (tidemark's runtime rule, api/testing/harness.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "api/testing/harness.h"
+#include "tidemark.h"
+
+using namespace tidemark;
+using namespace std::chrono_literals;
+using harness::stream_record;
+using harness::watermark;
+
+namespace {
+
+using Out = std::vector<harness::Emitted<std::string>>;
+using IntOut = std::vector<harness::Emitted<int>>;
+
+std::string Ts(Timestamp t) { return t == kNoTimestamp ? "null" : std::to_string(t); }
+auto Identity = [](const int& v) { return v; };
+
+// --- KeyedProcessOperatorTest -------------------------------------------
+
+// Flink's QueryingFlatMapFunction.
+struct QueryingFunction : KeyedProcessFunction<int, int, std::string> {
+  explicit QueryingFunction(TimeDomain d) : domain(d) {}
+  void process_element(const int& v, Context& ctx, Collector<std::string>& out) override {
+    const Timestamp time = domain == TimeDomain::kEventTime
+                               ? ctx.timer_service().current_watermark()
+                               : ctx.timer_service().current_processing_time();
+    out.collect(std::to_string(v) + "TIME:" + std::to_string(time) + " TS:" + Ts(ctx.timestamp()));
+  }
+  TimeDomain domain;
+};
+
+TEST(KeyedProcessOperatorTest, TimestampAndWatermarkQuerying) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      QueryingFunction(TimeDomain::kEventTime), Identity);
+  h.open();
+  h.process_watermark(17);
+  h.process_element(5, 12);
+  h.process_watermark(42);
+  h.process_element(6, 13);
+  EXPECT_EQ(h.get_output(), (Out{watermark(17), stream_record(std::string("5TIME:17 TS:12"), 12),
+                                 watermark(42), stream_record(std::string("6TIME:42 TS:13"), 13)}));
+  h.close();
+}
+
+TEST(KeyedProcessOperatorTest, TimestampAndProcessingTimeQuerying) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      QueryingFunction(TimeDomain::kProcessingTime), Identity);
+  h.open();
+  h.set_processing_time(17);
+  h.process_element(5);
+  h.set_processing_time(42);
+  h.process_element(6);
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<std::string>>{{"5TIME:17 TS:null", kNoTimestamp},
+                                                             {"6TIME:42 TS:null", kNoTimestamp}}));
+}
+
+// Flink's TriggeringFlatMapFunction.
+struct TriggeringFunction : KeyedProcessFunction<int, int, int> {
+  explicit TriggeringFunction(TimeDomain d) : domain(d) {}
+  void process_element(const int& v, Context& ctx, Collector<int>& out) override {
+    out.collect(v);
+    if (domain == TimeDomain::kEventTime) {
+      ctx.timer_service().register_event_time_timer(ctx.timer_service().current_watermark() + 5);
+    } else {
+      ctx.timer_service().register_processing_time_timer(
+          ctx.timer_service().current_processing_time() + 5);
+    }
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<int>& out) override {
+    EXPECT_EQ(ctx.time_domain(), domain);
+    out.collect(1777);
+  }
+  TimeDomain domain;
+};
+
+TEST(KeyedProcessOperatorTest, EventTimeTimers) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      TriggeringFunction(TimeDomain::kEventTime), Identity);
+  h.open();
+  h.process_watermark(0);
+  h.process_element(17, 42);
+  EXPECT_EQ(h.num_event_time_timers(), 1u);
+  h.process_watermark(5);
+  EXPECT_EQ(h.get_output(),
+            (IntOut{watermark(0), stream_record(17, 42), stream_record(1777, 5), watermark(5)}));
+  EXPECT_EQ(h.num_event_time_timers(), 0u);
+}
+
+// Flink's TriggeringStatefulFlatMapFunction: no leakage of state between keys.
+struct StatefulTriggeringFunction : KeyedProcessFunction<int, int, std::string> {
+  explicit StatefulTriggeringFunction(TimeDomain d) : domain(d) {}
+  void process_element(const int& v, Context& ctx, Collector<std::string>& out) override {
+    out.collect("INPUT:" + std::to_string(v));
+    ctx.get_state<int>("seen-element").update(v);
+    if (domain == TimeDomain::kEventTime) {
+      ctx.timer_service().register_event_time_timer(ctx.timer_service().current_watermark() + 5);
+    } else {
+      ctx.timer_service().register_processing_time_timer(
+          ctx.timer_service().current_processing_time() + 5);
+    }
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    out.collect("STATE:" + std::to_string(*ctx.get_state<int>("seen-element").value()));
+  }
+  TimeDomain domain;
+};
+
+TEST(KeyedProcessOperatorTest, EventTimeTimerWithState) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      StatefulTriggeringFunction(TimeDomain::kEventTime), Identity);
+  h.open();
+  h.process_watermark(1);
+  h.process_element(17, 0);  // a timer at 6
+  h.process_watermark(2);
+  h.process_element(42, 1);  // a timer at 7
+  EXPECT_EQ(h.get_state<int>(17, "seen-element"), 17);
+  EXPECT_EQ(h.get_state<int>(42, "seen-element"), 42);
+  EXPECT_EQ(h.get_state<int>(99, "seen-element"), std::nullopt);
+  h.process_watermark(6);
+  h.process_watermark(7);
+  EXPECT_EQ(h.get_output(), (Out{watermark(1), stream_record(std::string("INPUT:17"), 0),
+                                 watermark(2), stream_record(std::string("INPUT:42"), 1),
+                                 stream_record(std::string("STATE:17"), 6), watermark(6),
+                                 stream_record(std::string("STATE:42"), 7), watermark(7)}));
+}
+
+TEST(KeyedProcessOperatorTest, ProcessingTimeTimerWithState) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      StatefulTriggeringFunction(TimeDomain::kProcessingTime), Identity);
+  h.open();
+  h.set_processing_time(1);
+  h.process_element(17);  // a timer at 6
+  h.set_processing_time(2);
+  h.process_element(42);  // a timer at 7
+  EXPECT_EQ(h.num_processing_time_timers(), 2u);
+  h.set_processing_time(6);  // a timer at 6 fires once the clock has passed 6
+  EXPECT_EQ(h.extract_output_values(), (std::vector<std::string>{"INPUT:17", "INPUT:42"}));
+  h.set_processing_time(7);
+  h.set_processing_time(8);
+  // Processing-time output carries no timestamp.
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<std::string>>{{"INPUT:17", kNoTimestamp},
+                                                             {"INPUT:42", kNoTimestamp},
+                                                             {"STATE:17", kNoTimestamp},
+                                                             {"STATE:42", kNoTimestamp}}));
+  EXPECT_EQ(h.num_processing_time_timers(), 0u);
+}
+
+// Flink's BothTriggeringFlatMapFunction.
+struct BothTriggeringFunction : KeyedProcessFunction<int, int, std::string> {
+  void process_element(const int&, Context& ctx, Collector<std::string>&) override {
+    ctx.timer_service().register_processing_time_timer(5);
+    ctx.timer_service().register_event_time_timer(6);
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    out.collect(ctx.time_domain() == TimeDomain::kEventTime ? "EVENT:1777" : "PROC:1777");
+  }
+};
+
+TEST(KeyedProcessOperatorTest, SnapshotAndRestore) {
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+        BothTriggeringFunction(), Identity);
+    h.open();
+    h.process_element(5, 12);
+    snapshot = h.snapshot();
+    h.close();
+  }
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      BothTriggeringFunction(), Identity);
+  h.initialize_state(snapshot);
+  h.open();
+  EXPECT_EQ(h.num_event_time_timers(), 1u);
+  EXPECT_EQ(h.num_processing_time_timers(), 1u);
+  h.set_processing_time(6);
+  h.process_watermark(6);
+  EXPECT_EQ(h.get_output(), (Out{stream_record(std::string("PROC:1777")),
+                                 stream_record(std::string("EVENT:1777"), 6), watermark(6)}));
+}
+
+// --- KeyedCoProcessOperatorTest -----------------------------------------
+
+auto IntToString = [](const int& v) { return std::to_string(v); };
+auto StringIdentity = [](const std::string& s) { return s; };
+
+struct WatermarkQueryingCoFunction
+    : KeyedCoProcessFunction<std::string, int, std::string, std::string> {
+  void process_element1(const int& v, Context& ctx, Collector<std::string>& out) override {
+    out.collect(std::to_string(v) + "WM:" + std::to_string(ctx.current_watermark()) +
+                " TS:" + Ts(ctx.timestamp()));
+  }
+  void process_element2(const std::string& v, Context& ctx, Collector<std::string>& out) override {
+    out.collect(v + "WM:" + std::to_string(ctx.current_watermark()) + " TS:" + Ts(ctx.timestamp()));
+  }
+};
+
+TEST(KeyedCoProcessOperatorTest, TimestampAndWatermarkQuerying) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+      WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+  h.open();
+  h.process_watermark1(17);
+  EXPECT_TRUE(h.get_output().empty()) << "the second input holds the watermark back";
+  h.process_watermark2(17);
+  h.process_element1(5, 12);
+  h.process_watermark1(42);
+  h.process_watermark2(42);
+  h.process_element2("6", 13);
+  EXPECT_EQ(h.get_output(), (Out{watermark(17), stream_record(std::string("5WM:17 TS:12"), 12),
+                                 watermark(42), stream_record(std::string("6WM:42 TS:13"), 13)}));
+}
+
+struct EventTimeTriggeringCoFunction
+    : KeyedCoProcessFunction<std::string, int, std::string, std::string> {
+  void process_element1(const int& v, Context& ctx, Collector<std::string>& out) override {
+    out.collect("INPUT1:" + std::to_string(v));
+    ctx.timer_service().register_event_time_timer(5);
+  }
+  void process_element2(const std::string& v, Context& ctx, Collector<std::string>& out) override {
+    out.collect("INPUT2:" + v);
+    ctx.timer_service().register_event_time_timer(6);
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    out.collect("1777:" + ctx.get_current_key());
+  }
+};
+
+TEST(KeyedCoProcessOperatorTest, EventTimeTimers) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+      EventTimeTriggeringCoFunction(), IntToString, StringIdentity);
+  h.open();
+  h.process_element1(17, 42);
+  h.process_element2("18", 42);
+  EXPECT_EQ(h.num_event_time_timers(), 2u);
+  h.process_watermark1(5);
+  h.process_watermark2(5);
+  h.process_watermark1(6);
+  h.process_watermark2(6);
+  EXPECT_EQ(h.get_output(), (Out{stream_record(std::string("INPUT1:17"), 42),
+                                 stream_record(std::string("INPUT2:18"), 42),
+                                 stream_record(std::string("1777:17"), 5), watermark(5),
+                                 stream_record(std::string("1777:18"), 6), watermark(6)}));
+}
+
+// --- WindowOperatorTest, through the windowed stream --------------------
+
+struct KV {
+  std::string key;
+  int value = 0;
+  bool operator==(const KV&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const KV& kv) {
+  return os << "(" << kv.key << "," << kv.value << ")";
+}
+}  // namespace
+
+// Window contents are checkpointed: KV needs a codec (runtime/state_codec.h).
+template <>
+struct tidemark::StateCodec<KV> {
+  static void Encode(internal::StateWriter& w, const KV& kv) {
+    internal::Encode(w, kv.key);
+    internal::Encode(w, kv.value);
+  }
+  static KV Decode(internal::StateReader& r) {
+    KV kv;
+    kv.key = internal::Decode<std::string>(r);
+    kv.value = internal::Decode<int>(r);
+    return kv;
+  }
+};
+
+namespace {
+auto KeyOf = [](const KV& kv) { return kv.key; };
+auto Sum = [](const KV& a, const KV& b) { return KV{a.key, a.value + b.value}; };
+using KVOut = std::vector<harness::Emitted<KV>>;
+
+// Flink's testTumblingEventTimeWindows (reduce), with its snapshot and
+// restore in the middle.
+TEST(WindowOperatorTest, TumblingEventTimeWindowsReduceWithRestore) {
+  StreamExecutionEnvironment env;
+  DataStream<KV> sums = env.from_collection(std::vector<KV>{})
+                            .key_by(KeyOf)
+                            .window(TumblingEventTimeWindows::of(3s))
+                            .reduce(Sum);
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::harness_for<KV>(sums);
+    h.open();
+    // out of order
+    h.process_element(KV{"key2", 1}, 3999);
+    h.process_element(KV{"key2", 1}, 3000);
+    h.process_element(KV{"key1", 1}, 20);
+    h.process_element(KV{"key1", 1}, 0);
+    h.process_element(KV{"key1", 1}, 999);
+    h.process_element(KV{"key2", 1}, 1998);
+    h.process_element(KV{"key2", 1}, 1999);
+    h.process_element(KV{"key2", 1}, 1000);
+    h.process_watermark(999);
+    h.process_watermark(1999);
+    EXPECT_EQ(h.get_output(), (KVOut{watermark(999), watermark(1999)}));
+    snapshot = h.snapshot();
+    h.close();
+  }
+  auto h = harness::harness_for<KV>(sums);
+  h.initialize_state(snapshot);
+  h.open();
+  h.process_watermark(2999);
+  // Flink leaves the order of keys firing at one time open.
+  auto fired = h.extract_output_records();
+  ASSERT_EQ(fired.size(), 2u);
+  EXPECT_THAT(fired, ::testing::UnorderedElementsAre(stream_record(KV{"key1", 3}, 2999),
+                                                     stream_record(KV{"key2", 3}, 2999)));
+  h.clear_output();
+  h.process_watermark(3999);
+  h.process_watermark(4999);
+  h.process_watermark(5999);
+  EXPECT_EQ(h.get_output(), (KVOut{watermark(3999), watermark(4999),
+                                   stream_record(KV{"key2", 2}, 5999), watermark(5999)}));
+  EXPECT_EQ(h.num_event_time_timers(), 0u);
+}
+
+// Flink's testReduceSessionWindows, in spirit: sessions with a 3 s gap.
+TEST(WindowOperatorTest, SessionWindowsReduce) {
+  StreamExecutionEnvironment env;
+  DataStream<KV> sums = env.from_collection(std::vector<KV>{})
+                            .key_by(KeyOf)
+                            .window(EventTimeSessionWindows::with_gap(3s))
+                            .reduce(Sum);
+  auto h = harness::harness_for<KV>(sums);
+  h.open();
+  h.process_element(KV{"key2", 1}, 0);
+  h.process_element(KV{"key2", 2}, 1000);
+  h.process_element(KV{"key2", 3}, 2500);  // key2: [0, 5500)
+  h.process_element(KV{"key1", 1}, 10);
+  h.process_element(KV{"key1", 2}, 1000);  // key1: [10, 4000)
+  h.process_watermark(3998);
+  EXPECT_TRUE(h.extract_output_records().empty());
+  h.process_watermark(3999);
+  h.process_watermark(5499);
+  EXPECT_EQ(h.get_output(),
+            (KVOut{watermark(3998), stream_record(KV{"key1", 3}, 3999), watermark(3999),
+                   stream_record(KV{"key2", 6}, 5499), watermark(5499)}));
+}
+
+// Flink's testSideOutputDueToLatenessTumbling.
+TEST(WindowOperatorTest, SideOutputDueToLatenessTumbling) {
+  StreamExecutionEnvironment env;
+  OutputTag<KV> late("late");
+  DataStream<KV> sums = env.from_collection(std::vector<KV>{})
+                            .key_by(KeyOf)
+                            .window(TumblingEventTimeWindows::of(2s))
+                            .side_output_late_data(late)
+                            .reduce(Sum);
+  auto h = harness::harness_for<KV>(sums);
+  h.add_side_output(late);
+  h.open();
+  h.process_element(KV{"key2", 1}, 1999);
+  h.process_watermark(1999);  // fires [0, 2000)
+  h.process_watermark(2999);
+  h.process_element(KV{"key2", 1}, 1998);  // its window is gone
+  EXPECT_EQ(h.get_output(),
+            (KVOut{stream_record(KV{"key2", 1}, 1999), watermark(1999), watermark(2999)}));
+  EXPECT_EQ(h.get_side_output(late),
+            (std::vector<harness::StreamRecord<KV>>{{KV{"key2", 1}, 1998}}));
+  EXPECT_EQ(h.counter("numLateRecordsDropped"), 0);
+}
+
+// --- ProcessFunctionTestHarnessesTest -----------------------------------
+
+TEST(ProcessFunctionTestHarnessesTest, HarnessForProcessFunction) {
+  OutputTag<std::string> odd("odd");
+  auto h = harness::ProcessFunctionTestHarnesses::for_process_function<int>(
+      [odd](const int& v, ProcessContext& ctx, Collector<int>& out) {
+        if (v % 2 != 0) ctx.output(odd, "odd:" + std::to_string(v));
+        out.collect(v);
+      });
+  h.add_side_output(odd);
+  h.open();
+  h.process_element(1, 10);
+  h.process_element(2, 20);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<int>{1, 2}));
+  EXPECT_EQ(h.get_side_output(odd),
+            (std::vector<harness::StreamRecord<std::string>>{{"odd:1", 10}}));
+}
+
+TEST(ProcessFunctionTestHarnessesTest, HarnessForKeyedProcessFunction) {
+  struct Echo : KeyedProcessFunction<int, int, int> {
+    void process_element(const int& v, Context&, Collector<int>& out) override { out.collect(v); }
+  };
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(Echo(), Identity);
+  h.open();
+  h.process_element(1, 10);
+  EXPECT_EQ(h.extract_output_values(), std::vector<int>{1});
+}
+
+TEST(ProcessFunctionTestHarnessesTest, HarnessForCoProcessFunction) {
+  struct Echo : CoProcessFunction<int, std::string, std::string> {
+    void process_element1(const int& v, Context&, Collector<std::string>& out) override {
+      out.collect(std::to_string(v));
+    }
+    void process_element2(const std::string& v, Context&, Collector<std::string>& out) override {
+      out.collect(v);
+    }
+  };
+  auto h = harness::ProcessFunctionTestHarnesses::for_co_process_function<int, std::string>(Echo());
+  h.open();
+  h.process_element1(1, 10);
+  h.process_element2("2", 20);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<std::string>{"1", "2"}));
+}
+
+TEST(ProcessFunctionTestHarnessesTest, HarnessForKeyedBroadcastProcessFunction) {
+  struct Scale : KeyedBroadcastProcessFunction<int, int, int, int> {
+    void process_element(const int& v, ReadOnlyContext& ctx, Collector<int>& out) override {
+      auto factor = ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).get("x");
+      out.collect(v * factor.value_or(1));
+    }
+    void process_broadcast_element(const int& v, Context& ctx, Collector<int>&) override {
+      ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).put("x", v);
+    }
+  };
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_broadcast_process_function<int, int>(
+      Scale(), Identity);
+  h.open();
+  h.process_element1(3, 1);
+  h.process_element2(10, 2);
+  h.process_element1(3, 3);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<int>{3, 30}));
+}
+
+// --- the harness's own rules ---------------------------------------------
+
+TEST(HarnessTest, MapAndFlatMap) {
+  auto m = harness::ProcessFunctionTestHarnesses::for_map<int>(
+      [](const int& v) { return std::to_string(v * 2); });
+  m.open();
+  m.process_element(21, 5);
+  EXPECT_EQ(m.extract_output_records(),
+            (std::vector<harness::StreamRecord<std::string>>{{"42", 5}}));
+
+  auto f = harness::ProcessFunctionTestHarnesses::for_flat_map<std::string>(
+      [](const std::string& line, Collector<std::string>& out) {
+        for (char c : line) out.collect(std::string(1, c));
+      });
+  f.open();
+  f.process_element("ab", 7);
+  f.process_watermark(9);
+  EXPECT_EQ(f.get_output(), (Out{stream_record(std::string("a"), 7),
+                                 stream_record(std::string("b"), 7), watermark(9)}));
+  EXPECT_EQ(f.get_emitted_watermarks(), std::vector<Timestamp>{9});
+}
+
+TEST(HarnessTest, WatermarksReachTheOperatorOnlyWhenTheyAdvance) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      TriggeringFunction(TimeDomain::kEventTime), Identity);
+  h.open();
+  h.process_watermark(10);
+  h.process_watermark(10);
+  h.process_watermark(4);
+  EXPECT_EQ(h.get_emitted_watermarks(), std::vector<Timestamp>{10});
+}
+
+TEST(HarnessTest, EndInputFiresEveryEventTimeTimer) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      BothTriggeringFunction(), Identity);
+  h.open();
+  h.process_element(1, 100);
+  h.end_input();
+  EXPECT_EQ(h.get_output(),
+            (Out{stream_record(std::string("EVENT:1777"), 6), watermark(kMaxTimestamp)}));
+  EXPECT_EQ(h.num_processing_time_timers(), 1u) << "processing time did not move";
+}
+
+TEST(HarnessTest, RestoreAtTwoSubtasksSplitsTheKeysByKeyGroup) {
+  auto make = [](int subtask, int parallelism) {
+    return harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+        StatefulTriggeringFunction(TimeDomain::kEventTime), Identity,
+        harness::HarnessOptions{.subtask = subtask, .parallelism = parallelism});
+  };
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = make(0, 1);
+    h.open();
+    for (int k = 0; k < 20; ++k) h.process_element(k, k);
+    snapshot = h.snapshot();
+  }
+  auto a = make(0, 2);
+  auto b = make(1, 2);
+  a.initialize_state(snapshot);
+  b.initialize_state(snapshot);
+  a.open();
+  b.open();
+  EXPECT_EQ(a.num_event_time_timers() + b.num_event_time_timers(), 20u);
+  EXPECT_GT(a.num_event_time_timers(), 0u);
+  EXPECT_GT(b.num_event_time_timers(), 0u);
+  for (int k = 0; k < 20; ++k) {
+    const bool in_a = a.get_state<int>(k, "seen-element").has_value();
+    const bool in_b = b.get_state<int>(k, "seen-element").has_value();
+    EXPECT_NE(in_a, in_b) << "key " << k << " is in exactly one subtask";
+  }
+}
+
+TEST(HarnessTest, MisuseIsAClearError) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+  EXPECT_THROW(h.process_element(1), std::logic_error) << "before open()";
+  h.open();
+  EXPECT_THROW(h.open(), std::logic_error);
+  OutputTag<int> tag("never");
+  try {
+    h.get_side_output(tag);
+    FAIL() << "an unregistered side output";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("add_side_output"));
+  }
+  EXPECT_THROW(h.num_event_time_timers(), std::logic_error) << "a map has no timers";
+  harness::OperatorSnapshot garbage{"\x05garbage"};
+  auto k = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      TriggeringFunction(TimeDomain::kEventTime), Identity);
+  k.initialize_state(garbage);
+  EXPECT_THROW(k.open(), std::runtime_error);
+}
+
+// --- the README's example ("Testing your job"), as it is there ----------
+
+struct Reading {
+  std::string sensor;
+  double value = 0;
+};
+
+// Says when a sensor has been silent for a second of event time.
+struct SilenceAlarm : KeyedProcessFunction<std::string, Reading, std::string> {
+  void process_element(const Reading&, Context& ctx, Collector<std::string>&) override {
+    ctx.get_state<Timestamp>("last").update(ctx.timestamp());
+    ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1000);
+  }
+  void on_timer(Timestamp t, OnTimerContext& ctx, Collector<std::string>& out) override {
+    if (ctx.get_state<Timestamp>("last").value() == t - 1000)
+      out.collect(ctx.get_current_key() + " silent since " + std::to_string(t - 1000));
+  }
+};
+
+TEST(ReadmeExample, FiresOnlyAfterASecondOfSilence) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<Reading>(
+      SilenceAlarm(), [](const Reading& r) { return r.sensor; });
+  h.open();
+  h.process_element(Reading{"s1", 1.5}, 1000);  // the value and its event timestamp
+  h.process_element(Reading{"s1", 1.7}, 1500);
+  h.process_watermark(2000);  // the timer at 2000 finds a later reading
+  EXPECT_TRUE(h.extract_output_values().empty());
+  EXPECT_EQ(h.get_state<Timestamp>("s1", "last"), 1500);
+  EXPECT_EQ(h.num_event_time_timers(), 1u);
+  h.process_watermark(2500);
+  EXPECT_EQ(h.extract_output_values(), std::vector<std::string>{"s1 silent since 1500"});
+}
+
+}  // namespace
