@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "api/testing/harness.h"
-#include "tidemark.h"
+#include "tidemark/testing/harness.h"
+#include "tidemark/tidemark.h"
 
 using namespace tidemark;
 using namespace std::chrono_literals;
@@ -271,7 +271,7 @@ std::ostream& operator<<(std::ostream& os, const KV& kv) {
 }
 }  // namespace
 
-// Window contents are checkpointed: KV needs a codec (runtime/state_codec.h).
+// Window contents are checkpointed: KV needs a codec (runtime/state/state_codec.h).
 template <>
 struct tidemark::StateCodec<KV> {
   static void Encode(internal::StateWriter& w, const KV& kv) {

@@ -31,14 +31,14 @@
 #include <variant>
 #include <vector>
 
-#include "api/keyed_process.h"
-#include "api/testing/harness.h"
-#include "api/windowed_stream.h"
-#include "operators/window/windows.h"
-#include "runtime/clock.h"
-#include "runtime/metrics.h"
-#include "runtime/operator.h"
-#include "runtime/stream_element.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/windows.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/core/stream_element.h"
+#include "tidemark/testing/harness.h"
 
 namespace tidemark {
 using namespace internal;

@@ -8,7 +8,7 @@
 // and its keyed state; it can snapshot the operator and restore the snapshot
 // into a fresh one.  Nothing runs in the background: no threads, no sleeps.
 //
-//   #include "api/testing/harness.h"
+//   #include <tidemark/testing/harness.h>
 //   using namespace tidemark;
 //
 //   auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<Event>(
@@ -43,7 +43,7 @@
 //   - Processing time is a manual clock.  set_processing_time(t) moves it and
 //     fires every processing-time timer registered for a time < t: a timer
 //     at T fires at set_processing_time(T + 1) or later, as in tidemark's
-//     runtime (runtime/processing_time_service.h; Flink's harness fires it
+//     runtime (runtime/core/processing_time_service.h; Flink's harness fires it
 //     already at T).
 //   - Watermarks reach the operator only when they advance (the task's
 //     valve drops the others); a two-input harness hands the operator the
@@ -76,22 +76,22 @@
 #include <utility>
 #include <vector>
 
-#include "api/connected_streams.h"
-#include "api/environment.h"
-#include "api/keyed_process.h"
-#include "operators/basic.h"
-#include "operators/co_process.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/keyed_process.h"
-#include "operators/process.h"
-#include "runtime/clock.h"
-#include "runtime/job_config.h"
-#include "runtime/metrics.h"
-#include "runtime/operator.h"
-#include "runtime/processing_time_service.h"
-#include "runtime/state_codec.h"
-#include "runtime/time.h"
+#include "tidemark/api/connected_streams.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/api/keyed_process.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/co_process.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/keyed_process.h"
+#include "tidemark/operators/process.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/job_config.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/core/processing_time_service.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::harness {
 
@@ -270,7 +270,7 @@ class OperatorTestHarnessBase {
     restore_ = std::move(snapshots);
   }
 
-  // --- the lifecycle (runtime/operator.h) ---
+  // --- the lifecycle (runtime/core/operator.h) ---
   // Opens the operator (and the user function), then restores the state
   // given to initialize_state.  Throws std::runtime_error when a snapshot
   // does not read back.

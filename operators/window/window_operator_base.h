@@ -55,17 +55,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "operators/basic.h"
-#include "operators/keyed/keyed_state_store.h"
-#include "operators/keyed/timer_service.h"
-#include "operators/window/lateness.h"
-#include "operators/window/time_window.h"
-#include "operators/window/time_window_table.h"
-#include "operators/window/triggers.h"
-#include "operators/window/window_contents.h"
-#include "operators/window/window_context.h"
-#include "runtime/operator.h"
-#include "runtime/state_codec.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_service.h"
+#include "tidemark/operators/window/lateness.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/time_window_table.h"
+#include "tidemark/operators/window/triggers.h"
+#include "tidemark/operators/window/window_contents.h"
+#include "tidemark/operators/window/window_context.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 

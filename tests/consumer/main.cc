@@ -1,5 +1,6 @@
 // Built against an installed tidemark by the find_package test: runs a small
 // keyed job and checks its result.
+#include <tidemark/testing/harness.h>
 #include <tidemark/tidemark.h>
 
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <vector>
 
 #include "runtime/time.h"  // the consumer's own (tests/consumer/runtime/time.h)
-#include "api/testing/harness.h"
-#include "tidemark.h"
 
 int main() {
   using namespace tidemark;
