@@ -189,16 +189,20 @@ class ExponentialDelay final : public RestartBackoffTimeStrategy {
   }
 
  private:
+  // As Flink: the jitter is taken of the uncapped backoff, then the sum is
+  // held within [initial, max].
   int64_t ActualBackoff() {
-    const double raw = static_cast<double>(initial_ms_) * std::pow(multiplier_, attempt_);
-    const int64_t backoff =
-        raw >= static_cast<double>(max_ms_) ? max_ms_ : static_cast<int64_t>(raw);
+    const double raw = std::min(
+        static_cast<double>(initial_ms_) * std::pow(multiplier_, static_cast<double>(attempt_)),
+        9.0e18);
     int64_t jitter = 0;
     if (jitter_ > 0) {
-      const int64_t offset = static_cast<int64_t>(static_cast<double>(backoff) * jitter_);
+      const int64_t offset = static_cast<int64_t>(raw * jitter_);
       jitter = std::uniform_int_distribution<int64_t>(-offset, offset)(rng_);
     }
-    return std::max(initial_ms_, std::min(backoff + jitter, max_ms_));
+    const double total = raw + static_cast<double>(jitter);
+    return std::max(initial_ms_,
+                    total >= static_cast<double>(max_ms_) ? max_ms_ : static_cast<int64_t>(total));
   }
 
   const Clock* clock_;

@@ -89,6 +89,12 @@ TEST(RestartStrategy, ExponentialDelayGrowsByTheMultiplierUpToTheMax) {
     // The restart happens after the backoff; the job fails again 1 s later.
     clock.Advance(want + 1'000);
   }
+  // Far past the max (2^300 overflows any integer): still the max.
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(s->NotifyFailure());
+    ASSERT_EQ(s->BackoffMillis(), 1'000) << i;
+    clock.Advance(2'000);
+  }
 }
 
 TEST(RestartStrategy, ExponentialDelayBackoffIsTheTimeLeftUntilTheRestart) {
