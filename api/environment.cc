@@ -1,5 +1,7 @@
 #include "tidemark/api/environment.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <thread>
 
@@ -12,41 +14,226 @@
 namespace tidemark {
 using namespace internal;
 
+namespace internal {
+
+// Runs a job under a restart strategy: a supervisor thread waits for each
+// attempt; when one fails and the strategy allows, it waits the backoff and
+// builds and starts the next attempt, restored from the latest checkpoint.
+class RestartingJob {
+ public:
+  // Builds an attempt that starts from `restore_from`.
+  using BuildFn =
+      std::function<absl::StatusOr<std::shared_ptr<JobExecution>>(const std::string& restore_from)>;
+
+  RestartingJob(BuildFn build, const RestartStrategyConfiguration& config, bool checkpointing,
+                std::string first_restore,
+                std::function<void(int64_t, const std::string&)> on_restart)
+      : build_(std::move(build)),
+        on_restart_(std::move(on_restart)),
+        strategy_(MakeRestartStrategy(config, SystemClock::Get())),
+        checkpointing_(checkpointing),
+        first_restore_(std::move(first_restore)) {
+    summary_.strategy = config.Describe();
+  }
+  ~RestartingJob() {
+    if (thread_.joinable()) {
+      Cancel();
+      thread_.join();
+    }
+  }
+
+  // `first` is built and not started; this starts it.
+  void Start(std::shared_ptr<JobExecution> first) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = first;
+    }
+    start_ = std::chrono::steady_clock::now();
+    first->Start();
+    if (cancelled()) first->Cancel();  // a cancel() that came before current_ was set
+    thread_ = std::thread([this] { Supervise(); });
+  }
+
+  std::shared_ptr<JobExecution> current() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return current_;
+  }
+
+  void Cancel() {
+    std::shared_ptr<JobExecution> exec;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      exec = current_;
+    }
+    cv_.notify_all();
+    if (exec) exec->Cancel();
+  }
+
+  bool done() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  bool cancelled() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancelled_;
+  }
+
+  JobResult Wait() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return done_; });
+    }
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard<std::mutex> lock(mu_);
+    return result_;
+  }
+
+  RestartSummary Summary() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return summary_;
+  }
+
+ private:
+  void Supervise() {
+    bool any_completed = false;  // some attempt completed a checkpoint
+    for (;;) {
+      const std::shared_ptr<JobExecution> exec = current();
+      JobResult r = exec->Wait();
+      if (r.checkpoints.completed > 0) any_completed = true;
+      bool cancelled;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        cancelled = cancelled_;
+      }
+      if (!r.ok() && r.status.code() != absl::StatusCode::kCancelled && !cancelled) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          summary_.last_failure = std::string(r.status.message());
+          summary_.failures.push_back(r.status.ToString());
+        }
+        strategy_->NotifyFailure();
+        if (strategy_->CanRestart()) {
+          const int64_t backoff = strategy_->BackoffMillis();
+          if (on_restart_) on_restart_(summary_.num_restarts + 1, std::string(r.status.message()));
+          {
+            std::unique_lock<std::mutex> lock(mu_);
+            cv_.wait_for(lock, std::chrono::milliseconds(backoff), [this] { return cancelled_; });
+            cancelled = cancelled_;
+          }
+          if (!cancelled) {
+            // The latest checkpoint this job completed; none yet: where it
+            // started from.
+            const std::string restore = checkpointing_ && any_completed ? "latest" : first_restore_;
+            absl::StatusOr<std::shared_ptr<JobExecution>> next = build_(restore);
+            if (next.ok()) {
+              std::unique_lock<std::mutex> lock(mu_);
+              if (!cancelled_) {
+                current_ = *next;
+                ++summary_.num_restarts;
+                lock.unlock();
+                (*next)->Start();
+                continue;
+              }
+              cancelled = true;
+            } else {
+              r.status = absl::Status(next.status().code(),
+                                      absl::StrCat("restarting after '", r.status.message(),
+                                                   "' failed: ", next.status().message()));
+            }
+          }
+          if (cancelled) r.status = absl::CancelledError("job cancelled while restarting");
+        } else if (summary_.strategy != "none") {
+          r.status = absl::Status(
+              r.status.code(),
+              absl::StrCat(r.status.message(), " (no restart: restart strategy ", summary_.strategy,
+                           ", ", summary_.num_restarts, " restarts)"));
+        }
+      }
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::lock_guard<std::mutex> lock(mu_);
+      r.restarts = summary_;
+      result_ = std::move(r);
+      done_ = true;
+      cv_.notify_all();
+      return;
+    }
+  }
+
+  const BuildFn build_;
+  const std::function<void(int64_t, const std::string&)> on_restart_;
+  const std::unique_ptr<RestartBackoffTimeStrategy> strategy_;
+  const bool checkpointing_;
+  const std::string first_restore_;
+  std::chrono::steady_clock::time_point start_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<JobExecution> current_;
+  bool cancelled_ = false;
+  bool done_ = false;
+  RestartSummary summary_;
+  JobResult result_;
+  std::thread thread_;
+};
+
+}  // namespace internal
+
 JobClient::JobClient() = default;
 JobClient::JobClient(std::shared_ptr<JobExecution> exec) : exec_(std::move(exec)) {}
 JobClient::JobClient(absl::Status build_error) : build_error_(std::move(build_error)) {}
+JobClient::JobClient(std::shared_ptr<RestartingJob> restarting)
+    : restarting_(std::move(restarting)) {}
 JobClient::JobClient(const JobClient&) = default;
 JobClient::JobClient(JobClient&&) noexcept = default;
 JobClient& JobClient::operator=(const JobClient&) = default;
 JobClient& JobClient::operator=(JobClient&&) noexcept = default;
 JobClient::~JobClient() = default;
 
-void JobClient::cancel() {
-  if (exec_) exec_->Cancel();
+std::shared_ptr<JobExecution> JobClient::current() const {
+  return restarting_ ? restarting_->current() : exec_;
 }
 
-bool JobClient::done() const { return !exec_ || exec_->done(); }
+void JobClient::cancel() {
+  if (restarting_)
+    restarting_->Cancel();
+  else if (exec_)
+    exec_->Cancel();
+}
+
+bool JobClient::done() const {
+  if (restarting_) return restarting_->done();
+  return !exec_ || exec_->done();
+}
 
 std::vector<SubtaskMetricsSnapshot> JobClient::metrics() const {
-  return exec_ ? exec_->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
+  const std::shared_ptr<JobExecution> e = current();
+  return e ? e->Metrics() : std::vector<SubtaskMetricsSnapshot>{};
 }
 
 int64_t JobClient::trigger_checkpoint() {
-  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  const std::shared_ptr<JobExecution> e = current();
+  CheckpointCoordinator* c = e ? e->checkpoint_coordinator() : nullptr;
   return c != nullptr ? c->TriggerCheckpoint() : -1;
 }
 
 bool JobClient::wait_for_checkpoint(int64_t id, Duration timeout) {
-  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  const std::shared_ptr<JobExecution> e = current();
+  CheckpointCoordinator* c = e ? e->checkpoint_coordinator() : nullptr;
   return c != nullptr && c->AwaitCompleted(id, timeout);
 }
 
 CheckpointSummary JobClient::checkpoints() const {
-  CheckpointCoordinator* c = exec_ ? exec_->checkpoint_coordinator() : nullptr;
+  const std::shared_ptr<JobExecution> e = current();
+  CheckpointCoordinator* c = e ? e->checkpoint_coordinator() : nullptr;
   return c != nullptr ? c->Summary() : CheckpointSummary{};
 }
 
+RestartSummary JobClient::restarts() const {
+  return restarting_ ? restarting_->Summary() : RestartSummary{};
+}
+
 JobResult JobClient::wait() {
+  if (restarting_) return restarting_->Wait();
   if (!exec_) {
     JobResult r;
     r.status = build_error_.ok() ? absl::FailedPreconditionError("no job") : build_error_;
@@ -262,6 +449,20 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_checkpoint_failure_l
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_restart_strategy(
+    RestartStrategyConfiguration strategy) {
+  if (absl::Status s = strategy.Validate(); !s.ok())
+    throw std::invalid_argument(std::string(s.message()));
+  restart_strategy_ = std::move(strategy);
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_restart_listener(
+    std::function<void(int64_t, const std::string&)> listener) {
+  on_restart_ = std::move(listener);
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::use_tbb_arena_scheduler(bool on) {
   config_.scheduler = on ? JobConfig::Scheduler::kTbbArena : JobConfig::Scheduler::kWorkerPool;
   return *this;
@@ -375,6 +576,13 @@ absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::Build(
   return JobCompiler(nodes_, CompilerOptions()).Compile();
 }
 
+absl::StatusOr<std::shared_ptr<JobExecution>> StreamExecutionEnvironment::BuildWith(
+    const JobConfig* config) {
+  JobCompilerOptions o = CompilerOptions();
+  o.config = config;
+  return JobCompiler(nodes_, o).Compile();
+}
+
 absl::StatusOr<std::string> StreamExecutionEnvironment::ExplainPlan() const {
   absl::StatusOr<PhysicalPlan> plan = Plan();
   if (!plan.ok()) return plan.status();
@@ -410,7 +618,48 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
     for (const std::string& w : plan->AssignerWarnings())
       std::cerr << "tidemark: warning: " << w << "\n";
   }
+  if (restart_strategy_.kind != RestartStrategyConfiguration::Kind::kNone) {
+    if (ThisCluster().distributed()) {
+      return JobClient(absl::InvalidArgumentError(absl::StrCat(
+          "restart strategy ", restart_strategy_.Describe(),
+          ": not supported across MPI ranks (a failed job ends the run; restart it with "
+          "--restore=latest)")));
+    }
+    if (config_.checkpoints_enabled && config_.checkpoint_dir.empty()) {
+      return JobClient(absl::InvalidArgumentError(absl::StrCat(
+          "restart strategy ", restart_strategy_.Describe(),
+          ": needs a checkpoint directory (checkpoints kept in memory do not outlive the failed "
+          "attempt)")));
+    }
+  }
   auto exec = Build(job_name);
+  if (exec.ok() && restart_strategy_.kind != RestartStrategyConfiguration::Kind::kNone) {
+    auto build = [this](const std::string& restore) {
+      auto config = std::make_unique<JobConfig>(config_);
+      config->restore_from = restore;
+      const JobConfig* raw = config.get();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        attempt_configs_.push_back(std::move(config));
+      }
+      auto next = BuildWith(raw);
+      if (next.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = *next;
+      }
+      return next;
+    };
+    auto restarting =
+        std::make_shared<RestartingJob>(std::move(build), restart_strategy_,
+                                        config_.checkpointing(), config_.restore_from, on_restart_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = *exec;
+      running_restarts_ = restarting;
+    }
+    restarting->Start(*exec);
+    return JobClient(restarting);
+  }
   if (!exec.ok()) return JobClient(exec.status());
   {
     // Published before it starts, so a cancel() racing with the start is
@@ -429,10 +678,13 @@ JobResult StreamExecutionEnvironment::execute(const std::string& job_name) {
 
 void StreamExecutionEnvironment::cancel() {
   std::shared_ptr<JobExecution> e;
+  std::shared_ptr<RestartingJob> r;
   {
     std::lock_guard<std::mutex> lock(mu_);
     e = running_.lock();
+    r = running_restarts_.lock();
   }
+  if (r) r->Cancel();
   if (e) e->Cancel();
 }
 

@@ -49,17 +49,18 @@
 
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
-#include "tidemark/operators/basic.h"
-#include "tidemark/operators/csv.h"
-#include "tidemark/operators/file_sink.h"
-#include "tidemark/operators/process.h"
-#include "tidemark/operators/sinks.h"
-#include "tidemark/operators/sources.h"
-#include "tidemark/runtime/exec/cluster.h"
-#include "tidemark/runtime/exec/job_result.h"
-#include "tidemark/runtime/task/detail/node_ops.h"
-#include "tidemark/runtime/task/detail/source_driver.h"
-#include "tidemark/runtime/task/watermark_strategy.h"
+#include "operators/basic.h"
+#include "operators/csv.h"
+#include "operators/file_sink.h"
+#include "operators/process.h"
+#include "operators/sinks.h"
+#include "operators/sources.h"
+#include "runtime/cluster.h"
+#include "runtime/job_result.h"
+#include "runtime/node_ops.h"
+#include "runtime/restart_strategy.h"
+#include "runtime/source_driver.h"
+#include "runtime/watermark_strategy.h"
 
 namespace tidemark {
 
@@ -80,6 +81,7 @@ namespace internal {
 // API.  Defined below.
 struct StreamAccess;
 class JobExecution;
+class RestartingJob;
 struct JobCompilerOptions;
 struct PhysicalPlan;
 using OperatorFactory = std::function<std::unique_ptr<OperatorBase>()>;
@@ -92,6 +94,7 @@ class JobClient {
   JobClient();
   explicit JobClient(std::shared_ptr<internal::JobExecution> exec);
   explicit JobClient(absl::Status build_error);
+  explicit JobClient(std::shared_ptr<internal::RestartingJob> restarting);
   JobClient(const JobClient&);
   JobClient(JobClient&&) noexcept;
   JobClient& operator=(const JobClient&);
@@ -110,11 +113,17 @@ class JobClient {
   // Blocks until checkpoint `id` is complete and durable, or `timeout`
   // passes; true when it is.
   bool wait_for_checkpoint(int64_t id, Duration timeout);
-  // What checkpointing has done so far.
+  // What checkpointing has done so far (in the current attempt).
   CheckpointSummary checkpoints() const;
+  // What the restart strategy has done so far (numRestarts, the last cause).
+  RestartSummary restarts() const;
 
  private:
+  // The running attempt (the one the restart supervisor started last).
+  std::shared_ptr<internal::JobExecution> current() const;
+
   std::shared_ptr<internal::JobExecution> exec_;
+  std::shared_ptr<internal::RestartingJob> restarting_;  // with a restart strategy
   absl::Status build_error_;
 };
 
@@ -248,6 +257,21 @@ class StreamExecutionEnvironment {
   // coordinator's thread: its id and a line naming it and what went wrong
   // (e.g. "checkpoint 4: write state: ...: No space left on device").  Must
   // be quick and must not call back into the job.
+  // Restarts after a task failure (a user function's exception, more failed
+  // checkpoints in a row than tolerated, ...), as Flink's restart strategies:
+  //   env.set_restart_strategy(RestartStrategies::fixed_delay_restart(3, 1s));
+  // A restart rebuilds the job in this process and restores it from the
+  // latest checkpoint it completed (from its start, or from what it was
+  // restored from, when none completed yet; without checkpointing, from the
+  // beginning).  Default none.  With checkpointing it needs a checkpoint
+  // directory; it is refused across MPI ranks.  The environment must outlive
+  // the job.  docs/checkpoints.md, "Restarts".
+  StreamExecutionEnvironment& set_restart_strategy(RestartStrategyConfiguration strategy);
+  // Told of each restart when the strategy has decided on it (before its
+  // backoff), on the restart supervisor's thread: its number (1, 2, ...) and
+  // the error that failed the attempt.  Must not block.
+  StreamExecutionEnvironment& set_restart_listener(
+      std::function<void(int64_t restart, const std::string& cause)> listener);
   StreamExecutionEnvironment& set_checkpoint_failure_listener(
       std::function<void(int64_t checkpoint_id, const std::string& error)> listener);
   // Where print() writes (default std::cout).
@@ -390,12 +414,17 @@ class StreamExecutionEnvironment {
   absl::StatusOr<internal::PhysicalPlan> Plan() const;
   // Builds tasks and channels; INVALID_ARGUMENT for an invalid graph.
   absl::StatusOr<std::shared_ptr<internal::JobExecution>> Build(const std::string& job_name);
+  // Build with `config` instead of config_ (a restarted attempt).
+  absl::StatusOr<std::shared_ptr<internal::JobExecution>> BuildWith(
+      const internal::JobConfig* config);
   internal::JobCompilerOptions CompilerOptions() const;
 
   int parallelism_;
   int max_parallelism_ = 0;
   int worker_threads_;
   internal::JobConfig config_;
+  RestartStrategyConfiguration restart_strategy_;
+  std::function<void(int64_t, const std::string&)> on_restart_;
   const Clock* clock_;
   std::shared_ptr<WatermarkListener> listener_;
   bool chaining_ = true;
@@ -403,7 +432,11 @@ class StreamExecutionEnvironment {
   std::ostream* print_stream_;  // std::cout unless set
   std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
   std::mutex mu_;
+  // What cancel() stops: the last job started, and its restart supervisor.
   std::weak_ptr<internal::JobExecution> running_;
+  std::weak_ptr<internal::RestartingJob> running_restarts_;
+  // Configurations of restarted attempts (their tasks point at them).
+  std::vector<std::unique_ptr<internal::JobConfig>> attempt_configs_;
 };
 
 namespace internal {

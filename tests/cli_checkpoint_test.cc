@@ -528,6 +528,37 @@ TEST(CliCheckpoint, ToleratedFailedCheckpointsAreCountedAndTheJobGoesOn) {
   EXPECT_EQ(hidden, 0);
 }
 
+// A checkpoint failure past the tolerable count fails the attempt; with a
+// restart strategy the job restarts by itself (the failed checkpoint's
+// directory, the poison with it, is gone) and ends with the output of a run
+// without failures, the restart counted in the summary.
+TEST(CliCheckpoint, AFailedCheckpointPastTheToleranceRestartsTheJobWithARestartStrategy) {
+  TempDir dir;
+  const std::string input = WriteInput(dir.path(), 100'000);
+  std::vector<std::string> ref_args = JobArgs(input, "tumbling:1s", 2);
+  ref_args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(ref_args);
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
+
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.back() = "--summary=true";
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  args.push_back("--restart-strategy=fixed-delay:1:0ms");
+  PoisonFirstCheckpoint(dir.Path("chk"));
+  CliRun r = RunTidemark(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tidemark: restarting (1): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(", numRestarts 1 (last cause: "), std::string::npos) << r.err;
+  const size_t restart_line = r.err.find("tidemark: restarting (1): ");
+  EXPECT_NE(r.err.find("No space left on device", restart_line), std::string::npos) << r.err;
+  EXPECT_TRUE(CommittedLines(dir.Path("out"), &hidden) == expected);
+  EXPECT_EQ(hidden, 0);
+}
+
 TEST(CliCheckpoint, CheckpointFailureFlagsAreChecked) {
   CliRun r = RunTidemark({"run", "--input=/dev/null", "--tolerable-failed-checkpoints=-1"});
   EXPECT_EQ(r.exit_code, 2);

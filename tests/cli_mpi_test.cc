@@ -359,6 +359,16 @@ TEST(MpiFailure, AnExceptionOnOneRankFailsTheJobOnEveryRankNamingRankOperatorAnd
   }
 }
 
+// Restarts are not built across ranks (docs/checkpoints.md, "Restarts"): a
+// restart strategy under mpirun is refused on every rank before the job.
+TEST(MpiFailure, ARestartStrategyIsRefusedBeforeTheJob) {
+  MpiRun r = RunMpi(
+      2, TIDEMARK_BINARY,
+      {"run", "--input=/dev/null", "--fields=key,ts", "--restart-strategy=fixed-delay:1:0ms"}, 60s);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--restart-strategy=fixed-delay:1:0ms: not supported under mpirun"));
+}
+
 TEST(MpiFailure, ARankThatCrashesEndsTheJobOnEveryRankWithinTenSeconds) {
   MpiRun r = RunMpi(3, TIDEMARK_MPI_JOB, {"crash", "2"}, 60s);
   EXPECT_NE(r.exit_code, 0);

@@ -94,6 +94,10 @@ ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (defau
 ABSL_FLAG(int, tolerable_failed_checkpoints, 0,
           "how many checkpoints in a row may fail before the job fails (Flink's default 0: the "
           "first failure fails it)");
+ABSL_FLAG(std::string, restart_strategy, "none",
+          "restart after a failure, from the latest checkpoint: none, fixed-delay:ATTEMPTS:DELAY, "
+          "exponential-delay[:INITIAL:MAX:MULTIPLIER:RESET_THRESHOLD:JITTER[:ATTEMPTS]], "
+          "failure-rate:MAX_FAILURES:INTERVAL:DELAY");
 ABSL_FLAG(std::string, checkpoint_timeout, "10min",
           "a checkpoint not complete and durable this long after it started fails (expires)");
 ABSL_FLAG(std::string, restore, "",
@@ -443,6 +447,7 @@ int main(int argc, char** argv) {
   o.tolerable_failed_checkpoints = absl::GetFlag(FLAGS_tolerable_failed_checkpoints);
   o.checkpoint_timeout = absl::GetFlag(FLAGS_checkpoint_timeout);
   o.restore = absl::GetFlag(FLAGS_restore);
+  o.restart_strategy = absl::GetFlag(FLAGS_restart_strategy);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.serve = absl::GetFlag(FLAGS_serve);

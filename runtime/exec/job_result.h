@@ -30,6 +30,18 @@ struct NetworkSummary {
   int64_t max_in_flight_batches = 0;
 };
 
+// What the restart strategy did (env.set_restart_strategy, docs/checkpoints.md
+// "Restarts"): Flink's numRestarts and the cause of the last failure.
+struct RestartSummary {
+  std::string strategy = "none";  // RestartStrategyConfiguration::Describe()
+  int64_t num_restarts = 0;       // Flink's numRestarts
+  // The error of the last failed attempt (empty: none failed); a job that
+  // ended OK after restarts still names what it recovered from.
+  std::string last_failure;
+  // Every failed attempt's error, in order (one line each).
+  std::vector<std::string> failures;
+};
+
 struct JobResult {
   // Out of line (executor.cc), so a job's translation unit does not generate
   // them.
@@ -45,6 +57,9 @@ struct JobResult {
   std::vector<SubtaskMetricsSnapshot> metrics;
   CheckpointSummary checkpoints;
   NetworkSummary network;
+  // Restarts: metrics and checkpoints above are the last attempt's; seconds
+  // spans every attempt.
+  RestartSummary restarts;
 
   bool ok() const { return status.ok(); }
   // Sum of a named counter over all subtasks.

@@ -541,6 +541,15 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
           "--restore=latest with --checkpoint-dir"));
     }
   }
+  auto restart_strategy = ParseRestartStrategy(o.restart_strategy);
+  if (!restart_strategy.ok()) return fail(std::string(restart_strategy.status().message()));
+  if (restart_strategy->kind != RestartStrategyConfiguration::Kind::kNone) {
+    if (cluster.distributed()) {
+      return fail(absl::StrCat("--restart-strategy=", o.restart_strategy,
+                               ": not supported under mpirun (a failed job ends the run on every "
+                               "rank; run it again with --restore=latest)"));
+    }
+  }
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
   if (o.bad_lines != "fail" && o.bad_lines != "skip")
     return fail("--bad-lines must be fail or skip");
@@ -686,6 +695,22 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     }
   });
   if (!o.restore.empty()) env.restore_from(o.restore);
+  env.set_restart_strategy(*restart_strategy);
+  // Each restart is said when it is decided, and shown by the live view.
+  env.set_restart_listener([sh, live = live.get(), rec = recorder.get()](int64_t restart,
+                                                                         const std::string& cause) {
+    {
+      std::lock_guard<std::mutex> lock(sh->err_mu);
+      *sh->err << "tidemark: restarting (" << restart << "): " << cause << "\n" << std::flush;
+    }
+    if (live != nullptr) {
+      live->Publish(LiveEvent{"restart",
+                              rec->NowMs(),
+                              -1,
+                              -1,
+                              {{"restart", absl::StrCat(restart)}, {"cause", JsonString(cause)}}});
+    }
+  });
 
   using Spec = LineSource<CliRecord>::Spec;
   Spec spec;
@@ -1003,6 +1028,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         if (c.restored_id >= 0)
           err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
         if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
+      }
+      if (result.restarts.num_restarts > 0) {
+        err << ", numRestarts " << result.restarts.num_restarts
+            << " (last cause: " << result.restarts.last_failure << ")";
       }
       err << "\n";
       const std::string user_metrics = FormatUserMetrics(result.metrics);

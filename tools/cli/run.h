@@ -60,7 +60,9 @@ struct RunOptions {
   int tolerable_failed_checkpoints = 0;
   std::string checkpoint_timeout = "10min";
   std::string restore;
-  // Under mpirun (runtime/exec/cluster.h): where subtasks run (modulo | block),
+  // --restart-strategy (tools/cli/specs.h): "none" or e.g. "fixed-delay:3:1s".
+  std::string restart_strategy = "none";
+  // Under mpirun (runtime/cluster.h): where subtasks run (modulo | block),
   // and, when set, each rank writes its own results to PREFIX.RANK instead
   // of rank 0 printing every rank's.
   std::string placement = "modulo";

@@ -10,6 +10,76 @@
 
 namespace tidemark::cli {
 
+absl::StatusOr<RestartStrategyConfiguration> ParseRestartStrategy(absl::string_view text) {
+  const std::vector<std::string> f = absl::StrSplit(text, ':');
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--restart-strategy=", text, ": ", why));
+  };
+  auto duration = [&](size_t i, const char* what, Duration* out) -> absl::Status {
+    absl::StatusOr<Duration> d = ParseDuration(f[i]);
+    if (!d.ok()) return bad(absl::StrCat(what, ": ", d.status().message()));
+    *out = *d;
+    return absl::OkStatus();
+  };
+  auto integer = [&](size_t i, const char* what, int* out) -> absl::Status {
+    if (!absl::SimpleAtoi(f[i], out))
+      return bad(absl::StrCat(what, " '", f[i], "' is not a number"));
+    return absl::OkStatus();
+  };
+  auto real = [&](size_t i, const char* what, double* out) -> absl::Status {
+    if (!absl::SimpleAtod(f[i], out))
+      return bad(absl::StrCat(what, " '", f[i], "' is not a number"));
+    return absl::OkStatus();
+  };
+  RestartStrategyConfiguration c;
+  using Kind = RestartStrategyConfiguration::Kind;
+  const std::string& kind = f[0];
+  absl::Status s;
+  if (kind == "none" || kind == "off" || kind == "disable") {
+    if (f.size() != 1) return bad("none takes no settings");
+  } else if (kind == "fixed-delay") {
+    if (f.size() != 3) return bad("expected fixed-delay:ATTEMPTS:DELAY, e.g. fixed-delay:3:1s");
+    c.kind = Kind::kFixedDelay;
+    if (s = integer(1, "attempts", &c.attempts); !s.ok()) return s;
+    if (s = duration(2, "delay", &c.delay); !s.ok()) return s;
+  } else if (kind == "exponential-delay") {
+    c.kind = Kind::kExponentialDelay;
+    if (f.size() != 1 && f.size() != 6 && f.size() != 7) {
+      return bad(
+          "expected exponential-delay (Flink's defaults) or "
+          "exponential-delay:INITIAL:MAX:MULTIPLIER:RESET_THRESHOLD:JITTER[:ATTEMPTS], e.g. "
+          "exponential-delay:1s:1min:1.5:1h:0.1");
+    }
+    if (f.size() > 1) {
+      if (s = duration(1, "initial backoff", &c.initial_backoff); !s.ok()) return s;
+      if (s = duration(2, "max backoff", &c.max_backoff); !s.ok()) return s;
+      if (s = real(3, "backoff multiplier", &c.backoff_multiplier); !s.ok()) return s;
+      if (s = duration(4, "reset backoff threshold", &c.reset_backoff_threshold); !s.ok()) return s;
+      if (s = real(5, "jitter factor", &c.jitter_factor); !s.ok()) return s;
+      if (f.size() == 7) {
+        if (s = integer(6, "attempts before reset backoff", &c.attempts_before_reset_backoff);
+            !s.ok())
+          return s;
+      }
+    }
+  } else if (kind == "failure-rate") {
+    if (f.size() != 4) {
+      return bad("expected failure-rate:MAX_FAILURES:INTERVAL:DELAY, e.g. failure-rate:3:5min:10s");
+    }
+    c.kind = Kind::kFailureRate;
+    if (s = integer(1, "max failures per interval", &c.max_failures_per_interval); !s.ok())
+      return s;
+    if (s = duration(2, "failure rate interval", &c.failure_rate_interval); !s.ok()) return s;
+    if (s = duration(3, "delay", &c.delay); !s.ok()) return s;
+  } else {
+    return bad(
+        "expected none, fixed-delay:ATTEMPTS:DELAY, exponential-delay[:...] or "
+        "failure-rate:MAX_FAILURES:INTERVAL:DELAY");
+  }
+  if (s = c.Validate(); !s.ok()) return bad(std::string(s.message()));
+  return c;
+}
+
 absl::StatusOr<Duration> ParseDuration(absl::string_view text) {
   absl::string_view t = absl::StripAsciiWhitespace(text);
   size_t i = 0;

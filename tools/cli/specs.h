@@ -6,6 +6,9 @@
 //   windows     "tumbling:5s[,offset]", "sliding:6s,2s[,offset]", "session:5s"
 //   watermarks  "bounded:2s", "monotonous", "lag:10s", "punctuated:2s", "marker"
 //   aggregates  "sum", "count", "min", "max", "avg", "list"
+//   restarts    "none", "fixed-delay:ATTEMPTS:DELAY",
+//               "exponential-delay[:INITIAL:MAX:MULTIPLIER:RESET:JITTER[:ATTEMPTS]]",
+//               "failure-rate:MAX_FAILURES:INTERVAL:DELAY"
 #ifndef TM_TOOLS_CLI_SPECS_H_
 #define TM_TOOLS_CLI_SPECS_H_
 
@@ -13,11 +16,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tidemark/runtime/core/time.h"
+#include "runtime/restart_strategy.h"
+#include "runtime/time.h"
 
 namespace tidemark::cli {
 
 absl::StatusOr<Duration> ParseDuration(absl::string_view text);
+
+// --restart-strategy (runtime/restart_strategy.h); checked with Validate().
+absl::StatusOr<RestartStrategyConfiguration> ParseRestartStrategy(absl::string_view text);
 
 struct WindowSpec {
   enum class Kind { kTumbling, kSliding, kSession } kind = Kind::kTumbling;

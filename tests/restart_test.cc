@@ -1,0 +1,211 @@
+// Restarts inside the process (env.set_restart_strategy, docs/checkpoints.md
+// "Restarts"): a failed attempt is rebuilt and restored from the latest
+// checkpoint, and the committed output is the failure-free run's.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test_util.h"
+#include "tidemark.h"
+
+namespace tidemark {
+namespace {
+
+// Every line of the visible files in `dir`, sorted, and how many hidden
+// (in-progress or pending) files there are.
+std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden) {
+  std::vector<int64_t> values;
+  *hidden = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.') {
+      ++*hidden;
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) values.push_back(std::stoll(line));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// Record ids at which the map throws, each once (shared by every attempt).
+struct Failures {
+  std::mutex mu;
+  std::set<int64_t> pending;
+  std::set<int64_t> thrown;
+};
+
+// One source, a map that may throw, a keyed running sum (state a restore must
+// bring back exactly) and exactly-once files.
+void BuildJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n, double rate,
+              std::shared_ptr<Failures> failures) {
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, rate)
+      .set_parallelism(1)
+      .map([failures](const int64_t& v) -> int64_t {
+        if (failures) {
+          std::lock_guard<std::mutex> lock(failures->mu);
+          if (failures->pending.erase(v) > 0) {
+            failures->thrown.insert(v);
+            throw std::runtime_error("injected failure at record " + std::to_string(v));
+          }
+        }
+        return v;
+      })
+      .set_parallelism(1)
+      .name("Flaky Map")
+      .key_by([](const int64_t& v) { return v % 7; })
+      .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+      .set_parallelism(3)
+      .sink_to_files(out, [](const int64_t& v) { return std::to_string(v); })
+      .set_parallelism(3);
+}
+
+TEST(Restart, AMapThrowingAtFiveRandomRecordsEndsWithTheFailureFreeOutput) {
+  const int64_t n = 30'000;
+  testing::TempDir clean_out;
+  {
+    StreamExecutionEnvironment env;
+    BuildJob(env, clean_out.path(), n, 0, nullptr);
+    JobResult r = env.execute("clean");
+    ASSERT_TRUE(r.ok()) << r.status;
+  }
+  int hidden = 0;
+  const std::vector<int64_t> expected = ReadCommitted(clean_out.path(), &hidden);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(n));
+
+  const int reps = testing::StressIterations(2);
+  for (int rep = 0; rep < reps; ++rep) {
+    std::mt19937_64 rng(1234 + rep);
+    auto failures = std::make_shared<Failures>();
+    while (failures->pending.size() < 5)
+      failures->pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    const std::set<int64_t> chosen = failures->pending;
+
+    testing::TempDir chk;
+    testing::TempDir out;
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(20), chk.path());
+    env.set_restart_strategy(RestartStrategies::fixed_delay_restart(10, Duration(5)));
+    std::vector<std::string> told;
+    std::mutex told_mu;
+    env.set_restart_listener([&](int64_t restart, const std::string& cause) {
+      std::lock_guard<std::mutex> lock(told_mu);
+      told.push_back(std::to_string(restart) + ": " + cause);
+    });
+    BuildJob(env, out.path(), n, 60'000.0, failures);
+    JobResult r = env.execute("flaky");
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(failures->thrown, chosen);
+    EXPECT_EQ(r.restarts.num_restarts, 5);
+    ASSERT_EQ(r.restarts.failures.size(), 5u);
+    EXPECT_NE(r.restarts.last_failure.find("injected failure at record"), std::string::npos)
+        << r.restarts.last_failure;
+    EXPECT_NE(r.restarts.last_failure.find("Flaky Map"), std::string::npos)
+        << r.restarts.last_failure;
+    EXPECT_EQ(told.size(), 5u);
+    // Where the last attempt started (-1: fresh, when the last failure came
+    // before any checkpoint completed); either way the output must be exact.
+    std::cout << "rep " << rep << ": the last attempt restored checkpoint "
+              << r.checkpoints.restored_id << "\n";
+    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(hidden, 0);
+  }
+}
+
+TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {
+  testing::TempDir chk;
+  testing::TempDir out;
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(20), chk.path());
+  env.set_restart_strategy(RestartStrategies::fixed_delay_restart(2, Duration(0)));
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1'000)
+      .map([](const int64_t& v) -> int64_t {
+        if (v == 500) throw std::runtime_error("always broken");
+        return v;
+      })
+      .sink_to_files(out.path(), [](const int64_t& v) { return std::to_string(v); });
+  JobResult r = env.execute("broken");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.restarts.num_restarts, 2);
+  EXPECT_EQ(r.restarts.failures.size(), 3u);
+  const std::string msg(r.status.message());
+  EXPECT_NE(msg.find("always broken"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no restart: restart strategy fixed-delay (2 attempts"), std::string::npos)
+      << msg;
+}
+
+TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
+  testing::TempDir out;
+  auto failures = std::make_shared<Failures>();
+  failures->pending = {700};
+  StreamExecutionEnvironment env;
+  env.set_restart_strategy(
+      RestartStrategies::failure_rate_restart(3, Duration(60'000), Duration(0)));
+  BuildJob(env, out.path(), 2'000, 0, failures);
+  JobResult r = env.execute("from scratch");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.restarts.num_restarts, 1);
+  EXPECT_EQ(r.checkpoints.restored_id, -1);
+  // Compare with a run without the failure.
+  testing::TempDir clean;
+  StreamExecutionEnvironment env2;
+  BuildJob(env2, clean.path(), 2'000, 0, nullptr);
+  ASSERT_TRUE(env2.execute("clean").ok());
+  int hidden = 0, clean_hidden = 0;
+  EXPECT_EQ(ReadCommitted(out.path(), &hidden), ReadCommitted(clean.path(), &clean_hidden));
+  EXPECT_EQ(hidden, 0);
+}
+
+TEST(Restart, ACancelDuringTheBackoffEndsTheJobCancelled) {
+  testing::TempDir chk;
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(20), chk.path());
+  env.set_restart_strategy(RestartStrategies::fixed_delay_restart(5, Duration(3'600'000)));
+  std::promise<void> restarting;
+  env.set_restart_listener([&](int64_t, const std::string&) { restarting.set_value(); });
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1'000)
+      .map([](const int64_t& v) -> int64_t {
+        if (v == 10) throw std::runtime_error("broken");
+        return v;
+      })
+      .add_sink([](int64_t) {});
+  JobClient client = env.execute_async("cancelled");
+  restarting.get_future().wait();  // the first attempt failed; the backoff is 1 h
+  EXPECT_EQ(client.restarts().failures.size(), 1u);
+  client.cancel();
+  JobResult r = client.wait();
+  EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  EXPECT_EQ(r.restarts.num_restarts, 0);
+}
+
+TEST(Restart, CheckpointsKeptInMemoryCannotBeRestartedFrom) {
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(20));
+  env.set_restart_strategy(RestartStrategies::exponential_delay_restart());
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 10).add_sink([](int64_t) {});
+  JobResult r = env.execute("in memory");
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status)) << r.status;
+  EXPECT_NE(std::string(r.status.message()).find("checkpoint directory"), std::string::npos)
+      << r.status;
+}
+
+TEST(Restart, AnInvalidStrategyIsRefusedWhenSet) {
+  StreamExecutionEnvironment env;
+  EXPECT_THROW(env.set_restart_strategy(RestartStrategies::fixed_delay_restart(-1, Duration(0))),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tidemark
