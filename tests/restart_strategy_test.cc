@@ -1,11 +1,11 @@
-// The restart strategies' decisions (runtime/restart_strategy.h) on a manual
+// The restart strategies' decisions (runtime/exec/restart_strategy.h) on a manual
 // clock, case by case against Flink's rules.
-#include "runtime/restart_strategy.h"
+#include "tidemark/runtime/exec/restart_strategy.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
-#include "runtime/clock.h"
+#include "tidemark/runtime/core/clock.h"
 
 namespace tidemark {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "test_util.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace tidemark {
 namespace {

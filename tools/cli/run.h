@@ -62,7 +62,7 @@ struct RunOptions {
   std::string restore;
   // --restart-strategy (tools/cli/specs.h): "none" or e.g. "fixed-delay:3:1s".
   std::string restart_strategy = "none";
-  // Under mpirun (runtime/cluster.h): where subtasks run (modulo | block),
+  // Under mpirun (runtime/exec/cluster.h): where subtasks run (modulo | block),
   // and, when set, each rank writes its own results to PREFIX.RANK instead
   // of rank 0 printing every rank's.
   std::string placement = "modulo";

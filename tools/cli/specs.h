@@ -16,14 +16,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/restart_strategy.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/exec/restart_strategy.h"
 
 namespace tidemark::cli {
 
 absl::StatusOr<Duration> ParseDuration(absl::string_view text);
 
-// --restart-strategy (runtime/restart_strategy.h); checked with Validate().
+// --restart-strategy (runtime/exec/restart_strategy.h); checked with Validate().
 absl::StatusOr<RestartStrategyConfiguration> ParseRestartStrategy(absl::string_view text);
 
 struct WindowSpec {

@@ -1,4 +1,4 @@
-#include "runtime/restart_strategy.h"
+#include "tidemark/runtime/exec/restart_strategy.h"
 
 #include <algorithm>
 #include <cmath>

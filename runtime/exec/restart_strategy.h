@@ -1,4 +1,4 @@
-// runtime/restart_strategy.h
+// runtime/exec/restart_strategy.h
 //
 // Restart strategies (Flink's RestartBackoffTimeStrategy): after a task
 // failure, whether the job may restart and how long to wait first.  The
@@ -34,8 +34,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/clock.h"
-#include "runtime/time.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
 
