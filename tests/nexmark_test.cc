@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -296,6 +297,33 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryVsReference, ::testing::ValuesIn(AllCases
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return i.param.query + "_p" + std::to_string(i.param.parallelism);
                          });
+
+// With checkpoints every few milliseconds (in memory) every query's state
+// and source position are snapshotted while it runs, which fails the job if
+// any of its state has no StateCodec; the results stay the reference's.
+class QueryWithCheckpoints : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QueryWithCheckpoints, SnapshotsItsStateAndStillGivesTheReferenceResult) {
+  const nexmark::QueryDef* q = nexmark::FindQuery(GetParam());
+  ASSERT_NE(q, nullptr);
+  auto gen = std::make_shared<const Generator>(SmallConfig(20000));
+  auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/false);
+  auto got = std::make_shared<nexmark::ResultSet>(false);
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(2ms);
+  q->build(env, nexmark::NexmarkEvents(env, gen), got);
+  tidemark::JobResult r = env.execute("nexmark " + q->name);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.failed, 0) << r.checkpoints.last_error;
+  EXPECT_EQ(got->digest(), want->digest());
+  std::cout << q->name << ": " << r.checkpoints.completed << " checkpoints, largest "
+            << r.checkpoints.max_size_bytes << " bytes\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Nexmark, QueryWithCheckpoints,
+                         ::testing::Values("q3", "q4", "q5", "q6", "q7", "q8", "q9", "q11", "q13",
+                                           "q15", "q16", "q17", "q18", "q19", "q20"));
 
 TEST(NexmarkQueries, AllTwentyThreeAreDefined) {
   ASSERT_EQ(nexmark::Queries().size(), 23u);

@@ -89,6 +89,7 @@ struct Measured {
   bool ok = false, equal = false, checked = false;
   std::string error;
   int64_t rows = 0;
+  int64_t checkpoints = 0;
   double throughput_per_core() const { return events / std::max(cores * seconds, 1e-9); }
   double reference_per_core() const { return ref_cpu > 0 ? events / ref_cpu : 0; }
 };
@@ -177,17 +178,31 @@ int main(int argc, char** argv) {
     m.events = config.events;
     m.flink = q->flink_per_core;
     const double c0 = CpuSeconds(), t0 = Now();
-    nexmark::JobRun run =
-        nexmark::RunJob(*q, gen, p, keep_rows, [&](tidemark::StreamExecutionEnvironment& env) {
-          if (checkpoint > absl::ZeroDuration())
-            env.enable_checkpointing(absl::ToChronoMilliseconds(checkpoint));
-        });
+    nexmark::JobRun run;
+    run.results = std::make_shared<nexmark::ResultSet>(keep_rows);
+    tidemark::CheckpointSummary cps;
+    {
+      tidemark::StreamExecutionEnvironment env;
+      env.set_parallelism(p);
+      if (checkpoint > absl::ZeroDuration())
+        env.enable_checkpointing(absl::ToChronoMilliseconds(checkpoint));
+      q->build(env, nexmark::NexmarkEvents(env, gen), run.results);
+      tidemark::JobResult r = env.execute("nexmark " + q->name);
+      run.ok = r.ok();
+      if (!run.ok) run.error = r.status.ToString();
+      cps = r.checkpoints;
+    }
     const double t1 = Now(), c1 = CpuSeconds();
     m.seconds = t1 - t0;
     m.cores = (c1 - c0) / std::max(m.seconds, 1e-9);
     m.ok = run.ok;
     m.error = run.error;
     m.rows = run.results->digest().count;
+    m.checkpoints = cps.completed;
+    if (cps.failed > 0) {
+      m.ok = false;
+      m.error = "checkpoint failed: " + cps.last_error;
+    }
     if (keep_rows) WriteRows(results_dir + "/" + q->name + ".jsonl", run.results->Rows());
     if (absl::GetFlag(FLAGS_reference)) {
       const double rc0 = CpuSeconds(), rt0 = Now();
@@ -201,10 +216,11 @@ int main(int argc, char** argv) {
       std::cout << absl::StrFormat(
           "{\"query\":\"%s\",\"events\":%d,\"parallelism\":%d,\"cores\":%.3f,\"seconds\":%.3f,"
           "\"throughput_per_core\":%.0f,\"reference_per_core\":%.0f,\"flink_per_core\":%.0f,"
-          "\"results_equal\":%s,\"result_rows\":%d,\"checkpoint_interval_ms\":%d,\"ok\":%s}\n",
+          "\"results_equal\":%s,\"result_rows\":%d,\"checkpoint_interval_ms\":%d,"
+          "\"checkpoints\":%d,\"ok\":%s}\n",
           m.query, m.events, p, m.cores, m.seconds, m.throughput_per_core(), m.reference_per_core(),
           m.flink, m.checked ? (m.equal ? "true" : "false") : "null", m.rows,
-          absl::ToInt64Milliseconds(checkpoint), m.ok ? "true" : "false");
+          absl::ToInt64Milliseconds(checkpoint), m.checkpoints, m.ok ? "true" : "false");
       std::cout.flush();
     }
     if (!m.ok) std::cerr << "tidemark-nexmark: " << q->name << " failed: " << m.error << "\n";

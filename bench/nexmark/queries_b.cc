@@ -37,6 +37,33 @@ struct Q12 {
   int64_t DigestWeight() const { return bid_count; }
 };
 
+// Flink's ProcessingTimeTrigger, and at the end of the input (the watermark
+// MAX that a bounded source ends with) the windows still open fire too, so
+// that the last bids are counted (an unbounded Nexmark source never ends).
+struct ProcessingTimeOrEndTrigger {
+  template <typename T, typename W>
+  tidemark::TriggerResult on_element(const T&, Timestamp, const W& w,
+                                     tidemark::TriggerContext& ctx) const {
+    ctx.register_processing_time_timer(w.max_timestamp());
+    ctx.register_event_time_timer(tidemark::kMaxTimestamp);
+    return tidemark::TriggerResult::kContinue;
+  }
+  template <typename W>
+  tidemark::TriggerResult on_event_time(Timestamp, const W&, tidemark::TriggerContext&) const {
+    return tidemark::TriggerResult::kFireAndPurge;
+  }
+  template <typename W>
+  tidemark::TriggerResult on_processing_time(Timestamp, const W&, tidemark::TriggerContext&) const {
+    return tidemark::TriggerResult::kFire;
+  }
+  template <typename W>
+  void clear(const W& w, tidemark::TriggerContext& ctx) const {
+    ctx.delete_processing_time_timer(w.max_timestamp());
+    ctx.delete_event_time_timer(tidemark::kMaxTimestamp);
+  }
+  bool can_merge() const { return false; }
+};
+
 // --- q13 ---------------------------------------------------------------------
 inline constexpr int64_t kSideInputKeys = 10000;
 std::string SideValue(int64_t key) { return "side-" + std::to_string(key * 7919 % 100003); }
@@ -338,6 +365,7 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
         auto w = Bids(e)
                      .key_by([](const Bid& b) { return b.bidder; })
                      .window(tidemark::TumblingProcessingTimeWindows::of(10s))
+                     .trigger(ProcessingTimeOrEndTrigger())
                      .template aggregate<Q12>(
                          CountAgg(), [](const int64_t& bidder, const TimeWindow& w,
                                         const int64_t& n, auto&, Collector<Q12>& out) {
