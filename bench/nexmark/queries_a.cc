@@ -413,9 +413,9 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q3", false, 152e3, "local item suggestion: auctions of category 10 by sellers in OR/ID/CA",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto auctions = Auctions(e).filter([](const Auction& a) { return a.category == 10; });
-        auto joined = Persons(e)
-                          .key_by([](const Person& p) { return p.id; })
+        auto [all_auctions, persons] = SplitEvents<Auction, Person>(e);
+        auto auctions = all_auctions.filter([](const Auction& a) { return a.category == 10; });
+        auto joined = persons.key_by([](const Person& p) { return p.id; })
                           .connect(auctions.key_by([](const Auction& a) { return a.seller; }))
                           .process(Q3Join());
         SinkAppend(joined, rs);
@@ -438,8 +438,9 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q4", true, 34e3, "average price per category of each auction's highest bid (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto auctions = Auctions(e).map([](const Auction& a) { return Lite(a); });
-        auto bids = Bids(e).map([](const Bid& b) {
+        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
+        auto auctions = all_auctions.map([](const Auction& a) { return Lite(a); });
+        auto bids = all_bids.map([](const Bid& b) {
           return BidLite{b.auction, b.price, b.dateTime.ms};
         });
         auto maxes = auctions.key_by([](const AuctionLite& a) { return a.id; })
@@ -496,8 +497,9 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
       "q6", false, 0,
       "average winning price of each seller's last 11 closed auctions (OVER ROWS 10 PRECEDING)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto auctions = Auctions(e).map([](const Auction& a) { return Lite(a); });
-        auto bids = Bids(e).map([](const Bid& b) {
+        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
+        auto auctions = all_auctions.map([](const Auction& a) { return Lite(a); });
+        auto bids = all_bids.map([](const Bid& b) {
           return BidLite{b.auction, b.price, b.dateTime.ms};
         });
         auto winners = auctions.key_by([](const AuctionLite& a) { return a.id; })
@@ -564,10 +566,11 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q8", false, 146e3, "new users: persons who opened an auction in the 10 s window they joined",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto persons = Persons(e).map([](const Person& p) {
+        auto [all_auctions, all_persons] = SplitEvents<Auction, Person>(e);
+        auto persons = all_persons.map([](const Person& p) {
           return PersonLite{p.id, p.name, p.dateTime.ms};
         });
-        auto sellers = Auctions(e).map([](const Auction& a) { return a.seller; });
+        auto sellers = all_auctions.map([](const Auction& a) { return a.seller; });
         auto joined =
             persons.co_group(sellers)
                 .where([](const PersonLite& p) { return p.id; })
@@ -599,9 +602,9 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q9", true, 14e3, "winning bids: each auction with its highest bid in [dateTime, expires]",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto joined = Auctions(e)
-                          .key_by([](const Auction& a) { return a.id; })
-                          .connect(Bids(e).key_by([](const Bid& b) { return b.auction; }))
+        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
+        auto joined = all_auctions.key_by([](const Auction& a) { return a.id; })
+                          .connect(all_bids.key_by([](const Bid& b) { return b.auction; }))
                           .process(AuctionBidJoin());
         auto top = joined.key_by([](const Q9& r) { return r.id; }).top_n(1, &Q9Before);
         SinkChangelog(top, rs);

@@ -566,9 +566,9 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q20", false, 19e3, "bids joined with their auction, auctions of category 10",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto joined = Bids(e)
-                          .key_by([](const Bid& b) { return b.auction; })
-                          .connect(Auctions(e).key_by([](const Auction& a) { return a.id; }))
+        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
+        auto joined = all_bids.key_by([](const Bid& b) { return b.auction; })
+                          .connect(all_auctions.key_by([](const Auction& a) { return a.id; }))
                           .process(ExpandBid());
         SinkAppend(joined, rs);
       },

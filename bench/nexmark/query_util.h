@@ -85,6 +85,23 @@ inline DataStream<Person> Persons(const DataStream<Event>& e) {
       .name("Persons");
 }
 
+// Two kinds of events from one operator: MainT on its main output, SideT on a
+// side output, so that the source's records have one consumer (a chained
+// operator with two consumers copies each record, strings and all, for each).
+template <typename MainT, typename SideT>
+std::pair<DataStream<MainT>, DataStream<SideT>> SplitEvents(const DataStream<Event>& e) {
+  const tidemark::OutputTag<SideT> tag("split");
+  auto main =
+      e.process([tag](const Event& ev, tidemark::ProcessContext& ctx, Collector<MainT>& out) {
+         if (const MainT* m = std::get_if<MainT>(&ev.v)) {
+           out.collect(*m);
+         } else if (const SideT* s = std::get_if<SideT>(&ev.v)) {
+           ctx.output(tag, *s);
+         }
+       }).name("Split events");
+  return {main, main.get_side_output(tag)};
+}
+
 // Loops over the generator's events (the references).
 template <typename F>
 void ForEachEvent(const Generator& gen, F f) {
