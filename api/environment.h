@@ -74,6 +74,9 @@ template <typename UK, typename UV>
 struct MapStateDescriptor;
 template <typename T>
 class BroadcastStream;
+namespace internal {
+struct ArrivalOrder;
+}
 
 namespace internal {
 // The build internals of the environment and of stream handles (graph nodes,
@@ -822,6 +825,19 @@ class KeyedStream {
   auto count_window(int64_t size, int64_t slide) const;
   template <typename Function>
   auto process(Function f) const;
+  // Top-N per key (Flink's Rank / ROW_NUMBER() <= n; n = 1 with an order on
+  // time is deduplication): a changelog of Changelog<T> rows, {kInsert, r}
+  // when r enters the key's n best under less(a, b) (a before b), {kDelete,
+  // r} when r is pushed out (operators/top_n.h).
+  template <typename Less>
+  auto top_n(size_t n, Less less) const;
+  // OVER (PARTITION BY key ORDER BY event time ROWS BETWEEN `preceding`
+  // PRECEDING AND CURRENT ROW): each record, in event-time order once the
+  // watermark passes it, with the aggregate of its frame, as
+  // std::pair<T, Result> (operators/top_n.h).  `tie` orders records of equal
+  // timestamps (default: arrival order).
+  template <typename Agg, typename Tie = internal::ArrivalOrder>
+  auto over_rows(size_t preceding, Agg agg, Tie tie = Tie()) const;
   // Two keyed inputs, keyed by the same key type (api/connected_streams.h).
   template <typename U, typename KeyFn2>
   auto connect(const KeyedStream<U, KeyFn2>& other) const;

@@ -7,8 +7,9 @@
 
 #include <memory>
 
-#include "tidemark/api/environment.h"
-#include "tidemark/operators/keyed_process.h"
+#include "api/environment.h"
+#include "operators/keyed_process.h"
+#include "operators/top_n.h"
 
 namespace tidemark {
 
@@ -20,6 +21,30 @@ auto KeyedStream<T, KeyFn>::process(Function f) const {
   using Op = internal::KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
   KeyFn key = key_;
   return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {
+    return std::make_unique<Op>(key, f);
+  });
+}
+
+template <typename T, typename KeyFn>
+template <typename Less>
+auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less) const {
+  using F = internal::TopNFunction<Key, T, Less>;
+  F f(n, std::move(less));
+  using Op = internal::KeyedProcessOperator<T, Key, KeyFn, F, Changelog<T>>;
+  KeyFn key = key_;
+  return transform<Changelog<T>>(
+      "TopN", [key, f]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(key, f); });
+}
+
+template <typename T, typename KeyFn>
+template <typename Agg, typename Tie>
+auto KeyedStream<T, KeyFn>::over_rows(size_t preceding, Agg agg, Tie tie) const {
+  using F = internal::OverRowsFunction<Key, T, Agg, Tie>;
+  using Out = typename F::OutputType;
+  F f(preceding, std::move(agg), std::move(tie));
+  using Op = internal::KeyedProcessOperator<T, Key, KeyFn, F, Out>;
+  KeyFn key = key_;
+  return transform<Out>("OverRows", [key, f]() -> std::unique_ptr<OperatorBase> {
     return std::make_unique<Op>(key, f);
   });
 }

@@ -1,0 +1,133 @@
+// bench/nexmark/model.cc: see model.h.
+#include "bench/nexmark/model.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace nexmark {
+
+namespace {
+struct Civil {
+  int64_t y;
+  int m, d, hh, mm, ss, ms;
+};
+// Howard Hinnant's days_from_civil inverse (proleptic Gregorian, UTC).
+Civil ToCivil(int64_t t) {
+  int64_t days = t >= 0 ? t / 86400000 : -((-t + 86399999) / 86400000);
+  int64_t rem = t - days * 86400000;
+  Civil c;
+  c.ms = static_cast<int>(rem % 1000);
+  rem /= 1000;
+  c.ss = static_cast<int>(rem % 60);
+  rem /= 60;
+  c.mm = static_cast<int>(rem % 60);
+  c.hh = static_cast<int>(rem / 60);
+  days += 719468;
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const int64_t doe = days - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  c.d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  c.m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  c.y = yoe + era * 400 + (c.m <= 2);
+  return c;
+}
+}  // namespace
+
+std::string FormatDateTime(int64_t ms) {
+  const Civil c = ToCivil(ms);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02d %02d:%02d:%02d.%03d", c.y, c.m, c.d, c.hh,
+                c.mm, c.ss, c.ms);
+  return buf;
+}
+std::string FormatDate(int64_t ms) {
+  const Civil c = ToCivil(ms);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02d", c.y, c.m, c.d);
+  return buf;
+}
+std::string FormatHourMinute(int64_t ms) {
+  const Civil c = ToCivil(ms);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%02d:%02d", c.hh, c.mm);
+  return buf;
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  out += '"';
+}
+
+std::string EventToJson(const Event& e) {
+  std::string out = "{\"event_type\":" + std::to_string(e.type());
+  out += ",\"person\":";
+  if (const Person* p = e.person()) {
+    detail::AppendValue(out, *p);
+  } else {
+    out += "null";
+  }
+  out += ",\"auction\":";
+  if (const Auction* a = e.auction()) {
+    detail::AppendValue(out, *a);
+  } else {
+    out += "null";
+  }
+  out += ",\"bid\":";
+  if (const Bid* b = e.bid()) {
+    detail::AppendValue(out, *b);
+  } else {
+    out += "null";
+  }
+  out += '}';
+  return out;
+}
+
+uint64_t HashBytes(std::string_view s) {
+  // FNV-1a, then mixed.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return Mix(h ^ s.size());
+}
+
+namespace detail {
+void AppendValue(std::string& out, double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  out += buf;
+}
+
+std::vector<std::string_view> FieldNames(const char* names) {
+  std::vector<std::string_view> out;
+  std::string_view s(names);
+  while (!s.empty()) {
+    const size_t comma = s.find(',');
+    std::string_view f = s.substr(0, comma);
+    while (!f.empty() && (f.front() == ' ' || f.front() == '\n')) f.remove_prefix(1);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\n')) f.remove_suffix(1);
+    out.push_back(f);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+}  // namespace detail
+
+}  // namespace nexmark

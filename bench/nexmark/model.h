@@ -1,0 +1,224 @@
+// bench/nexmark/model.h
+//
+// The Nexmark data model (Person, Auction, Bid and the Event that holds one of
+// them), as nexmark-flink's model classes and Beam's Nexmark define it, and
+// the small reflection the suite uses for every row type it moves: a row
+// lists its fields once with NEXMARK_FIELDS(a, b, c), which gives it
+//   Tie()            the fields as a tuple of references (const and not),
+//   a JSON object    nexmark::ToJson(row), field names as written,
+//   a hash           nexmark::RowHash(row), order-independent digests,
+//   equality         operator==,
+//   a StateCodec     so rows can sit in checkpointed keyed state.
+// Times are epoch milliseconds (UTC); JSON prints them as Nexmark's
+// "yyyy-MM-dd HH:mm:ss.SSS".
+#ifndef TM_BENCH_NEXMARK_MODEL_H_
+#define TM_BENCH_NEXMARK_MODEL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tidemark.h"
+
+namespace nexmark {
+
+// A field that JSON prints as a date-time rather than a number.
+struct Millis {
+  int64_t ms = 0;
+  friend bool operator==(const Millis&, const Millis&) = default;
+  friend auto operator<=>(const Millis&, const Millis&) = default;
+};
+
+#define NEXMARK_FIELDS(...)                                \
+  auto Tie() const { return std::tie(__VA_ARGS__); }       \
+  auto Tie() { return std::tie(__VA_ARGS__); }             \
+  static constexpr const char* kFieldNames = #__VA_ARGS__; \
+  using NexmarkRowTag = void
+
+template <typename T>
+concept Row = requires {
+  typename T::NexmarkRowTag;
+};
+
+template <Row R>
+bool operator==(const R& a, const R& b) {
+  return a.Tie() == b.Tie();
+}
+
+struct Person {
+  int64_t id = 0;
+  std::string name;
+  std::string emailAddress;
+  std::string creditCard;
+  std::string city;
+  std::string state;
+  Millis dateTime;
+  std::string extra;
+  NEXMARK_FIELDS(id, name, emailAddress, creditCard, city, state, dateTime, extra);
+};
+
+struct Auction {
+  int64_t id = 0;
+  std::string itemName;
+  std::string description;
+  int64_t initialBid = 0;
+  int64_t reserve = 0;
+  Millis dateTime;
+  Millis expires;
+  int64_t seller = 0;
+  int64_t category = 0;
+  std::string extra;
+  NEXMARK_FIELDS(id, itemName, description, initialBid, reserve, dateTime, expires, seller,
+                 category, extra);
+};
+
+struct Bid {
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  int64_t price = 0;
+  std::string channel;
+  std::string url;
+  Millis dateTime;
+  std::string extra;
+  NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra);
+};
+
+// One generated event: exactly one of the three (nexmark-flink's Event with
+// its event_type).
+struct Event {
+  std::variant<Person, Auction, Bid> v;
+  int type() const { return static_cast<int>(v.index()); }  // 0 person, 1 auction, 2 bid
+  const Person* person() const { return std::get_if<Person>(&v); }
+  const Auction* auction() const { return std::get_if<Auction>(&v); }
+  const Bid* bid() const { return std::get_if<Bid>(&v); }
+  int64_t timestamp() const;
+  bool operator==(const Event&) const = default;
+};
+
+// --- JSON and hashing ------------------------------------------------------
+
+// "2015-07-15 00:00:00.000" (UTC).
+std::string FormatDateTime(int64_t ms);
+// "2015-07-15" / "00:00" (UTC), as Flink's DATE_FORMAT(ts, 'yyyy-MM-dd') / 'HH:mm'.
+std::string FormatDate(int64_t ms);
+std::string FormatHourMinute(int64_t ms);
+void AppendJsonString(std::string& out, std::string_view s);
+// Nexmark's event JSON: {"event_type":2,"person":null,"auction":null,"bid":{...}}.
+std::string EventToJson(const Event& e);
+
+inline uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+uint64_t HashBytes(std::string_view s);
+
+namespace detail {
+inline void AppendValue(std::string& out, int64_t v) { out += std::to_string(v); }
+inline void AppendValue(std::string& out, int v) { out += std::to_string(v); }
+inline void AppendValue(std::string& out, bool v) { out += v ? "true" : "false"; }
+void AppendValue(std::string& out, double v);
+inline void AppendValue(std::string& out, const std::string& v) { AppendJsonString(out, v); }
+inline void AppendValue(std::string& out, const Millis& v) {
+  AppendJsonString(out, FormatDateTime(v.ms));
+}
+template <Row R>
+void AppendValue(std::string& out, const R& r);
+template <typename V>
+void AppendValue(std::string& out, const std::vector<V>& v) {
+  out += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    AppendValue(out, v[i]);
+  }
+  out += ']';
+}
+
+std::vector<std::string_view> FieldNames(const char* names);
+
+template <Row R>
+void AppendValue(std::string& out, const R& r) {
+  static const std::vector<std::string_view> names = FieldNames(R::kFieldNames);
+  out += '{';
+  size_t i = 0;
+  std::apply(
+      [&](const auto&... f) {
+        ((out += (i ? ",\"" : "\""), out += names[i], out += "\":", AppendValue(out, f), ++i), ...);
+      },
+      r.Tie());
+  out += '}';
+}
+
+inline uint64_t HashValue(int64_t v) { return Mix(static_cast<uint64_t>(v)); }
+inline uint64_t HashValue(int v) { return Mix(static_cast<uint64_t>(v)); }
+inline uint64_t HashValue(bool v) { return Mix(v ? 1 : 2); }
+inline uint64_t HashValue(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return Mix(b);
+}
+inline uint64_t HashValue(const std::string& v) { return HashBytes(v); }
+inline uint64_t HashValue(const Millis& v) { return Mix(static_cast<uint64_t>(v.ms) ^ 0x5555); }
+template <Row R>
+uint64_t HashValue(const R& r) {
+  uint64_t h = 0x1234567;
+  std::apply([&](const auto&... f) { ((h = Mix(h * 31 + HashValue(f))), ...); }, r.Tie());
+  return h;
+}
+}  // namespace detail
+
+template <Row R>
+std::string ToJson(const R& r) {
+  std::string out;
+  detail::AppendValue(out, r);
+  return out;
+}
+template <Row R>
+uint64_t RowHash(const R& r) {
+  return detail::HashValue(r);
+}
+
+}  // namespace nexmark
+
+// Checkpointed state of any row type: its fields in order.
+template <typename T>
+struct tidemark::StateCodec<T, std::enable_if_t<nexmark::Row<T>>> {
+  static void Encode(internal::StateWriter& w, const T& v) {
+    std::apply([&](const auto&... f) { (internal::Encode(w, f), ...); }, v.Tie());
+  }
+  static T Decode(internal::StateReader& r) {
+    T v;
+    std::apply(
+        [&](auto&... f) { ((f = internal::Decode<std::remove_reference_t<decltype(f)>>(r)), ...); },
+        v.Tie());
+    return v;
+  }
+};
+template <>
+struct tidemark::StateCodec<nexmark::Millis> {
+  static void Encode(internal::StateWriter& w, const nexmark::Millis& v) {
+    internal::Encode(w, v.ms);
+  }
+  static nexmark::Millis Decode(internal::StateReader& r) {
+    return nexmark::Millis{internal::Decode<int64_t>(r)};
+  }
+};
+template <>
+struct tidemark::StateCodec<nexmark::Event> {
+  static void Encode(internal::StateWriter& w, const nexmark::Event& v) {
+    internal::Encode(w, v.v);
+  }
+  static nexmark::Event Decode(internal::StateReader& r) {
+    return nexmark::Event{
+        internal::Decode<std::variant<nexmark::Person, nexmark::Auction, nexmark::Bid>>(r)};
+  }
+};
+
+#endif  // TM_BENCH_NEXMARK_MODEL_H_

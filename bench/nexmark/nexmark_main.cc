@@ -1,0 +1,256 @@
+// tidemark-nexmark: runs Nexmark's queries on tidemark and prints Nexmark's
+// table beside Flink's published Throughput/Cores and a single-threaded loop
+// computing the same answer.
+//
+//   tidemark-nexmark --queries=all --events=10M --parallelism=2 \
+//       [--checkpoint-interval=10s] [--json] [--dump-events=PATH] [--results=DIR]
+//
+// Per query: the job runs over the generator's events (event i on source
+// subtask i mod p) into a sink keeping an order-independent digest of the
+// rows (append-only queries) or of the final table (updating ones); then the
+// reference loop runs in the same process over the same events.  "Cores" is
+// measured as Nexmark measures it: the process's CPU time during the job over
+// its wall time; Throughput/Cores = events / (Cores * Time).
+//
+// Flags may be written with '-' or '_' (--checkpoint-interval or
+// --checkpoint_interval).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "bench/nexmark/generator.h"
+#include "bench/nexmark/queries.h"
+#include "tidemark.h"
+
+ABSL_FLAG(std::string, queries, "all", "comma-separated queries (q0..q22), or all");
+ABSL_FLAG(std::string, events, "1M", "events to generate (suffix K or M)");
+ABSL_FLAG(double, rate, 1e7, "event-time rate of the generator, events per second (Nexmark's TPS)");
+ABSL_FLAG(int, parallelism, 2, "parallelism of every operator");
+ABSL_FLAG(std::string, checkpoint_interval, "0",
+          "take a checkpoint (in memory) this often, e.g. 10s; 0: none");
+ABSL_FLAG(bool, json, false, "print one JSON object per query instead of the table");
+ABSL_FLAG(std::string, dump_events, "", "write the generated events to this file as JSON lines");
+ABSL_FLAG(
+    std::string, results, "",
+    "write each query's results (rows; for updating queries the final table) to DIR/<q>.jsonl");
+ABSL_FLAG(bool, reference, true, "also run the single-threaded reference and compare");
+ABSL_FLAG(bool, require_equal, false,
+          "exit 1 when a job fails or its results differ from the reference");
+
+namespace {
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t ParseCount(const std::string& s) {
+  if (s.empty()) throw std::invalid_argument("--events is empty");
+  double mult = 1;
+  std::string num = s;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(s.back())));
+  if (last == 'K') mult = 1e3;
+  if (last == 'M') mult = 1e6;
+  if (last == 'G' || last == 'B') mult = 1e9;
+  if (mult != 1) num.pop_back();
+  double v;
+  if (!absl::SimpleAtod(num, &v) || v <= 0)
+    throw std::invalid_argument("--events=" + s + ": not a positive count (e.g. 100000, 10M)");
+  return static_cast<int64_t>(std::llround(v * mult));
+}
+
+struct Measured {
+  std::string query;
+  int64_t events = 0;
+  double seconds = 0, cores = 0, ref_seconds = 0, ref_cpu = 0;
+  double flink = 0;
+  bool ok = false, equal = false, checked = false;
+  std::string error;
+  int64_t rows = 0;
+  int64_t checkpoints = 0;
+  double throughput_per_core() const { return events / std::max(cores * seconds, 1e-9); }
+  double reference_per_core() const { return ref_cpu > 0 ? events / ref_cpu : 0; }
+};
+
+std::string Rate(double v) {
+  if (v <= 0) return "-";
+  if (v >= 1e6) return absl::StrFormat("%.2f M/s", v / 1e6);
+  return absl::StrFormat("%.1f K/s", v / 1e3);
+}
+
+void WriteRows(const std::string& path, const std::vector<std::string>& rows) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  for (const std::string& r : rows) out << r << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --checkpoint-interval and --checkpoint_interval alike.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) continue;
+    const size_t eq = a.find('=');
+    std::replace(a.begin() + 2, eq == std::string::npos ? a.end() : a.begin() + eq, '-', '_');
+  }
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
+  absl::SetProgramUsageMessage(
+      "tidemark-nexmark --queries=all --events=10M --parallelism=2 [--checkpoint-interval=10s] "
+      "[--json] [--dump-events=PATH] [--results=DIR]");
+  absl::ParseCommandLine(static_cast<int>(argp.size()), argp.data());
+
+  nexmark::GeneratorConfig config;
+  std::vector<const nexmark::QueryDef*> queries;
+  absl::Duration checkpoint;
+  try {
+    config.events = ParseCount(absl::GetFlag(FLAGS_events));
+    config.events_per_second = absl::GetFlag(FLAGS_rate);
+    const std::string qs = absl::GetFlag(FLAGS_queries);
+    if (qs == "all") {
+      for (const auto& q : nexmark::Queries()) queries.push_back(&q);
+    } else {
+      for (absl::string_view name : absl::StrSplit(qs, ',', absl::SkipEmpty())) {
+        const nexmark::QueryDef* q = nexmark::FindQuery(std::string(name));
+        if (!q)
+          throw std::invalid_argument("--queries: unknown query '" + std::string(name) +
+                                      "' (q0..q22 or all)");
+        queries.push_back(q);
+      }
+    }
+    const std::string ci = absl::GetFlag(FLAGS_checkpoint_interval);
+    if (ci == "0") {
+      checkpoint = absl::ZeroDuration();
+    } else if (!absl::ParseDuration(ci, &checkpoint) || checkpoint < absl::ZeroDuration()) {
+      throw std::invalid_argument("--checkpoint-interval=" + ci + ": not a duration (e.g. 10s)");
+    }
+    if (absl::GetFlag(FLAGS_parallelism) < 1)
+      throw std::invalid_argument("--parallelism must be at least 1");
+  } catch (const std::exception& e) {
+    std::cerr << "tidemark-nexmark: " << e.what() << "\n";
+    return 2;
+  }
+  auto gen = std::make_shared<const nexmark::Generator>(config);
+
+  const std::string dump = absl::GetFlag(FLAGS_dump_events);
+  if (!dump.empty()) {
+    std::ofstream out(dump);
+    if (!out) {
+      std::cerr << "tidemark-nexmark: cannot write " << dump << "\n";
+      return 2;
+    }
+    for (int64_t n = 0; n < config.events; ++n) out << nexmark::EventToJson(gen->Make(n)) << '\n';
+  }
+  const std::string results_dir = absl::GetFlag(FLAGS_results);
+  if (!results_dir.empty()) std::filesystem::create_directories(results_dir);
+  const bool keep_rows = !results_dir.empty();
+  const int p = absl::GetFlag(FLAGS_parallelism);
+  const bool json = absl::GetFlag(FLAGS_json);
+
+  std::vector<Measured> all;
+  for (const nexmark::QueryDef* q : queries) {
+    Measured m;
+    m.query = q->name;
+    m.events = config.events;
+    m.flink = q->flink_per_core;
+    const double c0 = CpuSeconds(), t0 = Now();
+    nexmark::JobRun run;
+    run.results = std::make_shared<nexmark::ResultSet>(keep_rows);
+    tidemark::CheckpointSummary cps;
+    {
+      tidemark::StreamExecutionEnvironment env;
+      env.set_parallelism(p);
+      if (checkpoint > absl::ZeroDuration())
+        env.enable_checkpointing(absl::ToChronoMilliseconds(checkpoint));
+      q->build(env, nexmark::NexmarkEvents(env, gen), run.results);
+      tidemark::JobResult r = env.execute("nexmark " + q->name);
+      run.ok = r.ok();
+      if (!run.ok) run.error = r.status.ToString();
+      cps = r.checkpoints;
+    }
+    const double t1 = Now(), c1 = CpuSeconds();
+    m.seconds = t1 - t0;
+    m.cores = (c1 - c0) / std::max(m.seconds, 1e-9);
+    m.ok = run.ok;
+    m.error = run.error;
+    m.rows = run.results->digest().count;
+    m.checkpoints = cps.completed;
+    if (cps.failed > 0) {
+      m.ok = false;
+      m.error = "checkpoint failed: " + cps.last_error;
+    }
+    if (keep_rows) WriteRows(results_dir + "/" + q->name + ".jsonl", run.results->Rows());
+    if (absl::GetFlag(FLAGS_reference)) {
+      const double rc0 = CpuSeconds(), rt0 = Now();
+      auto want = nexmark::RunReference(*q, *gen, false);
+      m.ref_seconds = Now() - rt0;
+      m.ref_cpu = CpuSeconds() - rc0;
+      m.checked = true;
+      m.equal = run.ok && want->digest() == run.results->digest();
+    }
+    if (json) {
+      std::cout << absl::StrFormat(
+          "{\"query\":\"%s\",\"events\":%d,\"parallelism\":%d,\"cores\":%.3f,\"seconds\":%.3f,"
+          "\"throughput_per_core\":%.0f,\"reference_per_core\":%.0f,\"flink_per_core\":%.0f,"
+          "\"results_equal\":%s,\"result_rows\":%d,\"checkpoint_interval_ms\":%d,"
+          "\"checkpoints\":%d,\"ok\":%s}\n",
+          m.query, m.events, p, m.cores, m.seconds, m.throughput_per_core(), m.reference_per_core(),
+          m.flink, m.checked ? (m.equal ? "true" : "false") : "null", m.rows,
+          absl::ToInt64Milliseconds(checkpoint), m.checkpoints, m.ok ? "true" : "false");
+      std::cout.flush();
+    }
+    if (!m.ok) std::cerr << "tidemark-nexmark: " << q->name << " failed: " << m.error << "\n";
+    all.push_back(m);
+  }
+
+  if (!json) {
+    std::cout << absl::StrFormat(
+        "Nexmark on tidemark: %d events, parallelism %d, checkpoints %s\n", config.events, p,
+        checkpoint > absl::ZeroDuration() ? absl::FormatDuration(checkpoint) : std::string("off"));
+    std::cout << "+-------+------------+-------+---------+-----------------+------------------+----"
+                 "--------------+------------------+-------+\n"
+                 "| Query | Events Num | Cores | Time(s) | Cores * Time(s) | Throughput/Cores | "
+                 "Flink Thr./Cores | 1-thread loop    | Equal |\n"
+                 "+-------+------------+-------+---------+-----------------+------------------+----"
+                 "--------------+------------------+-------+\n";
+    for (const Measured& m : all) {
+      std::cout << absl::StrFormat(
+          "| %-5s | %10d | %5.2f | %7.3f | %15.3f | %16s | %16s | %16s | %-5s |\n", m.query,
+          m.events, m.cores, m.seconds, m.cores * m.seconds, Rate(m.throughput_per_core()),
+          Rate(m.flink), Rate(m.reference_per_core()),
+          !m.ok        ? "FAIL"
+          : !m.checked ? "-"
+          : m.equal    ? "yes"
+                       : "NO");
+    }
+    std::cout << "+-------+------------+-------+---------+-----------------+------------------+----"
+                 "--------------+------------------+-------+\n";
+  }
+  bool bad = false;
+  for (const Measured& m : all) bad |= !m.ok || (m.checked && !m.equal);
+  return absl::GetFlag(FLAGS_require_equal) && bad ? 1 : 0;
+}

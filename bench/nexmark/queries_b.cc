@@ -1,0 +1,611 @@
+// bench/nexmark/queries_b.cc: q12-q22 and their references (queries.h).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/nexmark/query_util.h"
+
+namespace nexmark {
+
+using namespace std::chrono_literals;
+using tidemark::KeyedProcessContext;
+using tidemark::TimeWindow;
+
+inline namespace queries_b {
+
+struct CountAgg {
+  template <typename T>
+  int64_t add(const T&, int64_t acc) const {
+    return acc + 1;
+  }
+  int64_t create_accumulator() const { return 0; }
+  int64_t get_result(int64_t acc) const { return acc; }
+  int64_t merge(int64_t a, int64_t b) const { return a + b; }
+};
+
+// --- q12 ---------------------------------------------------------------------
+// Bids per bidder per 10 s of processing time.  Its windows depend on the
+// machine, so its digest is the number of bids per bidder, summed over them.
+struct Q12 {
+  int64_t bidder = 0, bid_count = 0;
+  Millis starttime, endtime;
+  NEXMARK_FIELDS(bidder, bid_count, starttime, endtime);
+  uint64_t DigestHash() const { return Mix(static_cast<uint64_t>(bidder)); }
+  int64_t DigestWeight() const { return bid_count; }
+};
+
+// Flink's ProcessingTimeTrigger, and at the end of the input (the watermark
+// MAX that a bounded source ends with) the windows still open fire too, so
+// that the last bids are counted (an unbounded Nexmark source never ends).
+struct ProcessingTimeOrEndTrigger {
+  template <typename T, typename W>
+  tidemark::TriggerResult on_element(const T&, Timestamp, const W& w,
+                                     tidemark::TriggerContext& ctx) const {
+    ctx.register_processing_time_timer(w.max_timestamp());
+    ctx.register_event_time_timer(tidemark::kMaxTimestamp);
+    return tidemark::TriggerResult::kContinue;
+  }
+  template <typename W>
+  tidemark::TriggerResult on_event_time(Timestamp, const W&, tidemark::TriggerContext&) const {
+    return tidemark::TriggerResult::kFireAndPurge;
+  }
+  template <typename W>
+  tidemark::TriggerResult on_processing_time(Timestamp, const W&, tidemark::TriggerContext&) const {
+    return tidemark::TriggerResult::kFire;
+  }
+  template <typename W>
+  void clear(const W& w, tidemark::TriggerContext& ctx) const {
+    ctx.delete_processing_time_timer(w.max_timestamp());
+    ctx.delete_event_time_timer(tidemark::kMaxTimestamp);
+  }
+  bool can_merge() const { return false; }
+};
+
+// --- q13 ---------------------------------------------------------------------
+inline constexpr int64_t kSideInputKeys = 10000;
+std::string SideValue(int64_t key) { return "side-" + std::to_string(key * 7919 % 100003); }
+struct SideRow {
+  int64_t key = 0;
+  std::string value;
+  NEXMARK_FIELDS(key, value);
+};
+struct Q13 {
+  int64_t auction = 0, bidder = 0, price = 0;
+  Millis dateTime;
+  std::string value;
+  NEXMARK_FIELDS(auction, bidder, price, dateTime, value);
+};
+const tidemark::MapStateDescriptor<int64_t, std::string> kSide("side input");
+// Bids joined with the bounded side input on auction % 10000.  Bids that come
+// before their side row waits in keyed state until the side input has ended
+// (its end moves the operator's watermark past their time).
+struct SideJoin : tidemark::KeyedBroadcastProcessFunction<int64_t, Bid, SideRow, Q13> {
+  void process_element(const Bid& b, ReadOnlyContext& ctx, Collector<Q13>& out) override {
+    auto side = ctx.get_broadcast_state(kSide);
+    if (auto v = side.get(b.auction % kSideInputKeys)) {
+      out.collect(Q13{b.auction, b.bidder, b.price, b.dateTime, *v});
+      return;
+    }
+    ctx.get_list_state<Bid>("waiting").add(b);
+    ctx.timer_service().register_event_time_timer(b.dateTime.ms);
+  }
+  void process_broadcast_element(const SideRow& r, Context& ctx, Collector<Q13>&) override {
+    ctx.get_broadcast_state(kSide).put(r.key, r.value);
+  }
+  void on_timer(Timestamp, ReadOnlyContext& ctx, Collector<Q13>& out) override {
+    auto waiting = ctx.get_list_state<Bid>("waiting");
+    auto side = ctx.get_broadcast_state(kSide);
+    for (const Bid& b : waiting.get()) {
+      auto v = side.get(b.auction % kSideInputKeys);
+      if (v) out.collect(Q13{b.auction, b.bidder, b.price, b.dateTime, *v});
+    }
+    waiting.clear();
+  }
+};
+
+// --- q14 ---------------------------------------------------------------------
+struct Q14 {
+  int64_t auction = 0, bidder = 0;
+  double price = 0;
+  std::string bidTimeType;
+  Millis dateTime;
+  std::string extra;
+  int64_t c_counts = 0;
+  NEXMARK_FIELDS(auction, bidder, price, bidTimeType, dateTime, extra, c_counts);
+};
+std::optional<Q14> ToQ14(const Bid& b) {
+  const double price = 0.908 * b.price;
+  if (!(price > 1000000 && price < 50000000)) return std::nullopt;
+  const int64_t day_ms = ((b.dateTime.ms % 86400000) + 86400000) % 86400000;
+  const int hour = static_cast<int>(day_ms / 3600000);
+  const char* type = hour >= 8 && hour <= 18   ? "dayTime"
+                     : hour <= 6 || hour >= 20 ? "nightTime"
+                                               : "otherTime";
+  return Q14{b.auction,
+             b.bidder,
+             price,
+             type,
+             b.dateTime,
+             b.extra,
+             static_cast<int64_t>(std::count(b.extra.begin(), b.extra.end(), 'c'))};
+}
+
+// --- q15, q16, q17: unwindowed group aggregates (updating) ---------------------
+// The distinct counts of q15 / q16: per bidder (auction), the bands it was
+// seen in, bit 0 any, bits 1-3 rank1-3.
+struct BandCounts {
+  int64_t total = 0, rank1 = 0, rank2 = 0, rank3 = 0;
+  NEXMARK_FIELDS(total, rank1, rank2, rank3);
+  void Add(int rank) {
+    ++total;
+    (rank == 1 ? rank1 : rank == 2 ? rank2 : rank3)++;
+  }
+};
+// Counts `id` in its bands the first time it is seen in each.
+inline void AddDistinct(uint8_t& seen, int rank, BandCounts& c) {
+  if (!(seen & 1)) ++c.total;
+  const uint8_t bit = static_cast<uint8_t>(1u << rank);
+  if (!(seen & bit)) (rank == 1 ? c.rank1 : rank == 2 ? c.rank2 : c.rank3)++;
+  seen |= static_cast<uint8_t>(1u | bit);
+}
+
+struct Q15 {
+  std::string day;
+  BandCounts bids, bidders, auctions;
+  NEXMARK_FIELDS(day, bids, bidders, auctions);
+};
+struct Q16 {
+  std::string channel;
+  std::string day;
+  std::string minute;  // max(DATE_FORMAT(dateTime, 'HH:mm'))
+  BandCounts bids, bidders, auctions;
+  NEXMARK_FIELDS(channel, day, minute, bids, bidders, auctions);
+};
+struct Q17 {
+  int64_t auction = 0;
+  std::string day;
+  BandCounts bids;
+  int64_t min_price = 0, max_price = 0, avg_price = 0, sum_price = 0;
+  NEXMARK_FIELDS(auction, day, bids, min_price, max_price, avg_price, sum_price);
+};
+
+// Keeps the group's row up to date per record and emits its change (delete
+// of the last emitted row, insert of the new one) once per watermark advance
+// (an event-time mini-batch, as Flink's runs use mini-batches): the final
+// table is the same as with one change per record.
+template <typename K, typename Row, typename Update>
+struct GroupAggregate : tidemark::KeyedProcessFunction<K, Bid, Changelog<Row>> {
+  using Ctx = KeyedProcessContext<K>;
+  explicit GroupAggregate(Update u) : update(std::move(u)) {}
+  void process_element(const Bid& b, Ctx& ctx, Collector<Changelog<Row>>& out) override {
+    (void)out;
+    auto row = ctx.template get_state<Row>("row");
+    Row r = row.value_or(Row{});
+    update(b, r, ctx);
+    row.update(std::move(r));
+    const Timestamp w = ctx.current_watermark();
+    ctx.timer_service().register_event_time_timer(w + 1);
+  }
+  void on_timer(Timestamp, Ctx& ctx, Collector<Changelog<Row>>& out) override {
+    auto row = ctx.template get_state<Row>("row").value();
+    auto sent = ctx.template get_state<Row>("sent");
+    auto last = sent.value();
+    if (last && row && *last == *row) return;
+    if (last) out.collect({RowKind::kDelete, *last});
+    if (row) {
+      out.collect({RowKind::kInsert, *row});
+      sent.update(*row);
+    }
+  }
+  Update update;
+};
+template <typename K, typename Row, typename Update>
+GroupAggregate<K, Row, Update> MakeGroupAggregate(Update u) {
+  return GroupAggregate<K, Row, Update>(std::move(u));
+}
+
+template <typename Ctx>
+void CountDistinct(Ctx& ctx, const char* name, int64_t id, int rank, BandCounts& c) {
+  auto seen = ctx.template get_map_state<int64_t, uint8_t>(name);
+  uint8_t s = seen.get(id).value_or(0);
+  const uint8_t before = s;
+  AddDistinct(s, rank, c);
+  if (s != before) seen.put(id, s);
+}
+
+// --- q18, q19 ---------------------------------------------------------------
+// A total order on bids, after the query's own ORDER BY (for ties).
+bool BidTieBreak(const Bid& a, const Bid& b) {
+  return std::tie(a.bidder, a.auction, a.price, a.channel, a.url, a.extra) <
+         std::tie(b.bidder, b.auction, b.price, b.channel, b.url, b.extra);
+}
+// q18: ORDER BY dateTime DESC.
+bool LaterFirst(const Bid& a, const Bid& b) {
+  if (a.dateTime.ms != b.dateTime.ms) return a.dateTime.ms > b.dateTime.ms;
+  return BidTieBreak(a, b);
+}
+// q19: ORDER BY price DESC.
+bool DearerFirst(const Bid& a, const Bid& b) {
+  if (a.price != b.price) return a.price > b.price;
+  if (a.dateTime.ms != b.dateTime.ms) return a.dateTime.ms < b.dateTime.ms;
+  return BidTieBreak(a, b);
+}
+
+// --- q20 ---------------------------------------------------------------------
+struct Q20 {
+  int64_t auction = 0, bidder = 0, price = 0;
+  std::string channel, url;
+  Millis dateTime;
+  std::string extra, itemName, description;
+  int64_t initialBid = 0, reserve = 0;
+  Millis auction_dateTime, expires;
+  int64_t seller = 0, category = 0;
+  std::string auction_extra;
+  NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra, itemName, description,
+                 initialBid, reserve, auction_dateTime, expires, seller, category, auction_extra);
+};
+Q20 MakeQ20(const Bid& b, const Auction& a) {
+  return Q20{b.auction, b.bidder,   b.price,       b.channel,    b.url,     b.dateTime,
+             b.extra,   a.itemName, a.description, a.initialBid, a.reserve, a.dateTime,
+             a.expires, a.seller,   a.category,    a.extra};
+}
+// bid JOIN auction ON bid.auction = auction.id WHERE auction.category = 10,
+// keyed by auction id; an auction of another category drops its bids (ids are
+// unique).
+struct ExpandBid : tidemark::KeyedCoProcessFunction<int64_t, Bid, Auction, Q20> {
+  void process_element1(const Bid& b, Context& ctx, Collector<Q20>& out) override {
+    auto a = ctx.get_state<Auction>("auction").value();
+    if (a) {
+      out.collect(MakeQ20(b, *a));
+    } else if (!ctx.get_state<bool>("other category").value()) {
+      ctx.get_list_state<Bid>("bids").add(b);
+    }
+  }
+  void process_element2(const Auction& a, Context& ctx, Collector<Q20>& out) override {
+    auto bids = ctx.get_list_state<Bid>("bids");
+    if (a.category == 10) {
+      for (const Bid& b : bids.get()) out.collect(MakeQ20(b, a));
+      ctx.get_state<Auction>("auction").update(a);
+    } else {
+      ctx.get_state<bool>("other category").update(true);
+    }
+    bids.clear();
+  }
+};
+
+// --- q21, q22 --------------------------------------------------------------
+struct Q21 {
+  int64_t auction = 0, bidder = 0, price = 0;
+  std::string channel, channel_id;
+  NEXMARK_FIELDS(auction, bidder, price, channel, channel_id);
+};
+// REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match.
+std::optional<std::string> ChannelIdOf(const std::string& url) {
+  static const std::string kKey = "channel_id=";
+  size_t pos = 0;
+  while ((pos = url.find(kKey, pos)) != std::string::npos) {
+    if (pos == 0 || url[pos - 1] == '&') {
+      const size_t b = pos + kKey.size();
+      const size_t e = url.find('&', b);
+      return url.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    }
+    ++pos;
+  }
+  return std::nullopt;
+}
+std::optional<Q21> ToQ21(const Bid& b) {
+  std::string lower = b.channel;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string id;
+  if (lower == "apple") {
+    id = "0";
+  } else if (lower == "google") {
+    id = "1";
+  } else if (lower == "facebook") {
+    id = "2";
+  } else if (lower == "baidu") {
+    id = "3";
+  } else if (auto x = ChannelIdOf(b.url)) {
+    id = *x;
+  } else {
+    return std::nullopt;
+  }
+  return Q21{b.auction, b.bidder, b.price, b.channel, id};
+}
+struct Q22 {
+  int64_t auction = 0, bidder = 0, price = 0;
+  std::string channel, dir1, dir2, dir3;
+  NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
+};
+// SPLIT_INDEX(s, '/', i): the i-th piece (0-based), "" when there is none.
+std::string SplitIndex(const std::string& s, int index) {
+  size_t b = 0;
+  for (int i = 0; i < index; ++i) {
+    b = s.find('/', b);
+    if (b == std::string::npos) return {};
+    ++b;
+  }
+  const size_t e = s.find('/', b);
+  return s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+Q22 ToQ22(const Bid& b) {
+  return Q22{
+      b.auction,           b.bidder, b.price, b.channel, SplitIndex(b.url, 3), SplitIndex(b.url, 4),
+      SplitIndex(b.url, 5)};
+}
+
+template <typename F>
+void ForEachBid(const Generator& gen, F f) {
+  ForEachEvent(gen, [&](const Event& e) {
+    if (const Bid* b = e.bid()) f(*b);
+  });
+}
+
+// Applies a top-n to a key's rows in a plain loop.
+template <typename K, typename Less>
+void TopNReference(const Generator& gen, size_t n, K key, Less less, RowAccumulator& out) {
+  std::map<decltype(key(std::declval<const Bid&>())), std::vector<Bid>> groups;
+  ForEachBid(gen, [&](const Bid& b) { groups[key(b)].push_back(b); });
+  for (auto& [k, bids] : groups) {
+    std::sort(bids.begin(), bids.end(), less);
+    for (size_t i = 0; i < bids.size() && i < n; ++i) out.Add(bids[i]);
+  }
+}
+
+}  // namespace queries_b
+
+void AddQueriesB(std::vector<QueryDef>& qs) {
+  // q12: processing-time windows.
+  qs.push_back(QueryDef{
+      "q12", false, 76e3, "bids per bidder per 10 s of processing time (checked per bidder)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        auto w = Bids(e)
+                     .key_by([](const Bid& b) { return b.bidder; })
+                     .window(tidemark::TumblingProcessingTimeWindows::of(10s))
+                     .trigger(ProcessingTimeOrEndTrigger())
+                     .template aggregate<Q12>(
+                         CountAgg(), [](const int64_t& bidder, const TimeWindow& w,
+                                        const int64_t& n, auto&, Collector<Q12>& out) {
+                           out.collect(Q12{bidder, n, Millis{w.start}, Millis{w.end}});
+                         });
+        SinkAppend(w, rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        std::map<int64_t, int64_t> counts;
+        ForEachBid(gen, [&](const Bid& b) { counts[b.bidder]++; });
+        for (const auto& [bidder, n] : counts) out.Add(Q12{bidder, n, Millis{0}, Millis{0}});
+      }});
+  // q13: join with a bounded side input (broadcast state).
+  qs.push_back(QueryDef{"q13", false, 131e3,
+                        "bids joined with a 10 000-row side input on auction % 10000",
+                        [](tidemark::StreamExecutionEnvironment& env, DataStream<Event> e,
+                           std::shared_ptr<ResultSet> rs) {
+                          std::vector<SideRow> rows;
+                          for (int64_t k = 0; k < kSideInputKeys; ++k)
+                            rows.push_back(SideRow{k, SideValue(k)});
+                          auto side = env.from_collection(std::move(rows)).name("Side input");
+                          auto joined = Bids(e)
+                                            .key_by([](const Bid& b) { return b.auction; })
+                                            .connect(side.broadcast(kSide))
+                                            .process(SideJoin());
+                          SinkAppend(joined, rs);
+                        },
+                        [](const Generator& gen, RowAccumulator& out) {
+                          std::unordered_map<int64_t, std::string> side;
+                          for (int64_t k = 0; k < kSideInputKeys; ++k) side[k] = SideValue(k);
+                          ForEachBid(gen, [&](const Bid& b) {
+                            out.Add(Q13{b.auction, b.bidder, b.price, b.dateTime,
+                                        side.at(b.auction % kSideInputKeys)});
+                          });
+                        }});
+  // q14: calculation (filter, CASE, a user function).
+  qs.push_back(QueryDef{"q14", false, 161e3,
+                        "bids in a price band with their time-of-day type and 'c' count",
+                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+                          SinkAppend(Bids(e).flat_map([](const Bid& b, Collector<Q14>& out) {
+                            if (auto r = ToQ14(b)) out.collect(std::move(*r));
+                          }),
+                                     rs);
+                        },
+                        [](const Generator& gen, RowAccumulator& out) {
+                          ForEachBid(gen, [&](const Bid& b) {
+                            if (auto r = ToQ14(b)) out.Add(*r);
+                          });
+                        }});
+  // q15: bidding statistics per day (updating).
+  qs.push_back(QueryDef{
+      "q15", true, 72e3, "per day: bids, distinct bidders and auctions per price band (updating)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        auto f = MakeGroupAggregate<std::string, Q15>(
+            [](const Bid& b, Q15& r, KeyedProcessContext<std::string>& ctx) {
+              const int rank = PriceRank(b.price);
+              r.day = ctx.get_current_key();
+              r.bids.Add(rank);
+              CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
+              CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
+            });
+        SinkChangelog(
+            Bids(e).key_by([](const Bid& b) { return FormatDate(b.dateTime.ms); }).process(f), rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        struct G {
+          Q15 row;
+          std::unordered_map<int64_t, uint8_t> bidders, auctions;
+        };
+        std::map<std::string, G> groups;
+        ForEachBid(gen, [&](const Bid& b) {
+          const std::string day = FormatDate(b.dateTime.ms);
+          G& g = groups[day];
+          const int rank = PriceRank(b.price);
+          g.row.day = day;
+          g.row.bids.Add(rank);
+          AddDistinct(g.bidders[b.bidder], rank, g.row.bidders);
+          AddDistinct(g.auctions[b.auction], rank, g.row.auctions);
+        });
+        for (const auto& [k, g] : groups) out.Add(g.row);
+      }});
+  // q16: channel statistics per day (updating).
+  qs.push_back(QueryDef{
+      "q16", true, 19e3, "per channel and day: q15's statistics and the last minute (updating)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        using Key = std::pair<std::string, std::string>;
+        auto f =
+            MakeGroupAggregate<Key, Q16>([](const Bid& b, Q16& r, KeyedProcessContext<Key>& ctx) {
+              const int rank = PriceRank(b.price);
+              r.channel = ctx.get_current_key().first;
+              r.day = ctx.get_current_key().second;
+              r.minute = std::max(r.minute, FormatHourMinute(b.dateTime.ms));
+              r.bids.Add(rank);
+              CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
+              CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
+            });
+        SinkChangelog(
+            Bids(e)
+                .key_by([](const Bid& b) { return Key(b.channel, FormatDate(b.dateTime.ms)); })
+                .process(f),
+            rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        struct G {
+          Q16 row;
+          std::unordered_map<int64_t, uint8_t> bidders, auctions;
+        };
+        std::map<std::pair<std::string, std::string>, G> groups;
+        ForEachBid(gen, [&](const Bid& b) {
+          const std::string day = FormatDate(b.dateTime.ms);
+          G& g = groups[{b.channel, day}];
+          const int rank = PriceRank(b.price);
+          g.row.channel = b.channel;
+          g.row.day = day;
+          g.row.minute = std::max(g.row.minute, FormatHourMinute(b.dateTime.ms));
+          g.row.bids.Add(rank);
+          AddDistinct(g.bidders[b.bidder], rank, g.row.bidders);
+          AddDistinct(g.auctions[b.auction], rank, g.row.auctions);
+        });
+        for (const auto& [k, g] : groups) out.Add(g.row);
+      }});
+  // q17: auction statistics per day (updating).
+  qs.push_back(QueryDef{
+      "q17", true, 117e3, "per auction and day: bids per band, min/max/avg/sum price (updating)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        using Key = std::pair<int64_t, std::string>;
+        auto f =
+            MakeGroupAggregate<Key, Q17>([](const Bid& b, Q17& r, KeyedProcessContext<Key>& ctx) {
+              if (r.bids.total == 0) {
+                r.auction = ctx.get_current_key().first;
+                r.day = ctx.get_current_key().second;
+                r.min_price = r.max_price = b.price;
+              }
+              r.bids.Add(PriceRank(b.price));
+              r.min_price = std::min(r.min_price, b.price);
+              r.max_price = std::max(r.max_price, b.price);
+              r.sum_price += b.price;
+              r.avg_price = r.sum_price / r.bids.total;
+            });
+        SinkChangelog(
+            Bids(e)
+                .key_by([](const Bid& b) { return Key(b.auction, FormatDate(b.dateTime.ms)); })
+                .process(f),
+            rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        std::map<std::pair<int64_t, std::string>, Q17> groups;
+        ForEachBid(gen, [&](const Bid& b) {
+          const std::string day = FormatDate(b.dateTime.ms);
+          auto [it, fresh] = groups.try_emplace({b.auction, day});
+          Q17& r = it->second;
+          if (fresh) {
+            r.auction = b.auction;
+            r.day = day;
+            r.min_price = r.max_price = b.price;
+          }
+          r.bids.Add(PriceRank(b.price));
+          r.min_price = std::min(r.min_price, b.price);
+          r.max_price = std::max(r.max_price, b.price);
+          r.sum_price += b.price;
+        });
+        for (auto& [k, r] : groups) {
+          r.avg_price = r.sum_price / r.bids.total;
+          out.Add(r);
+        }
+      }});
+  // q18: the last bid of each bidder on each auction (deduplication; updating).
+  qs.push_back(QueryDef{
+      "q18", true, 54e3, "last bid per (bidder, auction): ROW_NUMBER() ... <= 1 (updating)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        SinkChangelog(Bids(e)
+                          .key_by([](const Bid& b) {
+                            return std::pair<int64_t, int64_t>(b.bidder, b.auction);
+                          })
+                          .top_n(1, &LaterFirst),
+                      rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        std::map<std::pair<int64_t, int64_t>, Bid> last;
+        ForEachBid(gen, [&](const Bid& b) {
+          auto [it, fresh] = last.try_emplace({b.bidder, b.auction}, b);
+          if (!fresh && LaterFirst(b, it->second)) it->second = b;
+        });
+        for (const auto& [k, b] : last) out.Add(b);
+      }});
+  // q19: the 10 highest bids of each auction (top-N; updating).
+  qs.push_back(QueryDef{
+      "q19", true, 44e3, "the 10 highest bids per auction: ROW_NUMBER() ... <= 10 (updating)",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        SinkChangelog(
+            Bids(e).key_by([](const Bid& b) { return b.auction; }).top_n(10, &DearerFirst), rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        TopNReference(
+            gen, 10, [](const Bid& b) { return b.auction; }, &DearerFirst, out);
+      }});
+  // q20: bids expanded with their auction (regular join).
+  qs.push_back(QueryDef{
+      "q20", false, 19e3, "bids joined with their auction, auctions of category 10",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
+        auto joined = all_bids.key_by([](const Bid& b) { return b.auction; })
+                          .connect(all_auctions.key_by([](const Auction& a) { return a.id; }))
+                          .process(ExpandBid());
+        SinkAppend(joined, rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        std::unordered_map<int64_t, Auction> auctions;
+        std::vector<Bid> bids;
+        ForEachEvent(gen, [&](const Event& e) {
+          if (const Auction* a = e.auction()) auctions[a->id] = *a;
+          if (const Bid* b = e.bid()) bids.push_back(*b);
+        });
+        for (const Bid& b : bids) {
+          auto it = auctions.find(b.auction);
+          if (it != auctions.end() && it->second.category == 10) out.Add(MakeQ20(b, it->second));
+        }
+      }});
+  // q21: channel ids (CASE, REGEXP_EXTRACT).
+  qs.push_back(QueryDef{"q21", false, 98e3,
+                        "bids with a channel id from the channel name or the url",
+                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+                          SinkAppend(Bids(e).flat_map([](const Bid& b, Collector<Q21>& out) {
+                            if (auto r = ToQ21(b)) out.collect(std::move(*r));
+                          }),
+                                     rs);
+                        },
+                        [](const Generator& gen, RowAccumulator& out) {
+                          ForEachBid(gen, [&](const Bid& b) {
+                            if (auto r = ToQ21(b)) out.Add(*r);
+                          });
+                        }});
+  // q22: url directories (SPLIT_INDEX).
+  qs.push_back(QueryDef{"q22", false, 130e3, "bids with the first three directories of their url",
+                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+                          SinkAppend(Bids(e).map([](const Bid& b) { return ToQ22(b); }), rs);
+                        },
+                        [](const Generator& gen, RowAccumulator& out) {
+                          ForEachBid(gen, [&](const Bid& b) { out.Add(ToQ22(b)); });
+                        }});
+}
+
+}  // namespace nexmark

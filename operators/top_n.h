@@ -1,0 +1,173 @@
+// operators/top_n.h
+//
+// Two keyed operators that Flink's SQL plans and the DataStream API lacks,
+// behind KeyedStream::top_n and KeyedStream::over_rows (api/keyed_process.h):
+//
+// Top-N (Flink's Rank operator, ROW_NUMBER() OVER (PARTITION BY key ORDER BY
+// ...) WHERE rownum <= n, without the rank number in its output; with n = 1
+// and an order on time it is Flink's deduplication, keep first or keep last
+// row): per key, the n best records under `less` (less(a, b): a ranks before
+// b), as a changelog.  A record that enters the top n is emitted as
+// Changelog{kInsert, record}; the record it pushes out as {kDelete, record}.
+// A record equal in rank to one already kept ranks after it (first come,
+// first kept), so for a deterministic result `less` should be a total order.
+// Applying the changelog in order (insert adds one row, delete removes one
+// equal row) gives the current top n of every key.
+//
+// OVER ... ROWS BETWEEN `preceding` PRECEDING AND CURRENT ROW ordered by event
+// time (Flink's RowTimeRowsBoundedPrecedingFunction): records of a key wait
+// until the watermark passes their timestamp and are then taken in timestamp
+// order (equal timestamps by `tie`, else in arrival order); each is emitted
+// with the aggregate of itself and the up to `preceding` records before it,
+// as std::pair<T, Result>.  The aggregate is an AggregateFunction
+// (create_accumulator, add(const T&, Acc) -> Acc, get_result(const Acc&)),
+// recomputed over the rows in the frame (no retraction needed).  A record not
+// later than the watermark when it arrives is late: it is dropped and counted
+// in the subtask counter "numLateRecordsDropped", as Flink drops it.
+//
+// Both keep their rows in keyed state (checkpointed when T has a
+// tidemark::StateCodec) and are tested in tests/nexmark_test.cc.
+#ifndef TM_OPERATORS_TOP_N_H_
+#define TM_OPERATORS_TOP_N_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "operators/basic.h"
+#include "operators/keyed_process.h"
+
+namespace tidemark {
+
+// The kind of a changelog row (Flink's RowKind, retract mode: an update is a
+// delete of the old row and an insert of the new one).
+enum class RowKind : uint8_t { kInsert, kDelete };
+
+template <typename T>
+struct Changelog {
+  RowKind kind = RowKind::kInsert;
+  T row;
+  bool operator==(const Changelog&) const = default;
+};
+
+template <typename T>
+requires requires(std::ostream& os, const T& t) { os << t; }
+std::ostream& operator<<(std::ostream& os, const Changelog<T>& c) {
+  return os << (c.kind == RowKind::kInsert ? "+I" : "-D") << "(" << c.row << ")";
+}
+
+template <typename T>
+struct StateCodec<Changelog<T>> {
+  static void Encode(internal::StateWriter& w, const Changelog<T>& c) {
+    internal::Encode(w, static_cast<uint8_t>(c.kind));
+    internal::Encode(w, c.row);
+  }
+  static Changelog<T> Decode(internal::StateReader& r) {
+    Changelog<T> c;
+    c.kind = static_cast<RowKind>(internal::Decode<uint8_t>(r));
+    c.row = internal::Decode<T>(r);
+    return c;
+  }
+};
+
+namespace internal {
+
+template <typename K, typename T, typename Less>
+class TopNFunction {
+ public:
+  using OutputType = Changelog<T>;
+  TopNFunction(size_t n, Less less) : n_(n), less_(std::move(less)) {
+    if (n_ == 0) throw std::invalid_argument("top_n: n must be at least 1");
+  }
+  void process_element(const T& v, KeyedProcessContext<K>& ctx, Collector<Changelog<T>>& out) {
+    auto state = ctx.template get_list_state<T>("top-n rows");
+    const std::vector<T>& cur = state.get();
+    // Not better than the worst of a full top n: nothing changes.
+    if (cur.size() >= n_ && !less_(v, cur.back())) return;
+    std::vector<T> rows = cur;
+    auto pos = std::upper_bound(rows.begin(), rows.end(), v,
+                                [this](const T& a, const T& b) { return less_(a, b); });
+    rows.insert(pos, v);
+    out.collect(Changelog<T>{RowKind::kInsert, v});
+    if (rows.size() > n_) {
+      out.collect(Changelog<T>{RowKind::kDelete, std::move(rows.back())});
+      rows.pop_back();
+    }
+    state.update(std::move(rows));
+  }
+
+ private:
+  size_t n_;
+  Less less_;
+};
+
+// Orders records of one timestamp in arrival order.
+struct ArrivalOrder {
+  template <typename T>
+  bool operator()(const T&, const T&) const {
+    return false;
+  }
+};
+
+template <typename K, typename T, typename Agg, typename Tie>
+class OverRowsFunction {
+ public:
+  using Result = std::decay_t<decltype(std::declval<Agg&>().get_result(
+      std::declval<Agg&>().create_accumulator()))>;
+  using OutputType = std::pair<T, Result>;
+  OverRowsFunction(size_t preceding, Agg agg, Tie tie)
+      : preceding_(preceding), agg_(std::move(agg)), tie_(std::move(tie)) {}
+
+  void open(const RuntimeContext& ctx) { late_.emplace(ctx.counter("numLateRecordsDropped")); }
+
+  void process_element(const T& v, KeyedProcessContext<K>& ctx, Collector<OutputType>& out) {
+    (void)out;
+    const Timestamp ts = ctx.timestamp();
+    if (ts == kNoTimestamp)
+      throw std::invalid_argument("over_rows: a record without a timestamp (assign them first)");
+    if (ts <= ctx.current_watermark()) {
+      if (late_) late_->inc();
+      return;
+    }
+    auto pending = ctx.template get_map_state<Timestamp, std::vector<T>>("over pending");
+    std::vector<T> at = pending.get(ts).value_or(std::vector<T>{});
+    at.push_back(v);
+    pending.put(ts, std::move(at));
+    ctx.timer_service().register_event_time_timer(ts);
+  }
+
+  void on_timer(Timestamp ts, KeyedProcessContext<K>& ctx, Collector<OutputType>& out) {
+    auto pending = ctx.template get_map_state<Timestamp, std::vector<T>>("over pending");
+    std::optional<std::vector<T>> rows = pending.get(ts);
+    if (!rows) return;
+    pending.remove(ts);
+    std::stable_sort(rows->begin(), rows->end(),
+                     [this](const T& a, const T& b) { return tie_(a, b); });
+    auto frame_state = ctx.template get_list_state<T>("over frame");
+    std::vector<T> frame = frame_state.get();
+    for (T& r : *rows) {
+      frame.push_back(std::move(r));
+      if (frame.size() > preceding_ + 1) frame.erase(frame.begin());
+      auto acc = agg_.create_accumulator();
+      for (const T& f : frame) acc = agg_.add(f, std::move(acc));
+      out.collect(OutputType{frame.back(), agg_.get_result(acc)});
+    }
+    frame_state.update(std::move(frame));
+  }
+
+ private:
+  size_t preceding_;
+  Agg agg_;
+  Tie tie_;
+  std::optional<UserCounter> late_;
+};
+
+}  // namespace internal
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_TOP_N_H_

@@ -1,0 +1,333 @@
+// Nexmark on tidemark (bench/nexmark/): the generator follows the model
+// (proportions, ids, determinism, splitting over subtasks, restoring from a
+// snapshot of its position), the operators the queries added to the API
+// (top_n, over_rows) behave as Flink's Rank and OVER ROWS, and every query
+// q0-q22, run as a job at parallelism 1, 2 and 4, gives what its
+// single-threaded reference computes from the same events.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/nexmark/generator.h"
+#include "bench/nexmark/queries.h"
+#include "runtime/state_codec.h"
+#include "tidemark.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using nexmark::Event;
+using nexmark::Generator;
+using nexmark::GeneratorConfig;
+using tidemark::Changelog;
+using tidemark::RowKind;
+
+GeneratorConfig SmallConfig(int64_t events) {
+  GeneratorConfig c;
+  c.events = events;
+  c.events_per_second = 500;  // 20 s of event time per 10 000 events: several windows
+  return c;
+}
+
+TEST(NexmarkGenerator, ProportionsIdsAndTimesFollowTheModel) {
+  Generator gen(SmallConfig(50000));
+  int counts[3] = {0, 0, 0};
+  int64_t next_person = nexmark::kFirstPersonId, next_auction = nexmark::kFirstAuctionId;
+  int64_t last_ts = 0, hot_bidders = 0, bids = 0, bid_bytes = 0, hot_channels = 0;
+  for (int64_t n = 0; n < 50000; ++n) {
+    const Event e = gen.Make(n);
+    counts[e.type()]++;
+    ASSERT_GE(e.timestamp(), last_ts);
+    last_ts = e.timestamp();
+    EXPECT_EQ(e.timestamp(), gen.TimestampOf(n));
+    if (const auto* p = e.person()) {
+      EXPECT_EQ(p->id, next_person++);
+      EXPECT_TRUE(std::set<std::string>({"AZ", "CA", "ID", "OR", "WA", "WY"}).contains(p->state));
+    }
+    if (const auto* a = e.auction()) {
+      EXPECT_EQ(a->id, next_auction++);
+      EXPECT_GE(a->category, 10);
+      EXPECT_LE(a->category, 14);
+      EXPECT_GT(a->expires.ms, a->dateTime.ms);
+      EXPECT_GE(a->reserve, a->initialBid);
+      EXPECT_LT(a->seller, next_person + 10);
+    }
+    if (const auto* b = e.bid()) {
+      ++bids;
+      EXPECT_LE(b->auction, next_auction + 10);  // at most the lead ahead
+      EXPECT_GE(b->price, 100);
+      if ((b->bidder - nexmark::kFirstPersonId) % 100 == 1) ++hot_bidders;
+      bid_bytes += 32 + static_cast<int64_t>(b->extra.size());
+      if (b->channel.rfind("channel-", 0) != 0) ++hot_channels;
+    }
+  }
+  // 1 : 3 : 46 of every 50 events.
+  EXPECT_EQ(counts[0], 1000);
+  EXPECT_EQ(counts[1], 3000);
+  EXPECT_EQ(counts[2], 46000);
+  // 500 events per second of event time.
+  EXPECT_EQ(last_ts - gen.config().base_time, 49999 * 1000 / 500);
+  // Hot bidders 3 times in 4 (a few more: random ones may be hot too).
+  EXPECT_NEAR(static_cast<double>(hot_bidders) / bids, 0.75, 0.03);
+  // Hot channels 1 time in 2; bids padded to 100 bytes on average.
+  EXPECT_NEAR(static_cast<double>(hot_channels) / bids, 0.5, 0.03);
+  EXPECT_NEAR(static_cast<double>(bid_bytes) / bids, 100, 3);
+}
+
+TEST(NexmarkGenerator, EventsAreAFunctionOfTheirNumber) {
+  Generator a(SmallConfig(1000)), b(SmallConfig(1000));
+  for (int64_t n : {0, 1, 7, 49, 50, 999})
+    EXPECT_EQ(nexmark::EventToJson(a.Make(n)), nexmark::EventToJson(b.Make(n)));
+  EXPECT_NE(nexmark::EventToJson(a.Make(10)), nexmark::EventToJson(a.Make(11)));
+  EXPECT_EQ(nexmark::FormatDateTime(a.config().base_time), "2015-07-15 00:00:00.000");
+  EXPECT_EQ(nexmark::FormatDate(a.config().base_time + 86400000 - 1), "2015-07-15");
+  EXPECT_EQ(nexmark::FormatHourMinute(a.config().base_time + 3723000), "01:02");
+}
+
+// A SourceOutput that keeps what it is given.
+struct Recorder : tidemark::SourceOutput<Event> {
+  std::vector<std::pair<std::string, tidemark::Timestamp>> got;
+  void Collect(Event&& e) override { got.emplace_back(nexmark::EventToJson(e), -1); }
+  void CollectWithTimestamp(Event&& e, tidemark::Timestamp ts) override {
+    got.emplace_back(nexmark::EventToJson(e), ts);
+  }
+  void EmitWatermark(tidemark::Timestamp) override {}
+  void MarkIdle() override {}
+  bool Backpressured() const override { return false; }
+};
+
+TEST(NexmarkSource, SubtaskIOfPEmitsEventsIModPAndResumesFromItsSnapshot) {
+  auto gen = std::make_shared<const Generator>(SmallConfig(1000));
+  tidemark::SourceContext ctx;
+  ctx.subtask_index = 1;
+  ctx.parallelism = 3;
+  nexmark::NexmarkSource whole(gen);
+  whole.Open(ctx);
+  Recorder all;
+  while (whole.Poll(all, 64) != tidemark::PollStatus::kEndOfInput) {
+  }
+  ASSERT_EQ(all.got.size(), 333u);  // 1, 4, ..., 997
+  for (size_t i = 0; i < all.got.size(); ++i) {
+    const int64_t n = 1 + 3 * static_cast<int64_t>(i);
+    EXPECT_EQ(all.got[i].first, nexmark::EventToJson(gen->Make(n)));
+    EXPECT_EQ(all.got[i].second, gen->TimestampOf(n));
+  }
+  // Stop after 50, snapshot, restore into a new source: the rest follows.
+  nexmark::NexmarkSource first(gen);
+  first.Open(ctx);
+  Recorder head;
+  first.Poll(head, 50);
+  std::string bytes;
+  tidemark::internal::StateWriter w(&bytes);
+  first.SnapshotPosition(w);
+  nexmark::NexmarkSource second(gen);
+  second.Open(ctx);
+  tidemark::internal::StateReader r(bytes);
+  second.RestorePosition(r);
+  ASSERT_TRUE(r.ok());
+  while (second.Poll(head, 64) != tidemark::PollStatus::kEndOfInput) {
+  }
+  EXPECT_EQ(head.got, all.got);
+}
+
+TEST(NexmarkSource, AJobAtParallelism3EmitsEveryEventOnceWithWatermarksFourSecondsBehind) {
+  auto gen = std::make_shared<const Generator>(SmallConfig(3000));
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(3);
+  auto checked = nexmark::NexmarkEvents(env, gen).process(
+      [](const Event& e, tidemark::ProcessContext& ctx, tidemark::Collector<std::string>& out) {
+        if (ctx.timestamp() != e.timestamp()) throw std::runtime_error("timestamp differs");
+        // Bounded out-of-orderness 4 s: the watermark is at most the
+        // subtask's latest time (this one: each subtask's times increase)
+        // - 4 s - 1 ms.
+        if (ctx.current_watermark() > e.timestamp() - 4001)
+          throw std::runtime_error("watermark too far ahead");
+        out.collect(nexmark::EventToJson(e));
+      });
+  auto got = checked.collect();
+  tidemark::JobResult r = env.execute("events");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::multiset<std::string> seen;
+  for (const auto& item : got->items()) seen.insert(item.value);
+  std::multiset<std::string> want;
+  for (int64_t n = 0; n < 3000; ++n) want.insert(nexmark::EventToJson(gen->Make(n)));
+  EXPECT_EQ(seen, want);
+}
+
+// --- the operators added for Nexmark -----------------------------------------
+
+using KV = std::pair<std::string, int64_t>;
+
+TEST(TopN, KeepsTheNBestPerKeyAsAChangelog) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto out = env.from_collection(
+                    std::vector<KV>{{"a", 5}, {"b", 1}, {"a", 3}, {"a", 9}, {"a", 1}, {"a", 7}})
+                 .key_by([](const KV& kv) { return kv.first; })
+                 .top_n(2, [](const KV& x, const KV& y) { return x.second > y.second; })
+                 .collect();
+  ASSERT_TRUE(env.execute("top-n").ok());
+  std::vector<Changelog<KV>> a;
+  for (const auto& item : out->items())
+    if (item.value.row.first == "a") a.push_back(item.value);
+  using C = Changelog<KV>;
+  const RowKind I = RowKind::kInsert, D = RowKind::kDelete;
+  EXPECT_EQ(a, (std::vector<C>{C{I, {"a", 5}}, C{I, {"a", 3}}, C{I, {"a", 9}}, C{D, {"a", 3}},
+                               C{I, {"a", 7}}, C{D, {"a", 5}}}));
+}
+
+TEST(TopN, TopOneByTimeIsDeduplicationKeepingTheLastRow) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  std::vector<KV> in;
+  for (int64_t i = 0; i < 1000; ++i) in.push_back({"k" + std::to_string(i % 37), i});
+  auto out = env.from_collection(in)
+                 .key_by([](const KV& kv) { return kv.first; })
+                 .top_n(1, [](const KV& x, const KV& y) { return x.second > y.second; })
+                 .collect();
+  ASSERT_TRUE(env.execute("dedup").ok());
+  std::map<KV, int> table;
+  for (const auto& item : out->items())
+    table[item.value.row] += item.value.kind == RowKind::kInsert ? 1 : -1;
+  std::map<KV, int> want;
+  for (int64_t i = 1000 - 37; i < 1000; ++i) want[{"k" + std::to_string(i % 37), i}] = 1;
+  std::erase_if(table, [](const auto& e) { return e.second == 0; });
+  EXPECT_EQ(table, want);
+}
+
+struct SumAgg {
+  int64_t create_accumulator() const { return 0; }
+  int64_t add(const KV& kv, int64_t acc) const { return acc + kv.second; }
+  int64_t get_result(int64_t acc) const { return acc; }
+};
+
+TEST(OverRows, AggregatesEachRowWithItsPrecedingRowsInEventTimeOrder) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  // Out of order by up to 2: the operator sorts by timestamp.
+  std::vector<KV> in{{"a", 2}, {"a", 1}, {"a", 4}, {"a", 3}, {"b", 10}, {"a", 5}, {"a", 6}};
+  auto out = env.from_collection(in)
+                 .assign_timestamps_and_watermarks(
+                     tidemark::WatermarkStrategy<KV>::for_bounded_out_of_orderness(
+                         std::chrono::milliseconds(2))
+                         .with_timestamp_assigner(
+                             [](const KV& kv, tidemark::Timestamp) { return kv.second * 1000; }))
+                 .key_by([](const KV& kv) { return kv.first; })
+                 .over_rows(2, SumAgg())
+                 .collect();
+  ASSERT_TRUE(env.execute("over").ok());
+  std::vector<std::pair<int64_t, int64_t>> a;
+  for (const auto& item : out->items())
+    if (item.value.first.first == "a") a.emplace_back(item.value.first.second, item.value.second);
+  // ROWS BETWEEN 2 PRECEDING AND CURRENT ROW over 1..6.
+  EXPECT_EQ(a, (std::vector<std::pair<int64_t, int64_t>>{
+                   {1, 1}, {2, 3}, {3, 6}, {4, 9}, {5, 12}, {6, 15}}));
+}
+
+TEST(OverRows, DropsAndCountsRowsThatArriveBehindTheWatermark) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.set_auto_watermark_interval(0ms);
+  std::vector<KV> in{{"a", 10}, {"a", 20}, {"a", 5}, {"a", 30}};
+  auto out = env.from_collection(in)
+                 .assign_timestamps_and_watermarks(
+                     tidemark::WatermarkStrategy<KV>::for_monotonous_timestamps()
+                         .with_periodic_emit_per_record()
+                         .with_timestamp_assigner(
+                             [](const KV& kv, tidemark::Timestamp) { return kv.second; }))
+                 .process([](const KV& kv, tidemark::ProcessContext&, tidemark::Collector<KV>& o) {
+                   o.collect(kv);
+                 })
+                 .key_by([](const KV& kv) { return kv.first; })
+                 .over_rows(10, SumAgg())
+                 .collect();
+  tidemark::JobResult r = env.execute("late");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<int64_t> rows;
+  for (const auto& item : out->items()) rows.push_back(item.value.first.second);
+  EXPECT_EQ(rows, (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r.CounterTotal("numLateRecordsDropped"), 1);
+}
+
+// --- every query against its reference ----------------------------------------
+
+struct Case {
+  std::string query;
+  int parallelism;
+};
+
+class QueryVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(QueryVsReference, JobGivesTheReferenceResult) {
+  const Case c = GetParam();
+  const nexmark::QueryDef* q = nexmark::FindQuery(c.query);
+  ASSERT_NE(q, nullptr);
+  auto gen = std::make_shared<const Generator>(SmallConfig(10000));
+  auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/true);
+  nexmark::JobRun run = nexmark::RunJob(*q, gen, c.parallelism, /*keep_rows=*/true);
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_GT(want->digest().count, 0) << "the reference has no rows: a weak check";
+  EXPECT_EQ(run.results->digest(), want->digest());
+  if (c.query != "q12") {  // processing-time windows: only the per-bidder sums compare
+    const std::vector<std::string> got = run.results->Rows(), exp = want->Rows();
+    EXPECT_EQ(got.size(), exp.size());
+    std::vector<std::string> missing, extra;
+    std::set_difference(exp.begin(), exp.end(), got.begin(), got.end(),
+                        std::back_inserter(missing));
+    std::set_difference(got.begin(), got.end(), exp.begin(), exp.end(), std::back_inserter(extra));
+    EXPECT_TRUE(missing.empty()) << missing.size() << " rows missing, first: " << missing[0];
+    EXPECT_TRUE(extra.empty()) << extra.size() << " rows too many, first: " << extra[0];
+  }
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> out;
+  for (const auto& q : nexmark::Queries())
+    for (int p : {1, 2, 4}) out.push_back({q.name, p});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Nexmark, QueryVsReference, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return i.param.query + "_p" + std::to_string(i.param.parallelism);
+                         });
+
+// With checkpoints every few milliseconds (in memory) every query's state
+// and source position are snapshotted while it runs, which fails the job if
+// any of its state has no StateCodec; the results stay the reference's.
+class QueryWithCheckpoints : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QueryWithCheckpoints, SnapshotsItsStateAndStillGivesTheReferenceResult) {
+  const nexmark::QueryDef* q = nexmark::FindQuery(GetParam());
+  ASSERT_NE(q, nullptr);
+  auto gen = std::make_shared<const Generator>(SmallConfig(20000));
+  auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/false);
+  auto got = std::make_shared<nexmark::ResultSet>(false);
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(2ms);
+  q->build(env, nexmark::NexmarkEvents(env, gen), got);
+  tidemark::JobResult r = env.execute("nexmark " + q->name);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.failed, 0) << r.checkpoints.last_error;
+  EXPECT_EQ(got->digest(), want->digest());
+  std::cout << q->name << ": " << r.checkpoints.completed << " checkpoints, largest "
+            << r.checkpoints.max_size_bytes << " bytes\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Nexmark, QueryWithCheckpoints,
+                         ::testing::Values("q3", "q4", "q5", "q6", "q7", "q8", "q9", "q11", "q13",
+                                           "q15", "q16", "q17", "q18", "q19", "q20"));
+
+TEST(NexmarkQueries, AllTwentyThreeAreDefined) {
+  ASSERT_EQ(nexmark::Queries().size(), 23u);
+  for (int i = 0; i <= 22; ++i) EXPECT_NE(nexmark::FindQuery("q" + std::to_string(i)), nullptr);
+}
+
+}  // namespace
