@@ -349,7 +349,7 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
   {
     // Published before it starts, so a cancel() racing with the start is
     // never lost (JobExecution::Cancel() handles a job not yet started).
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     running_ = *exec;
   }
   (*exec)->Start();
@@ -363,7 +363,7 @@ JobResult StreamExecutionEnvironment::execute(const std::string& job_name) {
 void StreamExecutionEnvironment::cancel() {
   std::shared_ptr<JobExecution> e;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     e = running_.lock();
   }
   if (e) e->Cancel();

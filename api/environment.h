@@ -37,7 +37,6 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -54,6 +53,7 @@
 #include "operators/sources.h"
 #include "runtime/cluster.h"
 #include "runtime/job_result.h"
+#include "runtime/mutex.h"
 #include "runtime/node_ops.h"
 #include "runtime/source_driver.h"
 #include "runtime/watermark_strategy.h"
@@ -285,8 +285,8 @@ class StreamExecutionEnvironment {
   PlacementFunction placement_;
   std::ostream* print_stream_;  // std::cout unless set
   std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
-  std::mutex mu_;
-  std::weak_ptr<internal::JobExecution> running_;
+  internal::Mutex mu_;
+  std::weak_ptr<internal::JobExecution> running_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace internal {

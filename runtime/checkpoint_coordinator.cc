@@ -83,6 +83,7 @@ CheckpointCoordinator::~CheckpointCoordinator() { Stop(); }
 
 void CheckpointCoordinator::AddTask(CheckpointParticipant* task, int task_index, int subtask) {
   tasks_.emplace_back(task, Key{task_index, subtask});
+  MutexLock lock(&mu_);
   if (!task->replayable()) summary_.at_most_once = true;
 }
 
@@ -92,14 +93,14 @@ void CheckpointCoordinator::Start() {
 
 void CheckpointCoordinator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   std::optional<int64_t> abandoned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (pending_) abandoned = pending_->id;
     pending_.reset();
   }
@@ -110,13 +111,13 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
   std::vector<CheckpointParticipant*> sources;
   int64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_ || pending_ || persisting_) return -1;
     for (auto& [task, key] : tasks_)
       if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
     if (sources.empty()) return -1;  // nothing will change any more
     id = next_id_++;
-    pending_.emplace();
+    pending_.emplace(Pending{});
     pending_->id = id;
     pending_->started = std::chrono::steady_clock::now();
   }
@@ -134,7 +135,7 @@ bool CheckpointCoordinator::PendingCompleteLocked() const {
 
 void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!pending_ || pending_->id != s.checkpoint_id) return;  // abandoned
     const Key key{s.task_index, s.subtask};
     summary_.max_alignment_ms =
@@ -143,25 +144,25 @@ void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void CheckpointCoordinator::SubtaskFinished(SubtaskSnapshot final_state) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const Key key{final_state.task_index, final_state.subtask};
     finished_[key] = std::move(final_state);
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void CheckpointCoordinator::Run() {
   using Clock = std::chrono::steady_clock;
   const bool periodic = interval_.count() > 0;
   Clock::time_point next_trigger = Clock::now() + interval_;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     if (pending_ready_) {
       pending_ready_ = false;
@@ -178,23 +179,23 @@ void CheckpointCoordinator::Run() {
           p.acks[key] = std::move(s);
         }
       }
-      lock.unlock();
+      mu_.Unlock();
       Persist(std::move(p), /*notify_tasks=*/true);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     // Real time is the subject here: a checkpoint every interval.
     if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
-      lock.unlock();
+      mu_.Unlock();
       TriggerCheckpoint();  // -1 (none started) once every source has finished
-      lock.lock();
+      mu_.Lock();
       next_trigger = Clock::now() + interval_;
       continue;
     }
     if (periodic && !pending_) {
-      cv_.wait_until(lock, next_trigger);
+      cv_.WaitUntil(&mu_, next_trigger);
     } else {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
     }
   }
 }
@@ -202,7 +203,7 @@ void CheckpointCoordinator::Run() {
 int64_t CheckpointCoordinator::CompleteFinal() {
   Pending p;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [task, key] : tasks_)
       if (!finished_.contains(key)) return -1;
     p.id = next_id_++;
@@ -248,7 +249,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p.started)
           .count();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     persisting_ = false;
     if (status.ok()) {
       ++summary_.completed;
@@ -263,7 +264,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       summary_.last_error = absl::StrCat("checkpoint ", id, ": ", status.message());
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (status.ok() && notify_tasks) {
     for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
   }
@@ -271,17 +272,21 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
 }
 
 bool CheckpointCoordinator::AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return summary_.last_id >= id; });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (summary_.last_id < id) {
+    if (cv_.WaitUntil(&mu_, deadline)) return summary_.last_id >= id;
+  }
+  return true;
 }
 
 CheckpointSummary CheckpointCoordinator::Summary() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return summary_;
 }
 
 std::vector<SubtaskSnapshot> CheckpointCoordinator::LastCompleted() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_completed_;
 }
 

@@ -24,9 +24,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +36,7 @@
 #include "runtime/job_config.h"
 #include "runtime/job_result.h"
 #include "runtime/metrics.h"
+#include "runtime/mutex.h"
 #include "runtime/stream_task.h"
 #include "runtime/task.h"
 #include "runtime/task_host.h"
@@ -122,11 +121,11 @@ class JobExecution final : public TaskHost,
   std::vector<std::string> restore_problems_;
 
   std::atomic<bool> cancelled_{false};
-  mutable std::mutex mu_;
-  std::condition_variable done_cv_;
-  int remaining_ = 0;         // guarded by mu_
-  absl::Status first_error_;  // guarded by mu_
-  bool started_ = false;
+  mutable internal::Mutex mu_;
+  internal::CondVar done_cv_;
+  int remaining_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point start_time_;
 };
 

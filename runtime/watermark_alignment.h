@@ -39,12 +39,12 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/clock.h"
 #include "runtime/metrics.h"
+#include "runtime/mutex.h"
 #include "runtime/time.h"
 
 namespace tidemark::internal {
@@ -122,8 +122,8 @@ class AlignmentCoordinator {
     bool reported = false;
     Timestamp watermark = kMinTimestamp;
   };
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<Member>> groups_;
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<Member>> groups_ ABSL_GUARDED_BY(mu_);
 };
 
 // max_allowed = minimum + drift, MAX on overflow (Math.addExact failing).

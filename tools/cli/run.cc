@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +23,7 @@
 #include "api/keyed_process.h"
 #include "api/windowed_stream.h"
 #include "operators/window/windows.h"
+#include "runtime/mutex.h"
 #include "tidemark.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
@@ -127,10 +127,10 @@ struct Shared {
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
   std::atomic<int64_t> future{0};
-  std::mutex dead_mu;
-  std::ofstream dead_letter;
-  std::mutex err_mu;
-  std::ostream* err = nullptr;
+  internal::Mutex dead_mu;
+  std::ofstream dead_letter ABSL_GUARDED_BY(dead_mu);
+  internal::Mutex err_mu;
+  std::ostream* err ABSL_PT_GUARDED_BY(err_mu) = nullptr;
 };
 
 // A line quoted in an error: at most this many bytes of it.
@@ -252,13 +252,13 @@ class SignalWatcher {
   // The job to cancel at the first signal (nullptr: none any more).  When a
   // signal came before, cancels it now.
   void Attach(StreamExecutionEnvironment* env) {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     env_ = env;
     if (env_ != nullptr && signal_ != 0) env_->cancel();
   }
   // The first signal taken, 0 if none.
   int signal() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return signal_;
   }
 
@@ -274,7 +274,7 @@ class SignalWatcher {
       signalfd_siginfo info;
       if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
       const int sig = static_cast<int>(info.ssi_signo);
-      std::lock_guard<std::mutex> lock(mu_);
+      internal::MutexLock lock(&mu_);
       if (signal_ != 0) {
         const std::string msg =
             absl::StrCat("tidemark: second signal (", SignalName(sig), "): exiting at once\n");
@@ -295,9 +295,9 @@ class SignalWatcher {
   int signal_fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
-  mutable std::mutex mu_;
-  StreamExecutionEnvironment* env_ = nullptr;  // guarded by mu_
-  int signal_ = 0;                             // guarded by mu_
+  mutable internal::Mutex mu_;
+  StreamExecutionEnvironment* env_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int signal_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What a cancelled job left open, from its final metrics.
@@ -473,7 +473,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   sh->err = &err;
   if (!o.dead_letter.empty() && !o.explain) {
     // Under mpirun each rank writes the lines its sources skipped to its own
-    // file, DEAD_LETTER.RANK.
+    // file, DEAD_LETTER.RANK.  (No task runs yet; the lock is for the
+    // analysis.)
+    internal::MutexLock lock(&sh->dead_mu);
     sh->dead_letter.open(
         cluster.distributed() ? absl::StrCat(o.dead_letter, ".", cluster.rank) : o.dead_letter,
         std::ios::out | std::ios::trunc);
@@ -530,7 +532,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     spec.port = port;
     spec.max_retries = o.socket_retries;
     spec.on_retry = [sh](const std::string& msg) {
-      std::lock_guard<std::mutex> lock(sh->err_mu);
+      internal::MutexLock lock(&sh->err_mu);
       *sh->err << "tidemark: " << msg << "\n" << std::flush;
     };
   } else {
@@ -557,8 +559,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                             r.status().message(), ": '", Quoted(line), "'"));
     }
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    internal::MutexLock lock(&sh->dead_mu);
     if (sh->dead_letter.is_open()) {
-      std::lock_guard<std::mutex> lock(sh->dead_mu);
       sh->dead_letter << where.source << ":" << where.line_number << ": " << r.status().message()
                       << ": " << line << "\n";
     }
@@ -570,8 +572,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   spec.on_over_long = [sh, skip](const OverLongLine& l) {
     if (!skip) throw std::runtime_error(l.Describe());
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    internal::MutexLock lock(&sh->dead_mu);
     if (sh->dead_letter.is_open()) {
-      std::lock_guard<std::mutex> lock(sh->dead_mu);
       sh->dead_letter << l.where.source << ":" << l.where.line_number << ": " << l.Message() << ": "
                       << l.QuotedPrefix() << "\n";
     }
