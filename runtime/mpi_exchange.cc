@@ -341,17 +341,19 @@ bool MpiExchange::Receive() {
         const uint32_t id = r.GetU32("channel");
         auto it = by_id_.find(id);
         Link* l = it == by_id_.end() ? nullptr : it->second;
-        std::string error;
+        absl::Status decoded;
         if (l == nullptr || l->outbound || l->peer != from) {
-          error = absl::StrCat("no channel ", id, " from rank ", from);
-        } else if (l->codec->DecodePush(std::string_view(recv_buffer_).substr(4), l->channel,
-                                        &error)) {
-          ++l->delivered;
-          break;
+          decoded = absl::DataLossError(absl::StrCat("no channel ", id, " from rank ", from));
+        } else {
+          decoded = l->codec->DecodePush(std::string_view(recv_buffer_).substr(4), l->channel);
+          if (decoded.ok()) {
+            ++l->delivered;
+            break;
+          }
         }
         FailJob(absl::DataLossError(absl::StrCat("rank ", cluster_.rank,
                                                  ": a malformed batch from rank ", from,
-                                                 " on channel ", id, ": ", error)));
+                                                 " on channel ", id, ": ", decoded.message())));
         break;
       }
       case kCredit:

@@ -363,20 +363,21 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     update_interval = *u;
   }
   auto optional_duration = [](const std::string& flag, const std::string& text,
-                              std::optional<Duration>* d) -> std::string {
-    if (text.empty()) return "";
+                              std::optional<Duration>* d) -> absl::Status {
+    if (text.empty()) return absl::OkStatus();
     auto v = ParseDuration(text);
-    if (!v.ok()) return absl::StrCat("--", flag, ": ", v.status().message());
+    if (!v.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", v.status().message()));
     *d = *v;
-    return "";
+    return absl::OkStatus();
   };
   std::optional<Duration> flush_after, max_future_skew;
-  if (std::string e = optional_duration("flush-after", o.flush_after, &flush_after); !e.empty())
-    return fail(e);
+  if (absl::Status e = optional_duration("flush-after", o.flush_after, &flush_after); !e.ok())
+    return fail(std::string(e.message()));
   if (flush_after && flush_after->count() <= 0) return fail("--flush-after must be greater than 0");
-  if (std::string e = optional_duration("max-future-skew", o.max_future_skew, &max_future_skew);
-      !e.empty())
-    return fail(e);
+  if (absl::Status e = optional_duration("max-future-skew", o.max_future_skew, &max_future_skew);
+      !e.ok())
+    return fail(std::string(e.message()));
   if (max_future_skew && max_future_skew->count() < 0)
     return fail("--max-future-skew must not be negative");
   auto window = ParseWindowSpec(o.window);
