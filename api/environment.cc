@@ -639,12 +639,12 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
       config->restore_from = restore;
       const JobConfig* raw = config.get();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        internal::MutexLock lock(&mu_);
         attempt_configs_.push_back(std::move(config));
       }
       auto next = BuildWith(raw);
       if (next.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        internal::MutexLock lock(&mu_);
         running_ = *next;
       }
       return next;
@@ -653,7 +653,7 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
         std::make_shared<RestartingJob>(std::move(build), restart_strategy_,
                                         config_.checkpointing(), config_.restore_from, on_restart_);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      internal::MutexLock lock(&mu_);
       running_ = *exec;
       running_restarts_ = restarting;
     }
@@ -664,7 +664,7 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
   {
     // Published before it starts, so a cancel() racing with the start is
     // never lost (JobExecution::Cancel() handles a job not yet started).
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     running_ = *exec;
   }
   (*exec)->WatchClock(clock_);
@@ -680,7 +680,7 @@ void StreamExecutionEnvironment::cancel() {
   std::shared_ptr<JobExecution> e;
   std::shared_ptr<RestartingJob> r;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     e = running_.lock();
     r = running_restarts_.lock();
   }

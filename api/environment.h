@@ -39,7 +39,6 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -61,6 +60,7 @@
 #include "tidemark/runtime/task/detail/node_ops.h"
 #include "tidemark/runtime/task/detail/source_driver.h"
 #include "tidemark/runtime/task/watermark_strategy.h"
+#include "runtime/mutex.h"
 
 namespace tidemark {
 
@@ -434,12 +434,12 @@ class StreamExecutionEnvironment {
   PlacementFunction placement_;
   std::ostream* print_stream_;  // std::cout unless set
   std::vector<std::unique_ptr<internal::StreamNode>> nodes_;
-  std::mutex mu_;
+  internal::Mutex mu_;
   // What cancel() stops: the last job started, and its restart supervisor.
-  std::weak_ptr<internal::JobExecution> running_;
-  std::weak_ptr<internal::RestartingJob> running_restarts_;
+  std::weak_ptr<internal::JobExecution> running_ ABSL_GUARDED_BY(mu_);
+  std::weak_ptr<internal::RestartingJob> running_restarts_ ABSL_GUARDED_BY(mu_);
   // Configurations of restarted attempts (their tasks point at them).
-  std::vector<std::unique_ptr<internal::JobConfig>> attempt_configs_;
+  std::vector<std::unique_ptr<internal::JobConfig>> attempt_configs_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace internal {

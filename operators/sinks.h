@@ -18,11 +18,14 @@
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/core/format.h"
 #include "tidemark/runtime/core/operator.h"
+#include "runtime/mutex.h"
 
 namespace tidemark {
 
 // Serialises whole lines written by print sinks of every job: hold it to
-// write to standard output without interleaving with print().
+// write to standard output without interleaving with print().  (A plain
+// std::mutex, part of the API: it guards the standard output stream, not a
+// field, so there is nothing for the thread-safety analysis to check.)
 std::mutex& PrintMutex();
 
 namespace internal {
@@ -74,32 +77,32 @@ class CollectedResults {
     int subtask;
   };
   void Add(T&& v, Timestamp ts, int subtask) {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     items_.push_back(Item{std::move(v), ts, subtask});
   }
   std::vector<Item> items() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return items_;
   }
   std::vector<T> values() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     std::vector<T> out;
     out.reserve(items_.size());
     for (const auto& i : items_) out.push_back(i.value);
     return out;
   }
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return items_.size();
   }
   void clear() {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     items_.clear();
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<Item> items_;
+  mutable internal::Mutex mu_;
+  std::vector<Item> items_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace internal {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -260,16 +261,16 @@ class EmptyLineReader final : public LineReader {
   OverLongLine over_;
 };
 
-// Connects to host:port; -1 and `error` set when that fails.
-int Connect(const std::string& host, int port, const std::string& where, std::string* error) {
+// Connects to host:port: a non-blocking descriptor, or UNAVAILABLE saying
+// why not.
+absl::StatusOr<int> Connect(const std::string& host, int port, const std::string& where) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   const int gai = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &res);
   if (gai != 0) {
-    *error = absl::StrCat("cannot resolve ", where, ": ", gai_strerror(gai));
-    return -1;
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", where, ": ", gai_strerror(gai)));
   }
   int fd = -1;
   int err = 0;
@@ -286,8 +287,8 @@ int Connect(const std::string& host, int port, const std::string& where, std::st
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    *error = absl::StrCat("cannot connect to ", where, ": ", std::strerror(err));
-    return -1;
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to ", where, ": ", std::strerror(err)));
   }
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return fd;
@@ -355,14 +356,14 @@ class SocketLineReader final : public LineReader {
 
   bool TryConnect() {
     if (socket_.attempts != nullptr) socket_.attempts->Inc();
-    std::string error;
-    const int fd = Connect(host_, port_, where_, &error);
-    if (fd >= 0) {
-      conn_ = std::make_unique<FdLineReader>(fd, where_, options_, FdLineReader::Mode::kNonBlocking,
-                                             lines_ + 1, 0, -1);
+    absl::StatusOr<int> fd = Connect(host_, port_, where_);
+    if (fd.ok()) {
+      conn_ = std::make_unique<FdLineReader>(*fd, where_, options_,
+                                             FdLineReader::Mode::kNonBlocking, lines_ + 1, 0, -1);
       return true;
     }
     ++attempts_;
+    std::string error(fd.status().message());
     if (!RetryLeft()) {
       if (attempts_ > 1) {
         absl::StrAppend(&error, " (gave up after ", attempts_, " attempts, ",

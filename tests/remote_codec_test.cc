@@ -4,9 +4,12 @@
 // never a crash or a partial batch.
 #include "tidemark/runtime/io/detail/remote_codec.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "absl/status/status.h"
 
 namespace tidemark::internal {
 namespace {
@@ -21,8 +24,8 @@ std::unique_ptr<Batch<T>> RoundTrip(Channel<T>& from, Channel<T>& to, std::strin
   RemoteBatchCodec<T> codec;
   int64_t records = 0;
   EXPECT_TRUE(codec.PopEncode(&from, bytes, &records));
-  std::string error;
-  EXPECT_TRUE(codec.DecodePush(*bytes, &to, &error)) << error;
+  const absl::Status s = codec.DecodePush(*bytes, &to);
+  EXPECT_TRUE(s.ok()) << s;
   return to.Pop();
 }
 
@@ -87,15 +90,16 @@ TEST(RemoteCodec, MalformedBytesAreAnErrorAndPushNothing) {
   int64_t records = 0;
   ASSERT_TRUE(codec.PopEncode(&from, &bytes, &records));
   EXPECT_EQ(records, 1);
-  std::string error;
   // Every truncation fails.
   for (size_t n = 0; n < bytes.size(); ++n) {
-    EXPECT_FALSE(codec.DecodePush(bytes.substr(0, n), &to, &error)) << n;
-    EXPECT_FALSE(error.empty());
+    const absl::Status s = codec.DecodePush(bytes.substr(0, n), &to);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << n;
+    EXPECT_FALSE(s.message().empty());
   }
   // Trailing garbage fails.
-  EXPECT_FALSE(codec.DecodePush(bytes + "x", &to, &error));
-  EXPECT_NE(error.find("after the batch"), std::string::npos) << error;
+  absl::Status s = codec.DecodePush(bytes + "x", &to);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("after the batch"));
   // An unknown control kind fails.
   std::string bad;
   StateWriter w(&bad);
@@ -104,11 +108,13 @@ TEST(RemoteCodec, MalformedBytesAreAnErrorAndPushNothing) {
   w.PutVarint(0);
   w.PutU8(42);
   w.PutI64(0);
-  EXPECT_FALSE(codec.DecodePush(bad, &to, &error));
-  EXPECT_NE(error.find("invalid"), std::string::npos) << error;
+  s = codec.DecodePush(bad, &to);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("invalid"));
   EXPECT_EQ(to.SizeApprox(), 0u);
   // The intact bytes still decode.
-  EXPECT_TRUE(codec.DecodePush(bytes, &to, &error)) << error;
+  s = codec.DecodePush(bytes, &to);
+  EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(to.Pop()->records[0].value, "hello");
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the normal build under ctest, the
-# parsers under libFuzzer, then the concurrency tests again under
-# ThreadSanitizer.
+# Sets up, builds and runs every test: clang's thread-safety analysis over
+# the libraries, the normal build under ctest, the parsers under libFuzzer,
+# then the concurrency tests again under ThreadSanitizer.
 #   TIDEMARK_SKIP_TSAN=1 skips the sanitizer pass; FUZZ_SECONDS sets how long
 #   each libFuzzer target runs (default 20).
 set -euo pipefail
@@ -11,6 +11,17 @@ jobs=$(nproc)
 
 # The timeline test renders its page in headless Chromium.
 ./tools/setup.sh --with-chromium
+# clang: the thread-safety stage below, its compile-fail tests (configured
+# only when clang++ is found) and the fuzzers.
+./tools/setup.sh --with-fuzz
+
+# Clang's thread-safety analysis (runtime/mutex.h) over the libraries and the
+# CLI, as errors: a plain compile (-O0, no debug info, no tests), about a
+# minute and a half of CPU.
+cmake -S . -B build/thread-safety -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None \
+  -DCMAKE_CXX_FLAGS="-O0 -g0" -DTIDEMARK_THREAD_SAFETY_ANALYSIS=ON -DTIDEMARK_BUILD_TESTS=OFF \
+  -DTIDEMARK_BUILD_BENCHMARKS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF
+cmake --build build/thread-safety -j "$jobs" --target tidemark_api tidemark_cli
 
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build/test -j "$jobs"

@@ -317,6 +317,9 @@ class SlicedWindowOperator final
     F make;
     operator Entry() const { return make(); }  // NOLINT(google-explicit-constructor)
   };
+  // (Clang before 17 does not deduce an aggregate's template arguments.)
+  template <typename F>
+  LazyEntry(F) -> LazyEntry<F>;
   using PaneTable = absl::flat_hash_map<K, Entry>;
   struct Pane {
     PaneTable table;

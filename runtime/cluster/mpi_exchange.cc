@@ -94,9 +94,9 @@ class MpiExchange::Waker final : public Task, private Dispatcher {
 
  private:
   void Dispatch(Task*) override {
-    std::lock_guard<std::mutex> lock(x_->mu_);
+    MutexLock lock(&x_->mu_);
     x_->woken_ = true;
-    x_->cv_.notify_one();
+    x_->cv_.Signal();
   }
   MpiExchange* x_;
 };
@@ -137,12 +137,12 @@ MpiExchange::MpiExchange(ClusterInfo cluster, size_t capacity)
 MpiExchange::~MpiExchange() {
   if (thread_.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       finishing_ = true;
       if (local_status_.ok()) local_status_ = absl::CancelledError("job abandoned");
       woken_ = true;
     }
-    cv_.notify_one();
+    cv_.Signal();
     thread_.join();
   }
   if (comm_->comm != MPI_COMM_NULL && !broken_) MPI_Comm_free(&comm_->comm);
@@ -195,11 +195,11 @@ void MpiExchange::SubtaskFinished(SubtaskSnapshot final_state) {
 
 void MpiExchange::Queue(int peer, int tag, std::string bytes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     outbox_.emplace_back(peer, tag, std::move(bytes));
     woken_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void MpiExchange::SetTaskOrder(std::vector<std::string> names) { task_order_ = std::move(names); }
@@ -341,17 +341,19 @@ bool MpiExchange::Receive() {
         const uint32_t id = r.GetU32("channel");
         auto it = by_id_.find(id);
         Link* l = it == by_id_.end() ? nullptr : it->second;
-        std::string error;
+        absl::Status decoded;
         if (l == nullptr || l->outbound || l->peer != from) {
-          error = absl::StrCat("no channel ", id, " from rank ", from);
-        } else if (l->codec->DecodePush(std::string_view(recv_buffer_).substr(4), l->channel,
-                                        &error)) {
-          ++l->delivered;
-          break;
+          decoded = absl::DataLossError(absl::StrCat("no channel ", id, " from rank ", from));
+        } else {
+          decoded = l->codec->DecodePush(std::string_view(recv_buffer_).substr(4), l->channel);
+          if (decoded.ok()) {
+            ++l->delivered;
+            break;
+          }
         }
         FailJob(absl::DataLossError(absl::StrCat("rank ", cluster_.rank,
                                                  ": a malformed batch from rank ", from,
-                                                 " on channel ", id, ": ", error)));
+                                                 " on channel ", id, ": ", decoded.message())));
         break;
       }
       case kCredit:
@@ -415,7 +417,7 @@ bool MpiExchange::ReportLocalFailure() {
   if (failed()) return false;
   absl::Status s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (finishing_) s = local_status_;
   }
   if (s.ok() && job_->cancelled()) {
@@ -444,7 +446,7 @@ void MpiExchange::Loop() {
     bool finishing;
     std::vector<std::tuple<int, int, std::string>> outbox;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       finishing = finishing_;
       outbox.swap(outbox_);
     }
@@ -467,7 +469,7 @@ void MpiExchange::Loop() {
       }
       {
         // Messages other threads queued go before the goodbye.
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         drained = drained && outbox_.empty();
       }
       if (drained && pending_.empty() && !byes_sent_) {
@@ -495,20 +497,22 @@ void MpiExchange::Loop() {
     const auto idle = std::chrono::duration_cast<std::chrono::microseconds>(now - last_progress);
     const auto sleep =
         idle < kBusyFor ? kBusyPollSleep : std::clamp(idle / 4, kBusyPollSleep, kMaxPollSleep);
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, sleep, [this] { return woken_; });
+    const auto deadline = std::chrono::steady_clock::now() + sleep;
+    MutexLock lock(&mu_);
+    while (!woken_ && !cv_.WaitUntil(&mu_, deadline)) {
+    }
     woken_ = false;
   }
 }
 
 absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& hooks) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     finishing_ = true;
     local_status_ = local;
     woken_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
   if (thread_.joinable()) thread_.join();
   absl::Status status;
   if (!remote_failure_.ok() && !reported_failure_) {

@@ -46,12 +46,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -66,6 +64,7 @@
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -122,10 +121,10 @@ class MpiExchange final : public RemoteExchange {
   class RemoteTask;
 
   // Queues a message for the thread to send (any thread).
-  void Queue(int peer, int tag, std::string bytes);
+  void Queue(int peer, int tag, std::string bytes) ABSL_LOCKS_EXCLUDED(mu_);
   void Deliver(int from, int tag, std::string_view bytes);
 
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   bool Receive();
   bool SendOutbound();
   bool GrantCredits();
@@ -151,13 +150,13 @@ class MpiExchange final : public RemoteExchange {
   std::thread thread_;
 
   // Between the caller of Finish() and the thread.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool woken_ = false;         // guarded by mu_
-  bool finishing_ = false;     // guarded by mu_
-  absl::Status local_status_;  // guarded by mu_: the local job's, set by Finish()
-  // guarded by mu_: messages other threads queued (peer, tag, bytes)
-  std::vector<std::tuple<int, int, std::string>> outbox_;
+  Mutex mu_;
+  CondVar cv_;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status local_status_ ABSL_GUARDED_BY(mu_);  // the local job's, set by Finish()
+  // Messages other threads queued (peer, tag, bytes).
+  std::vector<std::tuple<int, int, std::string>> outbox_ ABSL_GUARDED_BY(mu_);
 
   // The thread's own.
   std::vector<std::unique_ptr<Pending>> pending_;  // sends in flight

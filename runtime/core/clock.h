@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "tidemark/runtime/core/time.h"
+#include "runtime/mutex.h"
 
 namespace tidemark {
 
@@ -91,33 +92,33 @@ class PausableRelativeClock final : public Clock {
  public:
   explicit PausableRelativeClock(const Clock* base) : base_(base) {}
   Timestamp NowMillis() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     const Timestamp now = base_->NowMillis();
     const int64_t paused_now = pauses_ > 0 ? now - pause_start_ : 0;
     return now - paused_total_ - paused_now;
   }
   void Pause() {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (pauses_++ == 0) pause_start_ = base_->NowMillis();
   }
   // Ignored when not paused.
   void Resume() {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (pauses_ == 0) return;
     if (--pauses_ == 0) paused_total_ += base_->NowMillis() - pause_start_;
   }
   bool paused() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return pauses_ > 0;
   }
   const Clock* base() const { return base_; }
 
  private:
   const Clock* base_;
-  mutable std::mutex mu_;
-  int pauses_ = 0;
-  Timestamp pause_start_ = 0;
-  int64_t paused_total_ = 0;
+  mutable internal::Mutex mu_;
+  int pauses_ ABSL_GUARDED_BY(mu_) = 0;
+  Timestamp pause_start_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t paused_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace internal

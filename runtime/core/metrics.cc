@@ -9,21 +9,21 @@
 namespace tidemark {
 
 internal::Counter* SubtaskMetrics::GetCounter(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   auto& c = counters_[name];
   if (!c) c = std::make_unique<internal::Counter>();
   return c.get();
 }
 
 std::map<std::string, int64_t> SubtaskMetrics::CounterValues() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   std::map<std::string, int64_t> out;
   for (const auto& [k, v] : counters_) out[k] = v->Get();
   return out;
 }
 
 internal::Gauge* SubtaskMetrics::GetGauge(const std::string& op, const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   auto& g = gauges_[{op, name}];
   if (!g) g = std::make_unique<internal::Gauge>();
   return g.get();
@@ -42,14 +42,14 @@ void SubtaskMetrics::RefreshGaugeFunctionsSlow() {
 
 internal::Histogram* SubtaskMetrics::GetHistogram(const std::string& op, const std::string& name,
                                                   size_t window) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   auto& h = histograms_[{op, name}];
   if (!h) h = std::make_unique<internal::Histogram>(window);
   return h.get();
 }
 
 std::vector<UserGaugeSnapshot> SubtaskMetrics::GaugeValues() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   std::vector<UserGaugeSnapshot> out;
   for (const auto& [k, g] : gauges_) out.push_back({k.first, k.second, g->Get()});
   return out;
@@ -58,7 +58,7 @@ std::vector<UserGaugeSnapshot> SubtaskMetrics::GaugeValues() const {
 std::vector<UserHistogramSnapshot> SubtaskMetrics::HistogramValues() const {
   std::vector<std::pair<UserKey, const internal::Histogram*>> hs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     for (const auto& [k, h] : histograms_) hs.emplace_back(k, h.get());
   }
   std::vector<UserHistogramSnapshot> out;
@@ -109,7 +109,7 @@ HistogramStatistics Histogram::Statistics() const {
   std::vector<int64_t> window;
   int64_t count = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     window = values_;
     count = count_;
   }

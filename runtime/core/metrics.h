@@ -15,11 +15,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "tidemark/runtime/core/time.h"
+#include "runtime/mutex.h"
 
 namespace tidemark {
 
@@ -79,7 +79,7 @@ class Histogram {
  public:
   explicit Histogram(size_t window) : window_(window == 0 ? 1 : window) {}
   void Update(int64_t v) {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (values_.size() < window_) {
       values_.push_back(v);
     } else {
@@ -89,17 +89,17 @@ class Histogram {
     ++count_;
   }
   int64_t Count() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return count_;
   }
   HistogramStatistics Statistics() const;
 
  private:
   const size_t window_;
-  mutable std::mutex mu_;
-  std::vector<int64_t> values_;
-  size_t next_ = 0;
-  int64_t count_ = 0;
+  mutable internal::Mutex mu_;
+  std::vector<int64_t> values_ ABSL_GUARDED_BY(mu_);
+  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 }  // namespace internal
 
@@ -177,11 +177,11 @@ class SubtaskMetrics {
   const int subtask_;
   const int parallelism_;
   std::vector<InputChannelMetrics> channels_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<internal::Counter>> counters_;
+  mutable internal::Mutex mu_;
+  std::map<std::string, std::unique_ptr<internal::Counter>> counters_ ABSL_GUARDED_BY(mu_);
   using UserKey = std::pair<std::string, std::string>;  // operator, name
-  std::map<UserKey, std::unique_ptr<internal::Gauge>> gauges_;
-  std::map<UserKey, std::unique_ptr<internal::Histogram>> histograms_;
+  std::map<UserKey, std::unique_ptr<internal::Gauge>> gauges_ ABSL_GUARDED_BY(mu_);
+  std::map<UserKey, std::unique_ptr<internal::Histogram>> histograms_ ABSL_GUARDED_BY(mu_);
   // The subtask's thread only.
   std::vector<std::pair<internal::Gauge*, std::function<double()>>> gauge_functions_;
 };

@@ -8,6 +8,7 @@
 #include "oneapi/tbb/global_control.h"
 #include "oneapi/tbb/task_arena.h"
 #include "tidemark/runtime/exec/wakeup_timer.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -22,8 +23,8 @@ tbb::global_control* g_tbb_control = nullptr;
 // to ThreadSanitizer (tests/tsan.supp), and costs one lock per slice, not per
 // record.
 struct ArenaScheduler::ReadyQueue {
-  std::mutex mu;
-  std::deque<std::pair<std::shared_ptr<ArenaScheduler>, Task*>> tasks;
+  Mutex mu;
+  std::deque<std::pair<std::shared_ptr<ArenaScheduler>, Task*>> tasks ABSL_GUARDED_BY(mu);
 };
 
 class ArenaScheduler::Arena final : public tbb::task_arena {
@@ -34,7 +35,7 @@ class ArenaScheduler::Arena final : public tbb::task_arena {
 // One arena per worker count, shared by all jobs and never destroyed, so no
 // arena is torn down while a worker may still be inside one of its tasks.
 ArenaScheduler::Arena* ArenaScheduler::ArenaFor(int threads) {
-  static std::mutex mu;
+  static Mutex mu;
   static auto* arenas = new std::map<int, ArenaScheduler::Arena*>();
   // TBB's default global limit is the number of cores, counting the main
   // thread; our arenas reserve no slot for the main thread, so lift the limit.
@@ -42,7 +43,7 @@ ArenaScheduler::Arena* ArenaScheduler::ArenaFor(int threads) {
   std::call_once(once, [] {
     g_tbb_control = new tbb::global_control(tbb::global_control::max_allowed_parallelism, 512);
   });
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   auto& a = (*arenas)[threads];
   if (a == nullptr) {
     a = new ArenaScheduler::Arena(threads, /*reserved_for_masters=*/0);
@@ -54,9 +55,9 @@ ArenaScheduler::Arena* ArenaScheduler::ArenaFor(int threads) {
 // Keyed by the arena's concurrency, which is what a worker inside the arena
 // can see (RunOneReady).
 ArenaScheduler::ReadyQueue* ArenaScheduler::ReadyQueueFor(int threads) {
-  static std::mutex mu;
+  static Mutex mu;
   static auto* queues = new std::map<int, ArenaScheduler::ReadyQueue*>();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   auto& q = (*queues)[threads];
   if (q == nullptr) q = new ArenaScheduler::ReadyQueue();
   return q;
@@ -75,7 +76,7 @@ void ArenaScheduler::Start(std::weak_ptr<ArenaScheduler> self, WakeupTimer* time
 
 void ArenaScheduler::Dispatch(Task* task) {
   {
-    std::lock_guard<std::mutex> lock(ready_->mu);
+    MutexLock lock(&ready_->mu);
     ready_->tasks.emplace_back(self_.lock(), task);
   }
   arena_->enqueue([] { RunOneReady(); });
@@ -92,7 +93,7 @@ void ArenaScheduler::RunOneReady() {
   }
   std::pair<std::shared_ptr<ArenaScheduler>, Task*> item;
   {
-    std::lock_guard<std::mutex> lock(cached->mu);
+    MutexLock lock(&cached->mu);
     if (cached->tasks.empty()) return;
     item = std::move(cached->tasks.front());
     cached->tasks.pop_front();

@@ -52,7 +52,7 @@ void JobExecution::SetExchange(std::unique_ptr<RemoteExchange> exchange) {
 }
 
 absl::Status JobExecution::FirstError() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return first_error_;
 }
 
@@ -63,7 +63,7 @@ void JobExecution::WatchClock(const Clock* clock) {
     std::shared_ptr<JobExecution> self = weak.lock();
     if (self == nullptr) return;
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(&self->mu_);
       if (!self->started_) return;  // Start() notifies every task anyway
     }
     for (auto& t : self->tasks_) t->Notify();
@@ -98,10 +98,10 @@ void JobExecution::Start() {
   }
   {
     // From here on Cancel() may notify tasks: every dispatcher is set.
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     remaining_ = static_cast<int>(tasks_.size());
     started_ = true;
-    if (tasks_.empty()) done_cv_.notify_all();
+    if (tasks_.empty()) done_cv_.SignalAll();
   }
   for (auto& thread : threads_) thread->Start();
   for (Task* t : arena_tasks) t->Notify();
@@ -110,12 +110,12 @@ void JobExecution::Start() {
 }
 
 void JobExecution::TaskFinished(Task*) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--remaining_ == 0) done_cv_.notify_all();
+  internal::MutexLock lock(&mu_);
+  if (--remaining_ == 0) done_cv_.SignalAll();
 }
 
 bool JobExecution::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return started_ && remaining_ == 0;
 }
 
@@ -124,7 +124,7 @@ void JobExecution::Cancel() {
   {
     // Before Start() the tasks cannot be notified yet; they see the flag at
     // their first slice.
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (!started_) return;
   }
   for (auto& t : tasks_) t->Notify();
@@ -132,14 +132,14 @@ void JobExecution::Cancel() {
 
 void JobExecution::Fail(const absl::Status& status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (first_error_.ok()) first_error_ = status;
   }
   Cancel();
 }
 
 void JobExecution::Notice(std::string line) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   notices_.push_back(std::move(line));
 }
 
@@ -151,8 +151,8 @@ void JobExecution::StopThreads() {
 
 JobResult JobExecution::Wait() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return started_ && remaining_ == 0; });
+    internal::MutexLock lock(&mu_);
+    while (!started_ || remaining_ != 0) done_cv_.Wait(&mu_);
   }
   if (watched_clock_ != nullptr) watched_clock_->RemoveJumpListener(clock_listener_);
   StopThreads();
@@ -161,7 +161,7 @@ JobResult JobExecution::Wait() {
   // telling them of a completed checkpoint.
   if (coordinator_) coordinator_->Stop();
   auto failed_or_cancelled = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return !first_error_.ok() || cancelled();
   };
   // Every subtask finished: the final checkpoint (made of their final
@@ -188,7 +188,7 @@ JobResult JobExecution::Wait() {
     c.restored_id = restored_id_;
     c.restored_path = restored_path_;
     c.restore_problems = restore_problems_;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     c.notices.insert(c.notices.end(), notices_.begin(), notices_.end());
     return c;
   };
@@ -237,7 +237,7 @@ JobResult JobExecution::Wait() {
   result.metrics = exchange_ ? std::move(all_metrics) : Metrics();
   for (auto& t : tasks_) t->Release();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     if (!distributed.ok()) {
       result.status = distributed;  // names the rank that failed first
     } else if (!first_error_.ok()) {

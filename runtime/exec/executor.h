@@ -24,9 +24,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,6 +43,7 @@
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/task/detail/stream_task.h"
 #include "tidemark/runtime/task/watermark_alignment.h"
+#include "runtime/mutex.h"
 
 namespace tidemark {
 
@@ -129,12 +128,12 @@ class JobExecution final : public TaskHost,
   std::vector<std::string> restore_problems_;
 
   std::atomic<bool> cancelled_{false};
-  mutable std::mutex mu_;
-  std::condition_variable done_cv_;
-  int remaining_ = 0;                 // guarded by mu_
-  absl::Status first_error_;          // guarded by mu_
-  std::vector<std::string> notices_;  // guarded by mu_
-  bool started_ = false;
+  mutable internal::Mutex mu_;
+  internal::CondVar done_cv_;
+  int remaining_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point start_time_;
   const Clock* watched_clock_ = nullptr;
   int64_t clock_listener_ = -1;

@@ -469,129 +469,167 @@ void JobCompiler::Wire(const PhysicalPlan& plan, Assembly& a) const {
   }
 }
 
+// What wiring one subtask builds up; WireSubtask's steps share it.
+struct JobCompiler::SubtaskWiring {
+  const PhysicalPlan& plan;
+  Assembly& a;
+  const PlanChain& chain;
+  int subtask;
+  StreamTask* task;
+  WatermarkListener* listener;
+  bool reported = false;  // a writer reports the subtask's output watermarks
+  // A source task's watermark alignment, which its watermark operator may join.
+  SourceAlignment* alignment = nullptr;
+  // Set by WireChainOperators: the head operator (null for a source) and its
+  // context; a source's output.
+  OperatorBase* head_op = nullptr;
+  OperatorContext* head_ctx = nullptr;
+  OutputBase* source_head = nullptr;
+};
+
 // One task: its operators (last to first, each writing to the next one, to
 // its network consumers or to both), the writers, and its input (a source, or
 // the input gate over its channels).
 void JobCompiler::WireSubtask(const PhysicalPlan& plan, Assembly& a, int c, int s) const {
-  const PlanChain& chain = plan.chains[c];
-  const int p = chain.parallelism;
-  StreamTask* task = a.tasks[c][s];
-  WatermarkListener* listener = options_.listener;
-  bool reported = false;
-  // Writers for the network consumers of (node, tag).
-  auto network_outputs = [&](int node_id, const std::string& tag, const NodeOps* ops,
-                             std::vector<OutputBase*>& outs) {
-    for (int e : plan.Consumers(node_id, tag)) {
-      const PlanEdge& pe = plan.edges[e];
-      if (pe.chained) continue;
-      std::vector<ChannelBase*> list;
-      for (ChannelBase* ch : a.channels[e][s])
-        if (ch != nullptr) list.push_back(ch);
-      WriterBase* writer = nullptr;
-      EdgeSpec edge{node_id, pe.strategy, pe.partitioner};
-      // Errors in the partitioner (a key selector) are the key_by's.
-      const char* api = pe.strategy == ShipStrategy::kKeyGroups ? "key_by"
-                        : pe.strategy == ShipStrategy::kCustom  ? "partition_custom"
-                                                                : "partitioning";
-      const std::string blame = absl::StrCat(api, " (", ToString(pe.strategy),
-                                             " partitioner) into '", nodes_[pe.to]->name, "'");
-      auto w = ops->NewWriter(list, edge, s, plan.nodes[pe.to].max_parallelism, task, listener,
-                              !reported, blame, &writer);
-      reported = true;
-      outs.push_back(w.get());
-      task->AddWriter(writer);
-      task->AddOutputObject(std::move(w));
-    }
-  };
-  auto combine = [&](const NodeOps* ops, std::vector<OutputBase*>& outs) -> OutputBase* {
-    if (outs.empty()) {
-      auto d = ops->NewDiscard();
-      OutputBase* raw = d.get();
-      task->AddOutputObject(std::move(d));
-      return raw;
-    }
-    if (outs.size() == 1) return outs[0];
-    auto f = ops->NewFanOut(outs);
-    OutputBase* raw = f.get();
-    task->AddOutputObject(std::move(f));
-    return raw;
-  };
+  SubtaskWiring w{plan, a, plan.chains[c], s, a.tasks[c][s], options_.listener};
+  const StreamNode& head = *nodes_[w.chain.head];
+  if (head.kind == StreamNode::Kind::kSource)
+    w.alignment = w.task->EnableAlignment(a.exec->alignment(), w.listener);
+  WireChainOperators(w);
+  if (head.kind == StreamNode::Kind::kSource) {
+    WireSourceInput(w);
+  } else if (head.make_two_input_gate) {
+    WireTwoInputGate(w);
+  } else {
+    WireInputGate(w);
+  }
+}
 
-  // A source task's watermark alignment, which its watermark operator may join.
-  SourceAlignment* alignment = nodes_[chain.head]->kind == StreamNode::Kind::kSource
-                                   ? task->EnableAlignment(a.exec->alignment(), listener)
-                                   : nullptr;
+// Writers for the network consumers of (node, tag), appended to `outs`.
+void JobCompiler::AddNetworkOutputs(SubtaskWiring& w, int node_id, const std::string& tag,
+                                    const NodeOps* ops, std::vector<OutputBase*>& outs) const {
+  const int s = w.subtask;
+  for (int e : w.plan.Consumers(node_id, tag)) {
+    const PlanEdge& pe = w.plan.edges[e];
+    if (pe.chained) continue;
+    std::vector<ChannelBase*> list;
+    for (ChannelBase* ch : w.a.channels[e][s])
+      if (ch != nullptr) list.push_back(ch);
+    WriterBase* writer = nullptr;
+    EdgeSpec edge{node_id, pe.strategy, pe.partitioner};
+    // Errors in the partitioner (a key selector) are the key_by's.
+    const char* api = pe.strategy == ShipStrategy::kKeyGroups ? "key_by"
+                      : pe.strategy == ShipStrategy::kCustom  ? "partition_custom"
+                                                              : "partitioning";
+    const std::string blame = absl::StrCat(api, " (", ToString(pe.strategy), " partitioner) into '",
+                                           nodes_[pe.to]->name, "'");
+    auto out = ops->NewWriter(list, edge, s, w.plan.nodes[pe.to].max_parallelism, w.task,
+                              w.listener, !w.reported, blame, &writer);
+    w.reported = true;
+    outs.push_back(out.get());
+    w.task->AddWriter(writer);
+    w.task->AddOutputObject(std::move(out));
+  }
+}
+
+// One output over `outs`: a discarding one when empty, the one, or a fan-out.
+OutputBase* JobCompiler::CombineOutputs(SubtaskWiring& w, const NodeOps* ops,
+                                        std::vector<OutputBase*>& outs) const {
+  if (outs.empty()) {
+    auto d = ops->NewDiscard();
+    OutputBase* raw = d.get();
+    w.task->AddOutputObject(std::move(d));
+    return raw;
+  }
+  if (outs.size() == 1) return outs[0];
+  auto f = ops->NewFanOut(outs);
+  OutputBase* raw = f.get();
+  w.task->AddOutputObject(std::move(f));
+  return raw;
+}
+
+// The chain's operators, made and wired from the last to the first (each
+// writes to the next one, to its network consumers or both; side outputs to
+// theirs), then added to the task head first.  A source node ends the walk:
+// its output is the source's.
+void JobCompiler::WireChainOperators(SubtaskWiring& w) const {
+  const int s = w.subtask;
+  const int p = w.chain.parallelism;
   std::vector<std::pair<std::unique_ptr<OperatorBase>, OperatorContext*>> ops_rev;
-  OperatorBase* next_op = nullptr;
-  OperatorContext* next_ctx = nullptr;
-  OutputBase* source_head = nullptr;
-  for (int idx = static_cast<int>(chain.nodes.size()) - 1; idx >= 0; --idx) {
-    const int id = chain.nodes[idx];
+  for (int idx = static_cast<int>(w.chain.nodes.size()) - 1; idx >= 0; --idx) {
+    const int id = w.chain.nodes[idx];
     const StreamNode& node = *nodes_[id];
     OutputBase* main = nullptr;
     if (node.out) {
       std::vector<OutputBase*> outs;
-      if (next_op != nullptr) {
-        auto co = node.out->NewChainOutput(next_op, next_ctx);
+      if (w.head_op != nullptr) {
+        auto co = node.out->NewChainOutput(w.head_op, w.head_ctx);
         outs.push_back(co.get());
-        task->AddOutputObject(std::move(co));
+        w.task->AddOutputObject(std::move(co));
       }
-      network_outputs(id, "", node.out.get(), outs);
-      main = combine(node.out.get(), outs);
+      AddNetworkOutputs(w, id, "", node.out.get(), outs);
+      main = CombineOutputs(w, node.out.get(), outs);
     }
     if (node.kind == StreamNode::Kind::kSource) {
-      source_head = main;
+      w.source_head = main;
       break;
     }
     std::unique_ptr<OperatorBase> op = node.make_operator();
     op->set_output(main);
     for (auto& [tag, side_ops] : node.side_outs) {
       std::vector<OutputBase*> outs;
-      network_outputs(id, tag, side_ops.get(), outs);
-      if (!outs.empty()) op->set_side_output(tag, combine(side_ops.get(), outs));
+      AddNetworkOutputs(w, id, tag, side_ops.get(), outs);
+      if (!outs.empty()) op->set_side_output(tag, CombineOutputs(w, side_ops.get(), outs));
     }
-    OperatorContext* ctx = task->AddContext(std::make_unique<OperatorContext>(
-        node.name, s, p, plan.nodes[id].max_parallelism, task->metrics(), &task->timers(),
-        options_.config, listener));
-    ctx->set_source_alignment(alignment);
-    next_op = op.get();
-    next_ctx = ctx;
+    OperatorContext* ctx = w.task->AddContext(std::make_unique<OperatorContext>(
+        node.name, s, p, w.plan.nodes[id].max_parallelism, w.task->metrics(), &w.task->timers(),
+        options_.config, w.listener));
+    ctx->set_source_alignment(w.alignment);
+    w.head_op = op.get();
+    w.head_ctx = ctx;
     ops_rev.emplace_back(std::move(op), ctx);
   }
   for (auto it = ops_rev.rbegin(); it != ops_rev.rend(); ++it)
-    task->AddOperator(std::move(it->first), it->second);
+    w.task->AddOperator(std::move(it->first), it->second);
+}
 
-  const StreamNode& head = *nodes_[chain.head];
-  if (head.kind == StreamNode::Kind::kSource) {
-    SourceBuildArgs args{source_head,     SourceContext{s, p, options_.clock},
-                         head.name,       task->signals(),
-                         task->metrics(), options_.config->batch_size};
-    args.head_op = next_op;
-    args.alignment = alignment;
-    task->SetInput(head.make_source(args));
-    return;
+// A source task's input: the source, writing to the chain's head.
+void JobCompiler::WireSourceInput(SubtaskWiring& w) const {
+  const StreamNode& head = *nodes_[w.chain.head];
+  SourceBuildArgs args{
+      w.source_head,     SourceContext{w.subtask, w.chain.parallelism, options_.clock},
+      head.name,         w.task->signals(),
+      w.task->metrics(), options_.config->batch_size};
+  args.head_op = w.head_op;
+  args.alignment = w.alignment;
+  w.task->SetInput(head.make_source(args));
+}
+
+// A two-input head's gate over the subtask's channels of each input.
+void JobCompiler::WireTwoInputGate(SubtaskWiring& w) const {
+  const StreamNode& head = *nodes_[w.chain.head];
+  TwoInputGateArgs args{{}, {}, w.head_op, w.head_ctx, w.task, w.listener};
+  for (int e : w.plan.nodes[w.chain.head].inputs) {
+    auto& list = w.plan.edges[e].gate_input == 0 ? args.first : args.second;
+    for (auto& row : w.a.channels[e])
+      if (row[w.subtask] != nullptr) list.push_back(row[w.subtask]);
   }
-  const std::vector<int>& inputs = plan.nodes[chain.head].inputs;
-  if (head.make_two_input_gate) {
-    TwoInputGateArgs args{{}, {}, next_op, next_ctx, task, listener};
-    for (int e : inputs) {
-      auto& list = plan.edges[e].gate_input == 0 ? args.first : args.second;
-      for (auto& row : a.channels[e])
-        if (row[s] != nullptr) list.push_back(row[s]);
-    }
-    task->SetInput(head.make_two_input_gate(args));
-    return;
-  }
+  w.task->SetInput(head.make_two_input_gate(args));
+}
+
+// A one-input head's gate over the subtask's channels of every input edge.
+void JobCompiler::WireInputGate(SubtaskWiring& w) const {
+  const std::vector<int>& inputs = w.plan.nodes[w.chain.head].inputs;
   std::vector<ChannelBase*> in;
   for (int e : inputs) {
-    for (auto& row : a.channels[e])
-      if (row[s] != nullptr) in.push_back(row[s]);
+    for (auto& row : w.a.channels[e])
+      if (row[w.subtask] != nullptr) in.push_back(row[w.subtask]);
   }
-  const NodeOps* in_ops = EdgeOps(plan.edges[inputs[0]]);
-  auto head_out = in_ops->NewChainOutput(next_op, next_ctx);
+  const NodeOps* in_ops = EdgeOps(w.plan.edges[inputs[0]]);
+  auto head_out = in_ops->NewChainOutput(w.head_op, w.head_ctx);
   OutputBase* head_raw = head_out.get();
-  task->AddOutputObject(std::move(head_out));
-  task->SetInput(in_ops->NewInputGate(in, head_raw, task, listener));
+  w.task->AddOutputObject(std::move(head_out));
+  w.task->SetInput(in_ops->NewInputGate(in, head_raw, w.task, w.listener));
 }
 
 namespace {
@@ -616,7 +654,297 @@ std::string ChainUids(const PhysicalPlan& plan, size_t c) {
   return absl::StrJoin(uids, ",");
 }
 
+// The metadata every checkpoint's manifest carries: the task count, and each
+// task's name, parallelism, max parallelism and (when every operator has one)
+// uids.
+std::map<std::string, std::string> CheckpointMetadata(const PhysicalPlan& plan) {
+  std::map<std::string, std::string> metadata;
+  metadata["job.tasks"] = absl::StrCat(plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    metadata[absl::StrCat("task.", c, ".name")] = plan.chains[c].task_name;
+    metadata[absl::StrCat("task.", c, ".parallelism")] = absl::StrCat(plan.chains[c].parallelism);
+    metadata[absl::StrCat("task.", c, ".max_parallelism")] = ChainMaxParallelism(plan, c);
+    const std::string uids = ChainUids(plan, c);
+    if (!uids.empty()) metadata[absl::StrCat("task.", c, ".uids")] = uids;
+  }
+  return metadata;
+}
+
+// The checkpoint to restore from (config.restore_from: "latest" in
+// `storage`, or a checkpoint's directory), or none.  `problems` collects what
+// was wrong with the checkpoints "latest" skipped.
+absl::StatusOr<std::optional<LoadedCheckpoint>> LoadCheckpointToRestore(
+    const JobConfig& config, CheckpointStorage* storage, std::vector<std::string>* problems) {
+  if (config.restore_from == "latest") {
+    if (storage == nullptr) {
+      return absl::InvalidArgumentError(
+          "restoring from the latest checkpoint needs a checkpoint directory");
+    }
+    absl::StatusOr<LoadedCheckpoint> loaded = storage->LoadLatest(problems);
+    if (loaded.ok()) return std::optional<LoadedCheckpoint>(*std::move(loaded));
+    // No checkpoint was ever completed (none, or only ones a crash cut
+    // short): the job starts fresh.  Complete ones that are all damaged
+    // are an error: starting fresh would redo output already committed.
+    for (int64_t id : storage->ListCheckpointIds()) {
+      if (storage->IsComplete(id)) {
+        return absl::DataLossError(absl::StrCat("no usable checkpoint in ", config.checkpoint_dir,
+                                                ": ", absl::StrJoin(*problems, "; ")));
+      }
+    }
+    return std::optional<LoadedCheckpoint>();
+  }
+  if (!config.restore_from.empty()) {
+    CheckpointStorage reader(config.restore_from);
+    absl::StatusOr<LoadedCheckpoint> loaded = reader.Load(config.restore_from);
+    if (!loaded.ok()) return loaded.status();
+    return std::optional<LoadedCheckpoint>(*std::move(loaded));
+  }
+  return std::optional<LoadedCheckpoint>();
+}
+
+// The id of the job's first checkpoint: after every id in `storage` and the
+// restored one.
+int64_t FirstCheckpointId(const CheckpointStorage* storage,
+                          const std::optional<LoadedCheckpoint>& restore) {
+  int64_t first_id = 1;
+  if (storage != nullptr) {
+    for (int64_t id : storage->ListCommittedIds()) first_id = std::max(first_id, id + 1);
+  }
+  if (restore) first_id = std::max(first_id, restore->id + 1);
+  return first_id;
+}
+
+// A checkpoint being restored, as the steps below read it.
+struct RestoreSource {
+  const LoadedCheckpoint& checkpoint;
+  std::string where;  // "checkpoint N (PATH)", for errors
+  // Its metadata entry `k`, "" when absent.
+  std::string Meta(const std::string& k) const {
+    auto it = checkpoint.metadata.find(k);
+    return it == checkpoint.metadata.end() ? "" : it->second;
+  }
+};
+
+// Which old task each task restores from.
+struct TaskMatch {
+  int old_tasks = 0;
+  std::vector<int> from;     // [chain]: its old task, -1: none (it starts fresh)
+  std::vector<bool> by_uid;  // [chain]: matched by its operators' uids
+};
+
+// Which old task each task restores from (-1: none, it starts fresh).  A
+// task whose operators all have uids is matched by them, wherever it is in
+// either job; one whose uids are not in the checkpoint is new and starts
+// fresh.  Any other task is matched by its index, and then the two jobs must
+// have as many tasks (the names are checked by OldParallelisms).  No old task
+// may be restored twice.
+absl::StatusOr<TaskMatch> MatchRestoredTasks(const PhysicalPlan& plan, const RestoreSource& rs,
+                                             const std::string& job_tasks) {
+  TaskMatch m;
+  if (!absl::SimpleAtoi(rs.Meta("job.tasks"), &m.old_tasks) || m.old_tasks < 0) {
+    return absl::DataLossError(absl::StrCat(rs.where, ": no valid task count"));
+  }
+  std::map<std::string, int> old_by_uids;
+  for (int k = 0; k < m.old_tasks; ++k) {
+    const std::string u = rs.Meta(absl::StrCat("task.", k, ".uids"));
+    if (!u.empty()) old_by_uids.emplace(u, k);
+  }
+  m.from.assign(plan.chains.size(), -1);
+  m.by_uid.assign(plan.chains.size(), false);
+  bool all_by_uid = true;
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const std::string u = ChainUids(plan, c);
+    if (u.empty()) {
+      all_by_uid = false;
+      m.from[c] = static_cast<int>(c);
+    } else {
+      m.by_uid[c] = true;
+      auto it = old_by_uids.find(u);
+      if (it != old_by_uids.end()) m.from[c] = it->second;
+    }
+  }
+  if (!all_by_uid && rs.Meta("job.tasks") != job_tasks) {
+    return absl::FailedPreconditionError(absl::StrCat(rs.where, " has ", rs.Meta("job.tasks"),
+                                                      " tasks, the job ", job_tasks,
+                                                      ": it was taken of another job"));
+  }
+  std::vector<bool> restored(static_cast<size_t>(m.old_tasks), false);
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    if (m.from[c] < 0) continue;
+    if (restored[m.from[c]]) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(rs.where, ": its task ", m.from[c], " would be restored twice (to '",
+                       plan.chains[c].task_name, "'): give every operator of the job a uid"));
+    }
+    restored[m.from[c]] = true;
+  }
+  return m;
+}
+
+// An old task nobody restores is fine when it had no state (Flink's
+// savepoints hold no stateless operators); otherwise its state would be
+// lost, and that is an error.
+absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs) {
+  std::vector<bool> restored(static_cast<size_t>(m.old_tasks), false);
+  for (int k : m.from)
+    if (k >= 0) restored[k] = true;
+  for (int k = 0; k < m.old_tasks; ++k) {
+    if (restored[k]) continue;
+    int old_pk = 0;
+    (void)absl::SimpleAtoi(rs.Meta(absl::StrCat("task.", k, ".parallelism")), &old_pk);
+    bool stateful = false;
+    for (int s = 0; s < old_pk && !stateful; ++s) {
+      const std::string file = SubtaskStateFileName(k, s);
+      auto it = rs.checkpoint.states.find(file);
+      if (it == rs.checkpoint.states.end()) {
+        stateful = true;
+        break;
+      }
+      absl::StatusOr<SubtaskSnapshot> snap =
+          DecodeSubtaskSnapshot(it->second, absl::StrCat(rs.where, ": ", file));
+      if (!snap.ok()) return snap.status();
+      stateful = snap->has_source;
+      for (const OperatorSnapshot& op : snap->operators)
+        if (!op.state.empty()) stateful = true;
+    }
+    if (!stateful) continue;
+    const std::string u = rs.Meta(absl::StrCat("task.", k, ".uids"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(rs.where, ": its task '", rs.Meta(absl::StrCat("task.", k, ".name")), "'",
+                     u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"),
+                     " is not in the job: its state would be lost"));
+  }
+  return absl::OkStatus();
+}
+
+// Every restored task's parallelism in the checkpoint ([chain]; 0 for a new
+// task), checked before any state is handed out (a task's input state is
+// restored only where no task upstream was rescaled either): the names of
+// tasks matched by index agree, the max parallelism is unchanged (key groups
+// are fixed by it), and no source task is rescaled.
+absl::StatusOr<std::vector<int>> OldParallelisms(const PhysicalPlan& plan, const TaskMatch& m,
+                                                 const RestoreSource& rs) {
+  std::vector<int> old_p(plan.chains.size());
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const PlanChain& chain = plan.chains[c];
+    const int k = m.from[c];
+    if (k < 0) continue;
+    const std::string name = rs.Meta(absl::StrCat("task.", k, ".name"));
+    if (!m.by_uid[c] && name != chain.task_name) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          rs.where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
+    }
+    const std::string p = rs.Meta(absl::StrCat("task.", k, ".parallelism"));
+    if (!absl::SimpleAtoi(p, &old_p[c]) || old_p[c] <= 0) {
+      return absl::DataLossError(absl::StrCat(rs.where, ": task '", chain.task_name,
+                                              "' has no valid parallelism ('", p, "')"));
+    }
+    // Key groups are fixed by the max parallelism: changing it would move
+    // keys to groups (and subtasks) other than their state's.  Checkpoints
+    // that predate the entry are not checked.
+    const std::string max_p = rs.Meta(absl::StrCat("task.", k, ".max_parallelism"));
+    if (!max_p.empty() && max_p != ChainMaxParallelism(plan, c)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(rs.where, ": task '", chain.task_name, "' ran with max parallelism ", max_p,
+                       ", the job has ", ChainMaxParallelism(plan, c),
+                       "; keyed state cannot move to other key groups"));
+    }
+    if (old_p[c] != chain.parallelism && plan.nodes[chain.head].kind == StreamNode::Kind::kSource) {
+      return absl::UnimplementedError(absl::StrCat(
+          rs.where, ": task '", chain.task_name, "' ran at parallelism ", old_p[c],
+          ", the job has ", chain.parallelism,
+          "; a source task cannot be restored at another parallelism (its positions are per "
+          "subtask)"));
+    }
+  }
+  return old_p;
+}
+
+// Hands every subtask of each restored task (`tasks`: [chain][subtask], null
+// on other ranks) its old task's snapshots, decoded.
+absl::Status HandOutRestoreStates(const PhysicalPlan& plan, const TaskMatch& m,
+                                  const std::vector<int>& old_p, const RestoreSource& rs,
+                                  const std::vector<std::vector<StreamTask*>>& tasks) {
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const PlanChain& chain = plan.chains[c];
+    if (m.from[c] < 0) continue;  // a new task: starts fresh
+    auto old = std::make_shared<std::vector<SubtaskSnapshot>>();
+    for (int s = 0; s < old_p[c]; ++s) {
+      const std::string file = SubtaskStateFileName(m.from[c], s);
+      auto it = rs.checkpoint.states.find(file);
+      if (it == rs.checkpoint.states.end()) {
+        return absl::DataLossError(absl::StrCat(rs.where, ": ", file, " is missing"));
+      }
+      absl::StatusOr<SubtaskSnapshot> snap =
+          DecodeSubtaskSnapshot(it->second, absl::StrCat(rs.where, ": ", file));
+      if (!snap.ok()) return snap.status();
+      old->push_back(*std::move(snap));
+    }
+    SubtaskRestore r;
+    r.checkpoint_id = rs.checkpoint.id;
+    r.old_parallelism = old_p[c];
+    r.old = std::move(old);
+    r.matched_by_uid = m.by_uid[c];
+    r.restore_input = old_p[c] == chain.parallelism;
+    // A source's position, or an input gate's channels: the latter only
+    // where the task and every task upstream are restored unchanged, at
+    // their index and parallelism (else its input starts as a rescaled
+    // one: the lowest old watermark).
+    if (!plan.nodes[chain.head].inputs.empty() && m.from[c] != static_cast<int>(c))
+      r.restore_input = false;
+    for (int e : plan.nodes[chain.head].inputs) {
+      const int up = plan.nodes[plan.edges[e].from].chain;
+      if (m.from[up] != up || old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
+    }
+    for (StreamTask* t : tasks[c])
+      if (t != nullptr) t->SetRestoreState(r);
+  }
+  return absl::OkStatus();
+}
+
+// Restoring (docs/checkpoints.md): matches the job's tasks to the
+// checkpoint's, checks that no state is lost and that every task can take its
+// old state, then hands it out.  `job_tasks`: the job's task count as the
+// metadata writes it.
+absl::Status AssignRestoreStates(const PhysicalPlan& plan, const LoadedCheckpoint& checkpoint,
+                                 const std::string& job_tasks,
+                                 const std::vector<std::vector<StreamTask*>>& tasks) {
+  const RestoreSource rs{
+      checkpoint, absl::StrCat("checkpoint ", checkpoint.id, " (", checkpoint.path.string(), ")")};
+  absl::StatusOr<TaskMatch> match = MatchRestoredTasks(plan, rs, job_tasks);
+  if (!match.ok()) return match.status();
+  if (absl::Status s = CheckNoStateLost(*match, rs); !s.ok()) return s;
+  absl::StatusOr<std::vector<int>> old_p = OldParallelisms(plan, *match, rs);
+  if (!old_p.ok()) return old_p.status();
+  return HandOutRestoreStates(plan, *match, *old_p, rs, tasks);
+}
+
 }  // namespace
+
+// Every subtask takes part: a local one reports to the coordinator (on rank
+// 0) or to the exchange (on the other ranks, which relays to rank 0); on rank
+// 0 a subtask of another rank is represented by the exchange's stand-in.
+void JobCompiler::ConnectCheckpointParticipants(const PhysicalPlan& plan, Assembly& a,
+                                                CheckpointCoordinator* coordinator) const {
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const bool source = plan.nodes[plan.chains[c].head].kind == StreamNode::Kind::kSource;
+    for (int s = 0; s < plan.chains[c].parallelism; ++s) {
+      StreamTask* t = a.tasks[c][s];
+      if (t != nullptr) {
+        CheckpointAcknowledger* ack = coordinator != nullptr
+                                          ? static_cast<CheckpointAcknowledger*>(coordinator)
+                                          : a.exchange.get();
+        t->EnableCheckpoints(ack, static_cast<int>(c), options_.listener);
+        if (a.exchange) a.exchange->AddLocalTask(static_cast<int>(c), s, t);
+        if (coordinator != nullptr) coordinator->AddTask(t, static_cast<int>(c), s);
+      } else if (coordinator != nullptr) {
+        coordinator->AddTask(
+            a.exchange->AddRemoteTask(a.rank[c][s], static_cast<int>(c), s, source),
+            static_cast<int>(c), s);
+      }
+    }
+  }
+}
 
 // 7. Checkpoints: the coordinator, and the state each task starts from.
 // Restoring at another parallelism (docs/checkpoints.md, "Rescaling"): every
@@ -635,60 +963,25 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
       if (absl::Status s = storage->CheckWritable(); !s.ok()) return s;
     }
   }
-  std::map<std::string, std::string> metadata;
-  metadata["job.tasks"] = absl::StrCat(plan.chains.size());
-  for (size_t c = 0; c < plan.chains.size(); ++c) {
-    metadata[absl::StrCat("task.", c, ".name")] = plan.chains[c].task_name;
-    metadata[absl::StrCat("task.", c, ".parallelism")] = absl::StrCat(plan.chains[c].parallelism);
-    metadata[absl::StrCat("task.", c, ".max_parallelism")] = ChainMaxParallelism(plan, c);
-    const std::string uids = ChainUids(plan, c);
-    if (!uids.empty()) metadata[absl::StrCat("task.", c, ".uids")] = uids;
-  }
-
-  // What to restore from.
-  std::optional<LoadedCheckpoint> restore;
+  std::map<std::string, std::string> metadata = CheckpointMetadata(plan);
   std::vector<std::string> problems;
-  if (config.restore_from == "latest") {
-    if (!storage) {
-      return absl::InvalidArgumentError(
-          "restoring from the latest checkpoint needs a checkpoint directory");
-    }
-    absl::StatusOr<LoadedCheckpoint> loaded = storage->LoadLatest(&problems);
-    if (loaded.ok()) {
-      restore = *std::move(loaded);
-    } else {
-      // No checkpoint was ever completed (none, or only ones a crash cut
-      // short): the job starts fresh.  Complete ones that are all damaged
-      // are an error: starting fresh would redo output already committed.
-      for (int64_t id : storage->ListCheckpointIds()) {
-        if (storage->IsComplete(id)) {
-          return absl::DataLossError(absl::StrCat("no usable checkpoint in ", config.checkpoint_dir,
-                                                  ": ", absl::StrJoin(problems, "; ")));
-        }
-      }
-    }
-  } else if (!config.restore_from.empty()) {
-    CheckpointStorage reader(config.restore_from);
-    absl::StatusOr<LoadedCheckpoint> loaded = reader.Load(config.restore_from);
-    if (!loaded.ok()) return loaded.status();
-    restore = *std::move(loaded);
-  }
+  absl::StatusOr<std::optional<LoadedCheckpoint>> loaded =
+      LoadCheckpointToRestore(config, storage.get(), &problems);
+  if (!loaded.ok()) return loaded.status();
+  std::optional<LoadedCheckpoint>& restore = *loaded;
+  const int64_t first_id = FirstCheckpointId(storage.get(), restore);
 
   // Ids go on after the checkpoints this job's storage wrote (a valid
-  // manifest): a stray chk-999999 or chk-abc neither shifts them nor counts
-  // toward retention; it is named in the notices.
-  int64_t first_id = 1;
+  // manifest, FirstCheckpointId): a stray chk-999999 or chk-abc neither
+  // shifts them nor counts toward retention; it is named in the notices.
   if (storage) {
-    for (int64_t id : storage->ListCommittedIds()) first_id = std::max(first_id, id + 1);
     for (std::string& line : storage->StrayEntries()) a.exec->Notice(std::move(line));
   }
-  if (restore) first_id = std::max(first_id, restore->id + 1);
   // Across ranks the coordinator runs on rank 0 and writes every checkpoint;
   // the other ranks' subtasks reach it through the exchange, which stands in
   // for them there and relays their snapshots to it (mpi_exchange.h).
-  const int me = options_.cluster.rank;
   std::unique_ptr<CheckpointCoordinator> coordinator;
-  if (me == 0) {
+  if (options_.cluster.rank == 0) {
     coordinator = std::make_unique<CheckpointCoordinator>(config.checkpoint_interval,
                                                           std::move(storage), metadata, first_id);
     JobExecution* exec = a.exec.get();  // owns the coordinator
@@ -697,172 +990,12 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
                                   [exec](const absl::Status& s) { exec->Fail(s); });
     if (a.exchange) a.exchange->SetCoordinator(coordinator.get());
   }
-  for (size_t c = 0; c < plan.chains.size(); ++c) {
-    const bool source = plan.nodes[plan.chains[c].head].kind == StreamNode::Kind::kSource;
-    for (int s = 0; s < plan.chains[c].parallelism; ++s) {
-      StreamTask* t = a.tasks[c][s];
-      if (t != nullptr) {
-        CheckpointAcknowledger* ack = coordinator
-                                          ? static_cast<CheckpointAcknowledger*>(coordinator.get())
-                                          : a.exchange.get();
-        t->EnableCheckpoints(ack, static_cast<int>(c), options_.listener);
-        if (a.exchange) a.exchange->AddLocalTask(static_cast<int>(c), s, t);
-        if (coordinator) coordinator->AddTask(t, static_cast<int>(c), s);
-      } else if (coordinator) {
-        coordinator->AddTask(
-            a.exchange->AddRemoteTask(a.rank[c][s], static_cast<int>(c), s, source),
-            static_cast<int>(c), s);
-      }
-    }
-  }
+  ConnectCheckpointParticipants(plan, a, coordinator.get());
 
   if (restore) {
-    const std::string where =
-        absl::StrCat("checkpoint ", restore->id, " (", restore->path.string(), ")");
-    auto meta = [&](const std::string& k) -> std::string {
-      auto it = restore->metadata.find(k);
-      return it == restore->metadata.end() ? "" : it->second;
-    };
-    // Which old task each task restores from (-1: none, it starts fresh).
-    // A task whose operators all have uids is matched by them, wherever it
-    // is in either job; one whose uids are not in the checkpoint is new and
-    // starts fresh.  Any other task is matched by its index, and then the
-    // two jobs must have as many tasks and the names must agree.
-    int old_tasks = 0;
-    if (!absl::SimpleAtoi(meta("job.tasks"), &old_tasks) || old_tasks < 0) {
-      return absl::DataLossError(absl::StrCat(where, ": no valid task count"));
-    }
-    std::map<std::string, int> old_by_uids;
-    for (int k = 0; k < old_tasks; ++k) {
-      const std::string u = meta(absl::StrCat("task.", k, ".uids"));
-      if (!u.empty()) old_by_uids.emplace(u, k);
-    }
-    std::vector<int> from(plan.chains.size(), -1);
-    std::vector<bool> by_uid(plan.chains.size(), false);
-    bool all_by_uid = true;
-    for (size_t c = 0; c < plan.chains.size(); ++c) {
-      const std::string u = ChainUids(plan, c);
-      if (u.empty()) {
-        all_by_uid = false;
-        from[c] = static_cast<int>(c);
-      } else {
-        by_uid[c] = true;
-        auto it = old_by_uids.find(u);
-        if (it != old_by_uids.end()) from[c] = it->second;
-      }
-    }
-    if (!all_by_uid && meta("job.tasks") != metadata["job.tasks"]) {
-      return absl::FailedPreconditionError(absl::StrCat(where, " has ", meta("job.tasks"),
-                                                        " tasks, the job ", metadata["job.tasks"],
-                                                        ": it was taken of another job"));
-    }
-    std::vector<bool> restored(static_cast<size_t>(old_tasks), false);
-    for (size_t c = 0; c < plan.chains.size(); ++c) {
-      if (from[c] < 0) continue;
-      if (restored[from[c]]) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(where, ": its task ", from[c], " would be restored twice (to '",
-                         plan.chains[c].task_name, "'): give every operator of the job a uid"));
-      }
-      restored[from[c]] = true;
-    }
-    for (int k = 0; k < old_tasks; ++k) {
-      if (restored[k]) continue;
-      // A task nobody restores: fine when it had no state (Flink's
-      // savepoints hold no stateless operators), else its state would go.
-      int old_pk = 0;
-      (void)absl::SimpleAtoi(meta(absl::StrCat("task.", k, ".parallelism")), &old_pk);
-      bool stateful = false;
-      for (int s = 0; s < old_pk && !stateful; ++s) {
-        const std::string file = SubtaskStateFileName(k, s);
-        auto it = restore->states.find(file);
-        if (it == restore->states.end()) {
-          stateful = true;
-          break;
-        }
-        absl::StatusOr<SubtaskSnapshot> snap =
-            DecodeSubtaskSnapshot(it->second, absl::StrCat(where, ": ", file));
-        if (!snap.ok()) return snap.status();
-        stateful = snap->has_source;
-        for (const OperatorSnapshot& op : snap->operators)
-          if (!op.state.empty()) stateful = true;
-      }
-      if (!stateful) continue;
-      const std::string u = meta(absl::StrCat("task.", k, ".uids"));
-      return absl::FailedPreconditionError(
-          absl::StrCat(where, ": its task '", meta(absl::StrCat("task.", k, ".name")), "'",
-                       u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"),
-                       " is not in the job: its state would be lost"));
-    }
-    // Every task's parallelism then, checked first: a task's input state
-    // is restored only where no task upstream was rescaled either.
-    std::vector<int> old_p(plan.chains.size());
-    for (size_t c = 0; c < plan.chains.size(); ++c) {
-      const PlanChain& chain = plan.chains[c];
-      const int k = from[c];
-      if (k < 0) continue;
-      const std::string name = meta(absl::StrCat("task.", k, ".name"));
-      if (!by_uid[c] && name != chain.task_name) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
-      }
-      const std::string p = meta(absl::StrCat("task.", k, ".parallelism"));
-      if (!absl::SimpleAtoi(p, &old_p[c]) || old_p[c] <= 0) {
-        return absl::DataLossError(absl::StrCat(where, ": task '", chain.task_name,
-                                                "' has no valid parallelism ('", p, "')"));
-      }
-      // Key groups are fixed by the max parallelism: changing it would move
-      // keys to groups (and subtasks) other than their state's.  Checkpoints
-      // that predate the entry are not checked.
-      const std::string max_p = meta(absl::StrCat("task.", k, ".max_parallelism"));
-      if (!max_p.empty() && max_p != ChainMaxParallelism(plan, c)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(where, ": task '", chain.task_name, "' ran with max parallelism ", max_p,
-                         ", the job has ", ChainMaxParallelism(plan, c),
-                         "; keyed state cannot move to other key groups"));
-      }
-      if (old_p[c] != chain.parallelism &&
-          plan.nodes[chain.head].kind == StreamNode::Kind::kSource) {
-        return absl::UnimplementedError(absl::StrCat(
-            where, ": task '", chain.task_name, "' ran at parallelism ", old_p[c], ", the job has ",
-            chain.parallelism,
-            "; a source task cannot be restored at another parallelism (its positions are per "
-            "subtask)"));
-      }
-    }
-    for (size_t c = 0; c < plan.chains.size(); ++c) {
-      const PlanChain& chain = plan.chains[c];
-      if (from[c] < 0) continue;  // a new task: starts fresh
-      auto old = std::make_shared<std::vector<SubtaskSnapshot>>();
-      for (int s = 0; s < old_p[c]; ++s) {
-        const std::string file = SubtaskStateFileName(from[c], s);
-        auto it = restore->states.find(file);
-        if (it == restore->states.end()) {
-          return absl::DataLossError(absl::StrCat(where, ": ", file, " is missing"));
-        }
-        absl::StatusOr<SubtaskSnapshot> snap =
-            DecodeSubtaskSnapshot(it->second, absl::StrCat(where, ": ", file));
-        if (!snap.ok()) return snap.status();
-        old->push_back(*std::move(snap));
-      }
-      SubtaskRestore r;
-      r.checkpoint_id = restore->id;
-      r.old_parallelism = old_p[c];
-      r.old = std::move(old);
-      r.matched_by_uid = by_uid[c];
-      r.restore_input = old_p[c] == chain.parallelism;
-      // A source's position, or an input gate's channels: the latter only
-      // where the task and every task upstream are restored unchanged, at
-      // their index and parallelism (else its input starts as a rescaled
-      // one: the lowest old watermark).
-      if (!plan.nodes[chain.head].inputs.empty() && from[c] != static_cast<int>(c))
-        r.restore_input = false;
-      for (int e : plan.nodes[chain.head].inputs) {
-        const int up = plan.nodes[plan.edges[e].from].chain;
-        if (from[up] != up || old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
-      }
-      for (StreamTask* t : a.tasks[c])
-        if (t != nullptr) t->SetRestoreState(r);
+    if (absl::Status s = AssignRestoreStates(plan, *restore, metadata["job.tasks"], a.tasks);
+        !s.ok()) {
+      return s;
     }
   }
   a.exec->EnableCheckpoints(std::move(coordinator), restore ? restore->id : -1,

@@ -177,8 +177,24 @@ class JobCompiler {
   void CreateTasks(const PhysicalPlan& plan, Assembly& a) const;
   void CreateChannels(const PhysicalPlan& plan, Assembly& a) const;
   void Wire(const PhysicalPlan& plan, Assembly& a) const;
+  // 6, per subtask: WireChainOperators, then its input (WireSourceInput,
+  // WireTwoInputGate or WireInputGate).
+  struct SubtaskWiring;
   void WireSubtask(const PhysicalPlan& plan, Assembly& a, int chain, int subtask) const;
+  void WireChainOperators(SubtaskWiring& w) const;
+  void AddNetworkOutputs(SubtaskWiring& w, int node_id, const std::string& tag, const NodeOps* ops,
+                         std::vector<OutputBase*>& outs) const;
+  OutputBase* CombineOutputs(SubtaskWiring& w, const NodeOps* ops,
+                             std::vector<OutputBase*>& outs) const;
+  void WireSourceInput(SubtaskWiring& w) const;
+  void WireTwoInputGate(SubtaskWiring& w) const;
+  void WireInputGate(SubtaskWiring& w) const;
+  // 7: the coordinator, the participants, and the states to restore (the
+  // steps in job_compiler.cc: CheckpointMetadata, LoadCheckpointToRestore,
+  // FirstCheckpointId, ConnectCheckpointParticipants, AssignRestoreStates).
   absl::Status SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const;
+  void ConnectCheckpointParticipants(const PhysicalPlan& plan, Assembly& a,
+                                     CheckpointCoordinator* coordinator) const;
   absl::Status Place(const PhysicalPlan& plan, Assembly& a) const;
 
   const std::vector<std::unique_ptr<StreamNode>>& nodes_;

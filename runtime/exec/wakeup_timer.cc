@@ -28,40 +28,41 @@ void WakeupTimer::Start() {
 
 void WakeupTimer::Schedule(Task* task, SteadyTime deadline) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.emplace(deadline, task);
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WakeupTimer::Stop() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
 }
 
 void WakeupTimer::Main() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stop_) {
     if (queue_.empty()) {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       continue;
     }
     const SteadyTime next = queue_.top().first;
     if (std::chrono::steady_clock::now() < next) {
-      cv_.wait_until(lock, next);
+      cv_.WaitUntil(&mu_, next);
       continue;
     }
     Task* t = queue_.top().second;
     queue_.pop();
-    lock.unlock();
+    mu_.Unlock();
     t->Notify();
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 }  // namespace tidemark::internal

@@ -8,15 +8,14 @@
 #ifndef TM_RUNTIME_WAKEUP_TIMER_H_
 #define TM_RUNTIME_WAKEUP_TIMER_H_
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <queue>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "tidemark/runtime/core/detail/task.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -41,19 +40,19 @@ class WakeupTimer {
   // Starts the thread.  Call once.
   void Start();
   // Notifies `task` at `deadline`.  Thread-safe.
-  void Schedule(Task* task, SteadyTime deadline);
+  void Schedule(Task* task, SteadyTime deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Stops and joins the thread (pending deadlines are dropped).  Idempotent;
   // not concurrently with Start().
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void Main();
+  void Main() ABSL_LOCKS_EXCLUDED(mu_);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   using Entry = std::pair<SteadyTime, Task*>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue_;  // guarded by mu_
-  bool stop_ = false;                                                          // guarded by mu_
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -1,22 +1,21 @@
 #include "tidemark/runtime/exec/worker_pool.h"
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "tidemark/runtime/exec/wakeup_timer.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
 // Padded to a cache line of its own: workers touch each other's only to
 // queue or steal.
 struct alignas(64) WorkerPool::Worker {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Task*> queue;  // guarded by mu
-  bool sleeping = false;    // guarded by mu
-  bool woken = false;       // guarded by mu: asked to look for work to steal
+  Mutex mu;
+  CondVar cv;
+  std::deque<Task*> queue ABSL_GUARDED_BY(mu);
+  bool sleeping ABSL_GUARDED_BY(mu) = false;
+  bool woken ABSL_GUARDED_BY(mu) = false;  // asked to look for work to steal
   std::thread thread;
 };
 
@@ -45,8 +44,8 @@ void WorkerPool::Stop() {
   if (!started_) return;
   stop_.store(true, std::memory_order_seq_cst);
   for (auto& w : workers_) {
-    std::lock_guard<std::mutex> lock(w->mu);
-    w->cv.notify_all();
+    MutexLock lock(&w->mu);
+    w->cv.SignalAll();
   }
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
@@ -65,11 +64,11 @@ void WorkerPool::Dispatch(Task* task) {
   bool home_sleeping;
   size_t queued;
   {
-    std::lock_guard<std::mutex> lock(w.mu);
+    MutexLock lock(&w.mu);
     w.queue.push_back(task);
     home_sleeping = w.sleeping;
     queued = w.queue.size();
-    if (home_sleeping) w.cv.notify_one();
+    if (home_sleeping) w.cv.Signal();
   }
   if (home_sleeping) return;
   // The home worker is busy.  When it is this thread, between two slices, it
@@ -83,10 +82,10 @@ void WorkerPool::WakeOneSleeper(int except) {
   for (int i = 0; i < num_workers(); ++i) {
     if (i == except) continue;
     Worker& w = *workers_[static_cast<size_t>(i)];
-    std::lock_guard<std::mutex> lock(w.mu);
+    MutexLock lock(&w.mu);
     if (w.sleeping && !w.woken) {
       w.woken = true;
-      w.cv.notify_one();
+      w.cv.Signal();
       return;
     }
   }
@@ -94,7 +93,7 @@ void WorkerPool::WakeOneSleeper(int except) {
 
 Task* WorkerPool::TakeOwn(int w) {
   Worker& me = *workers_[static_cast<size_t>(w)];
-  std::lock_guard<std::mutex> lock(me.mu);
+  MutexLock lock(&me.mu);
   if (me.queue.empty()) return nullptr;
   Task* t = me.queue.front();
   me.queue.pop_front();
@@ -108,7 +107,7 @@ Task* WorkerPool::Steal(int w) {
     Worker& v = *workers_[static_cast<size_t>(victim)];
     Task* t = nullptr;
     {
-      std::lock_guard<std::mutex> lock(v.mu);
+      MutexLock lock(&v.mu);
       if (v.queue.empty()) continue;
       t = v.queue.front();
       v.queue.pop_front();
@@ -137,11 +136,10 @@ void WorkerPool::Main(int w) {
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     t = Steal(w);
     if (t == nullptr) {
-      std::unique_lock<std::mutex> lock(me.mu);
+      MutexLock lock(&me.mu);
       me.sleeping = true;
-      me.cv.wait(lock, [&] {
-        return !me.queue.empty() || me.woken || stop_.load(std::memory_order_acquire);
-      });
+      while (me.queue.empty() && !me.woken && !stop_.load(std::memory_order_acquire))
+        me.cv.Wait(&me.mu);
       me.sleeping = false;
       me.woken = false;
     }

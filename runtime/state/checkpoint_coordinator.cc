@@ -95,12 +95,12 @@ void CheckpointCoordinator::RecordFailure(int64_t id, const std::string& error, 
   const std::string line = error.rfind(prefix, 0) == 0 ? error : absl::StrCat(prefix, error);
   int64_t in_a_row = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++summary_.failed;
     summary_.last_error = line;
     in_a_row = ++failed_in_a_row_;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (report_failure_) report_failure_(id, line);
   if (!final && in_a_row > tolerable_failures_ && fail_job_) {
     fail_job_(absl::AbortedError(absl::StrCat(
@@ -112,6 +112,7 @@ void CheckpointCoordinator::RecordFailure(int64_t id, const std::string& error, 
 
 void CheckpointCoordinator::AddTask(CheckpointParticipant* task, int task_index, int subtask) {
   tasks_.emplace_back(task, Key{task_index, subtask});
+  MutexLock lock(&mu_);
   if (!task->replayable()) summary_.at_most_once = true;
 }
 
@@ -121,14 +122,14 @@ void CheckpointCoordinator::Start() {
 
 void CheckpointCoordinator::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   std::optional<int64_t> abandoned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (pending_) abandoned = pending_->id;
     pending_.reset();
   }
@@ -139,13 +140,13 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
   std::vector<CheckpointParticipant*> sources;
   int64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stop_ || pending_ || persisting_) return -1;
     for (auto& [task, key] : tasks_)
       if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
     if (sources.empty()) return -1;  // nothing will change any more
     id = NextIdLocked();
-    pending_.emplace();
+    pending_.emplace(Pending{});
     pending_->id = id;
     pending_->started = std::chrono::steady_clock::now();
   }
@@ -170,7 +171,7 @@ bool CheckpointCoordinator::PendingCompleteLocked() const {
 
 void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!pending_ || pending_->id != s.checkpoint_id) return;  // abandoned
     const Key key{s.task_index, s.subtask};
     summary_.max_alignment_ms =
@@ -179,25 +180,25 @@ void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void CheckpointCoordinator::SubtaskFinished(SubtaskSnapshot final_state) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const Key key{final_state.task_index, final_state.subtask};
     finished_[key] = std::move(final_state);
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void CheckpointCoordinator::Run() {
   using Clock = std::chrono::steady_clock;
   const bool periodic = interval_.count() > 0;
   Clock::time_point next_trigger = Clock::now() + interval_;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     if (pending_ready_) {
       pending_ready_ = false;
@@ -214,16 +215,16 @@ void CheckpointCoordinator::Run() {
           p.acks[key] = std::move(s);
         }
       }
-      lock.unlock();
+      mu_.Unlock();
       Persist(std::move(p), /*notify_tasks=*/true);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     // Real time is the subject here: a checkpoint every interval.
     if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
-      lock.unlock();
+      mu_.Unlock();
       TriggerCheckpoint();  // -1 (none started) once every source has finished
-      lock.lock();
+      mu_.Lock();
       next_trigger = Clock::now() + interval_;
       continue;
     }
@@ -234,23 +235,23 @@ void CheckpointCoordinator::Run() {
     if (expires && Clock::now() >= expiry) {
       const int64_t id = pending_->id;
       pending_.reset();  // late acknowledgements find nothing
-      lock.unlock();
+      mu_.Unlock();
       if (storage_) storage_->Abort(id);
       RecordFailure(id,
                     absl::StrCat("expired before completing: not complete within the checkpoint "
                                  "timeout of ",
                                  timeout_.count(), " ms (--checkpoint-timeout)"),
                     /*final=*/false);
-      lock.lock();
+      mu_.Lock();
       next_trigger = Clock::now() + interval_;
       continue;
     }
     if (expires) {
-      cv_.wait_until(lock, periodic ? std::min(next_trigger, expiry) : expiry);
+      cv_.WaitUntil(&mu_, periodic ? std::min(next_trigger, expiry) : expiry);
     } else if (periodic && !pending_) {
-      cv_.wait_until(lock, next_trigger);
+      cv_.WaitUntil(&mu_, next_trigger);
     } else {
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
     }
   }
 }
@@ -258,7 +259,7 @@ void CheckpointCoordinator::Run() {
 int64_t CheckpointCoordinator::CompleteFinal() {
   Pending p;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [task, key] : tasks_)
       if (!finished_.contains(key)) return -1;
     p.id = NextIdLocked();
@@ -313,7 +314,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p.started)
           .count();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     persisting_ = false;
     if (status.ok()) {
       ++summary_.completed;
@@ -326,7 +327,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       failed_in_a_row_ = 0;
     }
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (!status.ok()) RecordFailure(id, std::string(status.message()), /*final=*/!notify_tasks);
   if (status.ok() && notify_tasks) {
     for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
@@ -335,17 +336,21 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
 }
 
 bool CheckpointCoordinator::AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return summary_.last_id >= id; });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&mu_);
+  while (summary_.last_id < id) {
+    if (cv_.WaitUntil(&mu_, deadline)) return summary_.last_id >= id;
+  }
+  return true;
 }
 
 CheckpointSummary CheckpointCoordinator::Summary() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return summary_;
 }
 
 std::vector<SubtaskSnapshot> CheckpointCoordinator::LastCompleted() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_completed_;
 }
 

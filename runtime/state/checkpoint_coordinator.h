@@ -36,12 +36,10 @@
 #define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -53,6 +51,8 @@
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/state/checkpoint_summary.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
+#include "runtime/job_result.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -84,27 +84,27 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
                         std::function<void(const absl::Status&)> fail_job);
   // Before Start: every subtask of the job (a StreamTask, or the stand-in of
   // one on another rank), with its task's index in the plan.
-  void AddTask(CheckpointParticipant* task, int task_index, int subtask);
+  void AddTask(CheckpointParticipant* task, int task_index, int subtask) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts the thread (interval > 0) ; Stop joins it and abandons a pending
   // checkpoint.
   void Start();
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Starts a checkpoint now, unless one is pending or every source has
   // finished; returns its id or -1.  (The thread calls it every interval.)
-  int64_t TriggerCheckpoint();
+  int64_t TriggerCheckpoint() ABSL_LOCKS_EXCLUDED(mu_);
   // After Stop, once every subtask has finished: the job's final
   // checkpoint, made of their final snapshots, written like any other; its
   // id, or -1 when it could not be written (Summary().last_error says why)
   // or a subtask has not finished.  The tasks are not told (they have
   // finished): the caller tells their operators.
-  int64_t CompleteFinal();
+  int64_t CompleteFinal() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until checkpoint `id` is complete and durable (true) or the
   // timeout passes (false).
-  bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout);
-  CheckpointSummary Summary() const;
+  bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  CheckpointSummary Summary() const ABSL_LOCKS_EXCLUDED(mu_);
   // The snapshots of the last completed checkpoint (in memory and on disk).
-  std::vector<SubtaskSnapshot> LastCompleted() const;
+  std::vector<SubtaskSnapshot> LastCompleted() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // CheckpointAcknowledger
   void Acknowledge(SubtaskSnapshot s) override;
@@ -117,18 +117,18 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
     std::chrono::steady_clock::time_point started;
     std::map<Key, SubtaskSnapshot> acks;
   };
-  void Run();
-  // Under mu_: the next checkpoint id, past directories that hold a manifest.
-  int64_t NextIdLocked();
-  // Under mu_: every subtask has acknowledged or finished?
-  bool PendingCompleteLocked() const;
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // The next checkpoint id, past directories that hold a manifest.
+  int64_t NextIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every subtask has acknowledged or finished?
+  bool PendingCompleteLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the coordinator's thread (or the caller's, without one): persists the
   // completed pending checkpoint and tells the tasks.
   // Returns whether it was written.
-  bool Persist(Pending p, bool notify_tasks);
-  // Counts and reports failed checkpoint `id` (not under mu_); fails the job
-  // past the tolerable count unless `final`.
-  void RecordFailure(int64_t id, const std::string& error, bool final);
+  bool Persist(Pending p, bool notify_tasks) ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts and reports failed checkpoint `id`; fails the job past the
+  // tolerable count unless `final`.
+  void RecordFailure(int64_t id, const std::string& error, bool final) ABSL_LOCKS_EXCLUDED(mu_);
 
   const Duration interval_;
   int tolerable_failures_ = 0;
@@ -137,19 +137,19 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   std::function<void(const absl::Status&)> fail_job_;
   const std::unique_ptr<CheckpointStorage> storage_;
   const std::map<std::string, std::string> metadata_;
-  std::vector<std::pair<CheckpointParticipant*, Key>> tasks_;
+  std::vector<std::pair<CheckpointParticipant*, Key>> tasks_;  // fixed once started
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // pending_ complete, completed_, stop_
-  int64_t next_id_;
-  std::optional<Pending> pending_;               // guarded by mu_
-  bool pending_ready_ = false;                   // pending_ has every ack; guarded by mu_
-  bool persisting_ = false;                      // the thread is writing one; guarded by mu_
-  std::map<Key, SubtaskSnapshot> finished_;      // guarded by mu_
-  std::vector<SubtaskSnapshot> last_completed_;  // guarded by mu_
-  CheckpointSummary summary_;                    // guarded by mu_
-  int64_t failed_in_a_row_ = 0;                  // guarded by mu_
-  bool stop_ = false;                            // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // pending_ complete, completed_, stop_
+  int64_t next_id_ ABSL_GUARDED_BY(mu_);
+  std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool pending_ready_ ABSL_GUARDED_BY(mu_) = false;  // pending_ has every ack
+  bool persisting_ ABSL_GUARDED_BY(mu_) = false;     // the thread is writing one
+  std::map<Key, SubtaskSnapshot> finished_ ABSL_GUARDED_BY(mu_);
+  std::vector<SubtaskSnapshot> last_completed_ ABSL_GUARDED_BY(mu_);
+  CheckpointSummary summary_ ABSL_GUARDED_BY(mu_);
+  int64_t failed_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -507,34 +507,34 @@ AsyncStateWriter::AsyncStateWriter(const CheckpointStorage* storage)
 
 AsyncStateWriter::~AsyncStateWriter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  work_cv_.notify_one();
+  work_cv_.Signal();
   thread_.join();
 }
 
 void AsyncStateWriter::Submit(int64_t id, std::string name, std::string bytes, Done done) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(Job{id, std::move(name), std::move(bytes), std::move(done)});
     ++submitted_;
   }
-  work_cv_.notify_one();
+  work_cv_.Signal();
 }
 
 void AsyncStateWriter::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t target = submitted_;
-  done_cv_.wait(lock, [&] { return completed_ >= target; });
+  while (completed_ < target) done_cv_.Wait(&mu_);
 }
 
 void AsyncStateWriter::Run() {
   while (true) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stop_ && queue_.empty()) work_cv_.Wait(&mu_);
       if (queue_.empty()) return;  // stop_, and everything written
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -542,10 +542,10 @@ void AsyncStateWriter::Run() {
     absl::StatusOr<StateFileInfo> result = storage_->WriteState(job.id, job.name, job.bytes);
     if (job.done) job.done(std::move(result));
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++completed_;
     }
-    done_cv_.notify_all();
+    done_cv_.SignalAll();
   }
 }
 

@@ -29,13 +29,11 @@
 #ifndef TM_RUNTIME_CHECKPOINT_STORAGE_H_
 #define TM_RUNTIME_CHECKPOINT_STORAGE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,6 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -166,10 +165,10 @@ class AsyncStateWriter {
   AsyncStateWriter& operator=(const AsyncStateWriter&) = delete;
 
   // Thread-safe.  `done` may be empty.
-  void Submit(int64_t id, std::string name, std::string bytes, Done done);
+  void Submit(int64_t id, std::string name, std::string bytes, Done done) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until everything submitted before the call is written and its
   // `done` has returned.
-  void Flush();
+  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Job {
@@ -178,17 +177,17 @@ class AsyncStateWriter {
     std::string bytes;
     Done done;
   };
-  void Run();
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
   const CheckpointStorage* storage_;
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // a job was queued, or stop_
-  std::condition_variable done_cv_;  // completed_ grew
-  std::deque<Job> queue_;            // guarded by mu_
-  uint64_t submitted_ = 0;           // guarded by mu_
-  uint64_t completed_ = 0;           // guarded by mu_
-  bool stop_ = false;                // guarded by mu_
-  std::thread thread_;               // last: starts after the fields above
+  Mutex mu_;
+  CondVar work_cv_;  // a job was queued, or stop_
+  CondVar done_cv_;  // completed_ grew
+  std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the fields above
 };
 
 }  // namespace tidemark::internal

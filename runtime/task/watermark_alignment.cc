@@ -61,14 +61,14 @@ void SourceAlignment::Announce(Timestamp max_allowed) {
 }
 
 void AlignmentCoordinator::Add(SourceAlignment* s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   groups_[s->group()].push_back(Member{s});
 }
 
 void AlignmentCoordinator::Report(SourceAlignment* s, Timestamp w) {
   // Under the lock, announcements reach every member in report order (an
   // older limit never overwrites a newer one).
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<Member>& members = groups_[s->group()];
   Timestamp minimum = kMaxTimestamp;
   for (Member& m : members) {
@@ -82,7 +82,7 @@ void AlignmentCoordinator::Report(SourceAlignment* s, Timestamp w) {
 }
 
 AlignmentCoordinator::GroupState AlignmentCoordinator::Group(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   GroupState g;
   auto it = groups_.find(name);
   if (it == groups_.end()) return g;

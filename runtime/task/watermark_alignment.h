@@ -39,13 +39,13 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "tidemark/runtime/core/clock.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/time.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -122,8 +122,8 @@ class AlignmentCoordinator {
     bool reported = false;
     Timestamp watermark = kMinTimestamp;
   };
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<Member>> groups_;
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<Member>> groups_ ABSL_GUARDED_BY(mu_);
 };
 
 // max_allowed = minimum + drift, MAX on overflow (Math.addExact failing).

@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -32,6 +31,7 @@
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
 #include "tidemark/tidemark.h"
+#include "runtime/mutex.h"
 #include "tools/cli/run.h"
 
 namespace tidemark::cli {
@@ -226,16 +226,20 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
               : std::string(", without watermark alignment"))
       << "\n";
   JobClient client = env.execute_async("tidemark demo");
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
+  internal::Mutex mu;
+  internal::CondVar cv;
+  bool done = false;  // under mu
   std::thread progress([&] {
     if (!o.progress) return;
     int64_t last_records = 0;
     int64_t ticks = 0;
     auto last = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(mu);
-    while (!cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return done; })) {
+    internal::MutexLock lock(&mu);
+    for (;;) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+      while (!done && !cv.WaitUntil(&mu, deadline)) {
+      }
+      if (done) break;
       int64_t records = 0;
       std::string srcs, wins;
       for (const auto& m : client.metrics()) {
@@ -264,10 +268,10 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
   });
   JobResult r = client.wait();
   {
-    std::lock_guard<std::mutex> lock(mu);
+    internal::MutexLock lock(&mu);
     done = true;
   }
-  cv.notify_all();
+  cv.SignalAll();
   progress.join();
   if (!r.ok()) {
     err << "tidemark: " << r.status.message() << "\n";

@@ -6,13 +6,13 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "runtime/mutex.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {
@@ -88,13 +88,13 @@ std::string LiveState::Time(Timestamp ts) const { return JsonString(FormatTime(t
 
 void LiveState::OnTimelineEvent(const TimelineEvent& e) {
   const LiveEvent l = ToLiveEvent(e, zone_);  // formatted outside the lock
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   Apply(e);
   Append(l);
 }
 
 void LiveState::Publish(const LiveEvent& e) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   if (e.kind == "source_pause" && e.subtask >= 0) {
     for (const auto& [name, value] : e.fields)
       if (name == "paused") sources_[e.subtask].paused = value == "true";
@@ -155,7 +155,7 @@ void LiveState::Append(const LiveEvent& e) {
 void LiveState::SetMetricsSource(std::function<std::vector<SubtaskMetricsSnapshot>()> source) {
   std::function<std::vector<SubtaskMetricsSnapshot>()> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     old = std::move(metrics_);
     metrics_ = std::move(source);
   }
@@ -163,7 +163,7 @@ void LiveState::SetMetricsSource(std::function<std::vector<SubtaskMetricsSnapsho
 }
 
 void LiveState::SetEnded(const std::string& status, const std::string& message) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   status_ = status;
   message_ = message;
   ended_ms_ =
@@ -173,7 +173,7 @@ void LiveState::SetEnded(const std::string& status, const std::string& message) 
 std::string LiveState::StateJson() const {
   std::function<std::vector<SubtaskMetricsSnapshot>()> source;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     source = metrics_;
   }
   std::vector<SubtaskMetricsSnapshot> metrics;
@@ -191,7 +191,7 @@ std::string LiveState::StateJson() const {
   const double now =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
 
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   std::string j =
       absl::StrCat("{\"status\":", JsonString(status_), ",\"message\":", JsonString(message_),
                    ",\"t_ms\":", Ms(now), ",\"ended_ms\":", Ms(ended_ms_),
@@ -248,7 +248,7 @@ std::string LiveState::StateJson() const {
 }
 
 std::string LiveState::EventsJson(uint64_t since, size_t max) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   const uint64_t end = first_seq_ + events_.size();
   const uint64_t from = std::max(since, first_seq_);
   const uint64_t to = std::min<uint64_t>(end, from + max);
@@ -304,10 +304,10 @@ absl::Status ParseServeAddress(const std::string& spec, std::string* host, int* 
 struct LiveServer::Impl {
   httplib::Server server;
   std::thread thread;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;     // listen_after_bind returned
-  bool stopped = false;  // Stop() ran
+  internal::Mutex mu;
+  internal::CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;  // listen_after_bind returned
+  bool stopped = false;                   // Stop() ran (by the owner's thread)
 };
 
 absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(const std::string& host, int port,
@@ -355,9 +355,9 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(const std::string&
   s->port_ = bound;
   impl->thread = std::thread([impl] {
     impl->server.listen_after_bind();
-    std::lock_guard<std::mutex> lock(impl->mu);
+    internal::MutexLock lock(&impl->mu);
     impl->done = true;
-    impl->cv.notify_all();
+    impl->cv.SignalAll();
   });
   return s;
 }
@@ -372,14 +372,15 @@ void LiveServer::Stop() {
   impl_->stopped = true;
   // stop() is lost when it comes before the listening loop has begun, so it
   // is repeated until that loop has ended.
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  while (!impl_->done) {
-    lock.unlock();
-    impl_->server.stop();
-    lock.lock();
-    impl_->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return impl_->done; });
+  {
+    internal::MutexLock lock(&impl_->mu);
+    while (!impl_->done) {
+      impl_->mu.Unlock();
+      impl_->server.stop();
+      impl_->mu.Lock();
+      if (!impl_->done) impl_->cv.WaitFor(&impl_->mu, std::chrono::milliseconds(20));
+    }
   }
-  lock.unlock();
   impl_->thread.join();
 }
 

@@ -25,7 +25,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "tidemark/runtime/core/metrics.h"
+#include "runtime/mutex.h"
 #include "tools/cli/trace.h"
 
 namespace tidemark::cli {
@@ -90,23 +90,23 @@ class LiveState final : public TimelineObserver {
     std::map<std::string, int64_t> firings;  // on_time, late, end_of_input
     int64_t late_records = 0;
   };
-  void Apply(const TimelineEvent& e);  // mu_ held
-  void Append(const LiveEvent& e);     // mu_ held
+  void Apply(const TimelineEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Append(const LiveEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Time(Timestamp ts) const;
 
   const absl::TimeZone zone_;
   const size_t max_events_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  mutable std::mutex mu_;
-  std::map<int, Source> sources_;
-  std::map<int, Window> windows_;
-  std::map<std::string, int64_t> kinds_;  // events seen, by kind
-  std::deque<std::string> events_;        // JSON, seq first_seq_ ...
-  uint64_t first_seq_ = 0;
-  std::string status_ = "running";
-  std::string message_;
-  double ended_ms_ = -1;
-  std::function<std::vector<SubtaskMetricsSnapshot>()> metrics_;
+  mutable internal::Mutex mu_;
+  std::map<int, Source> sources_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Window> windows_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> kinds_ ABSL_GUARDED_BY(mu_);  // events seen, by kind
+  std::deque<std::string> events_ ABSL_GUARDED_BY(mu_);        // JSON, seq first_seq_ ...
+  uint64_t first_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string status_ ABSL_GUARDED_BY(mu_) = "running";
+  std::string message_ ABSL_GUARDED_BY(mu_);
+  double ended_ms_ ABSL_GUARDED_BY(mu_) = -1;
+  std::function<std::vector<SubtaskMetricsSnapshot>()> metrics_ ABSL_GUARDED_BY(mu_);
 };
 
 // Splits --serve=HOST:PORT ("[::1]:PORT" for IPv6) and refuses any host

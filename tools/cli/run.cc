@@ -17,7 +17,6 @@
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -32,6 +31,7 @@
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
 #include "tidemark/tidemark.h"
+#include "runtime/mutex.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
 
@@ -239,10 +239,10 @@ struct Shared {
   std::atomic<int64_t> fired{0};
   std::atomic<int64_t> late{0};
   std::atomic<int64_t> future{0};
-  std::mutex dead_mu;
-  std::ofstream dead_letter;
-  std::mutex err_mu;
-  std::ostream* err = nullptr;
+  internal::Mutex dead_mu;
+  std::ofstream dead_letter ABSL_GUARDED_BY(dead_mu);
+  internal::Mutex err_mu;
+  std::ostream* err ABSL_PT_GUARDED_BY(err_mu) = nullptr;
 };
 
 // A line quoted in an error: at most this many bytes of it.
@@ -370,13 +370,13 @@ class SignalWatcher {
   // The job to cancel at the first signal (nullptr: none any more).  When a
   // signal came before, cancels it now.
   void Attach(StreamExecutionEnvironment* env) {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     env_ = env;
     if (env_ != nullptr && signal_ != 0) env_->cancel();
   }
   // The first signal taken, 0 if none.
   int signal() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    internal::MutexLock lock(&mu_);
     return signal_;
   }
 
@@ -392,7 +392,7 @@ class SignalWatcher {
       signalfd_siginfo info;
       if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
       const int sig = static_cast<int>(info.ssi_signo);
-      std::lock_guard<std::mutex> lock(mu_);
+      internal::MutexLock lock(&mu_);
       if (signal_ != 0) {
         const std::string msg =
             absl::StrCat("tidemark: second signal (", SignalName(sig), "): exiting at once\n");
@@ -413,9 +413,9 @@ class SignalWatcher {
   int signal_fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
-  mutable std::mutex mu_;
-  StreamExecutionEnvironment* env_ = nullptr;  // guarded by mu_
-  int signal_ = 0;                             // guarded by mu_
+  mutable internal::Mutex mu_;
+  StreamExecutionEnvironment* env_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int signal_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What a cancelled job left open, from its final metrics.
@@ -481,20 +481,21 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     update_interval = *u;
   }
   auto optional_duration = [](const std::string& flag, const std::string& text,
-                              std::optional<Duration>* d) -> std::string {
-    if (text.empty()) return "";
+                              std::optional<Duration>* d) -> absl::Status {
+    if (text.empty()) return absl::OkStatus();
     auto v = ParseDuration(text);
-    if (!v.ok()) return absl::StrCat("--", flag, ": ", v.status().message());
+    if (!v.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", v.status().message()));
     *d = *v;
-    return "";
+    return absl::OkStatus();
   };
   std::optional<Duration> flush_after, max_future_skew;
-  if (std::string e = optional_duration("flush-after", o.flush_after, &flush_after); !e.empty())
-    return fail(e);
+  if (absl::Status e = optional_duration("flush-after", o.flush_after, &flush_after); !e.ok())
+    return fail(std::string(e.message()));
   if (flush_after && flush_after->count() <= 0) return fail("--flush-after must be greater than 0");
-  if (std::string e = optional_duration("max-future-skew", o.max_future_skew, &max_future_skew);
-      !e.empty())
-    return fail(e);
+  if (absl::Status e = optional_duration("max-future-skew", o.max_future_skew, &max_future_skew);
+      !e.ok())
+    return fail(std::string(e.message()));
   if (max_future_skew && max_future_skew->count() < 0)
     return fail("--max-future-skew must not be negative");
   auto window = ParseWindowSpec(o.window);
@@ -628,7 +629,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   sh->err = &err;
   if (!o.dead_letter.empty() && !o.explain) {
     // Under mpirun each rank writes the lines its sources skipped to its own
-    // file, DEAD_LETTER.RANK.
+    // file, DEAD_LETTER.RANK.  (No task runs yet; the lock is for the
+    // analysis.)
+    internal::MutexLock lock(&sh->dead_mu);
     sh->dead_letter.open(
         cluster.distributed() ? absl::StrCat(o.dead_letter, ".", cluster.rank) : o.dead_letter,
         std::ios::out | std::ios::trunc);
@@ -682,7 +685,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   env.set_checkpoint_failure_listener([sh, live = live.get(), rec = recorder.get()](
                                           int64_t id, const std::string& error) {
     {
-      std::lock_guard<std::mutex> lock(sh->err_mu);
+      internal::MutexLock lock(&sh->err_mu);
       *sh->err << "tidemark: checkpoint failed: " << error << "\n" << std::flush;
     }
     // The live view's feed, and its count of "checkpoint_failed" events.
@@ -700,7 +703,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   env.set_restart_listener([sh, live = live.get(), rec = recorder.get()](int64_t restart,
                                                                          const std::string& cause) {
     {
-      std::lock_guard<std::mutex> lock(sh->err_mu);
+      internal::MutexLock lock(&sh->err_mu);
       *sh->err << "tidemark: restarting (" << restart << "): " << cause << "\n" << std::flush;
     }
     if (live != nullptr) {
@@ -720,7 +723,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     spec.port = port;
     spec.max_retries = o.socket_retries;
     spec.on_retry = [sh](const std::string& msg) {
-      std::lock_guard<std::mutex> lock(sh->err_mu);
+      internal::MutexLock lock(&sh->err_mu);
       *sh->err << "tidemark: " << msg << "\n" << std::flush;
     };
   } else {
@@ -751,8 +754,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                             r.status().message(), ": '", Quoted(line), "'"));
     }
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    internal::MutexLock lock(&sh->dead_mu);
     if (sh->dead_letter.is_open()) {
-      std::lock_guard<std::mutex> lock(sh->dead_mu);
       sh->dead_letter << where.source << ":" << where.line_number << ": " << r.status().message()
                       << ": " << line << "\n";
     }
@@ -764,8 +767,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   spec.on_over_long = [sh, skip](const OverLongLine& l) {
     if (!skip) throw std::runtime_error(l.Describe());
     sh->skipped.fetch_add(1, std::memory_order_relaxed);
+    internal::MutexLock lock(&sh->dead_mu);
     if (sh->dead_letter.is_open()) {
-      std::lock_guard<std::mutex> lock(sh->dead_mu);
       sh->dead_letter << l.where.source << ":" << l.where.line_number << ": " << l.Message() << ": "
                       << l.QuotedPrefix() << "\n";
     }

@@ -17,7 +17,7 @@
 namespace tidemark::cli {
 
 void LinePrinter::Print(const std::string& line) {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   (*out_) << line << '\n';
   out_->flush();
 }
@@ -157,12 +157,12 @@ std::string TraceRecorder::Time(Timestamp ts) const { return FormatTime(ts, zone
 void TraceRecorder::Keep(TimelineEvent e) {
   if (observer_ != nullptr) observer_->OnTimelineEvent(e);
   if (!keep_) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   events_.push_back(std::move(e));
 }
 
 std::vector<TimelineEvent> TraceRecorder::events() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  internal::MutexLock lock(&mu_);
   return events_;
 }
 

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "absl/time/time.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/time.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::cli {
 
@@ -33,8 +33,8 @@ class LinePrinter {
   void Print(const std::string& line);
 
  private:
-  std::mutex mu_;
-  std::ostream* out_;
+  internal::Mutex mu_;
+  std::ostream* const out_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 enum class OutputFormat { kText, kJsonl };
@@ -150,8 +150,8 @@ class TraceRecorder final : public WatermarkListener {
   TimelineObserver* observer_ = nullptr;
   absl::TimeZone zone_;
   std::chrono::steady_clock::time_point start_;
-  mutable std::mutex mu_;
-  std::vector<TimelineEvent> events_;
+  mutable internal::Mutex mu_;
+  std::vector<TimelineEvent> events_ ABSL_GUARDED_BY(mu_);
 };
 
 // A self-contained HTML page (inline SVG and script, no network) drawing, over

@@ -5,14 +5,14 @@ namespace tidemark::internal {
 ChannelBase::~ChannelBase() = default;
 
 bool ChannelBase::HasSpace() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (size_.load(std::memory_order_relaxed) < capacity_) return true;
   producer_waiting_ = true;
   return false;
 }
 
 std::unique_ptr<BatchBase> ChannelBase::TakeFree() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (free_.empty()) return nullptr;
   std::unique_ptr<BatchBase> b = std::move(free_.back());
   free_.pop_back();
@@ -23,7 +23,7 @@ bool ChannelBase::PushBatch(std::unique_ptr<BatchBase> batch) {
   bool wake_consumer = false;
   bool has_space = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const size_t n = size_.load(std::memory_order_relaxed);
     wake_consumer = (n == 0);
     queue_.push_back(std::move(batch));
@@ -41,7 +41,7 @@ std::unique_ptr<BatchBase> ChannelBase::PopBatch() {
   std::unique_ptr<BatchBase> b;
   bool wake_producer = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (queue_.empty()) return nullptr;
     b = std::move(queue_.front());
     queue_.pop_front();
@@ -58,7 +58,7 @@ std::unique_ptr<BatchBase> ChannelBase::PopBatch() {
 }
 
 void ChannelBase::RecycleBatch(std::unique_ptr<BatchBase> batch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (free_.size() < capacity_ + 1) free_.push_back(std::move(batch));
 }
 

@@ -28,11 +28,11 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/core/stream_element.h"
+#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 
@@ -71,11 +71,11 @@ class ChannelBase {
   void RecycleBatch(std::unique_ptr<BatchBase> batch);
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::atomic<size_t> size_{0};
-  bool producer_waiting_ = false;                 // guarded by mu_
-  std::deque<std::unique_ptr<BatchBase>> queue_;  // guarded by mu_
-  std::vector<std::unique_ptr<BatchBase>> free_;  // guarded by mu_
+  bool producer_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::unique_ptr<BatchBase>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<BatchBase>> free_ ABSL_GUARDED_BY(mu_);
   const size_t capacity_;
   Task* producer_ = nullptr;
   Task* consumer_ = nullptr;

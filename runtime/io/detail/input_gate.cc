@@ -120,7 +120,7 @@ void InputGateCore::RestoreValve(StateReader& r) {
   if (output_idle_) head_->EmitStatus(WatermarkStatus::kIdle);
 }
 
-std::string InputGateCore::RestoreRescaledValve(const std::vector<const std::string*>& old) {
+absl::Status InputGateCore::RestoreRescaledValve(const std::vector<const std::string*>& old) {
   Timestamp lowest = kMaxWatermark;
   for (size_t k = 0; k < old.size(); ++k) {
     StateReader r(*old[k]);
@@ -133,16 +133,16 @@ std::string InputGateCore::RestoreRescaledValve(const std::vector<const std::str
       }
       w = r.GetI64("gate watermark");
     }
-    if (!r.ok()) return absl::StrCat("old subtask ", k, ": ", r.error());
+    if (!r.ok()) return absl::DataLossError(absl::StrCat("old subtask ", k, ": ", r.error()));
     lowest = std::min(lowest, w);
   }
-  if (old.empty() || lowest == kMinTimestamp) return "";
+  if (old.empty() || lowest == kMinTimestamp) return absl::OkStatus();
   for (WatermarkValve& v : valves_) v.RestoreOutput(lowest);
   for (Timestamp& p : partial_watermark_) p = lowest;
   output_watermark_ = lowest;
   metrics_->input_watermark.store(lowest, std::memory_order_relaxed);
   head_->EmitWatermark(lowest);
-  return "";
+  return absl::OkStatus();
 }
 
 void InputGateCore::OnInputWatermark(int input, Timestamp w) {

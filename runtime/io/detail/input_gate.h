@@ -36,6 +36,7 @@
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/watermark_valve.h"
+#include "absl/status/status.h"
 
 namespace tidemark::internal {
 
@@ -72,8 +73,11 @@ class TaskInput {
   virtual void SnapshotPosition(StateWriter& /*w*/) const {}
   virtual void RestorePosition(StateReader& /*r*/) {}
   // A rescaled job (this task's channels changed): restores what can be
-  // from every old subtask's state (`old`); returns an error, or "".
-  virtual std::string RestoreRescaled(const std::vector<const std::string*>& /*old*/) { return ""; }
+  // from every old subtask's state (`old`); DATA_LOSS when one cannot be
+  // read.
+  virtual absl::Status RestoreRescaled(const std::vector<const std::string*>& /*old*/) {
+    return absl::OkStatus();
+  }
   virtual void SetBarrierHandler(BarrierHandler* /*h*/) {}
 };
 
@@ -121,8 +125,9 @@ class InputGateCore {
   // old subtask had the same watermark, so lateness is decided as without
   // the restore.  (At MIN, a window that had fired before the checkpoint
   // would take a replayed late record as on time and never fire it again:
-  // docs/checkpoints.md.)  Returns an error, or "".
-  std::string RestoreRescaledValve(const std::vector<const std::string*>& old);
+  // docs/checkpoints.md.)  DATA_LOSS, naming the old subtask, when one
+  // cannot be read.
+  absl::Status RestoreRescaledValve(const std::vector<const std::string*>& old);
 
  protected:
   // A control element that arrived on channel `c`; true when it blocked the
@@ -265,7 +270,7 @@ class GateInputBase : public TaskInput, public InputGateCore {
   void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
   void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
   void RestorePosition(StateReader& r) override { RestoreValve(r); }
-  std::string RestoreRescaled(const std::vector<const std::string*>& old) override {
+  absl::Status RestoreRescaled(const std::vector<const std::string*>& old) override {
     return RestoreRescaledValve(old);
   }
   // For GateChannels.

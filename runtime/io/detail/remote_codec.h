@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -34,9 +35,9 @@ class RemoteCodec {
   // *out, recycles it and adds its record count to *records; false when the
   // channel is empty.
   virtual bool PopEncode(ChannelBase* ch, std::string* out, int64_t* records) = 0;
-  // Decodes one batch and pushes it onto `ch`; false, with *error saying
-  // what is wrong, when the bytes are not a batch.
-  virtual bool DecodePush(std::string_view bytes, ChannelBase* ch, std::string* error) = 0;
+  // Decodes one batch and pushes it onto `ch`; DATA_LOSS, saying what is
+  // wrong, when the bytes are not a batch (nothing is pushed then).
+  virtual absl::Status DecodePush(std::string_view bytes, ChannelBase* ch) = 0;
 };
 
 template <typename T>
@@ -69,7 +70,7 @@ class RemoteBatchCodec final : public RemoteCodec {
     return true;
   }
 
-  bool DecodePush(std::string_view bytes, ChannelBase* ch, std::string* error) override {
+  absl::Status DecodePush(std::string_view bytes, ChannelBase* ch) override {
     auto& c = *static_cast<Channel<T>*>(ch);
     std::unique_ptr<Batch<T>> b = c.AcquireBatch();
     StateReader r(bytes);
@@ -103,12 +104,11 @@ class RemoteBatchCodec final : public RemoteCodec {
     }
     if (r.ok() && !r.AtEnd()) r.Fail(absl::StrCat(r.remaining(), " bytes after the batch"));
     if (!r.ok()) {
-      *error = std::string(r.error());
       c.Recycle(std::move(b));
-      return false;
+      return absl::DataLossError(r.error());
     }
     c.Push(std::move(b));
-    return true;
+    return absl::OkStatus();
   }
 };
 

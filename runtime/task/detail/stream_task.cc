@@ -70,24 +70,43 @@ bool StreamTask::AnyWriterFull() {
   return false;
 }
 
+void StreamTask::OpenChain() {
+  lifecycle_.TransitionTo(restore_ ? TaskLifecycle::kRestoring : TaskLifecycle::kRunning, name());
+  // Open from the tail to the head, so an operator's outputs are ready when
+  // it opens.
+  for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
+    OperatorBase* op = it->first.get();
+    OperatorContext* ctx = it->second;
+    GuardUserCall(*ctx, [&] { op->Open(*ctx); });
+  }
+  input_->Open();
+  if (restore_) {
+    Restore();
+    lifecycle_.TransitionTo(TaskLifecycle::kRunning, name());
+  }
+}
+
+void StreamTask::FinishTask() {
+  lifecycle_.TransitionTo(TaskLifecycle::kFinishing, name());
+  FinishChain();
+  if (ack_ != nullptr) {
+    SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_, /*final_state=*/true);
+    final_state.finished = true;
+    ack_->SubtaskFinished(std::move(final_state));
+  }
+  for (WriterBase* w : writers_) w->EndOfInput();
+  metrics_->RefreshGaugeFunctions();
+  metrics_->finished.store(true, std::memory_order_relaxed);
+  Terminate(TaskLifecycle::kFinished);
+}
+
 Task::Result StreamTask::RunSlice() {
   if (cancelled()) {
-    CloseAll();
+    Terminate(TaskLifecycle::kCancelled);
     return Result::kFinished;
   }
   try {
-    if (!opened_) {
-      opened_ = true;
-      // Open from the tail to the head, so an operator's outputs are ready
-      // when it opens.
-      for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
-        OperatorBase* op = it->first.get();
-        OperatorContext* ctx = it->second;
-        GuardUserCall(*ctx, [&] { op->Open(*ctx); });
-      }
-      input_->Open();
-      if (restore_) Restore();
-    }
+    if (lifecycle_.state() == TaskLifecycle::kCreated) OpenChain();
     if (ack_ != nullptr) HandleCheckpointSignals();
     signals_.now = std::chrono::steady_clock::now();
     // Still blocked on output since the last slice?  Then the timers below see
@@ -123,16 +142,7 @@ Task::Result StreamTask::RunSlice() {
         case TaskInput::Step::kEnd:
           // A checkpoint requested before the end goes out before it.
           if (ack_ != nullptr) HandleCheckpointSignals();
-          FinishChain();
-          if (ack_ != nullptr) {
-            SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_, /*final_state=*/true);
-            final_state.finished = true;
-            ack_->SubtaskFinished(std::move(final_state));
-          }
-          for (WriterBase* w : writers_) w->EndOfInput();
-          metrics_->RefreshGaugeFunctions();
-          metrics_->finished.store(true, std::memory_order_relaxed);
-          CloseAll();
+          FinishTask();
           return Result::kFinished;
       }
     }
@@ -142,6 +152,8 @@ Task::Result StreamTask::RunSlice() {
     return Result::kYield;
   } catch (const TaskCancelled&) {
     // The job was cancelled in the middle of a chain; nothing to report.
+    Terminate(TaskLifecycle::kCancelled);
+    return Result::kFinished;
   } catch (const OperatorError& e) {
     host_->Fail(absl::AbortedError(e.what()));
   } catch (...) {
@@ -149,7 +161,7 @@ Task::Result StreamTask::RunSlice() {
         absl::StrCat("task '", name(), "' (subtask ", metrics_->subtask(), " of ",
                      metrics_->parallelism(), ") failed: ", DescribeCurrentException())));
   }
-  CloseAll();
+  Terminate(TaskLifecycle::kFailed);
   return Result::kFinished;
 }
 
@@ -327,8 +339,8 @@ void StreamTask::Restore() {
   } else {
     std::vector<const std::string*> states;
     for (const SubtaskSnapshot& s : old) states.push_back(&s.input_state);
-    const std::string error = input_->RestoreRescaled(states);
-    if (!error.empty()) throw std::runtime_error(absl::StrCat(where, ": input: ", error));
+    if (absl::Status s = input_->RestoreRescaled(states); !s.ok())
+      throw std::runtime_error(absl::StrCat(where, ": input: ", s.message()));
   }
   last_checkpoint_ = rs.checkpoint_id;
   restore_.reset();
@@ -341,11 +353,13 @@ void StreamTask::FinishChain() {
   }
 }
 
-void StreamTask::CloseAll() {
-  if (closed_) return;
-  closed_ = true;
+void StreamTask::Terminate(TaskLifecycle end) {
+  const TaskLifecycle from = lifecycle_.TransitionTo(end, name());
   SetBackpressured(false);
-  if (!opened_) return;
+  if (from != TaskLifecycle::kCreated) CloseChain();
+}
+
+void StreamTask::CloseChain() {
   try {
     // The gauge functions' last values, while their objects are open.
     metrics_->RefreshGaugeFunctions();

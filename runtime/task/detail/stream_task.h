@@ -13,8 +13,12 @@
 // the workers fairly.  When there is no input or no space it flushes every
 // partial batch (so a slow stream is never held back) and waits.
 //
+// Its life (created, restoring, running, finishing, then finished, failed or
+// cancelled) is one checked state machine: runtime/task_lifecycle.h.
+//
 // Thread safety: everything here is touched only by the thread running the
-// task, except the channels (channel.h) and the metrics (metrics.h).
+// task, except the channels (channel.h), the metrics (metrics.h) and
+// lifecycle(), which any thread may read.
 #ifndef TM_RUNTIME_STREAM_TASK_H_
 #define TM_RUNTIME_STREAM_TASK_H_
 
@@ -37,6 +41,7 @@
 #include "tidemark/runtime/task/detail/chain_output.h"
 #include "tidemark/runtime/task/detail/source_driver.h"
 #include "tidemark/runtime/task/watermark_alignment.h"
+#include "runtime/task_lifecycle.h"
 
 namespace tidemark::internal {
 
@@ -83,6 +88,10 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   void EnableCheckpoints(CheckpointAcknowledger* ack, int task_index, WatermarkListener* listener);
   // Starts from `restore` (its snapshots' operators in this chain's order).
   void SetRestoreState(SubtaskRestore restore) { restore_ = std::move(restore); }
+  // Told of every lifecycle move, on the task's thread (for tests).
+  void set_lifecycle_observer(TaskLifecycleMachine::Observer o) {
+    lifecycle_.set_observer(std::move(o));
+  }
   bool is_source() const override { return input_ && input_->IsSource(); }
   bool replayable() const override { return !input_ || input_->Replayable(); }
 
@@ -105,14 +114,27 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   int WaitFd() const override { return input_ ? input_->WaitFd() : -1; }
   void Release() override;
 
+  // Where the task is in its life (task_lifecycle.h); any thread.
+  TaskLifecycle lifecycle() const { return lifecycle_.state(); }
+
  private:
   Result Wait(Timestamp now_ms);
   // Blocked on a full output channel: the input activity clock stands still
   // until the task can write again.
   void SetBackpressured(bool blocked);
   bool AnyWriterFull();
+  // The steps of the lifecycle.  kCreated -> kRestoring (with state to
+  // restore) or kRunning: opens the chain (tail first) and the input, and
+  // restores the state, then kRunning.
+  void OpenChain();
+  // kRunning -> kFinishing -> kFinished: the input ended.  Finishes the
+  // operators, hands the final snapshot over, ends the outputs, closes.
+  void FinishTask();
   void FinishChain();
-  void CloseAll();
+  // Moves to the final state `end` and closes the operators and the input
+  // when they were opened (their errors are dropped: the task has ended).
+  void Terminate(TaskLifecycle end);
+  void CloseChain();
   // BarrierHandler
   void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
   // Snapshots the chain (and source) for checkpoint `id`, or (final_state)
@@ -144,8 +166,7 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   std::vector<WriterBase*> writers_;
   std::unique_ptr<TaskInput> input_;
   std::unique_ptr<SourceAlignment> alignment_;
-  bool opened_ = false;
-  bool closed_ = false;
+  TaskLifecycleMachine lifecycle_;
   SteadyTime wakeup_ = SteadyTime::max();
   // Checkpoints.
   CheckpointAcknowledger* ack_ = nullptr;
