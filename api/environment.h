@@ -54,13 +54,13 @@
 #include "tidemark/operators/process.h"
 #include "tidemark/operators/sinks.h"
 #include "tidemark/operators/sources.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/exec/cluster.h"
 #include "tidemark/runtime/exec/job_result.h"
 #include "tidemark/runtime/exec/restart_strategy.h"
 #include "tidemark/runtime/task/detail/node_ops.h"
 #include "tidemark/runtime/task/detail/source_driver.h"
 #include "tidemark/runtime/task/watermark_strategy.h"
-#include "runtime/mutex.h"
 
 namespace tidemark {
 

@@ -7,9 +7,9 @@
 
 #include <memory>
 
-#include "api/environment.h"
-#include "operators/keyed_process.h"
-#include "operators/top_n.h"
+#include "tidemark/api/environment.h"
+#include "tidemark/operators/keyed_process.h"
+#include "tidemark/operators/top_n.h"
 
 namespace tidemark {
 

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/format.h"
 #include "tidemark/runtime/core/operator.h"
-#include "runtime/mutex.h"
 
 namespace tidemark {
 

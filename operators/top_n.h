@@ -39,8 +39,8 @@
 #include <utility>
 #include <vector>
 
-#include "operators/basic.h"
-#include "operators/keyed_process.h"
+#include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed_process.h"
 
 namespace tidemark {
 

@@ -16,8 +16,8 @@
 
 #include "bench/nexmark/generator.h"
 #include "bench/nexmark/queries.h"
-#include "runtime/state_codec.h"
-#include "tidemark.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
 
 namespace {
 

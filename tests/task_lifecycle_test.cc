@@ -1,10 +1,10 @@
-// The task lifecycle (runtime/task_lifecycle.h): its table of legal moves, the
+// The task lifecycle (runtime/task/detail/task_lifecycle.h): its table of legal moves, the
 // abort on an illegal one, and a StreamTask driven through every path by hand
 // (no executor, no threads): normal, restore, a failure in open, restore,
 // processing and finish, and a cancel in each state.  Each path checks the
 // moves the task reported, what the job was told, and which operator calls
 // ran (opened operators are closed, unopened ones are not).
-#include "runtime/task_lifecycle.h"
+#include "tidemark/runtime/task/detail/task_lifecycle.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/clock.h"
-#include "runtime/input_gate.h"
-#include "runtime/job_config.h"
-#include "runtime/metrics.h"
-#include "runtime/operator.h"
-#include "runtime/stream_task.h"
-#include "runtime/task_host.h"
+#include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/detail/task_host.h"
+#include "tidemark/runtime/core/job_config.h"
+#include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/task/detail/stream_task.h"
 
 namespace tidemark::internal {
 namespace {

@@ -15,7 +15,7 @@ jobs=$(nproc)
 # only when clang++ is found) and the fuzzers.
 ./tools/setup.sh --with-fuzz
 
-# Clang's thread-safety analysis (runtime/mutex.h) over the libraries and the
+# Clang's thread-safety analysis (runtime/core/detail/mutex.h) over the libraries and the
 # CLI, as errors: a plain compile (-O0, no debug info, no tests), about a
 # minute and a half of CPU.
 cmake -S . -B build/thread-safety -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=None \

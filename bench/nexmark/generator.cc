@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "runtime/state_codec.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace nexmark {
 

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "bench/nexmark/model.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace nexmark {
 

@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace nexmark {
 

@@ -37,7 +37,7 @@
 #include "absl/time/time.h"
 #include "bench/nexmark/generator.h"
 #include "bench/nexmark/queries.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 ABSL_FLAG(std::string, queries, "all", "comma-separated queries (q0..q22), or all");
 ABSL_FLAG(std::string, events, "1M", "events to generate (suffix K or M)");

@@ -25,7 +25,7 @@
 
 #include "bench/nexmark/generator.h"
 #include "bench/nexmark/model.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace nexmark {
 

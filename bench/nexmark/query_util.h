@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "bench/nexmark/queries.h"
-#include "tidemark.h"
+#include "tidemark/tidemark.h"
 
 namespace nexmark {
 

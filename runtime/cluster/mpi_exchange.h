@@ -57,6 +57,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/exec/cluster.h"
 #include "tidemark/runtime/exec/job_result.h"
@@ -64,7 +65,6 @@
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

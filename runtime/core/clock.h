@@ -12,8 +12,8 @@
 #include <map>
 #include <mutex>
 
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/time.h"
-#include "runtime/mutex.h"
 
 namespace tidemark {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/time.h"
-#include "runtime/mutex.h"
 
 namespace tidemark {
 

@@ -7,8 +7,8 @@
 
 #include "oneapi/tbb/global_control.h"
 #include "oneapi/tbb/task_arena.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/exec/wakeup_timer.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/core/detail/task_host.h"
 #include "tidemark/runtime/core/job_config.h"
@@ -43,7 +44,6 @@
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/task/detail/stream_task.h"
 #include "tidemark/runtime/task/watermark_alignment.h"
-#include "runtime/mutex.h"
 
 namespace tidemark {
 

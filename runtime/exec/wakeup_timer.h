@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

@@ -3,8 +3,8 @@
 #include <deque>
 #include <thread>
 
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/exec/wakeup_timer.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

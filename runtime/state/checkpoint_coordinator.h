@@ -47,12 +47,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/exec/job_result.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/state/checkpoint_summary.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
-#include "runtime/job_result.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

@@ -41,7 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/mutex.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 
 namespace tidemark::internal {
 

@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/time.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

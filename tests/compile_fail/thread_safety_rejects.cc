@@ -1,4 +1,4 @@
-// A field marked ABSL_GUARDED_BY (runtime/mutex.h) touched without its mutex
+// A field marked ABSL_GUARDED_BY (runtime/core/detail/mutex.h) touched without its mutex
 // must fail to compile under clang's -Wthread-safety -Werror=thread-safety,
 // the flags of CI's thread-safety build (TIDEMARK_THREAD_SAFETY_ANALYSIS):
 // each thread_safety_rejects_<case> ctest (tests/CMakeLists.txt) compiles
@@ -8,7 +8,7 @@
 // nothing else's.  Never built by default.
 #include <chrono>
 
-#include "runtime/mutex.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 
 namespace tidemark::internal {
 namespace {

@@ -30,8 +30,8 @@
 #include "tidemark/api/keyed_process.h"
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/tidemark.h"
-#include "runtime/mutex.h"
 #include "tools/cli/run.h"
 
 namespace tidemark::cli {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "runtime/mutex.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {

@@ -31,8 +31,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/metrics.h"
-#include "runtime/mutex.h"
 #include "tools/cli/trace.h"
 
 namespace tidemark::cli {

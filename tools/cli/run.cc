@@ -28,10 +28,10 @@
 #include "tidemark/api/keyed_process.h"
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
 #include "tidemark/tidemark.h"
-#include "runtime/mutex.h"
 #include "tools/cli/generators.h"
 #include "tools/cli/live_view.h"
 

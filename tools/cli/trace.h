@@ -20,9 +20,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/time.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::cli {
 

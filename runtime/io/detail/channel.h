@@ -30,9 +30,9 @@
 #include <memory>
 #include <vector>
 
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/core/stream_element.h"
-#include "runtime/mutex.h"
 
 namespace tidemark::internal {
 

@@ -40,8 +40,8 @@
 #include "tidemark/runtime/state/detail/checkpoint.h"
 #include "tidemark/runtime/task/detail/chain_output.h"
 #include "tidemark/runtime/task/detail/source_driver.h"
+#include "tidemark/runtime/task/detail/task_lifecycle.h"
 #include "tidemark/runtime/task/watermark_alignment.h"
-#include "runtime/task_lifecycle.h"
 
 namespace tidemark::internal {
 

@@ -1,8 +1,8 @@
-// runtime/task_lifecycle.h
+// runtime/task/detail/task_lifecycle.h
 //
 // TaskLifecycle: where a StreamTask is in its life, as one state machine (the
 // scheduling state machine, which says who may run the task now, is another:
-// runtime/task.h).  The task moves it at each step of RunSlice()
+// runtime/core/detail/task.h).  The task moves it at each step of RunSlice()
 // (stream_task.cc); every move is checked, and an illegal one is a bug in the
 // runtime: the process aborts, naming the task and both states.
 //

@@ -1,4 +1,4 @@
-#include "runtime/task_lifecycle.h"
+#include "tidemark/runtime/task/detail/task_lifecycle.h"
 
 #include <cstdio>
 #include <cstdlib>

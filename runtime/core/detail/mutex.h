@@ -1,4 +1,4 @@
-// runtime/mutex.h
+// runtime/core/detail/mutex.h
 //
 // Mutex, MutexLock and CondVar: std::mutex and std::condition_variable with
 // Abseil's thread-safety annotations, so that clang's -Wthread-safety checks
