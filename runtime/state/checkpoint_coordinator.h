@@ -49,7 +49,6 @@
 #include "absl/status/statusor.h"
 #include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/time.h"
-#include "tidemark/runtime/exec/job_result.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/state/checkpoint_summary.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
