@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <random>

@@ -861,10 +861,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
             sh->fired.fetch_add(1, std::memory_order_relaxed);
             if (!to_files) sh->printer->Print(FormatResult(*sh, r));
             absl::StatusOr<AggregateNumber> sum = AggregateValue(AggregateKind::kSum, r.acc);
-            sh->recorder->OnFiring(TimelineEvent::Firing(
-                r.subtask, r.key, r.start, r.end, r.watermark, r.firing,
-                absl::StrCat("count ", r.acc.count, ", sum ",
-                             sum.ok() ? sum->ToString() : "out of range")));
+            sh->recorder->OnFiring(
+                TimelineEvent::Firing(r.subtask, r.key, r.start, r.end, r.watermark, r.firing,
+                                      absl::StrCat("count ", r.acc.count, ", sum ",
+                                                   sum.ok() ? sum->ToString() : "out of range")));
           },
           "print")
       .set_parallelism(print_p);

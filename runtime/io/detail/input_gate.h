@@ -31,12 +31,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/watermark_valve.h"
-#include "absl/status/status.h"
 
 namespace tidemark::internal {
 
