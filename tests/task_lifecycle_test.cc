@@ -104,6 +104,7 @@ class FakeHost final : public TaskHost {
     if (failure_.ok()) failure_ = status;
     flag_.store(true);
   }
+  absl::Status FirstError() const override { return failure_; }
   void Cancel() { flag_.store(true); }
   const absl::Status& failure() const { return failure_; }
 
