@@ -815,6 +815,12 @@ struct Reports {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, std::chrono::seconds(30), [&] { return failures.size() >= n; });
   }
+  // Waits (bounded) until the job was failed `n` times (the coordinator
+  // fails it after reporting the failure, on its own thread).
+  bool WaitForJobFailures(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return job_failures.size() >= n; });
+  }
   void Attach(CheckpointCoordinator& c, int tolerable, Duration timeout) {
     c.SetFailurePolicy(
         tolerable, timeout,
@@ -826,6 +832,7 @@ struct Reports {
         [this](const absl::Status& s) {
           std::lock_guard<std::mutex> lock(mu);
           job_failures.push_back(std::string(s.message()));
+          cv.notify_all();
         });
   }
 };
@@ -860,6 +867,7 @@ TEST_F(CheckpointStorageTest, FailedCheckpointsAreReportedAndFailTheJobPastTheTo
 
   ASSERT_EQ(c.TriggerCheckpoint(), 2);
   ASSERT_TRUE(reports.WaitForFailures(2));
+  ASSERT_TRUE(reports.WaitForJobFailures(1));
   {
     std::lock_guard<std::mutex> lock(reports.mu);
     ASSERT_THAT(reports.job_failures, SizeIs(1));

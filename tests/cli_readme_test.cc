@@ -10,7 +10,8 @@
 // and must exit 0, in a directory that looks like the repository root after
 // the README's first command (./tools/demo.sh): every top-level entry of the
 // source tree linked in, and build/release/tools/tidemark and
-// build/release/bench/tidemark-bench linked to the binaries under test.
+// build/release/bench/tidemark-bench and
+// build/release/bench/nexmark/tidemark-nexmark linked to the binaries under test.
 // Files the commands write (checkpoints, output directories) stay there.
 //
 // Skipped, by the markers in kSkipMarkers (keep this list small; a command
@@ -112,6 +113,11 @@ std::string MakeRoot() {
   fs::create_symlink(TIDEMARK_BINARY, root / "build/release/tools/tidemark");
   if (!std::string(TIDEMARK_BENCH_BINARY).empty())
     fs::create_symlink(TIDEMARK_BENCH_BINARY, root / "build/release/bench/tidemark-bench");
+  if (!std::string(TIDEMARK_NEXMARK_BINARY).empty()) {
+    fs::create_directories(root / "build/release/bench/nexmark");
+    fs::create_symlink(TIDEMARK_NEXMARK_BINARY,
+                       root / "build/release/bench/nexmark/tidemark-nexmark");
+  }
   return root.string();
 }
 
@@ -145,6 +151,9 @@ TEST(ReadmeCommandsTest, EveryCommandRunsAsPrinted) {
   for (const Command& c : commands) {
     if (Skipped(c.text)) continue;
     // A build without benchmarks (-DTIDEMARK_BUILD_BENCHMARKS=OFF) has none.
+    if (std::string(TIDEMARK_NEXMARK_BINARY).empty() &&
+        absl::StrContains(c.text, "tidemark-nexmark"))
+      continue;  // benchmarks not built
     if (std::string(TIDEMARK_BENCH_BINARY).empty() && absl::StrContains(c.text, "tidemark-bench"))
       continue;
     ++ran;
