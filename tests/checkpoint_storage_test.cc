@@ -905,6 +905,7 @@ TEST_F(CheckpointStorageTest, ACheckpointPastItsTimeoutExpires) {
   c.Start();
   ASSERT_EQ(c.TriggerCheckpoint(), 1);
   ASSERT_TRUE(reports.WaitForFailures(1));
+  ASSERT_TRUE(reports.WaitForJobFailures(1));
   {
     std::lock_guard<std::mutex> lock(reports.mu);
     EXPECT_THAT(reports.failures[0],

@@ -150,6 +150,9 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
     pending_->id = id;
     pending_->started = std::chrono::steady_clock::now();
   }
+  // The coordinator's thread may be asleep without a deadline (no periodic
+  // trigger): it must learn of the new pending checkpoint's timeout.
+  cv_.SignalAll();
   // Outside the lock: a task may acknowledge at once, on another thread.
   for (CheckpointParticipant* t : sources) t->RequestCheckpoint(id);
   return id;
