@@ -482,6 +482,31 @@ void PoisonFirstCheckpoint(const std::string& chk_dir) {
   fs::create_symlink("/dev/full", chk_dir + "/chk-1/.0-0.state.tmp");
 }
 
+// The committed output of the job on `input` without checkpoints (the
+// reference the checkpointed runs below must equal).
+std::vector<std::string> ReferenceOutput(TempDir& dir, const std::string& input) {
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.push_back("--output-dir=" + dir.Path("ref"));
+  CliRun ref = RunTidemark(args);
+  EXPECT_EQ(ref.exit_code, 0) << ref.err;
+  int hidden = 0;
+  return CommittedLines(dir.Path("ref"), &hidden);
+}
+
+// The same job checkpointing every 5 ms into a checkpoint directory whose
+// first checkpoint meets a full disk, with `flag` added.
+CliRun RunWithPoisonedFirstCheckpoint(TempDir& dir, const std::string& input,
+                                      const std::string& flag) {
+  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
+  args.back() = "--summary=true";
+  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
+  args.push_back("--checkpoint-interval=5ms");
+  args.push_back("--output-dir=" + dir.Path("out"));
+  args.push_back(flag);
+  PoisonFirstCheckpoint(dir.Path("chk"));
+  return RunTidemark(args);
+}
+
 TEST(CliCheckpoint, AFailedCheckpointIsSaidWhenItFailsAndFailsTheJobByDefault) {
   TempDir dir;
   const std::string input = WriteInput(dir.path(), 100'000);
@@ -501,21 +526,10 @@ TEST(CliCheckpoint, AFailedCheckpointIsSaidWhenItFailsAndFailsTheJobByDefault) {
 TEST(CliCheckpoint, ToleratedFailedCheckpointsAreCountedAndTheJobGoesOn) {
   TempDir dir;
   const std::string input = WriteInput(dir.path(), 100'000);
-  std::vector<std::string> ref_args = JobArgs(input, "tumbling:1s", 2);
-  ref_args.push_back("--output-dir=" + dir.Path("ref"));
-  CliRun ref = RunTidemark(ref_args);
-  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const std::vector<std::string> expected = ReferenceOutput(dir, input);
+  ASSERT_FALSE(expected.empty());
   int hidden = 0;
-  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
-
-  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
-  args.back() = "--summary=true";
-  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
-  args.push_back("--checkpoint-interval=5ms");
-  args.push_back("--output-dir=" + dir.Path("out"));
-  args.push_back("--tolerable-failed-checkpoints=1");
-  PoisonFirstCheckpoint(dir.Path("chk"));
-  CliRun r = RunTidemark(args);
+  CliRun r = RunWithPoisonedFirstCheckpoint(dir, input, "--tolerable-failed-checkpoints=1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t failed_line = r.err.find("tidemark: checkpoint failed: checkpoint 1: ");
   const size_t summary = r.err.find(" records, ");
@@ -535,21 +549,10 @@ TEST(CliCheckpoint, ToleratedFailedCheckpointsAreCountedAndTheJobGoesOn) {
 TEST(CliCheckpoint, AFailedCheckpointPastTheToleranceRestartsTheJobWithARestartStrategy) {
   TempDir dir;
   const std::string input = WriteInput(dir.path(), 100'000);
-  std::vector<std::string> ref_args = JobArgs(input, "tumbling:1s", 2);
-  ref_args.push_back("--output-dir=" + dir.Path("ref"));
-  CliRun ref = RunTidemark(ref_args);
-  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const std::vector<std::string> expected = ReferenceOutput(dir, input);
+  ASSERT_FALSE(expected.empty());
   int hidden = 0;
-  const std::vector<std::string> expected = CommittedLines(dir.Path("ref"), &hidden);
-
-  std::vector<std::string> args = JobArgs(input, "tumbling:1s", 2);
-  args.back() = "--summary=true";
-  args.push_back("--checkpoint-dir=" + dir.Path("chk"));
-  args.push_back("--checkpoint-interval=5ms");
-  args.push_back("--output-dir=" + dir.Path("out"));
-  args.push_back("--restart-strategy=fixed-delay:1:0ms");
-  PoisonFirstCheckpoint(dir.Path("chk"));
-  CliRun r = RunTidemark(args);
+  CliRun r = RunWithPoisonedFirstCheckpoint(dir, input, "--restart-strategy=fixed-delay:1:0ms");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("tidemark: restarting (1): "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", numRestarts 1 (last cause: "), std::string::npos) << r.err;
