@@ -37,7 +37,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20} ./tools/fuzz.sh
 if [ "${TIDEMARK_SKIP_TSAN:-0}" != "1" ]; then
   cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIDEMARK_SANITIZE=thread \
     -DTIDEMARK_BUILD_BENCHMARKS=OFF -DTIDEMARK_BUILD_EXAMPLES=OFF
-  cmake --build build/tsan -j "$jobs"
+  # Only the binaries of the concurrency tests (the rest never run here).
+  cmake --build build/tsan -j "$jobs" --target tidemark_concurrency_tests
   # Concurrency tests only; a reduced case count keeps this within CI's time.
   # tests/tsan.supp names the false positives of uninstrumented system
   # libraries (oneTBB's task pool, Abseil's Status reference counts).
