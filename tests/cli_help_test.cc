@@ -45,7 +45,8 @@ TEST(CliHelpTest, RunHelpListsTheFlagsOfRunOnly) {
     for (const char* flag : {"--input ", "--parallelism ", "--socket-retries ", "--window ",
                              "--allow-extra-fields ", "--skip-header ", "--timeline "})
       EXPECT_THAT(r.out, HasSubstr(flag));
-    for (const char* demo_only : {"--duration ", "--sources ", "--progress ", "--alignment "})
+    for (const char* demo_only :
+         {"--duration ", "--sources ", "--progress ", "--alignment ", "--scene "})
       EXPECT_THAT(r.out, Not(HasSubstr(demo_only)));
   }
   EXPECT_EQ(RunTidemark({"run", "--help"}).out, RunTidemark({"help", "run"}).out);
@@ -59,6 +60,10 @@ TEST(CliHelpTest, DemoHelpListsTheFlagsOfDemoOnly) {
     EXPECT_THAT(r.out, HasSubstr(flag));
   for (const char* run_only : {"--input ", "--socket ", "--window "})
     EXPECT_THAT(r.out, Not(HasSubstr(run_only)));
+  // The demo's own defaults, not run's, for the flags both commands take.
+  EXPECT_THAT(r.out, HasSubstr("--parallelism (default '2')"));
+  EXPECT_THAT(r.out, HasSubstr("--timeline (default '/tmp/tidemark-demo-timeline.html')"));
+  EXPECT_THAT(r.out, HasSubstr("--scene (default 'both')"));
   EXPECT_EQ(r.out, RunTidemark({"help", "demo"}).out);
 }
 

@@ -132,13 +132,18 @@ ABSL_FLAG(std::string, duration, "8s", "demo: how long the demo runs");
 ABSL_FLAG(int, sources, 3, "demo: number of source subtasks");
 ABSL_FLAG(bool, progress, true, "demo: live progress line");
 ABSL_FLAG(std::string, alignment, "500ms",
-          "demo: run again with watermark alignment at this max drift and compare (off: once)");
+          "demo: run each scene again with watermark alignment at this max drift and compare "
+          "(off: once)");
+ABSL_FLAG(std::string, scene, "both",
+          "demo: drift (sources at different event-time speeds: alignment bounds the windows "
+          "kept open), idle-return (the slowest also goes quiet in the middle) or both");
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: tidemark run [--socket=HOST:PORT | --input=FILE ...] [flags]\n"
     "       tidemark demo [--duration=8s] [--timeline=FILE.html] [--alignment=500ms|off]\n"
+    "                     [--scene=drift|idle-return|both]\n"
     "       tidemark help [run | demo]     the flags of a command (or: tidemark run --help)\n"
     "       tidemark --version\n";
 
@@ -215,14 +220,20 @@ void PrintCommandHelp(const std::string& command) {
   } else {
     std::cout << "usage: tidemark demo [flags]\n"
                  "  the built-in demo: parallel generator sources at different event-time "
-                 "speeds, one going idle, into parallel tumbling windows\n";
+                 "speeds into parallel tumbling windows, without and with watermark alignment; "
+                 "scene 2: one source goes idle and comes back behind\n";
   }
   std::cout << "\nflags of tidemark " << command << ":\n";
   for (const absl::CommandLineFlag* f : FlagsOf(command)) {
     std::string help = f->Help();
     if (absl::StartsWith(help, "demo: ")) help = help.substr(6);
-    std::cout << "  --" << Dashed(std::string(f->Name())) << " (default '" << f->DefaultValue()
-              << "'): " << help << "\n";
+    // --parallelism and --timeline are run's flags too: the demo's own
+    // defaults differ from the flags'.
+    std::string def = f->DefaultValue();
+    if (command == "demo" && f->Name() == "parallelism") def = "2";
+    if (command == "demo" && f->Name() == "timeline") def = tidemark::cli::DemoOptions().timeline;
+    std::cout << "  --" << Dashed(std::string(f->Name())) << " (default '" << def << "'): " << help
+              << "\n";
   }
   if (command == "run") std::cout << kNotes;
 }
@@ -399,6 +410,7 @@ int main(int argc, char** argv) {
     d.progress = absl::GetFlag(FLAGS_progress);
     d.progress_on_terminal = isatty(STDERR_FILENO) == 1;
     d.alignment = absl::GetFlag(FLAGS_alignment);
+    d.scene = absl::GetFlag(FLAGS_scene);
     return tidemark::cli::DemoCommand(d, std::cout, std::cerr);
   }
 

@@ -1,23 +1,31 @@
-// `tidemark demo`: the main job on an embedded input, run twice: without and
-// with watermark alignment (FLIP-182), and a summary of what alignment changed.
+// `tidemark demo`: the main job on an embedded input, in two scenes, each run
+// twice: without and with watermark alignment (FLIP-182), and a summary of
+// what alignment changed.
 //
 // Several generator source subtasks produce sensor readings for 20 keys, each
 // on its own event-time speed (every reading moves subtask s's event time on
-// by 1.0, 0.75, 1.25, ... times its share of real time, as a backlog being
+// by 1.0, 0.5, 1.5, ... times its share of real time, as a backlog being
 // replayed at different speeds would), with up to 1.5 s of disorder and,
-// rarely, a reading 6 s late.  The slowest source (subtask 1) goes quiet for a
-// stretch in the middle, so idleness shows: once it is marked idle its
-// channels stop holding the windows back, and when it comes back behind the
-// others its readings are late.  Watermarks: bounded out-of-orderness 2 s,
+// rarely, a reading 6 s late.  Watermarks: bounded out-of-orderness 2 s,
 // periodic every 200 ms, idleness 1 s.  key_by into tumbling 1 s event-time
 // windows (sum), late records to a side output.
 //
-// Without alignment the fast sources run ahead of the slow one and the window
-// operator keeps every window they opened until the slow one catches up; with
+// Scene 1, drift: without alignment the fast sources run ahead of the slow one
+// and the window operator keeps every window they opened until the slow one
+// catches up, so the live (key, window) pairs grow with the run; with
 // alignment (--alignment=500ms, the group's allowed drift) a source more than
-// that ahead pauses, so the live windows stay within the drift.  A live
-// progress line shows records/s and every subtask's watermark; a summary per
-// run, the comparison, and the timeline pages' paths are printed at the end.
+// that ahead pauses, so the live windows stay within the drift: the peak of
+// live pairs and of window state drops.
+// Scene 2, idle return: the slowest source (subtask 1) goes quiet for a
+// stretch in the middle, so idleness shows: once it is marked idle its
+// channels stop holding the windows back, and when it comes back behind the
+// others its readings are late.  Without alignment the others were seconds
+// ahead when it went quiet, so nearly all it reads afterwards is late; with
+// alignment they were within the drift, and they wait for it once it is back
+// (an idle source leaves the alignment group's minimum, a returning one joins
+// it again).
+// A live progress line shows records/s and every subtask's watermark; a
+// summary per run, the comparison, and the timeline pages' paths are printed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -48,13 +56,14 @@ struct Reading {
 
 class DemoSource final : public Source<Reading> {
  public:
-  DemoSource(int64_t duration_ms, double rate) : duration_ms_(duration_ms), rate_(rate) {}
+  DemoSource(int64_t duration_ms, double rate, bool idle_return)
+      : duration_ms_(duration_ms), rate_(rate), idle_return_(idle_return) {}
   void Open(const SourceContext& ctx) override {
     subtask_ = ctx.subtask_index;
-    // The slowest source goes quiet: once it is idle it stops holding the
-    // windows back, and when it comes back its readings are late.
-    quiet_ = ctx.parallelism > 1 && subtask_ == 1;
-    speed_ = 1.0 + 0.25 * ((subtask_ % 3) == 1 ? -1 : (subtask_ % 3) == 2 ? 1 : 0);
+    // Scene 2: the slowest source goes quiet: once it is idle it stops
+    // holding the windows back, and when it comes back its readings are late.
+    quiet_ = idle_return_ && ctx.parallelism > 1 && subtask_ == 1;
+    speed_ = 1.0 + 0.5 * ((subtask_ % 3) == 1 ? -1 : (subtask_ % 3) == 2 ? 1 : 0);
     clock_ = ctx.clock;
     start_ = clock_->NowMillis();
     pacer_ = RatePacer(rate_, start_);
@@ -71,7 +80,15 @@ class DemoSource final : public Source<Reading> {
     // Event time moves with the readings emitted, not with the clock: a
     // source that pauses (alignment) or goes quiet falls behind.
     const double ms_per_reading = 1000.0 / rate_ * speed_;
-    const int64_t due = pacer_.Allowance(now);
+    int64_t due = pacer_.Allowance(now);
+    if (due > static_cast<int64_t>(rate_ / 20)) {
+      // More than 50 ms behind its pace: the source was paused (alignment)
+      // or starved of CPU.  It goes on at its pace from now rather than
+      // replaying what it missed in one burst, which would carry its event
+      // time far past the drift before the next alignment check.
+      pacer_ = RatePacer(rate_, now);
+      due = pacer_.Allowance(now);
+    }
     if (due <= 0) {
       retry_ = pacer_.NextPollAt(now);
       return PollStatus::kNothingAvailable;
@@ -102,6 +119,7 @@ class DemoSource final : public Source<Reading> {
  private:
   int64_t duration_ms_;
   double rate_;
+  bool idle_return_;
   int subtask_ = 0;
   bool quiet_ = false;
   double speed_ = 1;
@@ -162,9 +180,10 @@ struct DemoRun {
   double seconds = 0;
 };
 
-// Runs the job once; `drift` > 0: with watermark alignment.
-DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::string& timeline,
-                std::ostream& out, std::ostream& err) {
+// Runs the job once; `drift` > 0: with watermark alignment; `idle_return`:
+// scene 2 (the slowest source goes quiet in the middle).
+DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, bool idle_return,
+                const std::string& timeline, std::ostream& out, std::ostream& err) {
   DemoRun run;
   LinePrinter printer(&out);
   auto recorder = std::make_shared<TraceRecorder>(&printer, OutputFormat::kText, false, true,
@@ -177,8 +196,9 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
   if (drift.count() > 0)
     strategy = strategy.with_watermark_alignment("demo", drift, std::chrono::milliseconds(100));
   auto readings =
-      env.add_source<Reading>([ms] { return std::make_unique<DemoSource>(ms, 20000.0); },
-                              "demo generator")
+      env.add_source<Reading>(
+             [ms, idle_return] { return std::make_unique<DemoSource>(ms, 20000.0, idle_return); },
+             "demo generator")
           .set_parallelism(o.sources)
           .assign_timestamps_and_watermarks(strategy)
           .set_parallelism(o.sources);
@@ -217,10 +237,9 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
                                     absl::StrCat("value ", r.value)));
   });
 
-  out << "tidemark demo: " << o.sources
-      << " sources (event-time speeds differ; the slowest goes quiet"
-      << " for a while), key_by 20 keys into " << o.parallelism
-      << " tumbling 1 s window subtasks, for " << o.duration
+  out << "tidemark demo: " << o.sources << " sources (event-time speeds differ"
+      << (idle_return ? "; the slowest goes quiet for a while" : "") << "), key_by 20 keys into "
+      << o.parallelism << " tumbling 1 s window subtasks, for " << o.duration
       << (drift.count() > 0
               ? absl::StrCat(", with watermark alignment (max drift ", drift.count(), " ms)")
               : std::string(", without watermark alignment"))
@@ -295,7 +314,8 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
                              absl::UTCTimeZone());
   out << "records " << run.records << ", windows fired " << run.fired
       << ", late records (side output) " << run.late << ", dropped " << run.dropped << ", in "
-      << absl::StrFormat("%.2f", run.seconds) << " s\n";
+      << absl::StrFormat("%.2f", run.seconds) << " s; peak live (key, window) pairs "
+      << run.peak_live << ", window state at the peak " << run.peak_bytes << " bytes\n";
   if (page) {
     out << "timeline: " << timeline << "\n";
   } else {
@@ -306,13 +326,59 @@ DemoRun RunDemo(const DemoOptions& o, int64_t ms, Duration drift, const std::str
   return run;
 }
 
-// FILE.html -> FILE-aligned.html
-std::string AlignedPath(const std::string& path) {
+// FILE.html -> FILE<suffix>.html ("-aligned", "-idle", "-idle-aligned").
+std::string SuffixedPath(const std::string& path, const std::string& suffix) {
+  if (suffix.empty()) return path;
   const size_t dot = path.rfind('.');
   const size_t slash = path.rfind('/');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
-    return path + "-aligned";
-  return path.substr(0, dot) + "-aligned" + path.substr(dot);
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
+std::string Percent(int64_t before, int64_t after) {
+  if (before <= 0) return "";
+  return absl::StrFormat(" (%+.0f%%)",
+                         100.0 * static_cast<double>(after - before) / static_cast<double>(before));
+}
+
+// One scene: a run without alignment and, unless `drift` is 0, one with it
+// and what alignment changed.  False when a run failed.
+bool RunScene(const DemoOptions& o, int64_t ms, Duration drift, bool idle_return, std::ostream& out,
+              std::ostream& err) {
+  const std::string base = idle_return ? "-idle" : "";
+  const DemoRun plain =
+      RunDemo(o, ms, Duration(0), idle_return, SuffixedPath(o.timeline, base), out, err);
+  if (!plain.ok) return false;
+  if (drift.count() == 0) return true;
+  out << "\n";
+  const DemoRun aligned =
+      RunDemo(o, ms, drift, idle_return, SuffixedPath(o.timeline, base + "-aligned"), out, err);
+  if (!aligned.ok) return false;
+  out << "\nwhat watermark alignment (max drift " << drift.count() << " ms) changed"
+      << (idle_return ? " when a source comes back from idleness" : "") << ":\n"
+      << "  peak live (key, window) pairs " << plain.peak_live << " -> " << aligned.peak_live
+      << Percent(plain.peak_live, aligned.peak_live) << ", window state at the peak "
+      << plain.peak_bytes << " -> " << aligned.peak_bytes << " bytes"
+      << Percent(plain.peak_bytes, aligned.peak_bytes) << "\n"
+      << "  source subtasks paused " << aligned.pauses << " times, "
+      << absl::StrFormat("%.1f", static_cast<double>(aligned.paused_ms) / 1000.0)
+      << " s in all: the fast ones waited for the slowest, so "
+      << "records read " << plain.records << " -> " << aligned.records << "\n"
+      << "  windows fired " << plain.fired << " -> " << aligned.fired << ", late records "
+      << plain.late << " -> " << aligned.late
+      << " (alignment only throttles reading: it changes no watermark)\n";
+  if (idle_return) {
+    out << "  when the slowest source went quiet, the windows' watermark moved on with the others "
+           "(an idle source holds nothing back) from wherever they were: seconds ahead without "
+           "alignment, within the drift with it; back from idleness, its readings behind that "
+           "watermark are late, and with alignment the others wait until it catches up\n";
+  } else {
+    out << "  without alignment the fast sources open windows the slowest one keeps from "
+           "firing, and the live pairs grow with the run; with it no source reads more than "
+           "the drift ahead of the slowest, so the live windows stay within a few seconds of "
+           "event time\n";
+  }
+  return true;
 }
 
 }  // namespace
@@ -338,28 +404,24 @@ int DemoCommand(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     }
     drift = *d;
   }
+  if (o.scene != "both" && o.scene != "drift" && o.scene != "idle-return") {
+    err << "tidemark: --scene: '" << o.scene << "' is not drift, idle-return or both\n";
+    return 2;
+  }
   const int64_t ms = duration->count();
-  const DemoRun plain = RunDemo(o, ms, Duration(0), o.timeline, out, err);
-  if (!plain.ok) return 2;
-  if (drift.count() == 0) return 0;
-  out << "\n";
-  const DemoRun aligned = RunDemo(o, ms, drift, AlignedPath(o.timeline), out, err);
-  if (!aligned.ok) return 2;
-  // What alignment changed.
-  out << "\nwhat watermark alignment (max drift " << drift.count() << " ms) changed:\n"
-      << "  peak live (key, window) pairs " << plain.peak_live << " -> " << aligned.peak_live
-      << ", window state at the peak " << plain.peak_bytes << " -> " << aligned.peak_bytes
-      << " bytes\n"
-      << "  source subtasks paused " << aligned.pauses << " times, "
-      << absl::StrFormat("%.1f", static_cast<double>(aligned.paused_ms) / 1000.0)
-      << " s in all: the fast ones waited for the slowest, so "
-      << "records read " << plain.records << " -> " << aligned.records << "\n"
-      << "  windows fired " << plain.fired << " -> " << aligned.fired << ", late records "
-      << plain.late << " -> " << aligned.late
-      << " (alignment only throttles reading: it changes no watermark)\n"
-      << "  it bounds how far the sources that keep reading drift apart; the slowest one, back "
-         "from idleness far behind, holds the others until it catches up, and its readings stay "
-         "late\n";
+  const bool both = o.scene == "both";
+  if (o.scene != "idle-return") {
+    if (both)
+      out << "scene 1 of 2, drift: the sources replay a backlog at different event-time "
+             "speeds\n\n";
+    if (!RunScene(o, ms, drift, /*idle_return=*/false, out, err)) return 2;
+  }
+  if (o.scene != "drift") {
+    if (both)
+      out << "\nscene 2 of 2, idle return: the same, but the slowest source goes quiet in the "
+             "middle\n\n";
+    if (!RunScene(o, ms, drift, /*idle_return=*/true, out, err)) return 2;
+  }
   return 0;
 }
 

@@ -110,8 +110,12 @@ struct DemoOptions {
   // The progress line is redrawn in place (\r) only on a terminal; elsewhere
   // (a file, a pipe, a CI log) it is a plain line every few seconds.
   bool progress_on_terminal = false;
-  // The max drift of the second, aligned run ("off": one run, unaligned).
+  // The max drift of the second, aligned run of each scene ("off": one run
+  // per scene, unaligned).
   std::string alignment = "500ms";
+  // "drift" (sources at different event-time speeds), "idle-return" (the
+  // slowest also goes quiet in the middle) or "both", one after the other.
+  std::string scene = "both";
 };
 int DemoCommand(const DemoOptions& options, std::ostream& out, std::ostream& err);
 
