@@ -291,6 +291,47 @@ TEST(MpiAlignment, TextTraceNamesTheRanksAndOutputPerRankWritesEachRanksResults)
   EXPECT_TRUE(many.out.empty()) << many.out;
 }
 
+// Alignment is job-wide (docs/distribution.md): source subtask 0 runs on rank
+// 0 and source subtask 1 on rank 1, each rank's coordinator holding only its
+// own; the first pauses while it is more than the drift ahead of the second,
+// which only rank 1 knows, and resumes when the second catches up.  The inputs
+// are FIFOs the test writes, so each step waits for what the previous one
+// caused (as CliAlignment's test in one process).
+TEST(MpiAlignment, ASourceAheadOfASourceOnAnotherRankPausesUntilItCatchesUp) {
+  testing::FifoInputs inputs("mpi_align", 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> all = MpirunArgs(2);
+  for (const std::string& a :
+       {std::string(TIDEMARK_BINARY), std::string("run"), std::string("--fields=key,ts"),
+        std::string("--parallelism=2"), std::string("--watermarks=bounded:0s"),
+        std::string("--watermark-interval=per-record"), std::string("--window=tumbling:1s"),
+        std::string("--alignment-max-drift=1s"), std::string("--alignment-update-interval=10ms"),
+        std::string("--trace=watermarks")})
+    all.push_back(a);
+  for (const std::string& a : inputs.Args()) all.push_back(a);
+  CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  auto write_line = [&](int input, const std::string& line) {
+    ASSERT_TRUE(inputs.Write(static_cast<size_t>(input), line));
+  };
+  write_line(0, "a,100");
+  write_line(1, "b,100");
+  ASSERT_TRUE(p.WaitForOut("source subtask 1 (rank 1) emits", 60s)) << p.out() << p.err();
+  ASSERT_TRUE(p.WaitForOut("source subtask 0 (rank 0) emits", 60s)) << p.out() << p.err();
+  // Input 0 jumps to 5 s: 4.999 > 0.099 + 1 s, and 0.099 is rank 1's.
+  write_line(0, "a,5000");
+  ASSERT_TRUE(p.WaitForOut("[alignment] source subtask 0 (rank 0) pauses", 60s))
+      << p.out() << p.err();
+  EXPECT_THAT(p.out(), ::testing::Not(HasSubstr("[alignment] source subtask 0 (rank 0) resumes")));
+  // Input 1 catches up to 4.5 s on rank 1: the limit becomes 5.499 s on rank 0.
+  write_line(1, "b,4500");
+  ASSERT_TRUE(p.WaitForOut("[alignment] source subtask 0 (rank 0) resumes", 60s))
+      << p.out() << p.err();
+  inputs.Close();
+  EXPECT_EQ(p.Wait(60s), 0) << p.err();
+}
+
 // --- differential cases and the API ---
 
 TEST(MpiDifferential, ASampleOfCasesGivesTheModelsResults) {

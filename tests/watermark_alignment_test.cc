@@ -74,6 +74,53 @@ TEST_F(AlignmentUnitTest, TheLimitIsTheGroupMinimumPlusTheDrift) {
   EXPECT_EQ(a1_.max_allowed(), 1044);
 }
 
+// Across ranks (docs/distribution.md): this rank publishes its members'
+// minimum whenever a report changes it, and counts each other rank's latest
+// published minimum as one more member.
+TEST_F(AlignmentUnitTest, AcrossRanksEachRankPublishesItsMinimumAndCountsTheOthers) {
+  std::vector<std::pair<std::string, Timestamp>> published;
+  coordinator_.SetPublisher(
+      [&](const std::string& group, Timestamp minimum) { published.emplace_back(group, minimum); });
+  // Another rank's minimum before any local report: the members learn the limit.
+  coordinator_.RemoteReport(1, "g", 500);
+  EXPECT_EQ(a0_.max_allowed(), 1500);
+  EXPECT_EQ(coordinator_.Group("g").remote_ranks, 1);
+  EXPECT_TRUE(published.empty()) << "nothing reported here yet: nothing to publish";
+  a0_.OnWatermark(3000);
+  a0_.Report(false);
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published[0], std::make_pair(std::string("g"), Timestamp{3000}));
+  EXPECT_EQ(a0_.max_allowed(), 1500) << "the other rank's 500 is the group's minimum";
+  EXPECT_TRUE(a0_.ShouldPause()) << "3000 > 500 + 1000";
+  a0_.Report(false);
+  EXPECT_EQ(published.size(), 1u) << "the same minimum is not published again";
+  // The other rank catches up (its latest report replaces the previous one).
+  coordinator_.RemoteReport(1, "g", 2500);
+  EXPECT_EQ(a0_.max_allowed(), 3500);
+  EXPECT_FALSE(a0_.ShouldPause());
+  // A third rank that reported, and one whose members are idle (MAX).
+  coordinator_.RemoteReport(2, "g", kMaxWatermark);
+  EXPECT_EQ(a0_.max_allowed(), 3500);
+  coordinator_.RemoteReport(3, "g", 100);
+  EXPECT_EQ(a1_.max_allowed(), 1100);
+  EXPECT_EQ(coordinator_.Group("g").minimum, 100);
+  EXPECT_EQ(coordinator_.Group("g").remote_ranks, 3);
+  // The local minimum falls when the second member reports: published again.
+  a1_.OnWatermark(2000);
+  a1_.Report(false);
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_EQ(published[1].second, 2000);
+  // A group of another name is another group.
+  coordinator_.RemoteReport(1, "h", 0);
+  EXPECT_EQ(a0_.max_allowed(), 1100);
+  coordinator_.SetPublisher(nullptr);
+  a0_.OnWatermark(9000);
+  a1_.OnWatermark(9000);
+  a0_.Report(false);
+  a1_.Report(false);
+  EXPECT_EQ(published.size(), 2u);
+}
+
 TEST_F(AlignmentUnitTest, ASubtaskPausesStrictlyAboveTheLimitAndItsIdlenessClockStandsStill) {
   a0_.OnWatermark(100);
   a1_.OnWatermark(1100);

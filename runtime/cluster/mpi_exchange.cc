@@ -26,6 +26,9 @@ enum Tag : int {
   // A subtask's snapshot, to rank 0 (EncodeSubtaskSnapshot)
   kAck = 7,
   kTaskFinished = 8,
+  // Watermark alignment: a group's minimum over the sender's members (bytes
+  // group, i64 minimum), to every other rank
+  kAlign = 9,
 };
 
 // How long the ranks wait for each other at the start of a job, and for the
@@ -135,6 +138,7 @@ MpiExchange::MpiExchange(ClusterInfo cluster, size_t capacity)
 }
 
 MpiExchange::~MpiExchange() {
+  if (alignment_ != nullptr) alignment_->SetPublisher(nullptr);
   if (thread_.joinable()) {
     {
       MutexLock lock(&mu_);
@@ -203,6 +207,19 @@ void MpiExchange::Queue(int peer, int tag, std::string bytes) {
 }
 
 void MpiExchange::SetTaskOrder(std::vector<std::string> names) { task_order_ = std::move(names); }
+
+void MpiExchange::SetAlignment(AlignmentCoordinator* alignment) {
+  alignment_ = alignment;
+  if (alignment_ == nullptr) return;
+  alignment_->SetPublisher([this](const std::string& group, Timestamp minimum) {
+    std::string b;
+    StateWriter w(&b);
+    w.PutBytes(group);
+    w.PutI64(minimum);
+    for (int peer = 0; peer < cluster_.size; ++peer)
+      if (peer != cluster_.rank) Queue(peer, kAlign, b);
+  });
+}
 
 absl::Status MpiExchange::Open(const std::string& plan) {
   EnsureMpiInitialized();
@@ -381,9 +398,15 @@ bool MpiExchange::Receive() {
   return any;
 }
 
-// Checkpoint messages.
+// Checkpoint and alignment messages.
 void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
   StateReader r(bytes);
+  if (tag == kAlign) {
+    const std::string group(r.GetBytes("group"));
+    const Timestamp minimum = r.GetI64("minimum");
+    if (r.ok() && alignment_ != nullptr) alignment_->RemoteReport(from, group, minimum);
+    return;
+  }
   if (tag == kTrigger || tag == kComplete) {
     const int task = static_cast<int>(r.GetU32("task"));
     const int subtask = static_cast<int>(r.GetU32("subtask"));

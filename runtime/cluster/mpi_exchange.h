@@ -112,6 +112,9 @@ class MpiExchange final : public RemoteExchange {
   const ClusterInfo& cluster() const override { return cluster_; }
   // The task names in the plan's order, for sorting the gathered metrics.
   void SetTaskOrder(std::vector<std::string> names) override;
+  // Publishes this rank's minimum of each alignment group to every other
+  // rank, and hands theirs to `alignment` (runtime/task/watermark_alignment.h).
+  void SetAlignment(AlignmentCoordinator* alignment) override;
 
  private:
   struct Link;
@@ -143,6 +146,7 @@ class MpiExchange final : public RemoteExchange {
   std::unique_ptr<Comm> comm_;  // MPI_Comm, kept out of this header
   std::vector<std::string> task_order_;
   CheckpointAcknowledger* coordinator_ = nullptr;  // rank 0 of a checkpointing job
+  AlignmentCoordinator* alignment_ = nullptr;
   std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
   std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
   bool local_at_most_once_ = false;

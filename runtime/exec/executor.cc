@@ -49,6 +49,7 @@ void JobExecution::EnableCheckpoints(std::unique_ptr<CheckpointCoordinator> coor
 
 void JobExecution::SetExchange(std::unique_ptr<RemoteExchange> exchange) {
   exchange_ = std::move(exchange);
+  if (exchange_ != nullptr) exchange_->SetAlignment(&alignment_);
 }
 
 absl::Status JobExecution::FirstError() const {

@@ -25,6 +25,7 @@
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
+#include "tidemark/runtime/task/watermark_alignment.h"
 
 namespace tidemark::internal {
 
@@ -59,6 +60,9 @@ class RemoteExchange : public CheckpointAcknowledger {
   virtual void AddLocalTask(int task, int subtask, CheckpointParticipant* t) = 0;
   virtual CheckpointParticipant* AddRemoteTask(int rank, int task, int subtask, bool source) = 0;
   virtual void SetTaskOrder(std::vector<std::string> names) = 0;
+  // The job's alignment groups: made job-wide across the ranks (each rank's
+  // minimum of a group reaches the others).  Before Start().
+  virtual void SetAlignment(AlignmentCoordinator* alignment) = 0;
 
   // --- running (JobExecution) ---
   virtual void Start(TaskHost* job) = 0;

@@ -62,36 +62,66 @@ void SourceAlignment::Announce(Timestamp max_allowed) {
 
 void AlignmentCoordinator::Add(SourceAlignment* s) {
   MutexLock lock(&mu_);
-  groups_[s->group()].push_back(Member{s});
+  groups_[s->group()].members.push_back(Member{s});
+}
+
+void AlignmentCoordinator::SetPublisher(Publisher publish) {
+  MutexLock lock(&mu_);
+  publish_ = std::move(publish);
+}
+
+void AlignmentCoordinator::AnnounceLocked(const GroupData& g) {
+  Timestamp minimum = kMaxTimestamp;
+  for (const Member& m : g.members)
+    if (m.reported) minimum = std::min(minimum, m.watermark);
+  for (const auto& [rank, w] : g.remote) minimum = std::min(minimum, w);
+  for (const Member& m : g.members)
+    m.source->Announce(AlignmentLimit(minimum, m.source->max_drift()));
 }
 
 void AlignmentCoordinator::Report(SourceAlignment* s, Timestamp w) {
   // Under the lock, announcements reach every member in report order (an
-  // older limit never overwrites a newer one).
+  // older limit never overwrites a newer one), and so do publications.
   MutexLock lock(&mu_);
-  std::vector<Member>& members = groups_[s->group()];
-  Timestamp minimum = kMaxTimestamp;
-  for (Member& m : members) {
+  GroupData& g = groups_[s->group()];
+  Timestamp local = kMaxTimestamp;
+  for (Member& m : g.members) {
     if (m.source == s) {
       m.reported = true;
       m.watermark = w;  // the latest report replaces the previous one
     }
-    if (m.reported) minimum = std::min(minimum, m.watermark);
+    if (m.reported) local = std::min(local, m.watermark);
   }
-  for (Member& m : members) m.source->Announce(AlignmentLimit(minimum, m.source->max_drift()));
+  if (publish_ && (!g.published || g.published_minimum != local)) {
+    g.published = true;
+    g.published_minimum = local;
+    publish_(s->group(), local);
+  }
+  AnnounceLocked(g);
+}
+
+void AlignmentCoordinator::RemoteReport(int rank, const std::string& group, Timestamp minimum) {
+  MutexLock lock(&mu_);
+  GroupData& g = groups_[group];
+  g.remote[rank] = minimum;
+  AnnounceLocked(g);
 }
 
 AlignmentCoordinator::GroupState AlignmentCoordinator::Group(const std::string& name) const {
   MutexLock lock(&mu_);
-  GroupState g;
+  GroupState state;
   auto it = groups_.find(name);
-  if (it == groups_.end()) return g;
-  for (const Member& m : it->second) {
+  if (it == groups_.end()) return state;
+  for (const Member& m : it->second.members) {
     if (!m.reported) continue;
-    ++g.reported;
-    g.minimum = std::min(g.minimum, m.watermark);
+    ++state.reported;
+    state.minimum = std::min(state.minimum, m.watermark);
   }
-  return g;
+  for (const auto& [rank, w] : it->second.remote) {
+    ++state.remote_ranks;
+    state.minimum = std::min(state.minimum, w);
+  }
+  return state;
 }
 
 }  // namespace tidemark::internal

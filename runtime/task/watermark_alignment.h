@@ -27,9 +27,15 @@
 //     raises the limit.
 // tidemark announces after every report instead of on a timer of the
 // coordinator's own (Flink's SourceCoordinator announces every update
-// interval): the limit is never staler than one report, as in Flink.  The
-// group lives in one process: across MPI ranks each rank aligns its own
-// subtasks (docs/distribution.md).
+// interval): the limit is never staler than one report, as in Flink.
+//
+// Across MPI ranks a group is job-wide, as Flink's (one SourceCoordinator per
+// source): each rank's coordinator holds its own members, publishes their
+// minimum to the other ranks whenever a report changes it (SetPublisher: the
+// MPI exchange sends it), and counts the latest minimum each other rank
+// published (RemoteReport) as one more member of the group.  A rank whose
+// members have not reported yet publishes nothing, so it does not count, as a
+// subtask that never reported does not (docs/distribution.md).
 //
 // Thread safety: SourceAlignment's task-side calls come from the source
 // task's thread; Announce and the coordinator from any thread.
@@ -38,6 +44,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,11 +115,20 @@ class AlignmentCoordinator {
   void Add(SourceAlignment* s);
   // `s` reports `w`, replacing its previous report.
   void Report(SourceAlignment* s, Timestamp w);
-  // The group's current limit announcements (for tests): min + drift of
-  // each member, by the members' order of joining.
+  // Across ranks: `publish(group, minimum)` is called, under the
+  // coordinator's lock and so in report order, whenever a report changes the
+  // minimum over this rank's members of `group`.  Set before the job starts
+  // (or null to stop publishing).
+  using Publisher = std::function<void(const std::string& group, Timestamp minimum)>;
+  void SetPublisher(Publisher publish);
+  // Rank `rank` published `minimum` for `group` (replacing what it published
+  // before); the group's members on this rank are told the new limit.
+  void RemoteReport(int rank, const std::string& group, Timestamp minimum);
+  // The group's state (for tests).
   struct GroupState {
-    Timestamp minimum = kMaxTimestamp;  // over the members that reported
-    int reported = 0;
+    Timestamp minimum = kMaxTimestamp;  // over the members and ranks that reported
+    int reported = 0;                   // members of this rank that reported
+    int remote_ranks = 0;               // other ranks that published a minimum
   };
   GroupState Group(const std::string& name) const;
 
@@ -122,8 +138,18 @@ class AlignmentCoordinator {
     bool reported = false;
     Timestamp watermark = kMinTimestamp;
   };
+  struct GroupData {
+    std::vector<Member> members;
+    std::map<int, Timestamp> remote;  // rank -> the minimum it published last
+    bool published = false;
+    Timestamp published_minimum = kMinTimestamp;
+  };
+  // Tells every member of `g` its limit from the minimum over the members
+  // that reported and the other ranks' minima.
+  static void AnnounceLocked(const GroupData& g);
   mutable Mutex mu_;
-  std::map<std::string, std::vector<Member>> groups_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, GroupData> groups_ ABSL_GUARDED_BY(mu_);
+  Publisher publish_ ABSL_GUARDED_BY(mu_);
 };
 
 // max_allowed = minimum + drift, MAX on overflow (Math.addExact failing).
