@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -330,6 +331,43 @@ TEST(MpiAlignment, ASourceAheadOfASourceOnAnotherRankPausesUntilItCatchesUp) {
       << p.out() << p.err();
   inputs.Close();
   EXPECT_EQ(p.Wait(60s), 0) << p.err();
+}
+
+// Every rank prints a line per record and per watermark (20 000 records per
+// rank): mpirun reads each rank's pipe in chunks of its own size and copies
+// them out as they come, which tore about one line in 150 mid-line when every
+// rank printed its own; the other ranks' lines now reach rank 0 as MPI
+// messages and it prints them whole, in each rank's order.
+TEST(MpiTrace, EveryLineFromEveryRankComesOutWhole) {
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 20000; ++i) {
+    a.push_back(absl::StrCat("k", i % 37, ",", i * 10));
+    b.push_back(absl::StrCat("k", i % 41, ",", i * 10 + 1));
+  }
+  const std::string in0 = InputFile("mpi_whole_0.txt", a);
+  const std::string in1 = InputFile("mpi_whole_1.txt", b);
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + in0, "--input=" + in1, "--fields=key,ts",
+                     "--window=tumbling:1s", "--aggregate=count", "--trace=watermarks",
+                     "--parallelism=2", "--watermark-interval=per-record"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex whole(
+      "\\[watermark\\] (window subtask [01] \\(rank [01]\\) channel [01] \\(from rank [01]\\) -> "
+      ".*|source subtask [01] \\(rank [01]\\) emits (-?[0-9]+|MAX) \\(.*\\))|"
+      "key:k[0-9]+,eventtime:\\[[0-9]+\\|[-0-9: .]+\\],currentMaxTimestamp:\\[[0-9]+\\|[-0-9: "
+      ".]+\\],watermark:\\[-?[0-9]+\\|[-0-9: .]+\\]|[12]> .*|window:.*");
+  int torn = 0, records = 0, from_rank1 = 0;
+  std::string first_torn;
+  for (const std::string& line : r.OutLines()) {
+    if (!std::regex_match(line, whole)) {
+      if (torn++ == 0) first_torn = line;
+    }
+    if (absl::StartsWith(line, "key:")) ++records;
+    if (absl::StrContains(line, "source subtask 1 (rank 1) emits")) ++from_rank1;
+  }
+  EXPECT_EQ(torn, 0) << "first: " << first_torn;
+  EXPECT_EQ(records, 40000);
+  EXPECT_GT(from_rank1, 1000);
 }
 
 // --- differential cases and the API ---

@@ -29,6 +29,9 @@ enum Tag : int {
   // Watermark alignment: a group's minimum over the sender's members (bytes
   // group, i64 minimum), to every other rank
   kAlign = 9,
+  // Lines for rank 0's standard output, each ended by '\n'
+  // (ForwardLineToRank0)
+  kLines = 10,
 };
 
 // How long the ranks wait for each other at the start of a job, and for the
@@ -139,6 +142,7 @@ MpiExchange::MpiExchange(ClusterInfo cluster, size_t capacity)
 
 MpiExchange::~MpiExchange() {
   if (alignment_ != nullptr) alignment_->SetPublisher(nullptr);
+  if (forwarding_lines_) SetLineForwarder(nullptr);
   if (thread_.joinable()) {
     {
       MutexLock lock(&mu_);
@@ -248,6 +252,18 @@ absl::Status MpiExchange::Open(const std::string& plan) {
         "rank ", cluster_.rank, ": the ", cluster_.size,
         " ranks built different jobs (plans or placements differ): every rank must build and "
         "execute the same jobs in the same order"));
+  }
+  // From here on this rank's lines go to rank 0 (queued until the thread
+  // runs): the tasks start after this.
+  if (cluster_.rank != 0) {
+    SetLineForwarder([this](std::string_view line) {
+      MutexLock lock(&mu_);
+      lines_.append(line);
+      lines_.push_back('\n');
+      woken_ = true;
+      cv_.Signal();
+    });
+    forwarding_lines_ = true;
   }
   return absl::OkStatus();
 }
@@ -401,6 +417,16 @@ bool MpiExchange::Receive() {
 // Checkpoint and alignment messages.
 void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
   StateReader r(bytes);
+  if (tag == kLines) {
+    size_t start = 0;
+    while (start < bytes.size()) {
+      const size_t end = bytes.find('\n', start);
+      if (end == std::string_view::npos) break;
+      DeliverForwardedLine(bytes.substr(start, end - start));
+      start = end + 1;
+    }
+    return;
+  }
   if (tag == kAlign) {
     const std::string group(r.GetBytes("group"));
     const Timestamp minimum = r.GetI64("minimum");
@@ -468,11 +494,15 @@ void MpiExchange::Loop() {
     waker_->Rearm();
     bool finishing;
     std::vector<std::tuple<int, int, std::string>> outbox;
+    std::string lines;
     {
       MutexLock lock(&mu_);
       finishing = finishing_;
       outbox.swap(outbox_);
+      lines.swap(lines_);
     }
+    // Every line taken since the last round, in one message.
+    if (!lines.empty()) outbox.emplace_back(0, kLines, std::move(lines));
     const bool was_failed = failed();
     bool progress = !outbox.empty();
     for (auto& [peer, tag, bytes] : outbox) Post(peer, tag, std::move(bytes));
@@ -493,7 +523,7 @@ void MpiExchange::Loop() {
       {
         // Messages other threads queued go before the goodbye.
         MutexLock lock(&mu_);
-        drained = drained && outbox_.empty();
+        drained = drained && outbox_.empty() && lines_.empty();
       }
       if (drained && pending_.empty() && !byes_sent_) {
         for (int peer = 0; peer < cluster_.size; ++peer)
@@ -529,6 +559,10 @@ void MpiExchange::Loop() {
 }
 
 absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& hooks) {
+  // Lines printed from here on are printed here (the tasks are done: only
+  // the summary is left); those taken before go before the goodbye.
+  if (forwarding_lines_) SetLineForwarder(nullptr);
+  forwarding_lines_ = false;
   {
     MutexLock lock(&mu_);
     finishing_ = true;

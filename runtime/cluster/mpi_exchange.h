@@ -147,6 +147,7 @@ class MpiExchange final : public RemoteExchange {
   std::vector<std::string> task_order_;
   CheckpointAcknowledger* coordinator_ = nullptr;  // rank 0 of a checkpointing job
   AlignmentCoordinator* alignment_ = nullptr;
+  bool forwarding_lines_ = false;  // this rank's lines go to rank 0 (Open to Finish)
   std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
   std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
   bool local_at_most_once_ = false;
@@ -157,6 +158,7 @@ class MpiExchange final : public RemoteExchange {
   Mutex mu_;
   CondVar cv_;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
+  std::string lines_ ABSL_GUARDED_BY(mu_);  // ForwardLineToRank0's, for the thread to send
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status local_status_ ABSL_GUARDED_BY(mu_);  // the local job's, set by Finish()
   // Messages other threads queued (peer, tag, bytes).

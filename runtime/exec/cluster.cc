@@ -1,10 +1,13 @@
 #include "tidemark/runtime/exec/cluster.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
 
 namespace tidemark {
@@ -45,6 +48,56 @@ namespace internal {
 void RegisterRemotePlane(const RemotePlane& plane) { g_remote_plane = plane; }
 
 const RemotePlane& RegisteredRemotePlane() { return g_remote_plane; }
+
+namespace {
+
+// The forwarder and the sink are called under their lock, so that once a
+// setter returned the function it replaced is never called again.
+struct LineHooks {
+  Mutex mu;
+  std::function<void(std::string_view)> forward ABSL_GUARDED_BY(mu);
+  Mutex sink_mu;
+  std::function<void(std::string_view)> sink ABSL_GUARDED_BY(sink_mu);
+};
+
+LineHooks& Hooks() {
+  static LineHooks* hooks = new LineHooks;
+  return *hooks;
+}
+
+}  // namespace
+
+bool ForwardLineToRank0(std::string_view line) {
+  LineHooks& h = Hooks();
+  MutexLock lock(&h.mu);
+  if (!h.forward) return false;
+  h.forward(line);
+  return true;
+}
+
+void SetLineForwarder(std::function<void(std::string_view)> forward) {
+  LineHooks& h = Hooks();
+  MutexLock lock(&h.mu);
+  h.forward = std::move(forward);
+}
+
+void SetForwardedLineSink(std::function<void(std::string_view)> sink) {
+  LineHooks& h = Hooks();
+  MutexLock lock(&h.sink_mu);
+  h.sink = std::move(sink);
+}
+
+void DeliverForwardedLine(std::string_view line) {
+  LineHooks& h = Hooks();
+  MutexLock lock(&h.sink_mu);
+  if (h.sink) {
+    h.sink(line);
+    return;
+  }
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
 
 }  // namespace internal
 

@@ -79,6 +79,23 @@ struct RemotePlane {
   std::vector<std::string> (*gather_at_rank0)(std::string_view mine) = nullptr;
 };
 void RegisterRemotePlane(const RemotePlane& plane);
+
+// Whole lines for rank 0's standard output from the other ranks (the CLI's
+// results and traces under mpirun).  Each rank's standard output is a pipe
+// that mpirun reads in chunks of its own size and copies out as they come, so
+// lines that several ranks print at once come out torn mid-line; lines that
+// travel to rank 0 as MPI messages and are printed there come out whole.
+//
+// Other ranks: hands `line` (without its newline) to the running job's
+// exchange, which sends it to rank 0 after what it sent before; false when no
+// job is running (the caller prints it itself).  Thread-safe.
+bool ForwardLineToRank0(std::string_view line);
+// The exchange, while its job runs (null when it stops taking lines).
+void SetLineForwarder(std::function<void(std::string_view line)> forward);
+// Rank 0: where lines from the other ranks go (null: standard output), and
+// what rank 0's exchange calls with each line it receives.
+void SetForwardedLineSink(std::function<void(std::string_view line)> sink);
+void DeliverForwardedLine(std::string_view line);
 // The registered plane; every pointer null when tidemark::mpi is not linked.
 const RemotePlane& RegisteredRemotePlane();
 

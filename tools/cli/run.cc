@@ -29,6 +29,7 @@
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
 #include "tidemark/runtime/core/detail/mutex.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
 #include "tidemark/tidemark.h"
@@ -650,8 +651,21 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                " for writing: ", std::strerror(errno)));
     }
   }
-  LinePrinter printer(rank_output.is_open() ? static_cast<std::ostream*>(&rank_output) : &out);
+  // Under mpirun, the lines of the other ranks are printed by rank 0, whole
+  // (internal::ForwardLineToRank0), unless each rank writes its own file.
+  const bool lines_to_rank0 = cluster.distributed() && !rank_output.is_open();
+  LinePrinter printer(rank_output.is_open() ? static_cast<std::ostream*>(&rank_output) : &out,
+                      lines_to_rank0 && cluster.rank != 0);
   sh->printer = &printer;
+  struct SinkReset {
+    bool set;
+    ~SinkReset() {
+      if (set) internal::SetForwardedLineSink(nullptr);
+    }
+  } sink_reset{lines_to_rank0 && cluster.rank == 0};
+  if (sink_reset.set)
+    internal::SetForwardedLineSink(
+        [&printer](std::string_view line) { printer.Print(std::string(line)); });
   auto recorder = std::make_shared<TraceRecorder>(&printer, sh->output, o.trace == "watermarks",
                                                   !o.timeline.empty(), sh->format.zone());
   sh->recorder = recorder.get();

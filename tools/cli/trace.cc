@@ -11,12 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/state/state_codec.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {
 
 void LinePrinter::Print(const std::string& line) {
+  if (to_rank0_ && internal::ForwardLineToRank0(line)) return;
   internal::MutexLock lock(&mu_);
   (*out_) << line << '\n';
   out_->flush();

@@ -29,10 +29,13 @@ namespace tidemark::cli {
 // Writes whole lines to a stream, one at a time.
 class LinePrinter {
  public:
-  explicit LinePrinter(std::ostream* out) : out_(out) {}
+  // `to_rank0`: on a rank other than 0 under mpirun, lines go to rank 0,
+  // which prints them whole (internal::ForwardLineToRank0), while a job runs.
+  explicit LinePrinter(std::ostream* out, bool to_rank0 = false) : out_(out), to_rank0_(to_rank0) {}
   void Print(const std::string& line);
 
  private:
+  const bool to_rank0_ = false;
   internal::Mutex mu_;
   std::ostream* const out_ ABSL_PT_GUARDED_BY(mu_);
 };
