@@ -43,17 +43,38 @@ std::string FormatDateTime(int64_t ms) {
                 c.mm, c.ss, c.ms);
   return buf;
 }
+// The per-record formats (q15-q17 key by the day, q16 keeps the minute):
+// written digit by digit, not through snprintf.
+namespace {
+inline void Put2(char* p, int v) {
+  p[0] = static_cast<char>('0' + v / 10);
+  p[1] = static_cast<char>('0' + v % 10);
+}
+}  // namespace
 std::string FormatDate(int64_t ms) {
   const Civil c = ToCivil(ms);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02d", c.y, c.m, c.d);
-  return buf;
+  if (c.y < 0 || c.y > 9999) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02d", c.y, c.m, c.d);
+    return buf;
+  }
+  char buf[10];
+  const int y = static_cast<int>(c.y);
+  Put2(buf, y / 100);
+  Put2(buf + 2, y % 100);
+  buf[4] = '-';
+  Put2(buf + 5, c.m);
+  buf[7] = '-';
+  Put2(buf + 8, c.d);
+  return std::string(buf, sizeof buf);
 }
 std::string FormatHourMinute(int64_t ms) {
   const Civil c = ToCivil(ms);
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%02d:%02d", c.hh, c.mm);
-  return buf;
+  char buf[5];
+  Put2(buf, c.hh);
+  buf[2] = ':';
+  Put2(buf + 3, c.mm);
+  return std::string(buf, sizeof buf);
 }
 
 void AppendJsonString(std::string& out, std::string_view s) {
