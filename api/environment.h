@@ -505,6 +505,9 @@ class DataStream {
     return Add<T>("Filter", [f] { return std::make_unique<internal::FilterOperator<T, F>>(f); });
   }
   // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
+  // map, flat_map and process: a function whose record parameter is T&&
+  // gets the record moved in (the operator owns it), so that it can move
+  // parts of it (strings) into its output instead of copying them.
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
     using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;

@@ -143,9 +143,28 @@ struct UnwrapStatusOr<absl::StatusOr<U>> {
   using type = U;
 };
 
+// Whether a user function takes its record by rvalue reference
+// (f(T&& v, ...)): it cannot take a const T&, but can take a T&&.  The
+// operator then moves the record into it (an operator owns the records it is
+// given), so a function that keeps or forwards a part of the record (a
+// string) moves it instead of copying it.  Any other function gets a const T&.
+template <typename F, typename T, typename... Rest>
+inline constexpr bool kTakesRecordByRvalue =
+    !std::is_invocable_v<F&, const T&, Rest...> && std::is_invocable_v<F&, T&&, Rest...>;
+// The record as the function takes it.
+template <typename F, typename T, typename... Rest>
+decltype(auto) RecordArg(T& v) {
+  if constexpr (kTakesRecordByRvalue<F, T, Rest...>) {
+    return std::move(v);
+  } else {
+    return static_cast<const T&>(v);
+  }
+}
+
 template <typename F, typename T>
 struct MapResult {
-  using raw = std::decay_t<std::invoke_result_t<F&, const T&>>;
+  using raw = std::decay_t<
+      std::invoke_result_t<F&, std::conditional_t<kTakesRecordByRvalue<F, T>, T&&, const T&>>>;
   using type = typename UnwrapStatusOr<raw>::type;
 };
 
@@ -161,11 +180,11 @@ class MapOperator final : public BatchedOperator<MapOperator<In, Out, F>, In, Ou
   void ProcessElement(In&& v, Timestamp ts) override {
     using Raw = typename MapResult<F, In>::raw;
     if constexpr (IsStatusOr<Raw>::value) {
-      Raw r = f_(static_cast<const In&>(v));
+      Raw r = f_(RecordArg<F, In>(v));
       if (!r.ok()) throw std::runtime_error(std::string(r.status().ToString()));
       this->output().Collect(std::move(*r), ts);
     } else {
-      this->output().Collect(f_(static_cast<const In&>(v)), ts);
+      this->output().Collect(f_(RecordArg<F, In>(v)), ts);
     }
   }
 
@@ -294,7 +313,7 @@ class FlatMapOperator final : public BatchedOperator<FlatMapOperator<In, Out, F>
   void Close() override { CloseFunction(f_); }
   void ProcessElement(In&& v, Timestamp ts) override {
     collector_->set_timestamp(ts);
-    f_(static_cast<const In&>(v), *collector_);
+    f_(RecordArg<F, In, Collector<Out>&>(v), *collector_);
   }
 
  private:

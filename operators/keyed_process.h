@@ -239,7 +239,14 @@ class KeyedProcessOperator final
     const K key = key_fn_(static_cast<const T&>(value));
     pctx_->Set(&key, ts, TimeDomain::kEventTime);
     collector_->set_timestamp(ts);
-    f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+    if constexpr (requires {
+                    f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+                  }) {
+      f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+    } else {
+      // A function taking T&& (top_n's) gets the record moved in.
+      f_.process_element(std::move(value), *pctx_, *collector_);
+    }
   }
   // Watermarks, checkpoints (the keyed state store and the timers, the
   // instance's key groups kept on restore): KeyedOperator's.

@@ -103,8 +103,10 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
                     f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
                   }) {
       f_.process_element(static_cast<const T&>(value), *pctx_, *collector_);
+    } else if constexpr (requires { f_.process_element(std::move(value), *pctx_, *collector_); }) {
+      f_.process_element(std::move(value), *pctx_, *collector_);  // takes T&&: moved in
     } else {
-      f_(static_cast<const T&>(value), *pctx_, *collector_);
+      f_(RecordArg<F, T, ProcessContext&, Collector<Out>&>(value), *pctx_, *collector_);
     }
   }
   void ProcessWatermark(Timestamp w) override {

@@ -84,21 +84,24 @@ class TopNFunction {
   TopNFunction(size_t n, Less less) : n_(n), less_(std::move(less)) {
     if (n_ == 0) throw std::invalid_argument("top_n: n must be at least 1");
   }
-  void process_element(const T& v, KeyedProcessContext<K>& ctx, Collector<Changelog<T>>& out) {
+  // The record is moved in (the operator owns it): one copy goes into the
+  // key's list, which changes in place, the record itself on as the insert.
+  void process_element(T&& v, KeyedProcessContext<K>& ctx, Collector<Changelog<T>>& out) {
     auto state = ctx.template get_list_state<T>("top-n rows");
     const std::vector<T>& cur = state.get();
     // Not better than the worst of a full top n: nothing changes.
     if (cur.size() >= n_ && !less_(v, cur.back())) return;
-    std::vector<T> rows = cur;
+    std::vector<T>& rows = state.mutable_list();
     auto pos = std::upper_bound(rows.begin(), rows.end(), v,
                                 [this](const T& a, const T& b) { return less_(a, b); });
     rows.insert(pos, v);
-    out.collect(Changelog<T>{RowKind::kInsert, v});
+    std::optional<T> pushed_out;
     if (rows.size() > n_) {
-      out.collect(Changelog<T>{RowKind::kDelete, std::move(rows.back())});
+      pushed_out.emplace(std::move(rows.back()));
       rows.pop_back();
     }
-    state.update(std::move(rows));
+    out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
+    if (pushed_out) out.collect(Changelog<T>{RowKind::kDelete, std::move(*pushed_out)});
   }
 
  private:

@@ -254,6 +254,25 @@ std::vector<std::string> PlainDistinct() {
   return out;
 }
 
+TEST(KeyedStateStore, MutableListChangesTheKeysListInPlace) {
+  KeyedStateStore<int> store;
+  int key = 1;
+  ListState<int, std::string> l(&store.Table<std::vector<std::string>>("l"), &key);
+  std::vector<std::string>& list = l.mutable_list();  // created empty
+  EXPECT_TRUE(list.empty());
+  list.push_back("a");
+  list.insert(list.begin(), "b");
+  EXPECT_THAT(l.get(), ElementsAre("b", "a"));
+  EXPECT_EQ(&l.mutable_list(), &list);  // the same list, not a copy
+  key = 2;                              // another key's list is its own
+  EXPECT_TRUE(l.get().empty());
+  l.mutable_list().push_back("c");
+  key = 1;
+  EXPECT_THAT(l.get(), ElementsAre("b", "a"));
+  l.clear();
+  EXPECT_EQ(store.Table<std::vector<std::string>>("l").map.size(), 1u);
+}
+
 TEST(MapState, DistinctItemsPerKeyAtParallelismOneAndThree) {
   const std::vector<std::string> expected = PlainDistinct();
   ASSERT_EQ(expected.size(), 275u * kKeys + kKeys);  // 275 distinct items per key

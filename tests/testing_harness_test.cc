@@ -467,6 +467,61 @@ TEST(HarnessTest, MapAndFlatMap) {
   EXPECT_EQ(f.get_emitted_watermarks(), std::vector<Timestamp>{9});
 }
 
+// A function whose record parameter is In&& gets the record moved in: a
+// string it moves on keeps its heap buffer (a copy would have a new one), and
+// a function taking const In& still sees the record (and may not move it).
+TEST(HarnessTest, MapFlatMapAndProcessMoveTheRecordIntoAFunctionTakingItByRvalue) {
+  const std::string text(200, 'x');  // on the heap: a move keeps its buffer
+  auto kept = std::make_shared<std::vector<std::string>>();
+
+  auto f = harness::ProcessFunctionTestHarnesses::for_flat_map<std::string>(
+      [kept](std::string&& line, Collector<size_t>& out) {
+        out.collect(line.size());
+        kept->push_back(std::move(line));
+      });
+  f.open();
+  std::string in = text;
+  const char* buffer = in.data();
+  f.process_element(std::move(in), 1);
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ(kept->back(), text);
+  EXPECT_EQ(kept->back().data(), buffer) << "flat_map copied the record";
+  EXPECT_EQ(f.extract_output_values(), std::vector<size_t>{200});
+
+  auto m = harness::ProcessFunctionTestHarnesses::for_map<std::string>([kept](std::string&& s) {
+    kept->push_back(std::move(s));
+    return kept->back().size();
+  });
+  m.open();
+  in = text;
+  buffer = in.data();
+  m.process_element(std::move(in), 2);
+  EXPECT_EQ(kept->back().data(), buffer) << "map copied the record";
+  EXPECT_EQ(m.extract_output_values(), std::vector<size_t>{200});
+
+  struct Keep {
+    std::shared_ptr<std::vector<std::string>> kept;
+    void operator()(std::string&& s, ProcessContext&, Collector<int>& out) {
+      kept->push_back(std::move(s));
+      out.collect(1);
+    }
+  };
+  auto p = harness::ProcessFunctionTestHarnesses::for_process_function<std::string>(Keep{kept});
+  p.open();
+  in = text;
+  buffer = in.data();
+  p.process_element(std::move(in), 3);
+  EXPECT_EQ(kept->back().data(), buffer) << "process copied the record";
+  EXPECT_EQ(p.extract_output_values(), std::vector<int>{1});
+
+  // By const reference: the function sees the record, the operator keeps it.
+  auto c = harness::ProcessFunctionTestHarnesses::for_flat_map<std::string>(
+      [](const std::string& line, Collector<size_t>& out) { out.collect(line.size()); });
+  c.open();
+  c.process_element(text, 4);
+  EXPECT_EQ(c.extract_output_values(), std::vector<size_t>{200});
+}
+
 TEST(HarnessTest, WatermarksReachTheOperatorOnlyWhenTheyAdvance) {
   auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
       TriggeringFunction(TimeDomain::kEventTime), Identity);

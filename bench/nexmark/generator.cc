@@ -59,29 +59,50 @@ class Generator::Random {
 };
 
 namespace {
+// Random letters come several from one 64-bit draw: x / 2^64 read as a
+// fraction, each letter is its next digit in base 26 (x * 26: the digit is
+// the high word, the rest the low word).  After k digits about 64 - 4.7k bits
+// of x are left, so 8 digits per draw stay uniform to about 26 / 2^26.
+constexpr int kLettersPerDraw = 8;
+inline char NextDigitLetter(uint64_t& x) {
+  const unsigned __int128 m = static_cast<unsigned __int128>(x) * 26;
+  x = static_cast<uint64_t>(m);
+  return static_cast<char>('a' + static_cast<int>(m >> 64));
+}
 // StringsGenerator.nextString: 3 .. max_length - 1 letters, one in 13 the
-// special character, trimmed of spaces.
+// special character, trimmed of spaces.  Each character is one digit in base
+// 338 = 13 * 26 of a draw (6 per draw): digits below 26 (1 in 13) are the
+// special character, the others a uniform letter.
 template <typename R>
 std::string NextString(R& r, int max_length, char special = ' ') {
-  int len = kMinStringLength + r.NextInt(max_length - kMinStringLength);
-  std::string s;
-  s.reserve(len);
-  while (len-- > 0) {
-    if (r.NextInt(13) == 0) {
-      s += special;
-    } else {
-      s += static_cast<char>('a' + r.NextInt(26));
+  const int len = kMinStringLength + r.NextInt(max_length - kMinStringLength);
+  char buf[128];
+  char* const end = buf + std::min<int>(len, sizeof buf);
+  char* p = buf;
+  while (p < end) {
+    uint64_t x = r.Next();
+    for (int k = 0; k < 6 && p < end; ++k) {
+      const unsigned __int128 m = static_cast<unsigned __int128>(x) * 338;
+      x = static_cast<uint64_t>(m);
+      const int d = static_cast<int>(m >> 64);
+      *p++ = d < 26 ? special : static_cast<char>('a' + (d - 26) % 26);
     }
   }
-  const size_t b = s.find_first_not_of(' ');
-  if (b == std::string::npos) return {};
-  const size_t e = s.find_last_not_of(' ');
-  return s.substr(b, e - b + 1);
+  const char* b = buf;
+  const char* e = end;
+  while (b < e && *b == ' ') ++b;
+  while (e > b && e[-1] == ' ') --e;
+  return std::string(b, e);
 }
 template <typename R>
 std::string NextExactString(R& r, int length) {
   std::string s(static_cast<size_t>(std::max(length, 0)), 'a');
-  for (char& c : s) c = static_cast<char>('a' + r.NextInt(26));
+  char* p = s.data();
+  char* const end = p + s.size();
+  while (p < end) {
+    uint64_t x = r.Next();
+    for (int k = 0; k < kLettersPerDraw && p < end; ++k) *p++ = NextDigitLetter(x);
+  }
   return s;
 }
 // StringsGenerator.nextExtra: pads current_size to about desired (+-20%).

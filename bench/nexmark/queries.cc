@@ -1,6 +1,8 @@
 // bench/nexmark/queries.cc: the query registry and the runs (queries.h).
 #include "bench/nexmark/queries.h"
 
+#include <cstring>
+#include <stdexcept>
 #include <utility>
 
 namespace nexmark {
@@ -29,6 +31,51 @@ std::vector<std::string> ResultSet::Rows() const {
     for (int64_t i = 0; i < n; ++i) out.push_back(row);
   }
   return out;
+}
+
+// Little-endian-agnostic: the ranks are one binary on one architecture.
+std::string ResultSet::Encode() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  auto put = [&out](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  put(&digest_.sum, 8);
+  put(&digest_.count, 8);
+  for (const auto& [row, n] : rows_) {
+    const uint64_t len = row.size();
+    put(&len, 8);
+    put(row.data(), row.size());
+    put(&n, 8);
+  }
+  return out;
+}
+
+void ResultSet::MergeEncoded(std::string_view bytes) {
+  size_t at = 0;
+  auto get = [&](void* p, size_t n) {
+    if (bytes.size() - at < n)
+      throw std::runtime_error("nexmark: truncated result set (" + std::to_string(bytes.size()) +
+                               " bytes, wanted " + std::to_string(at + n) + ")");
+    std::memcpy(p, bytes.data() + at, n);
+    at += n;
+  };
+  Digest d;
+  get(&d.sum, 8);
+  get(&d.count, 8);
+  std::map<std::string, int64_t> rows;
+  while (at < bytes.size()) {
+    uint64_t len = 0;
+    get(&len, 8);
+    if (len > bytes.size() - at) throw std::runtime_error("nexmark: truncated result row");
+    std::string row(bytes.substr(at, len));
+    at += len;
+    int64_t n = 0;
+    get(&n, 8);
+    rows[std::move(row)] += n;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  digest_.sum += d.sum;
+  digest_.count += d.count;
+  for (auto& [row, n] : rows) rows_[row] += n;
 }
 
 const std::vector<QueryDef>& Queries() {

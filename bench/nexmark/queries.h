@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/nexmark/generator.h"
@@ -88,6 +89,11 @@ class ResultSet {
   // table; a row deleted more often than inserted is reported as
   // "!negative <count> <row>".
   std::vector<std::string> Rows() const;
+  // The digest and the rows as bytes (another process of the same binary
+  // adds them with MergeEncoded: the digests of MPI ranks add up), and back.
+  std::string Encode() const;
+  // Throws std::runtime_error on bytes that Encode did not write.
+  void MergeEncoded(std::string_view bytes);
 
  private:
   bool keep_rows_;

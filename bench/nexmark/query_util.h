@@ -65,25 +65,28 @@ void SinkChangelog(const DataStream<Changelog<R>>& s, std::shared_ptr<ResultSet>
 
 inline DataStream<Bid> Bids(const DataStream<Event>& e) {
   return e
-      .flat_map([](const Event& ev, Collector<Bid>& out) {
-        if (const Bid* b = ev.bid()) out.collect(*b);
+      .flat_map([](Event&& ev, Collector<Bid>& out) {
+        if (Bid* b = std::get_if<Bid>(&ev.v)) out.collect(std::move(*b));
       })
       .name("Bids");
 }
 inline DataStream<Auction> Auctions(const DataStream<Event>& e) {
   return e
-      .flat_map([](const Event& ev, Collector<Auction>& out) {
-        if (const Auction* a = ev.auction()) out.collect(*a);
+      .flat_map([](Event&& ev, Collector<Auction>& out) {
+        if (Auction* a = std::get_if<Auction>(&ev.v)) out.collect(std::move(*a));
       })
       .name("Auctions");
 }
 inline DataStream<Person> Persons(const DataStream<Event>& e) {
   return e
-      .flat_map([](const Event& ev, Collector<Person>& out) {
-        if (const Person* p = ev.person()) out.collect(*p);
+      .flat_map([](Event&& ev, Collector<Person>& out) {
+        if (Person* p = std::get_if<Person>(&ev.v)) out.collect(std::move(*p));
       })
       .name("Persons");
 }
+
+// Bids(), Auctions(), Persons() and SplitEvents take the event by rvalue: the
+// operator moves it in, and its strings move on instead of being copied.
 
 // Two kinds of events from one operator: MainT on its main output, SideT on a
 // side output, so that the source's records have one consumer (a chained
@@ -91,14 +94,13 @@ inline DataStream<Person> Persons(const DataStream<Event>& e) {
 template <typename MainT, typename SideT>
 std::pair<DataStream<MainT>, DataStream<SideT>> SplitEvents(const DataStream<Event>& e) {
   const tidemark::OutputTag<SideT> tag("split");
-  auto main =
-      e.process([tag](const Event& ev, tidemark::ProcessContext& ctx, Collector<MainT>& out) {
-         if (const MainT* m = std::get_if<MainT>(&ev.v)) {
-           out.collect(*m);
-         } else if (const SideT* s = std::get_if<SideT>(&ev.v)) {
-           ctx.output(tag, *s);
-         }
-       }).name("Split events");
+  auto main = e.process([tag](Event&& ev, tidemark::ProcessContext& ctx, Collector<MainT>& out) {
+                 if (MainT* m = std::get_if<MainT>(&ev.v)) {
+                   out.collect(std::move(*m));
+                 } else if (SideT* s = std::get_if<SideT>(&ev.v)) {
+                   ctx.output(tag, std::move(*s));
+                 }
+               }).name("Split events");
   return {main, main.get_side_output(tag)};
 }
 

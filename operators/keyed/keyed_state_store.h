@@ -24,7 +24,7 @@
 // clear() erase it, as Flink's heap backend.
 //
 //   ValueState<K, V>        value() (nullopt when none), value_or, update, clear
-//   ListState<K, V>         get, add, add_all, update, clear
+//   ListState<K, V>         get, add, add_all, update, clear, mutable_list
 //   ReducingState<K, V, F>  add (reduced with F on arrival), get, clear
 //   AggregatingState<K, A>  add (A::add into A's accumulator), get (A's
 //                           result), clear
@@ -525,6 +525,11 @@ class ListState : public internal::BoundState<K, N, std::vector<V>> {
     if (values.empty()) return this->clear();
     this->get_or_create() = std::move(values);
   }
+  // The list itself, to change in place (created empty when the key has
+  // none; leaving it empty leaves an empty entry: clear() it instead).  For
+  // operators that keep a list per key (top_n): no copy of the list per
+  // record.  Valid while the handle is.
+  std::vector<V>& mutable_list() { return this->get_or_create(); }
 };
 
 // A value reduced with F on every add (ReducingState).
