@@ -1705,26 +1705,28 @@ int Main() {
     } else {
       absl::StrAppend(&j, ", \"p50_latency_ms\": null, \"p99_latency_ms\": null");
     }
-    absl::StrAppend(&j, ", \"bytes_per_key_window\": ", JsonNumber(bytes_per_kw),
-                    ", \"bytes_per_key_window_rss\": ", JsonNumber(rss_bytes_per_kw),
-                    ", \"peak_live_key_windows\": ", best_job.peak_live_key_windows,
-                    ", \"window_state_bytes_at_peak\": ", best_job.window_state_bytes_at_peak,
-                    ", \"rss_before_job_bytes\": ", best_job.rss_before_bytes,
-                    absl::StrFormat(", \"longest_source_pause_ms\": %.1f",
-                                    best_job.source_progress.longest_pause_ms),
-                    absl::StrFormat(", \"slowest_100ms_source_rate\": %.1f",
-                                    best_job.source_progress.slowest_span_rate),
-                    absl::StrFormat(", \"median_100ms_source_rate\": %.1f",
-                                    best_job.source_progress.median_span_rate),
-                    ", \"checkpoints\": ", best_job.checkpoints.completed,
-                    ", \"checkpoint_interval_ms\": ", o.checkpoint_interval_ms,
-                    ", \"checkpoint_last_bytes\": ", best_job.checkpoints.last_size_bytes,
-                    ", \"checkpoint_max_bytes\": ", best_job.checkpoints.max_size_bytes,
-                    absl::StrFormat(", \"checkpoint_last_ms\": %.3f, \"checkpoint_max_ms\": %.3f",
-                                    best_job.checkpoints.last_duration_ms,
-                                    best_job.checkpoints.max_duration_ms),
-                    absl::StrFormat(", \"checkpoint_max_alignment_ms\": %.3f",
-                                    best_job.checkpoints.max_alignment_ms));
+    absl::StrAppend(
+        &j, ", \"bytes_per_key_window\": ", JsonNumber(bytes_per_kw),
+        ", \"bytes_per_key_window_rss\": ", JsonNumber(rss_bytes_per_kw),
+        ", \"peak_live_key_windows\": ", best_job.peak_live_key_windows,
+        ", \"window_state_bytes_at_peak\": ", best_job.window_state_bytes_at_peak,
+        ", \"rss_before_job_bytes\": ", best_job.rss_before_bytes,
+        absl::StrFormat(", \"longest_source_pause_ms\": %.1f",
+                        best_job.source_progress.longest_pause_ms),
+        absl::StrFormat(", \"slowest_100ms_source_rate\": %.1f",
+                        best_job.source_progress.slowest_span_rate),
+        absl::StrFormat(", \"median_100ms_source_rate\": %.1f",
+                        best_job.source_progress.median_span_rate),
+        ", \"checkpoints\": ", best_job.checkpoints.completed,
+        ", \"checkpoint_interval_ms\": ", o.checkpoint_interval_ms,
+        ", \"checkpoint_last_bytes\": ", best_job.checkpoints.last_size_bytes,
+        ", \"checkpoint_max_bytes\": ", best_job.checkpoints.max_size_bytes,
+        absl::StrFormat(", \"checkpoint_last_ms\": %.3f, \"checkpoint_max_ms\": %.3f",
+                        best_job.checkpoints.last_duration_ms,
+                        best_job.checkpoints.max_duration_ms),
+        absl::StrFormat(", \"checkpoint_max_alignment_ms\": %.3f",
+                        best_job.checkpoints.max_alignment_ms),
+        absl::StrFormat(", \"checkpoint_sync_max_ms\": %.3f", best_job.checkpoints.max_sync_ms));
     absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak,
                     ", \"sink_records\": ", best_job.sink_records,
                     ", \"distinct_keys_out\": ", best_job.results.size(),
@@ -1859,10 +1861,11 @@ int Main() {
       const CheckpointSummary& c = best_job.checkpoints;
       std::printf(
           "  checkpoints            %lld every %lld ms (%lld failed); largest %lld bytes; last "
-          "%.1f ms start to durable, longest %.1f ms; longest alignment %.3f ms\n",
+          "%.1f ms start to durable, longest %.1f ms; longest alignment %.3f ms; longest "
+          "synchronous part %.3f ms\n",
           static_cast<long long>(c.completed), static_cast<long long>(o.checkpoint_interval_ms),
           static_cast<long long>(c.failed), static_cast<long long>(c.max_size_bytes),
-          c.last_duration_ms, c.max_duration_ms, c.max_alignment_ms);
+          c.last_duration_ms, c.max_duration_ms, c.max_alignment_ms, c.max_sync_ms);
     }
     std::printf(
         "  source progress        longest pause %.1f ms; per 100 ms: slowest %.3g/s, median "

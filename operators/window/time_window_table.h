@@ -54,11 +54,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,66 +73,184 @@
 
 namespace tidemark::internal {
 
+// Copy-on-write bookkeeping for asynchronous snapshots (Flink's
+// CopyOnWriteStateMap, by chunk instead of by entry), shared by the SlotLists
+// of one table.  Every chunk carries the version current when it was made;
+// BeginSnapshot() makes every existing chunk "required" by the snapshot that
+// starts (version < required_) and hands out a guard the snapshot holds while
+// it reads.  A write to a required chunk copies it first while a snapshot
+// still reads (MustCopy): the snapshot keeps the old chunk, unchanged, and
+// the task writes the copy.  Once every snapshot has let go of its guard no
+// chunk is copied any more.
+//
+// Thread safety: everything on the task thread, except the guard, which the
+// snapshot thread drops (release) and MustCopy reads (acquire): the
+// snapshot's reads of a chunk happen before the task's later writes to it.
+class CowEpoch {
+ public:
+  CowEpoch() : readers_(std::make_shared<std::atomic<int>>(0)) {}
+  CowEpoch(const CowEpoch&) = delete;
+  CowEpoch& operator=(const CowEpoch&) = delete;
+
+  // The version of a chunk made now.
+  uint64_t version() const { return version_; }
+  // Whether a chunk of `version` must be copied before it is written.
+  bool MustCopy(uint64_t version) {
+    if (version >= required_) [[likely]]
+      return false;
+    if (readers_->load(std::memory_order_acquire) == 0) {
+      required_ = 0;  // no snapshot reads any chunk: nothing to copy until the next
+      return false;
+    }
+    return true;
+  }
+  // A snapshot starts: the chunks made so far stay as they are while the
+  // returned guard lives.
+  std::shared_ptr<const void> BeginSnapshot() {
+    required_ = ++version_;
+    readers_->fetch_add(1, std::memory_order_relaxed);
+    struct Guard {
+      explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
+      Guard(const Guard&) = delete;
+      Guard& operator=(const Guard&) = delete;
+      ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
+      const std::shared_ptr<std::atomic<int>> readers;
+    };
+    return std::make_shared<const Guard>(readers_);
+  }
+  // Snapshots that still read (for tests).
+  int live_snapshots() const { return readers_->load(std::memory_order_acquire); }
+
+ private:
+  uint64_t version_ = 0;
+  uint64_t required_ = 0;  // chunks of a lower version may be read by a snapshot
+  std::shared_ptr<std::atomic<int>> readers_;
+};
+
 // An append-only sequence of T in chunks that never move (see above).  T
 // needs no default constructor: slots are constructed as they are appended.
+//
+// Copy-on-write (CowEpoch above): Share() returns a View of the slots so far
+// that holds their chunks; Mutable(pos, epoch) copies the chunk of `pos`
+// first when a live snapshot may read it.  Appending never copies: a new slot
+// lies past every View's size, in memory no View reads.  A slot written
+// through Mutable may therefore move (to the chunk's copy) when a snapshot
+// was taken since it was last reached.
 template <typename T>
 class SlotList {
+  struct Chunk {
+    Chunk(T* d, size_t cap) : data(d), capacity(cap) {}
+    Chunk(const Chunk&) = delete;
+    Chunk& operator=(const Chunk&) = delete;
+    ~Chunk() {
+      for (uint32_t i = 0; i < constructed; ++i) std::destroy_at(data + i);
+      std::allocator<T>().deallocate(data, capacity);
+    }
+    T* data;
+    size_t capacity;
+    uint32_t constructed = 0;  // written by the list's owner only
+  };
+
  public:
+  // The slots of a list when Share() was called, in order; they never
+  // change, whatever the list does afterwards.  Any thread may read it.
+  class View {
+   public:
+    View() = default;
+    uint32_t size() const { return size_; }
+    template <typename F>
+    void ForEach(F&& f) const {
+      uint32_t left = size_;
+      for (size_t c = 0; c < chunks_.size() && left > 0; ++c) {
+        const auto n = static_cast<uint32_t>(std::min<size_t>(left, ChunkSize(c)));
+        for (uint32_t i = 0; i < n; ++i) f(static_cast<const T&>(chunks_[c]->data[i]));
+        left -= n;
+      }
+    }
+
+   private:
+    friend class SlotList;
+    std::vector<std::shared_ptr<const Chunk>> chunks_;
+    uint32_t size_ = 0;
+  };
+
   SlotList() = default;
   SlotList(const SlotList&) = delete;
   SlotList& operator=(const SlotList&) = delete;
-  ~SlotList() {
-    ForEach([](T& t) { std::destroy_at(&t); });
-    std::allocator<T> alloc;
-    for (size_t c = 0; c < chunks_.size(); ++c) alloc.deallocate(chunks_[c], ChunkSize(c));
-  }
 
-  T& operator[](uint32_t pos) {
-    const auto [chunk, offset] = Locate(pos);
-    return chunks_[chunk][offset];
-  }
   const T& operator[](uint32_t pos) const {
     const auto [chunk, offset] = Locate(pos);
-    return chunks_[chunk][offset];
+    return data_[chunk][offset];
   }
-  T& push_back(T v) {
+  // The slot at `pos`, to be written: its chunk is copied first while a
+  // snapshot taken under `epoch` may read it.
+  T& Mutable(uint32_t pos, CowEpoch& epoch) {
+    const auto [chunk, offset] = Locate(pos);
+    // Slots that cannot be copied are never shared (SnapshotTo encodes them
+    // synchronously).
+    if constexpr (std::is_copy_constructible_v<T>) {
+      if (epoch.MustCopy(versions_[chunk])) [[unlikely]]
+        CopyChunk(chunk, epoch.version());
+    }
+    return data_[chunk][offset];
+  }
+  // Appends; a new chunk gets `version` (CowEpoch::version()).
+  T& push_back(T v, uint64_t version = 0) {
     const auto [chunk, offset] = Locate(size_);
-    if (chunk == chunks_.size()) {
+    if (chunk == data_.size()) {
+      const size_t cap = ChunkSize(chunk);
       std::allocator<T> alloc;
-      T* mem = alloc.allocate(ChunkSize(chunk));
+      T* mem = alloc.allocate(cap);
+      std::shared_ptr<Chunk> owner;
       try {
-        chunks_.push_back(mem);
+        owner = std::make_shared<Chunk>(mem, cap);
       } catch (...) {
-        alloc.deallocate(mem, ChunkSize(chunk));
+        alloc.deallocate(mem, cap);
         throw;
       }
+      data_.reserve(data_.size() + 1);
+      owners_.reserve(owners_.size() + 1);
+      versions_.reserve(versions_.size() + 1);
+      data_.push_back(mem);
+      owners_.push_back(std::move(owner));
+      versions_.push_back(version);
     }
-    T* slot = std::construct_at(chunks_[chunk] + offset, std::move(v));
+    T* slot = std::construct_at(data_[chunk] + offset, std::move(v));
+    ++owners_[chunk]->constructed;
     ++size_;
     return *slot;
   }
   // Removes the last slot (undoes a push_back).
   void pop_back() {
     const auto [chunk, offset] = Locate(size_ - 1);
-    std::destroy_at(chunks_[chunk] + offset);
+    std::destroy_at(data_[chunk] + offset);
+    --owners_[chunk]->constructed;
     --size_;
   }
   uint32_t size() const { return size_; }
   size_t capacity() const {
     size_t n = 0;
-    for (size_t c = 0; c < chunks_.size(); ++c) n += ChunkSize(c);
+    for (size_t c = 0; c < data_.size(); ++c) n += ChunkSize(c);
     return n;
   }
-  size_t num_chunks() const { return chunks_.size(); }
+  size_t num_chunks() const { return data_.size(); }
   // f(slot) for every slot, in order.
   template <typename F>
   void ForEach(F&& f) const {
     uint32_t left = size_;
-    for (size_t c = 0; c < chunks_.size() && left > 0; ++c) {
+    for (size_t c = 0; c < data_.size() && left > 0; ++c) {
       const auto n = static_cast<uint32_t>(std::min<size_t>(left, ChunkSize(c)));
-      for (uint32_t i = 0; i < n; ++i) f(chunks_[c][i]);
+      for (uint32_t i = 0; i < n; ++i) f(static_cast<const T&>(data_[c][i]));
       left -= n;
     }
+  }
+  // The slots so far, for a snapshot (see the class comment; call
+  // CowEpoch::BeginSnapshot first).  Copies one pointer per chunk.
+  View Share() const {
+    View v;
+    v.chunks_.assign(owners_.begin(), owners_.end());
+    v.size_ = size_;
+    return v;
   }
 
  private:
@@ -150,8 +270,32 @@ class SlotList {
     const uint32_t rest = pos - kGrown;
     return {kGrowing + (rest >> kLargeShift), rest & ((1u << kLargeShift) - 1)};
   }
+  // Replaces chunk `c` by a copy of its slots (the old one stays with the
+  // snapshots that hold it).
+  [[gnu::noinline]] void CopyChunk(size_t c,
+                                   uint64_t version) requires std::is_copy_constructible_v<T> {
+    const Chunk& old = *owners_[c];
+    std::allocator<T> alloc;
+    T* mem = alloc.allocate(old.capacity);
+    std::shared_ptr<Chunk> owner;
+    try {
+      owner = std::make_shared<Chunk>(mem, old.capacity);  // frees mem from here on
+    } catch (...) {
+      alloc.deallocate(mem, old.capacity);
+      throw;
+    }
+    for (uint32_t i = 0; i < old.constructed; ++i) {
+      std::construct_at(mem + i, static_cast<const T&>(old.data[i]));
+      ++owner->constructed;
+    }
+    owners_[c] = std::move(owner);
+    data_[c] = mem;
+    versions_[c] = version;
+  }
 
-  std::vector<T*> chunks_;
+  std::vector<T*> data_;                        // chunk c's slots (owners_[c]->data)
+  std::vector<std::shared_ptr<Chunk>> owners_;  // shared with snapshot Views
+  std::vector<uint64_t> versions_;              // CowEpoch version of chunk c
   uint32_t size_ = 0;
 };
 
@@ -201,14 +345,15 @@ class TimeWindowTable {
   // The value of (key, w), created with make() if there is none; the bool
   // says whether it was created.  A window created when `watermark` has
   // already reached its max timestamp starts fired.  The pointer stays valid
-  // until the window is erased.
+  // until the window is erased or a snapshot is taken (copy-on-write may then
+  // move the slot).
   template <typename Make>
   std::pair<V*, bool> FindOrCreate(const K& key, const TimeWindow& w, Timestamp watermark,
                                    Make&& make) {
     Window& win = GetWindow(w, watermark);
     const HashedKey hk{&key, HashKey(key)};
     if (const uint32_t* pos = win.index.Find(hk, hk.hash)) [[likely]]
-      return {&win.slots[*pos].value, false};
+      return {&win.slots.Mutable(*pos, cow_).value, false};
     return {Create(win, hk, std::forward<Make>(make)), true};
   }
 
@@ -229,19 +374,53 @@ class TimeWindowTable {
     return windows_.erase(it);
   }
 
-  // See "Checkpoints" in the file comment; K and V have codecs.
-  void SnapshotTo(StateWriter& w) const {
-    w.PutVarint(windows_.size());
-    for (const auto& [k, win] : windows_) {
-      Encode(w, win.window);
-      Encode(w, win.fired);
-      w.PutVarint(win.slots.size());
-      win.slots.ForEach([&](const Slot& slot) {
-        Encode(w, slot.key);
-        Encode(w, slot.value);
+  // See "Checkpoints" in the file comment; K and V have codecs.  With
+  // copyable keys and values the synchronous part takes a copy-on-write view
+  // (windows, fired flags, one pointer per chunk of slots) and the encoding
+  // is deferred (StateWriter::Defer); the bytes are the same either way.
+  void SnapshotTo(StateWriter& w) {
+    if constexpr (std::is_copy_constructible_v<Slot>) {
+      struct WindowView {
+        TimeWindow window;
+        bool fired;
+        typename SlotList<Slot>::View slots;
+      };
+      struct View {
+        std::shared_ptr<const void> guard;  // keeps the chunks unwritten
+        std::vector<WindowView> windows;
+      };
+      auto view = std::make_shared<View>();
+      view->guard = cow_.BeginSnapshot();
+      view->windows.reserve(windows_.size());
+      for (const auto& [k, win] : windows_)
+        view->windows.push_back(WindowView{win.window, win.fired, win.slots.Share()});
+      w.Defer([view = std::move(view)](StateWriter& out) {
+        out.PutVarint(view->windows.size());
+        for (const WindowView& win : view->windows) {
+          Encode(out, win.window);
+          Encode(out, win.fired);
+          out.PutVarint(win.slots.size());
+          win.slots.ForEach([&](const Slot& slot) {
+            Encode(out, slot.key);
+            Encode(out, slot.value);
+          });
+        }
       });
+    } else {
+      w.PutVarint(windows_.size());
+      for (const auto& [k, win] : windows_) {
+        Encode(w, win.window);
+        Encode(w, win.fired);
+        w.PutVarint(win.slots.size());
+        win.slots.ForEach([&](const Slot& slot) {
+          Encode(w, slot.key);
+          Encode(w, slot.value);
+        });
+      }
     }
   }
+  // Snapshots whose deferred part still reads the table (for tests).
+  int live_snapshots() const { return cow_.live_snapshots(); }
   void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
     const uint64_t n = r.GetCount("windows");
     for (uint64_t i = 0; i < n && r.ok(); ++i) {
@@ -261,7 +440,7 @@ class TimeWindowTable {
         }
         const HashedKey hk{&key, HashKey(key)};
         if (const uint32_t* pos = win->index.Find(hk, hk.hash)) {
-          win->slots[*pos].value = std::move(value);
+          win->slots.Mutable(*pos, cow_).value = std::move(value);
         } else {
           Create(*win, hk, [&] { return std::move(value); });
         }
@@ -300,7 +479,7 @@ class TimeWindowTable {
     // The slot first: make() may throw (a user function), and the index
     // must only hold positions that have a slot.
     const uint32_t next = win.slots.size();
-    Slot& slot = win.slots.push_back(Slot{*hk.key, make()});
+    Slot& slot = win.slots.push_back(Slot{*hk.key, make()}, cow_.version());
     try {
       win.index.LazyEmplace(hk, hk.hash, [next](const auto& ctor) { ctor(next); });
     } catch (...) {
@@ -328,6 +507,7 @@ class TimeWindowTable {
 
   std::map<std::pair<Timestamp, Timestamp>, Window> windows_;  // by (max timestamp, start)
   std::array<Window*, 32> cache_{};
+  CowEpoch cow_;  // copy-on-write of the slots while a snapshot reads them
   size_t live_ = 0;
   size_t last_closed_size_ = 0;
 };

@@ -660,6 +660,7 @@ std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const Ne
   Encode(w, c.last_size_bytes);
   Encode(w, c.max_size_bytes);
   Encode(w, c.max_alignment_ms);
+  Encode(w, c.max_sync_ms);
   Encode(w, c.last_error);
   Encode(w, c.restored_id);
   Encode(w, c.restored_path);
@@ -719,6 +720,7 @@ absl::Status DecodeMetrics(std::string_view bytes, std::vector<SubtaskMetricsSna
   c->last_size_bytes = Decode<int64_t>(r);
   c->max_size_bytes = Decode<int64_t>(r);
   c->max_alignment_ms = Decode<double>(r);
+  c->max_sync_ms = Decode<double>(r);
   c->last_error = Decode<std::string>(r);
   c->restored_id = Decode<int64_t>(r);
   c->restored_path = Decode<std::string>(r);

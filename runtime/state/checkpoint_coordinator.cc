@@ -179,6 +179,7 @@ void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
     const Key key{s.task_index, s.subtask};
     summary_.max_alignment_ms =
         std::max(summary_.max_alignment_ms, static_cast<double>(s.alignment_ns) / 1e6);
+    summary_.max_sync_ms = std::max(summary_.max_sync_ms, static_cast<double>(s.sync_ns) / 1e6);
     pending_->acks[key] = std::move(s);
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;

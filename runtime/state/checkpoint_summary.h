@@ -22,6 +22,9 @@ struct CheckpointSummary {
   int64_t last_size_bytes = 0;  // the state files of the last one
   int64_t max_size_bytes = 0;   // of the largest one
   double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
+  // The longest synchronous part of any subtask's snapshot (on its task
+  // thread; the rest runs on the snapshot threads).
+  double max_sync_ms = 0;
   std::string last_error;
   // Restored from this checkpoint (-1: started fresh).
   int64_t restored_id = -1;

@@ -56,6 +56,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -90,8 +91,26 @@ inline absl::string_view ToAbsl(std::string_view s) {
 
 // Appends encoded values to a string: either one the caller owns (which must
 // outlive the writer) or the writer's own (data(), Release()).
+//
+// Deferred parts (asynchronous snapshots, docs/checkpoints.md "The snapshot's
+// phases"): Defer(part) reserves the current position for bytes that
+// part(writer) appends later, possibly on another thread.  An operator's
+// SnapshotState takes a copy-on-write view of its large state on the task
+// thread and defers encoding it; the task hands the parts to the snapshot
+// threads (TakeDeferred, then CompleteDeferred).  Whoever reads the bytes
+// without doing so gets them complete all the same: Release() and data() run
+// the pending parts first, in order, on the calling thread, and a writer that
+// appends to the caller's string runs each part at once.  A part must own
+// everything it reads (it may outlive the operator).
 class StateWriter {
  public:
+  using DeferredPart = std::function<void(StateWriter&)>;
+  // A part and the position in the synchronous bytes its output goes to.
+  struct Deferred {
+    size_t at;
+    DeferredPart part;
+  };
+
   StateWriter() : out_(&own_) {}
   explicit StateWriter(std::string* out) : out_(out) {}
   StateWriter(const StateWriter&) = delete;
@@ -127,14 +146,57 @@ class StateWriter {
     out_->append(b, sizeof(U));
   }
 
+  // Appends part's bytes here later (see the class comment).
+  void Defer(DeferredPart part) {
+    if (out_ != &own_) {
+      part(*this);
+      return;
+    }
+    deferred_.push_back(Deferred{out_->size(), std::move(part)});
+  }
+  bool has_deferred() const { return !deferred_.empty(); }
+  // The pending parts, in order; the writer then holds only the synchronous
+  // bytes, into which CompleteDeferred inserts the parts' output.
+  std::vector<Deferred> TakeDeferred() { return std::exchange(deferred_, {}); }
+
+  // The size so far (pending deferred parts not counted).
   size_t size() const { return out_->size(); }
-  const std::string& data() const { return *out_; }
-  // The encoded bytes (moved out of the string written to).
-  std::string Release() { return std::move(*out_); }
+  const std::string& data() {
+    RunDeferred();
+    return *out_;
+  }
+  // The encoded bytes (moved out of the string written to), deferred parts
+  // included.
+  std::string Release() {
+    RunDeferred();
+    return std::move(*out_);
+  }
+
+ private:
+  void RunDeferred() {
+    if (!deferred_.empty()) *out_ = CompleteDeferred(std::move(*out_), TakeDeferred());
+  }
+
+ public:
+  // `sync` with the output of every part inserted at its position.
+  static std::string CompleteDeferred(std::string sync, std::vector<Deferred> parts) {
+    if (parts.empty()) return sync;
+    StateWriter w;
+    size_t from = 0;
+    for (Deferred& d : parts) {
+      w.out_->append(sync, from, d.at - from);
+      from = d.at;
+      d.part(w);
+      d.part = nullptr;  // frees what it held (a snapshot's view) now
+    }
+    w.out_->append(sync, from, std::string::npos);
+    return w.Release();  // parts that deferred parts of their own
+  }
 
  private:
   std::string own_;
   std::string* out_;
+  std::vector<Deferred> deferred_;
 };
 
 // Reads what a StateWriter wrote, from a view the caller keeps alive.  Every

@@ -45,6 +45,7 @@ struct SubtaskSnapshot {
   std::string input_state;
   std::vector<OperatorSnapshot> operators;
   int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
+  int64_t sync_ns = 0;       // the synchronous part on the task thread
   bool finished = false;     // the subtask's final snapshot
 };
 

@@ -24,7 +24,7 @@ StreamTask::StreamTask(std::string name, TaskHost* host, std::unique_ptr<Subtask
   signals_.cancelled = cancel_flag_;
 }
 
-StreamTask::~StreamTask() = default;
+StreamTask::~StreamTask() { async_snapshots_->AwaitAll(); }
 
 OperatorContext* StreamTask::AddContext(std::unique_ptr<OperatorContext> ctx) {
   ctx->set_input_activity_clock(&activity_clock_);
@@ -90,6 +90,8 @@ void StreamTask::FinishTask() {
   lifecycle_.TransitionTo(TaskLifecycle::kFinishing, name());
   FinishChain();
   if (ack_ != nullptr) {
+    // Every acknowledgement of this task comes before its final snapshot.
+    async_snapshots_->AwaitAll();
     SubtaskSnapshot final_state = TakeSnapshot(last_checkpoint_, /*final_state=*/true);
     final_state.finished = true;
     ack_->SubtaskFinished(std::move(final_state));
@@ -221,7 +223,7 @@ void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
   if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
 }
 
-SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state) {
+SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred) {
   SubtaskSnapshot s;
   s.checkpoint_id = id;
   s.task_index = task_index_;
@@ -242,6 +244,8 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state) {
       if (!final_state) o->PrepareSnapshotPreBarrier(id);
       o->SnapshotState(w);
     });
+    if (deferred != nullptr && w.has_deferred())
+      deferred->emplace_back(s.operators.size(), w.TakeDeferred());
     s.operators.push_back(OperatorSnapshot{ctx->operator_name(), w.Release()});
   }
   return s;
@@ -250,8 +254,15 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state) {
 void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   if (id <= last_checkpoint_) return;
   last_checkpoint_ = id;
-  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false);
+  // The synchronous part: operators' small state encoded, large state as
+  // copy-on-write views whose encoding is deferred.
+  const auto sync_start = std::chrono::steady_clock::now();
+  DeferredParts deferred;
+  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false, &deferred);
   s.alignment_ns = alignment_ns;
+  s.sync_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::steady_clock::now() - sync_start)
+                  .count();
   for (WriterBase* w : writers_) w->EmitBarrier(id);
   metrics_->last_checkpoint.store(id, std::memory_order_relaxed);
   metrics_->last_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
@@ -260,7 +271,39 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   if (listener_ != nullptr) {
     listener_->OnCheckpointBarrier(metrics_->task_name(), metrics_->subtask(), id, alignment_ns);
   }
-  ack_->Acknowledge(std::move(s));
+  if (deferred.empty()) {
+    ack_->Acknowledge(std::move(s));
+    return;
+  }
+  // The asynchronous part: the snapshot threads encode the deferred parts
+  // and acknowledge.  What they touch outlives the task's run: the
+  // acknowledger and the host (the task awaits this work before it ends).
+  struct Work {
+    SubtaskSnapshot snapshot;
+    DeferredParts deferred;
+  };
+  auto work = std::make_shared<Work>(Work{std::move(s), std::move(deferred)});
+  async_snapshots_->Begin();
+  SnapshotPool::Shared().Submit(
+      [work, ack = ack_, host = host_, async = async_snapshots_, task = name()] {
+        SubtaskSnapshot& snap = work->snapshot;
+        size_t op = 0;
+        try {
+          for (auto& [i, parts] : work->deferred) {
+            op = i;
+            snap.operators[i].state =
+                StateWriter::CompleteDeferred(std::move(snap.operators[i].state), std::move(parts));
+          }
+          work->deferred.clear();
+          ack->Acknowledge(std::move(snap));
+        } catch (...) {
+          host->Fail(absl::AbortedError(
+              absl::StrCat("task '", task, "' (subtask ", snap.subtask, "): operator '",
+                           snap.operators[op].name, "' at checkpoint ", snap.checkpoint_id,
+                           " (asynchronous part): ", DescribeCurrentException())));
+        }
+        async->End();
+      });
 }
 
 std::vector<int> StreamTask::OldStatesFor(size_t i, const SubtaskRestore& rs,
@@ -354,6 +397,8 @@ void StreamTask::FinishChain() {
 }
 
 void StreamTask::Terminate(TaskLifecycle end) {
+  // No snapshot of this task acknowledges after it has ended.
+  async_snapshots_->AwaitAll();
   const TaskLifecycle from = lifecycle_.TransitionTo(end, name());
   SetBackpressured(false);
   if (from != TaskLifecycle::kCreated) CloseChain();

@@ -38,6 +38,8 @@
 #include "tidemark/runtime/io/detail/channel_writer.h"
 #include "tidemark/runtime/io/detail/input_gate.h"
 #include "tidemark/runtime/state/detail/checkpoint.h"
+#include "tidemark/runtime/state/detail/snapshot_pool.h"
+#include "tidemark/runtime/state/state_codec.h"
 #include "tidemark/runtime/task/detail/chain_output.h"
 #include "tidemark/runtime/task/detail/source_driver.h"
 #include "tidemark/runtime/task/detail/task_lifecycle.h"
@@ -139,7 +141,11 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
   // Snapshots the chain (and source) for checkpoint `id`, or (final_state)
   // once the task has finished.
-  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state);
+  // With `deferred`, the operators' deferred parts (StateWriter::Defer) are
+  // left there, by operator index, for the snapshot threads; without, they
+  // are run here.
+  using DeferredParts = std::vector<std::pair<size_t, std::vector<StateWriter::Deferred>>>;
+  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred = nullptr);
   void PerformCheckpoint(int64_t id, int64_t alignment_ns);
   void Restore();
   // The old subtasks whose state operator `i` restores (their indices in
@@ -175,6 +181,10 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   std::optional<SubtaskRestore> restore_;
   std::atomic<int64_t> requested_checkpoint_{-1};
   std::atomic<int64_t> completed_checkpoint_{-1};
+  // Snapshots whose asynchronous part runs on the snapshot threads
+  // (runtime/state/detail/snapshot_pool.h); awaited before the final
+  // snapshot and when the task ends.
+  std::shared_ptr<AsyncSnapshots> async_snapshots_ = std::make_shared<AsyncSnapshots>();
   int64_t last_checkpoint_ = -1;  // the last this task snapshotted
   int64_t last_notified_ = -1;    // the last completion its operators heard of
 };

@@ -1,0 +1,268 @@
+// Asynchronous snapshots (docs/checkpoints.md, "The snapshot's phases"):
+// StateWriter's deferred parts, the copy-on-write SlotList and
+// TimeWindowTable (operators/window/time_window_table.h), and a concurrency
+// test that writes a table on one thread while another encodes its snapshot.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tidemark/operators/window/time_window_table.h"
+#include "tidemark/runtime/state/detail/snapshot_pool.h"
+#include "tidemark/runtime/state/state_codec.h"
+
+namespace tidemark {
+namespace {
+
+using internal::AsyncSnapshots;
+using internal::CowEpoch;
+using internal::KeyGroupRange;
+using internal::SlotList;
+using internal::SnapshotPool;
+using internal::StateReader;
+using internal::StateWriter;
+using internal::TimeWindowTable;
+
+// --- StateWriter::Defer ---------------------------------------------------
+
+TEST(StateWriterDefer, PartsGoWhereTheyWereDeferredWhenCompletedLater) {
+  StateWriter w;
+  w.PutU8('a');
+  w.Defer([](StateWriter& out) { out.PutRaw("XY", 2); });
+  w.PutU8('b');
+  w.Defer([](StateWriter& out) {
+    out.PutU8('Z');
+    out.Defer([](StateWriter& inner) { inner.PutU8('!'); });  // a part of a part
+  });
+  w.PutU8('c');
+  ASSERT_TRUE(w.has_deferred());
+  std::vector<StateWriter::Deferred> parts = w.TakeDeferred();
+  EXPECT_FALSE(w.has_deferred());
+  EXPECT_EQ(w.size(), 3u);
+  std::string sync = w.Release();
+  EXPECT_EQ(sync, "abc");
+  EXPECT_EQ(StateWriter::CompleteDeferred(std::move(sync), std::move(parts)), "aXYbZ!c");
+}
+
+TEST(StateWriterDefer, ReleaseAndDataRunPendingPartsAndACallersStringGetsThemAtOnce) {
+  StateWriter w;
+  w.PutU8('a');
+  w.Defer([](StateWriter& out) { out.PutU8('b'); });
+  w.PutU8('c');
+  EXPECT_EQ(w.data(), "abc");
+  EXPECT_FALSE(w.has_deferred());
+
+  std::string mine;
+  StateWriter into(&mine);
+  into.PutU8('x');
+  into.Defer([](StateWriter& out) { out.PutU8('y'); });
+  EXPECT_FALSE(into.has_deferred());
+  EXPECT_EQ(mine, "xy");
+}
+
+// --- copy-on-write SlotList ---------------------------------------------------
+
+using Pair = std::pair<int64_t, int64_t>;
+constexpr uint32_t kManySlots = 16 * 15 + 5 * 256 + 7;  // growing chunks, then 6 of 256
+
+std::vector<Pair> Contents(const SlotList<Pair>::View& v) {
+  std::vector<Pair> out;
+  v.ForEach([&](const Pair& p) { out.push_back(p); });
+  return out;
+}
+
+TEST(CowSlotList, AViewKeepsTheSlotsOfItsTimeWhileTheListIsWrittenAndAppended) {
+  CowEpoch epoch;
+  SlotList<Pair> list;
+  for (uint32_t i = 0; i < kManySlots; ++i) list.push_back({i, i}, epoch.version());
+  auto guard = epoch.BeginSnapshot();
+  const SlotList<Pair>::View view = list.Share();
+  std::vector<Pair> expected;
+  for (uint32_t i = 0; i < kManySlots; ++i) expected.push_back({i, i});
+
+  for (uint32_t i = 0; i < kManySlots; i += 3) list.Mutable(i, epoch).second = -1;
+  for (uint32_t i = 0; i < 300; ++i) list.push_back({-5, -5}, epoch.version());
+  EXPECT_EQ(view.size(), kManySlots);
+  EXPECT_EQ(Contents(view), expected);
+  for (uint32_t i = 0; i < kManySlots; ++i)
+    ASSERT_EQ(list[i].second, i % 3 == 0 ? -1 : static_cast<int64_t>(i)) << i;
+  EXPECT_EQ(list.size(), kManySlots + 300);
+}
+
+TEST(CowSlotList, ACopiedChunkIsNotCopiedAgainAndNothingIsCopiedOnceNoSnapshotReads) {
+  CowEpoch epoch;
+  SlotList<Pair> list;
+  for (uint32_t i = 0; i < kManySlots; ++i) list.push_back({i, i}, epoch.version());
+  const Pair* before = &list[500];
+  // No snapshot: written in place.
+  EXPECT_EQ(&list.Mutable(500, epoch), before);
+
+  auto guard = epoch.BeginSnapshot();
+  auto view = list.Share();
+  Pair* copied = &list.Mutable(500, epoch);
+  EXPECT_NE(copied, before) << "a chunk a snapshot reads is copied before it is written";
+  EXPECT_EQ(&list.Mutable(501, epoch), copied + 1) << "the copy is of the whole chunk";
+  EXPECT_EQ(&list.Mutable(500, epoch), copied) << "and it is made once";
+  EXPECT_EQ(epoch.live_snapshots(), 1);
+
+  guard.reset();  // the snapshot is done with its chunks
+  EXPECT_EQ(epoch.live_snapshots(), 0);
+  const Pair* other = &list[1000];
+  EXPECT_EQ(&list.Mutable(1000, epoch), other) << "not copied once no snapshot reads";
+  EXPECT_EQ(Contents(view)[500], Pair(500, 500));
+}
+
+TEST(CowSlotList, EveryElementIsDestroyedOnceWhenViewsOutliveTheList) {
+  struct Counted {
+    Counted(int v, int* live) : v(v), live(live) { ++*live; }
+    Counted(const Counted& o) : v(o.v), live(o.live) { ++*live; }
+    Counted(Counted&& o) noexcept : v(o.v), live(o.live) { ++*live; }
+    Counted& operator=(const Counted&) = default;
+    ~Counted() { --*live; }
+    int v;
+    int* live;
+  };
+  int live = 0;
+  {
+    SlotList<Counted>::View view;
+    {
+      CowEpoch epoch;
+      SlotList<Counted> list;
+      for (int i = 0; i < 1000; ++i) list.push_back(Counted(i, &live), epoch.version());
+      EXPECT_EQ(live, 1000);
+      auto guard = epoch.BeginSnapshot();
+      view = list.Share();
+      list.Mutable(10, epoch).v = -1;   // copies chunk 0 (16 slots)
+      list.Mutable(700, epoch).v = -1;  // and one of 256
+      EXPECT_EQ(live, 1000 + 16 + 256);
+      list.pop_back();
+      EXPECT_EQ(live, 999 + 16 + 256);
+    }
+    // The list is gone; the view holds the chunks it shared.
+    int n = 0;
+    view.ForEach([&](const Counted& c) { EXPECT_EQ(c.v, n++); });
+    EXPECT_EQ(n, 1000);
+  }
+  EXPECT_EQ(live, 0);
+}
+
+// --- TimeWindowTable ----------------------------------------------------------
+
+using Table = TimeWindowTable<int64_t, int64_t>;
+
+void Add(Table& t, int64_t key, int64_t window, int64_t v) {
+  auto [value, created] = t.FindOrCreate(key, TimeWindow(window * 10, window * 10 + 10),
+                                         kMinTimestamp, [&] { return v; });
+  if (!created) *value += v;
+}
+
+std::string SyncEncoding(Table& t) {
+  StateWriter w;
+  t.SnapshotTo(w);
+  return w.Release();  // the deferred part runs here, at once
+}
+
+TEST(TimeWindowTableSnapshot, TheDeferredPartEncodesTheTableAsItWasAtTheSnapshot) {
+  Table t;
+  for (int64_t k = 0; k < 5000; ++k) Add(t, k, k % 3, k);
+  const std::string at_barrier = SyncEncoding(t);
+  EXPECT_EQ(t.live_snapshots(), 0);
+
+  StateWriter w;
+  t.SnapshotTo(w);
+  auto parts = w.TakeDeferred();
+  ASSERT_FALSE(parts.empty()) << "copyable keys and values: the encoding is deferred";
+  std::string sync = w.Release();
+  EXPECT_LT(sync.size(), 16u) << "the synchronous part encodes nothing of the contents";
+  EXPECT_EQ(t.live_snapshots(), 1);
+  // After the barrier: updates, new keys, a new window, a window dropped.
+  for (int64_t k = 0; k < 7000; k += 2) Add(t, k, k % 3, 1000);
+  Add(t, 1, 9, 1);
+  t.Erase(t.begin());
+  EXPECT_NE(SyncEncoding(t), at_barrier);
+
+  EXPECT_EQ(StateWriter::CompleteDeferred(std::move(sync), std::move(parts)), at_barrier);
+  EXPECT_EQ(t.live_snapshots(), 0) << "the parts let go of the chunks once run";
+
+  // And the bytes restore the table of the barrier.
+  Table back;
+  StateReader r(at_barrier);
+  back.RestoreFrom(r, KeyGroupRange::All());
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(SyncEncoding(back), at_barrier);
+}
+
+// Concurrency: the task thread (here) keeps writing the table -- updating
+// values, adding keys and windows, dropping the oldest window -- while the
+// snapshot pool encodes the snapshot taken at each "barrier"; each
+// snapshot must equal the table's synchronous encoding at its barrier.
+TEST(TimeWindowTableSnapshot, ConcurrentWritesNeverReachASnapshotBeingEncoded) {
+  constexpr int kSnapshots = 150;
+  constexpr int64_t kKeys = 3000;
+  Table t;
+  std::mt19937_64 rng(26);
+  int64_t next_window = 0;
+  for (int w = 0; w < 3; ++w, ++next_window)
+    for (int64_t k = 0; k < kKeys; ++k) Add(t, k, next_window, 1);
+
+  SnapshotPool pool(2);
+  AsyncSnapshots in_flight;
+  std::vector<std::string> expected(kSnapshots), got(kSnapshots);
+  std::atomic<int> done{0};
+  for (int s = 0; s < kSnapshots; ++s) {
+    expected[s] = SyncEncoding(t);
+    StateWriter w;
+    t.SnapshotTo(w);
+    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
+    auto sync = std::make_shared<std::string>(w.Release());
+    in_flight.Begin();
+    pool.Submit([&, s, parts, sync] {
+      got[s] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
+      parts->clear();
+      done.fetch_add(1, std::memory_order_release);
+      in_flight.End();
+    });
+    // Writes while the pool encodes: every slot of the newest windows, new
+    // keys, sometimes a new window and the oldest one dropped.
+    const int writes = 2000 + static_cast<int>(rng() % 4000);
+    for (int i = 0; i < writes; ++i) {
+      const int64_t window = next_window - 1 - static_cast<int64_t>(rng() % 3);
+      Add(t, static_cast<int64_t>(rng() % (kKeys + 500)), window,
+          1 + static_cast<int64_t>(rng() % 7));
+    }
+    if (s % 10 == 9) {
+      t.Erase(t.begin());
+      ++next_window;
+    }
+  }
+  in_flight.AwaitAll();
+  EXPECT_EQ(done.load(std::memory_order_acquire), kSnapshots);
+  for (int s = 0; s < kSnapshots; ++s) ASSERT_EQ(got[s], expected[s]) << "snapshot " << s;
+  EXPECT_EQ(t.live_snapshots(), 0);
+}
+
+// A table whose values cannot be copied keeps the synchronous encoding.
+TEST(TimeWindowTableSnapshot, MoveOnlyValuesAreEncodedSynchronously) {
+  struct MoveOnly {
+    explicit MoveOnly(int64_t x) : v(x) {}
+    MoveOnly(MoveOnly&&) = default;
+    MoveOnly& operator=(MoveOnly&&) = default;
+    int64_t v;
+  };
+  TimeWindowTable<int64_t, MoveOnly> t;
+  t.FindOrCreate(7, TimeWindow(0, 10), kMinTimestamp, [] { return MoveOnly(3); });
+  StateWriter w;
+  t.SnapshotTo(w);
+  EXPECT_FALSE(w.has_deferred());
+  EXPECT_GT(w.size(), 16u);
+  EXPECT_EQ(t.live_snapshots(), 0);
+}
+
+}  // namespace
+}  // namespace tidemark
