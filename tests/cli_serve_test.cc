@@ -147,9 +147,10 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   for (int ws = 0; ws < 2; ++ws) {
     for (int ch = 0; ch < 2; ++ch) {
       EXPECT_TRUE(std::regex_search(
-          dom, std::regex(absl::StrCat("<tr class=\"channel-row[^\"]*\" data-subtask=\"", ws,
-                                       "\" data-channel=\"", ch, "\" data-watermark=\"\\d+\"><td>",
-                                       ch, "</td><td class=\"wm\">1970-01-01 00:00:"))))
+          dom, std::regex(absl::StrCat(
+                   "<tr class=\"channel-row[^\"]*\" data-subtask=\"", ws, "\" data-channel=\"", ch,
+                   "\" data-watermark=\"\\d+\" data-aligned=\"(true|false)\"><td>", ch,
+                   "</td><td class=\"wm\">1970-01-01 00:00:"))))
           << "window " << ws << " channel " << ch << " in\n"
           << dom;
     }

@@ -191,6 +191,7 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
     Encode(w, e.alignment_ms);
     Encode(w, e.rank);
     Encode(w, e.channel_rank);
+    Encode(w, e.channel_aligned);
   }
   return out;
 }
@@ -219,6 +220,7 @@ bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* ev
     e.alignment_ms = Decode<double>(r);
     e.rank = Decode<int>(r);
     e.channel_rank = Decode<int>(r);
+    e.channel_aligned = Decode<bool>(r);
     events->push_back(std::move(e));
   }
   return r.ok() && r.AtEnd();
@@ -247,6 +249,7 @@ void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
   ev.aligned = e.aligned;
   ev.idle = e.channel_idle;
   ev.holding = e.holding_channel;
+  ev.channel_aligned = e.channel_aligned;
   if (rank_ >= 0) {
     ev.rank = window_rank_(e.subtask);
     ev.channel_rank = source_rank_(e.channel);
@@ -260,7 +263,8 @@ void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
           ",\"channel\":", e.channel, ",\"channel_watermark\":", e.channel_watermark,
           ",\"aligned\":", e.aligned, ",\"idle\":", e.channel_idle ? "true" : "false",
           ",\"subtask_idle\":", e.subtask_idle ? "true" : "false", ",\"holding_channel\":",
-          e.holding_channel, ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
+          e.holding_channel, ",\"channel_aligned\":", e.channel_aligned ? "true" : "false",
+          ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
       printer_->Print(absl::StrCat(
           "[watermark] window subtask ", e.subtask, RankOf(false, e.subtask), " channel ",

@@ -59,6 +59,10 @@ struct TimelineEvent {
   Timestamp aligned = kMinTimestamp;
   bool idle = false;
   int holding = -1;
+  // kChannel: whether the channel counts in the aligned minimum (the valve's
+  // status; false while a channel back from idleness catches up, and while
+  // it is idle).
+  bool channel_aligned = true;
   // firings and late records
   std::string key;
   Timestamp start = 0, end = 0, ts = 0;
