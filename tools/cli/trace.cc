@@ -798,7 +798,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
     absl::StrAppendFormat(&svg,
                           "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' "
                           "stroke='#ccc'/>\n<text x='8' y='%.1f' font-weight='bold'>%s</text>\n",
-                          left, top, width - left - right, panel_h, top + 14, Esc(label));
+                          left, top, width - left - right, panel_h, top - 6, Esc(label));
     double step = 1;
     for (const double v : NiceTimeTicks(s.e0, s.e1, 6, &step)) {
       const Timestamp ts = ClampToTimestamp(v);
