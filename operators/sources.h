@@ -264,6 +264,11 @@ class LineSource final : public Source<T> {
     // will be retried ("cannot connect to h:p: Connection refused; retry 1 of
     // 3 in 500 ms").  Called on the source's thread.
     std::function<void(const std::string&)> on_retry;
+    // > 0: each subtask reads at most this many lines a second on average
+    // (RatePacer: the first at once, then a few milliseconds' worth at a
+    // time, sleeping in between), whatever the input: files, FIFOs, stdin,
+    // sockets.  For studying a run at a pace (`tidemark run --rate=N/s`).
+    double rate_per_second = 0;
   };
   LineSource(Spec spec, Parser parser);
   ~LineSource() override;
@@ -281,9 +286,16 @@ class LineSource final : public Source<T> {
 
  private:
   PollStatus PollSplits(SourceOutput<T>& out, size_t budget);
+  PollStatus PollLines(SourceOutput<T>& out, size_t budget);
 
   Spec spec_;
   Parser parser_;
+  // --rate: the pace, and when the next lines are due while waiting for it
+  // (kMinTimestamp: not waiting for the pace).
+  RatePacer pacer_;
+  const Clock* clock_ = nullptr;
+  Timestamp paced_until_ = kMinTimestamp;
+  int64_t read_ = 0;  // lines read by the current poll
   std::unique_ptr<LineReader> reader_;
   // kFileSplits: this subtask's splits, their ids, which have ended, whose
   // turn is next, and the one waited on.
@@ -371,6 +383,9 @@ void LineSource<T>::Open(const SourceContext& ctx) {
   LineReaderOptions options;
   options.delimiter = spec_.delimiter;
   options.max_line_length = spec_.max_line_length;
+  clock_ = ctx.clock;
+  if (spec_.rate_per_second > 0 && clock_ != nullptr)
+    pacer_ = RatePacer(spec_.rate_per_second, clock_->NowMillis());
   switch (spec_.kind) {
     case K::kFilePerSubtask:
       reader_ = OpenFileReader(spec_.paths.at(static_cast<size_t>(ctx.subtask_index)), 0, 1, false,
@@ -442,6 +457,7 @@ PollStatus LineSource<T>::PollSplits(SourceOutput<T>& out, size_t budget) {
     }
     nothing = 0;
     ++n;
+    ++read_;
     std::optional<T> rec = parser_(line, where);
     if (rec) {
       if (split_outs_[i] == nullptr) split_outs_[i] = &out.ForSplit(split_ids_[i]);
@@ -454,7 +470,32 @@ PollStatus LineSource<T>::PollSplits(SourceOutput<T>& out, size_t budget) {
 
 template <typename T>
 PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
-  if (spec_.kind == Spec::Kind::kFileSplits) return PollSplits(out, budget);
+  paced_until_ = kMinTimestamp;
+  if (!pacer_.limited()) {
+    return spec_.kind == Spec::Kind::kFileSplits ? PollSplits(out, budget) : PollLines(out, budget);
+  }
+  // Paced: at most the allowance now, counted in lines read (those parsed
+  // into nothing too); past it, sleep until the next chunk is due.
+  const Timestamp now = clock_->NowMillis();
+  const int64_t allowed = pacer_.Allowance(now);
+  if (allowed <= 0) {
+    paced_until_ = pacer_.NextPollAt(now);
+    return PollStatus::kNothingAvailable;
+  }
+  budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
+  read_ = 0;
+  const PollStatus st =
+      spec_.kind == Spec::Kind::kFileSplits ? PollSplits(out, budget) : PollLines(out, budget);
+  pacer_.Emitted(read_);
+  if (st == PollStatus::kMoreAvailable && read_ >= allowed) {
+    paced_until_ = pacer_.NextPollAt(now);
+    return PollStatus::kNothingAvailable;
+  }
+  return st;
+}
+
+template <typename T>
+PollStatus LineSource<T>::PollLines(SourceOutput<T>& out, size_t budget) {
   std::string_view line;
   LineLocation where{};
   for (size_t n = 0; n < budget; ++n) {
@@ -470,6 +511,7 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
       case LineReader::Result::kLine:
         break;
     }
+    ++read_;
     std::optional<T> rec = parser_(line, where);
     if (rec) out.Collect(std::move(*rec));
     if (out.Backpressured()) break;
@@ -545,12 +587,14 @@ void LineSource<T>::Close() {
 
 template <typename T>
 int LineSource<T>::WaitFd() const {
+  if (paced_until_ != kMinTimestamp) return -1;  // waiting for the pace, not for input
   if (!split_readers_.empty()) return split_readers_[waiting_split_]->fd();
   return reader_ ? reader_->fd() : -1;
 }
 
 template <typename T>
 Timestamp LineSource<T>::RetryAt() const {
+  if (paced_until_ != kMinTimestamp) return paced_until_;
   if (!split_readers_.empty()) return split_readers_[waiting_split_]->retry_at();
   return reader_ ? reader_->retry_at() : kMaxTimestamp;
 }

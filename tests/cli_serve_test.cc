@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +34,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::CliProcess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ReadFile;
 using testing::ShellQuote;
 using testing::TempPath;
@@ -147,9 +149,10 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   for (int ws = 0; ws < 2; ++ws) {
     for (int ch = 0; ch < 2; ++ch) {
       EXPECT_TRUE(std::regex_search(
-          dom, std::regex(absl::StrCat("<tr class=\"channel-row[^\"]*\" data-subtask=\"", ws,
-                                       "\" data-channel=\"", ch, "\" data-watermark=\"\\d+\"><td>",
-                                       ch, "</td><td class=\"wm\">1970-01-01 00:00:"))))
+          dom, std::regex(absl::StrCat(
+                   "<tr class=\"channel-row[^\"]*\" data-subtask=\"", ws, "\" data-channel=\"", ch,
+                   "\" data-watermark=\"\\d+\" data-aligned=\"(true|false)\"><td>", ch,
+                   "</td><td class=\"wm\">1970-01-01 00:00:"))))
           << "window " << ws << " channel " << ch << " in\n"
           << dom;
     }
@@ -173,6 +176,150 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   kill(p.pid(), SIGINT);
   EXPECT_EQ(p.Wait(30s), 0) << p.err();
   EXPECT_THAT(p.err(), HasSubstr("window results"));
+}
+
+// GET / in headless Chromium; the DOM after the page's script ran.
+std::string DumpDom(const std::string& chromium, int port, const std::string& name) {
+  const std::string dom_file = TempPath(name + ".dom");
+  const std::string cmd =
+      absl::StrCat(chromium,
+                   " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                   " --disable-background-networking --disable-component-update --disable-sync"
+                   " --virtual-time-budget=3000 --user-data-dir=",
+                   ShellQuote(TempPath(name + "_profile")), " --dump-dom http://127.0.0.1:", port,
+                   "/ > ", ShellQuote(dom_file), " 2>/dev/null");
+  if (std::system(cmd.c_str()) != 0) return "";
+  return ReadFile(dom_file);
+}
+
+// Issue 27 item 1: the valve's status.  Source 1 goes idle while source 0
+// runs on, then comes back far behind: Flink's valve keeps its channel
+// unaligned (not counted) until it catches up.  The state says so per
+// channel ("aligned": false), "held back by" names channel 0 (the lowest
+// aligned channel), never the unaligned one below it, and the page shows
+// both.  After the end of input the page says the input ended (it said "MAX
+// (held back by channel 0)").
+TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
+  testing::FifoInputs inputs("serveidle", 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--parallelism=2",
+                                   "--watermarks=bounded:0s",
+                                   "--watermark-interval=20ms",
+                                   "--idleness=300ms",
+                                   "--window=tumbling:1s",
+                                   "--serve=127.0.0.1:0",
+                                   "--serve-linger=120s"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
+  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+
+  // Channel 1 of both window subtasks: idle, then active and unaligned.
+  auto channel1 = [](const std::string& idle, const std::string& aligned) {
+    return std::regex(
+        "\\{\"channel\":1,\"watermark\":\\d+,\"watermark_text\":\"[^\"]*\",\"idle\":" + idle +
+        ",\"aligned\":" + aligned + "\\}");
+  };
+  auto both = [](const std::string& s, const std::regex& r) {
+    return std::distance(std::sregex_iterator(s.begin(), s.end(), r), std::sregex_iterator()) == 2;
+  };
+  int64_t ts0 = 1000;
+  ASSERT_TRUE(inputs.Write(1, "b,1000"));
+  std::string state;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!both(state, channel1("true", "false")) && std::chrono::steady_clock::now() < deadline) {
+    ts0 += 200;
+    ASSERT_TRUE(inputs.Write(0, absl::StrCat("a", ts0 % 5, ",", ts0)));
+    std::this_thread::sleep_for(50ms);  // the writer's pace: source 1 writes nothing
+    state = Get(port, "/api/state");
+  }
+  ASSERT_TRUE(both(state, channel1("true", "false"))) << "source 1 never went idle: " << state;
+
+  const std::string chromium = Chromium();
+  ASSERT_FALSE(chromium.empty()) << "chromium could not be installed";
+  // Back, far behind: a writer at its pace keeps both sources active, source
+  // 0 well ahead (source 1 never catches up while it runs).
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> ts0_now{ts0 + 10000};
+  std::thread writer([&] {
+    int64_t ts1 = 1500, t0 = ts0_now.load();
+    while (!stop.load()) {
+      t0 += 400;
+      ts1 += 10;
+      if (!inputs.Write(0, absl::StrCat("a", t0 % 5, ",", t0)) ||
+          !inputs.Write(1, absl::StrCat("b", ts1 % 5, ",", ts1)))
+        return;
+      std::this_thread::sleep_for(50ms);  // the writer's pace (idleness is 300 ms)
+    }
+  });
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (!both(state, channel1("false", "false")) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  EXPECT_TRUE(both(state, channel1("false", "false"))) << state;
+  // Channel 0 is aligned and holds the minimum, in both window subtasks.
+  EXPECT_TRUE(both(state, std::regex("\\{\"channel\":0,\"watermark\":\\d+,\"watermark_text\":\"["
+                                     "^\"]*\",\"idle\":false,\"aligned\":true\\}")))
+      << state;
+  EXPECT_TRUE(both(state, std::regex("\"holding\":0,\"idle\":false,\"input_ended\":false")))
+      << state;
+  EXPECT_EQ(state.find("\"holding\":1"), std::string::npos) << state;
+
+  const std::string dom = DumpDom(chromium, port, "serveidle");
+  stop = true;
+  writer.join();
+  for (int ws = 0; ws < 2; ++ws) {
+    EXPECT_TRUE(std::regex_search(
+        dom, std::regex(absl::StrCat("<tr class=\"channel-row unaligned\" data-subtask=\"", ws,
+                                     "\" data-channel=\"1\" data-watermark=\"\\d+\" "
+                                     "data-aligned=\"false\">.*?unaligned: back from idleness"))))
+        << "window " << ws << "\n"
+        << dom;
+    EXPECT_TRUE(std::regex_search(
+        dom, std::regex(absl::StrCat("<tr class=\"channel-row holding\" data-subtask=\"", ws,
+                                     "\" data-channel=\"0\" data-watermark=\"\\d+\" "
+                                     "data-aligned=\"true\">"))))
+        << "window " << ws << "\n"
+        << dom;
+  }
+  EXPECT_THAT(dom, HasSubstr("(held back by channel 0)"));
+  EXPECT_THAT(dom, Not(HasSubstr("held back by channel 1)")));
+
+  // The end of input.
+  inputs.Close();
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (state.find("\"status\":\"finished\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
+  EXPECT_TRUE(both(state, std::regex("\"holding\":-1,\"idle\":false,\"input_ended\":true")))
+      << state;
+  const std::string end_dom = DumpDom(chromium, port, "serveidle_end");
+  EXPECT_THAT(end_dom, HasSubstr("data-status=\"finished\""));
+  for (int ws = 0; ws < 2; ++ws) {
+    EXPECT_TRUE(std::regex_search(
+        end_dom, std::regex(absl::StrCat("<p class=\"aligned\" data-subtask=\"", ws,
+                                         "\" data-watermark=\"\\d+\" data-ended=\"true\">input "
+                                         "ended: every channel is at its end \\(MAX\\)"))))
+        << end_dom;
+  }
+  // (The script's own text has "held back by channel ' + ...".)
+  EXPECT_THAT(end_dom, Not(HasSubstr("held back by channel 0)")));
+  EXPECT_THAT(end_dom, Not(HasSubstr("held back by channel 1)")));
+  kill(p.pid(), SIGINT);
+  EXPECT_EQ(p.Wait(30s), 0) << p.err();
 }
 
 // Issue 23 item 3: a failed checkpoint reaches the live view when it fails:

@@ -443,6 +443,7 @@ TEST(WatermarkValve, EndedChannelCountsAsMaxWatermark) {
   EXPECT_TRUE(v.channel_ended(0));
   EXPECT_EQ(v.channel_watermark(0), kMaxWatermark);
   EXPECT_EQ(r.Pop(), V{"W:20"});
+  EXPECT_EQ(v.HoldingChannel(), 1) << "an ended channel holds nothing back";
   v.InputEnd(0, r);  // repeated end: nothing
   EXPECT_EQ(r.Pop(), kNothing);
   v.InputEnd(1, r);
@@ -452,6 +453,9 @@ TEST(WatermarkValve, EndedChannelCountsAsMaxWatermark) {
   v.InputEnd(2, r);
   EXPECT_EQ(r.Pop(), V{"W:" + FormatTimestamp(kMaxWatermark)});
   EXPECT_EQ(v.last_output_watermark(), kMaxWatermark);
+  // After the end of input no channel holds the minimum back (the live view
+  // said "MAX (held back by channel 0)").
+  EXPECT_EQ(v.HoldingChannel(), -1);
 }
 
 TEST(WatermarkValve, EndOfInputWithoutWatermarksReleasesTheOthers) {

@@ -105,6 +105,12 @@ ABSL_FLAG(std::string, restore, "",
           "none) or a checkpoint directory DIR/chk-N");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
+ABSL_FLAG(std::string, timeline_axis, "time",
+          "the timeline's horizontal axis: time (processing time since the start) or records "
+          "(records read so far, all sources together)");
+ABSL_FLAG(std::string, rate, "",
+          "pace the input: each source subtask reads at most N lines a second (N/s), files "
+          "included; for studying a run as it unfolds (empty: as fast as it can)");
 ABSL_FLAG(std::string, serve, "",
           "serve a live view of the job's watermarks at HOST:PORT (loopback only; port 0: any "
           "free port, printed on stderr)");
@@ -462,6 +468,8 @@ int main(int argc, char** argv) {
   o.restart_strategy = absl::GetFlag(FLAGS_restart_strategy);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
+  o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);
+  o.rate = absl::GetFlag(FLAGS_rate);
   o.serve = absl::GetFlag(FLAGS_serve);
   o.serve_linger = absl::GetFlag(FLAGS_serve_linger);
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);

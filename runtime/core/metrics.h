@@ -231,6 +231,11 @@ class WatermarkListener {
     Timestamp aligned;  // the subtask's aligned input watermark after the change
     bool subtask_idle;
     int holding_channel;  // channel holding the minimum back, -1 if none
+    // Whether the channel counts in the minimum (the valve's status): a
+    // channel back from idleness stays unaligned until its watermark catches
+    // up with the subtask's (Flink's StatusWatermarkValve); an idle channel is
+    // unaligned, an ended one aligned (at MAX).
+    bool channel_aligned = true;
   };
   // A watermark, status or end arrived on an input channel.
   virtual void OnInputChannel(const ChannelEvent&) {}

@@ -16,7 +16,9 @@ bool WatermarkValve::AnyActive() const {
 int WatermarkValve::HoldingChannel() const {
   int best = -1;
   for (int i = 0; i < num_channels(); ++i) {
-    if (!channels_[i].aligned) continue;
+    // An unaligned channel does not count; one at MAX (ended) holds nothing
+    // back.
+    if (!channels_[i].aligned || channels_[i].watermark == kMaxWatermark) continue;
     if (best < 0 || channels_[i].watermark < channels_[best].watermark) best = i;
   }
   return best;

@@ -70,8 +70,9 @@ class WatermarkValve {
   static Timestamp SnapshotOutputWatermark(internal::StateReader& r);
 
   // The aligned channel whose watermark is the current minimum (the one holding
-  // the subtask's watermark back), or -1 when no channel is aligned.  Ties go
-  // to the lowest index.
+  // the subtask's watermark back), or -1 when no channel is aligned below
+  // MAX (an ended channel holds nothing back: after the end of input, none
+  // does).  Ties go to the lowest index.
   int HoldingChannel() const;
 
  private:

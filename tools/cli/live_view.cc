@@ -1,17 +1,26 @@
 #include "tools/cli/live_view.h"
 
 #include <arpa/inet.h>
-#include <httplib.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <deque>
+#include <string_view>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "tidemark/runtime/core/detail/mutex.h"
 #include "tools/cli/line_format.h"
 
@@ -47,7 +56,8 @@ LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone) {
            {"idle", Bool(e.idle)},
            {"aligned", absl::StrCat(e.aligned)},
            {"aligned_text", time(e.aligned)},
-           {"holding", absl::StrCat(e.holding)}};
+           {"holding", absl::StrCat(e.holding)},
+           {"channel_aligned", Bool(e.channel_aligned)}};
       break;
     case K::kFiring:
       l.kind = "firing";
@@ -116,7 +126,7 @@ void LiveState::Apply(const TimelineEvent& e) {
       break;
     case K::kChannel: {
       Window& w = windows_[e.subtask];
-      w.channels[e.channel] = Channel{e.watermark, e.idle};
+      w.channels[e.channel] = Channel{e.watermark, e.idle, e.channel_aligned};
       w.aligned = e.aligned;
       w.holding = e.holding;
       break;
@@ -213,14 +223,18 @@ std::string LiveState::StateJson() const {
   for (const auto& [subtask, w] : windows_) {
     bool all_idle = !w.channels.empty();
     for (const auto& [c, ch] : w.channels) all_idle = all_idle && ch.idle;
+    // Every channel at its end: nothing holds the minimum back any more.
+    const bool ended = w.aligned == kMaxWatermark;
     absl::StrAppend(&j, first ? "" : ",", "{\"subtask\":", subtask, ",\"aligned\":", w.aligned,
-                    ",\"aligned_text\":", Time(w.aligned), ",\"holding\":", w.holding,
-                    ",\"idle\":", Bool(all_idle), ",\"channels\":[");
+                    ",\"aligned_text\":", Time(w.aligned), ",\"holding\":", ended ? -1 : w.holding,
+                    ",\"idle\":", Bool(all_idle), ",\"input_ended\":", Bool(ended),
+                    ",\"channels\":[");
     first = false;
     bool first_ch = true;
     for (const auto& [c, ch] : w.channels) {
       absl::StrAppend(&j, first_ch ? "" : ",", "{\"channel\":", c, ",\"watermark\":", ch.watermark,
-                      ",\"watermark_text\":", Time(ch.watermark), ",\"idle\":", Bool(ch.idle), "}");
+                      ",\"watermark_text\":", Time(ch.watermark), ",\"idle\":", Bool(ch.idle),
+                      ",\"aligned\":", Bool(ch.aligned), "}");
       first_ch = false;
     }
     j += "],\"firings\":{";
@@ -301,14 +315,238 @@ absl::Status ParseServeAddress(const std::string& spec, std::string* host, int* 
   return absl::OkStatus();
 }
 
-struct LiveServer::Impl {
-  httplib::Server server;
-  std::thread thread;
-  internal::Mutex mu;
-  internal::CondVar cv;
-  bool done ABSL_GUARDED_BY(mu) = false;  // listen_after_bind returned
-  bool stopped = false;                   // Stop() ran (by the owner's thread)
+// The server: one thread and poll(2), for this small read-only API.
+// cpp-httplib (used before) gives each connection a pool thread that blocks
+// in reads with a per-read timeout and joins them all on stop(): a client
+// sending a byte a second kept a finished job alive, and three stalled
+// connections made every other request wait.  Here nothing blocks: every
+// socket is non-blocking, a connection has a deadline for its whole request
+// and response (kConnectionDeadline), a request has a size limit, the number
+// of connections is capped (the oldest is dropped past it), each response
+// closes its connection, and Stop() wakes the loop through a pipe, which
+// closes every socket and returns at once whatever the clients do.
+namespace {
+
+constexpr auto kConnectionDeadline = std::chrono::seconds(2);
+constexpr size_t kMaxRequestBytes = 16 * 1024;
+constexpr size_t kMaxConnections = 128;
+
+struct Connection {
+  int fd = -1;
+  std::string in;
+  std::string out;
+  size_t out_off = 0;
+  bool writing = false;
+  std::chrono::steady_clock::time_point deadline;
 };
+
+std::string Response(int status, const char* reason, const std::string& type,
+                     const std::string& body, bool head) {
+  return absl::StrCat("HTTP/1.1 ", status, " ", reason, "\r\nContent-Type: ", type,
+                      "\r\nContent-Length: ", body.size(),
+                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff"
+                      "\r\nConnection: close\r\n\r\n",
+                      head ? std::string() : body);
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+bool IsLoopbackHost(const std::string& host_header) {
+  std::string h = host_header;
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.pop_back();
+  while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.erase(0, 1);
+  auto port_ok = [](const std::string& p) {
+    int n = 0;
+    return p.empty() || (absl::SimpleAtoi(p, &n) && n >= 0 && n <= 65535 &&
+                         p.find_first_not_of("0123456789") == std::string::npos);
+  };
+  std::string name;
+  if (!h.empty() && h[0] == '[') {
+    const size_t close = h.find(']');
+    if (close == std::string::npos) return false;
+    name = h.substr(1, close - 1);
+    const std::string rest = h.substr(close + 1);
+    if (!rest.empty() && (rest[0] != ':' || !port_ok(rest.substr(1)))) return false;
+    in6_addr v6;
+    return inet_pton(AF_INET6, name.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+  }
+  const size_t colon = h.find(':');
+  if (colon != std::string::npos) {
+    if (h.find(':', colon + 1) != std::string::npos) return false;  // IPv6 needs brackets
+    if (!port_ok(h.substr(colon + 1))) return false;
+    name = h.substr(0, colon);
+  } else {
+    name = h;
+  }
+  name = Lower(name);
+  if (!name.empty() && name.back() == '.') name.pop_back();  // "localhost."
+  if (name == "localhost") return true;
+  in_addr v4;
+  return inet_pton(AF_INET, name.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+struct LiveServer::Impl {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};  // Stop() writes to wake[1]
+  std::thread thread;
+  bool stopped = false;  // Stop() ran (by the owner's thread)
+  LiveState* state = nullptr;
+  std::string title;
+
+  ~Impl() {
+    for (int fd : {listen_fd, wake[0], wake[1]})
+      if (fd >= 0) close(fd);
+  }
+  void Loop();
+  // The response to the complete request `head` (request line and headers).
+  std::string Handle(const std::string& head);
+};
+
+std::string LiveServer::Impl::Handle(const std::string& head) {
+  const size_t eol = head.find("\r\n");
+  const std::string line = head.substr(0, eol);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string::npos ? std::string::npos : line.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos)
+    return Response(400, "Bad Request", "text/plain", "bad request line\n", false);
+  const std::string method = line.substr(0, sp1);
+  const std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const bool is_head = method == "HEAD";
+  if (method != "GET" && !is_head)
+    return Response(405, "Method Not Allowed", "text/plain", "GET only\n", false);
+  // The Host header: a loopback name or address only (no DNS rebinding: a
+  // page of another site whose name resolves to 127.0.0.1 sends its own
+  // name here).
+  std::string host;
+  int hosts = 0;
+  for (size_t at = eol; at != std::string::npos && at + 2 < head.size();) {
+    const size_t next = head.find("\r\n", at + 2);
+    const std::string h =
+        head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
+    const size_t colon = h.find(':');
+    if (colon != std::string::npos && Lower(h.substr(0, colon)) == "host") {
+      host = h.substr(colon + 1);
+      ++hosts;
+    }
+    at = next;
+  }
+  if (hosts != 1 || !IsLoopbackHost(host))
+    return Response(403, "Forbidden", "text/plain",
+                    "the live view answers requests to a loopback host only (localhost, "
+                    "127.0.0.1, [::1])\n",
+                    is_head);
+  const size_t q = target.find('?');
+  const std::string path = target.substr(0, q);
+  const std::string query = q == std::string::npos ? "" : target.substr(q + 1);
+  if (path == "/")
+    return Response(200, "OK", "text/html; charset=utf-8",
+                    RenderLivePage(title, state->StateJson()), is_head);
+  if (path == "/api/state")
+    return Response(200, "OK", "application/json", state->StateJson(), is_head);
+  if (path == "/api/events") {
+    uint64_t since = 0;
+    for (const absl::string_view kv : absl::StrSplit(query, '&')) {
+      if (absl::StartsWith(kv, "since=") && !absl::SimpleAtoi(kv.substr(6), &since))
+        return Response(400, "Bad Request", "application/json",
+                        "{\"error\":\"since must be a number\"}", is_head);
+    }
+    return Response(200, "OK", "application/json", state->EventsJson(since, 1000), is_head);
+  }
+  return Response(404, "Not Found", "text/plain", "not found\n", is_head);
+}
+
+void LiveServer::Impl::Loop() {
+  std::deque<Connection> conns;  // oldest first
+  std::vector<pollfd> fds;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    // Past their deadline: closed.
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (it->deadline <= now) {
+        close(it->fd);
+        it = conns.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto next = now + std::chrono::seconds(60);
+    fds.clear();
+    fds.push_back({wake[0], POLLIN, 0});
+    fds.push_back({listen_fd, POLLIN, 0});
+    for (const Connection& c : conns) {
+      fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
+      next = std::min(next, c.deadline);
+    }
+    const int timeout_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1);
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents != 0) break;  // Stop()
+    // Serve the ready connections (in the order of fds, before accepting, so
+    // that the indices still match).
+    size_t i = 2;
+    for (auto it = conns.begin(); it != conns.end(); ++i) {
+      Connection& c = *it;
+      const short ev = fds[i].revents;
+      bool done = false;
+      if (ev & (POLLERR | POLLNVAL)) {
+        done = true;
+      } else if (!c.writing && (ev & (POLLIN | POLLHUP))) {
+        char buf[4096];
+        const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          done = true;
+        } else if (n > 0) {
+          c.in.append(buf, static_cast<size_t>(n));
+          const size_t end = c.in.find("\r\n\r\n");
+          if (end != std::string::npos) {
+            c.out = Handle(c.in.substr(0, end));
+            c.writing = true;
+          } else if (c.in.size() > kMaxRequestBytes) {
+            c.out = Response(431, "Request Header Fields Too Large", "text/plain",
+                             "request too large\n", false);
+            c.writing = true;
+          }
+        }
+      }
+      if (!done && c.writing && (ev & POLLOUT || c.out_off == 0)) {
+        const ssize_t n =
+            send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+        if (n > 0) c.out_off += static_cast<size_t>(n);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) done = true;
+        if (c.out_off == c.out.size()) {
+          shutdown(c.fd, SHUT_WR);
+          done = true;
+        }
+      }
+      if (done) {
+        close(c.fd);
+        it = conns.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (fds[1].revents & POLLIN) {
+      for (;;) {
+        const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;  // EAGAIN (none left) or an error on that one connection
+        if (conns.size() >= kMaxConnections) {  // the oldest goes
+          close(conns.front().fd);
+          conns.pop_front();
+        }
+        conns.push_back(Connection{fd, {}, {}, 0, false, now + kConnectionDeadline});
+      }
+    }
+  }
+  for (const Connection& c : conns) close(c.fd);
+}
 
 absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(const std::string& host, int port,
                                                               LiveState* state, std::string title) {
@@ -316,49 +554,48 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(const std::string&
   s->impl_ = std::make_unique<Impl>();
   s->host_ = host;
   Impl* impl = s->impl_.get();
-  httplib::Server& svr = impl->server;
-  // A few threads are plenty for a page polled by a browser or two.
-  svr.new_task_queue = [] { return new httplib::ThreadPool(3); };
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which would
-  // let another process bind the same port.
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  svr.set_keep_alive_timeout(1);  // bounds how long Stop() waits for an idle connection
-  svr.set_read_timeout(5, 0);
-  svr.set_write_timeout(5, 0);
-  svr.Get("/", [state, title](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(RenderLivePage(title, state->StateJson()), "text/html; charset=utf-8");
-  });
-  svr.Get("/api/state", [state](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(state->StateJson(), "application/json");
-  });
-  svr.Get("/api/events", [state](const httplib::Request& req, httplib::Response& res) {
-    uint64_t since = 0;
-    if (req.has_param("since") && !absl::SimpleAtoi(req.get_param_value("since"), &since)) {
-      res.status = 400;
-      res.set_content("{\"error\":\"since must be a number\"}", "application/json");
-      return;
-    }
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(state->EventsJson(since, 1000), "application/json");
-  });
-  const int bound =
-      port == 0 ? svr.bind_to_any_port(host) : (svr.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--serve: cannot listen on ", host, ":", port, " (is the port in use?)"));
+  impl->state = state;
+  impl->title = std::move(title);
+  auto fail = [&](const std::string& what) {
+    return absl::UnavailableError(absl::StrCat("--serve: cannot listen on ", host, ":", port, " (",
+                                               what, ": ", std::strerror(errno), ")"));
+  };
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  in_addr v4;
+  in6_addr v6;
+  const std::string h = host == "localhost" ? "127.0.0.1" : host;
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    a->sin_family = AF_INET;
+    a->sin_addr = v4;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = v6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    len = sizeof(sockaddr_in6);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--serve: not an address: ", host));
   }
-  s->port_ = bound;
-  impl->thread = std::thread([impl] {
-    impl->server.listen_after_bind();
-    internal::MutexLock lock(&impl->mu);
-    impl->done = true;
-    impl->cv.SignalAll();
-  });
+  impl->listen_fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (impl->listen_fd < 0) return fail("socket");
+  // SO_REUSEADDR only (no SO_REUSEPORT: no other process may bind the port).
+  int yes = 1;
+  setsockopt(impl->listen_fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  if (bind(impl->listen_fd, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+    return fail("bind, is the port in use?");
+  if (listen(impl->listen_fd, 64) != 0) return fail("listen");
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof(bound);
+  if (getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0)
+    return fail("getsockname");
+  s->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  if (pipe2(impl->wake, O_CLOEXEC | O_NONBLOCK) != 0) return fail("pipe");
+  impl->thread = std::thread([impl] { impl->Loop(); });
   return s;
 }
 
@@ -370,18 +607,13 @@ std::string LiveServer::url() const {
 void LiveServer::Stop() {
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
-  // stop() is lost when it comes before the listening loop has begun, so it
-  // is repeated until that loop has ended.
-  {
-    internal::MutexLock lock(&impl_->mu);
-    while (!impl_->done) {
-      impl_->mu.Unlock();
-      impl_->server.stop();
-      impl_->mu.Lock();
-      if (!impl_->done) impl_->cv.WaitFor(&impl_->mu, std::chrono::milliseconds(20));
-    }
+  if (!impl_->thread.joinable()) return;
+  const char byte = 1;
+  while (write(impl_->wake[1], &byte, 1) < 0 && errno == EINTR) {
   }
   impl_->thread.join();
+  close(impl_->listen_fd);  // the port is free again
+  impl_->listen_fd = -1;
 }
 
 LiveServer::~LiveServer() { Stop(); }
@@ -400,6 +632,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}
 th{background:#f3f3f3}
 .idle{color:#999}
 .holding td{background:#fff3cd}
+.unaligned td.valve{color:#a33}
 .flag{font-size:11px;padding:1px 4px;border-radius:3px;background:#eee}
 .flag.on{background:#f8d7da}
 #status{padding:6px;border:1px solid #e0d890;background:#fffbe6;margin-bottom:10px}
@@ -453,25 +686,33 @@ padding:4px;list-style:none;margin:0}
     windows.textContent = '';
     s.windows.forEach(function (w) {
       windows.appendChild(el('h3', {}, ['Window subtask ' + w.subtask]));
+      var head = w.input_ended
+          ? ['input ended: every channel is at its end (MAX), nothing holds the windows back']
+          : ['aligned minimum: ', el('b', {}, [w.aligned_text]),
+             w.holding >= 0 ? ' (held back by channel ' + w.holding + ')' : '',
+             w.idle ? ' - all channels idle' : ''];
       windows.appendChild(el('p', {'class': 'aligned', 'data-subtask': w.subtask,
-                                   'data-watermark': w.aligned},
-        ['aligned minimum: ', el('b', {}, [w.aligned_text]),
-         w.holding >= 0 ? ' (held back by channel ' + w.holding + ')' : '',
-         w.idle ? ' - all channels idle' : '',
-         ' - fired on time ' + w.firings.on_time + ', late ' + w.firings.late +
-         ', at end of input ' + w.firings.end_of_input + '; late records ' + w.late_records]));
+                                   'data-watermark': w.aligned,
+                                   'data-ended': w.input_ended ? 'true' : 'false'},
+        head.concat([' - fired on time ' + w.firings.on_time + ', late ' + w.firings.late +
+         ', at end of input ' + w.firings.end_of_input + '; late records ' + w.late_records])));
       var rows = w.channels.map(function (c) {
         var holding = c.channel === w.holding;
-        return el('tr', {'class': 'channel-row' + (c.idle ? ' idle' : '') + (holding ? ' holding' : ''),
+        return el('tr', {'class': 'channel-row' + (c.idle ? ' idle' : '') + (holding ? ' holding' : '') +
+                                   (c.aligned ? '' : ' unaligned'),
                          'data-subtask': w.subtask, 'data-channel': c.channel,
-                         'data-watermark': c.watermark},
+                         'data-watermark': c.watermark, 'data-aligned': String(c.aligned)},
           [el('td', {}, [String(c.channel)]), el('td', {'class': 'wm'}, [c.watermark_text]),
            el('td', {}, [flag(c.idle, 'idle')]),
+           el('td', {'class': 'valve'}, [c.aligned ? 'aligned'
+               : c.idle ? 'not counted (idle)'
+               : 'unaligned: back from idleness, not counted until it catches up']),
            el('td', {}, [holding ? 'holds the minimum back' : ''])]);
       });
       windows.appendChild(el('table', {'class': 'channels', 'data-subtask': w.subtask},
         [el('thead', {}, [el('tr', {}, [el('th', {}, ['input channel']), el('th', {}, ['watermark']),
-                                         el('th', {}, ['idle']), el('th', {}, [''])])]),
+                                         el('th', {}, ['idle']), el('th', {}, ['valve']),
+                                         el('th', {}, [''])])]),
          el('tbody', {}, rows)]));
     });
   }
@@ -483,7 +724,7 @@ padding:4px;list-style:none;margin:0}
     source_pause: function (e) { return 'source ' + e.subtask + (e.paused ? ' paused' : ' resumed'); },
     channel: function (e) {
       return 'window ' + e.subtask + ' channel ' + e.channel + ' -> ' + e.watermark_text +
-          (e.idle ? ' (idle)' : '') + '; aligned ' + e.aligned_text +
+          (e.idle ? ' (idle)' : e.channel_aligned ? '' : ' (unaligned)') + '; aligned ' + e.aligned_text +
           (e.holding >= 0 ? ', held back by channel ' + e.holding : '');
     },
     firing: function (e) {

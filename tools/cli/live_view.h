@@ -7,8 +7,8 @@
 //
 // LiveState is the shared state: the job's threads publish into it (through
 // the TraceRecorder, as a TimelineObserver), the server's threads read it;
-// one mutex guards it.  LiveServer serves it over HTTP with cpp-httplib, on a
-// loopback address only, from threads of its own.
+// one mutex guards it.  LiveServer serves it over HTTP from a thread of its
+// own (poll(2), non-blocking sockets), on a loopback address only.
 //
 // The event feed is a list of JSON objects {"seq", "kind", "t_ms", ...} named
 // by kind.  A new kind of event: a case in ToLiveEvent (its name and fields)
@@ -82,6 +82,7 @@ class LiveState final : public TimelineObserver {
   struct Channel {
     Timestamp watermark = kMinTimestamp;
     bool idle = false;
+    bool aligned = true;  // counts in the minimum (the valve's status)
   };
   struct Window {
     std::map<int, Channel> channels;
@@ -113,6 +114,13 @@ class LiveState final : public TimelineObserver {
 // that is not a loopback address (127.0.0.0/8, ::1, localhost).
 absl::Status ParseServeAddress(const std::string& spec, std::string* host, int* port);
 
+// Whether an HTTP Host header names this machine's loopback: "localhost",
+// 127.x.y.z or [::1], each with or without ":PORT".  The server answers
+// anything else with 403 (a DNS-rebinding page sends its own name).
+bool IsLoopbackHost(const std::string& host_header);
+
+// A small poll(2) server on one thread (docs/timeline.md, "The live view"):
+// no client can hold it or delay another, and Stop() returns at once.
 class LiveServer {
  public:
   // Binds (port 0: a free port the system picks) and starts serving.
@@ -124,8 +132,9 @@ class LiveServer {
 
   int port() const { return port_; }
   std::string url() const;
-  // Stops accepting, finishes the requests in progress and joins the
-  // server's threads.  Idempotent.
+  // Stops: closes the listening socket and every connection (a response
+  // half sent is cut) and joins the server's thread, at once whatever the
+  // clients do.  Idempotent.
   void Stop();
 
  private:

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "tidemark/api/keyed_process.h"
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
@@ -462,6 +463,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     if (d->count() < 0) return fail("--watermark-interval must not be negative");
     interval = *d;
   }
+  // --rate=N/s: lines a second per source subtask.
+  double rate = 0;
+  if (!o.rate.empty()) {
+    absl::string_view r = o.rate;
+    const bool per_second = absl::ConsumeSuffix(&r, "/s");
+    if (!per_second || !absl::SimpleAtod(r, &rate) || !(rate > 0) || !std::isfinite(rate))
+      return fail(absl::StrCat("--rate=", o.rate,
+                               ": expected N/s, lines a second per source subtask (N > 0), such "
+                               "as --rate=200/s"));
+  }
+  if (o.timeline_axis != "time" && o.timeline_axis != "records")
+    return fail(absl::StrCat("--timeline-axis=", o.timeline_axis, ": expected time or records"));
+  if (o.timeline_axis != "time" && o.timeline.empty())
+    return fail("--timeline-axis needs --timeline");
   std::optional<Duration> idleness;
   if (!o.idleness.empty()) {
     auto d = ParseDuration(o.idleness);
@@ -744,9 +759,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     spec.kind = o.source_parallelism > 0 ? Spec::Kind::kFileSplits : Spec::Kind::kFilePerSubtask;
     spec.paths = inputs;
   }
+  spec.rate_per_second = rate;
   const bool skip = o.bad_lines == "skip";
-  auto parser = [sh, skip, inputs, skip_header = o.skip_header](
+  auto parser = [sh, skip, inputs, skip_header = o.skip_header, rec_counter = recorder.get()](
                     std::string_view line, const LineLocation& where) -> std::optional<CliRecord> {
+    rec_counter->OnLineRead();  // the timeline's records axis
     if (skip_header && where.line_number == 1) {
       sh->headers.fetch_add(1, std::memory_order_relaxed);
       return std::nullopt;
@@ -1011,8 +1028,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       }
     }
     if (timeline_page.is_open()) {
+      TimelineOptions topt;
+      topt.by_records = o.timeline_axis == "records";
       timeline_page << RenderTimelineHtml(events, "tidemark run: watermark timeline",
-                                          sh->format.zone());
+                                          sh->format.zone(), topt);
       timeline_page.close();
       if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
     }

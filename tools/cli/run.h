@@ -67,8 +67,12 @@ struct RunOptions {
   // of rank 0 printing every rank's.
   std::string placement = "modulo";
   std::string output_per_rank;
-  std::string trace;     // "" | watermarks
-  std::string timeline;  // path of the HTML page
+  std::string trace;                   // "" | watermarks
+  std::string timeline;                // path of the HTML page
+  std::string timeline_axis = "time";  // time | records
+  // --rate=N/s: each source subtask reads at most N lines a second (any
+  // input); empty: unpaced.
+  std::string rate;
   // --serve=HOST:PORT: the live view while the job runs (a loopback address
   // only; port 0: a free one, printed on stderr); --serve-linger=D: keep
   // serving for D after the job ended (a signal ends it early).

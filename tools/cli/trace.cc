@@ -157,6 +157,7 @@ double TraceRecorder::NowMs() const {
 std::string TraceRecorder::Time(Timestamp ts) const { return FormatTime(ts, zone_); }
 
 void TraceRecorder::Keep(TimelineEvent e) {
+  e.records = lines_read_.load(std::memory_order_relaxed);
   if (observer_ != nullptr) observer_->OnTimelineEvent(e);
   if (!keep_) return;
   internal::MutexLock lock(&mu_);
@@ -193,6 +194,8 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
     Encode(w, e.alignment_ms);
     Encode(w, e.rank);
     Encode(w, e.channel_rank);
+    Encode(w, e.channel_aligned);
+    Encode(w, e.records);
   }
   return out;
 }
@@ -221,6 +224,8 @@ bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* ev
     e.alignment_ms = Decode<double>(r);
     e.rank = Decode<int>(r);
     e.channel_rank = Decode<int>(r);
+    e.channel_aligned = Decode<bool>(r);
+    e.records = Decode<int64_t>(r);
     events->push_back(std::move(e));
   }
   return r.ok() && r.AtEnd();
@@ -249,6 +254,7 @@ void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
   ev.aligned = e.aligned;
   ev.idle = e.channel_idle;
   ev.holding = e.holding_channel;
+  ev.channel_aligned = e.channel_aligned;
   if (rank_ >= 0) {
     ev.rank = window_rank_(e.subtask);
     ev.channel_rank = source_rank_(e.channel);
@@ -262,7 +268,8 @@ void TraceRecorder::OnInputChannel(const ChannelEvent& e) {
           ",\"channel\":", e.channel, ",\"channel_watermark\":", e.channel_watermark,
           ",\"aligned\":", e.aligned, ",\"idle\":", e.channel_idle ? "true" : "false",
           ",\"subtask_idle\":", e.subtask_idle ? "true" : "false", ",\"holding_channel\":",
-          e.holding_channel, ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
+          e.holding_channel, ",\"channel_aligned\":", e.channel_aligned ? "true" : "false",
+          ",\"t_ms\":", absl::StrFormat("%.3f", ev.t_ms), "}"));
     } else {
       printer_->Print(absl::StrCat(
           "[watermark] window subtask ", e.subtask, RankOf(false, e.subtask), " channel ",
@@ -452,13 +459,82 @@ Timestamp ClampToTimestamp(double v) {
   return static_cast<Timestamp>(v);
 }
 
-// A label of the event-time axis: the time of day when the axis spans less
-// than a day, else the date and time; MIN / MAX at the ends of the range.
-std::string AxisLabel(Timestamp ts, double span_ms, const absl::TimeZone& zone) {
+}  // namespace
+
+std::vector<double> NiceTicks(double lo, double hi, int target) {
+  std::vector<double> out;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) {
+    if (std::isfinite(lo)) out.push_back(lo);
+    return out;
+  }
+  const double raw = (hi - lo) / std::max(1, target);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * p;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * p >= raw) {
+      step = m * p;
+      break;
+    }
+  }
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+    out.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+    if (out.size() > static_cast<size_t>(4 * target + 4)) break;
+  }
+  return out;
+}
+
+std::vector<double> NiceTimeTicks(double lo_ms, double hi_ms, int target, double* step_ms) {
+  static constexpr double kSteps[] = {
+      1,      2,      5,       10,      20,      50,       100,      200,      500,
+      1000,   2000,   5000,    10000,   15000,   30000,    60000,    120000,   300000,
+      600000, 900000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000, 86400000};
+  std::vector<double> out;
+  *step_ms = 1;
+  if (!(hi_ms > lo_ms) || !std::isfinite(lo_ms) || !std::isfinite(hi_ms)) {
+    if (std::isfinite(lo_ms)) out.push_back(lo_ms);
+    return out;
+  }
+  const double raw = (hi_ms - lo_ms) / std::max(1, target);
+  double step = 0;
+  for (double c : kSteps) {
+    if (c >= raw) {
+      step = c;
+      break;
+    }
+  }
+  if (step == 0) {  // days: 1, 2 or 5 times a power of ten
+    const double days = raw / 86400000.0;
+    const double p = std::pow(10.0, std::floor(std::log10(days)));
+    step = 10 * p;
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m * p >= days) {
+        step = m * p;
+        break;
+      }
+    }
+    step *= 86400000.0;
+  }
+  *step_ms = step;
+  for (double v = std::ceil(lo_ms / step) * step; v <= hi_ms; v += step) {
+    out.push_back(v);
+    if (out.size() > static_cast<size_t>(4 * target + 4)) break;
+  }
+  return out;
+}
+
+namespace {
+
+// A tick label of the event-time axis, as precise as its step needs.
+std::string TimeTickLabel(Timestamp ts, double step_ms, double span_ms,
+                          const absl::TimeZone& zone) {
   if (ts == kMinTimestamp) return "MIN";
   if (ts == kMaxTimestamp) return "MAX";
-  return absl::FormatTime(span_ms < 86400000.0 ? "%H:%M:%E3S" : "%Y-%m-%d %H:%M:%S",
-                          absl::FromUnixMillis(ts), zone);
+  const char* format = step_ms < 1000       ? "%H:%M:%E3S"
+                       : step_ms < 60000    ? "%H:%M:%S"
+                       : span_ms < 86400000 ? "%H:%M"
+                       : step_ms < 86400000 ? "%Y-%m-%d %H:%M"
+                                            : "%Y-%m-%d";
+  return absl::FormatTime(format, absl::FromUnixMillis(ts), zone);
 }
 
 // Every computation in doubles: event times anywhere in [MIN, MAX] (and
@@ -551,9 +627,16 @@ std::vector<std::vector<const Mark*>> MergeMarks(const std::vector<Mark>& marks,
 
 }  // namespace
 
-std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
-                               const absl::TimeZone& zone) {
+std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const std::string& title,
+                               const absl::TimeZone& zone, const TimelineOptions& options) {
   using K = TimelineEvent::Kind;
+  // By records: the same drawing with the records read as the x coordinate.
+  std::vector<TimelineEvent> by_records;
+  if (options.by_records) {
+    by_records = input;
+    for (TimelineEvent& e : by_records) e.t_ms = static_cast<double>(e.records);
+  }
+  const std::vector<TimelineEvent>& events = options.by_records ? by_records : input;
   // Ranges.
   double t_end = 1;
   Timestamp e_min = kMaxTimestamp, e_max = kMinTimestamp;
@@ -622,8 +705,81 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       std::max(1.0, (static_cast<double>(e_max) - static_cast<double>(e_min)) * 0.05);
   t_end *= 1.02;
   const double width = 1200, left = 150, right = 30;
-  const double panel_h = 170, gap = 50, top0 = 70;
+  const double panel_h = 170, gap = 50;
   const int panels = 1 + static_cast<int>(window_subtasks.size());
+
+  // The legend: every kind of line, band and mark the page draws, each
+  // swatch drawn as the thing itself (same colour, opacity, dashes); entries
+  // for a lane's colour only for the lanes there are.  Laid out left to
+  // right, wrapping at the plot's width.
+  std::set<int> colours;  // palette indices of the lanes (source s, channel s)
+  std::set<int> idle_colours, paused_sources;
+  for (const auto& e : events) {
+    if (e.kind == K::kSourceWatermark) colours.insert(e.subtask % 10);
+    if (e.kind == K::kChannel) colours.insert(e.channel % 10);
+    if (e.kind == K::kSourceIdle && e.idle) idle_colours.insert(e.subtask % 10);
+    if (e.kind == K::kChannel && e.idle) idle_colours.insert(e.channel % 10);
+    if (e.kind == K::kSourcePause && e.idle) paused_sources.insert(e.subtask);
+  }
+  struct Entry {
+    std::string swatch;  // drawn at (0, 0), 24 px wide
+    std::string label;
+    std::string kind;
+  };
+  std::vector<Entry> entries;
+  for (int c : colours) {
+    entries.push_back({absl::StrCat("<line x1='0' y1='0' x2='24' y2='0' stroke='", kPalette[c],
+                                    "' stroke-width='2'/>"),
+                       absl::StrCat("watermark of source subtask ", c, " / input channel ", c),
+                       "lane"});
+  }
+  entries.push_back(
+      {"<line x1='0' y1='0' x2='24' y2='0' stroke='black' stroke-width='3' "
+       "stroke-dasharray='6 3'/>",
+       "aligned minimum (a window subtask's watermark)", "aligned"});
+  for (int c : idle_colours) {
+    entries.push_back({absl::StrCat("<rect x='2' y='-6' width='20' height='12' fill='", kPalette[c],
+                                    "' opacity='0.15'/>"),
+                       absl::StrCat("idle: source subtask ", c, " / input channel ", c), "idle"});
+  }
+  for (int src : paused_sources) {
+    entries.push_back(
+        {absl::StrCat("<rect x='0' y='-3' width='24' height='6' fill='", kPalette[src % 10],
+                      "' opacity='0.6' stroke='#333' stroke-dasharray='2 1'/>"),
+         absl::StrCat("source subtask ", src, " paused by watermark alignment"), "paused"});
+  }
+  entries.push_back({"<circle cx='12' cy='0' r='4.5' fill='#2ca02c' stroke='white'/>",
+                     "fired on time", "on_time"});
+  entries.push_back(
+      {"<circle cx='12' cy='0' r='4.5' fill='#ff7f0e' stroke='white'/>", "late firing", "late"});
+  entries.push_back({"<circle cx='12' cy='0' r='4.5' fill='#1f77b4' stroke='white'/>",
+                     "fired at end of input", "end_of_input"});
+  entries.push_back({"<path d='M8 -4 l8 8 m0 -8 l-8 8' stroke='#d62728' stroke-width='2'/>",
+                     "late record", "late_record"});
+  entries.push_back(
+      {"<line x1='12' y1='-7' x2='12' y2='7' stroke='#9467bd' stroke-width='1.5' "
+       "stroke-dasharray='2 2'/>",
+       "checkpoint barrier (its number beside it)", "barrier"});
+  entries.push_back({"<circle cx='12' cy='0' r='6' fill='#2ca02c' stroke='white'/>",
+                     "a larger mark: several merged (hover for how many)", "merged"});
+  std::string legend;
+  double lx = 0, ly = 0;
+  const double legend_width = width - left - right;
+  for (const Entry& en : entries) {
+    // 6 px a character at font-size 11 (sans-serif averages less): a
+    // generous estimate, so entries never overlap.
+    const double w = 24 + 6 + 6.0 * static_cast<double>(en.label.size()) + 18;
+    if (lx > 0 && lx + w > legend_width) {
+      lx = 0;
+      ly += 18;
+    }
+    absl::StrAppendFormat(&legend,
+                          "<g class='legend-entry' data-kind='%s' transform='translate(%.0f,%.0f)'>"
+                          "%s<text x='30' y='4'>%s</text></g>\n",
+                          en.kind, lx, ly, en.swatch, Esc(en.label));
+    lx += w;
+  }
+  const double top0 = 20 + ly + 18 + 32;
   const double height = top0 + panels * (panel_h + gap) + 40;
   Scale s{0,
           t_end,
@@ -637,37 +793,24 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
                         "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' "
                         "font-family='sans-serif' font-size='11'>\n",
                         width, height);
-  // Legend.
-  absl::StrAppend(
-      &svg, "<g class='legend' transform='translate(", left,
-      ",20)'>"
-      "<line x1='0' y1='0' x2='24' y2='0' stroke='#1f77b4' stroke-width='2'/>"
-      "<text x='30' y='4'>source / channel watermark (one colour per source subtask)</text>"
-      "<line x1='360' y1='0' x2='384' y2='0' stroke='black' stroke-width='3' "
-      "stroke-dasharray='6 3'/><text x='390' y='4'>aligned minimum</text>"
-      "<rect x='500' y='-6' width='20' height='12' fill='#999' opacity='0.25'/>"
-      "<text x='526' y='4'>idle</text>"
-      "<circle cx='570' cy='0' r='5' fill='#2ca02c'/><text x='580' y='4'>fired on time</text>"
-      "<circle cx='670' cy='0' r='5' fill='#ff7f0e'/><text x='680' y='4'>late firing</text>"
-      "<circle cx='760' cy='0' r='5' fill='#1f77b4'/><text x='770' y='4'>end of input</text>"
-      "<path d='M850 -5 l10 10 m0 -10 l-10 10' stroke='#d62728' stroke-width='2'/>"
-      "<text x='866' y='4'>late record</text>"
-      "<line x1='950' y1='-7' x2='950' y2='7' stroke='#9467bd' stroke-width='2' "
-      "stroke-dasharray='2 2'/><text x='956' y='4'>checkpoint barrier</text></g>\n");
+  absl::StrAppend(&svg, "<g class='legend' transform='translate(", left, ",20)'>\n", legend,
+                  "</g>\n");
 
   auto panel_frame = [&](double top, const std::string& label) {
     absl::StrAppendFormat(&svg,
                           "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='none' "
                           "stroke='#ccc'/>\n<text x='8' y='%.1f' font-weight='bold'>%s</text>\n",
-                          left, top, width - left - right, panel_h, top + 14, Esc(label));
-    for (int i = 0; i <= 4; ++i) {
-      const double v = s.e0 + (s.e1 - s.e0) * i / 4;
-      const double y = top + panel_h - panel_h * i / 4;
+                          left, top, width - left - right, panel_h, top - 6, Esc(label));
+    double step = 1;
+    for (const double v : NiceTimeTicks(s.e0, s.e1, 6, &step)) {
+      const Timestamp ts = ClampToTimestamp(v);
+      const double y = s.Y(ts, top, panel_h);
       absl::StrAppendFormat(&svg,
                             "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#eee'/>"
-                            "<text x='%.1f' y='%.1f' text-anchor='end' fill='#666'>%s</text>\n",
-                            left, width - right, y, y, left - 4, y + 4,
-                            Esc(AxisLabel(ClampToTimestamp(v), s.e1 - s.e0, zone)));
+                            "<text class='tick y' data-value='%d' x='%.1f' y='%.1f' "
+                            "text-anchor='end' fill='#666'>%s</text>\n",
+                            left, width - right, y, y, ts, left - 4, y + 4,
+                            Esc(TimeTickLabel(ts, step, s.e1 - s.e0, zone)));
     }
   };
   auto info = [](const std::string& text) {
@@ -872,7 +1015,7 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
           info(absl::StrCat("window subtask ", ws, ", channel ", ch, channel_label(ws, ch),
                             ": last ", pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
           ws, ch, channel_label(ws, ch));
-      idle_rects(lane, top, color, 0.12, "channel", absl::StrCat("channel ", ch, " idle"));
+      idle_rects(lane, top, color, 0.15, "channel", absl::StrCat("channel ", ch, " idle"));
     }
     const LanePoints aligned = DownsampleLane(aligned_lanes[ws], s, lane_budget);
     absl::StrAppendFormat(
@@ -888,15 +1031,27 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
   }
   // Processing-time axis.
   const double axis_y = top + panel_h + 18;
-  for (int i = 0; i <= 8; ++i) {
-    const double t = t_end * i / 8;
-    absl::StrAppendFormat(
-        &svg, "<text x='%.1f' y='%.1f' text-anchor='middle' fill='#666'>%.0f ms</text>\n", s.X(t),
-        axis_y, t);
+  std::vector<double> xticks = NiceTicks(0, t_end, 8);
+  if (options.by_records) {  // whole records only
+    xticks.erase(
+        std::remove_if(xticks.begin(), xticks.end(), [](double v) { return v != std::floor(v); }),
+        xticks.end());
+  }
+  const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1;
+  for (const double t : xticks) {
+    const std::string label = options.by_records ? absl::StrFormat("%.0f", t)
+                              : xstep >= 1000    ? absl::StrFormat("%g s", t / 1000)
+                                                 : absl::StrFormat("%g ms", t);
+    absl::StrAppendFormat(&svg,
+                          "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#999'/>"
+                          "<text class='tick x' data-value='%g' x='%.1f' y='%.1f' "
+                          "text-anchor='middle' fill='#666'>%s</text>\n",
+                          s.X(t), s.X(t), axis_y - 18, axis_y - 13, t, s.X(t), axis_y, label);
   }
   absl::StrAppendFormat(
-      &svg, "<text x='%.1f' y='%.1f' text-anchor='middle'>processing time since start</text>\n",
-      (left + width - right) / 2, axis_y + 16);
+      &svg, "<text x='%.1f' y='%.1f' text-anchor='middle'>%s</text>\n", (left + width - right) / 2,
+      axis_y + 16,
+      options.by_records ? "records read (all sources together)" : "processing time since start");
   svg += "</svg>\n";
 
   std::string html = absl::StrCat(
@@ -904,8 +1059,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const s
       "</title>\n<style>body{font-family:sans-serif;margin:16px}#details{position:sticky;top:0;"
       "background:#fffbe6;border:1px solid #e0d890;padding:6px;min-height:1.4em}"
       "[data-info]:hover{opacity:1;stroke-width:4}</style></head><body>\n<h2>",
-      Esc(title), "</h2>\n<p>Event time (vertical, in ", Esc(zone.name()),
-      ") against processing time (horizontal). Each window subtask takes the minimum of its "
+      Esc(title), "</h2>\n<p>Event time (vertical, in ", Esc(zone.name()), ") against ",
+      options.by_records ? "records read" : "processing time",
+      " (horizontal). Each window subtask takes the minimum of its "
       "active input channels: the dashed black line. The channel whose line sits on it is the "
       "one holding windows back.</p>\n<div id='details'>hover over a line or mark for "
       "details</div>\n",

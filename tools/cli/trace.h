@@ -12,6 +12,7 @@
 #ifndef TM_TOOLS_CLI_TRACE_H_
 #define TM_TOOLS_CLI_TRACE_H_
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <ostream>
@@ -62,6 +63,10 @@ struct TimelineEvent {
   Timestamp aligned = kMinTimestamp;
   bool idle = false;
   int holding = -1;
+  // kChannel: whether the channel counts in the aligned minimum (the valve's
+  // status; false while a channel back from idleness catches up, and while
+  // it is idle).
+  bool channel_aligned = true;
   // firings and late records
   std::string key;
   Timestamp start = 0, end = 0, ts = 0;
@@ -76,6 +81,9 @@ struct TimelineEvent {
   // subtask (-1 on one rank).
   int rank = -1;
   int channel_rank = -1;
+  // Lines read so far by this process's sources, all together, when the
+  // event was kept (the timeline's records axis).
+  int64_t records = 0;
 
   // A window firing, for TraceRecorder::OnFiring (which sets t_ms): the
   // window [start, end) of `key` at `subtask`, the watermark it fired at, how
@@ -127,6 +135,8 @@ class TraceRecorder final : public WatermarkListener {
 
   std::vector<TimelineEvent> events() const;
   double NowMs() const;
+  // A source read a line (any thread): counted for the records axis.
+  void OnLineRead() { lines_read_.fetch_add(1, std::memory_order_relaxed); }
   // Every event also goes to `observer` (nullptr: none).  Set before the job
   // starts; it must outlive the job.
   void SetObserver(TimelineObserver* observer) { observer_ = observer; }
@@ -153,6 +163,7 @@ class TraceRecorder final : public WatermarkListener {
   TimelineObserver* observer_ = nullptr;
   absl::TimeZone zone_;
   std::chrono::steady_clock::time_point start_;
+  std::atomic<int64_t> lines_read_{0};
   mutable internal::Mutex mu_;
   std::vector<TimelineEvent> events_ ABSL_GUARDED_BY(mu_);
 };
@@ -175,8 +186,25 @@ class TraceRecorder final : public WatermarkListener {
 inline constexpr size_t kTimelinePointBudget = 40000;
 inline constexpr size_t kTimelineMarkBudget = 3000;
 inline constexpr size_t kTimelineMinMarksPerPanel = 300;
+//
+// The horizontal axis is processing time since the start, or, with
+// `by_records`, the number of lines the sources had read (so a file read in
+// a millisecond spreads over the page).  Ticks fall on round values (1, 2 or
+// 5 times a power of ten; on the event-time axis round seconds, minutes,
+// hours); the legend names every kind of line, band and mark drawn, with
+// swatches drawn as they are, and wraps to the page's width.
+struct TimelineOptions {
+  bool by_records = false;
+};
 std::string RenderTimelineHtml(const std::vector<TimelineEvent>& events, const std::string& title,
-                               const absl::TimeZone& zone);
+                               const absl::TimeZone& zone, const TimelineOptions& options = {});
+// Round tick values in [lo, hi]: multiples of a step of 1, 2 or 5 times a
+// power of ten, about `target` of them (at least two when lo < hi).
+std::vector<double> NiceTicks(double lo, double hi, int target);
+// The same for event time in milliseconds: steps of round durations (1, 2,
+// 5, 10, 20, 50, 100, 200, 500 ms; 1, 2, 5, 10, 15, 30 s; 1, 2, 5, 10, 15,
+// 30 min; 1, 2, 3, 6, 12 h; then days, 1, 2 or 5 times a power of ten).
+std::vector<double> NiceTimeTicks(double lo_ms, double hi_ms, int target, double* step_ms);
 
 // JSON output is always valid UTF-8 JSON (`tidemark help` says so):
 // '"' and '\\' are escaped, control characters (U+0000..U+001F) and DEL are

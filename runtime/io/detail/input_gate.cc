@@ -232,7 +232,7 @@ void InputGateCore::Notify(int c) {
     WatermarkListener::ChannelEvent e{
         &metrics_->task_name(), metrics_->subtask(), c,
         v.channel_watermark(l), v.channel_idle(l),   output_watermark_,
-        output_idle_,           HoldingChannel()};
+        output_idle_,           HoldingChannel(),    v.channel_aligned(l)};
     listener_->OnInputChannel(e);
   }
 }
