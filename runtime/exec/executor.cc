@@ -1,6 +1,7 @@
 #include "tidemark/runtime/exec/executor.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
@@ -242,11 +243,58 @@ JobResult JobExecution::Wait() {
       result.status = distributed;  // names the rank that failed first
     } else if (!first_error_.ok()) {
       result.status = first_error_;
+    } else if (!stopped_with_savepoint_.empty()) {
+      result.checkpoints.stopped_with_savepoint = stopped_with_savepoint_;  // status OK
     } else if (cancelled()) {
       result.status = absl::CancelledError("job cancelled");
     }
   }
   return result;
+}
+
+absl::StatusOr<std::string> JobExecution::TriggerSavepoint(const std::string& dir,
+                                                           Duration timeout) {
+  if (!coordinator_) {
+    return absl::FailedPreconditionError(
+        "savepoint: the job has no checkpointing (enable_checkpointing; with MPI, rank 0 takes "
+        "it)");
+  }
+  absl::StatusOr<CheckpointCoordinator::Savepoint> sp =
+      coordinator_->TakeSavepoint(dir, CheckpointCoordinator::SavepointMode::kTrigger, timeout);
+  if (!sp.ok()) return sp.status();
+  return sp->path;
+}
+
+absl::StatusOr<std::string> JobExecution::StopWithSavepoint(const std::string& dir, bool drain,
+                                                            Duration timeout) {
+  if (!coordinator_) {
+    return absl::FailedPreconditionError(
+        "stop-with-savepoint: the job has no checkpointing (enable_checkpointing)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  absl::StatusOr<CheckpointCoordinator::Savepoint> sp =
+      coordinator_->TakeSavepoint(dir,
+                                  drain ? CheckpointCoordinator::SavepointMode::kStopAndDrain
+                                        : CheckpointCoordinator::SavepointMode::kStop,
+                                  timeout);
+  if (!sp.ok()) return sp.status();
+  if (drain) return sp->path;  // the job finishes by itself, as at the end of input
+  // Every task hears that the savepoint is complete (the sinks commit what
+  // was pending for it) before the job is ended.  The coordinator has told
+  // them all; each hears at its next slice.  Polled: the tasks' threads know
+  // nothing of this caller.
+  for (const auto& t : tasks_) {
+    while (t->notified_checkpoint() < sp->id && t->lifecycle() == TaskLifecycle::kRunning &&
+           !cancelled() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  {
+    MutexLock lock(&mu_);
+    if (first_error_.ok()) stopped_with_savepoint_ = sp->path;
+  }
+  Cancel();
+  return sp->path;
 }
 
 std::vector<SubtaskMetricsSnapshot> JobExecution::Metrics() const {

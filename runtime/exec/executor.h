@@ -102,6 +102,17 @@ class JobExecution final : public TaskHost,
   // The error that failed the job (OK while none did).
   absl::Status FirstError() const override;
 
+  // Savepoints (docs/checkpoints.md, "Savepoints"), from any thread; need
+  // checkpointing on (a coordinator).  TriggerSavepoint: the job goes on.
+  // StopWithSavepoint: without `drain` the sources stop at the savepoint's
+  // barrier, the operators are told it is complete (the sinks commit), and
+  // the job ends with OK without firing its open windows; with `drain` the
+  // sources end their input first (every window fires) and the job finishes
+  // as at the end of input.  Both return the savepoint's directory.
+  absl::StatusOr<std::string> TriggerSavepoint(const std::string& dir, Duration timeout);
+  absl::StatusOr<std::string> StopWithSavepoint(const std::string& dir, bool drain,
+                                                Duration timeout);
+
   // Current metrics of every subtask.  Thread-safe.
   std::vector<SubtaskMetricsSnapshot> Metrics() const;
 
@@ -134,6 +145,7 @@ class JobExecution final : public TaskHost,
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
+  std::string stopped_with_savepoint_ ABSL_GUARDED_BY(mu_);  // its path
   std::chrono::steady_clock::time_point start_time_;
   const Clock* watched_clock_ = nullptr;
   int64_t clock_listener_ = -1;
