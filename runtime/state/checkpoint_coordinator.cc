@@ -130,9 +130,6 @@ void CheckpointCoordinator::Stop() {
   }
   cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
-  // A drained stop-with-savepoint whose subtasks finished after the thread's
-  // last look.
-  PersistFinalSavepoint();
   std::optional<int64_t> abandoned;
   std::string abandoned_savepoint;
   {
@@ -142,17 +139,23 @@ void CheckpointCoordinator::Stop() {
       abandoned_savepoint = pending_->savepoint_path;
     }
     pending_.reset();
+  }
+  if (!abandoned_savepoint.empty()) {
+    CheckpointStorage::ForSavepoint(abandoned_savepoint).Abort(*abandoned);
+  } else if (abandoned && storage_) {
+    storage_->Abort(*abandoned);
+  }
+  // A drained stop-with-savepoint whose subtasks finished after the
+  // thread's last look: made of their final snapshots, here.
+  PersistFinalSavepoint();
+  {
+    MutexLock lock(&mu_);
     if (savepoint_ && !savepoint_->done) {
       FinishSavepointLocked(
           absl::FailedPreconditionError("the job ended before the savepoint was complete"));
     }
   }
   cv_.SignalAll();
-  if (!abandoned_savepoint.empty()) {
-    CheckpointStorage::ForSavepoint(abandoned_savepoint).Abort(*abandoned);
-  } else if (abandoned && storage_) {
-    storage_->Abort(*abandoned);
-  }
 }
 
 bool CheckpointCoordinator::AllFinishedLocked() const {
@@ -272,8 +275,9 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
     if (pending_ && pending_->id == savepoint_->id && !savepoint_->path.empty()) {
       // Abandoned: late acknowledgements find nothing.
       pending_.reset();
+      const std::string path = savepoint_->path;
       mu_.Unlock();
-      CheckpointStorage::ForSavepoint(savepoint_->path).Abort(id);
+      CheckpointStorage::ForSavepoint(path).Abort(id);
       mu_.Lock();
       FinishSavepointLocked(absl::DeadlineExceededError(
           absl::StrCat("savepoint ", id, ": not complete within the timeout")));
