@@ -371,6 +371,30 @@ TEST(Savepoint, AChangedJobRestoresByUidNewOperatorsStartEmptyRemovedOnesAreRefu
   EXPECT_LT(counted, n);
 }
 
+// A savepoint kept inside the checkpoint directory: retention (newest 1)
+// neither deletes it nor counts it, the stray scan does not name it, and it
+// loads as written.
+TEST(SavepointStorage, RetentionAndTheStrayScanLeaveASavepointInTheCheckpointDirectoryAlone) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  internal::CheckpointStorage storage(chk, /*retain=*/1);
+  const std::string sp = (fs::path(chk) / "savepoint-2-abcdef").string();
+  const internal::CheckpointStorage savepoint = internal::CheckpointStorage::ForSavepoint(sp);
+  absl::StatusOr<internal::StateFileInfo> f = savepoint.WriteState(2, "0-0.state", "state");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(savepoint.Commit(2, {{"type", "savepoint"}}, {*f}).ok());
+  for (int64_t id : {1, 3, 4}) ASSERT_TRUE(storage.Commit(id, {}, {}).ok());
+  EXPECT_EQ(storage.ListCommittedIds(), std::vector<int64_t>{4});
+  EXPECT_TRUE(storage.StrayEntries().empty());
+  absl::StatusOr<internal::LoadedCheckpoint> loaded = savepoint.Load(sp);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->id, 2);
+  EXPECT_EQ(loaded->metadata["type"], "savepoint");
+  EXPECT_EQ(loaded->states["0-0.state"], "state");
+  // Committing it again is refused: a savepoint is never overwritten.
+  EXPECT_EQ(savepoint.Commit(2, {}, {*f}).code(), absl::StatusCode::kAlreadyExists);
+}
+
 TEST(Savepoint, NeedsCheckpointing) {
   testing::TempDir dir;
   StreamExecutionEnvironment env;
