@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -271,6 +272,9 @@ TEST(Savepoint, StopWithDrainFiresEveryWindowFirst) {
   // Every record read is in a fired window, committed.
   EXPECT_EQ(TotalOfSums(testing::CommittedLines(out, &hidden)), read);
   EXPECT_EQ(hidden, 0);
+  EXPECT_TRUE(std::regex_match(fs::path(*path).filename().string(),
+                               std::regex("savepoint-[0-9]+-[0-9a-f]{6}")))
+      << *path;
   // The savepoint is the finished job's.
   absl::StatusOr<internal::LoadedCheckpoint> loaded =
       internal::CheckpointStorage::ForSavepoint(*path).Load(*path);

@@ -187,6 +187,9 @@ void CheckpointCoordinator::PersistFinalSavepoint() {
     persisting_ = true;
     p.id = NextIdLocked();
     savepoint_->id = p.id;
+    savepoint_->path = (std::filesystem::path(savepoint_->target_dir) /
+                        absl::StrCat("savepoint-", p.id, "-", savepoint_->suffix))
+                           .string();
     p.savepoint_path = savepoint_->path;
     p.started = std::chrono::steady_clock::now();
     for (const auto& [task, key] : tasks_) {
@@ -236,9 +239,10 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
     savepoint_->mode = mode;
     std::random_device rd;
     const std::string suffix = absl::StrFormat("%06x", rd() & 0xffffffu);
+    savepoint_->target_dir = dir;
+    savepoint_->suffix = suffix;
     if (mode == SavepointMode::kStopAndDrain) {
-      savepoint_->path =
-          (std::filesystem::path(dir) / absl::StrCat("savepoint-final-", suffix)).string();
+      // Named once its id is known (PersistFinalSavepoint).
       stopping_ = true;
     } else {
       id = NextIdLocked();

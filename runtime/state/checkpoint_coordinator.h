@@ -149,7 +149,9 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // The savepoint being taken (one at a time).
   struct SavepointRequest {
     SavepointMode mode = SavepointMode::kTrigger;
-    std::string path;
+    std::string target_dir;  // the directory asked for
+    std::string suffix;      // of its name, savepoint-<id>-<suffix>
+    std::string path;        // target_dir/savepoint-<id>-<suffix>, once the id is known
     int64_t id = -1;
     bool started = false;  // kStopAndDrain: its persisting has begun
     bool done = false;
