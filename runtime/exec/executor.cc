@@ -1,7 +1,6 @@
 #include "tidemark/runtime/exec/executor.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
@@ -113,6 +112,12 @@ void JobExecution::Start() {
 void JobExecution::TaskFinished(Task*) {
   internal::MutexLock lock(&mu_);
   if (--remaining_ == 0) done_cv_.SignalAll();
+  notified_cv_.SignalAll();
+}
+
+void JobExecution::CheckpointNotified(int64_t) {
+  internal::MutexLock lock(&mu_);
+  notified_cv_.SignalAll();
 }
 
 bool JobExecution::done() const {
@@ -126,6 +131,7 @@ void JobExecution::Cancel() {
     // Before Start() the tasks cannot be notified yet; they see the flag at
     // their first slice.
     internal::MutexLock lock(&mu_);
+    notified_cv_.SignalAll();
     if (!started_) return;
   }
   for (auto& t : tasks_) t->Notify();
@@ -281,16 +287,20 @@ absl::StatusOr<std::string> JobExecution::StopWithSavepoint(const std::string& d
   if (drain) return sp->path;  // the job finishes by itself, as at the end of input
   // Every task hears that the savepoint is complete (the sinks commit what
   // was pending for it) before the job is ended.  The coordinator has told
-  // them all; each hears at its next slice.  Polled: the tasks' threads know
-  // nothing of this caller.
-  for (const auto& t : tasks_) {
-    while (t->notified_checkpoint() < sp->id && t->lifecycle() == TaskLifecycle::kRunning &&
-           !cancelled() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  // them all; each hears at its next slice (CheckpointNotified), unless it
+  // has finished.
   {
     MutexLock lock(&mu_);
+    auto all_heard = [&] {
+      for (const auto& t : tasks_) {
+        if (t->notified_checkpoint() < sp->id && t->lifecycle() == TaskLifecycle::kRunning)
+          return false;
+      }
+      return true;
+    };
+    while (!all_heard() && !cancelled()) {
+      if (notified_cv_.WaitUntil(&mu_, deadline)) break;
+    }
     if (first_error_.ok()) stopped_with_savepoint_ = sp->path;
   }
   Cancel();

@@ -95,6 +95,7 @@ class JobExecution final : public TaskHost,
   // Records the first error and cancels the job.  Thread-safe.
   void Fail(const absl::Status& status) override;
   void Notice(std::string line) override;
+  void CheckpointNotified(int64_t id) override;
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   // The flag behind cancelled(), for the tasks' per-record checks.
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
@@ -141,6 +142,7 @@ class JobExecution final : public TaskHost,
   std::atomic<bool> cancelled_{false};
   mutable internal::Mutex mu_;
   internal::CondVar done_cv_;
+  internal::CondVar notified_cv_;  // a task heard of a checkpoint, finished, or cancel
   int remaining_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -243,6 +243,7 @@ void StreamTask::HandleCheckpointSignals() {
       GuardUserCall(*ctx, [o, completed] { o->NotifyCheckpointComplete(completed); });
     }
     notified_checkpoint_.store(completed, std::memory_order_release);
+    host_->CheckpointNotified(completed);
   }
 }
 
