@@ -157,7 +157,7 @@ TEST(Savepoint, TriggeredTheJobGoesOnAndARestoreFromItCommitsTheUninterruptedOut
     env.enable_checkpointing(Duration(0), chk, /*retain=*/1);
     auto progress = std::make_shared<Progress>();
     JobShape paced = shape;
-    paced.rate = 150'000.0;
+    paced.rate = 60'000.0;
     BuildJob(env, out, n, paced, progress);
     JobClient client = env.execute_async("before");
     ASSERT_TRUE(progress->WaitFor(300));
@@ -211,7 +211,7 @@ TEST(Savepoint, StopWithSavepointEndsWithoutFiringAndRestoresAtAnotherParallelis
     env.enable_checkpointing(Duration(0), dir.Path("chk"));
     auto progress = std::make_shared<Progress>();
     JobShape paced = shape;
-    paced.rate = 150'000.0;
+    paced.rate = 60'000.0;
     BuildJob(env, out, n, paced, progress);
     JobClient client = env.execute_async("stopped");
     ASSERT_TRUE(progress->WaitFor(300));
@@ -301,7 +301,7 @@ TEST(Savepoint, AChangedJobRestoresByUidNewOperatorsStartEmptyRemovedOnesAreRefu
     env.enable_checkpointing(Duration(0), dir.Path("chk"));
     auto progress = std::make_shared<Progress>();
     JobShape paced = shape;
-    paced.rate = 150'000.0;
+    paced.rate = 60'000.0;
     BuildJob(env, out, n, paced, progress);
     JobClient client = env.execute_async("v1");
     ASSERT_TRUE(progress->WaitFor(300));
