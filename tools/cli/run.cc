@@ -376,7 +376,8 @@ class SignalWatcher {
       if (sig > 0 && sigismember(&blocked, sig) == 1) sigaddset(&set_, sig);
     signal_fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
     stop_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (signal_fd_ < 0 || stop_fd_ < 0) return;
+    kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (signal_fd_ < 0 || stop_fd_ < 0 || kick_fd_ < 0) return;
     thread_ = std::thread([this] { Main(); });
   }
   ~SignalWatcher() {
@@ -389,6 +390,7 @@ class SignalWatcher {
     if (savepoint_thread_.joinable()) savepoint_thread_.join();
     if (signal_fd_ >= 0) close(signal_fd_);
     if (stop_fd_ >= 0) close(stop_fd_);
+    if (kick_fd_ >= 0) close(kick_fd_);
   }
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
@@ -401,9 +403,16 @@ class SignalWatcher {
     if (env_ != nullptr && signal_ != 0) env_->cancel();
   }
   // The running job, for the savepoint signals (nullopt: none any more).
+  // A savepoint signal that came before the client (the job printed before
+  // execute_async returned) is taken now, on the watcher's thread.
   void AttachClient(std::optional<JobClient> client) {
     internal::MutexLock lock(&mu_);
     client_ = std::move(client);
+    if (client_ && early_signal_ != 0 && kick_fd_ >= 0) {
+      const uint64_t one = 1;
+      if (write(kick_fd_, &one, sizeof(one)) < 0) {
+      }
+    }
   }
   // The first signal taken, 0 if none.
   int signal() const {
@@ -414,12 +423,24 @@ class SignalWatcher {
  private:
   void Main() {
     for (;;) {
-      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0) {
+      pollfd fds[3] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
+      if (poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         return;
       }
       if (fds[1].revents != 0) return;
+      if (fds[2].revents != 0) {
+        uint64_t n = 0;
+        if (read(kick_fd_, &n, sizeof(n)) < 0) {
+        }
+        int early = 0;
+        {
+          internal::MutexLock lock(&mu_);
+          std::swap(early, early_signal_);
+        }
+        if (early != 0) Savepoint(early);
+        if (fds[0].revents == 0) continue;
+      }
       signalfd_siginfo info;
       if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
       const int sig = static_cast<int>(info.ssi_signo);
@@ -461,8 +482,12 @@ class SignalWatcher {
                          ": a savepoint is being taken already; ignored\n"));
         return;
       }
-      if (!client || signal_ != 0) {
-        Say(absl::StrCat("tidemark: ", SignalName(sig), ": no running job; ignored\n"));
+      if (signal_ != 0) {
+        Say(absl::StrCat("tidemark: ", SignalName(sig), ": the job is stopping; ignored\n"));
+        return;
+      }
+      if (!client) {
+        early_signal_ = sig;  // the job is starting: taken once AttachClient has its client
         return;
       }
       saving_ = true;
@@ -498,12 +523,14 @@ class SignalWatcher {
   sigset_t set_;
   int signal_fd_ = -1;
   int stop_fd_ = -1;
+  int kick_fd_ = -1;  // AttachClient: an early savepoint signal to take
   std::thread thread_;
   mutable internal::Mutex mu_;
   StreamExecutionEnvironment* env_ ABSL_GUARDED_BY(mu_) = nullptr;
   int signal_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<JobClient> client_ ABSL_GUARDED_BY(mu_);
   bool saving_ ABSL_GUARDED_BY(mu_) = false;
+  int early_signal_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What a cancelled job left open, from its final metrics.
