@@ -228,6 +228,19 @@ CheckpointSummary JobClient::checkpoints() const {
   return c != nullptr ? c->Summary() : CheckpointSummary{};
 }
 
+absl::StatusOr<std::string> JobClient::trigger_savepoint(const std::string& dir, Duration timeout) {
+  const std::shared_ptr<JobExecution> e = current();
+  if (!e) return absl::FailedPreconditionError("savepoint: no job");
+  return e->TriggerSavepoint(dir, timeout);
+}
+
+absl::StatusOr<std::string> JobClient::stop_with_savepoint(const std::string& dir, bool drain,
+                                                           Duration timeout) {
+  const std::shared_ptr<JobExecution> e = current();
+  if (!e) return absl::FailedPreconditionError("stop-with-savepoint: no job");
+  return e->StopWithSavepoint(dir, drain, timeout);
+}
+
 RestartSummary JobClient::restarts() const {
   return restarting_ ? restarting_->Summary() : RestartSummary{};
 }
@@ -427,6 +440,11 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::enable_checkpointing(Dur
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::restore_from(std::string checkpoint) {
   config_.restore_from = std::move(checkpoint);
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_allow_non_restored_state(bool allow) {
+  config_.allow_non_restored_state = allow;
   return *this;
 }
 

@@ -120,6 +120,25 @@ class JobClient {
   CheckpointSummary checkpoints() const;
   // What the restart strategy has done so far (numRestarts, the last cause).
   RestartSummary restarts() const;
+  // Savepoints (Flink's; docs/checkpoints.md, "Savepoints"), with
+  // checkpointing on: a consistent snapshot of the whole job, written
+  // self-contained into a new directory under `dir`
+  // (DIR/savepoint-<id>-<hex>), never deleted by retention; restore from it
+  // with restore_from(path) / --restore=path, also at another parallelism
+  // or after the job changed.  Each returns the savepoint's directory, or
+  // the error (the job goes on after a failed one).
+  // trigger_savepoint: the job goes on.
+  absl::StatusOr<std::string> trigger_savepoint(const std::string& dir,
+                                                Duration timeout = std::chrono::minutes(10));
+  // stop_with_savepoint: the sources stop at the savepoint's barrier, the
+  // operators hear it is complete (sink_to_files commits), and the job ends
+  // (wait() gives OK, CheckpointSummary::stopped_with_savepoint) without
+  // firing its open windows: they are in the savepoint.  With `drain`
+  // (Flink's --drain) the sources end their input first, so the MAX
+  // watermark fires every window, and the savepoint holds the finished job.
+  // Not across MPI ranks.
+  absl::StatusOr<std::string> stop_with_savepoint(const std::string& dir, bool drain = false,
+                                                  Duration timeout = std::chrono::minutes(10));
 
  private:
   // The running attempt (the one the restart supervisor started last).
@@ -247,8 +266,13 @@ class StreamExecutionEnvironment {
   // Starts the job from a checkpoint: "latest" (the newest usable one in the
   // checkpoint directory; the job starts fresh when none was ever completed,
   // and passes over damaged ones, listed in CheckpointSummary), or the path
-  // of a checkpoint directory (DIR/chk-<n>).
+  // of a checkpoint directory (DIR/chk-<n>) or of a savepoint.
   StreamExecutionEnvironment& restore_from(std::string checkpoint);
+  // Restoring from a checkpoint or savepoint of a changed job: the state of
+  // an operator the job no longer has is skipped (said in
+  // CheckpointSummary::notices) instead of refused (Flink's
+  // allowNonRestoredState; --allow-non-restored-state).
+  StreamExecutionEnvironment& set_allow_non_restored_state(bool allow = true);
   // Failed checkpoints (Flink's CheckpointConfig): the job fails once more
   // than `n` checkpoints in a row have failed (default 0, Flink's: the first
   // failed checkpoint fails the job; a completed one resets the count).

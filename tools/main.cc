@@ -102,7 +102,20 @@ ABSL_FLAG(std::string, checkpoint_timeout, "10min",
           "a checkpoint not complete and durable this long after it started fails (expires)");
 ABSL_FLAG(std::string, restore, "",
           "start from a checkpoint: latest (in --checkpoint-dir; a fresh start when there is "
-          "none) or a checkpoint directory DIR/chk-N");
+          "none), a checkpoint directory DIR/chk-N or a savepoint directory");
+ABSL_FLAG(std::string, savepoint_dir, "",
+          "where savepoints go (--savepoint-on, --stop-with-savepoint-on)");
+ABSL_FLAG(std::string, savepoint_on, "",
+          "SIGUSR1 or SIGUSR2: on this signal take a savepoint into --savepoint-dir; the job "
+          "goes on");
+ABSL_FLAG(std::string, stop_with_savepoint_on, "",
+          "SIGUSR1 or SIGUSR2: on this signal stop the job with a savepoint into "
+          "--savepoint-dir (open windows stay in it, unfired)");
+ABSL_FLAG(bool, drain, false,
+          "with --stop-with-savepoint-on: send the MAX watermark first (every window fires), "
+          "as Flink's stop --drain");
+ABSL_FLAG(bool, allow_non_restored_state, false,
+          "restoring: skip the state of operators the job no longer has instead of refusing it");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
 ABSL_FLAG(std::string, timeline, "", "write the watermark timeline page (HTML) to this path");
 ABSL_FLAG(std::string, timeline_axis, "time",
@@ -170,6 +183,9 @@ constexpr char kNotes[] =
     "  SIGINT / SIGTERM stop the job: it says how many windows had not fired and how\n"
     "    many records were in flight, writes the summary and the timeline, and exits\n"
     "    130 / 143; a second signal exits at once.\n"
+    "  Savepoints: --savepoint-on=SIGUSR1 takes one into --savepoint-dir and the job\n"
+    "    goes on; --stop-with-savepoint-on=SIGUSR2 stops the job with one (open\n"
+    "    windows stay in it; --drain fires them first). Restore with --restore=PATH.\n"
     "  Across processes: `mpirun -n N tidemark run ...` runs the job on N ranks\n"
     "    (--placement: subtask i on rank i mod N, or in blocks); each rank reads the\n"
     "    inputs of its source subtasks, and rank 0 prints every result once (or each\n"
@@ -466,6 +482,11 @@ int main(int argc, char** argv) {
   o.checkpoint_timeout = absl::GetFlag(FLAGS_checkpoint_timeout);
   o.restore = absl::GetFlag(FLAGS_restore);
   o.restart_strategy = absl::GetFlag(FLAGS_restart_strategy);
+  o.savepoint_dir = absl::GetFlag(FLAGS_savepoint_dir);
+  o.savepoint_on = absl::GetFlag(FLAGS_savepoint_on);
+  o.stop_with_savepoint_on = absl::GetFlag(FLAGS_stop_with_savepoint_on);
+  o.drain = absl::GetFlag(FLAGS_drain);
+  o.allow_non_restored_state = absl::GetFlag(FLAGS_allow_non_restored_state);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);
@@ -489,6 +510,12 @@ int main(int argc, char** argv) {
     struct sigaction current {};
     if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN)
       sigaddset(&signals, sig);
+  }
+  // The savepoint signals (--savepoint-on, --stop-with-savepoint-on) too,
+  // only when asked for (otherwise SIGUSR1 keeps its default: it ends us).
+  for (const std::string* name : {&o.savepoint_on, &o.stop_with_savepoint_on}) {
+    const int sig = tidemark::cli::SavepointSignal(*name);
+    if (sig > 0) sigaddset(&signals, sig);
   }
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   o.handle_signals = true;

@@ -35,6 +35,10 @@ struct JobConfig {
   // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
   // checkpoint_dir (fresh when there is none), or a checkpoint directory.
   std::string restore_from;
+  // Restoring: state of an operator (task) the job no longer has is skipped
+  // (named in the notices) instead of refused (Flink's
+  // allowNonRestoredState).
+  bool allow_non_restored_state = false;
   // Failed checkpoints (Flink's CheckpointConfig): the job fails once more
   // than `tolerable_failed_checkpoints` checkpoints in a row have failed (0,
   // Flink's default: the first failure fails it); a checkpoint not complete

@@ -113,6 +113,12 @@ void JobExecution::Start() {
 void JobExecution::TaskFinished(Task*) {
   internal::MutexLock lock(&mu_);
   if (--remaining_ == 0) done_cv_.SignalAll();
+  notified_cv_.SignalAll();
+}
+
+void JobExecution::CheckpointNotified(int64_t) {
+  internal::MutexLock lock(&mu_);
+  notified_cv_.SignalAll();
 }
 
 bool JobExecution::done() const {
@@ -126,6 +132,7 @@ void JobExecution::Cancel() {
     // Before Start() the tasks cannot be notified yet; they see the flag at
     // their first slice.
     internal::MutexLock lock(&mu_);
+    notified_cv_.SignalAll();
     if (!started_) return;
   }
   for (auto& t : tasks_) t->Notify();
@@ -243,11 +250,62 @@ JobResult JobExecution::Wait() {
       result.status = distributed;  // names the rank that failed first
     } else if (!first_error_.ok()) {
       result.status = first_error_;
+    } else if (!stopped_with_savepoint_.empty()) {
+      result.checkpoints.stopped_with_savepoint = stopped_with_savepoint_;  // status OK
     } else if (cancelled()) {
       result.status = absl::CancelledError("job cancelled");
     }
   }
   return result;
+}
+
+absl::StatusOr<std::string> JobExecution::TriggerSavepoint(const std::string& dir,
+                                                           Duration timeout) {
+  if (!coordinator_) {
+    return absl::FailedPreconditionError(
+        "savepoint: the job has no checkpointing (enable_checkpointing; with MPI, rank 0 takes "
+        "it)");
+  }
+  absl::StatusOr<CheckpointCoordinator::Savepoint> sp =
+      coordinator_->TakeSavepoint(dir, CheckpointCoordinator::SavepointMode::kTrigger, timeout);
+  if (!sp.ok()) return sp.status();
+  return sp->path;
+}
+
+absl::StatusOr<std::string> JobExecution::StopWithSavepoint(const std::string& dir, bool drain,
+                                                            Duration timeout) {
+  if (!coordinator_) {
+    return absl::FailedPreconditionError(
+        "stop-with-savepoint: the job has no checkpointing (enable_checkpointing)");
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  absl::StatusOr<CheckpointCoordinator::Savepoint> sp =
+      coordinator_->TakeSavepoint(dir,
+                                  drain ? CheckpointCoordinator::SavepointMode::kStopAndDrain
+                                        : CheckpointCoordinator::SavepointMode::kStop,
+                                  timeout);
+  if (!sp.ok()) return sp.status();
+  if (drain) return sp->path;  // the job finishes by itself, as at the end of input
+  // Every task hears that the savepoint is complete (the sinks commit what
+  // was pending for it) before the job is ended.  The coordinator has told
+  // them all; each hears at its next slice (CheckpointNotified), unless it
+  // has finished.
+  {
+    MutexLock lock(&mu_);
+    auto all_heard = [&] {
+      for (const auto& t : tasks_) {
+        if (t->notified_checkpoint() < sp->id && t->lifecycle() == TaskLifecycle::kRunning)
+          return false;
+      }
+      return true;
+    };
+    while (!all_heard() && !cancelled()) {
+      if (notified_cv_.WaitUntil(&mu_, deadline)) break;
+    }
+    if (first_error_.ok()) stopped_with_savepoint_ = sp->path;
+  }
+  Cancel();
+  return sp->path;
 }
 
 std::vector<SubtaskMetricsSnapshot> JobExecution::Metrics() const {

@@ -95,12 +95,24 @@ class JobExecution final : public TaskHost,
   // Records the first error and cancels the job.  Thread-safe.
   void Fail(const absl::Status& status) override;
   void Notice(std::string line) override;
+  void CheckpointNotified(int64_t id) override;
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   // The flag behind cancelled(), for the tasks' per-record checks.
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
   bool done() const;
   // The error that failed the job (OK while none did).
   absl::Status FirstError() const override;
+
+  // Savepoints (docs/checkpoints.md, "Savepoints"), from any thread; need
+  // checkpointing on (a coordinator).  TriggerSavepoint: the job goes on.
+  // StopWithSavepoint: without `drain` the sources stop at the savepoint's
+  // barrier, the operators are told it is complete (the sinks commit), and
+  // the job ends with OK without firing its open windows; with `drain` the
+  // sources end their input first (every window fires) and the job finishes
+  // as at the end of input.  Both return the savepoint's directory.
+  absl::StatusOr<std::string> TriggerSavepoint(const std::string& dir, Duration timeout);
+  absl::StatusOr<std::string> StopWithSavepoint(const std::string& dir, bool drain,
+                                                Duration timeout);
 
   // Current metrics of every subtask.  Thread-safe.
   std::vector<SubtaskMetricsSnapshot> Metrics() const;
@@ -130,10 +142,12 @@ class JobExecution final : public TaskHost,
   std::atomic<bool> cancelled_{false};
   mutable internal::Mutex mu_;
   internal::CondVar done_cv_;
+  internal::CondVar notified_cv_;  // a task heard of a checkpoint, finished, or cancel
   int remaining_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
+  std::string stopped_with_savepoint_ ABSL_GUARDED_BY(mu_);  // its path
   std::chrono::steady_clock::time_point start_time_;
   const Clock* watched_clock_ = nullptr;
   int64_t clock_listener_ = -1;

@@ -784,7 +784,8 @@ absl::StatusOr<TaskMatch> MatchRestoredTasks(const PhysicalPlan& plan, const Res
 // An old task nobody restores is fine when it had no state (Flink's
 // savepoints hold no stateless operators); otherwise its state would be
 // lost, and that is an error.
-absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs) {
+absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs, bool allow_lost,
+                              std::vector<std::string>* skipped) {
   std::vector<bool> restored(static_cast<size_t>(m.old_tasks), false);
   for (int k : m.from)
     if (k >= 0) restored[k] = true;
@@ -809,10 +810,20 @@ absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs) {
     }
     if (!stateful) continue;
     const std::string u = rs.Meta(absl::StrCat("task.", k, ".uids"));
-    return absl::FailedPreconditionError(
-        absl::StrCat(rs.where, ": its task '", rs.Meta(absl::StrCat("task.", k, ".name")), "'",
-                     u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"),
-                     " is not in the job: its state would be lost"));
+    const std::string task =
+        absl::StrCat("its task '", rs.Meta(absl::StrCat("task.", k, ".name")), "'",
+                     u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"));
+    if (allow_lost) {
+      // Flink's allowNonRestoredState: skipped, and said.
+      skipped->push_back(absl::StrCat(rs.where, ": ", task,
+                                      " is not in the job: its state was not restored "
+                                      "(--allow-non-restored-state)"));
+      continue;
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        rs.where, ": ", task,
+        " is not in the job: its state would be lost (restore anyway, without it, with "
+        "--allow-non-restored-state / set_allow_non_restored_state)"));
   }
   return absl::OkStatus();
 }
@@ -907,13 +918,18 @@ absl::Status HandOutRestoreStates(const PhysicalPlan& plan, const TaskMatch& m,
 // old state, then hands it out.  `job_tasks`: the job's task count as the
 // metadata writes it.
 absl::Status AssignRestoreStates(const PhysicalPlan& plan, const LoadedCheckpoint& checkpoint,
-                                 const std::string& job_tasks,
+                                 const std::string& job_tasks, bool allow_non_restored_state,
+                                 std::vector<std::string>* notices,
                                  const std::vector<std::vector<StreamTask*>>& tasks) {
-  const RestoreSource rs{
-      checkpoint, absl::StrCat("checkpoint ", checkpoint.id, " (", checkpoint.path.string(), ")")};
+  auto type = checkpoint.metadata.find("type");
+  const bool savepoint = type != checkpoint.metadata.end() && type->second == "savepoint";
+  const RestoreSource rs{checkpoint,
+                         absl::StrCat(savepoint ? "savepoint " : "checkpoint ", checkpoint.id, " (",
+                                      checkpoint.path.string(), ")")};
   absl::StatusOr<TaskMatch> match = MatchRestoredTasks(plan, rs, job_tasks);
   if (!match.ok()) return match.status();
-  if (absl::Status s = CheckNoStateLost(*match, rs); !s.ok()) return s;
+  if (absl::Status s = CheckNoStateLost(*match, rs, allow_non_restored_state, notices); !s.ok())
+    return s;
   absl::StatusOr<std::vector<int>> old_p = OldParallelisms(plan, *match, rs);
   if (!old_p.ok()) return old_p.status();
   return HandOutRestoreStates(plan, *match, *old_p, rs, tasks);
@@ -993,10 +1009,13 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
   ConnectCheckpointParticipants(plan, a, coordinator.get());
 
   if (restore) {
-    if (absl::Status s = AssignRestoreStates(plan, *restore, metadata["job.tasks"], a.tasks);
+    std::vector<std::string> skipped;
+    if (absl::Status s = AssignRestoreStates(plan, *restore, metadata["job.tasks"],
+                                             config.allow_non_restored_state, &skipped, a.tasks);
         !s.ok()) {
       return s;
     }
+    for (std::string& line : skipped) a.exec->Notice(std::move(line));
   }
   a.exec->EnableCheckpoints(std::move(coordinator), restore ? restore->id : -1,
                             restore ? restore->path.string() : std::string(), std::move(problems));

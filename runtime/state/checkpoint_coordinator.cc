@@ -1,8 +1,11 @@
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
@@ -128,12 +131,177 @@ void CheckpointCoordinator::Stop() {
   cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   std::optional<int64_t> abandoned;
+  std::string abandoned_savepoint;
   {
     MutexLock lock(&mu_);
-    if (pending_) abandoned = pending_->id;
+    if (pending_) {
+      abandoned = pending_->id;
+      abandoned_savepoint = pending_->savepoint_path;
+    }
     pending_.reset();
   }
-  if (abandoned && storage_) storage_->Abort(*abandoned);
+  if (!abandoned_savepoint.empty()) {
+    CheckpointStorage::ForSavepoint(abandoned_savepoint).Abort(*abandoned);
+  } else if (abandoned && storage_) {
+    storage_->Abort(*abandoned);
+  }
+  // A drained stop-with-savepoint whose subtasks finished after the
+  // thread's last look: made of their final snapshots, here.
+  PersistFinalSavepoint();
+  {
+    MutexLock lock(&mu_);
+    if (savepoint_ && !savepoint_->done) {
+      FinishSavepointLocked(
+          absl::FailedPreconditionError("the job ended before the savepoint was complete"));
+    }
+  }
+  cv_.SignalAll();
+}
+
+bool CheckpointCoordinator::AllFinishedLocked() const {
+  for (const auto& [task, key] : tasks_)
+    if (!finished_.contains(key)) return false;
+  return true;
+}
+
+void CheckpointCoordinator::FinishSavepointLocked(absl::Status status) {
+  if (!savepoint_ || savepoint_->done) return;
+  savepoint_->done = true;
+  savepoint_->status = std::move(status);
+  if (savepoint_->status.ok()) {
+    summary_.savepoints.push_back(savepoint_->path);
+  } else {
+    summary_.last_savepoint_error = std::string(savepoint_->status.message());
+  }
+}
+
+void CheckpointCoordinator::PersistFinalSavepoint() {
+  Pending p;
+  {
+    MutexLock lock(&mu_);
+    if (!savepoint_ || savepoint_->mode != SavepointMode::kStopAndDrain || savepoint_->started ||
+        savepoint_->done || pending_ || persisting_ || !AllFinishedLocked()) {
+      return;
+    }
+    savepoint_->started = true;
+    persisting_ = true;
+    p.id = NextIdLocked();
+    savepoint_->id = p.id;
+    savepoint_->path = (std::filesystem::path(savepoint_->target_dir) /
+                        absl::StrCat("savepoint-", p.id, "-", savepoint_->suffix))
+                           .string();
+    p.savepoint_path = savepoint_->path;
+    p.started = std::chrono::steady_clock::now();
+    for (const auto& [task, key] : tasks_) {
+      SubtaskSnapshot s = finished_.at(key);
+      s.checkpoint_id = p.id;
+      p.acks[key] = std::move(s);
+    }
+  }
+  Persist(std::move(p), /*notify_tasks=*/false);
+}
+
+absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSavepoint(
+    const std::string& dir, SavepointMode mode, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (dir.empty()) return absl::InvalidArgumentError("savepoint: no target directory given");
+  std::vector<CheckpointParticipant*> sources;
+  int64_t id = -1;
+  {
+    MutexLock lock(&mu_);
+    if (savepoint_) return absl::FailedPreconditionError("savepoint: one is being taken already");
+    if (stopping_) return absl::FailedPreconditionError("savepoint: the job is being stopped");
+    if (mode != SavepointMode::kTrigger) {
+      for (auto& [task, key] : tasks_) {
+        if (!task->can_stop()) {
+          return absl::UnimplementedError(
+              "stop-with-savepoint: not supported for a job across MPI ranks (take a savepoint "
+              "and cancel the job)");
+        }
+      }
+    }
+    // One checkpoint at a time: a checkpoint in progress completes first.
+    while (!stop_ && (pending_ || persisting_)) {
+      if (cv_.WaitUntil(&mu_, deadline)) {
+        return absl::DeadlineExceededError(
+            "savepoint: the checkpoint in progress did not complete within the timeout");
+      }
+    }
+    if (stop_) return absl::FailedPreconditionError("savepoint: the job has ended");
+    for (auto& [task, key] : tasks_)
+      if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
+    if (sources.empty() && mode != SavepointMode::kStopAndDrain) {
+      return absl::FailedPreconditionError(
+          "savepoint: every source has finished: the job is ending (its final checkpoint holds "
+          "its state)");
+    }
+    savepoint_.emplace();
+    savepoint_->mode = mode;
+    std::random_device rd;
+    const std::string suffix = absl::StrFormat("%06x", rd() & 0xffffffu);
+    savepoint_->target_dir = dir;
+    savepoint_->suffix = suffix;
+    if (mode == SavepointMode::kStopAndDrain) {
+      // Named once its id is known (PersistFinalSavepoint).
+      stopping_ = true;
+    } else {
+      id = NextIdLocked();
+      savepoint_->id = id;
+      savepoint_->path =
+          (std::filesystem::path(dir) / absl::StrCat("savepoint-", id, "-", suffix)).string();
+      pending_.emplace(Pending{});
+      pending_->id = id;
+      pending_->started = std::chrono::steady_clock::now();
+      pending_->savepoint_path = savepoint_->path;
+      if (mode == SavepointMode::kStop) stopping_ = true;
+    }
+  }
+  cv_.SignalAll();
+  // Outside the lock: a task may acknowledge at once, on another thread.
+  if (mode == SavepointMode::kStopAndDrain) {
+    for (CheckpointParticipant* t : sources) t->EndInputNow();
+    PersistFinalSavepoint();  // every source had finished already
+  } else {
+    if (mode == SavepointMode::kStop)
+      for (CheckpointParticipant* t : sources) t->SuspendAfter(id);
+    for (CheckpointParticipant* t : sources) t->RequestCheckpoint(id);
+  }
+  MutexLock lock(&mu_);
+  bool timed_out = false;
+  while (!savepoint_->done) {
+    if (timed_out) {
+      cv_.Wait(&mu_);  // being written: the disk decides
+      continue;
+    }
+    if (!cv_.WaitUntil(&mu_, deadline)) continue;
+    timed_out = true;
+    if (savepoint_->done) break;
+    if (pending_ && pending_->id == savepoint_->id && !savepoint_->path.empty()) {
+      // Abandoned: late acknowledgements find nothing.
+      pending_.reset();
+      const std::string path = savepoint_->path;
+      mu_.Unlock();
+      CheckpointStorage::ForSavepoint(path).Abort(id);
+      mu_.Lock();
+      FinishSavepointLocked(absl::DeadlineExceededError(
+          absl::StrCat("savepoint ", id, ": not complete within the timeout")));
+    } else if (mode == SavepointMode::kStopAndDrain && !savepoint_->started) {
+      FinishSavepointLocked(absl::DeadlineExceededError(
+          "savepoint: the job did not finish draining within the timeout"));
+    }
+    // Otherwise it is being written: wait for the disk.
+  }
+  SavepointRequest r = std::move(*savepoint_);
+  savepoint_.reset();
+  if (!r.status.ok() && mode == SavepointMode::kStop) {
+    // The job goes on (Flink: a failed stop-with-savepoint leaves it running).
+    stopping_ = false;
+    mu_.Unlock();
+    for (CheckpointParticipant* t : sources) t->SuspendAfter(CheckpointParticipant::kNoSuspend);
+    mu_.Lock();
+  }
+  if (!r.status.ok()) return r.status;
+  return Savepoint{r.id, r.path};
 }
 
 int64_t CheckpointCoordinator::TriggerCheckpoint() {
@@ -141,7 +309,7 @@ int64_t CheckpointCoordinator::TriggerCheckpoint() {
   int64_t id;
   {
     MutexLock lock(&mu_);
-    if (stop_ || pending_ || persisting_) return -1;
+    if (stop_ || stopping_ || pending_ || persisting_) return -1;
     for (auto& [task, key] : tasks_)
       if (task->is_source() && !finished_.contains(key)) sources.push_back(task);
     if (sources.empty()) return -1;  // nothing will change any more
@@ -192,6 +360,10 @@ void CheckpointCoordinator::SubtaskFinished(SubtaskSnapshot final_state) {
     MutexLock lock(&mu_);
     const Key key{final_state.task_index, final_state.subtask};
     finished_[key] = std::move(final_state);
+    // A drained stop-with-savepoint waits for the last one (Run).
+    if (savepoint_ && savepoint_->mode == SavepointMode::kStopAndDrain && AllFinishedLocked()) {
+      cv_.SignalAll();
+    }
     if (!PendingCompleteLocked()) return;
     pending_ready_ = true;
   }
@@ -219,8 +391,19 @@ void CheckpointCoordinator::Run() {
           p.acks[key] = std::move(s);
         }
       }
+      // A savepoint tells the tasks only when the job stops with it (Flink's
+      // synchronous savepoint); otherwise the next checkpoint commits.
+      const bool notify =
+          p.savepoint_path.empty() || (savepoint_ && savepoint_->mode == SavepointMode::kStop);
       mu_.Unlock();
-      Persist(std::move(p), /*notify_tasks=*/true);
+      Persist(std::move(p), notify);
+      mu_.Lock();
+      continue;
+    }
+    if (savepoint_ && savepoint_->mode == SavepointMode::kStopAndDrain && !savepoint_->started &&
+        !persisting_ && !pending_ && AllFinishedLocked()) {
+      mu_.Unlock();
+      PersistFinalSavepoint();
       mu_.Lock();
       continue;
     }
@@ -238,7 +421,22 @@ void CheckpointCoordinator::Run() {
     const Clock::time_point expiry = expires ? pending_->started + timeout_ : Clock::time_point{};
     if (expires && Clock::now() >= expiry) {
       const int64_t id = pending_->id;
+      const std::string savepoint_path = pending_->savepoint_path;
       pending_.reset();  // late acknowledgements find nothing
+      if (!savepoint_path.empty()) {
+        // A savepoint that expires fails alone: the job goes on.
+        FinishSavepointLocked(absl::DeadlineExceededError(
+            absl::StrCat("savepoint ", id,
+                         ": expired before completing: not complete within the checkpoint "
+                         "timeout of ",
+                         timeout_.count(), " ms (--checkpoint-timeout)")));
+        mu_.Unlock();
+        CheckpointStorage::ForSavepoint(savepoint_path).Abort(id);
+        cv_.SignalAll();
+        mu_.Lock();
+        next_trigger = Clock::now() + interval_;
+        continue;
+      }
       mu_.Unlock();
       if (storage_) storage_->Abort(id);
       RecordFailure(id,
@@ -285,6 +483,48 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
   for (auto& [key, s] : p.acks) snapshots.push_back(std::move(s));
   absl::Status status;
   int64_t bytes = 0;
+  if (!p.savepoint_path.empty()) {
+    // A savepoint: the same files and manifest, in a directory of its own.
+    const CheckpointStorage target = CheckpointStorage::ForSavepoint(p.savepoint_path);
+    std::vector<StateFileInfo> files;
+    std::map<std::string, std::string> metadata = metadata_;
+    metadata["checkpoint"] = absl::StrCat(id);
+    metadata["type"] = "savepoint";
+    std::error_code ec;
+    if (std::filesystem::exists(p.savepoint_path, ec)) {
+      status = absl::AlreadyExistsError(
+          absl::StrCat("savepoint ", id, ": ", p.savepoint_path, " exists already"));
+    }
+    for (const SubtaskSnapshot& s : snapshots) {
+      if (!status.ok()) break;
+      absl::StatusOr<StateFileInfo> f = target.WriteState(
+          id, SubtaskStateFileName(s.task_index, s.subtask), EncodeSubtaskSnapshot(s));
+      if (!f.ok()) {
+        status = f.status();
+        break;
+      }
+      files.push_back(*std::move(f));
+    }
+    if (status.ok()) status = target.Commit(id, metadata, files);
+    if (!status.ok() && !absl::IsAlreadyExists(status)) target.Abort(id);
+    if (!status.ok()) {
+      status = absl::Status(status.code(),
+                            absl::StrCat("savepoint ", p.savepoint_path, ": ", status.message()));
+    }
+    {
+      MutexLock lock(&mu_);
+      persisting_ = false;
+      if (savepoint_ && savepoint_->path == p.savepoint_path) {
+        savepoint_->id = id;
+        FinishSavepointLocked(status);
+      }
+    }
+    cv_.SignalAll();
+    if (status.ok() && notify_tasks) {
+      for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
+    }
+    return status.ok();
+  }
   if (storage_) {
     std::vector<StateFileInfo> files;
     std::map<std::string, std::string> metadata = metadata_;

@@ -29,9 +29,21 @@
 // row, the job is failed with the last one's error.  A completed checkpoint
 // resets the count.
 //
+// Savepoints (docs/checkpoints.md, "Savepoints"; Flink's): TakeSavepoint
+// runs a checkpoint like any other (same barriers, same snapshots, same
+// encoding) but writes it, self-contained, into a directory of its own,
+// DIR/savepoint-<id>-<hex>, marked "type" = "savepoint" in its manifest;
+// retention never deletes it, and a failed savepoint fails neither the job
+// nor counts as a failed checkpoint.  Stop-with-savepoint: without drain
+// the sources stop reading after its barrier and the operators are told it
+// is complete (the two-phase-commit sinks commit); with drain the sources
+// end their input first (the MAX watermark fires every window), and the
+// savepoint is made of the subtasks' final snapshots.
+//
 // Thread safety: Acknowledge and SubtaskFinished from any task thread;
 // everything else from the thread that owns the job, before Start / after
-// Stop, except TriggerCheckpoint, AwaitCompleted and Summary (any thread).
+// Stop, except TriggerCheckpoint, TakeSavepoint, AwaitCompleted and Summary
+// (any thread).
 #ifndef TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 #define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 
@@ -98,6 +110,23 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // or a subtask has not finished.  The tasks are not told (they have
   // finished): the caller tells their operators.
   int64_t CompleteFinal() ABSL_LOCKS_EXCLUDED(mu_);
+  enum class SavepointMode { kTrigger, kStop, kStopAndDrain };
+  struct Savepoint {
+    int64_t id = -1;
+    std::string path;
+  };
+  // Takes a savepoint into a new directory under `dir` (created) and blocks
+  // until it is durable, it failed, the job ended or `timeout` passed (the
+  // error says which).  A checkpoint in progress is let complete first.
+  // kStop: from then on no checkpoint is started, and the sources read
+  // nothing after the savepoint's barrier (on failure they go on); the
+  // caller ends the job once the tasks have been told.  kStopAndDrain: the
+  // sources end their input now; the savepoint is written once every subtask
+  // has finished.  The stop modes need every subtask in this process
+  // (UNIMPLEMENTED across ranks).
+  absl::StatusOr<Savepoint> TakeSavepoint(const std::string& dir, SavepointMode mode,
+                                          std::chrono::milliseconds timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until checkpoint `id` is complete and durable (true) or the
   // timeout passes (false).
   bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_);
@@ -115,7 +144,26 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
     int64_t id = -1;
     std::chrono::steady_clock::time_point started;
     std::map<Key, SubtaskSnapshot> acks;
+    std::string savepoint_path;  // a savepoint: its directory
   };
+  // The savepoint being taken (one at a time).
+  struct SavepointRequest {
+    SavepointMode mode = SavepointMode::kTrigger;
+    std::string target_dir;  // the directory asked for
+    std::string suffix;      // of its name, savepoint-<id>-<suffix>
+    std::string path;        // target_dir/savepoint-<id>-<suffix>, once the id is known
+    int64_t id = -1;
+    bool started = false;  // kStopAndDrain: its persisting has begun
+    bool done = false;
+    absl::Status status;
+  };
+  // Every subtask has finished?
+  bool AllFinishedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kStopAndDrain, once every subtask has finished: persists the savepoint
+  // of their final snapshots (on the coordinator's thread, or Stop's caller).
+  void PersistFinalSavepoint() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the savepoint being taken with `status`.
+  void FinishSavepointLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
   // The next checkpoint id, past directories that hold a manifest.
   int64_t NextIdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -149,6 +197,8 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   CheckpointSummary summary_ ABSL_GUARDED_BY(mu_);
   int64_t failed_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<SavepointRequest> savepoint_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // stop-with-savepoint: no more checkpoints
   std::thread thread_;
 };
 

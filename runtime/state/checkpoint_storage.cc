@@ -294,8 +294,9 @@ absl::StatusOr<LoadedCheckpoint> LoadDir(const fs::path& chk_dir, std::optional<
 }
 
 std::string CheckpointLabel(const fs::path& chk_dir, std::optional<int64_t> id) {
-  return id.has_value() ? absl::StrCat("checkpoint ", *id)
-                        : absl::StrCat("checkpoint ", chk_dir.filename().string());
+  if (id.has_value()) return absl::StrCat("checkpoint ", *id);
+  const std::string name = chk_dir.filename().string();
+  return absl::StrCat(name.rfind("savepoint-", 0) == 0 ? "savepoint " : "checkpoint ", name);
 }
 
 }  // namespace
@@ -303,7 +304,14 @@ std::string CheckpointLabel(const fs::path& chk_dir, std::optional<int64_t> id) 
 CheckpointStorage::CheckpointStorage(std::filesystem::path dir, int retain)
     : dir_(std::move(dir)), retain_(std::max(1, retain)) {}
 
+CheckpointStorage CheckpointStorage::ForSavepoint(std::filesystem::path path) {
+  CheckpointStorage s(std::move(path), 1);
+  s.savepoint_ = true;
+  return s;
+}
+
 std::filesystem::path CheckpointStorage::CheckpointPath(int64_t id) const {
+  if (savepoint_) return dir_;
   return dir_ / absl::StrCat(ToAbsl(kDirPrefix), id);
 }
 
@@ -362,7 +370,13 @@ absl::Status CheckpointStorage::Commit(int64_t id,
     return Prefixed(s, where);
   }
   if (absl::Status s = FsyncDir(chk); !s.ok()) return Prefixed(s, where);
-  if (absl::Status s = FsyncDir(dir_); !s.ok()) return Prefixed(s, where);
+  if (absl::Status s = FsyncDir(!savepoint_             ? dir_
+                                : chk.has_parent_path() ? chk.parent_path()
+                                                        : fs::path("."));
+      !s.ok()) {
+    return Prefixed(s, where);
+  }
+  if (savepoint_) return absl::OkStatus();  // no retention
 
   // Retention: the checkpoints with a valid manifest count (a stray or
   // damaged chk-<n> neither counts nor is deleted); directories cut short

@@ -70,9 +70,15 @@ class CheckpointStorage {
   // the newest `retain` complete checkpoints (at least 1).
   explicit CheckpointStorage(std::filesystem::path dir, int retain = 3);
 
+  // A savepoint's storage: one checkpoint whose files and manifest lie in
+  // `path` itself (CheckpointPath(id) is `path` for every id), in the same
+  // format; Commit deletes nothing (no retention: a savepoint is the user's to
+  // delete) and Abort removes `path` while it has no manifest.
+  static CheckpointStorage ForSavepoint(std::filesystem::path path);
+
   const std::filesystem::path& dir() const { return dir_; }
   int retain() const { return retain_; }
-  // DIR/chk-<id>.
+  // DIR/chk-<id> (a savepoint's storage: its path).
   std::filesystem::path CheckpointPath(int64_t id) const;
 
   // Writes one state file of checkpoint `id` (id >= 0) durably: .name.tmp,
@@ -147,6 +153,7 @@ class CheckpointStorage {
 
   std::filesystem::path dir_;
   int retain_;
+  bool savepoint_ = false;  // ForSavepoint
   FaultInjector fault_;
 };
 

@@ -37,6 +37,13 @@ struct CheckpointSummary {
   // after the one restored from), a directory in the checkpoint directory
   // that is not one of the job's checkpoints and was ignored.
   std::vector<std::string> notices;
+  // The savepoints taken (JobClient::trigger_savepoint, stop_with_savepoint),
+  // their directories in order, and the last savepoint error.
+  std::vector<std::string> savepoints;
+  std::string last_savepoint_error;
+  // The job was stopped with this savepoint (stop_with_savepoint without
+  // drain): it ended without firing its open windows.
+  std::string stopped_with_savepoint;
   // Some source cannot replay (a socket, stdin): on a restore what it had
   // emitted after the checkpoint is lost, so the job is at-most-once.
   bool at_most_once = false;

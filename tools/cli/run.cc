@@ -328,10 +328,25 @@ const char* SignalName(int sig) {
       return "SIGINT";
     case SIGTERM:
       return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
     default:
       return "signal";
   }
 }
+
+}  // namespace
+
+int SavepointSignal(const std::string& name) {
+  if (name.empty()) return 0;
+  if (name == "SIGUSR1" || name == "USR1") return SIGUSR1;
+  if (name == "SIGUSR2" || name == "USR2") return SIGUSR2;
+  return -1;
+}
+
+namespace {
 
 // "1 window", "2 windows".
 std::string Count(int64_t n, const char* one, const char* many) {
@@ -342,18 +357,29 @@ std::string Count(int64_t n, const char* one, const char* many) {
 // through a signalfd on a thread of its own (so no worker thread is ever
 // interrupted and nothing runs in a signal handler).  The first signal cancels
 // the attached environment's job; a second one ends the process at once.
+//
+// Savepoints: `savepoint_signal` (take one into `savepoint_dir`, the job goes
+// on) and `stop_signal` (stop the job with one; `drain`: fire every window
+// first), when the caller blocked them; each is taken on a thread of its
+// own, so SIGINT still works while it is written, and said on stderr.
 class SignalWatcher {
  public:
-  SignalWatcher() {
+  SignalWatcher(int savepoint_signal = 0, int stop_signal = 0, std::string savepoint_dir = "",
+                bool drain = false)
+      : savepoint_signal_(savepoint_signal),
+        stop_signal_(stop_signal),
+        savepoint_dir_(std::move(savepoint_dir)),
+        drain_(drain) {
     sigset_t blocked;
     sigemptyset(&blocked);
     pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
     sigemptyset(&set_);
-    for (int sig : {SIGINT, SIGTERM})
-      if (sigismember(&blocked, sig) == 1) sigaddset(&set_, sig);
+    for (int sig : {SIGINT, SIGTERM, savepoint_signal, stop_signal})
+      if (sig > 0 && sigismember(&blocked, sig) == 1) sigaddset(&set_, sig);
     signal_fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
     stop_fd_ = eventfd(0, EFD_CLOEXEC);
-    if (signal_fd_ < 0 || stop_fd_ < 0) return;
+    kick_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (signal_fd_ < 0 || stop_fd_ < 0 || kick_fd_ < 0) return;
     thread_ = std::thread([this] { Main(); });
   }
   ~SignalWatcher() {
@@ -363,8 +389,10 @@ class SignalWatcher {
       }
       thread_.join();
     }
+    if (savepoint_thread_.joinable()) savepoint_thread_.join();
     if (signal_fd_ >= 0) close(signal_fd_);
     if (stop_fd_ >= 0) close(stop_fd_);
+    if (kick_fd_ >= 0) close(kick_fd_);
   }
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
@@ -376,6 +404,18 @@ class SignalWatcher {
     env_ = env;
     if (env_ != nullptr && signal_ != 0) env_->cancel();
   }
+  // The running job, for the savepoint signals (nullopt: none any more).
+  // A savepoint signal that came before the client (the job printed before
+  // execute_async returned) is taken now, on the watcher's thread.
+  void AttachClient(std::optional<JobClient> client) {
+    internal::MutexLock lock(&mu_);
+    client_ = std::move(client);
+    if (client_ && early_signal_ != 0 && kick_fd_ >= 0) {
+      const uint64_t one = 1;
+      if (write(kick_fd_, &one, sizeof(one)) < 0) {
+      }
+    }
+  }
   // The first signal taken, 0 if none.
   int signal() const {
     internal::MutexLock lock(&mu_);
@@ -385,15 +425,31 @@ class SignalWatcher {
  private:
   void Main() {
     for (;;) {
-      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0) {
+      pollfd fds[3] = {{signal_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}, {kick_fd_, POLLIN, 0}};
+      if (poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         return;
       }
       if (fds[1].revents != 0) return;
+      if (fds[2].revents != 0) {
+        uint64_t n = 0;
+        if (read(kick_fd_, &n, sizeof(n)) < 0) {
+        }
+        int early = 0;
+        {
+          internal::MutexLock lock(&mu_);
+          std::swap(early, early_signal_);
+        }
+        if (early != 0) Savepoint(early);
+        if (fds[0].revents == 0) continue;
+      }
       signalfd_siginfo info;
       if (read(signal_fd_, &info, sizeof(info)) != static_cast<ssize_t>(sizeof(info))) continue;
       const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == savepoint_signal_ || sig == stop_signal_) {
+        Savepoint(sig);
+        continue;
+      }
       internal::MutexLock lock(&mu_);
       if (signal_ != 0) {
         const std::string msg =
@@ -411,13 +467,72 @@ class SignalWatcher {
     }
   }
 
+  static void Say(const std::string& msg) {
+    if (write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+    }
+  }
+
+  // On the watcher's thread: starts the savepoint `sig` asks for on a
+  // thread of its own, unless one is being taken.
+  void Savepoint(int sig) {
+    std::optional<JobClient> client;
+    {
+      internal::MutexLock lock(&mu_);
+      client = client_;
+      if (saving_) {
+        Say(absl::StrCat("tidemark: ", SignalName(sig),
+                         ": a savepoint is being taken already; ignored\n"));
+        return;
+      }
+      if (signal_ != 0) {
+        Say(absl::StrCat("tidemark: ", SignalName(sig), ": the job is stopping; ignored\n"));
+        return;
+      }
+      if (!client) {
+        early_signal_ = sig;  // the job is starting: taken once AttachClient has its client
+        return;
+      }
+      saving_ = true;
+    }
+    if (savepoint_thread_.joinable()) savepoint_thread_.join();
+    const bool stop = sig == stop_signal_;
+    savepoint_thread_ = std::thread([this, sig, stop, client = *std::move(client)]() mutable {
+      Say(absl::StrCat("tidemark: ", SignalName(sig), ": ",
+                       stop ? (drain_ ? "draining the job (every window fires), then stopping it "
+                                        "with a savepoint"
+                                      : "stopping the job with a savepoint")
+                            : "taking a savepoint",
+                       " into ", savepoint_dir_, "\n"));
+      absl::StatusOr<std::string> path = stop ? client.stop_with_savepoint(savepoint_dir_, drain_)
+                                              : client.trigger_savepoint(savepoint_dir_);
+      if (path.ok()) {
+        Say(absl::StrCat("tidemark: savepoint ", *path, " complete", stop ? "; the job stops" : "",
+                         "\n"));
+      } else {
+        Say(absl::StrCat("tidemark: savepoint failed: ", path.status().message(),
+                         stop ? " (the job goes on)" : "", "\n"));
+      }
+      internal::MutexLock lock(&mu_);
+      saving_ = false;
+    });
+  }
+
+  const int savepoint_signal_;
+  const int stop_signal_;
+  const std::string savepoint_dir_;
+  const bool drain_;
+  std::thread savepoint_thread_;  // the watcher's thread only (and the destructor)
   sigset_t set_;
   int signal_fd_ = -1;
   int stop_fd_ = -1;
+  int kick_fd_ = -1;  // AttachClient: an early savepoint signal to take
   std::thread thread_;
   mutable internal::Mutex mu_;
   StreamExecutionEnvironment* env_ ABSL_GUARDED_BY(mu_) = nullptr;
   int signal_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<JobClient> client_ ABSL_GUARDED_BY(mu_);
+  bool saving_ ABSL_GUARDED_BY(mu_) = false;
+  int early_signal_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What a cancelled job left open, from its final metrics.
@@ -540,6 +655,26 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     if (d->count() <= 0) return fail("--checkpoint-interval must be greater than 0");
     checkpoint_interval = *d;
   }
+  const int savepoint_signal = SavepointSignal(o.savepoint_on);
+  const int stop_signal = SavepointSignal(o.stop_with_savepoint_on);
+  if (savepoint_signal < 0)
+    return fail(absl::StrCat("--savepoint-on=", o.savepoint_on, ": give SIGUSR1 or SIGUSR2"));
+  if (stop_signal < 0) {
+    return fail(absl::StrCat("--stop-with-savepoint-on=", o.stop_with_savepoint_on,
+                             ": give SIGUSR1 or SIGUSR2"));
+  }
+  if (savepoint_signal > 0 && savepoint_signal == stop_signal)
+    return fail("--savepoint-on and --stop-with-savepoint-on name the same signal");
+  if ((savepoint_signal > 0 || stop_signal > 0) && o.savepoint_dir.empty())
+    return fail("--savepoint-on and --stop-with-savepoint-on need --savepoint-dir");
+  if (!o.savepoint_dir.empty() && savepoint_signal == 0 && stop_signal == 0) {
+    return fail(
+        "--savepoint-dir needs --savepoint-on=SIGUSR1 or --stop-with-savepoint-on=SIGUSR2 (when "
+        "to take one)");
+  }
+  if (o.drain && stop_signal == 0) return fail("--drain needs --stop-with-savepoint-on");
+  if (stop_signal > 0 && cluster.distributed())
+    return fail("--stop-with-savepoint-on: not supported under mpirun");
   if (!o.restore.empty() && o.checkpoint_dir.empty() && o.restore == "latest")
     return fail("--restore=latest needs --checkpoint-dir");
   if (o.tolerable_failed_checkpoints < 0)
@@ -554,7 +689,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       return fail(absl::StrCat(
           "--restore=", o.restore, ": no such checkpoint (",
           std::filesystem::exists(o.restore, ec) ? "not a directory" : "it does not exist",
-          "); give a checkpoint directory, DIR/chk-<n>, or "
+          "); give a checkpoint directory, DIR/chk-<n>, a savepoint directory, or "
           "--restore=latest with --checkpoint-dir"));
     }
   }
@@ -707,6 +842,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                                              : PlacementFunction(ModuloPlacement);
   env.set_placement(placement);
   if (!o.checkpoint_dir.empty()) env.enable_checkpointing(checkpoint_interval, o.checkpoint_dir);
+  // Savepoints need the barriers: without a checkpoint directory, in memory
+  // and none periodic.
+  if (o.checkpoint_dir.empty() && !o.savepoint_dir.empty()) env.enable_checkpointing(Duration(0));
+  if (o.allow_non_restored_state) env.set_allow_non_restored_state();
   env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);
   env.set_checkpoint_timeout(*checkpoint_timeout);
   // Each failed checkpoint is said when it fails (and shown by the live
@@ -974,11 +1113,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
 
   std::optional<SignalWatcher> signals;
   if (o.handle_signals) {
-    signals.emplace();
+    signals.emplace(savepoint_signal, stop_signal, o.savepoint_dir, o.drain);
     signals->Attach(&env);
   }
   JobClient job = env.execute_async("tidemark run");
-  if (signals) signals->Attach(&env);  // a signal during the start cancels it now
+  if (signals) {
+    signals->Attach(&env);  // a signal during the start cancels it now
+    signals->AttachClient(job);
+  }
   if (live) live->SetMetricsSource([job] { return job.metrics(); });
   JobResult result = job.wait();
   // What remains, in a function: the live view may linger after it.
@@ -986,7 +1128,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     for (const std::string& p : result.checkpoints.restore_problems)
       err << "tidemark: passed over a damaged checkpoint: " << p << "\n";
     for (const std::string& n : result.checkpoints.notices) err << "tidemark: " << n << "\n";
-    if (signals) signals->Attach(nullptr);
+    if (signals) {
+      signals->Attach(nullptr);
+      signals->AttachClient(std::nullopt);
+    }
     const int signal = signals ? signals->signal() : 0;
     // Interrupted: the job was cancelled by the signal (a job that had failed
     // already reports its error).
@@ -1063,6 +1208,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
         if (c.restored_id >= 0)
           err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
+        for (const std::string& sp : c.savepoints) err << ", savepoint " << sp;
+        if (!c.stopped_with_savepoint.empty())
+          err << ", stopped with savepoint " << c.stopped_with_savepoint;
         if (c.at_most_once) err << ", at-most-once (the input cannot be replayed)";
       }
       if (result.restarts.num_restarts > 0) {

@@ -60,6 +60,18 @@ struct RunOptions {
   int tolerable_failed_checkpoints = 0;
   std::string checkpoint_timeout = "10min";
   std::string restore;
+  // Savepoints (docs/checkpoints.md, "Savepoints"): written under
+  // savepoint_dir when the signal named by savepoint_on arrives (the job goes
+  // on) or by stop_with_savepoint_on (the job stops with one; with drain the
+  // MAX watermark fires every window first).  "SIGUSR1" / "SIGUSR2" (or
+  // "USR1", "USR2"); the caller blocks them (SavepointSignal).  Without
+  // --checkpoint-dir checkpoints are kept in memory, none periodic.
+  std::string savepoint_dir;
+  std::string savepoint_on;
+  std::string stop_with_savepoint_on;
+  bool drain = false;
+  // Restoring a changed job: skip the state of operators it no longer has.
+  bool allow_non_restored_state = false;
   // --restart-strategy (tools/cli/specs.h): "none" or e.g. "fixed-delay:3:1s".
   std::string restart_strategy = "none";
   // Under mpirun (runtime/exec/cluster.h): where subtasks run (modulo | block),
@@ -101,6 +113,10 @@ struct RunOptions {
   // no input is read and no output file (--timeline, --dead-letter) is opened.
   bool explain = false;
 };
+
+// SIGUSR1 / SIGUSR2 for "SIGUSR1", "USR1", "SIGUSR2", "USR2"; 0 for "" and
+// -1 for anything else.
+int SavepointSignal(const std::string& name);
 
 int RunCommand(const RunOptions& options, std::ostream& out, std::ostream& err);
 

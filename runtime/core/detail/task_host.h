@@ -26,6 +26,9 @@ class TaskHost {
   virtual void Notice(std::string line) { (void)line; }
   // The first error recorded (OK: none).  Thread-safe.
   virtual absl::Status FirstError() const = 0;
+  // A task's operators have heard that checkpoint `id` is complete (on the
+  // task's thread; stop-with-savepoint waits for it).  Thread-safe.
+  virtual void CheckpointNotified(int64_t id) { (void)id; }
 
  protected:
   ~TaskHost() = default;

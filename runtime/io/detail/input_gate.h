@@ -66,6 +66,10 @@ class TaskInput {
   virtual Timestamp RetryAt() const { return kMaxTimestamp; }
   virtual bool NeedsOwnThread() const { return false; }
   virtual int WaitFd() const { return -1; }
+  // A source asked to end now (stop-with-savepoint with drain): sends the
+  // MAX watermark down its chain, as at its natural end; RunStep is not
+  // called again.
+  virtual void EndInputNow() {}
   // Checkpoints: a source's position or a gate's watermark valve; a gate's
   // barrier alignment.
   virtual bool IsSource() const { return false; }

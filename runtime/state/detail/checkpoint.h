@@ -80,6 +80,14 @@ class CheckpointParticipant {
   virtual void RequestCheckpoint(int64_t id) = 0;
   // Checkpoint `id` is complete and durable.
   virtual void NotifyCheckpointComplete(int64_t id) = 0;
+  // Stop-with-savepoint (a source; only where can_stop()): SuspendAfter(n)
+  // reads nothing more once checkpoint n's barrier has gone out, until
+  // SuspendAfter(kNoSuspend); EndInputNow ends the input at the next step,
+  // with the MAX watermark, as at its natural end.
+  static constexpr int64_t kNoSuspend = INT64_MAX;
+  virtual bool can_stop() const { return false; }
+  virtual void SuspendAfter(int64_t /*id*/) {}
+  virtual void EndInputNow() {}
 
  protected:
   ~CheckpointParticipant() = default;

@@ -86,6 +86,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     return AfterPoll(st, before);
   }
   bool IsSource() const override { return true; }
+  void EndInputNow() override {
+    FlushPending();
+    ForwardWatermark(kMaxWatermark);
+  }
   bool Replayable() const override { return source_->Replayable(); }
   // Between polls: every record polled so far has gone down the chain.
   void SnapshotPosition(StateWriter& w) const override { source_->SnapshotPosition(w); }

@@ -135,7 +135,12 @@ Task::Result StreamTask::RunSlice() {
           requested_checkpoint_.load(std::memory_order_acquire) > last_checkpoint_) [[unlikely]] {
         HandleCheckpointSignals();
       }
-      switch (input_->RunStep()) {
+      TaskInput::Step step_result = TaskInput::Step::kMore;
+      if (stop_signal_.load(std::memory_order_relaxed)) [[unlikely]] {
+        step_result = CheckStopSignal();
+      }
+      if (step_result == TaskInput::Step::kMore) step_result = input_->RunStep();
+      switch (step_result) {
         case TaskInput::Step::kMore:
           break;
         case TaskInput::Step::kNothing:
@@ -183,6 +188,29 @@ void StreamTask::RequestCheckpoint(int64_t id) {
   Notify();
 }
 
+void StreamTask::SuspendAfter(int64_t id) {
+  suspend_after_.store(id, std::memory_order_release);
+  stop_signal_.store(true, std::memory_order_release);
+  Notify();
+}
+
+void StreamTask::EndInputNow() {
+  end_input_now_.store(true, std::memory_order_release);
+  stop_signal_.store(true, std::memory_order_release);
+  Notify();
+}
+
+TaskInput::Step StreamTask::CheckStopSignal() {
+  if (!input_->IsSource()) return TaskInput::Step::kMore;
+  if (end_input_now_.load(std::memory_order_acquire)) {
+    input_->EndInputNow();  // the MAX watermark, as at the end of input
+    return TaskInput::Step::kEnd;
+  }
+  if (last_checkpoint_ >= suspend_after_.load(std::memory_order_acquire))
+    return TaskInput::Step::kNothing;
+  return TaskInput::Step::kMore;
+}
+
 void StreamTask::NotifyCheckpointComplete(int64_t id) {
   int64_t cur = completed_checkpoint_.load(std::memory_order_relaxed);
   while (cur < id &&
@@ -216,6 +244,8 @@ void StreamTask::HandleCheckpointSignals() {
       OperatorBase* o = op.get();
       GuardUserCall(*ctx, [o, completed] { o->NotifyCheckpointComplete(completed); });
     }
+    notified_checkpoint_.store(completed, std::memory_order_release);
+    host_->CheckpointNotified(completed);
   }
 }
 

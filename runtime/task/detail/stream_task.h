@@ -108,6 +108,14 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // two-phase-commit sink commits its last files).  An operator's error is
   // returned.
   absl::Status NotifyFinalCheckpoint(int64_t id);
+  // Stop-with-savepoint (source tasks; docs/checkpoints.md, "Savepoints").
+  bool can_stop() const override { return true; }
+  void SuspendAfter(int64_t id) override;
+  void EndInputNow() override;
+  // The last completed checkpoint its operators have heard of (any thread).
+  int64_t notified_checkpoint() const {
+    return notified_checkpoint_.load(std::memory_order_acquire);
+  }
 
   // --- Task ---
   Result RunSlice() override;
@@ -185,8 +193,17 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // (runtime/state/detail/snapshot_pool.h); awaited before the final
   // snapshot and when the task ends.
   std::shared_ptr<AsyncSnapshots> async_snapshots_ = std::make_shared<AsyncSnapshots>();
-  int64_t last_checkpoint_ = -1;  // the last this task snapshotted
-  int64_t last_notified_ = -1;    // the last completion its operators heard of
+  int64_t last_checkpoint_ = -1;                  // the last this task snapshotted
+  int64_t last_notified_ = -1;                    // the last completion its operators heard of
+  std::atomic<int64_t> notified_checkpoint_{-1};  // last_notified_, for other threads
+  // Stop-with-savepoint: read nothing once last_checkpoint_ >= suspend_after_;
+  // end the input at the next step.  stop_signal_: either was set.
+  std::atomic<int64_t> suspend_after_{INT64_MAX};
+  std::atomic<bool> end_input_now_{false};
+  std::atomic<bool> stop_signal_{false};
+  // The stop-with-savepoint checks of a source step: kNothing (suspended),
+  // kEnd (end the input now) or kMore (go on).
+  TaskInput::Step CheckStopSignal();
 };
 
 }  // namespace tidemark::internal

@@ -1,0 +1,416 @@
+// tests/savepoint_test.cc
+//
+// Savepoints (issue 26 item 5, docs/checkpoints.md "Savepoints"), on real
+// jobs with real threads: a keyed tumbling-window job writing to the
+// exactly-once file sink.
+// - trigger_savepoint: the job goes on (later checkpoints, with retention 1,
+//   never delete the savepoint); the savepoint is self-contained (the
+//   checkpoint directory is deleted before the restore) and marked as a
+//   savepoint; restored, the committed output equals an uninterrupted run's.
+// - stop_with_savepoint: the job ends OK without firing its open windows;
+//   restored at another parallelism of the window, the output is exact.
+// - stop_with_savepoint(drain): the MAX watermark fires every window first;
+//   the savepoint holds the finished job.
+// - a changed job (every operator with a uid): a new operator starts empty;
+//   a removed operator's state is refused, naming it, and restored without
+//   it with set_allow_non_restored_state.
+// Records are in order per source subtask, so none is late whenever the
+// watermarks arrive: the results do not depend on timing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "test_util.h"
+#include "tidemark/runtime/state/checkpoint_coordinator.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/tidemark.h"
+
+namespace tidemark {
+namespace {
+
+namespace fs = std::filesystem;
+using Rec = std::tuple<int64_t, int64_t, int64_t>;  // key, timestamp, value
+
+// How many lines the file sinks have formatted; a test waits on it to take
+// a savepoint while windows are firing.
+struct Progress {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t lines = 0;
+  void Add() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++lines;
+    cv.notify_all();
+  }
+  bool WaitFor(int64_t at_least) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
+  }
+};
+
+struct JobShape {
+  int window_p = 2;
+  double rate = 0;            // records per second per source subtask; 0: unpaced
+  int64_t value_mod = 5;      // values 1 + i % value_mod (1: every value 1)
+  bool new_counts = false;    // adds a keyed count per window (uid "counts")
+  bool without_sums = false;  // the window sum and its sink removed
+};
+
+// generator (uid "src", p 2) -> timestamps ("ts") -> key_by -> tumbling 1 s
+// sum ("sums", p window_p) -> file sink ("sink"): "key,window,sum" lines;
+// every operator its own task, so each is matched by its uid.
+void BuildJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n,
+              const JobShape& shape, std::shared_ptr<Progress> progress = nullptr) {
+  env.disable_operator_chaining();
+  const int64_t mod = shape.value_mod;
+  auto timestamped =
+      env.from_generator<Rec>(
+             [mod](int64_t i) {
+               return Rec{i % 37, i / 4, 1 + i % mod};
+             },
+             n, shape.rate)
+          .set_parallelism(2)
+          .uid("src")
+          .assign_timestamps_and_watermarks(
+              WatermarkStrategy<Rec>::for_bounded_out_of_orderness(Duration(20))
+                  .with_timestamp_assigner([](const Rec& r, Timestamp) { return std::get<1>(r); }))
+          .set_parallelism(2)
+          .uid("ts");
+  auto keyed = timestamped.key_by([](const Rec& r) { return std::get<0>(r); });
+  auto sum = [](const Rec& a, const Rec& b) {
+    return Rec{std::get<0>(a), std::min(std::get<1>(a), std::get<1>(b)),
+               std::get<2>(a) + std::get<2>(b)};
+  };
+  if (!shape.without_sums) {
+    keyed.window(TumblingEventTimeWindows::of(Duration(1000)))
+        .reduce(sum)
+        .name("Sums")
+        .uid("sums")
+        .set_parallelism(shape.window_p)
+        .sink_to_files(out,
+                       [progress](const Rec& r) {
+                         if (progress) progress->Add();
+                         return absl::StrCat(std::get<0>(r), ",", std::get<1>(r) / 1000, ",",
+                                             std::get<2>(r));
+                       })
+        .uid("sink")
+        .set_parallelism(shape.window_p);
+  }
+  if (shape.new_counts) {
+    timestamped.map([](const Rec& r) {
+                 return Rec{std::get<0>(r), std::get<1>(r), 1};
+               })
+        .uid("ones")
+        .key_by([](const Rec& r) { return std::get<0>(r); })
+        .window(TumblingEventTimeWindows::of(Duration(1000)))
+        .reduce(sum)
+        .name("Counts")
+        .uid("counts")
+        .sink_to_files(out + "-counts",
+                       [](const Rec& r) {
+                         return absl::StrCat(std::get<0>(r), ",", std::get<1>(r) / 1000, ",",
+                                             std::get<2>(r));
+                       })
+        .uid("counts-sink");
+  }
+}
+
+std::vector<std::string> Reference(const std::string& out, int64_t n, const JobShape& shape) {
+  StreamExecutionEnvironment env;
+  BuildJob(env, out, n, shape);
+  JobResult r = env.execute("reference");
+  EXPECT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  std::vector<std::string> lines = testing::CommittedLines(out, &hidden);
+  EXPECT_EQ(hidden, 0);
+  return lines;
+}
+
+// The committed "key,window,sum" lines' sums added up.
+int64_t TotalOfSums(const std::vector<std::string>& lines) {
+  int64_t total = 0;
+  for (const std::string& l : lines) total += std::stoll(l.substr(l.rfind(',') + 1));
+  return total;
+}
+
+TEST(Savepoint, TriggeredTheJobGoesOnAndARestoreFromItCommitsTheUninterruptedOutput) {
+  const int64_t n = 200'000;
+  testing::TempDir dir;
+  const JobShape shape;
+  const std::vector<std::string> expected = Reference(dir.Path("ref"), n, shape);
+  ASSERT_GT(expected.size(), 1000u);
+
+  const std::string out = dir.Path("out"), chk = dir.Path("chk"), sp = dir.Path("sp");
+  std::string savepoint;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk, /*retain=*/1);
+    auto progress = std::make_shared<Progress>();
+    JobShape paced = shape;
+    paced.rate = 60'000.0;
+    BuildJob(env, out, n, paced, progress);
+    JobClient client = env.execute_async("before");
+    ASSERT_TRUE(progress->WaitFor(300));
+    absl::StatusOr<std::string> path = client.trigger_savepoint(sp);
+    ASSERT_TRUE(path.ok()) << path.status();
+    savepoint = *path;
+    EXPECT_EQ(fs::path(savepoint).parent_path(), fs::path(sp));
+    EXPECT_EQ(fs::path(savepoint).filename().string().rfind("savepoint-", 0), 0u) << savepoint;
+    // The job goes on: two checkpoints after it, retention 1.
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_TRUE(progress->WaitFor(600 + 300 * k));
+      const int64_t id = client.trigger_checkpoint();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    }
+    EXPECT_EQ(client.checkpoints().savepoints, std::vector<std::string>{savepoint});
+    client.cancel();
+    JobResult r = client.wait();
+    ASSERT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  }
+  ASSERT_TRUE(fs::exists(fs::path(savepoint) / "_manifest")) << "retention deleted the savepoint";
+  absl::StatusOr<internal::LoadedCheckpoint> loaded =
+      internal::CheckpointStorage::ForSavepoint(savepoint).Load(savepoint);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->metadata["type"], "savepoint");
+  // Self-contained: nothing of the checkpoint directory is needed.
+  fs::remove_all(chk);
+
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk).restore_from(savepoint);
+  BuildJob(env, out, n, shape);
+  JobResult r = env.execute("after");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.restored_id, loaded->id);
+  EXPECT_EQ(r.checkpoints.restored_path, savepoint);
+  int hidden = 0;
+  const std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+  EXPECT_EQ(hidden, 0);
+  EXPECT_EQ(got, expected);
+}
+
+TEST(Savepoint, StopWithSavepointEndsWithoutFiringAndRestoresAtAnotherParallelism) {
+  const int64_t n = 200'000;
+  testing::TempDir dir;
+  const JobShape shape;  // the window at parallelism 2
+  const std::vector<std::string> expected = Reference(dir.Path("ref"), n, shape);
+  const std::string out = dir.Path("out"), sp = dir.Path("sp");
+  std::string savepoint;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    auto progress = std::make_shared<Progress>();
+    JobShape paced = shape;
+    paced.rate = 60'000.0;
+    BuildJob(env, out, n, paced, progress);
+    JobClient client = env.execute_async("stopped");
+    ASSERT_TRUE(progress->WaitFor(300));
+    absl::StatusOr<std::string> path = client.stop_with_savepoint(sp);
+    ASSERT_TRUE(path.ok()) << path.status();
+    savepoint = *path;
+    JobResult r = client.wait();
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(r.checkpoints.stopped_with_savepoint, savepoint);
+    int hidden = 0;
+    const std::vector<std::string> before = testing::CommittedLines(out, &hidden);
+    // What the savepoint's barrier closed is committed; the open windows
+    // did not fire (no MAX watermark).
+    EXPECT_GT(before.size(), 0u);
+    EXPECT_LT(before.size(), expected.size());
+  }
+  // Restored with the window (and its sink) at parallelism 3.
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk2")).restore_from(savepoint);
+  JobShape rescaled = shape;
+  rescaled.window_p = 3;
+  BuildJob(env, out, n, rescaled);
+  JobResult r = env.execute("after");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+  EXPECT_EQ(hidden, 0);
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want = expected;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+}
+
+TEST(Savepoint, StopWithDrainFiresEveryWindowFirst) {
+  const int64_t n = 10'000'000;  // far more than is read before the stop
+  testing::TempDir dir;
+  const std::string out = dir.Path("out");
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk"));
+  auto progress = std::make_shared<Progress>();
+  JobShape shape;
+  shape.rate = 100'000.0;
+  shape.value_mod = 1;  // every value 1: the sums add up to the records read
+  BuildJob(env, out, n, shape, progress);
+  JobClient client = env.execute_async("drained");
+  ASSERT_TRUE(progress->WaitFor(300));
+  absl::StatusOr<std::string> path = client.stop_with_savepoint(dir.Path("sp"), /*drain=*/true);
+  ASSERT_TRUE(path.ok()) << path.status();
+  JobResult r = client.wait();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(r.checkpoints.stopped_with_savepoint.empty()) << "drained: it finished";
+  int64_t read = 0;
+  for (const auto& m : r.metrics)
+    if (m.task_name.rfind("Source", 0) == 0) read += m.records_in;
+  ASSERT_GT(read, 0);
+  ASSERT_LT(read, n);
+  int hidden = 0;
+  // Every record read is in a fired window, committed.
+  EXPECT_EQ(TotalOfSums(testing::CommittedLines(out, &hidden)), read);
+  EXPECT_EQ(hidden, 0);
+  EXPECT_TRUE(std::regex_match(fs::path(*path).filename().string(),
+                               std::regex("savepoint-[0-9]+-[0-9a-f]{6}")))
+      << *path;
+  // The savepoint is the finished job's.
+  absl::StatusOr<internal::LoadedCheckpoint> loaded =
+      internal::CheckpointStorage::ForSavepoint(*path).Load(*path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->metadata["type"], "savepoint");
+  ASSERT_FALSE(loaded->states.empty());
+  for (const auto& [file, bytes] : loaded->states) {
+    absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, file);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->finished) << file;
+  }
+}
+
+TEST(Savepoint, AChangedJobRestoresByUidNewOperatorsStartEmptyRemovedOnesAreRefused) {
+  const int64_t n = 200'000;
+  testing::TempDir dir;
+  const JobShape shape;
+  const std::vector<std::string> expected = Reference(dir.Path("ref"), n, shape);
+  const std::string out = dir.Path("out");
+  std::string savepoint;
+  int64_t before_total = 0;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    auto progress = std::make_shared<Progress>();
+    JobShape paced = shape;
+    paced.rate = 60'000.0;
+    BuildJob(env, out, n, paced, progress);
+    JobClient client = env.execute_async("v1");
+    ASSERT_TRUE(progress->WaitFor(300));
+    absl::StatusOr<std::string> path = client.stop_with_savepoint(dir.Path("sp"));
+    ASSERT_TRUE(path.ok()) << path.status();
+    savepoint = *path;
+    JobResult r = client.wait();
+    ASSERT_TRUE(r.ok()) << r.status;
+    int hidden = 0;
+    before_total = static_cast<int64_t>(testing::CommittedLines(out, &hidden).size());
+  }
+  ASSERT_GT(before_total, 0);
+
+  // The window sum and its sink removed: their state would be lost.
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), dir.Path("chk-removed")).restore_from(savepoint);
+    JobShape removed = shape;
+    removed.without_sums = true;
+    removed.new_counts = true;
+    BuildJob(env, dir.Path("out-removed"), n, removed);
+    JobResult r = env.execute("v3");
+    ASSERT_FALSE(r.ok());
+    const std::string msg(r.status.message());
+    EXPECT_NE(msg.find("savepoint"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("its task 'Sums' (uids sums) is not in the job"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--allow-non-restored-state"), std::string::npos) << msg;
+    // Nothing was written: the job did not start.
+    int hidden = 0;
+    EXPECT_TRUE(testing::CommittedLines(dir.Path("out-removed") + "-counts", &hidden).empty());
+  }
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), dir.Path("chk-removed2"))
+        .restore_from(savepoint)
+        .set_allow_non_restored_state();
+    JobShape removed = shape;
+    removed.without_sums = true;
+    removed.new_counts = true;
+    BuildJob(env, dir.Path("out-removed2"), n, removed);
+    JobResult r = env.execute("v3 allowed");
+    ASSERT_TRUE(r.ok()) << r.status;
+    bool said = false;
+    for (const std::string& line : r.checkpoints.notices)
+      if (line.find("'Sums' (uids sums) is not in the job: its state was not restored") !=
+          std::string::npos)
+        said = true;
+    EXPECT_TRUE(said) << "the skipped state is named in the notices";
+  }
+
+  // A new operator (uids "ones", "counts", "counts-sink") beside the old
+  // ones: the old ones restore, the new ones start empty.
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk-new")).restore_from(savepoint);
+  JobShape added = shape;
+  added.new_counts = true;
+  BuildJob(env, out, n, added);
+  JobResult r = env.execute("v2");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+  EXPECT_EQ(hidden, 0);
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want = expected;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << "the restored operators go on exactly";
+  // The new count started empty: it saw only the records after the
+  // savepoint, fewer than n.
+  const int64_t counted = TotalOfSums(testing::CommittedLines(out + "-counts", &hidden));
+  EXPECT_GT(counted, 0);
+  EXPECT_LT(counted, n);
+}
+
+// A savepoint kept inside the checkpoint directory: retention (newest 1)
+// neither deletes it nor counts it, the stray scan does not name it, and it
+// loads as written.
+TEST(SavepointStorage, RetentionAndTheStrayScanLeaveASavepointInTheCheckpointDirectoryAlone) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  internal::CheckpointStorage storage(chk, /*retain=*/1);
+  const std::string sp = (fs::path(chk) / "savepoint-2-abcdef").string();
+  const internal::CheckpointStorage savepoint = internal::CheckpointStorage::ForSavepoint(sp);
+  absl::StatusOr<internal::StateFileInfo> f = savepoint.WriteState(2, "0-0.state", "state");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(savepoint.Commit(2, {{"type", "savepoint"}}, {*f}).ok());
+  for (int64_t id : {1, 3, 4}) ASSERT_TRUE(storage.Commit(id, {}, {}).ok());
+  EXPECT_EQ(storage.ListCommittedIds(), std::vector<int64_t>{4});
+  EXPECT_TRUE(storage.StrayEntries().empty());
+  absl::StatusOr<internal::LoadedCheckpoint> loaded = savepoint.Load(sp);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->id, 2);
+  EXPECT_EQ(loaded->metadata["type"], "savepoint");
+  EXPECT_EQ(loaded->states["0-0.state"], "state");
+  // Committing it again is refused: a savepoint is never overwritten.
+  EXPECT_EQ(savepoint.Commit(2, {}, {*f}).code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(Savepoint, NeedsCheckpointing) {
+  testing::TempDir dir;
+  StreamExecutionEnvironment env;
+  JobShape shape;
+  BuildJob(env, dir.Path("out"), 1000, shape);
+  JobClient client = env.execute_async("no checkpointing");
+  absl::StatusOr<std::string> path = client.trigger_savepoint(dir.Path("sp"));
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kFailedPrecondition) << path.status();
+  EXPECT_NE(std::string(path.status().message()).find("no checkpointing"), std::string::npos);
+  ASSERT_TRUE(client.wait().ok());
+  EXPECT_FALSE(fs::exists(dir.Path("sp")));
+}
+
+}  // namespace
+}  // namespace tidemark
