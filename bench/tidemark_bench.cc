@@ -416,6 +416,7 @@ bool BuildResults(const std::vector<Emitted>& emitted, KeyResults& results) {
 
 struct BaselineRun {
   double seconds = 0;
+  double cpu_seconds = 0;        // process CPU time of the baseline call (one thread)
   std::vector<Emitted> emitted;  // filled by the timed loop
   KeyResults results;            // built from `emitted` afterwards
   std::vector<Event> late;       // W6: records of windows already dropped
@@ -1639,7 +1640,9 @@ int Main() {
     bool equal = (jr.expected_sink_records < 0 || jr.sink_records == jr.expected_sink_records) &&
                  !jr.duplicate_keys && jr.late_dropped == 0;
     if (run_baseline) {
+      const double base_cpu0 = ProcessCpuSeconds();
       BaselineRun br = job->baseline(o);
+      br.cpu_seconds = ProcessCpuSeconds() - base_cpu0;
       BuildResults(br.emitted, br.results);
       br.emitted = {};
       const double brate = br.seconds > 0 ? static_cast<double>(o.input.records) / br.seconds : 0;
@@ -1696,12 +1699,15 @@ int Main() {
                     absl::StrFormat(", \"cpu_seconds\": %.6f", best_job.cpu_seconds),
                     absl::StrFormat(", \"cpu_ns_per_record\": %.3f", cpu_ns_per_record));
     if (skip_baseline) {
-      absl::StrAppend(&j, ", \"baseline_records_per_s\": null, \"baseline_seconds\": null",
+      absl::StrAppend(&j,
+                      ", \"baseline_records_per_s\": null, \"baseline_seconds\": null, "
+                      "\"baseline_cpu_seconds\": null",
                       ", \"ratio\": null, \"results_equal\": null");
     } else {
       absl::StrAppend(
           &j, absl::StrFormat(", \"baseline_records_per_s\": %.1f", std::max(0.0, best_base_rate)),
           absl::StrFormat(", \"baseline_seconds\": %.6f", best_base.seconds),
+          absl::StrFormat(", \"baseline_cpu_seconds\": %.6f", best_base.cpu_seconds),
           absl::StrFormat(", \"ratio\": %.4f", ratio),
           ", \"results_equal\": ", all_equal ? "true" : "false");
     }
