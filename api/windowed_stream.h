@@ -237,7 +237,13 @@ class WindowedStream {
                   "tidemark: window reduce(f) needs f(const T&, const T&) -> T");
     NoEvictorOnly();
     using C = internal::ReduceContents<T, Key, W, ReduceFn, internal::NoProcessFunction, T>;
-    if (local_max_partials_ > 0) return BuildLocalReduce<C>(f, C(f, internal::NoProcessFunction{}));
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows) {
+        return BuildLocalReduce<C>(f, C(f, internal::NoProcessFunction{}));
+      } else {
+        ThrowLocalNotApplicable();
+      }
+    }
     return Build<C>("reduce", C(std::move(f), internal::NoProcessFunction{}));
   }
   template <typename Out = void, typename ReduceFn, typename ProcessFn>
@@ -252,7 +258,13 @@ class WindowedStream {
       NoEvictorOnly();
       using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
       using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
-      if (local_max_partials_ > 0) return BuildLocalReduce<C>(f, C(f, std::move(p)));
+      if (local_max_partials_ > 0) {
+        if constexpr (kLocalWindows) {
+          return BuildLocalReduce<C>(f, C(f, p));
+        } else {
+          ThrowLocalNotApplicable();
+        }
+      }
       return Build<C>("reduce", C(std::move(f), std::move(p)));
     }
   }
@@ -260,8 +272,13 @@ class WindowedStream {
   auto aggregate(Agg agg) const {
     NoEvictorOnly();
     using O = internal::AggregateResultOf<Agg>;
-    if (local_max_partials_ > 0)
-      return BuildLocalAggregate<O>(std::move(agg), internal::NoProcessFunction{});
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows && kHasMerge<Agg>) {
+        return BuildLocalAggregate<O>(agg, internal::NoProcessFunction{});
+      } else {
+        ThrowLocalNotApplicable(kHasMerge<Agg>);
+      }
+    }
     using C = internal::AggregateContents<T, Key, W, Agg, internal::NoProcessFunction, O>;
     return Build<C>("aggregate", C(std::move(agg), internal::NoProcessFunction{}));
   }
@@ -269,7 +286,13 @@ class WindowedStream {
   auto aggregate(Agg agg, ProcessFn p) const {
     NoEvictorOnly();
     using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
-    if (local_max_partials_ > 0) return BuildLocalAggregate<O>(std::move(agg), std::move(p));
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows && kHasMerge<Agg>) {
+        return BuildLocalAggregate<O>(agg, p);
+      } else {
+        ThrowLocalNotApplicable(kHasMerge<Agg>);
+      }
+    }
     using C = internal::AggregateContents<T, Key, W, Agg, ProcessFn, O>;
     return Build<C>("aggregate", C(std::move(agg), std::move(p)));
   }
@@ -334,6 +357,25 @@ class WindowedStream {
         });
   }
 
+  // Whether local_aggregation() can apply (else the window function throws
+  // std::invalid_argument when local aggregation is asked for; the local path
+  // is not instantiated, so jobs without it compile as before).
+  static constexpr bool kLocalWindows =
+      (std::is_same_v<Assigner, TumblingEventTimeWindows> ||
+       std::is_same_v<Assigner, SlidingEventTimeWindows>)&&std::is_same_v<TriggerT,
+                                                                          EventTimeTrigger>;
+  template <typename Agg>
+  static constexpr bool kHasMerge = requires(Agg& a, internal::AccumulatorOf<Agg> x,
+                                             internal::AccumulatorOf<Agg> y) {
+    { a.merge(std::move(x), std::move(y)) } -> std::convertible_to<internal::AccumulatorOf<Agg>>;
+  };
+  [[noreturn]] void ThrowLocalNotApplicable(bool has_merge = true) const {
+    if (!has_merge)
+      throw std::invalid_argument(
+          "local_aggregation().aggregate(agg) needs agg.merge(Acc, Acc) -> Acc");
+    (void)LocalPanesOrThrow();  // throws, naming what does not apply
+    throw std::invalid_argument("local_aggregation() does not apply to this window");
+  }
   // Local aggregation (local_aggregation()): the pane geometry, or throws
   // std::invalid_argument for a window it does not apply to.
   internal::LocalPanes LocalPanesOrThrow() const {
@@ -395,11 +437,6 @@ class WindowedStream {
     using LocalOp = internal::LocalAggregateOperator<T, Key, KeyFn, Combiner>;
     using GlobalKey = internal::LocalAggregateKey<KeyFn>;
     using Global = internal::GlobalAggregate<Agg, Carrier>;
-    static_assert(
-        requires(Agg & a, typename Combiner::Acc x, typename Combiner::Acc y) {
-          { a.merge(std::move(x), std::move(y)) } -> std::convertible_to<typename Combiner::Acc>;
-        },
-        "tidemark: local_aggregation().aggregate(agg) needs agg.merge(Acc, Acc) -> Acc");
     KeyFn key = keyed_.key_selector();
     const size_t max_partials = local_max_partials_;
     DataStream<Carrier> local = AddLocalNode<Carrier>(

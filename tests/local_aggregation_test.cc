@@ -224,6 +224,12 @@ DataStream<E> Events(StreamExecutionEnvironment& env, std::vector<Timed> data) {
       .set_parallelism(1);
 }
 
+struct CountNoMerge {
+  int create_accumulator() const { return 0; }
+  int add(const E&, int acc) const { return acc + 1; }
+  int get_result(int acc) const { return acc; }
+};
+
 TEST(LocalAggregationApi, RejectsWhatItDoesNotApplyTo) {
   StreamExecutionEnvironment env;
   auto keyed = Events(env, {{E("a", 1), 1}}).key_by(KeyOfE{});
@@ -248,6 +254,19 @@ TEST(LocalAggregationApi, RejectsWhatItDoesNotApplyTo) {
       std::invalid_argument);
   EXPECT_THROW(keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation(0),
                std::invalid_argument);
+  // An aggregate without merge, and a window whose assigner reads the
+  // record (dynamic session gaps): a clear error, and the job still
+  // compiles without local aggregation.
+  EXPECT_THROW(keyed.window(TumblingEventTimeWindows::of(Duration(10)))
+                   .local_aggregation()
+                   .aggregate(CountNoMerge{}),
+               std::invalid_argument);
+  auto gap = [](const E& e) { return int64_t{e.second}; };
+  EXPECT_THROW(keyed.window(EventTimeSessionWindows::with_dynamic_gap(gap))
+                   .local_aggregation()
+                   .aggregate(CountSum{}),
+               std::invalid_argument);
+  keyed.window(TumblingEventTimeWindows::of(Duration(10))).aggregate(CountNoMerge{});
   // Kept through trigger() with the default trigger's type.
   auto w = keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation();
   EXPECT_TRUE(w.trigger(EventTimeTrigger{}).local_aggregation_enabled());
