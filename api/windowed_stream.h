@@ -75,6 +75,7 @@
 #include "tidemark/operators/window/assigners.h"
 #include "tidemark/operators/window/evictors.h"
 #include "tidemark/operators/window/fast_window_operator.h"
+#include "tidemark/operators/window/local_aggregate_operator.h"
 #include "tidemark/operators/window/session_window_operator.h"
 #include "tidemark/operators/window/sliced_window_operator.h"
 #include "tidemark/operators/window/triggers.h"
@@ -182,12 +183,12 @@ class WindowedStream {
             "A merging window assigner cannot be used with a trigger that does not support "
             "merging.");
     }
-    return {keyed_, assigner_, std::move(t), evictor_, config_};
+    return {keyed_, assigner_, std::move(t), evictor_, config_, local_max_partials_};
   }
   // Evicts elements before/after the window function (process / apply only).
   template <typename NewEvictor>
   WindowedStream<T, KeyFn, Assigner, TriggerT, NewEvictor> evictor(NewEvictor e) const {
-    return {keyed_, assigner_, trigger_, std::move(e), config_};
+    return {keyed_, assigner_, trigger_, std::move(e), config_, local_max_partials_};
   }
   // How long after the window's end (event time) late elements are still
   // added, re-firing the window.  Must be >= 0.
@@ -205,6 +206,30 @@ class WindowedStream {
     return s;
   }
 
+  // Local pre-aggregation (Flink SQL's local-global aggregation): the
+  // subtasks that send records into the key_by shuffle combine them per
+  // (key, window pane) first, and ship one partial per (key, pane) instead of
+  // every record (operators/window/local_aggregate_operator.h).  For reduce
+  // and aggregate (with merge) over TumblingEventTimeWindows (aligned) or
+  // SlidingEventTimeWindows with the default EventTimeTrigger; the function
+  // (reduce's f, the aggregate's add and merge) must be associative and
+  // commutative (sum, count, min, max), as results are combined in another
+  // order than the records arrived.  Which records are late, what goes to the
+  // late side output and how often a window fires are unchanged: a record
+  // whose window may already have fired downstream passes alone.  At most
+  // `max_partials` partials are held per sending subtask (all are sent when
+  // the bound is reached).  Other windows or process / apply throw
+  // std::invalid_argument when the job is built.
+  WindowedStream local_aggregation(
+      size_t max_partials = kDefaultLocalAggregationMaxPartials) const {
+    if (max_partials == 0)
+      throw std::invalid_argument("local_aggregation: max_partials must be > 0");
+    WindowedStream s = *this;
+    s.local_max_partials_ = max_partials;
+    return s;
+  }
+  bool local_aggregation_enabled() const { return local_max_partials_ > 0; }
+
   // --- window functions ---
   template <typename ReduceFn>
   DataStream<T> reduce(ReduceFn f) const {
@@ -212,6 +237,13 @@ class WindowedStream {
                   "tidemark: window reduce(f) needs f(const T&, const T&) -> T");
     NoEvictorOnly();
     using C = internal::ReduceContents<T, Key, W, ReduceFn, internal::NoProcessFunction, T>;
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows) {
+        return BuildLocalReduce<C>(f, C(f, internal::NoProcessFunction{}));
+      } else {
+        ThrowLocalNotApplicable();
+      }
+    }
     return Build<C>("reduce", C(std::move(f), internal::NoProcessFunction{}));
   }
   template <typename Out = void, typename ReduceFn, typename ProcessFn>
@@ -226,6 +258,13 @@ class WindowedStream {
       NoEvictorOnly();
       using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
       using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
+      if (local_max_partials_ > 0) {
+        if constexpr (kLocalWindows) {
+          return BuildLocalReduce<C>(f, C(f, p));
+        } else {
+          ThrowLocalNotApplicable();
+        }
+      }
       return Build<C>("reduce", C(std::move(f), std::move(p)));
     }
   }
@@ -233,6 +272,13 @@ class WindowedStream {
   auto aggregate(Agg agg) const {
     NoEvictorOnly();
     using O = internal::AggregateResultOf<Agg>;
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows && kHasMerge<Agg>) {
+        return BuildLocalAggregate<O>(agg, internal::NoProcessFunction{});
+      } else {
+        ThrowLocalNotApplicable(kHasMerge<Agg>);
+      }
+    }
     using C = internal::AggregateContents<T, Key, W, Agg, internal::NoProcessFunction, O>;
     return Build<C>("aggregate", C(std::move(agg), internal::NoProcessFunction{}));
   }
@@ -240,6 +286,13 @@ class WindowedStream {
   auto aggregate(Agg agg, ProcessFn p) const {
     NoEvictorOnly();
     using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
+    if (local_max_partials_ > 0) {
+      if constexpr (kLocalWindows && kHasMerge<Agg>) {
+        return BuildLocalAggregate<O>(agg, p);
+      } else {
+        ThrowLocalNotApplicable(kHasMerge<Agg>);
+      }
+    }
     using C = internal::AggregateContents<T, Key, W, Agg, ProcessFn, O>;
     return Build<C>("aggregate", C(std::move(agg), std::move(p)));
   }
@@ -251,6 +304,9 @@ class WindowedStream {
                   "window, const std::vector<T>& elements, WindowContext& ctx, Collector<Out>& "
                   "out) (give Out explicitly, process<Out>(fn), for a generic lambda)");
     if constexpr (ok) {
+      if (local_max_partials_ > 0)
+        throw std::invalid_argument(
+            "local_aggregation() applies to reduce and aggregate, not to process / apply");
       using O = typename internal::DeduceOut<Out, Fn, 4>::type;
       using C = internal::ListContents<T, Key, W, Fn, EvictorT, O>;
       return Build<C>("process", C(std::move(fn), evictor_));
@@ -273,12 +329,13 @@ class WindowedStream {
   WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner)
       : keyed_(std::move(keyed)), assigner_(assigner), trigger_(assigner_.default_trigger()) {}
   WindowedStream(KeyedStream<T, KeyFn> keyed, Assigner assigner, TriggerT trigger, EvictorT evictor,
-                 internal::WindowOperatorConfig<T> config)
+                 internal::WindowOperatorConfig<T> config, size_t local_max_partials = 0)
       : keyed_(std::move(keyed)),
         assigner_(std::move(assigner)),
         trigger_(std::move(trigger)),
         evictor_(std::move(evictor)),
-        config_(std::move(config)) {}
+        config_(std::move(config)),
+        local_max_partials_(local_max_partials) {}
   static constexpr void NoEvictorOnly() {
     static_assert(std::is_same_v<EvictorT, NoEvictor>,
                   "evictors apply to process / apply windows only");
@@ -300,11 +357,107 @@ class WindowedStream {
         });
   }
 
+  // Whether local_aggregation() can apply (else the window function throws
+  // std::invalid_argument when local aggregation is asked for; the local path
+  // is not instantiated, so jobs without it compile as before).
+  static constexpr bool kLocalWindows =
+      (std::is_same_v<Assigner, TumblingEventTimeWindows> ||
+       std::is_same_v<Assigner, SlidingEventTimeWindows>)&&std::is_same_v<TriggerT,
+                                                                          EventTimeTrigger>;
+  template <typename Agg>
+  static constexpr bool kHasMerge = requires(Agg& a, internal::AccumulatorOf<Agg> x,
+                                             internal::AccumulatorOf<Agg> y) {
+    { a.merge(std::move(x), std::move(y)) } -> std::convertible_to<internal::AccumulatorOf<Agg>>;
+  };
+  [[noreturn]] void ThrowLocalNotApplicable(bool has_merge = true) const {
+    if (!has_merge)
+      throw std::invalid_argument(
+          "local_aggregation().aggregate(agg) needs agg.merge(Acc, Acc) -> Acc");
+    (void)LocalPanesOrThrow();  // throws, naming what does not apply
+    throw std::invalid_argument("local_aggregation() does not apply to this window");
+  }
+  // Local aggregation (local_aggregation()): the pane geometry, or throws
+  // std::invalid_argument for a window it does not apply to.
+  internal::LocalPanes LocalPanesOrThrow() const {
+    if constexpr (!std::is_same_v<TriggerT, EventTimeTrigger>) {
+      throw std::invalid_argument(
+          "local_aggregation() needs the default EventTimeTrigger (a custom trigger may fire "
+          "before the watermark)");
+    } else if constexpr (std::is_same_v<Assigner, TumblingEventTimeWindows>) {
+      if (!assigner_.aligned())
+        throw std::invalid_argument(
+            "local_aggregation() needs aligned tumbling windows (a stagger draws the offset per "
+            "subtask)");
+      return internal::LocalPanesOf(assigner_);
+    } else if constexpr (std::is_same_v<Assigner, SlidingEventTimeWindows>) {
+      return internal::LocalPanesOf(assigner_);
+    } else {
+      throw std::invalid_argument(
+          "local_aggregation() applies to TumblingEventTimeWindows and SlidingEventTimeWindows "
+          "only");
+    }
+  }
+  // The stream into the key_by, and a node pre-aggregating it, at that
+  // stream's parallelism so that it chains to it.
+  template <typename Out>
+  DataStream<Out> AddLocalNode(const char* what, internal::OperatorFactory factory) const {
+    StreamExecutionEnvironment& env = keyed_.env();
+    const int up_id = internal::StreamAccess::Node(keyed_.stream()).inputs.at(0).from;
+    DataStream<T> up = internal::StreamAccess::Stream<T>(env, up_id);
+    DataStream<Out> local = internal::StreamAccess::Add<Out>(
+        up, std::string("LocalAggregate(") + what + ")", std::move(factory));
+    const internal::StreamNode& u = internal::StreamAccess::Node(env, up_id);
+    internal::StreamNode& l = internal::StreamAccess::Node(local);
+    if (u.kind == internal::StreamNode::Kind::kSource ||
+        u.kind == internal::StreamNode::Kind::kOperator) {
+      l.parallelism = u.parallelism;
+      l.fixed_parallelism = u.fixed_parallelism;
+    }
+    return local;
+  }
+  template <typename C, typename ReduceFn>
+  DataStream<typename C::OutputType> BuildLocalReduce(ReduceFn f, C contents) const {
+    const internal::LocalPanes panes = LocalPanesOrThrow();
+    using Combiner = internal::LocalReduceCombiner<T, Key, ReduceFn>;
+    using LocalOp = internal::LocalAggregateOperator<T, Key, KeyFn, Combiner>;
+    KeyFn key = keyed_.key_selector();
+    const size_t max_partials = local_max_partials_;
+    DataStream<T> local =
+        AddLocalNode<T>("reduce", [key, panes, f, max_partials]() -> std::unique_ptr<OperatorBase> {
+          return std::make_unique<LocalOp>(key, panes, Combiner{f}, max_partials);
+        });
+    WindowedStream global(local.key_by(key), assigner_, trigger_, evictor_, config_);
+    return global.template Build<C>("reduce", std::move(contents));
+  }
+  template <typename O, typename Agg, typename ProcessFn>
+  auto BuildLocalAggregate(Agg agg, ProcessFn p) const {
+    const internal::LocalPanes panes = LocalPanesOrThrow();
+    using Combiner = internal::LocalAggregateCombiner<T, Key, Agg>;
+    using Carrier = typename Combiner::Out;
+    using LocalOp = internal::LocalAggregateOperator<T, Key, KeyFn, Combiner>;
+    using GlobalKey = internal::LocalAggregateKey<KeyFn>;
+    using Global = internal::GlobalAggregate<Agg, Carrier>;
+    KeyFn key = keyed_.key_selector();
+    const size_t max_partials = local_max_partials_;
+    DataStream<Carrier> local = AddLocalNode<Carrier>(
+        "aggregate", [key, panes, agg, max_partials]() -> std::unique_ptr<OperatorBase> {
+          return std::make_unique<LocalOp>(key, panes, Combiner{agg}, max_partials);
+        });
+    internal::WindowOperatorConfig<Carrier> config;
+    config.allowed_lateness = config_.allowed_lateness;
+    if (config_.late_tag) config.late_tag.emplace(config_.late_tag->id());
+    WindowedStream<Carrier, GlobalKey, Assigner, TriggerT> global(
+        local.key_by(GlobalKey{key}), assigner_, trigger_, NoEvictor{}, std::move(config));
+    using C = internal::AggregateContents<Carrier, Key, W, Global, ProcessFn, O>;
+    return global.template Build<C>("aggregate", C(Global{std::move(agg)}, std::move(p)));
+  }
+
   KeyedStream<T, KeyFn> keyed_;
   Assigner assigner_;
   TriggerT trigger_;
   EvictorT evictor_{};
   internal::WindowOperatorConfig<T> config_;
+  size_t local_max_partials_ = 0;  // 0: no local aggregation
 };
 
 namespace internal {

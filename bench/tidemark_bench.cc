@@ -208,6 +208,9 @@ ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
 ABSL_FLAG(bool, skip_baseline, false, "do not run the baseline loop");
+ABSL_FLAG(bool, local_aggregation, false,
+          "W1, W2, W4, W5, W6: pre-aggregate per (key, window) in the source subtasks before the "
+          "key_by (WindowedStream::local_aggregation)");
 
 namespace tidemark::bench {
 namespace {
@@ -335,6 +338,7 @@ struct Options {
   bool source_timestamps;
   int64_t checkpoint_interval_ms;
   std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
+  bool local_aggregation;      // window(...).local_aggregation() (not W1-core, W3)
 };
 
 // The results of a job: one number per (key, window), the window named by
@@ -412,6 +416,7 @@ bool BuildResults(const std::vector<Emitted>& emitted, KeyResults& results) {
 
 struct BaselineRun {
   double seconds = 0;
+  double cpu_seconds = 0;        // process CPU time of the baseline call (one thread)
   std::vector<Emitted> emitted;  // filled by the timed loop
   KeyResults results;            // built from `emitted` afterwards
   std::vector<Event> late;       // W6: records of windows already dropped
@@ -930,10 +935,10 @@ JobRun RunWindowSum(const Options& o, WatermarkStrategy<Event> strategy, Assigne
   Configure(env, o);
   auto registry = std::make_shared<WindowSinkRegistry>(o.windows, expected_results);
   env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
-  TimestampedSource(env, o, std::move(strategy))
-      .key_by(EventKey{})
-      .window(std::move(assigner))
-      .reduce(SumValues{})
+  auto windowed =
+      TimestampedSource(env, o, std::move(strategy)).key_by(EventKey{}).window(std::move(assigner));
+  if (o.local_aggregation) windowed = windowed.local_aggregation();
+  windowed.reduce(SumValues{})
       .name(WindowOperatorName(o, assigner_name))
       .set_parallelism(o.windows)
       .add_sink(WindowResultSink{registry}, "Discarding sink")
@@ -1203,12 +1208,13 @@ JobRun RunW6(const Options& o) {
   auto late = std::make_shared<LateRecordRegistry>();
   env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
   const OutputTag<Event> late_tag("late");
-  DataStream<Event> sums = TimestampedSource(env, o, BoundedOutOfOrderness(o))
-                               .key_by(EventKey{})
-                               .window(TumblingEventTimeWindows::of(Duration(o.window_ms)))
-                               .allowed_lateness(Duration(o.lateness_ms))
-                               .side_output_late_data(late_tag)
-                               .reduce(SumValues{}, NoteFiringCause{})
+  auto windowed = TimestampedSource(env, o, BoundedOutOfOrderness(o))
+                      .key_by(EventKey{})
+                      .window(TumblingEventTimeWindows::of(Duration(o.window_ms)))
+                      .allowed_lateness(Duration(o.lateness_ms))
+                      .side_output_late_data(late_tag);
+  if (o.local_aggregation) windowed = windowed.local_aggregation();
+  DataStream<Event> sums = windowed.reduce(SumValues{}, NoteFiringCause{})
                                .name(WindowOperatorName(o, "tumbling"))
                                .set_parallelism(o.windows);
   sums.add_sink(WindowResultSink{results, /*refiring=*/true}, "Discarding sink")
@@ -1462,6 +1468,10 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.tbb_arena = absl::GetFlag(FLAGS_scheduler) == "arena";
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
+  if (o.local_aggregation &&
+      (job.windows == WindowKind::kNone || job.windows == WindowKind::kSession))
+    return "--local_aggregation applies to the tumbling and sliding window jobs (W1, W2, W4-W6)";
   const std::string ts_mode = absl::GetFlag(FLAGS_timestamps);
   if (ts_mode != "assigner" && ts_mode != "source")
     return "--timestamps must be 'assigner' or 'source'";
@@ -1630,7 +1640,9 @@ int Main() {
     bool equal = (jr.expected_sink_records < 0 || jr.sink_records == jr.expected_sink_records) &&
                  !jr.duplicate_keys && jr.late_dropped == 0;
     if (run_baseline) {
+      const double base_cpu0 = ProcessCpuSeconds();
       BaselineRun br = job->baseline(o);
+      br.cpu_seconds = ProcessCpuSeconds() - base_cpu0;
       BuildResults(br.emitted, br.results);
       br.emitted = {};
       const double brate = br.seconds > 0 ? static_cast<double>(o.input.records) / br.seconds : 0;
@@ -1687,12 +1699,15 @@ int Main() {
                     absl::StrFormat(", \"cpu_seconds\": %.6f", best_job.cpu_seconds),
                     absl::StrFormat(", \"cpu_ns_per_record\": %.3f", cpu_ns_per_record));
     if (skip_baseline) {
-      absl::StrAppend(&j, ", \"baseline_records_per_s\": null, \"baseline_seconds\": null",
+      absl::StrAppend(&j,
+                      ", \"baseline_records_per_s\": null, \"baseline_seconds\": null, "
+                      "\"baseline_cpu_seconds\": null",
                       ", \"ratio\": null, \"results_equal\": null");
     } else {
       absl::StrAppend(
           &j, absl::StrFormat(", \"baseline_records_per_s\": %.1f", std::max(0.0, best_base_rate)),
           absl::StrFormat(", \"baseline_seconds\": %.6f", best_base.seconds),
+          absl::StrFormat(", \"baseline_cpu_seconds\": %.6f", best_base.cpu_seconds),
           absl::StrFormat(", \"ratio\": %.4f", ratio),
           ", \"results_equal\": ", all_equal ? "true" : "false");
     }
@@ -1732,6 +1747,7 @@ int Main() {
                     ", \"distinct_keys_out\": ", best_job.results.size(),
                     ", \"late_dropped\": ", best_job.late_dropped, ", \"sources\": ", o.sources,
                     ", \"windows\": ", o.windows, ", \"keys\": ", o.input.keys,
+                    ", \"local_aggregation\": ", o.local_aggregation ? "true" : "false",
                     ", \"disorder_ms\": ", o.input.disorder_ms,
                     ", \"watermark_delay_ms\": ", o.watermark_delay_ms,
                     ", \"events_per_ms\": ", o.input.events_per_ms,

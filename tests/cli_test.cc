@@ -172,19 +172,34 @@ TEST(CliScenarioTest, S3TumblingSumInOrderAndOutOfOrder) {
 }
 
 TEST(CliScenarioTest, S4AllowedLatenessAndSideOutput) {
+  // The same with --local-aggregation: the re-firing and late records pass
+  // the pre-aggregation alone.
+  for (bool local : {false, true}) {
+    SCOPED_TRACE(local ? "--local-aggregation" : "plain");
+    std::vector<std::string> args =
+        Doc001Args(InputFile("s4.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})), "tumbling:5s");
+    args.push_back("--allowed-lateness=2s");
+    args.push_back("--late=side");
+    if (local) args.push_back("--local-aggregation");
+    CliRun r = RunTidemark(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // The window output and the late side output are two streams; each keeps
+    // its order.
+    EXPECT_THAT(Filter(r.OutLines(), "Side> ", false),
+                ElementsAreArray({Sum(0, 5, 3), Sum(0, 5, 4), Sum(0, 5, 5), Sum(0, 5, 6),
+                                  /*end of input*/ Sum(5, 10, 2)}));
+    EXPECT_THAT(Filter(r.OutLines(), "Side> ", true),
+                ElementsAreArray({"Side> ws_001,1577844001,1", "Side> ws_001,1577844002,1"}));
+  }
+}
+
+TEST(CliScenarioTest, LocalAggregationIsRefusedForSessions) {
   std::vector<std::string> args =
-      Doc001Args(InputFile("s4.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})), "tumbling:5s");
-  args.push_back("--allowed-lateness=2s");
-  args.push_back("--late=side");
+      Doc001Args(InputFile("s6l.txt", VcLines({2, 7, 14})), "session:5s");
+  args.push_back("--local-aggregation");
   CliRun r = RunTidemark(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  // The window output and the late side output are two streams; each keeps
-  // its order.
-  EXPECT_THAT(Filter(r.OutLines(), "Side> ", false),
-              ElementsAreArray({Sum(0, 5, 3), Sum(0, 5, 4), Sum(0, 5, 5), Sum(0, 5, 6),
-                                /*end of input*/ Sum(5, 10, 2)}));
-  EXPECT_THAT(Filter(r.OutLines(), "Side> ", true),
-              ElementsAreArray({"Side> ws_001,1577844001,1", "Side> ws_001,1577844002,1"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("--local-aggregation applies to tumbling and sliding"));
 }
 
 TEST(CliScenarioTest, S5SlidingWindows) {

@@ -160,6 +160,9 @@ struct Case {
   int64_t buffer_timeout_ms = 100;
   int worker_threads = 2;
   bool chaining = true;
+  // Local pre-aggregation before the key_by (reduce / aggregate, tumbling /
+  // sliding only; 0: off), with this bound on the partials held.
+  size_t local_aggregation = 0;
   m::Script script;
 
   std::string Describe() const {
@@ -168,8 +171,9 @@ struct Case {
       << " keys=" << keys << " window: " << spec.ToString() << " function=" << Name(function)
       << " batch=" << batch_size << " capacity=" << channel_capacity
       << " buffer_timeout=" << buffer_timeout_ms << "ms workers=" << worker_threads
-      << " chaining=" << (chaining ? "on" : "off") << " rounds=" << script.num_rounds()
-      << " records=" << script.num_records();
+      << " chaining=" << (chaining ? "on" : "off");
+    if (local_aggregation > 0) o << " local_aggregation(max_partials=" << local_aggregation << ")";
+    o << " rounds=" << script.num_rounds() << " records=" << script.num_records();
     return o.str();
   }
   std::string DescribeScript() const {
@@ -493,6 +497,7 @@ struct Actual {
   std::vector<Fire> firings;  // in collection order
   std::vector<LateItem> late;
   int64_t dropped = 0;
+  int64_t combined = 0;  // local aggregation: records folded into partials
 };
 
 using tidemark::testing::WaitWithWatchdog;
@@ -532,6 +537,7 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks = {}
   if (c.spec.lateness > 0) windowed = windowed.allowed_lateness(Duration(c.spec.lateness));
   OutputTag<Ev> late_tag("late");
   if (c.spec.side_output) windowed = windowed.side_output_late_data(late_tag);
+  if (c.local_aggregation > 0) windowed = windowed.local_aggregation(c.local_aggregation);
 
   std::optional<DataStream<Fire>> fired;
   switch (c.function) {
@@ -579,6 +585,7 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks = {}
   a.status = r.status;
   a.bad_listener_event = barrier->bad_event();
   a.dropped = r.CounterTotal(kNumLateRecordsDropped);
+  a.combined = r.CounterTotal(kLocalAggregationRecordsCombined);
   for (const auto& item : results->items()) a.firings.push_back(item.value);
   if (late)
     for (const auto& item : late->items()) a.late.push_back({item.value.id, item.timestamp});
@@ -754,6 +761,7 @@ struct Outcome {
   std::vector<std::string> errors;
   // What the case exercised (from the model).
   size_t timer_firings = 0, element_firings = 0, late = 0, dropped = 0;
+  int64_t combined = 0;  // local aggregation (the runtime's counter)
 };
 
 Outcome RunCase(const Case& c, const RunHooks& hooks = {}) {
@@ -772,7 +780,9 @@ Outcome RunCase(const Case& c, const RunHooks& hooks = {}) {
   for (const m::Firing& f : want.firings) ++(f.by_element ? o.element_firings : o.timer_firings);
   o.late = want.late.size();
   o.dropped = want.dropped.size();
-  o.errors = Compare(c, want, Run(c, hooks));
+  const Actual got = Run(c, hooks);
+  o.combined = got.combined;
+  o.errors = Compare(c, want, got);
   return o;
 }
 
@@ -819,7 +829,10 @@ std::optional<uint64_t> EnvSeed(const char* name) {
   return std::strtoull(s, nullptr, 10);
 }
 
-void RunCases(m::WindowKind kind, int normal_count) {
+// `adjust` changes each generated case (e.g. turns local aggregation on).
+// Returns the total of the localAggregationRecordsCombined counters.
+int64_t RunCases(m::WindowKind kind, int normal_count,
+                 const std::function<void(Case&)>& adjust = nullptr) {
   std::vector<uint64_t> seeds;
   if (auto only = EnvSeed("TIDEMARK_DIFF_SEED")) {
     seeds.push_back(*only);
@@ -833,9 +846,11 @@ void RunCases(m::WindowKind kind, int normal_count) {
   size_t records = 0;
   Outcome total;
   for (uint64_t seed : seeds) {
-    const Case c = Generate(seed, kind);
+    Case c = Generate(seed, kind);
+    if (adjust) adjust(c);
     records += c.script.num_records();
     Outcome o = RunCase(c);
+    total.combined += o.combined;
     total.timer_firings += o.timer_firings;
     total.element_firings += o.element_firings;
     total.late += o.late;
@@ -867,7 +882,10 @@ void RunCases(m::WindowKind kind, int normal_count) {
             << seeds.front() << ".." << seeds.back() << "), " << records << " records, "
             << total.timer_firings << " timer firings, " << total.element_firings
             << " late firings, " << total.late << " side-output, " << total.dropped << " dropped, "
-            << failures << " failed, " << secs << " s" << std::endl;
+            << failures << " failed, " << secs << " s";
+  if (total.combined > 0) std::cout << ", " << total.combined << " combined locally";
+  std::cout << std::endl;
+  return total.combined;
 }
 }  // namespace
 }  // namespace tidemark

@@ -163,5 +163,25 @@ TEST(Differential, Tumbling) { RunCases(m::WindowKind::kTumbling, 1600); }
 TEST(Differential, Sliding) { RunCases(m::WindowKind::kSliding, 1200); }
 TEST(Differential, Sessions) { RunCases(m::WindowKind::kSession, 1200); }
 
+// Local pre-aggregation (window(...).local_aggregation()) must not change any
+// firing, late record or drop: the same cases against the same model, with
+// reduce or aggregate, the window at parallelism 1, 2 or 4, and a tiny bound
+// on the partials in some cases (flushes by size).
+void LocalAggregation(Case& c) {
+  if (c.function == Function::kProcess)
+    c.function = c.seed % 2 == 0 ? Function::kReduce : Function::kAggregate;
+  static const int kParallelism[] = {1, 2, 4};
+  c.window_parallelism = kParallelism[c.seed % 3];
+  c.local_aggregation = c.seed % 4 == 0 ? 2 : kDefaultLocalAggregationMaxPartials;
+}
+TEST(Differential, TumblingLocalAggregation) {
+  const int64_t combined = RunCases(m::WindowKind::kTumbling, 600, LocalAggregation);
+  EXPECT_GT(combined, 0) << "no record was combined: the cases do not exercise it";
+}
+TEST(Differential, SlidingLocalAggregation) {
+  const int64_t combined = RunCases(m::WindowKind::kSliding, 500, LocalAggregation);
+  EXPECT_GT(combined, 0) << "no record was combined: the cases do not exercise it";
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -74,6 +74,9 @@ ABSL_FLAG(std::string, max_future_skew, "",
 ABSL_FLAG(std::string, window, "tumbling:5s",
           "tumbling:SIZE[,OFFSET] | sliding:SIZE,SLIDE[,OFFSET] | session:GAP");
 ABSL_FLAG(std::string, allowed_lateness, "0s", "allowed lateness of the windows");
+ABSL_FLAG(bool, local_aggregation, false,
+          "pre-aggregate per (key, window) in the source subtasks before the key_by shuffle "
+          "(tumbling and sliding windows; the same results, decimal sums up to rounding)");
 ABSL_FLAG(std::string, late, "drop", "drop (count) or side (print the late side output)");
 ABSL_FLAG(std::string, aggregate, "sum",
           "sum | count | min | max | avg | list (list: count, first and last timestamp of each "
@@ -469,6 +472,7 @@ int main(int argc, char** argv) {
   o.max_future_skew = absl::GetFlag(FLAGS_max_future_skew);
   o.window = absl::GetFlag(FLAGS_window);
   o.allowed_lateness = absl::GetFlag(FLAGS_allowed_lateness);
+  o.local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
   o.late = absl::GetFlag(FLAGS_late);
   o.aggregate = absl::GetFlag(FLAGS_aggregate);
   o.parallelism = absl::GetFlag(FLAGS_parallelism);

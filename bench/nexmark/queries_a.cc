@@ -468,6 +468,7 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
             Bids(e)
                 .key_by([](const Bid& b) { return b.auction; })
                 .window(tidemark::SlidingEventTimeWindows::of(10s, 2s))
+                .local_aggregation()  // Flink's runs: local-global aggregation
                 .template aggregate<AuctionCount>(
                     CountAgg(), [](const int64_t& auction, const TimeWindow& w, const int64_t& n,
                                    auto&, Collector<AuctionCount>& out) {
@@ -543,6 +544,7 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
                                     })
                                     .key_by([](const Q7& b) { return b.auction; })
                                     .window(tidemark::TumblingEventTimeWindows::of(10s))
+                                    .local_aggregation()  // as Flink's local-global aggregation
                                     .aggregate(MaxBidsAgg());
                  auto top = partial.window_all(tidemark::TumblingEventTimeWindows::of(10s))
                                 .aggregate(MaxBidsAgg())

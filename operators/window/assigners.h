@@ -80,6 +80,7 @@ class StaggeredOffset {
     }
     return JavaLongAdd(offset_, stagger_offset_) % size_;
   }
+  bool aligned() const { return stagger_ == WindowStagger::kAligned; }
 
  private:
   int64_t size_;
@@ -209,6 +210,8 @@ class TumblingEventTimeWindows {
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t size() const { return size_; }
   int64_t offset() const { return offset_; }
+  // False with a stagger: the windows' offset is then drawn per subtask.
+  bool aligned() const { return effective_.aligned(); }
 
  private:
   TumblingEventTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)

@@ -59,6 +59,7 @@
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/keyed/timer_service.h"
 #include "tidemark/operators/window/lateness.h"
+#include "tidemark/operators/window/local_aggregate_record.h"
 #include "tidemark/operators/window/time_window.h"
 #include "tidemark/operators/window/time_window_table.h"
 #include "tidemark/operators/window/triggers.h"
@@ -166,10 +167,24 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
   }
 
   // An element that no window accepted: see "Late data" in the file comment.
+  // Behind local aggregation (local_aggregate_operator.h) T is a
+  // LocalAggregateRecord: a late one is always a record passed alone, and
+  // the late side output carries the record itself (a partial is never late
+  // there; should one be, it counts as dropped).
   void HandleSkippedElement(T&& value, Timestamp ts) {
     if (!IsElementLate(ts)) return;
     if (late_tag_) {
-      if (Output<T>* side = this->side_output(*late_tag_)) {
+      if constexpr (IsLocalAggregateRecord<T>::value) {
+        using R = typename T::Record;
+        auto* side = static_cast<Output<R>*>(this->FindSideOutput(late_tag_->id()));
+        if (value.partial()) {
+          late_dropped_->Inc();
+        } else if (side != nullptr) {
+          side->Collect(std::get<0>(std::move(value.value)), ts);
+        } else {
+          late_unconsumed_->Inc();
+        }
+      } else if (Output<T>* side = this->side_output(*late_tag_)) {
         side->Collect(std::move(value), ts);
       } else {
         late_unconsumed_->Inc();

@@ -289,9 +289,10 @@ template <typename Assigner>
 DataStream<CliResult> BuildWindows(
     const KeyedStream<CliRecord, std::string (*)(const CliRecord&)>& keyed, Assigner assigner,
     Duration lateness, const std::optional<OutputTag<CliRecord>>& late_tag,
-    std::shared_ptr<Shared> sh) {
+    std::shared_ptr<Shared> sh, bool local_aggregation = false) {
   auto windowed = keyed.window(assigner).allowed_lateness(lateness);
   if (late_tag) windowed = windowed.side_output_late_data(*late_tag);
+  if (local_aggregation) windowed = windowed.local_aggregation();
   return windowed.aggregate(CliAggregate{}, [sh](const std::string& key, const TimeWindow& w,
                                                  const Acc& acc, WindowContext& ctx,
                                                  Collector<CliResult>& out) {
@@ -636,6 +637,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     return fail(absl::StrCat("--allowed-lateness: ", lateness.status().message()));
   if (lateness->count() < 0) return fail("--allowed-lateness must not be negative");
   if (o.late != "drop" && o.late != "side") return fail("--late must be drop or side");
+  if (o.local_aggregation && window->kind == WindowSpec::Kind::kSession)
+    return fail("--local-aggregation applies to tumbling and sliding windows, not sessions");
   auto aggregate = ParseAggregate(o.aggregate);
   if (!aggregate.ok()) return fail(std::string(aggregate.status().message()));
   if (o.parallelism <= 0) return fail("--parallelism must be positive");
@@ -996,11 +999,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     switch (window->kind) {
       case WindowSpec::Kind::kTumbling:
         return BuildWindows(keyed, TumblingEventTimeWindows::of(window->size, window->offset),
-                            *lateness, late_tag, sh);
+                            *lateness, late_tag, sh, o.local_aggregation);
       case WindowSpec::Kind::kSliding:
         return BuildWindows(
             keyed, SlidingEventTimeWindows::of(window->size, window->slide, window->offset),
-            *lateness, late_tag, sh);
+            *lateness, late_tag, sh, o.local_aggregation);
       case WindowSpec::Kind::kSession:
         break;
     }

@@ -44,6 +44,9 @@ struct RunOptions {
   std::string max_future_skew;  // empty: none (WatermarkStrategy::with_max_future_skew)
   std::string window = "tumbling:5s";
   std::string allowed_lateness = "0s";
+  // Pre-aggregate in the source subtasks before the key_by
+  // (WindowedStream::local_aggregation; tumbling and sliding windows).
+  bool local_aggregation = false;
   std::string late = "drop";  // drop | side
   std::string aggregate = "sum";
   int parallelism = 1;

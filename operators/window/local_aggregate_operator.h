@@ -1,0 +1,352 @@
+// operators/window/local_aggregate_operator.h
+//
+// Local pre-aggregation of a keyed event-time window (Flink SQL's
+// local-global aggregation with mini-batch): LocalAggregateOperator runs in
+// the *sending* subtasks, chained before the key_by shuffle of a window with
+// reduce or a mergeable aggregate, and combines the records of each (key,
+// pane) into one partial, so that the shuffle carries one record per (key,
+// pane) and subtask instead of one per input record.  The window operator
+// downstream combines the partials as it combines records (reduce) or merges
+// them into its accumulator (aggregate: LocalAggregateRecord and
+// GlobalAggregate below).  api/windowed_stream.h builds it for
+// `.window(...).local_aggregation().reduce(f)` / `.aggregate(agg)`.
+//
+// Panes: tumbling windows are their own panes; sliding windows of size s
+// every slide d are cut into panes of gcd(s, d) aligned with the offset (as
+// SlicedWindowOperator cuts them), so the records of one pane belong to
+// exactly the same windows.  A partial is emitted with the pane's max
+// timestamp (end - 1), which the downstream assigner puts into exactly those
+// windows.
+//
+// Never changes which records are late or how often a window fires.  The
+// watermark of the window operator downstream never exceeds the last
+// watermark W this subtask sent on its channel (the channel's records and
+// watermarks arrive in order, and the downstream watermark is the minimum
+// over the active channels).  So:
+//   - a record whose pane ends at or before W (pane max timestamp <= W:
+//     one of its windows may have fired downstream, it may be late or
+//     re-fire a window within the allowed lateness) passes alone,
+//     unchanged, with its own timestamp; so does one in no window at all
+//     (sliding windows shorter than their slide), whose lateness downstream
+//     depends on its own timestamp;
+//   - any other record is combined into its (key, pane) partial: none of its
+//     windows can have fired downstream yet;
+//   - before a watermark W' is forwarded, every partial whose pane max
+//     timestamp is <= W' is emitted (the windows that W' fires downstream
+//     then see all of their records, as on the plain path), and partials of
+//     later panes stay (they are still combinable after W');
+//   - the kMaxWatermark at the end of the input emits every partial before it
+//     goes down; so does a checkpoint barrier (PrepareSnapshotPreBarrier),
+//     so the snapshot holds no partials and the operator has no state;
+//   - when the number of partials held reaches `max_partials`, all are
+//     emitted (they are not late downstream: their panes end after W);
+//   - once the subtask's output goes idle, the downstream watermark may pass
+//     W on the other channels, so every partial is emitted before the idle
+//     status and from then on every record passes alone.
+// The function must be associative and commutative (sum, count, min, max):
+// the downstream window combines partials from several subtasks in arrival
+// order (and a reduce with the plain path does so too at parallelism > 1).
+//
+// Counters (per subtask): localAggregationRecordsCombined (records folded
+// into a partial), localAggregationRecordsPassed (records sent alone),
+// localAggregationPartialsSent, localAggregationSizeFlushes (flushes for the
+// memory bound).
+//
+// Thread safety: one instance per subtask, called by its task's thread only.
+#ifndef TM_OPERATORS_WINDOW_LOCAL_AGGREGATE_OPERATOR_H_
+#define TM_OPERATORS_WINDOW_LOCAL_AGGREGATE_OPERATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/window/assigners.h"
+#include "tidemark/operators/window/local_aggregate_record.h"
+#include "tidemark/operators/window/time_window.h"
+#include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/state_codec.h"
+
+namespace tidemark {
+
+inline constexpr char kLocalAggregationRecordsCombined[] = "localAggregationRecordsCombined";
+inline constexpr char kLocalAggregationRecordsPassed[] = "localAggregationRecordsPassed";
+inline constexpr char kLocalAggregationPartialsSent[] = "localAggregationPartialsSent";
+inline constexpr char kLocalAggregationSizeFlushes[] = "localAggregationSizeFlushes";
+
+// The default bound on the partials one subtask holds.
+inline constexpr size_t kDefaultLocalAggregationMaxPartials = 100000;
+
+namespace internal {
+
+// The pane geometry of an assigner that local aggregation supports.
+struct LocalPanes {
+  int64_t size = 0;    // pane length, ms
+  int64_t offset = 0;  // alignment
+  // Sliding windows shorter than their slide leave gaps that no window
+  // covers (their records are late or ignored downstream, one by one): the
+  // slide and the window size then, else 0.
+  int64_t gap_slide = 0;
+  int64_t window_size = 0;
+};
+inline LocalPanes LocalPanesOf(const TumblingEventTimeWindows& a) { return {a.size(), a.offset()}; }
+inline LocalPanes LocalPanesOf(const SlidingEventTimeWindows& a) {
+  LocalPanes p{std::gcd(a.size(), a.slide()), a.offset()};
+  if (a.size() < a.slide()) {
+    p.gap_slide = a.slide();
+    p.window_size = a.size();
+  }
+  return p;
+}
+
+// The key of a LocalAggregateRecord downstream: the partial's, or the
+// record's under the user's key selector.
+template <typename KeyFn>
+struct LocalAggregateKey {
+  KeyFn key;
+  template <typename T, typename K, typename Acc>
+  K operator()(const LocalAggregateRecord<T, K, Acc>& r) const {
+    if (r.partial()) return std::get<1>(r.value).first;
+    return key(std::get<0>(r.value));
+  }
+};
+
+// The downstream window's aggregate over LocalAggregateRecord: a record is
+// added, a partial merged.
+template <typename Agg, typename Carrier>
+struct GlobalAggregate {
+  Agg agg;
+  auto create_accumulator() { return agg.create_accumulator(); }
+  template <typename Acc>
+  Acc add(const Carrier& c, Acc acc) {
+    if (c.partial()) return agg.merge(std::move(acc), Acc(std::get<1>(c.value).second));
+    return agg.add(std::get<0>(c.value), std::move(acc));
+  }
+  template <typename Acc>
+  auto get_result(const Acc& acc) {
+    return agg.get_result(acc);
+  }
+  template <typename Acc>
+  Acc merge(Acc a, Acc b) {
+    return agg.merge(std::move(a), std::move(b));
+  }
+};
+
+// Combiners: how records of one (key, pane) fold into a partial, and what is
+// sent.  Reduce: the partial is a T, sent as is.
+template <typename T, typename K, typename ReduceFn>
+struct LocalReduceCombiner {
+  using Out = T;
+  using Partial = T;
+  ReduceFn f;
+  Partial Start(T&& v) { return std::move(v); }
+  void Add(Partial& p, T&& v) { p = f(static_cast<const T&>(p), static_cast<const T&>(v)); }
+  Out Raw(T&& v) { return std::move(v); }
+  Out Sent(const K&, Partial&& p) { return std::move(p); }
+};
+
+// Aggregate: the partial is an accumulator, sent with its key.
+template <typename T, typename K, typename Agg>
+struct LocalAggregateCombiner {
+  using Acc = AccumulatorOf<Agg>;
+  using Out = LocalAggregateRecord<T, K, Acc>;
+  using Partial = Acc;
+  Agg agg;
+  Partial Start(T&& v) { return agg.add(static_cast<const T&>(v), agg.create_accumulator()); }
+  void Add(Partial& p, T&& v) { p = agg.add(static_cast<const T&>(v), std::move(p)); }
+  Out Raw(T&& v) {
+    return Out{std::variant<T, std::pair<K, Acc>>(std::in_place_index<0>, std::move(v))};
+  }
+  Out Sent(const K& k, Partial&& p) {
+    return Out{std::variant<T, std::pair<K, Acc>>(std::in_place_index<1>, k, std::move(p))};
+  }
+};
+
+// T: input; K: key; KeyFn: const T& -> K; Combiner: LocalReduceCombiner /
+// LocalAggregateCombiner.
+template <typename T, typename K, typename KeyFn, typename Combiner>
+class LocalAggregateOperator final
+    : public BatchedOperator<LocalAggregateOperator<T, K, KeyFn, Combiner>, T,
+                             typename Combiner::Out> {
+ public:
+  using Out = typename Combiner::Out;
+  using Partial = typename Combiner::Partial;
+
+  // Throws std::invalid_argument for a pane size <= 0 or max_partials == 0.
+  LocalAggregateOperator(KeyFn key, LocalPanes panes, Combiner combiner, size_t max_partials)
+      : key_(std::move(key)),
+        panes_(panes),
+        combiner_(std::move(combiner)),
+        max_partials_(max_partials) {
+    if (panes_.size <= 0) throw std::invalid_argument("local aggregation: pane size must be > 0");
+    if (max_partials_ == 0)
+      throw std::invalid_argument("local aggregation: the partials' bound must be > 0");
+  }
+
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    combined_ = ctx.counter(kLocalAggregationRecordsCombined);
+    passed_ = ctx.counter(kLocalAggregationRecordsPassed);
+    sent_ = ctx.counter(kLocalAggregationPartialsSent);
+    size_flushes_ = ctx.counter(kLocalAggregationSizeFlushes);
+  }
+
+  void ProcessElement(T&& value, Timestamp ts) {
+    if (ts < cur_start_ || ts >= cur_end_ || cur_ == nullptr) [[unlikely]] {
+      if (!FindPane(ts)) {
+        PassAlone(std::move(value), ts);
+        return;
+      }
+    }
+    K key = key_(static_cast<const T&>(value));
+    auto it = cur_->find(key);
+    if (it == cur_->end()) {
+      cur_->emplace(std::move(key), combiner_.Start(std::move(value)));
+      ++held_;
+    } else {
+      combiner_.Add(it->second, std::move(value));
+    }
+    ++combined_count_;
+    if (held_ >= max_partials_) [[unlikely]] {
+      size_flushes_->Inc();
+      FlushAll();
+    }
+  }
+
+  void ProcessWatermark(Timestamp watermark) override {
+    // Panes whose windows the watermark may fire downstream go first.
+    while (!panes_open_.empty() && PaneMax(panes_open_.begin()->first) <= watermark)
+      FlushPane(panes_open_.begin());
+    last_watermark_ = watermark;
+    PublishCounts();
+    this->ForwardWatermark(watermark);
+  }
+
+  void ProcessStatus(WatermarkStatus status) override {
+    if (status == WatermarkStatus::kIdle) {
+      FlushAll();
+      passthrough_ = true;  // see the file comment
+    }
+    this->ForwardStatus(status);
+  }
+
+  void PrepareSnapshotPreBarrier(int64_t) override {
+    FlushAll();
+    PublishCounts();
+  }
+
+  void Finish() override {
+    FlushAll();  // empty after the kMaxWatermark; kept for safety
+    PublishCounts();
+  }
+  void Close() override { PublishCounts(); }
+
+  // --- introspection, for tests ---
+  size_t held_partials() const { return held_; }
+  Timestamp last_watermark() const { return last_watermark_; }
+
+ private:
+  using Table = absl::flat_hash_map<K, Partial>;
+  using Panes = std::map<Timestamp, Table>;  // by pane start
+
+  // The pane max timestamp (end - 1) of the pane starting at `start`; MIN
+  // when its end overflows (such records pass alone).
+  Timestamp PaneMax(Timestamp start) const {
+    Timestamp end = 0;
+    if (__builtin_add_overflow(start, panes_.size, &end)) return kMaxTimestamp;
+    return end - 1;
+  }
+
+  // Points cur_ at ts's pane, creating it; false when the record must pass
+  // alone (its pane has ended at or before the last watermark sent, or after
+  // idleness, or at the ends of the time range).
+  bool FindPane(Timestamp ts) {
+    if (passthrough_ || ts == kNoTimestamp) return false;
+    const Timestamp start = GetWindowStartWithOffset(ts, panes_.offset, panes_.size);
+    Timestamp end = 0;
+    if (start > ts || __builtin_add_overflow(start, panes_.size, &end)) return false;
+    if (end - 1 <= last_watermark_) return false;
+    if (panes_.gap_slide > 0) {
+      // In a gap between windows: no window takes it (see LocalPanes).
+      const Timestamp window_start =
+          GetWindowStartWithOffset(start, panes_.offset, panes_.gap_slide);
+      if (window_start > start || start - window_start >= panes_.window_size) return false;
+    }
+    cur_ = &panes_open_[start];
+    cur_start_ = start;
+    cur_end_ = end;
+    return true;
+  }
+
+  void PassAlone(T&& value, Timestamp ts) {
+    ++passed_count_;
+    this->output().Collect(combiner_.Raw(std::move(value)), ts);
+  }
+
+  void FlushPane(typename Panes::iterator it) {
+    const Timestamp max_ts = PaneMax(it->first);
+    if (&it->second == cur_) Uncache();
+    batch_.reserve(it->second.size());
+    for (auto& [k, p] : it->second)
+      batch_.push_back(Record<Out>{combiner_.Sent(k, std::move(p)), max_ts});
+    held_ -= it->second.size();
+    panes_open_.erase(it);
+    sent_count_ += batch_.size();
+    if (!batch_.empty()) this->output().CollectBatch(std::span<Record<Out>>(batch_));
+    batch_.clear();
+  }
+
+  void FlushAll() {
+    while (!panes_open_.empty()) FlushPane(panes_open_.begin());
+    Uncache();
+  }
+
+  // The current pane is checked before each record: an empty range never
+  // matches.
+  void Uncache() {
+    cur_ = nullptr;
+    cur_start_ = kMaxTimestamp;
+    cur_end_ = kMinTimestamp;
+  }
+
+  void PublishCounts() {
+    if (combined_ == nullptr) return;
+    combined_->Inc(combined_count_);
+    passed_->Inc(passed_count_);
+    sent_->Inc(sent_count_);
+    combined_count_ = passed_count_ = sent_count_ = 0;
+  }
+
+  KeyFn key_;
+  LocalPanes panes_;
+  Combiner combiner_;
+  size_t max_partials_;
+  Panes panes_open_;
+  Table* cur_ = nullptr;
+  Timestamp cur_start_ = kMaxTimestamp;
+  Timestamp cur_end_ = kMinTimestamp;
+  size_t held_ = 0;
+  Timestamp last_watermark_ = kMinTimestamp;
+  bool passthrough_ = false;
+  std::vector<Record<Out>> batch_;
+  // Counted locally, published at watermarks, barriers and the end.
+  int64_t combined_count_ = 0, passed_count_ = 0, sent_count_ = 0;
+  Counter* combined_ = nullptr;
+  Counter* passed_ = nullptr;
+  Counter* sent_ = nullptr;
+  Counter* size_flushes_ = nullptr;
+};
+
+}  // namespace internal
+}  // namespace tidemark
+
+#endif  // TM_OPERATORS_WINDOW_LOCAL_AGGREGATE_OPERATOR_H_

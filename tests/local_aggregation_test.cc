@@ -1,0 +1,364 @@
+// Local pre-aggregation of keyed event-time windows
+// (operators/window/local_aggregate_operator.h, WindowedStream::
+// local_aggregation in api/windowed_stream.h): the operator alone in the test
+// harness (what it combines, what passes alone, when partials are sent), the
+// API's checks, the plan it builds (explain), and small jobs whose results
+// equal the plain path's.  The randomized comparison against the reference
+// model, with late records, allowed lateness and a late side output, is
+// Differential.*LocalAggregation (differential_test.cc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/api/testing/harness.h"
+#include "tidemark/api/windowed_stream.h"
+#include "tidemark/operators/window/local_aggregate_operator.h"
+#include "tidemark/operators/window/windows.h"
+#include "tidemark/tidemark.h"
+#include "window_test_functions.h"
+
+namespace tidemark {
+using namespace internal;
+namespace {
+
+using ::testing::HasSubstr;
+using tidemark::testing::CountSum;
+using tidemark::testing::E;
+using tidemark::testing::KeyOfE;
+using tidemark::testing::SumE;
+
+using ReduceOp =
+    LocalAggregateOperator<E, std::string, KeyOfE, LocalReduceCombiner<E, std::string, SumE>>;
+using ReduceHarness = harness::OneInputOperatorTestHarness<E, E>;
+
+std::unique_ptr<ReduceHarness> MakeReduce(LocalPanes panes, size_t max_partials = 1000) {
+  auto h = std::make_unique<ReduceHarness>(std::make_unique<ReduceOp>(
+      KeyOfE{}, panes, LocalReduceCombiner<E, std::string, SumE>{SumE{}}, max_partials));
+  h->open();
+  return h;
+}
+
+std::vector<harness::StreamRecord<E>> Sorted(std::vector<harness::StreamRecord<E>> v) {
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.timestamp, a.value) < std::tie(b.timestamp, b.value);
+  });
+  return v;
+}
+
+TEST(LocalAggregateOperator, CombinesPerKeyAndPaneAndSendsThePaneBeforeTheWatermarkThatEndsIt) {
+  auto h = MakeReduce({10, 0});
+  h->process_element(E("a", 1), 1);
+  h->process_element(E("a", 2), 3);
+  h->process_element(E("b", 5), 4);
+  h->process_element(E("a", 4), 12);  // the next pane
+  EXPECT_TRUE(h->get_output().empty());
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 3u);
+
+  h->process_watermark(9);  // ends [0, 10): its partials, at its max timestamp, then the watermark
+  ASSERT_EQ(h->get_output().size(), 3u);
+  EXPECT_EQ(h->get_output().back(), harness::Emitted<E>(harness::watermark(9)));
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 3), 9),
+                                                   harness::stream_record(E("b", 5), 9)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);  // [10, 20) stays combinable
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 4);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 0);
+  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 2);
+
+  h->clear_output();
+  h->process_watermark(15);  // [10, 20) has not ended: nothing sent
+  EXPECT_EQ(h->extract_output_records().size(), 0u);
+  h->process_watermark(19);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 4), 19)}));
+}
+
+TEST(LocalAggregateOperator, ARecordWhoseWindowMayHaveFiredDownstreamPassesAloneUnchanged) {
+  auto h = MakeReduce({10, 0});
+  h->process_watermark(9);
+  h->clear_output();
+  // Pane [0, 10) ends at 9 <= the watermark sent: late, or re-firing within
+  // the allowed lateness downstream.  It goes on at once, with its own
+  // timestamp, uncombined.
+  h->process_element(E("a", 7), 5);
+  h->process_element(E("a", 1), 9);
+  h->process_element(E("a", 2), 10);  // [10, 20): combinable
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 7), 5),
+                                                   harness::stream_record(E("a", 1), 9)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
+  h->process_watermark(kMaxTimestamp);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 2);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 1);
+}
+
+TEST(LocalAggregateOperator, SlidingWindowsCombinePerPaneOfTheGcd) {
+  // Sliding 10 every 4, offset 1: panes of 2 aligned to 1 ([-1, 1), [1, 3), ...).
+  auto h =
+      MakeReduce(LocalPanesOf(SlidingEventTimeWindows::of(Duration(10), Duration(4), Duration(1))));
+  h->process_element(E("a", 1), 1);
+  h->process_element(E("a", 2), 2);  // the same pane [1, 3)
+  h->process_element(E("a", 4), 3);  // [3, 5)
+  h->process_element(E("a", 8), 0);  // [-1, 1)
+  h->process_watermark(2);           // ends [-1, 1) and [1, 3)
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 8), 0),
+                                                   harness::stream_record(E("a", 3), 2)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
+}
+
+TEST(LocalAggregateOperator, TheBoundOnPartialsSendsThemAll) {
+  auto h = MakeReduce({10, 0}, /*max_partials=*/2);
+  h->process_element(E("a", 1), 1);
+  EXPECT_TRUE(h->get_output().empty());
+  h->process_element(E("b", 2), 11);  // the second partial: all are sent
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 9),
+                                                   harness::stream_record(E("b", 2), 19)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 0u);
+  EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 1);
+  h->process_element(E("a", 5), 2);  // still combinable: the watermark is MIN
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
+}
+
+TEST(LocalAggregateOperator, ACheckpointBarrierFindsNoPartials) {
+  auto h = MakeReduce({10, 0});
+  h->process_element(E("a", 1), 1);
+  h->process_element(E("a", 2), 2);
+  harness::OperatorSnapshot snap = h->snapshot(1);  // PrepareSnapshotPreBarrier, then the state
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 3), 9)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 0u);
+  EXPECT_TRUE(snap.bytes.empty());
+}
+
+TEST(LocalAggregateOperator, IdlenessSendsThePartialsAndThenEveryRecordPassesAlone) {
+  auto h = MakeReduce({10, 0});
+  h->process_element(E("a", 1), 1);
+  h->process_watermark_status(WatermarkStatus::kIdle);
+  ASSERT_EQ(h->get_output().size(), 2u);
+  EXPECT_EQ(h->get_output()[0], harness::Emitted<E>(harness::stream_record(E("a", 1), 9)));
+  EXPECT_EQ(h->get_output()[1].kind, harness::Emitted<E>::kStatus);
+  h->clear_output();
+  // Downstream's watermark may have passed ours on other channels meanwhile.
+  h->process_watermark_status(WatermarkStatus::kActive);
+  h->process_element(E("a", 2), 50);
+  h->process_element(E("a", 3), 51);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 2), 50),
+                                                   harness::stream_record(E("a", 3), 51)}));
+}
+
+TEST(LocalAggregateOperator, TheEndOfInputSendsEveryPartialBeforeTheLastWatermark) {
+  auto h = MakeReduce({10, 0});
+  h->process_element(E("a", 1), 1);
+  h->process_element(E("b", 1), 100);
+  h->process_watermark(kMaxTimestamp);
+  ASSERT_EQ(h->get_output().size(), 3u);
+  EXPECT_EQ(h->get_output()[2], harness::Emitted<E>(harness::watermark(kMaxTimestamp)));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 0u);
+}
+
+TEST(LocalAggregateOperator, AnAggregateSendsKeyedAccumulatorsAndRecordsAlone) {
+  using Combiner = LocalAggregateCombiner<E, std::string, CountSum>;
+  using Carrier = Combiner::Out;
+  using Op = LocalAggregateOperator<E, std::string, KeyOfE, Combiner>;
+  harness::OneInputOperatorTestHarness<E, Carrier> h(
+      std::make_unique<Op>(KeyOfE{}, LocalPanes{10, 0}, Combiner{CountSum{}}, 100));
+  h.open();
+  h.process_element(E("a", 1), 1);
+  h.process_element(E("a", 2), 2);
+  h.process_watermark(9);
+  h.process_element(E("a", 5), 3);  // alone
+  const auto out = h.extract_output_records();
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_TRUE(out[0].value.partial());
+  EXPECT_EQ(std::get<1>(out[0].value.value),
+            std::make_pair(std::string("a"), std::make_pair(2, 3)));
+  EXPECT_EQ(out[0].timestamp, 9);
+  ASSERT_FALSE(out[1].value.partial());
+  EXPECT_EQ(std::get<0>(out[1].value.value), E("a", 5));
+  EXPECT_EQ(out[1].timestamp, 3);
+  // Downstream: a record is added, a partial merged.
+  GlobalAggregate<CountSum, Carrier> global{CountSum{}};
+  auto acc = global.add(out[0].value, global.create_accumulator());
+  acc = global.add(out[1].value, acc);
+  EXPECT_EQ(global.get_result(acc), "3/8");
+  // The carrier crosses ranks with its codec.
+  StateWriter w;
+  Encode(w, out[0].value);
+  const std::string bytes = w.Release();
+  StateReader r(bytes);
+  EXPECT_EQ(Decode<Carrier>(r).value, out[0].value.value);
+}
+
+// --- the API ---
+
+using Timed = std::pair<E, Timestamp>;
+// A watermark (the largest timestamp so far - 1) after every record.
+struct EveryRecord : WatermarkGenerator<Timed> {
+  Timestamp max = kMinTimestamp;
+  void OnEvent(const Timed&, Timestamp ts, WatermarkOutput& out) override {
+    if (ts <= max) return;
+    max = ts;
+    out.EmitWatermark(ts - 1);
+  }
+  void OnPeriodicEmit(WatermarkOutput&) override {}
+};
+
+DataStream<E> Events(StreamExecutionEnvironment& env, std::vector<Timed> data) {
+  return env.from_collection(std::move(data))
+      .assign_timestamps_and_watermarks(
+          WatermarkStrategy<Timed>::for_generator([] {
+            return std::make_unique<EveryRecord>();
+          }).with_timestamp_assigner([](const std::pair<E, Timestamp>& p, Timestamp) {
+            return p.second;
+          }))
+      .set_parallelism(1)
+      .map([](const std::pair<E, Timestamp>& p) { return p.first; })
+      .set_parallelism(1);
+}
+
+struct CountNoMerge {
+  int create_accumulator() const { return 0; }
+  int add(const E&, int acc) const { return acc + 1; }
+  int get_result(int acc) const { return acc; }
+};
+
+TEST(LocalAggregationApi, RejectsWhatItDoesNotApplyTo) {
+  StreamExecutionEnvironment env;
+  auto keyed = Events(env, {{E("a", 1), 1}}).key_by(KeyOfE{});
+  auto process = [](const std::string&, const TimeWindow&, const std::vector<E>&, WindowContext&,
+                    Collector<int>&) {};
+  EXPECT_THROW(
+      keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation().process(process),
+      std::invalid_argument);
+  EXPECT_THROW(keyed.window(EventTimeSessionWindows::with_gap(Duration(10)))
+                   .local_aggregation()
+                   .reduce(SumE{}),
+               std::invalid_argument);
+  EXPECT_THROW(keyed.window(TumblingEventTimeWindows::of(Duration(10)))
+                   .trigger(CountTrigger::of(2))
+                   .local_aggregation()
+                   .reduce(SumE{}),
+               std::invalid_argument);
+  EXPECT_THROW(
+      keyed.window(TumblingEventTimeWindows::of(Duration(10), Duration(0), WindowStagger::kRandom))
+          .local_aggregation()
+          .reduce(SumE{}),
+      std::invalid_argument);
+  EXPECT_THROW(keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation(0),
+               std::invalid_argument);
+  // An aggregate without merge, and a window whose assigner reads the
+  // record (dynamic session gaps): a clear error, and the job still
+  // compiles without local aggregation.
+  EXPECT_THROW(keyed.window(TumblingEventTimeWindows::of(Duration(10)))
+                   .local_aggregation()
+                   .aggregate(CountNoMerge{}),
+               std::invalid_argument);
+  auto gap = [](const E& e) { return int64_t{e.second}; };
+  EXPECT_THROW(keyed.window(EventTimeSessionWindows::with_dynamic_gap(gap))
+                   .local_aggregation()
+                   .aggregate(CountSum{}),
+               std::invalid_argument);
+  keyed.window(TumblingEventTimeWindows::of(Duration(10))).aggregate(CountNoMerge{});
+  // Kept through trigger() with the default trigger's type.
+  auto w = keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation();
+  EXPECT_TRUE(w.trigger(EventTimeTrigger{}).local_aggregation_enabled());
+}
+
+TEST(LocalAggregationApi, ThePlanShowsThePreAggregationChainedBeforeTheShuffle) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.add_source<int64_t>(
+         [] {
+           return std::make_unique<CollectionSource<int64_t>>(
+               std::make_shared<const std::vector<int64_t>>(std::vector<int64_t>{1}));
+         },
+         "A")
+      .set_parallelism(2)
+      .map([](const int64_t& v) { return E("k", static_cast<int>(v)); })
+      .name("M")
+      .key_by(KeyOfE{})
+      .window(TumblingEventTimeWindows::of(Duration(10)))
+      .local_aggregation()
+      .reduce(SumE{})
+      .name("Sum")
+      .add_sink([](E&&) {}, "Sink");
+  const std::string text = env.explain();
+  EXPECT_THAT(text, HasSubstr("Chain 0 \"Source: A -> M -> LocalAggregate(reduce)\" p=2"));
+  EXPECT_THAT(text, HasSubstr("LocalAggregate(reduce) (p=2) --HASH(key groups, maxP=128)--> Sum"));
+}
+
+// A job at window parallelism 2 with allowed lateness and a late side output:
+// the same firings and late records with and without local aggregation.
+struct JobOutput {
+  std::vector<std::pair<std::string, Timestamp>> results;
+  std::vector<std::pair<E, Timestamp>> late;
+  int64_t combined = 0, passed = 0;
+};
+
+template <typename Build>
+JobOutput RunJob(bool local, Build build) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.set_auto_watermark_interval(Duration(0));
+  std::vector<std::pair<E, Timestamp>> data;
+  for (int round = 0; round < 6; ++round) {
+    for (int k = 0; k < 5; ++k) data.push_back({E("k" + std::to_string(k), round + k), round * 7});
+    data.push_back({E("k1", 100 + round), round * 7 - 12});  // late, or within the lateness
+  }
+  OutputTag<E> late("late");
+  auto windowed = Events(env, data)
+                      .key_by(KeyOfE{})
+                      .window(TumblingEventTimeWindows::of(Duration(10)))
+                      .allowed_lateness(Duration(5))
+                      .side_output_late_data(late);
+  if (local) windowed = windowed.local_aggregation(3);
+  auto fired = build(windowed);
+  auto results = fired.collect();
+  auto late_results = fired.get_side_output(late).collect();
+  JobResult r = env.execute("local aggregation");
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  JobOutput o;
+  for (const auto& item : results->items()) o.results.push_back({item.value, item.timestamp});
+  for (const auto& item : late_results->items()) o.late.push_back({item.value, item.timestamp});
+  std::sort(o.results.begin(), o.results.end());
+  std::sort(o.late.begin(), o.late.end());
+  o.combined = r.CounterTotal(kLocalAggregationRecordsCombined);
+  o.passed = r.CounterTotal(kLocalAggregationRecordsPassed);
+  return o;
+}
+
+template <typename Build>
+void ExpectSameAsThePlainPath(Build build) {
+  const JobOutput plain = RunJob(false, build);
+  const JobOutput local = RunJob(true, build);
+  EXPECT_EQ(local.results, plain.results);
+  EXPECT_EQ(local.late, plain.late);
+  EXPECT_FALSE(plain.late.empty());
+  EXPECT_GT(local.combined, 0);
+  EXPECT_GT(local.passed, 0);
+  EXPECT_EQ(plain.combined, 0);
+}
+
+TEST(LocalAggregationJob, AggregateGivesThePlainPathsFiringsAndLateRecords) {
+  ExpectSameAsThePlainPath([](auto windowed) { return windowed.aggregate(CountSum{}); });
+}
+
+TEST(LocalAggregationJob, ReduceWithAProcessFunctionGivesThePlainPathsFirings) {
+  ExpectSameAsThePlainPath([](auto windowed) {
+    return windowed.reduce(SumE{}, [](const std::string& key, const TimeWindow& w, const E& sum,
+                                      WindowContext&, Collector<std::string>& out) {
+      out.collect(key + "@" + std::to_string(w.start) + "=" + std::to_string(sum.second));
+    });
+  });
+}
+
+}  // namespace
+}  // namespace tidemark
