@@ -39,12 +39,12 @@ class WatermarkOutput {
   virtual void MarkActive() = 0;
 };
 
-template <typename T>
-class WatermarkGenerator {
+// What a watermark generator does that does not depend on the record type,
+// so the operator that drives generators keeps that part out of its template
+// (operators/basic.cc).
+class WatermarkGeneratorBase {
  public:
-  virtual ~WatermarkGenerator() = default;
-  // Every record, after its timestamp has been assigned.
-  virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
+  virtual ~WatermarkGeneratorBase() = default;
   // On the periodic timer.
   virtual void OnPeriodicEmit(WatermarkOutput& out) = 0;
   // Checkpoints: the generator's state (the maximum timestamp seen, ...), so
@@ -52,6 +52,13 @@ class WatermarkGenerator {
   // docs/checkpoints.md).  A generator that keeps none restarts from scratch.
   virtual void SnapshotState(internal::StateWriter& /*w*/) const {}
   virtual void RestoreState(internal::StateReader& /*r*/) {}
+};
+
+template <typename T>
+class WatermarkGenerator : public WatermarkGeneratorBase {
+ public:
+  // Every record, after its timestamp has been assigned.
+  virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
 };
 
 // forBoundedOutOfOrderness(d): watermark = max_ts - d - 1, starting at
