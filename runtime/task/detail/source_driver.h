@@ -154,6 +154,12 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     if (pending_.size() >= kRun || Aligned()) FlushPending();
   }
 
+  // For the split outputs: one copy of CollectForSplit for both of their
+  // Collect calls, instead of one inlined into each.
+  [[gnu::noinline]] void CollectForSplitOutOfLine(int index, T&& value, Timestamp ts) {
+    CollectForSplit(index, std::move(value), ts);
+  }
+
   void FlushPending() {
     if (pending_.empty()) return;
     if (splits_ != nullptr) splits_->SetCurrentSplit(pending_split_);
@@ -167,7 +173,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     explicit SplitOutput(SourceDriver* d) : d_(d) {}
     void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
     void CollectWithTimestamp(T&& value, Timestamp ts) override {
-      d_->CollectForSplit(index, std::move(value), ts);
+      d_->CollectForSplitOutOfLine(index, std::move(value), ts);
     }
     void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
     void MarkIdle() override { d_->MarkIdle(); }
