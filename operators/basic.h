@@ -450,7 +450,7 @@ class TimestampsAndWatermarksCore : public SplitWatermarkInput {
   };
 
   explicit TimestampsAndWatermarksCore(bool per_split);
-  ~TimestampsAndWatermarksCore() override;
+  ~TimestampsAndWatermarksCore();  // not virtual: never deleted through it
 
   // The typed operator's part: a new generator from the strategy, and its
   // outputs (OperatorBase's forwarding).

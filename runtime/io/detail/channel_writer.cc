@@ -2,12 +2,12 @@
 
 namespace tidemark::internal {
 
-ChannelWriterCore::ChannelWriterCore(std::vector<ChannelBase*> channels, bool has_partitioner,
-                                     bool broadcast, WriterRoute route, size_t batch_size,
-                                     WriterSignals* signals, SubtaskMetrics* metrics,
-                                     WatermarkListener* listener, bool report_watermarks,
-                                     std::string blame)
-    : channels_(std::move(channels)),
+ChannelWriterCore::ChannelWriterCore(const std::vector<ChannelBase*>& channels,
+                                     bool has_partitioner, bool broadcast, WriterRoute route,
+                                     size_t batch_size, WriterSignals* signals,
+                                     SubtaskMetrics* metrics, WatermarkListener* listener,
+                                     bool report_watermarks, std::string_view blame)
+    : channels_(channels),
       current_(channels_.size()),
       batch_size_(std::max<size_t>(1, batch_size)),
       signals_(signals),
@@ -27,7 +27,7 @@ ChannelWriterCore::ChannelWriterCore(std::vector<ChannelBase*> channels, bool ha
       random_(static_cast<uint64_t>(route.subtask) + 1),
       listener_(listener),
       report_(report_watermarks),
-      blame_(std::move(blame)) {
+      blame_(blame) {
   for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireAnyBatch();
 }
 

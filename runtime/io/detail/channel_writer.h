@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,10 +74,10 @@ class ChannelWriterCore : public WriterBase {
   // `channels`: all Channel<T> of one T.  `has_partitioner`: the records are
   // routed by a Partitioner<T> (`broadcast`: one that broadcasts); else by
   // `route`.
-  ChannelWriterCore(std::vector<ChannelBase*> channels, bool has_partitioner, bool broadcast,
+  ChannelWriterCore(const std::vector<ChannelBase*>& channels, bool has_partitioner, bool broadcast,
                     WriterRoute route, size_t batch_size, WriterSignals* signals,
                     SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
-                    std::string blame);
+                    std::string_view blame);
   ~ChannelWriterCore() override;
 
   // A watermark or status to every channel, then reported.
@@ -123,13 +124,13 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
  public:
   // `channels`: Channel<T>s.  `partitioner` routes the records; without one,
   // `route` does.
-  ChannelWriter(std::vector<ChannelBase*> channels, std::unique_ptr<Partitioner<T>> partitioner,
-                WriterRoute route, size_t batch_size, WriterSignals* signals,
-                SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
-                std::string blame = "")
-      : ChannelWriterCore(std::move(channels), partitioner != nullptr,
+  ChannelWriter(const std::vector<ChannelBase*>& channels,
+                std::unique_ptr<Partitioner<T>> partitioner, WriterRoute route, size_t batch_size,
+                WriterSignals* signals, SubtaskMetrics* metrics, WatermarkListener* listener,
+                bool report_watermarks, std::string_view blame = {})
+      : ChannelWriterCore(channels, partitioner != nullptr,
                           partitioner != nullptr && partitioner->IsBroadcast(), route, batch_size,
-                          signals, metrics, listener, report_watermarks, std::move(blame)),
+                          signals, metrics, listener, report_watermarks, blame),
         partitioner_(std::move(partitioner)) {}
 
   void Collect(T&& v, Timestamp ts) override {

@@ -73,9 +73,7 @@ class TypedNodeOps final : public NodeOps {
     return std::make_unique<ChainOutput<T>>(static_cast<InputOperator<T>*>(next), ctx);
   }
   std::unique_ptr<OutputBase> NewFanOut(const std::vector<OutputBase*>& outs) const override {
-    std::vector<Output<T>*> typed;
-    for (auto* o : outs) typed.push_back(static_cast<Output<T>*>(o));
-    return std::make_unique<FanOutOutput<T>>(std::move(typed));
+    return std::make_unique<FanOutOutput<T>>(outs);
   }
   std::unique_ptr<OutputBase> NewDiscard() const override {
     return std::make_unique<DiscardOutput<T>>();
