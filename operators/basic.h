@@ -443,35 +443,148 @@ class SplitWatermarks {
 //
 // The strategy's future-timestamp guard (2.10) takes records dated more than
 // the skew ahead of processing time out before the generator sees them.
+// The part of TimestampsAndWatermarksOperator that does not depend on the
+// record type (basic.cc): the generators' periodic emission, the splits and
+// their combined watermark, alignment, checkpoints and the future guard's
+// counters.
+class TimestampsAndWatermarksCore : public SplitWatermarkInput {
+ public:
+  // SplitWatermarkInput (the source driver, before each run of records).
+  bool per_split() const override { return per_split_; }
+  int RegisterSplit(const std::string& split_id) override;
+  void SetCurrentSplit(int index) override;
+  void ReleaseSplit(int index) override;
+
+  Timestamp last_emitted() const { return emitter_.last_emitted(); }
+
+ protected:
+  // What the core needs of the strategy (WatermarkStrategy<T>'s settings).
+  struct Settings {
+    bool periodic_per_record = false;
+    bool aligned = false;
+    std::string alignment_group;
+    int64_t alignment_drift_ms = 0;
+    int64_t alignment_interval_ms = 0;
+    int64_t skew_ms = -1;  // < 0: no future-timestamp guard
+  };
+
+  explicit TimestampsAndWatermarksCore(bool per_split);
+  ~TimestampsAndWatermarksCore();  // not virtual: never deleted through it
+
+  // The typed operator's part: a new generator from the strategy, and its
+  // outputs (OperatorBase's forwarding).
+  virtual std::unique_ptr<WatermarkGeneratorBase> NewGenerator() = 0;
+  virtual void ForwardOut(Timestamp w) = 0;
+  virtual void ForwardOutStatus(WatermarkStatus s) = 0;
+
+  void OpenCore(OperatorContext& ctx, Settings settings);
+  void FinishCore();
+  void SnapshotCore(StateWriter& w);
+  void RestoreCore(StateReader& r);
+
+  bool IsFuture(Timestamp ts, Timestamp now) const {
+    return ts != kNoTimestamp && ts > SaturatingAdd(now, skew_);
+  }
+  // A record taken out as from the future: counted, and dropped unless it
+  // has a side output (`diverted`).
+  void CountFuture(bool diverted);
+
+  bool split_mode() const { return current_ >= 0; }
+  WatermarkGeneratorBase& CurrentGenerator() {
+    return split_mode() ? *split_state_[static_cast<size_t>(current_)]->generator : *generator_;
+  }
+  WatermarkOutput& EventOutput() {
+    return split_mode()
+               ? static_cast<WatermarkOutput&>(*split_state_[static_cast<size_t>(current_)])
+               : static_cast<WatermarkOutput&>(emitter_);
+  }
+  // Every generator's periodic emission: the subtask's, or every live
+  // split's followed by one update of the combined watermark.
+  void PeriodicEmit();
+
+  TimestampsEmitter emitter_;
+  bool periodic_per_record_ = false;
+  // The future-timestamp guard; skew_ < 0: off.
+  int64_t skew_ = -1;
+
+ private:
+  // A split's generator and its output into SplitWatermarks (Flink's
+  // PartialWatermark): watermarks from OnEvent update the combined
+  // watermark at once, periodic ones after every split was asked
+  // (Flink's immediate and deferred outputs).
+  struct SplitState final : WatermarkOutput {
+    TimestampsAndWatermarksCore* op = nullptr;
+    int index = -1;
+    std::unique_ptr<WatermarkGeneratorBase> generator;
+    void EmitWatermark(Timestamp w) override;
+    void MarkIdle() override;
+    void MarkActive() override;
+  };
+  struct RestoredSplit {
+    Timestamp watermark = kMinTimestamp;
+    std::string generator;
+  };
+  // The emitter's way out: the operator's outputs.
+  struct Forwarder final : OutputBase {
+    TimestampsAndWatermarksCore* op = nullptr;
+    void EmitWatermark(Timestamp w) override;
+    void EmitStatus(WatermarkStatus s) override { op->ForwardOutStatus(s); }
+  };
+
+  int MainSplit();
+  // A split's watermark or idleness changed: the trace hears of it, and
+  // the combined watermark follows (after the periodic round, when in one).
+  void SplitChanged(int index);
+  // The periodic emitter, as Flink's: a timer at now + interval, re-armed
+  // at (the clock then) + interval after each emission.  Like every
+  // processing-time timer it runs once the clock has passed its time
+  // (ProcessingTimeService), so the first emission comes at open time +
+  // interval + 1 ms and the next ones about interval + 1 ms apart, which is
+  // what Flink's registerTimer(now + interval) does too.
+  void ScheduleNext();
+  void ScheduleReport();
+
+  OperatorContext* ctx_ = nullptr;
+  bool per_split_;
+  std::unique_ptr<WatermarkGeneratorBase> generator_;
+  Forwarder forwarder_;
+  int64_t interval_ = 0;
+  int64_t alignment_interval_ = 0;
+  SourceAlignment* align_ = nullptr;  // the source task's, when aligned
+  // Per split (only once a source named one).
+  SplitWatermarks combined_;
+  std::vector<std::unique_ptr<SplitState>> split_state_;
+  std::map<std::string, RestoredSplit> restored_splits_;
+  int current_ = -1;
+  int main_split_ = -1;
+  bool in_periodic_ = false;
+  Counter* future_ = nullptr;
+  Counter* future_dropped_ = nullptr;
+};
+
 template <typename T>
 class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
-                                              public SplitWatermarkInput {
+                                              public TimestampsAndWatermarksCore {
  public:
   explicit TimestampsAndWatermarksOperator(WatermarkStrategy<T> strategy, bool per_split = false)
-      : strategy_(std::move(strategy)), per_split_(per_split) {}
+      : TimestampsAndWatermarksCore(per_split), strategy_(std::move(strategy)) {}
 
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
-    // Idleness runs on the input activity clock, which stands still while
-    // the task is back-pressured (FLINK-35886).
-    generator_ = strategy_.CreateGenerator(ctx.input_activity_clock());
-    forwarder_.op = this;
-    emitter_.set_out(&forwarder_);
-    interval_ = ToMillis(ctx.config().auto_watermark_interval);
-    if (interval_ > 0 && !strategy_.periodic_per_record()) ScheduleNext();
-    // Watermark alignment: join the group, report every update interval.
-    if (strategy_.aligned() && ctx.source_alignment() != nullptr) {
-      align_ = ctx.source_alignment();
-      align_->Join(strategy_.alignment_group(), strategy_.alignment_drift().count());
-      ScheduleReport();
+    Settings s;
+    s.periodic_per_record = strategy_.periodic_per_record();
+    s.aligned = strategy_.aligned();
+    if (s.aligned) {
+      s.alignment_group = strategy_.alignment_group();
+      s.alignment_drift_ms = strategy_.alignment_drift().count();
+      s.alignment_interval_ms = strategy_.alignment_interval().count();
     }
     if (strategy_.max_future_skew()) {
-      skew_ = ToMillis(*strategy_.max_future_skew());
-      future_ = ctx.counter("numFutureRecords");
-      future_dropped_ = ctx.counter("numFutureRecordsDropped");
+      s.skew_ms = ToMillis(*strategy_.max_future_skew());
       if (!strategy_.future_tag().empty())
         future_out_ = static_cast<Output<T>*>(this->FindSideOutput(strategy_.future_tag()));
     }
+    OpenCore(ctx, std::move(s));
   }
 
   void ProcessElement(T&& v, Timestamp ts) override {
@@ -487,7 +600,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     emitter_.set_deferring(false);
     this->output().Collect(std::move(v), new_ts);
     if (emitter_.has_pending()) emitter_.ApplyPending();
-    if (strategy_.periodic_per_record()) PeriodicEmit();
+    if (periodic_per_record_) PeriodicEmit();
   }
 
   // The same, a run at a time: the records go on in runs, cut after each
@@ -496,7 +609,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
   // record taken out as from the future, so what follows each record
   // downstream is exactly what ProcessElement would send.
   void ProcessBatch(std::span<Record<T>> records) override {
-    const bool per_record = strategy_.periodic_per_record();
+    const bool per_record = periodic_per_record_;
     const auto& assigner = strategy_.assigner();
     const std::atomic<bool>* cancel = this->ctx().cancel_flag();
     const Timestamp now = skew_ >= 0 ? this->ctx().timers().CurrentProcessingTime() : 0;
@@ -530,239 +643,38 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     if (w == kMaxWatermark) emitter_.EmitWatermark(w);
   }
   void ProcessStatus(WatermarkStatus) override {}
-  void Finish() override {
-    PeriodicEmit();
-    if (align_ != nullptr) align_->Report(/*idle_or_finished=*/true);
-  }
-
-  // SplitWatermarkInput (the source driver, before each run of records).
-  bool per_split() const override { return per_split_; }
-  int RegisterSplit(const std::string& split_id) override {
-    int i = combined_.Find(split_id);
-    if (i >= 0 && !combined_.at(i).released) return i;
-    if (i < 0) {
-      i = combined_.Add(split_id);
-      split_state_.push_back(std::make_unique<SplitState>());
-    } else {
-      combined_.at(i) = SplitWatermarks::Split{split_id};
-    }
-    SplitState& st = *split_state_[static_cast<size_t>(i)];
-    st.op = this;
-    st.index = i;
-    st.generator = strategy_.CreateGenerator(this->ctx().input_activity_clock());
-    // A restored job: the split's generator continues where it was.
-    auto restored = restored_splits_.find(split_id);
-    if (restored != restored_splits_.end()) {
-      StateReader r(restored->second.generator);
-      st.generator->RestoreState(r);
-      combined_.at(i).watermark = restored->second.watermark;
-      restored_splits_.erase(restored);
-    }
-    return i;
-  }
-  void SetCurrentSplit(int index) override {
-    // Records of no split: the subtask's own generator while the source
-    // has named no split (the single-generator path), else the split
-    // "(main)".
-    if (index < 0 && combined_.size() > 0) index = MainSplit();
-    current_ = index;
-  }
-  void ReleaseSplit(int index) override {
-    if (index < 0 || index >= combined_.size() || combined_.at(index).released) return;
-    combined_.at(index).released = true;
-    split_state_[static_cast<size_t>(index)]->generator.reset();
-    if (current_ == index) current_ = -1;
-    combined_.Update(emitter_);
-  }
+  void Finish() override { FinishCore(); }
 
   // Checkpoints: the generator's state and what was last sent, so that the
   // restored job emits exactly the watermarks an uninterrupted one would
   // (Flink restarts generators from scratch instead; docs/checkpoints.md).
   // Per split: each live split's watermark and generator, by split id.
-  void SnapshotState(StateWriter& w) override {
-    w.PutI64(emitter_.last_emitted());
-    w.PutU8(emitter_.idle() ? 1 : 0);
-    StateWriter g;
-    generator_->SnapshotState(g);
-    w.PutBytes(g.data());
-    if (!per_split_) return;
-    uint64_t live = 0;
-    for (int i = 0; i < combined_.size(); ++i) live += combined_.at(i).released ? 0 : 1;
-    w.PutU64(live);
-    for (int i = 0; i < combined_.size(); ++i) {
-      if (combined_.at(i).released) continue;
-      w.PutBytes(combined_.at(i).id);
-      w.PutI64(combined_.at(i).watermark);
-      StateWriter sg;
-      split_state_[static_cast<size_t>(i)]->generator->SnapshotState(sg);
-      w.PutBytes(sg.data());
-    }
-  }
-  void RestoreState(StateReader& r) override {
-    const Timestamp last = r.GetI64("last watermark");
-    const bool idle = r.GetU8("idle") != 0;
-    const std::string_view g = r.GetBytes("generator state");
-    if (!r.ok()) return;
-    emitter_.Restore(last, idle);
-    StateReader gr(g);
-    generator_->RestoreState(gr);
-    if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));
-    if (!per_split_) return;
-    const uint64_t n = r.GetU64("splits");
-    for (uint64_t i = 0; i < n && r.ok(); ++i) {
-      std::string id(r.GetBytes("split id"));
-      RestoredSplit rs;
-      rs.watermark = r.GetI64("split watermark");
-      rs.generator = std::string(r.GetBytes("split generator"));
-      restored_splits_[id] = std::move(rs);
-    }
-  }
+  void SnapshotState(StateWriter& w) override { SnapshotCore(w); }
+  void RestoreState(StateReader& r) override { RestoreCore(r); }
 
   // Rescaled (restored at another parallelism), the generator starts from
   // scratch, as Flink's always does: its watermarks start at MIN again, so
   // no record becomes late that would not have been (docs/checkpoints.md).
   StateRescaling state_rescaling() const override { return StateRescaling::kDropped; }
 
-  Timestamp last_emitted() const { return emitter_.last_emitted(); }
-
  private:
-  // A split's generator and its output into SplitWatermarks (Flink's
-  // PartialWatermark): watermarks from OnEvent update the combined
-  // watermark at once, periodic ones after every split was asked
-  // (Flink's immediate and deferred outputs).
-  struct SplitState final : WatermarkOutput {
-    TimestampsAndWatermarksOperator* op = nullptr;
-    int index = -1;
-    std::unique_ptr<WatermarkGenerator<T>> generator;
-    void EmitWatermark(Timestamp w) override {
-      SplitWatermarks::Split& s = op->combined_.at(index);
-      const bool was_idle = s.idle;
-      s.idle = false;
-      if (w > s.watermark) {
-        s.watermark = w;
-      } else if (!was_idle) {
-        return;
-      }
-      op->SplitChanged(index);
-    }
-    void MarkIdle() override {
-      SplitWatermarks::Split& s = op->combined_.at(index);
-      if (s.idle) return;
-      s.idle = true;
-      op->SplitChanged(index);
-    }
-    void MarkActive() override {
-      SplitWatermarks::Split& s = op->combined_.at(index);
-      if (!s.idle) return;
-      s.idle = false;
-      op->SplitChanged(index);
-    }
-  };
-  struct RestoredSplit {
-    Timestamp watermark = kMinTimestamp;
-    std::string generator;
-  };
+  std::unique_ptr<WatermarkGeneratorBase> NewGenerator() override {
+    // Idleness runs on the input activity clock, which stands still while
+    // the task is back-pressured (FLINK-35886).
+    return strategy_.CreateGenerator(this->ctx().input_activity_clock());
+  }
+  void ForwardOut(Timestamp w) override { this->ForwardWatermark(w); }
+  void ForwardOutStatus(WatermarkStatus s) override { this->ForwardStatus(s); }
 
-  bool IsFuture(Timestamp ts, Timestamp now) const {
-    return ts != kNoTimestamp && ts > SaturatingAdd(now, skew_);
+  WatermarkGenerator<T>& Generator() {
+    return static_cast<WatermarkGenerator<T>&>(CurrentGenerator());
   }
   void Divert(T&& v, Timestamp ts) {
-    future_->Inc();
-    if (future_out_ != nullptr) {
-      future_out_->Collect(std::move(v), ts);
-    } else {
-      future_dropped_->Inc();
-    }
+    CountFuture(future_out_ != nullptr);
+    if (future_out_ != nullptr) future_out_->Collect(std::move(v), ts);
   }
-
-  int MainSplit() {
-    if (main_split_ < 0 || combined_.at(main_split_).released)
-      main_split_ = RegisterSplit("(main)");
-    return main_split_;
-  }
-  bool split_mode() const { return current_ >= 0; }
-  WatermarkGenerator<T>& Generator() {
-    return split_mode() ? *split_state_[static_cast<size_t>(current_)]->generator : *generator_;
-  }
-  WatermarkOutput& EventOutput() {
-    return split_mode()
-               ? static_cast<WatermarkOutput&>(*split_state_[static_cast<size_t>(current_)])
-               : static_cast<WatermarkOutput&>(emitter_);
-  }
-  // A split's watermark or idleness changed: the trace hears of it, and
-  // the combined watermark follows (after the periodic round, when in one).
-  void SplitChanged(int index) {
-    const SplitWatermarks::Split& s = combined_.at(index);
-    if (WatermarkListener* l = this->ctx().listener())
-      l->OnSplitWatermark(this->ctx().metrics().task_name(), this->ctx().subtask_index(), s.id,
-                          s.watermark, s.idle);
-    if (!in_periodic_) combined_.Update(emitter_);
-  }
-  // Every generator's periodic emission: the subtask's, or every live
-  // split's followed by one update of the combined watermark.
-  void PeriodicEmit() {
-    if (combined_.size() == 0) {
-      generator_->OnPeriodicEmit(emitter_);
-      return;
-    }
-    in_periodic_ = true;
-    for (auto& st : split_state_)
-      if (st->generator) st->generator->OnPeriodicEmit(*st);
-    in_periodic_ = false;
-    combined_.Update(emitter_);
-  }
-
-  // The periodic emitter, as Flink's: a timer at now + interval, re-armed
-  // at (the clock then) + interval after each emission.  Like every
-  // processing-time timer it runs once the clock has passed its time
-  // (ProcessingTimeService), so the first emission comes at open time +
-  // interval + 1 ms and the next ones about interval + 1 ms apart, which is
-  // what Flink's registerTimer(now + interval) does too.
-  void ScheduleNext() {
-    auto& timers = this->ctx().timers();
-    timers.RegisterTimer(timers.CurrentProcessingTime() + interval_, [this](Timestamp) {
-      PeriodicEmit();
-      ScheduleNext();
-    });
-  }
-
-  void ScheduleReport() {
-    auto& timers = this->ctx().timers();
-    timers.RegisterTimer(timers.CurrentProcessingTime() + strategy_.alignment_interval().count(),
-                         [this](Timestamp) {
-                           align_->Report(emitter_.idle());
-                           ScheduleReport();
-                         });
-  }
-
-  // The emitter's way out: the operator's outputs.
-  struct Forwarder final : OutputBase {
-    TimestampsAndWatermarksOperator* op = nullptr;
-    void EmitWatermark(Timestamp w) override {
-      if (op->align_ != nullptr) op->align_->OnWatermark(w);
-      op->ForwardWatermark(w);
-    }
-    void EmitStatus(WatermarkStatus s) override { op->ForwardStatus(s); }
-  };
 
   WatermarkStrategy<T> strategy_;
-  bool per_split_;
-  std::unique_ptr<WatermarkGenerator<T>> generator_;
-  Forwarder forwarder_;
-  TimestampsEmitter emitter_;
-  int64_t interval_ = 0;
-  SourceAlignment* align_ = nullptr;  // the source task's, when aligned
-  // Per split (only once a source named one).
-  SplitWatermarks combined_;
-  std::vector<std::unique_ptr<SplitState>> split_state_;
-  std::map<std::string, RestoredSplit> restored_splits_;
-  int current_ = -1;
-  int main_split_ = -1;
-  bool in_periodic_ = false;
-  // The future-timestamp guard; skew_ < 0: off.
-  int64_t skew_ = -1;
-  Counter* future_ = nullptr;
-  Counter* future_dropped_ = nullptr;
   Output<T>* future_out_ = nullptr;
 };
 

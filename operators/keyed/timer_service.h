@@ -492,19 +492,25 @@ class WatermarkOnlyTimeService {
 // (api/testing/harness.h), which reads them through a dynamic_cast.  The
 // operators with keyed timers (keyed process, the keyed two-input operators,
 // the interval join, the window operators) implement them.
+// Neither is deleted through its pointer: their destructors are protected and
+// not virtual, so an operator's destructor needs no thunk for them.
 class TimerIntrospection {
  public:
-  virtual ~TimerIntrospection() = default;
   // Timers registered and not yet fired or deleted, per time domain.
   virtual size_t num_event_time_timers() const = 0;
   virtual size_t num_processing_time_timers() const = 0;
+
+ protected:
+  ~TimerIntrospection() = default;
 };
 template <typename K>
 class KeyedStateIntrospection {
  public:
-  virtual ~KeyedStateIntrospection() = default;
   // The user function's keyed state (KeyedProcessContext::get_state ...).
   virtual KeyedStateStore<K>& keyed_state_store() = 0;
+
+ protected:
+  ~KeyedStateIntrospection() = default;
 };
 
 // A keyed operator's checkpoint: its keyed state and its timers, written

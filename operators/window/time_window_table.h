@@ -299,6 +299,67 @@ class SlotList {
   uint32_t size_ = 0;
 };
 
+// The index of a TimeWindowTable window: slot positions hashed and compared
+// by their slots' keys.  Only the lookup knows the key type (Find, inline on
+// the per-record path); growing, splitting and inserting see positions and a
+// hash function behind a pointer, so they are compiled once
+// (time_window_table.cc), not once per key and value type.
+class PositionIndex {
+ public:
+  // The hash of the key of slot `pos` in `slots` (a SlotList), and a
+  // prefetch of that slot.
+  using HashAt = size_t (*)(const void* slots, uint32_t pos);
+  using PrefetchAt = void (*)(const void* slots, uint32_t pos);
+  // A key to look up: HashedKey below, with its hash and
+  // Matches(slots, pos) (does slot `pos` hold this key?).
+  struct Hash {
+    using is_transparent = void;
+    const void* slots;
+    HashAt hash_at;
+    PrefetchAt prefetch_at;
+    size_t operator()(uint32_t pos) const { return hash_at(slots, pos); }
+    template <typename Key>
+    size_t operator()(const Key& k) const {
+      return k.hash;
+    }
+    void Prefetch(uint32_t pos) const { prefetch_at(slots, pos); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const void* slots;
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    template <typename Key>
+    bool operator()(const Key& k, uint32_t pos) const {
+      return k.Matches(slots, pos);
+    }
+    template <typename Key>
+    bool operator()(uint32_t pos, const Key& k) const {
+      return k.Matches(slots, pos);
+    }
+  };
+  using Set = ExtendibleHashSet<uint32_t, Hash, Eq>;
+
+  PositionIndex(const void* slots, HashAt hash_at, PrefetchAt prefetch_at);
+  ~PositionIndex();
+  PositionIndex(const PositionIndex&) = delete;
+  PositionIndex& operator=(const PositionIndex&) = delete;
+
+  // The position of the slot holding `key` (whose hash is `hash`), or null.
+  template <typename Key>
+  const uint32_t* Find(const Key& key, size_t hash) {
+    return set_.Find(key, hash);
+  }
+  // Adds `pos`, whose key (hash `hash`) is not in the index yet.
+  void InsertNew(uint32_t pos, size_t hash);
+  void Reserve(size_t n);
+  size_t size() const { return set_.size(); }
+  size_t num_shards() const { return set_.num_shards(); }
+  size_t AllocatedBytes() const;
+
+ private:
+  Set set_;
+};
+
 template <typename K, typename V>
 class TimeWindowTable {
  public:
@@ -306,30 +367,18 @@ class TimeWindowTable {
     K key;
     V value;
   };
-  // A key with its hash, computed once per lookup.
+  // A key with its hash, computed once per lookup (PositionIndex's lookup
+  // type).
   struct HashedKey {
     const K* key;
     size_t hash;
+    bool Matches(const void* slots, uint32_t pos) const {
+      return (*static_cast<const SlotList<Slot>*>(slots))[pos].key == *key;
+    }
   };
   static size_t HashKey(const K& key) { return absl::Hash<K>{}(key); }
-  // Hash and equality of slot positions by their keys, and of hashed keys.
-  struct PositionHash {
-    using is_transparent = void;
-    const SlotList<Slot>* slots;
-    size_t operator()(uint32_t pos) const { return HashKey((*slots)[pos].key); }
-    size_t operator()(const HashedKey& k) const { return k.hash; }
-    // ExtendibleHashSet prefetches the slots of the positions it moves.
-    void Prefetch(uint32_t pos) const { __builtin_prefetch(&(*slots)[pos].key); }
-  };
-  struct PositionEq {
-    using is_transparent = void;
-    const SlotList<Slot>* slots;
-    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
-    bool operator()(const HashedKey& k, uint32_t pos) const { return (*slots)[pos].key == *k.key; }
-    bool operator()(uint32_t pos, const HashedKey& k) const { return (*slots)[pos].key == *k.key; }
-  };
   struct Window {
-    Window() : index(PositionHash{&slots}, PositionEq{&slots}) {}
+    Window() : index(&slots, &HashAt, &PrefetchAt) {}
     Window(const Window&) = delete;
     Window& operator=(const Window&) = delete;
 
@@ -339,7 +388,7 @@ class TimeWindowTable {
     bool fired = false;
     SlotList<Slot> slots;  // in order of each key's first element
     // Positions in slots, by their slot's key; grows a shard at a time.
-    ExtendibleHashSet<uint32_t, PositionHash, PositionEq> index;
+    PositionIndex index;
   };
 
   // The value of (key, w), created with make() if there is none; the bool
@@ -464,6 +513,13 @@ class TimeWindowTable {
   }
 
  private:
+  static size_t HashAt(const void* slots, uint32_t pos) {
+    return HashKey((*static_cast<const SlotList<Slot>*>(slots))[pos].key);
+  }
+  static void PrefetchAt(const void* slots, uint32_t pos) {
+    __builtin_prefetch(&(*static_cast<const SlotList<Slot>*>(slots))[pos].key);
+  }
+
   Window& GetWindow(const TimeWindow& w, Timestamp watermark) {
     // A record belongs to one window (tumbling) or size/slide windows
     // (sliding); a small direct-mapped cache of recent windows by start saves
@@ -481,7 +537,7 @@ class TimeWindowTable {
     const uint32_t next = win.slots.size();
     Slot& slot = win.slots.push_back(Slot{*hk.key, make()}, cow_.version());
     try {
-      win.index.LazyEmplace(hk, hk.hash, [next](const auto& ctor) { ctor(next); });
+      win.index.InsertNew(next, hk.hash);
     } catch (...) {
       win.slots.pop_back();
       throw;

@@ -24,11 +24,15 @@ namespace tidemark {
 namespace internal {
 // Implemented by the window operator: named per-(key, window) and per-key
 // values of the window function, for the current key and window.
+// (Not deleted through its pointer: no virtual destructor, so the operator's
+// needs no thunk for it.)
 class WindowStateHost {
  public:
-  virtual ~WindowStateHost() = default;
   virtual TriggerState* WindowFunctionState(bool create) = 0;  // throws for sessions
   virtual TriggerState* GlobalFunctionState(bool create) = 0;
+
+ protected:
+  ~WindowStateHost() = default;
 };
 
 }  // namespace internal

@@ -55,6 +55,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "tidemark/operators/basic.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/keyed/timer_service.h"
@@ -79,6 +80,30 @@ inline constexpr char kWindowsNotFiredAtClose[] = "windowsNotFiredAtClose";
 inline constexpr char kWindowKeysNotFiredAtClose[] = "windowKeysNotFiredAtClose";
 
 // Settings common to every window operator.
+// Counts distinct keys, held by pointer (they must outlive it), hashed and
+// compared through `hash` and `eq`: one set type for every key type, compiled
+// once (window_operator_base.cc), for PublishNotFired at close.
+class DistinctKeys {
+ public:
+  using HashFn = size_t (*)(const void* key);
+  using EqFn = bool (*)(const void* a, const void* b);
+  DistinctKeys(HashFn hash, EqFn eq);
+  ~DistinctKeys();
+  void Add(const void* key);
+  size_t size() const;
+
+ private:
+  struct Hash {
+    HashFn fn;
+    size_t operator()(const void* k) const { return fn(k); }
+  };
+  struct Eq {
+    EqFn fn;
+    bool operator()(const void* a, const void* b) const { return fn(a, b); }
+  };
+  absl::flat_hash_set<const void*, Hash, Eq> keys_;
+};
+
 template <typename T>
 struct WindowOperatorConfig {
   int64_t allowed_lateness = 0;          // ms, >= 0
@@ -211,11 +236,15 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
     if (not_fired_counter_ == nullptr) return;
     const Timestamp watermark = timers_.current_watermark();
     size_t pairs = 0;
-    absl::flat_hash_set<K> keys;
+    DistinctKeys keys(
+        [](const void* k) -> size_t { return absl::Hash<K>{}(*static_cast<const K*>(k)); },
+        [](const void* a, const void* b) {
+          return *static_cast<const K*>(a) == *static_cast<const K*>(b);
+        });
     for_each([&](const K& key, const W& w) {
       if (kEventTime && w.max_timestamp() <= watermark) return;  // has fired
       ++pairs;
-      keys.insert(key);
+      keys.Add(&key);
     });
     not_fired_counter_->Set(static_cast<int64_t>(pairs));
     not_fired_keys_counter_->Set(static_cast<int64_t>(keys.size()));

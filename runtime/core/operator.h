@@ -256,7 +256,6 @@ namespace internal {
 // down comes from, and releases ended splits.  Called on the task's thread.
 class SplitWatermarkInput {
  public:
-  virtual ~SplitWatermarkInput() = default;
   // False: the operator generates one watermark stream for the subtask, and
   // the driver need not say anything.
   virtual bool per_split() const = 0;
@@ -265,6 +264,11 @@ class SplitWatermarkInput {
   // The split of the records handed down next; -1: records not of a split.
   virtual void SetCurrentSplit(int index) = 0;
   virtual void ReleaseSplit(int index) = 0;
+
+ protected:
+  // Not deleted through this pointer: no virtual destructor, so the
+  // operator's needs no thunk for it.
+  ~SplitWatermarkInput() = default;
 };
 
 // Thrown by a chain output (and a batched operator's loop) once the job is cancelled, so that an

@@ -12,6 +12,7 @@
 #ifndef TM_RUNTIME_STREAM_ELEMENT_H_
 #define TM_RUNTIME_STREAM_ELEMENT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct Control {
 // channels and the control path are not templates (channel.cc).
 struct BatchBase {
   virtual ~BatchBase() = default;
+  // Batch<T>'s records.size() and clear(), for the code that does not know T
+  // (the writers' and gates' cores; not on the per-record path).
+  virtual size_t NumRecords() const = 0;
+  virtual void Clear() = 0;
   std::vector<Control> controls;  // ascending positions
 };
 
@@ -54,6 +59,8 @@ struct Batch final : BatchBase {
     records.clear();
     controls.clear();
   }
+  size_t NumRecords() const override { return records.size(); }
+  void Clear() override { clear(); }
   void AddControl(ControlKind kind, Timestamp value) {
     controls.push_back(Control{static_cast<uint32_t>(records.size()), kind, value});
   }

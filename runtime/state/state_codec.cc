@@ -57,4 +57,18 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
   return ~c;
 }
 
+std::string TypeNameFromSignature(std::string_view s) {
+  const size_t b = s.find("T = ");
+  if (b == std::string_view::npos) return std::string(s);
+  s.remove_prefix(b + 4);
+  const size_t e = s.find_first_of(";]");
+  return std::string(s.substr(0, e));
+}
+
+std::runtime_error NoStateCodecErrorFor(std::string_view where, const std::string& type_name) {
+  return std::runtime_error(std::string(where) + ": type " + type_name +
+                            " has no tidemark::StateCodec: specialise it to checkpoint this job "
+                            "(see runtime/state/state_codec.h)");
+}
+
 }  // namespace tidemark::internal

@@ -389,24 +389,22 @@ template <typename K, typename V, typename H, typename E, typename A>
 struct HasStateCodecTrait<absl::flat_hash_map<K, V, H, E, A>>
     : std::bool_constant<HasStateCodec<K> && HasStateCodec<V>> {};
 
+// The type name in a __PRETTY_FUNCTION__ of TypeName<T> (state_codec.cc).
+std::string TypeNameFromSignature(std::string_view pretty_function);
+// NoStateCodecError's message for the type named `type_name`.
+std::runtime_error NoStateCodecErrorFor(std::string_view where, const std::string& type_name);
+
 // The name of T as the compiler spells it, for error messages.
 template <typename T>
 std::string TypeName() {
-  std::string_view s = __PRETTY_FUNCTION__;
-  const size_t b = s.find("T = ");
-  if (b == std::string_view::npos) return std::string(s);
-  s.remove_prefix(b + 4);
-  const size_t e = s.find_first_of(";]");
-  return std::string(s.substr(0, e));
+  return TypeNameFromSignature(__PRETTY_FUNCTION__);
 }
 
 // The error an operator throws when asked to snapshot state of type T that
 // has no codec (see HasStateCodec).
 template <typename T>
 std::runtime_error NoStateCodecError(std::string_view where) {
-  return std::runtime_error(std::string(where) + ": type " + TypeName<T>() +
-                            " has no tidemark::StateCodec: specialise it to checkpoint this job "
-                            "(see runtime/state/state_codec.h)");
+  return NoStateCodecErrorFor(where, TypeName<T>());
 }
 
 // Whether every one of Ts has a codec.

@@ -39,12 +39,12 @@ class WatermarkOutput {
   virtual void MarkActive() = 0;
 };
 
-template <typename T>
-class WatermarkGenerator {
+// What a watermark generator does that does not depend on the record type,
+// so the operator that drives generators keeps that part out of its template
+// (operators/basic.cc).
+class WatermarkGeneratorBase {
  public:
-  virtual ~WatermarkGenerator() = default;
-  // Every record, after its timestamp has been assigned.
-  virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
+  virtual ~WatermarkGeneratorBase() = default;
   // On the periodic timer.
   virtual void OnPeriodicEmit(WatermarkOutput& out) = 0;
   // Checkpoints: the generator's state (the maximum timestamp seen, ...), so
@@ -52,6 +52,13 @@ class WatermarkGenerator {
   // docs/checkpoints.md).  A generator that keeps none restarts from scratch.
   virtual void SnapshotState(internal::StateWriter& /*w*/) const {}
   virtual void RestoreState(internal::StateReader& /*r*/) {}
+};
+
+template <typename T>
+class WatermarkGenerator : public WatermarkGeneratorBase {
+ public:
+  // Every record, after its timestamp has been assigned.
+  virtual void OnEvent(const T& event, Timestamp timestamp, WatermarkOutput& out) = 0;
 };
 
 // forBoundedOutOfOrderness(d): watermark = max_ts - d - 1, starting at
@@ -206,6 +213,28 @@ class WatermarksWithFlush : public WatermarkGenerator<T> {
   bool seen_ = false;
 };
 
+namespace internal {
+// WatermarkStrategy<T>'s settings that do not depend on T, copied and
+// destroyed out of line (watermark_strategy.cc), not once per record type.
+struct WatermarkStrategyOptions {
+  WatermarkStrategyOptions();
+  WatermarkStrategyOptions(const WatermarkStrategyOptions& other);
+  WatermarkStrategyOptions(WatermarkStrategyOptions&& other) noexcept;
+  WatermarkStrategyOptions& operator=(const WatermarkStrategyOptions& other);
+  WatermarkStrategyOptions& operator=(WatermarkStrategyOptions&& other) noexcept;
+  ~WatermarkStrategyOptions();
+
+  Duration idleness{0};
+  Duration flush_after{0};
+  std::optional<Duration> max_future_skew;
+  std::string future_tag;
+  bool periodic_per_record = false;
+  std::string alignment_group;
+  Duration alignment_drift{0};
+  Duration alignment_interval{1000};
+};
+}  // namespace internal
+
 template <typename T>
 class WatermarkStrategy {
  public:
@@ -246,7 +275,7 @@ class WatermarkStrategy {
   WatermarkStrategy with_idleness(Duration timeout) const {
     if (timeout.count() <= 0) throw std::invalid_argument("idle timeout must be greater than 0");
     WatermarkStrategy s = *this;
-    s.idleness_ = timeout;
+    s.o_.idleness = timeout;
     return s;
   }
   // tidemark extension for deterministic replays: ask the generator for a
@@ -254,7 +283,7 @@ class WatermarkStrategy {
   // socket gets from a 200 ms timer), instead of on the timer.
   WatermarkStrategy with_periodic_emit_per_record() const {
     WatermarkStrategy s = *this;
-    s.periodic_per_record_ = true;
+    s.o_.periodic_per_record = true;
     return s;
   }
 
@@ -270,9 +299,9 @@ class WatermarkStrategy {
     if (update_interval.count() <= 0)
       throw std::invalid_argument("the alignment update interval must be greater than 0");
     WatermarkStrategy s = *this;
-    s.alignment_group_ = std::move(group);
-    s.alignment_drift_ = max_drift;
-    s.alignment_interval_ = update_interval;
+    s.o_.alignment_group = std::move(group);
+    s.o_.alignment_drift = max_drift;
+    s.o_.alignment_interval = update_interval;
     return s;
   }
 
@@ -282,7 +311,7 @@ class WatermarkStrategy {
   WatermarkStrategy with_flush_after(Duration after) const {
     if (after.count() <= 0) throw std::invalid_argument("flush-after must be greater than 0");
     WatermarkStrategy s = *this;
-    s.flush_after_ = after;
+    s.o_.flush_after = after;
     return s;
   }
   // tidemark extension, a future-timestamp guard (docs/semantics.md, 2.10):
@@ -295,13 +324,13 @@ class WatermarkStrategy {
   WatermarkStrategy with_max_future_skew(Duration skew) const {
     if (skew.count() < 0) throw std::invalid_argument("max future skew must not be negative");
     WatermarkStrategy s = *this;
-    s.max_future_skew_ = skew;
+    s.o_.max_future_skew = skew;
     return s;
   }
   template <typename Tag>
   WatermarkStrategy with_max_future_skew(Duration skew, const Tag& tag) const {
     WatermarkStrategy s = with_max_future_skew(skew);
-    s.future_tag_ = tag.id();
+    s.o_.future_tag = tag.id();
     return s;
   }
 
@@ -311,23 +340,23 @@ class WatermarkStrategy {
     std::unique_ptr<WatermarkGenerator<T>> g;
     if (factory_) g = factory_();
     if (!g) g = std::make_unique<NoWatermarks>();
-    if (flush_after_.count() > 0)
-      g = std::make_unique<WatermarksWithFlush<T>>(std::move(g), flush_after_, clock);
-    if (idleness_.count() > 0)
-      g = std::make_unique<WatermarksWithIdleness<T>>(std::move(g), idleness_, clock);
+    if (o_.flush_after.count() > 0)
+      g = std::make_unique<WatermarksWithFlush<T>>(std::move(g), o_.flush_after, clock);
+    if (o_.idleness.count() > 0)
+      g = std::make_unique<WatermarksWithIdleness<T>>(std::move(g), o_.idleness, clock);
     return g;
   }
   const TimestampAssigner& assigner() const { return assigner_; }
-  bool periodic_per_record() const { return periodic_per_record_; }
+  bool periodic_per_record() const { return o_.periodic_per_record; }
   bool aligned() const {
-    return !alignment_group_.empty() && alignment_drift_.count() != kMaxTimestamp;
+    return !o_.alignment_group.empty() && o_.alignment_drift.count() != kMaxTimestamp;
   }
-  const std::string& alignment_group() const { return alignment_group_; }
-  Duration alignment_drift() const { return alignment_drift_; }
-  Duration alignment_interval() const { return alignment_interval_; }
-  const std::optional<Duration>& max_future_skew() const { return max_future_skew_; }
+  const std::string& alignment_group() const { return o_.alignment_group; }
+  Duration alignment_drift() const { return o_.alignment_drift; }
+  Duration alignment_interval() const { return o_.alignment_interval; }
+  const std::optional<Duration>& max_future_skew() const { return o_.max_future_skew; }
   // The id of the future records' side output tag, empty when none.
-  const std::string& future_tag() const { return future_tag_; }
+  const std::string& future_tag() const { return o_.future_tag; }
 
  private:
   class NoWatermarks : public WatermarkGenerator<T> {
@@ -338,14 +367,7 @@ class WatermarkStrategy {
 
   GeneratorFactory factory_;
   TimestampAssigner assigner_;
-  Duration idleness_{0};
-  Duration flush_after_{0};
-  std::optional<Duration> max_future_skew_;
-  std::string future_tag_;
-  bool periodic_per_record_ = false;
-  std::string alignment_group_;
-  Duration alignment_drift_{0};
-  Duration alignment_interval_{1000};
+  internal::WatermarkStrategyOptions o_;
 };
 
 }  // namespace tidemark

@@ -2,7 +2,19 @@
 
 namespace tidemark::internal {
 
+ChannelBase::ChannelBase(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
 ChannelBase::~ChannelBase() = default;
+
+std::unique_ptr<BatchBase> ChannelBase::AcquireAnyBatch() {
+  if (std::unique_ptr<BatchBase> b = TakeFree()) return b;
+  return NewBatch();
+}
+
+void ChannelBase::RecycleAnyBatch(std::unique_ptr<BatchBase> batch) {
+  batch->Clear();
+  RecycleBatch(std::move(batch));
+}
 
 bool ChannelBase::HasSpace() {
   MutexLock lock(&mu_);

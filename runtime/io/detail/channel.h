@@ -40,7 +40,7 @@ namespace tidemark::internal {
 // names the type.
 class ChannelBase {
  public:
-  explicit ChannelBase(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+  explicit ChannelBase(size_t capacity);
   virtual ~ChannelBase();
   ChannelBase(const ChannelBase&) = delete;
   ChannelBase& operator=(const ChannelBase&) = delete;
@@ -62,12 +62,23 @@ class ChannelBase {
   // registered for a Notify() once there is space again, and false returned.
   bool HasSpace();
 
+  // Producer side: an empty batch to fill (a Batch<T>), recycled when
+  // possible; for the writers' type-independent half (channel_writer.h).
+  std::unique_ptr<BatchBase> AcquireAnyBatch();
+  // Producer side: hands `batch` (a Batch<T> of this channel's T) to the
+  // consumer; false when the channel is now full.
+  bool PushBatch(std::unique_ptr<BatchBase> batch);
+  // Consumer side: the oldest batch or nullptr; and a processed batch back
+  // for reuse (cleared here).
+  std::unique_ptr<BatchBase> PopBatch();
+  void RecycleAnyBatch(std::unique_ptr<BatchBase> batch);
+
  protected:
+  // A new, empty Batch<T>.
+  virtual std::unique_ptr<BatchBase> NewBatch() const = 0;
   // A recycled batch, or nullptr when there is none.
   std::unique_ptr<BatchBase> TakeFree();
-  // See Channel<T>::Push, Pop and Recycle.
-  bool PushBatch(std::unique_ptr<BatchBase> batch);
-  std::unique_ptr<BatchBase> PopBatch();
+  // See Channel<T>::Recycle.
   void RecycleBatch(std::unique_ptr<BatchBase> batch);
 
  private:
@@ -90,10 +101,7 @@ class Channel final : public ChannelBase {
   explicit Channel(size_t capacity) : ChannelBase(capacity) {}
 
   // Producer side: an empty batch to fill, recycled when possible.
-  BatchPtr AcquireBatch() {
-    if (std::unique_ptr<BatchBase> b = TakeFree()) return Typed(std::move(b));
-    return std::make_unique<Batch<T>>();
-  }
+  BatchPtr AcquireBatch() { return Typed(AcquireAnyBatch()); }
 
   // Producer side: hands `batch` to the consumer.  Returns false when the
   // channel is now full (the producer will be notified when it drains).
@@ -109,6 +117,7 @@ class Channel final : public ChannelBase {
   }
 
  private:
+  std::unique_ptr<BatchBase> NewBatch() const override { return std::make_unique<Batch<T>>(); }
   // Every batch of this channel is a Batch<T>.
   static BatchPtr Typed(std::unique_ptr<BatchBase> b) {
     return BatchPtr(static_cast<Batch<T>*>(b.release()));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,27 +58,60 @@ struct WriterRoute {
 };
 
 // The half of a writer that does not depend on the record type
-// (channel_writer.cc): the reports of its output watermark and status, the
-// record count, the batches' ages.
+// (channel_writer.cc): the channels and their current batches, the control
+// path (watermarks, statuses, barriers, end of input, flushing), the reports
+// of its output watermark and status, the record count, the batches' ages.
+// ChannelWriter<T> adds only what touches a record: routing and appending.
 class ChannelWriterCore : public WriterBase {
+ public:
+  bool HasSpace() override;
+  void FlushAll() override;
+  void FlushOlderThan(SteadyTime cutoff) override;
+  void EndOfInput() override;
+  void EmitBarrier(int64_t checkpoint_id) override;
+
  protected:
-  ChannelWriterCore(size_t num_channels, size_t batch_size, WriterSignals* signals,
+  // `channels`: all Channel<T> of one T.  `has_partitioner`: the records are
+  // routed by a Partitioner<T> (`broadcast`: one that broadcasts); else by
+  // `route`.
+  ChannelWriterCore(const std::vector<ChannelBase*>& channels, bool has_partitioner, bool broadcast,
+                    WriterRoute route, size_t batch_size, WriterSignals* signals,
                     SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
-                    std::string blame);
+                    std::string_view blame);
   ~ChannelWriterCore() override;
 
+  // A watermark or status to every channel, then reported.
+  void WatermarkToAll(Timestamp w);
+  void StatusToAll(WatermarkStatus s);
+  // Hands channel c's current batch over and starts a new one.
+  void Flush(size_t c);
+  void AddControl(size_t c, ControlKind kind, Timestamp value);
   void ReportWatermark(Timestamp w);
   void ReportStatus(WatermarkStatus s);
   void PublishCount();
   // Call inside a catch block: the user error of the partitioner (a key
   // selector), blamed on the key_by.
   [[noreturn]] void PartitionerFailed() const;
+  uint64_t NextRandom() {
+    uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
 
+  std::vector<ChannelBase*> channels_;
+  std::vector<std::unique_ptr<BatchBase>> current_;  // each a Batch<T>
   const size_t batch_size_;
   WriterSignals* signals_;
   SubtaskMetrics* metrics_;
   std::vector<SteadyTime> started_;  // when each channel's current batch got its first element
   int64_t count_ = 0;
+  const bool broadcast_;
+  const bool rebalance_;  // and rescale, over its own few channels
+  const bool shuffle_;
+  int next_;                // the next channel, for rebalance
+  uint64_t random_;         // shuffle's generator state (SplitMix64: 8 bytes, no setup)
+  std::vector<int> route_;  // scratch: the channels of a run
 
  private:
   WatermarkListener* listener_;
@@ -88,31 +122,16 @@ class ChannelWriterCore : public WriterBase {
 template <typename T>
 class ChannelWriter final : public Output<T>, public ChannelWriterCore {
  public:
-  // `partitioner` routes the records; without one, `route` does.
-  ChannelWriter(std::vector<Channel<T>*> channels, std::unique_ptr<Partitioner<T>> partitioner,
-                WriterRoute route, size_t batch_size, WriterSignals* signals,
-                SubtaskMetrics* metrics, WatermarkListener* listener, bool report_watermarks,
-                std::string blame = "")
-      : ChannelWriterCore(channels.size(), batch_size, signals, metrics, listener,
-                          report_watermarks, std::move(blame)),
-        channels_(std::move(channels)),
-        partitioner_(std::move(partitioner)),
-        current_(channels_.size()),
-        broadcast_(partitioner_ != nullptr ? partitioner_->IsBroadcast()
-                                           : route.strategy == ShipStrategy::kBroadcast),
-        rebalance_(partitioner_ == nullptr && route.strategy != ShipStrategy::kForward &&
-                   route.strategy != ShipStrategy::kBroadcast &&
-                   route.strategy != ShipStrategy::kShuffle &&
-                   route.strategy != ShipStrategy::kGlobal),
-        shuffle_(partitioner_ == nullptr && route.strategy == ShipStrategy::kShuffle),
-        // Rebalance starts at the subtask's own index, rescale at its first
-        // channel (Flink's RescalePartitioner); global sends to channel 0.
-        next_(channels_.empty() || route.strategy == ShipStrategy::kRescale
-                  ? 0
-                  : route.subtask % static_cast<int>(channels_.size())),
-        random_(static_cast<uint64_t>(route.subtask) + 1) {
-    for (size_t i = 0; i < channels_.size(); ++i) current_[i] = channels_[i]->AcquireBatch();
-  }
+  // `channels`: Channel<T>s.  `partitioner` routes the records; without one,
+  // `route` does.
+  ChannelWriter(const std::vector<ChannelBase*>& channels,
+                std::unique_ptr<Partitioner<T>> partitioner, WriterRoute route, size_t batch_size,
+                WriterSignals* signals, SubtaskMetrics* metrics, WatermarkListener* listener,
+                bool report_watermarks, std::string_view blame = {})
+      : ChannelWriterCore(channels, partitioner != nullptr,
+                          partitioner != nullptr && partitioner->IsBroadcast(), route, batch_size,
+                          signals, metrics, listener, report_watermarks, blame),
+        partitioner_(std::move(partitioner)) {}
 
   void Collect(T&& v, Timestamp ts) override {
     if (channels_.size() == 1) return Append(0, std::move(v), ts);
@@ -161,74 +180,19 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
       Append(static_cast<size_t>(route_[k]), std::move(records[k].value), records[k].timestamp);
   }
 
-  void EmitWatermark(Timestamp w) override {
-    for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kWatermark, w);
-    ReportWatermark(w);
-  }
-  void EmitStatus(WatermarkStatus s) override {
-    for (size_t c = 0; c < channels_.size(); ++c)
-      AddControl(c, ControlKind::kStatus, static_cast<Timestamp>(s));
-    ReportStatus(s);
-  }
-
-  bool HasSpace() override {
-    for (auto* ch : channels_)
-      if (!ch->HasSpace()) return false;
-    return true;
-  }
-  void FlushAll() override {
-    for (size_t c = 0; c < channels_.size(); ++c)
-      if (!current_[c]->empty()) Flush(c);
-    PublishCount();
-  }
-  void FlushOlderThan(SteadyTime cutoff) override {
-    for (size_t c = 0; c < channels_.size(); ++c)
-      if (!current_[c]->empty() && started_[c] <= cutoff) Flush(c);
-    PublishCount();
-  }
-  void EndOfInput() override {
-    for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kEndOfInput, 0);
-    FlushAll();
-  }
-  void EmitBarrier(int64_t checkpoint_id) override {
-    for (size_t c = 0; c < channels_.size(); ++c)
-      AddControl(c, ControlKind::kBarrier, checkpoint_id);
-    FlushAll();
-  }
+  void EmitWatermark(Timestamp w) override { WatermarkToAll(w); }
+  void EmitStatus(WatermarkStatus s) override { StatusToAll(s); }
 
  private:
   void Append(size_t c, T&& v, Timestamp ts) {
-    Batch<T>& b = *current_[c];
+    Batch<T>& b = static_cast<Batch<T>&>(*current_[c]);
     if (b.empty()) started_[c] = signals_->now;
     b.records.push_back(Record<T>{std::move(v), ts});
     ++count_;
     if (b.records.size() >= batch_size_) Flush(c);
   }
-  void AddControl(size_t c, ControlKind kind, Timestamp value) {
-    Batch<T>& b = *current_[c];
-    if (b.empty()) started_[c] = signals_->now;
-    b.AddControl(kind, value);
-  }
-  uint64_t NextRandom() {
-    uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  void Flush(size_t c) {
-    if (!channels_[c]->Push(std::move(current_[c]))) signals_->backpressured = true;
-    current_[c] = channels_[c]->AcquireBatch();
-  }
 
-  std::vector<Channel<T>*> channels_;
   std::unique_ptr<Partitioner<T>> partitioner_;
-  std::vector<std::unique_ptr<Batch<T>>> current_;
-  const bool broadcast_;
-  const bool rebalance_;  // and rescale, over its own few channels
-  const bool shuffle_;
-  int next_;                // the next channel, for rebalance
-  uint64_t random_;         // shuffle's generator state (SplitMix64: 8 bytes, no setup)
-  std::vector<int> route_;  // scratch: the channels of a run
 };
 
 }  // namespace tidemark::internal

@@ -8,6 +8,31 @@
 
 namespace tidemark::internal {
 
+TaskInput::~TaskInput() = default;
+void TaskInput::Open() {}
+void TaskInput::Close() {}
+Timestamp TaskInput::RetryAt() const { return kMaxTimestamp; }
+bool TaskInput::NeedsOwnThread() const { return false; }
+int TaskInput::WaitFd() const { return -1; }
+bool TaskInput::IsSource() const { return false; }
+bool TaskInput::Replayable() const { return true; }
+void TaskInput::SnapshotPosition(StateWriter& /*w*/) const {}
+void TaskInput::RestorePosition(StateReader& /*r*/) {}
+absl::Status TaskInput::RestoreRescaled(const std::vector<const std::string*>& /*old*/) {
+  return absl::OkStatus();
+}
+void TaskInput::SetBarrierHandler(BarrierHandler* /*h*/) {}
+
+GateInputBase::~GateInputBase() = default;
+void GateInputBase::SetBarrierHandler(BarrierHandler* h) { set_barrier_handler(h); }
+void GateInputBase::SnapshotPosition(StateWriter& w) const { SnapshotValve(w); }
+void GateInputBase::RestorePosition(StateReader& r) { RestoreValve(r); }
+absl::Status GateInputBase::RestoreRescaled(const std::vector<const std::string*>& old) {
+  return RestoreRescaledValve(old);
+}
+
+InputGateCore::~InputGateCore() = default;
+
 InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
                              WatermarkListener* listener, std::vector<int> channel_inputs)
     : head_(head),
@@ -263,6 +288,64 @@ void InputGateCore::Emit(WatermarkStatus s) {
   output_idle_ = s == WatermarkStatus::kIdle;
   if (current_channel_ >= 0 && !notified_) Notify(current_channel_);
   head_->EmitStatus(s);
+}
+
+GateChannelsCore::GateChannelsCore(std::vector<ChannelBase*> channels, OutputBase* head,
+                                   Deliver deliver)
+    : channels_(std::move(channels)), head_(head), deliver_(deliver), held_(channels_.size()) {}
+
+GateChannelsCore::~GateChannelsCore() = default;
+GateChannelsCore::GateChannelsCore(GateChannelsCore&&) noexcept = default;
+
+GateChannelsCore::Took GateChannelsCore::Step(GateInputBase& gate, size_t k, int c) {
+  Held& held = held_[k];
+  if (held.batch) {
+    // The rest of a batch that a barrier held back.
+    auto batch = std::move(held.batch);
+    if (!Process(gate, k, c, batch, held.control, held.position))
+      channels_[k]->RecycleAnyBatch(std::move(batch));
+    return Took::kBatch;
+  }
+  if (channels_[k]->SizeApprox() == 0) return Took::kNothing;
+  auto batch = channels_[k]->PopBatch();
+  if (!batch) return Took::kNothing;
+  if (!Process(gate, k, c, batch, 0, 0)) channels_[k]->RecycleAnyBatch(std::move(batch));
+  return Took::kBatch;
+}
+
+bool GateChannelsCore::Process(GateInputBase& gate, size_t k, int c,
+                               std::unique_ptr<BatchBase>& batch, size_t first_control,
+                               uint32_t done) {
+  BatchBase& b = *batch;
+  const auto nr = static_cast<uint32_t>(b.NumRecords());
+  const uint32_t start = done;
+  for (size_t i = first_control; i < b.controls.size(); ++i) {
+    const Control& ctl = b.controls[i];
+    if (ctl.position > done) {
+      deliver_(head_, b, done, ctl.position);
+      done = ctl.position;
+    }
+    if (gate.OnControl(c, ctl)) {
+      if (done > start) gate.CountIn(done - start);
+      held_[k] = Held{std::move(batch), i + 1, done};
+      return true;
+    }
+  }
+  if (done < nr) deliver_(head_, b, done, nr);
+  if (nr > start) gate.CountIn(nr - start);
+  return false;
+}
+
+OneInputGate::OneInputGate(GateChannelsCore in, SubtaskMetrics* metrics,
+                           WatermarkListener* listener, OutputBase* head)
+    : GateInputBase(static_cast<int>(in.size()), head, metrics, listener), in_(std::move(in)) {}
+
+OneInputGate::~OneInputGate() = default;
+
+TaskInput::Step OneInputGate::RunStep() {
+  return Round([this](size_t c) {
+    return in_.Step(*this, c, static_cast<int>(c)) == GateChannelsCore::Took::kBatch;
+  });
 }
 
 }  // namespace tidemark::internal

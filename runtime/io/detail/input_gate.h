@@ -56,33 +56,31 @@ class BarrierHandler {
 class TaskInput {
  public:
   enum class Step { kMore, kNothing, kEnd };
-  virtual ~TaskInput() = default;
-  virtual void Open() {}
+  virtual ~TaskInput();  // the defaults below: input_gate.cc
+  virtual void Open();
   // One step: one batch or one poll.
   virtual Step RunStep() = 0;
-  virtual void Close() {}
+  virtual void Close();
   // After kNothing: processing time at which to retry (kMaxTimestamp: when
   // notified).
-  virtual Timestamp RetryAt() const { return kMaxTimestamp; }
-  virtual bool NeedsOwnThread() const { return false; }
-  virtual int WaitFd() const { return -1; }
+  virtual Timestamp RetryAt() const;
+  virtual bool NeedsOwnThread() const;
+  virtual int WaitFd() const;
   // A source asked to end now (stop-with-savepoint with drain): sends the
   // MAX watermark down its chain, as at its natural end; RunStep is not
   // called again.
   virtual void EndInputNow() {}
   // Checkpoints: a source's position or a gate's watermark valve; a gate's
   // barrier alignment.
-  virtual bool IsSource() const { return false; }
-  virtual bool Replayable() const { return true; }
-  virtual void SnapshotPosition(StateWriter& /*w*/) const {}
-  virtual void RestorePosition(StateReader& /*r*/) {}
+  virtual bool IsSource() const;
+  virtual bool Replayable() const;
+  virtual void SnapshotPosition(StateWriter& w) const;
+  virtual void RestorePosition(StateReader& r);
   // A rescaled job (this task's channels changed): restores what can be
   // from every old subtask's state (`old`); DATA_LOSS when one cannot be
-  // read.
-  virtual absl::Status RestoreRescaled(const std::vector<const std::string*>& /*old*/) {
-    return absl::OkStatus();
-  }
-  virtual void SetBarrierHandler(BarrierHandler* /*h*/) {}
+  // read.  By default: nothing to restore.
+  virtual absl::Status RestoreRescaled(const std::vector<const std::string*>& old);
+  virtual void SetBarrierHandler(BarrierHandler* h);
 };
 
 // The half of an input gate that does not depend on the record type
@@ -106,6 +104,7 @@ class InputGateCore {
   // ascending order; empty: `num_channels` channels of one input.
   InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics* metrics,
                 WatermarkListener* listener, std::vector<int> channel_inputs = {});
+  ~InputGateCore();
   int num_inputs() const { return static_cast<int>(valves_.size()); }
   const WatermarkValve& valve(int input = 0) const { return valves_[static_cast<size_t>(input)]; }
   // The gate's output watermark (the combined one with two inputs).
@@ -197,73 +196,58 @@ class InputGateCore {
   int64_t align_start_ns_ = 0;  // steady clock, at the first barrier
 };
 
-// The channels of one logical input of type T, read a batch at a time: the
-// records go to `head` a run at a time (the runs between the batch's
-// controls), the controls to the gate.  A barrier that blocks the channel
-// keeps the rest of the batch here until the alignment completes.
-template <typename T>
-class GateChannels {
+class GateInputBase;
+
+// The channels of one logical input, read a batch at a time: the records go
+// to the head a run at a time (the runs between the batch's controls, through
+// `deliver`, the only part that knows the record type: GateChannels<T>), the
+// controls to the gate.  A barrier that blocks the channel keeps the rest of
+// the batch here until the alignment completes (input_gate.cc).
+class GateChannelsCore {
  public:
-  GateChannels(std::vector<Channel<T>*> channels, Output<T>* head)
-      : channels_(std::move(channels)), head_(head), held_(channels_.size()) {}
+  // Records [from, to) of `batch` (a Batch<T>) to `head` (an Output<T>).
+  using Deliver = void (*)(OutputBase* head, BatchBase& batch, uint32_t from, uint32_t to);
+  GateChannelsCore(std::vector<ChannelBase*> channels, OutputBase* head, Deliver deliver);
+  ~GateChannelsCore();
+  GateChannelsCore(GateChannelsCore&&) noexcept;
   size_t size() const { return channels_.size(); }
 
   enum class Took { kNothing, kBatch };
   // One batch of local channel `k` (gate channel `c`), if it has one.
-  template <typename Gate>
-  Took Step(Gate& gate, size_t k, int c) {
-    Held& held = held_[k];
-    if (held.batch) {
-      // The rest of a batch that a barrier held back.
-      auto batch = std::move(held.batch);
-      if (!Process(gate, k, c, batch, held.control, held.position))
-        channels_[k]->Recycle(std::move(batch));
-      return Took::kBatch;
-    }
-    if (channels_[k]->SizeApprox() == 0) return Took::kNothing;
-    auto batch = channels_[k]->Pop();
-    if (!batch) return Took::kNothing;
-    if (!Process(gate, k, c, batch, 0, 0)) channels_[k]->Recycle(std::move(batch));
-    return Took::kBatch;
-  }
+  Took Step(GateInputBase& gate, size_t k, int c);
 
  private:
-  using BatchPtr = typename Channel<T>::BatchPtr;
   // Where a blocked channel stopped in its batch.
   struct Held {
-    BatchPtr batch;
+    std::unique_ptr<BatchBase> batch;
     size_t control = 0;     // the next control to handle
     uint32_t position = 0;  // the next record
   };
 
   // From control `first_control` and record `done` on.  Returns true when a
   // barrier blocked the channel: the batch is then kept in held_[k].
-  template <typename Gate>
-  bool Process(Gate& gate, size_t k, int c, BatchPtr& batch, size_t first_control, uint32_t done) {
-    Batch<T>& b = *batch;
-    const size_t nr = b.records.size();
-    std::span<Record<T>> records(b.records);
-    const uint32_t start = done;
-    for (size_t i = first_control; i < b.controls.size(); ++i) {
-      const Control& ctl = b.controls[i];
-      if (ctl.position > done) {
-        head_->CollectBatch(records.subspan(done, ctl.position - done));
-        done = ctl.position;
-      }
-      if (gate.OnControl(c, ctl)) {
-        if (done > start) gate.CountIn(done - start);
-        held_[k] = Held{std::move(batch), i + 1, done};
-        return true;
-      }
-    }
-    if (done < nr) head_->CollectBatch(records.subspan(done));
-    if (nr > start) gate.CountIn(nr - start);
-    return false;
-  }
+  bool Process(GateInputBase& gate, size_t k, int c, std::unique_ptr<BatchBase>& batch,
+               size_t first_control, uint32_t done);
 
-  std::vector<Channel<T>*> channels_;
-  Output<T>* head_;
+  std::vector<ChannelBase*> channels_;
+  OutputBase* head_;
+  Deliver deliver_;
   std::vector<Held> held_;
+};
+
+// The channels of one logical input of type T (see GateChannelsCore).
+template <typename T>
+class GateChannels : public GateChannelsCore {
+ public:
+  // `channels`: Channel<T>s.
+  GateChannels(std::vector<ChannelBase*> channels, Output<T>* head)
+      : GateChannelsCore(std::move(channels), head, &DeliverRun) {}
+
+ private:
+  static void DeliverRun(OutputBase* head, BatchBase& batch, uint32_t from, uint32_t to) {
+    std::span<Record<T>> records(static_cast<Batch<T>&>(batch).records);
+    static_cast<Output<T>*>(head)->CollectBatch(records.subspan(from, to - from));
+  }
 };
 
 // What InputGate and TwoInputGate share: the TaskInput side of the core
@@ -271,12 +255,12 @@ class GateChannels {
 class GateInputBase : public TaskInput, public InputGateCore {
  public:
   using InputGateCore::InputGateCore;
-  void SetBarrierHandler(BarrierHandler* h) override { set_barrier_handler(h); }
-  void SnapshotPosition(StateWriter& w) const override { SnapshotValve(w); }
-  void RestorePosition(StateReader& r) override { RestoreValve(r); }
-  absl::Status RestoreRescaled(const std::vector<const std::string*>& old) override {
-    return RestoreRescaledValve(old);
-  }
+  ~GateInputBase() override;
+  // (input_gate.cc)
+  void SetBarrierHandler(BarrierHandler* h) override;
+  void SnapshotPosition(StateWriter& w) const override;
+  void RestorePosition(StateReader& r) override;
+  absl::Status RestoreRescaled(const std::vector<const std::string*>& old) override;
   // For GateChannels.
   bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
   void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
@@ -300,22 +284,30 @@ class GateInputBase : public TaskInput, public InputGateCore {
   size_t next_ = 0;
 };
 
-template <typename T>
-class InputGate final : public GateInputBase {
+// The gate of a one-input task, whatever its record type (input_gate.cc);
+// InputGate<T> only supplies the record type's GateChannels.
+class OneInputGate : public GateInputBase {
  public:
-  InputGate(std::vector<Channel<T>*> channels, Output<T>* head, SubtaskMetrics* metrics,
-            WatermarkListener* listener)
-      : GateInputBase(static_cast<int>(channels.size()), head, metrics, listener),
-        in_(std::move(channels), head) {}
-
-  Step RunStep() override {
-    return Round([this](size_t c) {
-      return in_.Step(*this, c, static_cast<int>(c)) == GateChannels<T>::Took::kBatch;
-    });
-  }
+  OneInputGate(GateChannelsCore in, SubtaskMetrics* metrics, WatermarkListener* listener,
+               OutputBase* head);
+  ~OneInputGate() override;
+  Step RunStep() override;
 
  private:
-  GateChannels<T> in_;
+  GateChannelsCore in_;
+};
+
+template <typename T>
+class InputGate final : public OneInputGate {
+ public:
+  // `channels`: Channel<T>s.
+  InputGate(std::vector<ChannelBase*> channels, Output<T>* head, SubtaskMetrics* metrics,
+            WatermarkListener* listener)
+      : OneInputGate(GateChannels<T>(std::move(channels), head), metrics, listener, head) {}
+  InputGate(const std::vector<Channel<T>*>& channels, Output<T>* head, SubtaskMetrics* metrics,
+            WatermarkListener* listener)
+      : InputGate(std::vector<ChannelBase*>(channels.begin(), channels.end()), head, metrics,
+                  listener) {}
 };
 
 // The input of a two-input operator (TwoInputOperator, runtime/core/operator.h):
@@ -326,20 +318,20 @@ class InputGate final : public GateInputBase {
 template <typename A, typename B>
 class TwoInputGate final : public GateInputBase {
  public:
-  TwoInputGate(std::vector<Channel<A>*> first, std::vector<Channel<B>*> second, Output<A>* head1,
+  TwoInputGate(std::vector<ChannelBase*> first, std::vector<ChannelBase*> second, Output<A>* head1,
                Output<B>* head2, OutputBase* head, SubtaskMetrics* metrics,
                WatermarkListener* listener)
       : GateInputBase(static_cast<int>(first.size() + second.size()), head, metrics, listener,
                       Inputs(first.size(), second.size())),
-        first_(std::move(first), head1),
-        second_(std::move(second), head2) {}
+        first_(GateChannels<A>(std::move(first), head1)),
+        second_(GateChannels<B>(std::move(second), head2)) {}
 
   Step RunStep() override {
     const size_t n1 = first_.size();
     return Round([this, n1](size_t c) {
-      return c < n1 ? first_.Step(*this, c, static_cast<int>(c)) == GateChannels<A>::Took::kBatch
-                    : second_.Step(*this, c - n1, static_cast<int>(c)) ==
-                          GateChannels<B>::Took::kBatch;
+      return (c < n1 ? first_.Step(*this, c, static_cast<int>(c))
+                     : second_.Step(*this, c - n1, static_cast<int>(c))) ==
+             GateChannelsCore::Took::kBatch;
     });
   }
 
@@ -350,8 +342,8 @@ class TwoInputGate final : public GateInputBase {
     return v;
   }
 
-  GateChannels<A> first_;
-  GateChannels<B> second_;
+  GateChannelsCore first_;
+  GateChannelsCore second_;
 };
 
 }  // namespace tidemark::internal

@@ -100,18 +100,18 @@ class TwoInputHeadOutput final : public Output<std::conditional_t<I == 0, In1, I
 template <typename T>
 class FanOutOutput final : public Output<T> {
  public:
-  explicit FanOutOutput(std::vector<Output<T>*> outs)
-      : outs_(std::move(outs)), bases_(outs_.begin(), outs_.end()) {}
+  // `outs`: Output<T>s.
+  explicit FanOutOutput(const std::vector<OutputBase*>& outs) : outs_(outs) {}
   void Collect(T&& v, Timestamp ts) override {
-    for (size_t i = 0; i + 1 < outs_.size(); ++i) outs_[i]->CollectCopy(v, ts);
-    outs_.back()->Collect(std::move(v), ts);
+    for (size_t i = 0; i + 1 < outs_.size(); ++i) Out(i)->CollectCopy(v, ts);
+    Out(outs_.size() - 1)->Collect(std::move(v), ts);
   }
-  void EmitWatermark(Timestamp w) override { FanOutWatermark(bases_, w); }
-  void EmitStatus(WatermarkStatus s) override { FanOutStatus(bases_, s); }
+  void EmitWatermark(Timestamp w) override { FanOutWatermark(outs_, w); }
+  void EmitStatus(WatermarkStatus s) override { FanOutStatus(outs_, s); }
 
  private:
-  std::vector<Output<T>*> outs_;
-  std::vector<OutputBase*> bases_;
+  Output<T>* Out(size_t i) const { return static_cast<Output<T>*>(outs_[i]); }
+  std::vector<OutputBase*> outs_;
 };
 
 template <typename T>

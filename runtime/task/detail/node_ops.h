@@ -58,15 +58,13 @@ class TypedNodeOps final : public NodeOps {
                                         StreamTask* task, WatermarkListener* listener, bool report,
                                         const std::string& blame,
                                         WriterBase** writer) const override {
-    std::vector<Channel<T>*> typed;
-    for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
     std::unique_ptr<Partitioner<T>> p;
     const int n = static_cast<int>(channels.size());
     if (edge.partitioner)
       p = static_cast<PartitionerFactory<T>*>(edge.partitioner.get())->Make(n, subtask, max_p);
     auto w = std::make_unique<ChannelWriter<T>>(
-        std::move(typed), std::move(p), WriterRoute{edge.strategy, subtask},
-        task->config().batch_size, task->signals(), task->metrics(), listener, report, blame);
+        channels, std::move(p), WriterRoute{edge.strategy, subtask}, task->config().batch_size,
+        task->signals(), task->metrics(), listener, report, blame);
     *writer = w.get();
     return w;
   }
@@ -75,9 +73,7 @@ class TypedNodeOps final : public NodeOps {
     return std::make_unique<ChainOutput<T>>(static_cast<InputOperator<T>*>(next), ctx);
   }
   std::unique_ptr<OutputBase> NewFanOut(const std::vector<OutputBase*>& outs) const override {
-    std::vector<Output<T>*> typed;
-    for (auto* o : outs) typed.push_back(static_cast<Output<T>*>(o));
-    return std::make_unique<FanOutOutput<T>>(std::move(typed));
+    return std::make_unique<FanOutOutput<T>>(outs);
   }
   std::unique_ptr<OutputBase> NewDiscard() const override {
     return std::make_unique<DiscardOutput<T>>();
@@ -85,10 +81,9 @@ class TypedNodeOps final : public NodeOps {
   std::unique_ptr<TaskInput> NewInputGate(const std::vector<ChannelBase*>& channels,
                                           OutputBase* head, StreamTask* task,
                                           WatermarkListener* listener) const override {
-    std::vector<Channel<T>*> typed;
-    for (auto* c : channels) typed.push_back(static_cast<Channel<T>*>(c));
-    return std::make_unique<InputGate<T>>(std::move(typed), static_cast<Output<T>*>(head),
-                                          task->metrics(), listener);
+    // A OneInputGate (not an InputGate<T>): no gate class per record type.
+    return std::make_unique<OneInputGate>(GateChannels<T>(channels, static_cast<Output<T>*>(head)),
+                                          task->metrics(), listener, head);
   }
   std::unique_ptr<RemoteCodec> NewRemoteCodec() const override {
     if constexpr (HasStateCodec<T>) {
@@ -107,13 +102,8 @@ std::unique_ptr<TaskInput> MakeTwoInputGate(const TwoInputGateArgs& args) {
   auto* op = static_cast<TwoInputOperatorBase<A, B>*>(args.head);
   auto h1 = std::make_unique<TwoInputHeadOutput<0, A, B>>(op, args.head_ctx);
   auto h2 = std::make_unique<TwoInputHeadOutput<1, A, B>>(op, args.head_ctx);
-  std::vector<Channel<A>*> first;
-  for (auto* c : args.first) first.push_back(static_cast<Channel<A>*>(c));
-  std::vector<Channel<B>*> second;
-  for (auto* c : args.second) second.push_back(static_cast<Channel<B>*>(c));
-  auto gate =
-      std::make_unique<TwoInputGate<A, B>>(std::move(first), std::move(second), h1.get(), h2.get(),
-                                           h1.get(), args.task->metrics(), args.listener);
+  auto gate = std::make_unique<TwoInputGate<A, B>>(args.first, args.second, h1.get(), h2.get(),
+                                                   h1.get(), args.task->metrics(), args.listener);
   args.task->AddOutputObject(std::move(h1));
   args.task->AddOutputObject(std::move(h2));
   return gate;

@@ -3,7 +3,8 @@
 namespace tidemark::internal {
 
 SourceDriverCore::SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name,
-                                   WriterSignals* signals, SubtaskMetrics* metrics, size_t budget)
+                                   WriterSignals* signals, SubtaskMetrics* metrics, size_t budget,
+                                   OperatorBase* head_op)
     : head_base_(head),
       ctx_(ctx),
       name_(std::move(name)),
@@ -11,9 +12,30 @@ SourceDriverCore::SourceDriverCore(OutputBase* head, SourceContext ctx, std::str
       metrics_(metrics),
       budget_(std::max<size_t>(1, budget)) {
   if (ctx_.metrics == nullptr) ctx_.metrics = metrics_;
+  auto* splits = dynamic_cast<SplitWatermarkInput*>(head_op);
+  if (splits != nullptr && splits->per_split()) splits_ = splits;
 }
 
 SourceDriverCore::~SourceDriverCore() = default;
+SourceDriverCore::SplitOutputBase::~SplitOutputBase() = default;
+
+SourceDriverCore::SplitOutputBase& SourceDriverCore::SplitFor(const std::string& split_id) {
+  auto it = split_outputs_.find(split_id);
+  if (it == split_outputs_.end()) {
+    std::unique_ptr<SplitOutputBase> out = NewSplitOutput();
+    out->index = splits_ != nullptr ? splits_->RegisterSplit(split_id) : -1;
+    it = split_outputs_.emplace(split_id, std::move(out)).first;
+  }
+  return *it->second;
+}
+
+void SourceDriverCore::DropSplit(const std::string& split_id) {
+  auto it = split_outputs_.find(split_id);
+  if (it == split_outputs_.end()) return;
+  FlushRun();
+  if (splits_ != nullptr) splits_->ReleaseSplit(it->second->index);
+  split_outputs_.erase(it);
+}
 
 TaskInput::Step SourceDriverCore::AfterPoll(PollStatus st, int64_t emitted_before) {
   if (emitted_ != emitted_before) metrics_->records_in.Inc(emitted_ - emitted_before);

@@ -29,8 +29,24 @@ namespace tidemark::internal {
 class SourceDriverCore {
  protected:
   SourceDriverCore(OutputBase* head, SourceContext ctx, std::string name, WriterSignals* signals,
-                   SubtaskMetrics* metrics, size_t budget);
+                   SubtaskMetrics* metrics, size_t budget, OperatorBase* head_op);
+  // Not virtual (SourceDriver<T> is never deleted through it): no
+  // destructor thunk in every job.
   ~SourceDriverCore();
+
+  // A split's output, whatever the record type: its index at the head
+  // (-1 when the head does not generate per split).
+  struct SplitOutputBase {
+    virtual ~SplitOutputBase();
+    int index = -1;
+  };
+  // The output of split `split_id`, made (NewSplitOutput) and registered
+  // with the head on first use; and its release.
+  SplitOutputBase& SplitFor(const std::string& split_id);
+  void DropSplit(const std::string& split_id);
+  virtual std::unique_ptr<SplitOutputBase> NewSplitOutput() = 0;
+  // Sends the records collected so far down the chain.
+  virtual void FlushRun() = 0;
 
   // What a poll that returned `st` means for the task; counts what it emitted.
   TaskInput::Step AfterPoll(PollStatus st, int64_t emitted_before);
@@ -47,8 +63,10 @@ class SourceDriverCore {
   SubtaskMetrics* metrics_;
   size_t budget_;
   int64_t emitted_ = 0;
+  SplitWatermarkInput* splits_ = nullptr;  // when the head generates per split
 
  private:
+  std::map<std::string, std::unique_ptr<SplitOutputBase>> split_outputs_;
   Timestamp last_watermark_ = kMinTimestamp;
   bool idle_ = false;
 };
@@ -62,13 +80,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   SourceDriver(std::unique_ptr<Source<T>> source, Output<T>* head, SourceContext ctx,
                std::string name, WriterSignals* signals, SubtaskMetrics* metrics, size_t budget,
                OperatorBase* head_op = nullptr, SourceAlignment* alignment = nullptr)
-      : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget),
+      : SourceDriverCore(head, ctx, std::move(name), signals, metrics, budget, head_op),
         source_(std::move(source)),
         head_(head),
-        alignment_(alignment) {
-    auto* splits = dynamic_cast<SplitWatermarkInput*>(head_op);
-    if (splits != nullptr && splits->per_split()) splits_ = splits;
-  }
+        alignment_(alignment) {}
 
   void Open() override {
     GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism, [&] { source_->Open(ctx_); });
@@ -109,33 +124,30 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   // SourceOutput<T>.  Records are handed to the chain in runs of up to
   // kRun (one call each); a watermark or idleness from the source, and the
   // end of each poll, first send the run so far, so the order is kept.
-  void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
-  void CollectWithTimestamp(T&& value, Timestamp ts) override {
+  // Called through SourceOutput<T>, a second base: out of line, so that
+  // the this-adjusting thunks jump here instead of repeating the bodies.
+  [[gnu::noinline]] void Collect(T&& value) override {
+    CollectForSplit(-1, std::move(value), kNoTimestamp);
+  }
+  [[gnu::noinline]] void CollectWithTimestamp(T&& value, Timestamp ts) override {
     CollectForSplit(-1, std::move(value), ts);
   }
-  void EmitWatermark(Timestamp w) override {
+  [[gnu::noinline]] void EmitWatermark(Timestamp w) override {
     FlushPending();
     ForwardWatermark(w);
   }
-  void MarkIdle() override {
+  [[gnu::noinline]] void MarkIdle() override {
     FlushPending();
     ForwardIdle();
   }
   SourceOutput<T>& ForSplit(const std::string& split_id) override {
-    auto it = split_outputs_.find(split_id);
-    if (it == split_outputs_.end()) {
-      const int index = splits_ != nullptr ? splits_->RegisterSplit(split_id) : -1;
-      it = split_outputs_.emplace(split_id, std::make_unique<SplitOutput>(this, index)).first;
-    }
-    return *it->second;
+    return static_cast<SplitOutput&>(SplitFor(split_id));
   }
-  void ReleaseSplit(const std::string& split_id) override {
-    auto it = split_outputs_.find(split_id);
-    if (it == split_outputs_.end()) return;
-    FlushPending();
-    if (splits_ != nullptr) splits_->ReleaseSplit(it->second->index);
-    split_outputs_.erase(it);
+  void ReleaseSplit(const std::string& split_id) override { DropSplit(split_id); }
+  std::unique_ptr<SplitOutputBase> NewSplitOutput() override {
+    return std::make_unique<SplitOutput>(this);
   }
+  [[gnu::noinline]] void FlushRun() override { FlushPending(); }
 
   // Records of split `index` (-1: of none).  A run holds records of one
   // split only, so the head knows whose they are.
@@ -152,6 +164,12 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     if (pending_.size() >= kRun || Aligned()) FlushPending();
   }
 
+  // For the split outputs: one copy of CollectForSplit for both of their
+  // Collect calls, instead of one inlined into each.
+  [[gnu::noinline]] void CollectForSplitOutOfLine(int index, T&& value, Timestamp ts) {
+    CollectForSplit(index, std::move(value), ts);
+  }
+
   void FlushPending() {
     if (pending_.empty()) return;
     if (splits_ != nullptr) splits_->SetCurrentSplit(pending_split_);
@@ -160,12 +178,12 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   }
 
   // A split's output: its records go down marked with its index.
-  class SplitOutput final : public SourceOutput<T> {
+  class SplitOutput final : public SourceOutput<T>, public SplitOutputBase {
    public:
-    SplitOutput(SourceDriver* d, int index) : d_(d), index(index) {}
+    explicit SplitOutput(SourceDriver* d) : d_(d) {}
     void Collect(T&& value) override { CollectWithTimestamp(std::move(value), kNoTimestamp); }
     void CollectWithTimestamp(T&& value, Timestamp ts) override {
-      d_->CollectForSplit(index, std::move(value), ts);
+      d_->CollectForSplitOutOfLine(index, std::move(value), ts);
     }
     void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
     void MarkIdle() override { d_->MarkIdle(); }
@@ -175,9 +193,6 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
 
    private:
     SourceDriver* d_;
-
-   public:
-    const int index;
   };
 
   // Records per run: small enough that back-pressure (seen when a run
@@ -194,9 +209,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   Output<T>* head_;
   std::vector<Record<T>> pending_;
   SourceAlignment* alignment_;
-  SplitWatermarkInput* splits_ = nullptr;  // when the head generates per split
-  int pending_split_ = -1;                 // the split of the records in pending_
-  std::map<std::string, std::unique_ptr<SplitOutput>> split_outputs_;
+  int pending_split_ = -1;  // the split of the records in pending_
 };
 
 }  // namespace tidemark::internal
