@@ -487,7 +487,7 @@ std::vector<int64_t> RunCounting(const std::string& dir, const std::string& rest
   env.set_worker_threads(2);
   env.enable_checkpointing(Duration(0), dir, 3);
   if (!restore.empty()) env.restore_from(restore);
-  env.from_generator<int64_t>([](int64_t i) { return i; }, n, cancel_after > 0 ? 200'000.0 : 0)
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, cancel_after > 0 ? 20'000.0 : 0)
       .set_parallelism(2)
       .key_by([](const int64_t& v) { return v % 31; })
       .transform<int64_t>("Counter",

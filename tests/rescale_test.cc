@@ -113,7 +113,7 @@ TEST_P(Rescale, KeyedWindowJobRestoredAtAnotherParallelismCommitsExactlyOnce) {
       StreamExecutionEnvironment env;
       env.enable_checkpointing(Duration(0), chk);
       auto progress = std::make_shared<Progress>();
-      BuildWindowJob(env, out, n, 200'000.0, 2, c.from, progress);
+      BuildWindowJob(env, out, n, 50'000.0, 2, c.from, progress);
       JobClient client = env.execute_async("before");
       for (int k = 0; k < 2 + rep; ++k) {
         // Windows have fired since the last checkpoint: parts to commit.
