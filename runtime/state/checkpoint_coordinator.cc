@@ -235,7 +235,7 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
           "savepoint: every source has finished: the job is ending (its final checkpoint holds "
           "its state)");
     }
-    savepoint_.emplace();
+    savepoint_ = SavepointRequest{};
     savepoint_->mode = mode;
     std::random_device rd;
     const std::string suffix = absl::StrFormat("%06x", rd() & 0xffffffu);
