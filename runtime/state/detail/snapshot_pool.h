@@ -61,13 +61,13 @@ class AsyncSnapshots {
     ++in_flight_;
   }
   // At the end of that work, on the pool's thread.
+  // Signals under the lock: once AwaitAll has seen none in flight it may
+  // destroy this object, so End must not touch the condition variable after
+  // releasing the lock (ThreadSanitizer saw pthread_cond_broadcast race with
+  // the destructor).
   void End() ABSL_LOCKS_EXCLUDED(mu_) {
-    {
-      MutexLock lock(&mu_);
-      --in_flight_;
-      if (in_flight_ > 0) return;
-    }
-    cv_.SignalAll();
+    MutexLock lock(&mu_);
+    if (--in_flight_ == 0) cv_.SignalAll();
   }
   // Blocks until every snapshot begun has ended.
   void AwaitAll() ABSL_LOCKS_EXCLUDED(mu_) {
