@@ -100,6 +100,7 @@ TEST(CliSavepointTest, Sigusr1TakesASavepointTheJobGoesOnAndARestoreStartsFromIt
   testing::CliRun r = RunTidemark(args, &input);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<k>--count: 2\n") << r.err;
+  EXPECT_THAT(r.err, HasSubstr("restored from savepoint "));
   EXPECT_THAT(r.err, HasSubstr("(" + savepoint + ")"));
 }
 

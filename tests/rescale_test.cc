@@ -34,22 +34,7 @@ namespace {
 
 using Rec = std::tuple<int64_t, int64_t, int64_t>;  // key, timestamp, value
 
-// How many lines the file sinks have formatted; a test waits on it to
-// checkpoint while windows are firing.
-struct Progress {
-  std::mutex mu;
-  std::condition_variable cv;
-  int64_t lines = 0;
-  void Add() {
-    std::lock_guard<std::mutex> lock(mu);
-    ++lines;
-    cv.notify_all();
-  }
-  bool WaitFor(int64_t at_least) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
-  }
-};
+using testing::Progress;
 
 // generator -> timestamps -> key_by -> tumbling 1 s sum (p = window_p) ->
 // file sink (chained to the window): "key,window,sum" lines.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,23 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// Counts lines a test's sinks have written; a test waits on it to take a
+// checkpoint or savepoint while windows are firing.
+struct Progress {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t lines = 0;
+  void Add() {
+    std::lock_guard<std::mutex> lock(mu);
+    ++lines;
+    cv.notify_all();
+  }
+  bool WaitFor(int64_t at_least) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
+  }
 };
 
 }  // namespace tidemark::testing

@@ -2,7 +2,7 @@
 // table beside Flink's published Throughput/Cores and a single-threaded loop
 // computing the same answer.
 //
-//   tidemark-nexmark --queries=all --events=10M --parallelism=2 \
+//   tidemark-nexmark --queries=all --events=10M --parallelism=2
 //       [--checkpoint-interval=10s] [--json] [--dump-events=PATH] [--results=DIR]
 //
 // Per query: the job runs over the generator's events (event i on source

@@ -1209,8 +1209,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                  c.max_alignment_ms);
         }
         if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
-        if (c.restored_id >= 0)
-          err << ", restored from checkpoint " << c.restored_id << " (" << c.restored_path << ")";
+        if (c.restored_id >= 0) {
+          const bool from_savepoint =
+              std::filesystem::path(c.restored_path).filename().string().rfind("savepoint-", 0) ==
+              0;
+          err << ", restored from " << (from_savepoint ? "savepoint " : "checkpoint ")
+              << c.restored_id << " (" << c.restored_path << ")";
+        }
         for (const std::string& sp : c.savepoints) err << ", savepoint " << sp;
         if (!c.stopped_with_savepoint.empty())
           err << ", stopped with savepoint " << c.stopped_with_savepoint;
