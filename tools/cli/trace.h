@@ -6,7 +6,9 @@
 // the window subtasks (tasks whose name starts with "window"; with the aligned minimum and the
 // channel holding it back), plus, from the CLI's own operators, every record's watermark line and
 // every window firing and late record.  It prints them as they happen (text or
-// JSON Lines) and keeps them, stamped with processing time, for the timeline.
+// JSON Lines) and keeps them, stamped with processing time, for the timeline:
+// every one up to TimelineBound::exact_events, then what a TimelineSummary
+// keeps of them (bounded memory however long the run).
 //
 // Thread safety: all methods may be called from any subtask thread.
 #ifndef TM_TOOLS_CLI_TRACE_H_
