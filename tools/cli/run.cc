@@ -821,6 +821,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         [&printer](std::string_view line) { printer.Print(std::string(line)); });
   auto recorder = std::make_shared<TraceRecorder>(&printer, sh->output, o.trace == "watermarks",
                                                   !o.timeline.empty(), sh->format.zone());
+  // Past its bound the recorder summarises along the page's axis.
+  recorder->SetTimelineAxis(o.timeline_axis == "records");
   sh->recorder = recorder.get();
   // The live view: its state is fed by the recorder (from the job's threads)
   // and read by the server's threads.  Declared before the job, so it

@@ -150,6 +150,7 @@ TraceRecorder::TraceRecorder(LinePrinter* printer, OutputFormat format, bool pri
       start_(std::chrono::steady_clock::now()) {}
 
 double TraceRecorder::NowMs() const {
+  if (clock_) return clock_();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
       .count();
 }
@@ -161,12 +162,53 @@ void TraceRecorder::Keep(TimelineEvent e) {
   if (observer_ != nullptr) observer_->OnTimelineEvent(e);
   if (!keep_) return;
   internal::MutexLock lock(&mu_);
+  if (summary_ != nullptr) {
+    summary_->Add(e);
+    return;
+  }
   events_.push_back(std::move(e));
+  if (events_.size() >= bound_.exact_events) {
+    // Past the bound: the summary takes over, from every event so far.
+    summary_ = std::make_unique<TimelineSummary>(by_records_, bound_.buckets);
+    for (const TimelineEvent& kept : events_) summary_->Add(kept);
+    std::vector<TimelineEvent>().swap(events_);
+  }
 }
 
 std::vector<TimelineEvent> TraceRecorder::events() const {
   internal::MutexLock lock(&mu_);
+  if (summary_ != nullptr) return summary_->Events();
   return events_;
+}
+
+namespace {
+
+size_t HeapBytes(const std::string& s) {
+  return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
+
+size_t HeapBytes(const TimelineEvent& e) {
+  return HeapBytes(e.key) + HeapBytes(e.firing) + HeapBytes(e.value);
+}
+
+}  // namespace
+
+size_t TraceRecorder::RetainedBytes() const {
+  internal::MutexLock lock(&mu_);
+  if (summary_ != nullptr) return summary_->RetainedBytes();
+  size_t bytes = events_.capacity() * sizeof(TimelineEvent);
+  for (const TimelineEvent& e : events_) bytes += HeapBytes(e);
+  return bytes;
+}
+
+size_t TraceRecorder::RetainedEntries() const {
+  internal::MutexLock lock(&mu_);
+  return summary_ != nullptr ? summary_->RetainedEntries() : events_.size();
+}
+
+bool TraceRecorder::summarizing() const {
+  internal::MutexLock lock(&mu_);
+  return summary_ != nullptr;
 }
 
 std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
@@ -196,6 +238,7 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
     Encode(w, e.channel_rank);
     Encode(w, e.channel_aligned);
     Encode(w, e.records);
+    Encode(w, e.count);
   }
   return out;
 }
@@ -226,10 +269,541 @@ bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* ev
     e.channel_rank = Decode<int>(r);
     e.channel_aligned = Decode<bool>(r);
     e.records = Decode<int64_t>(r);
+    e.count = Decode<int64_t>(r);
     events->push_back(std::move(e));
   }
   return r.ok() && r.AtEnd();
 }
+
+// ---------------------------------------------------------------------------
+// TimelineSummary (trace.h): the page's downsampling, done while recording.
+
+struct TimelineSummary::Impl {
+  using K = TimelineEvent::Kind;
+
+  // Where an event is: processing time, records read, and its place in the
+  // order events came (ties along the axis keep that order).
+  struct At {
+    double t = 0;
+    int64_t records = 0;
+    uint64_t seq = 0;
+  };
+  struct SourceSample {
+    At at;
+    Timestamp wm = kMinTimestamp;
+  };
+  // A real channel event: a point of its channel's lane and of its window
+  // subtask's aligned minimum.
+  struct ChannelSample {
+    At at;
+    Timestamp wm = kMinTimestamp, aligned = kMinTimestamp;
+    int channel = 0, holding = -1;
+    bool idle = false, channel_aligned = true;
+  };
+  struct PauseSample {
+    At at;
+    Timestamp wm = kMinTimestamp, aligned = kMinTimestamp;
+  };
+  // One bucket of a watermark lane: its first, lowest, highest and last point
+  // and how many points it held.
+  template <typename S>
+  struct Slots {
+    int64_t index;
+    S first, lo, hi, last;
+    int64_t count;
+  };
+  // An idle (or paused) stretch: [from, until), or open; `count` stretches.
+  template <typename S>
+  struct Stretch {
+    S from, until;
+    bool open;
+    int64_t count;
+  };
+  template <typename S>
+  struct Stretches {
+    bool now = false;  // as the page: a lane starts active
+    std::vector<Stretch<S>> list;
+  };
+  struct SourceLane {
+    int rank = -1;
+    std::vector<Slots<SourceSample>> points;
+  };
+  struct ChannelLane {
+    int rank = -1, channel_rank = -1;
+    std::vector<Slots<ChannelSample>> points;
+    Stretches<ChannelSample> idle;
+  };
+  struct SourceStatus {
+    int rank = -1;
+    Stretches<SourceSample> idle;
+    Stretches<PauseSample> paused;
+  };
+  // A mark standing for `count` events: the first of them, at height y (a
+  // firing's window end, a late record's timestamp); the kind, subtask,
+  // firing and source are its lane's.
+  struct Rep {
+    At at;
+    int64_t count = 1;
+    Timestamp y = 0;
+    Timestamp start = 0;
+    Timestamp watermark = 0;  // a firing's, or a barrier's checkpoint
+    double alignment_ms = 0;
+    std::string key, value;
+  };
+  struct MarkBucket {
+    int64_t index;
+    std::vector<Rep> reps;  // by (y, window start)
+  };
+  static constexpr size_t kRepsPerBucket = 4;
+  // A lane of marks (a kind at a subtask) holds at most this many: past it,
+  // its own buckets double (the page draws at most max(300, 3000 / panels)
+  // marks a panel, merging the rest, as this does).
+  static constexpr size_t kMarksPerLane = 1024;
+  struct MarkLane {
+    int extra = 0;  // its buckets are 2 * width * 2^extra wide
+    size_t reps = 0;
+    std::vector<MarkBucket> buckets;
+  };
+  // (subtask, kind, firing, source)
+  using MarkKey = std::tuple<int, int, std::string, bool>;
+
+  bool by_records;
+  int64_t buckets;
+  double width;
+  uint64_t next_seq = 0;
+  std::map<int, SourceLane> sources;
+  std::map<int, SourceStatus> statuses;
+  std::map<std::pair<int, int>, ChannelLane> channels;
+  std::map<int, std::vector<Slots<ChannelSample>>> aligned;
+  std::map<MarkKey, MarkLane> marks;
+
+  Impl(bool by_records_axis, size_t max_buckets)
+      : by_records(by_records_axis),
+        buckets(static_cast<int64_t>(std::max<size_t>(max_buckets, 2))),
+        // The finest bucket: a record, or a microsecond.  It doubles as the
+        // run grows.
+        width(by_records_axis ? 1.0 : 1.0 / 1024) {}
+
+  double X(const At& a) const { return by_records ? static_cast<double>(a.records) : a.t; }
+  int64_t Index(const At& a, double w) const {
+    return static_cast<int64_t>(std::floor(std::max(0.0, X(a)) / w));
+  }
+  bool Before(const At& a, const At& b) const {
+    const double xa = X(a), xb = X(b);
+    return xa < xb || (xa == xb && a.seq < b.seq);
+  }
+
+  // --- watermark lanes ---
+  template <typename S, typename V>
+  void AddPoint(std::vector<Slots<S>>* lane, const S& s, V value, int64_t count = 1) {
+    const int64_t index = Index(s.at, width);
+    if (lane->empty() || lane->back().index < index) {
+      lane->push_back({index, s, s, s, s, count});
+      return;
+    }
+    auto it = std::lower_bound(lane->begin(), lane->end(), index,
+                               [](const Slots<S>& b, int64_t i) { return b.index < i; });
+    if (it == lane->end() || it->index != index) {  // an event a little out of order
+      lane->insert(it, Slots<S>{index, s, s, s, s, count});
+      return;
+    }
+    Slots<S>& b = *it;
+    b.count += count;
+    if (Before(s.at, b.first.at)) b.first = s;
+    if (!Before(s.at, b.last.at)) b.last = s;
+    if (value(s) < value(b.lo)) b.lo = s;
+    if (value(s) > value(b.hi)) b.hi = s;
+  }
+  template <typename S, typename V>
+  void CoarsenPoints(std::vector<Slots<S>>* lane, int shift, V value) {
+    size_t out = 0;
+    for (size_t i = 0; i < lane->size(); ++i) {
+      Slots<S> b = (*lane)[i];
+      b.index >>= shift;
+      if (out > 0 && (*lane)[out - 1].index == b.index) {
+        Slots<S>& a = (*lane)[out - 1];
+        a.count += b.count;
+        if (Before(b.first.at, a.first.at)) a.first = b.first;
+        if (!Before(b.last.at, a.last.at)) a.last = b.last;
+        if (value(b.lo) < value(a.lo)) a.lo = b.lo;
+        if (value(b.hi) > value(a.hi)) a.hi = b.hi;
+      } else {
+        (*lane)[out++] = b;
+      }
+    }
+    lane->erase(lane->begin() + static_cast<std::ptrdiff_t>(out), lane->end());
+  }
+  // The bucket's distinct points, in order, the first carrying the count of
+  // those not kept.
+  template <typename S>
+  std::vector<std::pair<S, int64_t>> Kept(const Slots<S>& b) const {
+    std::vector<S> v = {b.first, b.lo, b.hi, b.last};
+    std::sort(v.begin(), v.end(), [&](const S& x, const S& y) { return Before(x.at, y.at); });
+    v.erase(std::unique(v.begin(), v.end(),
+                        [](const S& x, const S& y) { return x.at.seq == y.at.seq; }),
+            v.end());
+    std::vector<std::pair<S, int64_t>> out;
+    for (size_t i = 0; i < v.size(); ++i)
+      out.emplace_back(v[i], i == 0 ? b.count - static_cast<int64_t>(v.size()) + 1 : 1);
+    return out;
+  }
+
+  // --- idle stretches and pauses ---
+  template <typename S>
+  void Change(Stretches<S>* st, const S& s, bool idle, int64_t count) {
+    if (idle == st->now) return;  // the page draws changes only
+    st->now = idle;
+    if (!idle) {
+      st->list.back().until = s;
+      st->list.back().open = false;
+    } else if (!st->list.empty() && Index(st->list.back().until.at, width) == Index(s.at, width)) {
+      // Active for less than a bucket: the same stretch goes on.
+      st->list.back().open = true;
+      st->list.back().count += count;
+    } else {
+      st->list.push_back({s, s, true, count});
+    }
+  }
+  template <typename S>
+  void CoarsenStretches(Stretches<S>* st) {
+    auto& list = st->list;
+    size_t out = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (out > 0 && !list[out - 1].open &&
+          Index(list[out - 1].until.at, width) == Index(list[i].from.at, width)) {
+        Stretch<S>& a = list[out - 1];
+        a.until = list[i].until;
+        a.open = list[i].open;
+        a.count += list[i].count;
+      } else {
+        list[out++] = list[i];
+      }
+    }
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(out), list.end());
+  }
+
+  // --- marks ---
+  // At most kRepsPerBucket: the two closest in height merge (into the one with
+  // more events), never the lowest with the highest or the earliest window
+  // start.
+  static void Reduce(std::vector<Rep>* reps) {
+    while (reps->size() > kRepsPerBucket) {
+      const size_t n = reps->size();
+      size_t earliest = 0;
+      for (size_t i = 1; i < n; ++i)
+        if ((*reps)[i].start < (*reps)[earliest].start) earliest = i;
+      auto fixed = [&](size_t i) { return i == 0 || i + 1 == n || i == earliest; };
+      size_t best = n;
+      double best_gap = 0;
+      for (size_t i = 0; i + 1 < n; ++i) {
+        if (fixed(i) && fixed(i + 1)) continue;
+        const double gap =
+            static_cast<double>((*reps)[i + 1].y) - static_cast<double>((*reps)[i].y);
+        if (best == n || gap < best_gap) {
+          best = i;
+          best_gap = gap;
+        }
+      }
+      const size_t keep = fixed(best)                                      ? best
+                          : fixed(best + 1)                                ? best + 1
+                          : (*reps)[best].count >= (*reps)[best + 1].count ? best
+                                                                           : best + 1;
+      const size_t drop = keep == best ? best + 1 : best;
+      (*reps)[keep].count += (*reps)[drop].count;
+      reps->erase(reps->begin() + static_cast<std::ptrdiff_t>(drop));
+    }
+  }
+  static void AddRep(std::vector<Rep>* reps, Rep r) {
+    for (Rep& x : *reps) {
+      if (x.y == r.y && x.start == r.start) {
+        x.count += r.count;
+        return;
+      }
+    }
+    auto it = std::upper_bound(reps->begin(), reps->end(), r, [](const Rep& a, const Rep& b) {
+      return std::tie(a.y, a.start) < std::tie(b.y, b.start);
+    });
+    if (reps->size() == reps->capacity()) {
+      // Room for one more than kept, never more (a vector would double to 8).
+      const size_t at = static_cast<size_t>(it - reps->begin());
+      reps->reserve(std::min(std::max<size_t>(1, 2 * reps->size()), kRepsPerBucket + 1));
+      it = reps->begin() + static_cast<std::ptrdiff_t>(at);
+    }
+    reps->insert(it, std::move(r));
+    Reduce(reps);
+  }
+  void AddMark(const TimelineEvent& e, uint64_t seq) {
+    const Timestamp y = e.kind == K::kFiring ? e.end : e.kind == K::kLate ? e.ts : 0;
+    MarkLane& ml = marks[MarkKey{e.subtask, static_cast<int>(e.kind),
+                                 e.kind == K::kFiring ? e.firing : std::string(),
+                                 e.kind == K::kBarrier && e.source}];
+    auto& lane = ml.buckets;
+    // Buckets two wide (the page's smallest cell is 2 px), or wider.
+    const int64_t index =
+        Index(At{e.t_ms, e.records, seq}, 2 * width * static_cast<double>(int64_t{1} << ml.extra));
+    auto it = std::lower_bound(lane.begin(), lane.end(), index,
+                               [](const MarkBucket& b, int64_t i) { return b.index < i; });
+    if (it == lane.end() || it->index != index) it = lane.insert(it, MarkBucket{index, {}});
+    const size_t before = it->reps.size();
+    Rep r;
+    r.at = At{e.t_ms, e.records, seq};
+    r.count = e.count;
+    r.y = y;
+    r.start = e.start;
+    r.watermark = e.kind == K::kBarrier ? e.checkpoint : e.watermark;
+    r.alignment_ms = e.alignment_ms;
+    r.key = e.key;
+    r.value = e.value;
+    AddRep(&it->reps, std::move(r));
+    ml.reps += it->reps.size() - before;
+    while (ml.reps > kMarksPerLane && ml.extra < 62) {
+      ++ml.extra;
+      CoarsenMarks(&ml, 1);
+    }
+  }
+  void CoarsenMarks(MarkLane* ml, int shift) {
+    std::vector<MarkBucket>* lane = &ml->buckets;
+    size_t out = 0;
+    for (size_t i = 0; i < lane->size(); ++i) {
+      MarkBucket& b = (*lane)[i];
+      b.index >>= shift;
+      if (out > 0 && (*lane)[out - 1].index == b.index) {
+        for (Rep& r : b.reps) AddRep(&(*lane)[out - 1].reps, std::move(r));
+      } else if (out != i) {
+        (*lane)[out++] = std::move(b);
+      } else {
+        ++out;
+      }
+    }
+    lane->erase(lane->begin() + static_cast<std::ptrdiff_t>(out), lane->end());
+    ml->reps = 0;
+    for (const MarkBucket& b : *lane) ml->reps += b.reps.size();
+  }
+
+  static Timestamp Wm(const SourceSample& s) { return s.wm; }
+  static Timestamp ChannelWm(const ChannelSample& s) { return s.wm; }
+  static Timestamp Aligned(const ChannelSample& s) { return s.aligned; }
+
+  // Doubles the width until `at` falls within the buckets; merges.
+  void Fit(const At& at) {
+    int shift = 0;
+    while (Index(at, width * static_cast<double>(int64_t{1} << shift)) >= buckets) ++shift;
+    if (shift == 0) return;
+    width *= static_cast<double>(int64_t{1} << shift);
+    for (auto& [_, lane] : sources) CoarsenPoints(&lane.points, shift, Wm);
+    for (auto& [_, lane] : channels) {
+      CoarsenPoints(&lane.points, shift, ChannelWm);
+      CoarsenStretches(&lane.idle);
+    }
+    for (auto& [_, lane] : aligned) CoarsenPoints(&lane, shift, Aligned);
+    for (auto& [_, st] : statuses) {
+      CoarsenStretches(&st.idle);
+      CoarsenStretches(&st.paused);
+    }
+    for (auto& [_, lane] : marks) CoarsenMarks(&lane, shift);
+  }
+
+  void Add(const TimelineEvent& e) {
+    const At at{e.t_ms, e.records, next_seq++};
+    Fit(at);
+    switch (e.kind) {
+      case K::kSourceWatermark: {
+        SourceLane& lane = sources[e.subtask];
+        lane.rank = e.rank;
+        AddPoint(&lane.points, SourceSample{at, e.watermark}, Wm, e.count);
+        break;
+      }
+      case K::kSourceIdle: {
+        SourceStatus& st = statuses[e.subtask];
+        if (e.rank >= 0) st.rank = e.rank;
+        Change(&st.idle, SourceSample{at, e.watermark}, e.idle, e.count);
+        break;
+      }
+      case K::kSourcePause: {
+        SourceStatus& st = statuses[e.subtask];
+        if (e.rank >= 0) st.rank = e.rank;
+        Change(&st.paused, PauseSample{at, e.watermark, e.aligned}, e.idle, e.count);
+        break;
+      }
+      case K::kChannel: {
+        ChannelLane& lane = channels[{e.subtask, e.channel}];
+        lane.rank = e.rank;
+        lane.channel_rank = e.channel_rank;
+        const ChannelSample s{at,        e.watermark, e.aligned,        e.channel,
+                              e.holding, e.idle,      e.channel_aligned};
+        AddPoint(&lane.points, s, ChannelWm);
+        AddPoint(&aligned[e.subtask], s, Aligned);
+        Change(&lane.idle, s, e.idle, e.count);
+        break;
+      }
+      case K::kFiring:
+      case K::kLate:
+      case K::kBarrier:
+        AddMark(e, at.seq);
+        break;
+    }
+  }
+
+  std::vector<TimelineEvent> Events() const {
+    std::vector<std::pair<At, TimelineEvent>> out;
+    auto event = [&](K kind, const At& at, int subtask) {
+      TimelineEvent e{kind, at.t};
+      e.records = at.records;
+      e.subtask = subtask;
+      return e;
+    };
+    for (const auto& [subtask, lane] : sources) {
+      for (const auto& b : lane.points) {
+        for (const auto& [s, count] : Kept(b)) {
+          TimelineEvent e = event(K::kSourceWatermark, s.at, subtask);
+          e.watermark = s.wm;
+          e.rank = lane.rank;
+          e.count = count;
+          out.emplace_back(s.at, std::move(e));
+        }
+      }
+    }
+    for (const auto& [subtask, st] : statuses) {
+      for (const auto& x : st.idle.list) {
+        TimelineEvent e = event(K::kSourceIdle, x.from.at, subtask);
+        e.idle = true;
+        e.count = x.count;
+        e.rank = st.rank;
+        out.emplace_back(x.from.at, e);
+        if (x.open) continue;
+        e = event(K::kSourceIdle, x.until.at, subtask);
+        e.rank = st.rank;
+        out.emplace_back(x.until.at, std::move(e));
+      }
+      for (const auto& x : st.paused.list) {
+        for (bool start : {true, false}) {
+          if (!start && x.open) continue;
+          const PauseSample& p = start ? x.from : x.until;
+          TimelineEvent e = event(K::kSourcePause, p.at, subtask);
+          e.idle = start;
+          e.count = start ? x.count : 1;
+          e.watermark = p.wm;
+          e.aligned = p.aligned;
+          e.rank = st.rank;
+          out.emplace_back(p.at, std::move(e));
+        }
+      }
+    }
+    // Channel events: each lane's kept points and stretch ends, and the
+    // aligned minimum's kept points (real events of some channel), once each;
+    // idle as the stretches kept say.
+    std::map<std::pair<int, int>, std::map<uint64_t, ChannelSample>> kept;
+    for (const auto& [key, lane] : channels) {
+      auto& mine = kept[key];
+      for (const auto& b : lane.points)
+        for (const auto& [s, count] : Kept(b)) mine.emplace(s.at.seq, s);
+      for (const auto& x : lane.idle.list) {
+        mine.emplace(x.from.at.seq, x.from);
+        if (!x.open) mine.emplace(x.until.at.seq, x.until);
+      }
+    }
+    for (const auto& [subtask, lane] : aligned)
+      for (const auto& b : lane)
+        for (const auto& [s, count] : Kept(b)) kept[{subtask, s.channel}].emplace(s.at.seq, s);
+    for (const auto& [key, samples] : kept) {
+      const ChannelLane& lane = channels.at(key);
+      std::vector<ChannelSample> v;
+      for (const auto& [seq, s] : samples) v.push_back(s);
+      std::sort(v.begin(), v.end(),
+                [&](const ChannelSample& a, const ChannelSample& b) { return Before(a.at, b.at); });
+      const auto& stretches = lane.idle.list;
+      size_t j = 0;
+      for (const ChannelSample& s : v) {
+        while (j < stretches.size() && !stretches[j].open && !Before(s.at, stretches[j].until.at))
+          ++j;
+        const bool idle = j < stretches.size() && !Before(s.at, stretches[j].from.at);
+        TimelineEvent e = event(K::kChannel, s.at, key.first);
+        e.channel = key.second;
+        e.watermark = s.wm;
+        e.aligned = s.aligned;
+        e.holding = s.holding;
+        e.idle = idle;
+        e.channel_aligned = s.channel_aligned;
+        e.rank = lane.rank;
+        e.channel_rank = lane.channel_rank;
+        if (idle && j < stretches.size() && s.at.seq == stretches[j].from.at.seq)
+          e.count = stretches[j].count;
+        out.emplace_back(s.at, std::move(e));
+      }
+    }
+    for (const auto& [key, lane] : marks)
+      for (const MarkBucket& b : lane.buckets)
+        for (const Rep& r : b.reps) {
+          const auto& [subtask, kind, firing, source] = key;
+          TimelineEvent e = event(static_cast<K>(kind), r.at, subtask);
+          e.count = r.count;
+          e.key = r.key;
+          e.value = r.value;
+          if (e.kind == K::kFiring) {
+            e.firing = firing;
+            e.start = r.start;
+            e.end = r.y;
+            e.watermark = r.watermark;
+          } else if (e.kind == K::kLate) {
+            e.ts = r.y;
+          } else {
+            e.source = source;
+            e.checkpoint = r.watermark;
+            e.alignment_ms = r.alignment_ms;
+          }
+          out.emplace_back(r.at, std::move(e));
+        }
+    std::sort(out.begin(), out.end(),
+              [&](const auto& a, const auto& b) { return Before(a.first, b.first); });
+    std::vector<TimelineEvent> events;
+    events.reserve(out.size());
+    for (auto& [at, e] : out) events.push_back(std::move(e));
+    return events;
+  }
+
+  size_t RetainedBytes() const {
+    constexpr size_t kNode = 48;  // a map node's own bookkeeping, about
+    size_t bytes = sizeof(*this);
+    for (const auto& [_, lane] : sources)
+      bytes += kNode + sizeof(lane) + lane.points.capacity() * sizeof(lane.points[0]);
+    for (const auto& [_, lane] : channels)
+      bytes += kNode + sizeof(lane) + lane.points.capacity() * sizeof(lane.points[0]) +
+               lane.idle.list.capacity() * sizeof(lane.idle.list[0]);
+    for (const auto& [_, lane] : aligned)
+      bytes += kNode + sizeof(lane) + lane.capacity() * sizeof(lane[0]);
+    for (const auto& [_, st] : statuses)
+      bytes += kNode + sizeof(st) + st.idle.list.capacity() * sizeof(st.idle.list[0]) +
+               st.paused.list.capacity() * sizeof(st.paused.list[0]);
+    for (const auto& [key, lane] : marks) {
+      bytes += kNode + sizeof(key) + HeapBytes(std::get<2>(key)) + sizeof(lane) +
+               lane.buckets.capacity() * sizeof(MarkBucket);
+      for (const MarkBucket& b : lane.buckets) {
+        bytes += b.reps.capacity() * sizeof(Rep);
+        for (const Rep& r : b.reps) bytes += HeapBytes(r.key) + HeapBytes(r.value);
+      }
+    }
+    return bytes;
+  }
+
+  size_t RetainedEntries() const {
+    size_t n = 0;
+    for (const auto& [_, lane] : sources) n += lane.points.size();
+    for (const auto& [_, lane] : channels) n += lane.points.size() + lane.idle.list.size();
+    for (const auto& [_, lane] : aligned) n += lane.size();
+    for (const auto& [_, st] : statuses) n += st.idle.list.size() + st.paused.list.size();
+    for (const auto& [_, lane] : marks) n += lane.reps;
+    return n;
+  }
+};
+
+TimelineSummary::TimelineSummary(bool by_records, size_t buckets)
+    : impl_(std::make_unique<Impl>(by_records, buckets)) {}
+TimelineSummary::~TimelineSummary() = default;
+void TimelineSummary::Add(const TimelineEvent& e) { impl_->Add(e); }
+std::vector<TimelineEvent> TimelineSummary::Events() const { return impl_->Events(); }
+size_t TimelineSummary::RetainedBytes() const { return impl_->RetainedBytes(); }
+size_t TimelineSummary::RetainedEntries() const { return impl_->RetainedEntries(); }
+double TimelineSummary::bucket_width() const { return impl_->width; }
 
 void TraceRecorder::SetCluster(int rank, std::function<int(int)> source_rank,
                                std::function<int(int)> window_rank) {
@@ -819,16 +1393,23 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
 
   // One pass over the events: each lane's points, idle changes and each
   // panel's marks.
+  // An idle (or paused) change; a stretch that starts here stands for `count`
+  // (a TimelineSummary merges those within a bucket).
+  struct Change {
+    double t;
+    bool on;
+    int64_t count;
+  };
   struct Lane {
     LanePoints pts;
-    std::vector<std::pair<double, bool>> idle;    // changes only
-    std::vector<std::pair<double, bool>> paused;  // watermark alignment; changes only
-    void Idle(double t, bool idle_now) {
-      if (idle.empty() ? idle_now : idle.back().second != idle_now) idle.emplace_back(t, idle_now);
+    int64_t watermarks = 0;      // what pts stand for
+    std::vector<Change> idle;    // changes only
+    std::vector<Change> paused;  // watermark alignment; changes only
+    static void Add(std::vector<Change>* v, double t, bool now, int64_t count) {
+      if (v->empty() ? now : v->back().on != now) v->push_back({t, now, count});
     }
-    void Pause(double t, bool now) {
-      if (paused.empty() ? now : paused.back().second != now) paused.emplace_back(t, now);
-    }
+    void Idle(double t, bool idle_now, int64_t count) { Add(&idle, t, idle_now, count); }
+    void Pause(double t, bool now, int64_t count) { Add(&paused, t, now, count); }
   };
   std::map<int, Lane> source_lanes;
   std::map<std::pair<int, int>, Lane> channel_lanes;  // (window subtask, channel)
@@ -839,17 +1420,18 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
     switch (e.kind) {
       case K::kSourceWatermark:
         source_lanes[e.subtask].pts.emplace_back(e.t_ms, e.watermark);
+        source_lanes[e.subtask].watermarks += e.count;
         break;
       case K::kSourceIdle:
-        source_lanes[e.subtask].Idle(e.t_ms, e.idle);
+        source_lanes[e.subtask].Idle(e.t_ms, e.idle, e.count);
         break;
       case K::kSourcePause:
-        source_lanes[e.subtask].Pause(e.t_ms, e.idle);
+        source_lanes[e.subtask].Pause(e.t_ms, e.idle, e.count);
         break;
       case K::kChannel: {
         Lane& lane = channel_lanes[{e.subtask, e.channel}];
         lane.pts.emplace_back(e.t_ms, e.watermark);
-        lane.Idle(e.t_ms, e.idle);
+        lane.Idle(e.t_ms, e.idle, e.count);
         LanePoints& aligned = aligned_lanes[e.subtask];
         if (aligned.empty() || aligned.back().second != e.aligned)
           aligned.emplace_back(e.t_ms, e.aligned);
@@ -894,17 +1476,27 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
         return "";
     }
   };
+  // How many events a group of marks stands for (a summary's mark may stand
+  // for several).
+  auto group_count = [](const std::vector<const Mark*>& group) {
+    int64_t n = 0;
+    for (const Mark* m : group) n += m->e->count;
+    return n;
+  };
   // A merged mark says how many it stands for and the first few.
   auto merged_text = [&](const std::vector<const Mark*>& group) {
-    if (group.size() == 1) return mark_text(*group[0]->e);
+    const int64_t total = group_count(group);
+    if (total == 1) return mark_text(*group[0]->e);
     const TimelineEvent& first = *group[0]->e;
     std::string text = first.kind == K::kFiring
-                           ? absl::StrCat(group.size(), " windows fired ", first.firing, " here: ")
-                       : first.kind == K::kLate ? absl::StrCat(group.size(), " late records here: ")
-                                                : absl::StrCat(group.size(), " barriers here: ");
-    for (size_t i = 0; i < group.size() && i < 3; ++i)
-      absl::StrAppend(&text, i > 0 ? "; " : "", mark_text(*group[i]->e));
-    if (group.size() > 3) absl::StrAppend(&text, "; ... and ", group.size() - 3, " more");
+                           ? absl::StrCat(total, " windows fired ", first.firing, " here: ")
+                       : first.kind == K::kLate ? absl::StrCat(total, " late records here: ")
+                                                : absl::StrCat(total, " barriers here: ");
+    size_t shown = 0;
+    for (; shown < group.size() && shown < 3; ++shown)
+      absl::StrAppend(&text, shown > 0 ? "; " : "", mark_text(*group[shown]->e));
+    if (total > static_cast<int64_t>(shown))
+      absl::StrAppend(&text, "; ... and ", total - static_cast<int64_t>(shown), " more");
     return text;
   };
   auto draw_marks = [&](const std::vector<const TimelineEvent*>& evs, double top) {
@@ -924,8 +1516,9 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
       const Mark& m = *group[0];
       const TimelineEvent& e = *m.e;
       const std::string text = merged_text(group);
-      const std::string count =
-          group.size() > 1 ? absl::StrCat(" data-count='", group.size(), "'") : std::string();
+      const int64_t total = group_count(group);
+      const bool merged = total > 1;
+      const std::string count = merged ? absl::StrCat(" data-count='", total, "'") : std::string();
       if (e.kind == K::kFiring) {
         const char* color = e.firing == "on_time" ? "#2ca02c"
                             : e.firing == "late"  ? "#ff7f0e"
@@ -933,14 +1526,13 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
         absl::StrAppendFormat(&svg,
                               "<circle class='mark firing %s'%s cx='%.1f' cy='%.1f' r='%.1f' "
                               "fill='%s' stroke='white'%s><title>%s</title></circle>\n",
-                              e.firing, count, m.x, m.y, group.size() > 1 ? 6.0 : 4.5, color,
-                              info(text), Esc(text));
+                              e.firing, count, m.x, m.y, merged ? 6.0 : 4.5, color, info(text),
+                              Esc(text));
       } else if (e.kind == K::kLate) {
         absl::StrAppendFormat(&svg,
                               "<path class='mark late'%s d='M%.1f %.1f l8 8 m0 -8 l-8 8' "
                               "stroke='#d62728' stroke-width='%d'%s><title>%s</title></path>\n",
-                              count, m.x - 4, m.y - 4, group.size() > 1 ? 3 : 2, info(text),
-                              Esc(text));
+                              count, m.x - 4, m.y - 4, merged ? 3 : 2, info(text), Esc(text));
       } else {
         absl::StrAppendFormat(&svg,
                               "<g class='mark barrier' data-checkpoint='%d'%s%s><line x1='%.1f' "
@@ -955,14 +1547,19 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
   auto idle_rects = [&](const Lane& lane, double top, const char* color, double opacity,
                         const std::string& cls, const std::string& label) {
     for (size_t i = 0; i < lane.idle.size(); ++i) {
-      if (!lane.idle[i].second) continue;
-      const double from = lane.idle[i].first;
-      const double until = i + 1 < lane.idle.size() ? lane.idle[i + 1].first : t_end;
+      if (!lane.idle[i].on) continue;
+      const double from = lane.idle[i].t;
+      const double until = i + 1 < lane.idle.size() ? lane.idle[i + 1].t : t_end;
+      const int64_t n = lane.idle[i].count;
+      const std::string text =
+          n > 1 ? absl::StrCat(label, " (", n, " stretches, each within a pixel of the next)")
+                : label;
       absl::StrAppendFormat(&svg,
-                            "<rect class='idle %s' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
-                            "fill='%s' opacity='%.2f'%s><title>%s</title></rect>\n",
-                            cls, s.X(from), top, std::max(1.0, s.X(until) - s.X(from)), panel_h,
-                            color, opacity, info(label), Esc(label));
+                            "<rect class='idle %s'%s x='%.1f' y='%.1f' width='%.1f' "
+                            "height='%.1f' fill='%s' opacity='%.2f'%s><title>%s</title></rect>\n",
+                            cls, n > 1 ? absl::StrCat(" data-count='", n, "'") : std::string(),
+                            s.X(from), top, std::max(1.0, s.X(until) - s.X(from)), panel_h, color,
+                            opacity, info(text), Esc(text));
     }
   };
 
@@ -979,22 +1576,25 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
         "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
         "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
         src, StepPath(pts, s, top, panel_h, t_end), color,
-        info(absl::StrCat("source subtask ", src, ": ", lane.pts.size(), " watermarks, last ",
+        info(absl::StrCat("source subtask ", src, ": ", lane.watermarks, " watermarks, last ",
                           pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
         src);
     idle_rects(lane, top, color, 0.15, "source", absl::StrCat("source subtask ", src, " idle"));
     // Paused by watermark alignment: a hatched band along the bottom.
     for (size_t i = 0; i < lane.paused.size(); ++i) {
-      if (!lane.paused[i].second) continue;
-      const double from = lane.paused[i].first;
-      const double until = i + 1 < lane.paused.size() ? lane.paused[i + 1].first : t_end;
-      const std::string label =
-          absl::StrCat("source subtask ", src, " paused by watermark alignment");
+      if (!lane.paused[i].on) continue;
+      const double from = lane.paused[i].t;
+      const double until = i + 1 < lane.paused.size() ? lane.paused[i + 1].t : t_end;
+      const int64_t n = lane.paused[i].count;
+      const std::string label = absl::StrCat(
+          "source subtask ", src, " paused by watermark alignment",
+          n > 1 ? absl::StrCat(" (", n, " pauses, each within a pixel of the next)") : "");
       absl::StrAppendFormat(&svg,
-                            "<rect class='paused source' data-subtask='%d' x='%.1f' y='%.1f' "
+                            "<rect class='paused source' data-subtask='%d'%s x='%.1f' y='%.1f' "
                             "width='%.1f' height='6' fill='%s' opacity='0.6' "
                             "stroke='#333' stroke-dasharray='2 1'%s><title>%s</title></rect>\n",
-                            src, s.X(from), top + panel_h - 6 - 2 * (src % 4),
+                            src, n > 1 ? absl::StrCat(" data-count='", n, "'") : std::string(),
+                            s.X(from), top + panel_h - 6 - 2 * (src % 4),
                             std::max(1.0, s.X(until) - s.X(from)), color, info(label), Esc(label));
     }
   }

@@ -6,7 +6,9 @@
 // the window subtasks (tasks whose name starts with "window"; with the aligned minimum and the
 // channel holding it back), plus, from the CLI's own operators, every record's watermark line and
 // every window firing and late record.  It prints them as they happen (text or
-// JSON Lines) and keeps them, stamped with processing time, for the timeline.
+// JSON Lines) and keeps them, stamped with processing time, for the timeline:
+// every one up to TimelineBound::exact_events, then what a TimelineSummary
+// keeps of them (bounded memory however long the run).
 //
 // Thread safety: all methods may be called from any subtask thread.
 #ifndef TM_TOOLS_CLI_TRACE_H_
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -84,6 +87,11 @@ struct TimelineEvent {
   // Lines read so far by this process's sources, all together, when the
   // event was kept (the timeline's records axis).
   int64_t records = 0;
+  // How many events this one stands for (1 unless a TimelineSummary merged
+  // some): kFiring, kLate, kBarrier: that many marks; kSourceWatermark: that
+  // many watermarks; kSourceIdle / kSourcePause / kChannel with idle = true
+  // (the start of a stretch): that many idle or paused stretches.
+  int64_t count = 1;
 
   // A window firing, for TraceRecorder::OnFiring (which sets t_ms): the
   // window [start, end) of `key` at `subtask`, the watermark it fired at, how
@@ -105,6 +113,62 @@ class TimelineObserver {
  public:
   virtual ~TimelineObserver() = default;
   virtual void OnTimelineEvent(const TimelineEvent& e) = 0;
+};
+
+// The recorder's bound (docs/timeline.md, "Bounded size"): the events are
+// kept as they come until there are `exact_events` (a power of two: the
+// vector's last doubling; about 4 MB); then a TimelineSummary with at most
+// `buckets` buckets along the page's horizontal axis takes over.
+struct TimelineBound {
+  size_t exact_events = 16384;
+  size_t buckets = 2048;
+};
+
+// The timeline's events reduced, while they come, to what the page draws at
+// its resolution (the page's own per-pixel downsampling, done while
+// recording), in memory that does not grow with the run.  The axis (processing
+// time, or records read) is cut into buckets of a width that doubles, merging
+// neighbours in pairs, whenever an event falls past `buckets` of them (so at
+// the end there are between buckets / 2 and buckets: with 2048, a bucket is at
+// most a pixel of the 1020 px plot).  Per bucket it keeps:
+//   - each watermark lane (a source subtask, an input channel, a window
+//     subtask's aligned minimum): the first, lowest, highest and last point
+//     (real events: a channel event is a point of its channel's lane and of the
+//     aligned minimum), with how many watermarks the bucket held;
+//   - marks, per window subtask (sources for their barriers) and kind (firing
+//     on_time / late / end_of_input, late record, barrier), in buckets two
+//     wide (the page's smallest cell is 2 px): events at the same height (the
+//     window's end, the late record's timestamp) merge into one with a
+//     `count`; at most four per bucket, the closest heights merging first,
+//     keeping the lowest and highest (and the firing with the earliest window
+//     start, so the page's event-time range is the same);
+//   - idle stretches (sources and channels) and alignment pauses as intervals:
+//     one that starts in the bucket where the previous one ended continues it
+//     (`count` stretches), so at most one per bucket.
+// Every firing, late record, barrier, watermark and idle stretch is counted in
+// the `count` of some event of Events().
+class TimelineSummary {
+ public:
+  // `by_records`: the axis is TimelineEvent::records (else t_ms).
+  TimelineSummary(bool by_records, size_t buckets);
+  ~TimelineSummary();
+  TimelineSummary(const TimelineSummary&) = delete;
+  TimelineSummary& operator=(const TimelineSummary&) = delete;
+
+  // The events in the order they came.
+  void Add(const TimelineEvent& e);
+  // What is kept, as events for RenderTimelineHtml, in order along the axis.
+  std::vector<TimelineEvent> Events() const;
+  // Bytes held (containers' capacities and strings' heap), and entries (points,
+  // marks, stretches) kept.
+  size_t RetainedBytes() const;
+  size_t RetainedEntries() const;
+  // The width of a bucket along the axis (ms or records).
+  double bucket_width() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 class TraceRecorder final : public WatermarkListener {
@@ -133,8 +197,21 @@ class TraceRecorder final : public WatermarkListener {
   void OnFiring(const TimelineEvent& e);  // kind kFiring
   void OnLate(const TimelineEvent& e);    // kind kLate
 
+  // The events kept for the timeline: every one, or past the bound
+  // (SetTimelineBound) what a TimelineSummary kept of them.
   std::vector<TimelineEvent> events() const;
+  // What the timeline keeps in memory now: bytes and entries (events, or the
+  // summary's points, marks and stretches), and whether the summary took over.
+  size_t RetainedBytes() const;
+  size_t RetainedEntries() const;
+  bool summarizing() const;
+  // The page's horizontal axis (--timeline-axis=records: lines read), which
+  // the summary's buckets follow, and the bound.  Set before the job starts.
+  void SetTimelineAxis(bool by_records) { by_records_ = by_records; }
+  void SetTimelineBound(const TimelineBound& bound) { bound_ = bound; }
+  // Processing time in ms since the start (a test's simulated clock when set).
   double NowMs() const;
+  void SetClockForTesting(std::function<double()> now_ms) { clock_ = std::move(now_ms); }
   // A source read a line (any thread): counted for the records axis.
   void OnLineRead() { lines_read_.fetch_add(1, std::memory_order_relaxed); }
   // Every event also goes to `observer` (nullptr: none).  Set before the job
@@ -164,8 +241,12 @@ class TraceRecorder final : public WatermarkListener {
   absl::TimeZone zone_;
   std::chrono::steady_clock::time_point start_;
   std::atomic<int64_t> lines_read_{0};
+  std::function<double()> clock_;
+  bool by_records_ = false;
+  TimelineBound bound_;
   mutable internal::Mutex mu_;
   std::vector<TimelineEvent> events_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<TimelineSummary> summary_ ABSL_GUARDED_BY(mu_);
 };
 
 // A self-contained HTML page (inline SVG and script, no network) drawing, over
