@@ -72,6 +72,8 @@ std::vector<std::string> JobArgs(const std::string& input, const std::string& wi
 struct CrashCase {
   const char* window;
   int parallelism;
+  bool incremental = false;  // --incremental-checkpoints
+  int kills = 20;
 };
 
 class CliCrash : public ::testing::TestWithParam<CrashCase> {};
@@ -100,8 +102,9 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   run_args.push_back("--checkpoint-dir=" + dir.Path("chk"));
   run_args.push_back("--checkpoint-interval=30ms");
   run_args.push_back("--restore=latest");
-  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1]));
-  const int kills = StressIterations(20);
+  if (c.incremental) run_args.push_back("--incremental-checkpoints");
+  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental));
+  const int kills = StressIterations(c.kills);
   int killed = 0;
   int episodes = 0;
   while (killed < kills) {
@@ -138,7 +141,12 @@ INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
                          ::testing::Values(CrashCase{"tumbling:1s", 1}, CrashCase{"tumbling:1s", 3},
                                            CrashCase{"sliding:2s,500ms", 3},
                                            CrashCase{"session:300ms", 1},
-                                           CrashCase{"session:300ms", 3}));
+                                           CrashCase{"session:300ms", 3},
+                                           // Incremental checkpoints: restored through
+                                           // their chains of shared files (fewer kills
+                                           // here; TIDEMARK_STRESS_SCALE=3.34 makes 20).
+                                           CrashCase{"tumbling:1s", 3, true, 6},
+                                           CrashCase{"session:300ms", 1, true, 6}));
 
 // `lines` without the "subtask" field of each result: which subtask fires a
 // window depends on the parallelism.

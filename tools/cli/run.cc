@@ -849,6 +849,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   // and none periodic.
   if (o.checkpoint_dir.empty() && !o.savepoint_dir.empty()) env.enable_checkpointing(Duration(0));
   if (o.allow_non_restored_state) env.set_allow_non_restored_state();
+  if (o.incremental_checkpoints) env.enable_incremental_checkpoints();
   env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);
   env.set_checkpoint_timeout(*checkpoint_timeout);
   // Each failed checkpoint is said when it fails (and shown by the live
