@@ -622,6 +622,13 @@ TEST(CliCheckpoint, RestoringFromACheckpointThatIsNotThereSaysSo) {
       << r.err;
 }
 
+TEST(CliCheckpoint, IncrementalCheckpointsNeedACheckpointDirectory) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--incremental-checkpoints"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--incremental-checkpoints needs --checkpoint-dir"), std::string::npos)
+      << r.err;
+}
+
 TEST(CliCheckpoint, FlagsAreChecked) {
   CliRun r = RunTidemark({"run", "--input=/dev/null", "--restore=latest"});
   EXPECT_EQ(r.exit_code, 2);

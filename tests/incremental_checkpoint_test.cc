@@ -164,6 +164,21 @@ TEST(IncrementalStorage, TouchingOneKeyGroupWritesLittle) {
   restored.Restore(r, internal::KeyGroupRange::All());
   ASSERT_TRUE(r.AtEnd()) << r.error();
   EXPECT_EQ(restored.Table<int64_t>("count").map, table.map);
+  // And split over three subtasks (a rescale), each keeps its key groups.
+  size_t total = 0;
+  for (int s = 0; s < 3; ++s) {
+    internal::KeyedStateStore<int64_t> part;
+    internal::StateReader pr(loaded->states.at("0-0.state"));
+    const auto range = internal::KeyGroupRange::Of(s, 3, kMaxParallelism);
+    part.Restore(pr, range);
+    ASSERT_TRUE(pr.AtEnd()) << pr.error();
+    for (const auto& [k, v] : part.Table<int64_t>("count").map) {
+      EXPECT_TRUE(range.Contains(k));
+      EXPECT_EQ(v, table.map.at(k));
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, table.map.size());
   // Checkpoint 2 refers to checkpoint 1's shared file.
   EXPECT_TRUE(Referenced(storage).contains("1-0-0.state"));
 }
@@ -349,6 +364,11 @@ TEST(IncrementalJob, RestoredAndRescaledFromIncrementalChainsCommitsExactlyOnce)
     JobResult r = client.wait();
     ASSERT_TRUE(absl::IsCancelled(r.status)) << r.status;
     ASSERT_GE(r.checkpoints.sizes_bytes.size(), 3u);
+    std::cout << "run " << run << " at parallelism " << parallelism[run]
+              << ": checkpoints wrote / stood for (bytes):";
+    for (size_t i = 0; i < r.checkpoints.sizes_bytes.size(); ++i)
+      std::cout << " " << r.checkpoints.sizes_bytes[i] << "/" << r.checkpoints.state_bytes[i];
+    std::cout << "\n";
     // The last checkpoints wrote a fraction of the state they stand for.
     const size_t last = r.checkpoints.sizes_bytes.size() - 1;
     EXPECT_LT(r.checkpoints.sizes_bytes[last] * 4, r.checkpoints.state_bytes[last])

@@ -650,6 +650,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         "--output-per-rank is for jobs under mpirun (each rank writes PREFIX.RANK); without "
         "mpirun the results go to standard output, or to --output-dir");
   }
+  if (o.incremental_checkpoints && o.checkpoint_dir.empty())
+    return fail("--incremental-checkpoints needs --checkpoint-dir");
   Duration checkpoint_interval{0};
   if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
     if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
