@@ -248,6 +248,34 @@ TEST(IncrementalStorage, AMissingSharedFileMakesLatestFallBackToThePreviousCheck
       << problems[0];
 }
 
+TEST(IncrementalStorage, AnAbortedCheckpointsSharedFileIsDeletedAndNeverReferredTo) {
+  testing::TempDir dir;
+  CheckpointStorage storage(dir.Path("chk"));
+  storage.set_incremental(true);
+  ASSERT_TRUE(storage.Commit(1, {}, {Write(storage, 1, "0-0.state", Random(60'000, 1))}).ok());
+  const std::string next = Random(60'000, 1) + Random(30'000, 2);
+  // Checkpoint 2's new chunks are written, then its reference file fails.
+  storage.set_fault_injector([](std::string_view, const fs::path& p) {
+    return p.string().find("chk-2") != std::string::npos
+               ? absl::ResourceExhaustedError("No space left on device (injected)")
+               : absl::OkStatus();
+  });
+  auto failed = storage.WriteState(2, "0-0.state", next);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(SharedFiles(storage).contains("2-0-0.state"));
+  storage.Abort(2);
+  EXPECT_FALSE(SharedFiles(storage).contains("2-0-0.state"));
+  storage.set_fault_injector(nullptr);
+  // Checkpoint 3 writes those chunks again rather than refer to the deleted file.
+  const StateFileInfo f3 = Write(storage, 3, "0-0.state", next);
+  EXPECT_GE(f3.shared_bytes, 25'000u);
+  ASSERT_TRUE(storage.Commit(3, {}, {f3}).ok());
+  EXPECT_EQ(SharedFiles(storage), (std::set<std::string>{"1-0-0.state", "3-0-0.state"}));
+  auto loaded = storage.LoadLatest(nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->states.at("0-0.state"), next);
+}
+
 TEST(IncrementalStorage, ASavepointStaysFullAndAFullCheckpointBesideIncrementalOnesLoads) {
   testing::TempDir dir;
   CheckpointStorage sp = CheckpointStorage::ForSavepoint(dir.Path("sp"));
