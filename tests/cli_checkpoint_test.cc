@@ -24,6 +24,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -75,6 +76,10 @@ struct CrashCase {
   bool incremental = false;  // --incremental-checkpoints
   int kills = 20;
 };
+// For ctest's test names (stable, unlike the bytes gtest prints otherwise).
+void PrintTo(const CrashCase& c, std::ostream* os) {
+  *os << c.window << " p" << c.parallelism << (c.incremental ? " incremental" : "");
+}
 
 class CliCrash : public ::testing::TestWithParam<CrashCase> {};
 
