@@ -438,6 +438,11 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::enable_checkpointing(Dur
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::enable_incremental_checkpoints(bool on) {
+  config_.incremental_checkpoints = on;
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::restore_from(std::string checkpoint) {
   config_.restore_from = std::move(checkpoint);
   return *this;

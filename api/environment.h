@@ -263,6 +263,14 @@ class StreamExecutionEnvironment {
   // stdin) make a restored job at-most-once (CheckpointSummary says so).
   StreamExecutionEnvironment& enable_checkpointing(Duration interval, std::string dir = "",
                                                    int retain = 3);
+  // Incremental checkpoints (Flink's incremental RocksDB checkpoints, for the
+  // heap state): each checkpoint writes only the chunks of state that no
+  // retained checkpoint holds, into DIR/shared, and refers to the retained
+  // checkpoints' files for the rest; retention deletes a shared file once no
+  // retained checkpoint refers to it.  Savepoints stay full.  Needs a
+  // checkpoint directory (without one it changes nothing).
+  // docs/checkpoints.md, "Incremental checkpoints".
+  StreamExecutionEnvironment& enable_incremental_checkpoints(bool on = true);
   // Starts the job from a checkpoint: "latest" (the newest usable one in the
   // checkpoint directory; the job starts fresh when none was ever completed,
   // and passes over damaged ones, listed in CheckpointSummary), or the path

@@ -204,6 +204,9 @@ ABSL_FLAG(int64_t, checkpoint_interval_ms, 0,
           "take a checkpoint every this many ms (0: no checkpoints)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "where checkpoints go (default: a fresh directory under /tmp, removed afterwards)");
+ABSL_FLAG(bool, incremental_checkpoints, false,
+          "with --checkpoint_interval_ms: incremental checkpoints (each writes only the state "
+          "that changed; the JSON's checkpoint_sizes_bytes lists what each one wrote)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
@@ -338,7 +341,8 @@ struct Options {
   bool source_timestamps;
   int64_t checkpoint_interval_ms;
   std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
-  bool local_aggregation;      // window(...).local_aggregation() (not W1-core, W3)
+  bool incremental_checkpoints;
+  bool local_aggregation;  // window(...).local_aggregation() (not W1-core, W3)
 };
 
 // The results of a job: one number per (key, window), the window named by
@@ -492,6 +496,7 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   env.use_tbb_arena_scheduler(o.tbb_arena);
   if (o.checkpoint_interval_ms > 0)
     env.enable_checkpointing(Duration(o.checkpoint_interval_ms), o.checkpoint_dir);
+  env.enable_incremental_checkpoints(o.incremental_checkpoints);
 }
 
 WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
@@ -1468,6 +1473,7 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.tbb_arena = absl::GetFlag(FLAGS_scheduler) == "arena";
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
   o.local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
   if (o.local_aggregation &&
       (job.windows == WindowKind::kNone || job.windows == WindowKind::kSession))
@@ -1741,7 +1747,11 @@ int Main() {
                         best_job.checkpoints.max_duration_ms),
         absl::StrFormat(", \"checkpoint_max_alignment_ms\": %.3f",
                         best_job.checkpoints.max_alignment_ms),
-        absl::StrFormat(", \"checkpoint_sync_max_ms\": %.3f", best_job.checkpoints.max_sync_ms));
+        absl::StrFormat(", \"checkpoint_sync_max_ms\": %.3f", best_job.checkpoints.max_sync_ms),
+        ", \"incremental_checkpoints\": ", o.incremental_checkpoints ? "true" : "false",
+        ", \"checkpoint_sizes_bytes\": [", absl::StrJoin(best_job.checkpoints.sizes_bytes, ", "),
+        "], \"checkpoint_state_bytes\": [", absl::StrJoin(best_job.checkpoints.state_bytes, ", "),
+        "]");
     absl::StrAppend(&j, ", \"peak_rss_bytes\": ", peak,
                     ", \"sink_records\": ", best_job.sink_records,
                     ", \"distinct_keys_out\": ", best_job.results.size(),

@@ -342,6 +342,24 @@ class RollingReduceOperator final
   // instance's key groups and merges (runtime/core/operator.h).
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
+      if constexpr (KeyGroupComputable<K>) {
+        if (const int mp = w.key_group_hint(); mp > 0) {
+          // Incremental checkpoints: the map's format, its entries grouped
+          // by key group, so an unchanged key group encodes to the same bytes.
+          std::vector<std::vector<const typename decltype(state_)::value_type*>> groups(
+              static_cast<size_t>(mp));
+          for (const auto& e : state_)
+            groups[static_cast<size_t>(ComputeKeyGroup(KeyHash<K>{}(e.first), mp))].push_back(&e);
+          w.PutVarint(state_.size());
+          for (const auto& g : groups) {
+            for (const auto* e : g) {
+              Encode(w, e->first);
+              Encode(w, e->second);
+            }
+          }
+          return;
+        }
+      }
       Encode(w, state_);
     } else {
       ThrowFirstMissingCodec<K, T>("operator '" + this->ctx().operator_name() + "'");

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -72,7 +73,13 @@ std::vector<std::string> JobArgs(const std::string& input, const std::string& wi
 struct CrashCase {
   const char* window;
   int parallelism;
+  bool incremental = false;  // --incremental-checkpoints
+  int kills = 20;
 };
+// For ctest's test names (stable, unlike the bytes gtest prints otherwise).
+void PrintTo(const CrashCase& c, std::ostream* os) {
+  *os << c.window << " p" << c.parallelism << (c.incremental ? " incremental" : "");
+}
 
 class CliCrash : public ::testing::TestWithParam<CrashCase> {};
 
@@ -100,8 +107,9 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   run_args.push_back("--checkpoint-dir=" + dir.Path("chk"));
   run_args.push_back("--checkpoint-interval=30ms");
   run_args.push_back("--restore=latest");
-  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1]));
-  const int kills = StressIterations(20);
+  if (c.incremental) run_args.push_back("--incremental-checkpoints");
+  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental));
+  const int kills = StressIterations(c.kills);
   int killed = 0;
   int episodes = 0;
   while (killed < kills) {
@@ -138,7 +146,12 @@ INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
                          ::testing::Values(CrashCase{"tumbling:1s", 1}, CrashCase{"tumbling:1s", 3},
                                            CrashCase{"sliding:2s,500ms", 3},
                                            CrashCase{"session:300ms", 1},
-                                           CrashCase{"session:300ms", 3}));
+                                           CrashCase{"session:300ms", 3},
+                                           // Incremental checkpoints: restored through
+                                           // their chains of shared files (fewer kills
+                                           // here; TIDEMARK_STRESS_SCALE=3.34 makes 20).
+                                           CrashCase{"tumbling:1s", 3, true, 6},
+                                           CrashCase{"session:300ms", 1, true, 6}));
 
 // `lines` without the "subtask" field of each result: which subtask fires a
 // window depends on the parallelism.
@@ -611,6 +624,13 @@ TEST(CliCheckpoint, RestoringFromACheckpointThatIsNotThereSaysSo) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--restore=/no/such/chk-1: no such checkpoint (it does not exist)"),
             std::string::npos)
+      << r.err;
+}
+
+TEST(CliCheckpoint, IncrementalCheckpointsNeedACheckpointDirectory) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--incremental-checkpoints"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--incremental-checkpoints needs --checkpoint-dir"), std::string::npos)
       << r.err;
 }
 

@@ -117,6 +117,9 @@ ABSL_FLAG(std::string, stop_with_savepoint_on, "",
 ABSL_FLAG(bool, drain, false,
           "with --stop-with-savepoint-on: send the MAX watermark first (every window fires), "
           "as Flink's stop --drain");
+ABSL_FLAG(bool, incremental_checkpoints, false,
+          "incremental checkpoints: each checkpoint writes only the state that changed since "
+          "the retained ones and refers to their files for the rest (savepoints stay full)");
 ABSL_FLAG(bool, allow_non_restored_state, false,
           "restoring: skip the state of operators the job no longer has instead of refusing it");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
@@ -491,6 +494,7 @@ int main(int argc, char** argv) {
   o.stop_with_savepoint_on = absl::GetFlag(FLAGS_stop_with_savepoint_on);
   o.drain = absl::GetFlag(FLAGS_drain);
   o.allow_non_restored_state = absl::GetFlag(FLAGS_allow_non_restored_state);
+  o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);

@@ -32,6 +32,10 @@ struct JobConfig {
   Duration checkpoint_interval{0};
   std::string checkpoint_dir;
   int checkpoints_retained = 3;
+  // Incremental checkpoints (docs/checkpoints.md): a checkpoint writes only
+  // the chunks of state no retained checkpoint holds and refers to the rest.
+  // Keyed state is then written grouped by key group.  Savepoints stay full.
+  bool incremental_checkpoints = false;
   // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
   // checkpoint_dir (fresh when there is none), or a checkpoint directory.
   std::string restore_from;

@@ -972,6 +972,7 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
   if (!config.checkpoint_dir.empty()) {
     storage = std::make_unique<CheckpointStorage>(config.checkpoint_dir,
                                                   std::max(1, config.checkpoints_retained));
+    storage->set_incremental(config.incremental_checkpoints);
     // Created and checked before the job starts (rank 0 writes every
     // checkpoint): an unusable directory is an error now, not a failed
     // checkpoint later.

@@ -483,6 +483,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
   for (auto& [key, s] : p.acks) snapshots.push_back(std::move(s));
   absl::Status status;
   int64_t bytes = 0;
+  int64_t state_bytes = 0;
   if (!p.savepoint_path.empty()) {
     // A savepoint: the same files and manifest, in a directory of its own.
     const CheckpointStorage target = CheckpointStorage::ForSavepoint(p.savepoint_path);
@@ -536,7 +537,8 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
         status = f.status();
         break;
       }
-      bytes += static_cast<int64_t>(f->size);
+      bytes += static_cast<int64_t>(f->size + f->shared_bytes);
+      state_bytes += static_cast<int64_t>(f->full_size);
       files.push_back(*std::move(f));
     }
     // Written too late: it expires rather than completes (Flink's timeout
@@ -553,6 +555,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
   } else {
     for (const SubtaskSnapshot& s : snapshots)
       bytes += static_cast<int64_t>(EncodeSubtaskSnapshot(s).size());
+    state_bytes = bytes;
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p.started)
@@ -567,6 +570,8 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       summary_.max_duration_ms = std::max(summary_.max_duration_ms, ms);
       summary_.last_size_bytes = bytes;
       summary_.max_size_bytes = std::max(summary_.max_size_bytes, bytes);
+      summary_.sizes_bytes.push_back(bytes);
+      summary_.state_bytes.push_back(state_bytes);
       last_completed_ = std::move(snapshots);
       failed_in_a_row_ = 0;
     }

@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -163,6 +166,172 @@ std::optional<int64_t> ParseCheckpointDirName(std::string_view name) {
   return id;
 }
 
+// --- incremental checkpoints: chunks, hashes, reference files ---
+
+constexpr std::string_view kRefMagic = "TMINCREF";
+constexpr uint32_t kRefVersion = 1;
+// Chunk sizes: at least 1 KiB, about 4 KiB past that on average, at most
+// 16 KiB (a cut where the rolling hash's top 12 bits are 0).
+constexpr size_t kMinChunk = 1024;
+constexpr size_t kMaxChunk = 16384;
+constexpr uint64_t kCutMask = ~uint64_t{0} << (64 - 12);
+
+uint64_t SplitMix(uint64_t& x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  uint64_t z = x;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// The gear table of the rolling hash (FastCDC's): fixed, so cuts are the
+// same in every run.
+const std::array<uint64_t, 256>& GearTable() {
+  static const std::array<uint64_t, 256> table = [] {
+    std::array<uint64_t, 256> t{};
+    uint64_t x = 0x7469646D61726B31ULL;  // "tidmark1"
+    for (uint64_t& v : t) v = SplitMix(x);
+    return t;
+  }();
+  return table;
+}
+
+uint64_t Fmix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDULL;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// Two independent 64-bit hashes of a chunk (with its CRC-32C and size, the
+// identity under which a later checkpoint reuses it).
+std::pair<uint64_t, uint64_t> ChunkHash(std::string_view b) {
+  uint64_t a = 0x243F6A8885A308D3ULL ^ b.size();
+  uint64_t c = 0x13198A2E03707344ULL ^ (b.size() * 0x9E3779B97F4A7C15ULL);
+  size_t i = 0;
+  for (; i + 8 <= b.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b.data() + i, 8);
+    a = Fmix(a ^ w) + 0x9E3779B97F4A7C15ULL;
+    c = ((c ^ (w * 0x87C37B91114253D5ULL)) << 31 | (c ^ (w * 0x87C37B91114253D5ULL)) >> 33) *
+            0x4CF5AD432745937FULL +
+        0x52DCE729ULL;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, b.data() + i, b.size() - i);
+  a = Fmix(a ^ tail ^ (uint64_t{b.size() - i} << 56));
+  c = Fmix(c ^ Fmix(tail + 0x38495AB5ULL));
+  return {a, c};
+}
+
+struct ChunkKey {
+  uint64_t hash1;
+  uint64_t hash2;
+  uint64_t size;
+  uint32_t crc32c;
+  friend bool operator==(const ChunkKey&, const ChunkKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const ChunkKey& k) {
+    return H::combine(std::move(h), k.hash1, k.hash2, k.size, k.crc32c);
+  }
+};
+ChunkKey KeyOf(const SharedChunkRef& r) { return ChunkKey{r.hash1, r.hash2, r.size, r.crc32c}; }
+bool Indexable(const SharedChunkRef& r) { return r.hash1 != 0 || r.hash2 != 0; }
+
+// A reference file: the magic, a version, the size and CRC-32C of the whole
+// state it stands for, the shared files' names, then per chunk (in order) the
+// file's index, offset, size, CRC-32C and content hashes.
+std::string EncodeRefs(const std::vector<SharedChunkRef>& refs) {
+  uint64_t total = 0;
+  std::vector<std::string_view> files;
+  std::map<std::string_view, uint64_t> index;
+  for (const SharedChunkRef& r : refs) {
+    total += r.size;
+    if (index.emplace(r.file, files.size()).second) files.push_back(r.file);
+  }
+  StateWriter w;
+  w.PutRaw(kRefMagic.data(), kRefMagic.size());
+  w.PutU32(kRefVersion);
+  w.PutU64(total);
+  w.PutVarint(files.size());
+  for (std::string_view f : files) w.PutBytes(f);
+  w.PutVarint(refs.size());
+  for (const SharedChunkRef& r : refs) {
+    w.PutVarint(index[r.file]);
+    w.PutVarint(r.offset);
+    w.PutVarint(r.size);
+    w.PutU32(r.crc32c);
+    w.PutU64(r.hash1);
+    w.PutU64(r.hash2);
+  }
+  return w.Release();
+}
+
+// The errors say what is wrong (the caller names the file).
+absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(std::string_view bytes,
+                                                       uint64_t* total_size) {
+  if (bytes.substr(0, kRefMagic.size()) != kRefMagic) {
+    return absl::DataLossError("not a reference file of an incremental checkpoint (bad magic)");
+  }
+  StateReader r(bytes);
+  r.GetRaw(kRefMagic.size(), "magic");
+  const uint32_t version = r.GetU32("format version");
+  if (r.ok() && version != kRefVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("reference file format version ", version,
+                                                      ", this build reads version ", kRefVersion));
+  }
+  *total_size = r.GetU64("state size");
+  const uint64_t nfiles = r.GetCount("shared file count");
+  std::vector<std::string> files;
+  for (uint64_t i = 0; i < nfiles && r.ok(); ++i) {
+    files.emplace_back(r.GetBytes("shared file name"));
+    if (absl::Status s = ValidateName(files.back()); r.ok() && !s.ok()) {
+      return absl::DataLossError(absl::StrCat("shared file: ", s.message()));
+    }
+  }
+  const uint64_t n = r.GetCount("chunk count");
+  std::vector<SharedChunkRef> refs;
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    SharedChunkRef c;
+    const uint64_t f = r.GetVarint("chunk file");
+    c.offset = r.GetVarint("chunk offset");
+    c.size = r.GetVarint("chunk size");
+    c.crc32c = r.GetU32("chunk crc32c");
+    c.hash1 = r.GetU64("chunk hash");
+    c.hash2 = r.GetU64("chunk hash");
+    if (!r.ok()) break;
+    if (f >= files.size()) {
+      return absl::DataLossError(
+          absl::StrCat("chunk ", i, " names shared file ", f, " of ", files.size(), " (corrupt)"));
+    }
+    c.file = files[f];
+    sum += c.size;
+    refs.push_back(std::move(c));
+  }
+  if (!r.ok()) return absl::DataLossError(absl::StrCat(r.error(), " (corrupt)"));
+  if (!r.AtEnd()) return absl::DataLossError("bytes after the last chunk (corrupt)");
+  if (sum != *total_size) {
+    return absl::DataLossError(absl::StrCat("chunks add up to ", sum, " bytes, the file says ",
+                                            *total_size, " (corrupt)"));
+  }
+  return refs;
+}
+
+// "<id>-<rest>" (a shared file's name) -> id.
+std::optional<int64_t> SharedFileId(std::string_view name) {
+  const size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 18) return std::nullopt;
+  int64_t id = 0;
+  for (char ch : name.substr(0, dash)) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    id = id * 10 + (ch - '0');
+  }
+  return id;
+}
+
 struct Manifest {
   int64_t id = -1;
   std::map<std::string, std::string> metadata;
@@ -290,7 +459,65 @@ absl::StatusOr<LoadedCheckpoint> LoadDir(const fs::path& chk_dir, std::optional<
       return absl::DataLossError(absl::StrCat(kManifest, ": lists ", f.name, " twice (corrupt)"));
     }
   }
+  auto inc = out.metadata.find(std::string(CheckpointStorage::kIncrementalKey));
+  if (inc != out.metadata.end() && inc->second == "1") {
+    // Follow the references into the shared directory beside the checkpoint.
+    const fs::path shared = chk_dir.parent_path() / CheckpointStorage::kSharedDirName;
+    std::map<std::string, std::string> files;  // read once per load
+    for (auto& [name, ref_bytes] : out.states) {
+      uint64_t total = 0;
+      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(ref_bytes, &total);
+      if (!refs.ok()) return Prefixed(refs.status(), absl::StrCat(name, ": "));
+      std::string bytes;
+      bytes.reserve(total);
+      for (const SharedChunkRef& c : *refs) {
+        auto it = files.find(c.file);
+        if (it == files.end()) {
+          std::string content;
+          const fs::path path = shared / c.file;
+          if (absl::Status s = ReadFile(path, &content); !s.ok()) {
+            if (absl::IsNotFound(s)) {
+              return absl::NotFoundError(
+                  absl::StrCat(name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", c.file,
+                               ": missing (a shared file this incremental checkpoint refers to)"));
+            }
+            return Prefixed(s, absl::StrCat(name, ": "));
+          }
+          it = files.emplace(c.file, std::move(content)).first;
+        }
+        const std::string& content = it->second;
+        if (c.offset > content.size() || c.size > content.size() - c.offset) {
+          return absl::DataLossError(absl::StrCat(
+              name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", c.file, ": size ",
+              content.size(), ", a chunk ends at ", c.offset + c.size, " (truncated)"));
+        }
+        const std::string_view chunk = std::string_view(content).substr(c.offset, c.size);
+        if (const uint32_t crc = Crc32c(chunk); crc != c.crc32c) {
+          return absl::DataLossError(
+              absl::StrCat(name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", c.file,
+                           ": crc32c of the chunk at ", c.offset, " is ", Hex(crc),
+                           ", the reference says ", Hex(c.crc32c), " (corrupt)"));
+        }
+        bytes.append(chunk);
+      }
+      ref_bytes = std::move(bytes);
+    }
+  }
   return out;
+}
+
+// The manifest of `chk_dir`, decoded (state files not read).
+absl::StatusOr<Manifest> ReadManifest(const fs::path& chk_dir) {
+  std::string bytes;
+  if (absl::Status s = ReadFile(chk_dir / CheckpointStorage::kManifestName, &bytes); !s.ok()) {
+    return s;
+  }
+  return DecodeManifest(bytes);
+}
+
+bool IsIncremental(const Manifest& m) {
+  auto it = m.metadata.find(std::string(CheckpointStorage::kIncrementalKey));
+  return it != m.metadata.end() && it->second == "1";
 }
 
 std::string CheckpointLabel(const fs::path& chk_dir, std::optional<int64_t> id) {
@@ -301,8 +528,241 @@ std::string CheckpointLabel(const fs::path& chk_dir, std::optional<int64_t> id) 
 
 }  // namespace
 
+// The incremental mode's memory: which chunks the retained checkpoints hold
+// (so a new checkpoint refers to them instead of writing them again), and
+// what the checkpoints being written refer to.
+struct CheckpointStorage::ChunkIndex {
+  Mutex mu;
+  bool loaded ABSL_GUARDED_BY(mu) = false;
+  absl::flat_hash_map<ChunkKey, SharedChunkRef> committed ABSL_GUARDED_BY(mu);
+  // By checkpoint id, not committed yet: the chunks they wrote, and every
+  // shared file they refer to (never deleted while they are pending).
+  std::map<int64_t, absl::flat_hash_map<ChunkKey, SharedChunkRef>> pending ABSL_GUARDED_BY(mu);
+  std::map<int64_t, std::set<std::string>> pending_files ABSL_GUARDED_BY(mu);
+};
+
 CheckpointStorage::CheckpointStorage(std::filesystem::path dir, int retain)
-    : dir_(std::move(dir)), retain_(std::max(1, retain)) {}
+    : dir_(std::move(dir)), retain_(std::max(1, retain)), chunks_(std::make_unique<ChunkIndex>()) {}
+CheckpointStorage::CheckpointStorage(CheckpointStorage&&) noexcept = default;
+CheckpointStorage& CheckpointStorage::operator=(CheckpointStorage&&) noexcept = default;
+CheckpointStorage::~CheckpointStorage() = default;
+
+std::filesystem::path CheckpointStorage::SharedDir() const { return dir_ / kSharedDirName; }
+
+std::vector<size_t> ContentDefinedCuts(std::string_view bytes) {
+  const std::array<uint64_t, 256>& gear = GearTable();
+  std::vector<size_t> cuts;
+  size_t start = 0;
+  const size_t n = bytes.size();
+  while (start < n) {
+    size_t end = std::min(n, start + kMaxChunk);
+    if (n - start > kMinChunk) {
+      uint64_t h = 0;
+      for (size_t i = start + kMinChunk - 64; i < end; ++i) {
+        h = (h << 1) + gear[static_cast<unsigned char>(bytes[i])];
+        if (i >= start + kMinChunk && (h & kCutMask) == 0) {
+          end = i + 1;
+          break;
+        }
+      }
+    } else {
+      end = n;
+    }
+    cuts.push_back(end);
+    start = end;
+  }
+  return cuts;
+}
+
+absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, std::string_view name,
+                                                                  std::string_view bytes) const {
+  const std::string where = absl::StrCat("checkpoint ", id, ": write shared file: ");
+  if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
+  if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
+  const fs::path shared = SharedDir();
+  std::error_code ec;
+  fs::create_directories(shared, ec);
+  if (ec) return Prefixed(FsErrorStatus("create directory", shared, ec), where);
+  const std::string file = absl::StrCat(id, "-", ToAbsl(name));
+  const fs::path tmp = shared / absl::StrCat(".", file, ".tmp");
+  if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
+  if (absl::Status s = WriteFileAtomically(tmp, shared / file, bytes); !s.ok()) {
+    return Prefixed(s, where);
+  }
+  {
+    MutexLock lock(&chunks_->mu);
+    chunks_->pending_files[id].insert(file);
+  }
+  return SharedChunkRef{file, 0, bytes.size(), Crc32c(bytes)};
+}
+
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateRefs(
+    int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs) const {
+  {
+    MutexLock lock(&chunks_->mu);
+    for (const SharedChunkRef& r : refs) chunks_->pending_files[id].insert(r.file);
+  }
+  absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, EncodeRefs(refs));
+  if (!info.ok()) return info;
+  info->full_size = 0;
+  for (const SharedChunkRef& r : refs) info->full_size += r.size;
+  return info;
+}
+
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteIncremental(int64_t id, std::string_view name,
+                                                                  std::string_view bytes) const {
+  if (id < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint ", id, ": write state: negative checkpoint id"));
+  }
+  if (absl::Status s = ValidateName(name); !s.ok()) {
+    return Prefixed(s, absl::StrCat("checkpoint ", id, ": write state: "));
+  }
+  LoadIndex();
+  const std::string file = absl::StrCat(id, "-", ToAbsl(name));
+  std::vector<SharedChunkRef> refs;
+  std::vector<SharedChunkRef> fresh;  // this call's new chunks
+  std::string new_bytes;
+  {
+    absl::flat_hash_map<ChunkKey, size_t> mine;  // new chunks repeated in this state
+    MutexLock lock(&chunks_->mu);
+    auto& pending = chunks_->pending[id];
+    size_t from = 0;
+    for (size_t to : ContentDefinedCuts(bytes)) {
+      const std::string_view chunk = bytes.substr(from, to - from);
+      from = to;
+      const auto [h1, h2] = ChunkHash(chunk);
+      const ChunkKey key{h1, h2, chunk.size(), Crc32c(chunk)};
+      if (auto it = chunks_->committed.find(key); it != chunks_->committed.end()) {
+        refs.push_back(it->second);
+      } else if (auto p = pending.find(key); p != pending.end()) {
+        refs.push_back(p->second);
+      } else if (auto m = mine.find(key); m != mine.end()) {
+        refs.push_back(fresh[m->second]);
+      } else {
+        SharedChunkRef r{file, new_bytes.size(), chunk.size(), key.crc32c, h1, h2};
+        mine.emplace(key, fresh.size());
+        fresh.push_back(r);
+        refs.push_back(std::move(r));
+        new_bytes.append(chunk);
+      }
+    }
+  }
+  if (!new_bytes.empty()) {
+    absl::StatusOr<SharedChunkRef> written = WriteSharedFile(id, name, new_bytes);
+    if (!written.ok()) return written.status();
+  }
+  {
+    MutexLock lock(&chunks_->mu);
+    auto& pending = chunks_->pending[id];
+    for (const SharedChunkRef& r : fresh) pending.emplace(KeyOf(r), r);
+  }
+  absl::StatusOr<StateFileInfo> info = WriteStateRefs(id, name, refs);
+  if (info.ok()) info->shared_bytes = new_bytes.size();
+  return info;
+}
+
+void CheckpointStorage::LoadIndex() const {
+  {
+    MutexLock lock(&chunks_->mu);
+    if (chunks_->loaded) return;
+  }
+  // The chunks of the retained checkpoints, from their reference files; a
+  // file that cannot be read only means its chunks are written again.
+  absl::flat_hash_map<ChunkKey, SharedChunkRef> committed;
+  for (int64_t id : ListCommittedIds()) {
+    const fs::path chk = CheckpointPath(id);
+    absl::StatusOr<Manifest> m = ReadManifest(chk);
+    if (!m.ok() || !IsIncremental(*m)) continue;
+    for (const StateFileInfo& f : m->files) {
+      std::string bytes;
+      uint64_t total = 0;
+      if (!ReadFile(chk / f.name, &bytes).ok() || bytes.size() != f.size ||
+          Crc32c(bytes) != f.crc32c) {
+        continue;
+      }
+      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(bytes, &total);
+      if (!refs.ok()) continue;
+      for (SharedChunkRef& r : *refs) {
+        std::error_code ec;
+        if (Indexable(r) && fs::is_regular_file(SharedDir() / r.file, ec)) {
+          committed.emplace(KeyOf(r), std::move(r));
+        }
+      }
+    }
+  }
+  MutexLock lock(&chunks_->mu);
+  if (chunks_->loaded) return;
+  chunks_->committed = std::move(committed);
+  chunks_->loaded = true;
+}
+
+absl::StatusOr<std::map<std::string, int>> CheckpointStorage::SharedFileReferences() const {
+  std::map<std::string, int> out;
+  for (int64_t id : ListCommittedIds()) {
+    const fs::path chk = CheckpointPath(id);
+    absl::StatusOr<Manifest> m = ReadManifest(chk);
+    if (!m.ok()) return Prefixed(m.status(), absl::StrCat("checkpoint ", id, ": "));
+    if (!IsIncremental(*m)) continue;
+    for (const StateFileInfo& f : m->files) {
+      std::string bytes;
+      uint64_t total = 0;
+      if (absl::Status s = ReadFile(chk / f.name, &bytes); !s.ok()) {
+        return Prefixed(s, absl::StrCat("checkpoint ", id, ": ", f.name, ": "));
+      }
+      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(bytes, &total);
+      if (!refs.ok()) {
+        return Prefixed(refs.status(), absl::StrCat("checkpoint ", id, ": ", f.name, ": "));
+      }
+      std::set<std::string_view> files;
+      for (const SharedChunkRef& r : *refs) files.insert(r.file);
+      for (std::string_view file : files) ++out[std::string(file)];
+    }
+  }
+  return out;
+}
+
+void CheckpointStorage::CollectShared(int64_t id) const {
+  {
+    MutexLock lock(&chunks_->mu);
+    auto p = chunks_->pending.find(id);
+    if (p != chunks_->pending.end()) {
+      for (auto& [key, ref] : p->second) chunks_->committed.emplace(key, std::move(ref));
+      chunks_->pending.erase(p);
+    }
+    chunks_->pending_files.erase(id);
+  }
+  const fs::path shared = SharedDir();
+  std::error_code ec;
+  if (!fs::is_directory(shared, ec)) return;
+  absl::StatusOr<std::map<std::string, int>> refs = SharedFileReferences();
+  if (!refs.ok()) return;  // keep everything: a reference may be unreadable for now
+  MutexLock lock(&chunks_->mu);
+  std::set<std::string> keep;
+  for (const auto& [pid, files] : chunks_->pending_files) keep.insert(files.begin(), files.end());
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(shared, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(it->path());
+  }
+  for (const fs::path& path : entries) {
+    const std::string name = path.filename().string();
+    if (refs->contains(name) || keep.contains(name)) continue;
+    // A temp file or a file of a checkpoint above `id` may still be written.
+    std::string_view base = name;
+    if (!base.empty() && base.front() == '.') base.remove_prefix(1);
+    const std::optional<int64_t> file_id = SharedFileId(base);
+    if (!file_id.has_value() || *file_id > id) continue;
+    std::error_code rm;
+    fs::remove(path, rm);
+  }
+  for (auto it = chunks_->committed.begin(); it != chunks_->committed.end();) {
+    if (refs->contains(it->second.file)) {
+      ++it;
+    } else {
+      chunks_->committed.erase(it++);
+    }
+  }
+}
 
 CheckpointStorage CheckpointStorage::ForSavepoint(std::filesystem::path path) {
   CheckpointStorage s(std::move(path), 1);
@@ -317,6 +777,12 @@ std::filesystem::path CheckpointStorage::CheckpointPath(int64_t id) const {
 
 absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(int64_t id, std::string_view name,
                                                             std::string_view bytes) const {
+  if (incremental_) return WriteIncremental(id, name, bytes);
+  return WriteStateFile(id, name, bytes);
+}
+
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateFile(int64_t id, std::string_view name,
+                                                                std::string_view bytes) const {
   const std::string where = absl::StrCat("checkpoint ", id, ": write state: ");
   if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
   if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
@@ -328,7 +794,7 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(int64_t id, std::str
   const fs::path tmp = chk / absl::StrCat(".", ToAbsl(name), ".tmp");
   if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
   if (absl::Status s = WriteFileAtomically(tmp, path, bytes); !s.ok()) return Prefixed(s, where);
-  return StateFileInfo{std::string(name), bytes.size(), Crc32c(bytes)};
+  return StateFileInfo{std::string(name), bytes.size(), Crc32c(bytes), 0, bytes.size()};
 }
 
 absl::Status CheckpointStorage::Commit(int64_t id,
@@ -360,9 +826,16 @@ absl::Status CheckpointStorage::Commit(int64_t id,
                                                         " bytes on disk, ", f.size, " written"));
     }
   }
-  // The state files' renames are durable before the manifest's.
+  // The state files' renames (and the shared files') are durable before the
+  // manifest's.
   if (absl::Status s = FsyncDir(chk); !s.ok()) return Prefixed(s, where);
   Manifest m{id, metadata, files};
+  if (incremental_) {
+    m.metadata[std::string(kIncrementalKey)] = "1";
+    if (fs::is_directory(SharedDir(), ec)) {
+      if (absl::Status s = FsyncDir(SharedDir()); !s.ok()) return Prefixed(s, where);
+    }
+  }
   if (absl::Status s = Inject("write", chk / kManifestName); !s.ok()) return Prefixed(s, where);
   if (absl::Status s = WriteFileAtomically(chk / absl::StrCat(".", kManifest, ".tmp"),
                                            chk / kManifestName, EncodeManifest(m));
@@ -393,6 +866,8 @@ absl::Status CheckpointStorage::Commit(int64_t id,
   for (size_t i = static_cast<size_t>(retain_); i < complete.size(); ++i) {
     fs::remove_all(CheckpointPath(complete[i]), ec);
   }
+  // The shared files no retained checkpoint refers to any more.
+  CollectShared(id);
   return absl::OkStatus();
 }
 
@@ -400,6 +875,22 @@ void CheckpointStorage::Abort(int64_t id) const {
   if (id < 0 || IsComplete(id)) return;
   std::error_code ec;
   fs::remove_all(CheckpointPath(id), ec);
+  if (savepoint_) return;
+  // Its own shared files (<id>-...): no committed checkpoint refers to them.
+  {
+    MutexLock lock(&chunks_->mu);
+    chunks_->pending.erase(id);
+    chunks_->pending_files.erase(id);
+  }
+  const fs::path shared = SharedDir();
+  if (!fs::is_directory(shared, ec)) return;
+  std::vector<fs::path> mine;
+  for (fs::directory_iterator it(shared, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string_view name = it->path().filename().native();
+    if (!name.empty() && name.front() == '.') name.remove_prefix(1);
+    if (SharedFileId(name) == id) mine.push_back(it->path());
+  }
+  for (const fs::path& p : mine) fs::remove(p, ec);
 }
 
 bool CheckpointStorage::IsComplete(int64_t id) const {

@@ -21,7 +21,20 @@
 // truncated or corrupted file is found at restore time, named, and the
 // previous checkpoint used instead.
 //
-// Thread-safety: CheckpointStorage holds no mutable state.  WriteState may be
+// Incremental checkpoints (set_incremental(true); docs/checkpoints.md,
+// "Incremental checkpoints"): a state file's bytes are cut into
+// content-defined chunks; the chunks no retained checkpoint holds yet are
+// written to DIR/shared/<id>-<name>, and DIR/chk-<id>/<name> becomes a small
+// reference file listing, in order, the (shared file, offset, length, CRC) of
+// every chunk.  The manifest says so (metadata kIncrementalKey).  Loading
+// follows the references and hands back the whole bytes, so the layers above
+// do not see the difference.  Retention deletes a shared file once no retained
+// checkpoint (and no checkpoint being written) refers to it; the references
+// are counted from the retained checkpoints' reference files on disk, so a
+// crash neither leaks a file in use nor keeps one for ever.
+//
+// Thread-safety: CheckpointStorage holds no mutable state but the incremental
+// mode's chunk index (behind its own mutex).  WriteState may be
 // called from any number of threads for distinct (id, name) pairs, and
 // concurrently with Commit of another id; Commit and Abort are meant for one
 // coordinating thread.  Loads may run at any time but only see committed
@@ -34,6 +47,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -50,6 +64,10 @@ struct StateFileInfo {
   std::string name;
   uint64_t size = 0;
   uint32_t crc32c = 0;
+  // Incremental mode (not in the manifest): the bytes written to shared files
+  // for it (its new chunks), and the size of the state it stands for.
+  uint64_t shared_bytes = 0;
+  uint64_t full_size = 0;
 
   friend bool operator==(const StateFileInfo&, const StateFileInfo&) = default;
 };
@@ -62,9 +80,28 @@ struct LoadedCheckpoint {
   std::map<std::string, std::string> states;    // state file name -> bytes
 };
 
+// One range of a shared file (incremental checkpoints): the bytes
+// [offset, offset + size) of DIR/shared/<file>, whose CRC-32C is crc32c.
+struct SharedChunkRef {
+  std::string file;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint32_t crc32c = 0;
+  // A content hash of the range (both 0: none; the range is then not reused
+  // by later checkpoints, only referred to).
+  uint64_t hash1 = 0;
+  uint64_t hash2 = 0;
+
+  friend bool operator==(const SharedChunkRef&, const SharedChunkRef&) = default;
+};
+
 class CheckpointStorage {
  public:
   static constexpr std::string_view kManifestName = "_manifest";
+  static constexpr std::string_view kSharedDirName = "shared";
+  // The manifest metadata entry an incremental checkpoint carries ("1"):
+  // its state files are reference files.
+  static constexpr std::string_view kIncrementalKey = "storage.incremental";
 
   // Checkpoints live under `dir` (created when first written).  Commit keeps
   // the newest `retain` complete checkpoints (at least 1).
@@ -76,13 +113,40 @@ class CheckpointStorage {
   // delete) and Abort removes `path` while it has no manifest.
   static CheckpointStorage ForSavepoint(std::filesystem::path path);
 
+  CheckpointStorage(CheckpointStorage&&) noexcept;
+  CheckpointStorage& operator=(CheckpointStorage&&) noexcept;
+  ~CheckpointStorage();
+
   const std::filesystem::path& dir() const { return dir_; }
   int retain() const { return retain_; }
+
+  // Incremental checkpoints (see the file comment); before the first write.
+  // A savepoint's storage stays full (self-contained) whatever is set.
+  void set_incremental(bool on) { incremental_ = on && !savepoint_; }
+  bool incremental() const { return incremental_; }
+  // DIR/shared.
+  std::filesystem::path SharedDir() const;
+
+  // The lower level of the incremental mode, for a state backend with files
+  // of its own (e.g. SST files): WriteSharedFile writes DIR/shared/<id>-<name>
+  // durably and returns its one range; WriteStateRefs writes state file
+  // `name` of checkpoint `id` as a reference file listing `refs` in order
+  // (ranges of files written by this or a retained checkpoint), which a load
+  // turns back into the concatenated bytes.  Only in incremental mode.
+  absl::StatusOr<SharedChunkRef> WriteSharedFile(int64_t id, std::string_view name,
+                                                 std::string_view bytes) const;
+  absl::StatusOr<StateFileInfo> WriteStateRefs(int64_t id, std::string_view name,
+                                               const std::vector<SharedChunkRef>& refs) const;
+  // The shared files the retained complete checkpoints refer to, counted
+  // from their reference files on disk (file -> number of references).  An
+  // error when one cannot be read (retention then deletes nothing).
+  absl::StatusOr<std::map<std::string, int>> SharedFileReferences() const;
   // DIR/chk-<id> (a savepoint's storage: its path).
   std::filesystem::path CheckpointPath(int64_t id) const;
 
   // Writes one state file of checkpoint `id` (id >= 0) durably: .name.tmp,
-  // fsync, rename to `name`.  `name` must be non-empty, without '/' or NUL,
+  // fsync, rename to `name` (in incremental mode: its new chunks to a shared
+  // file, then `name` as a reference file).  `name` must be non-empty, without '/' or NUL,
   // not start with '.', and not be "_manifest".  Overwrites a file of the
   // same name.  Returns what Commit needs to know about it.
   absl::StatusOr<StateFileInfo> WriteState(int64_t id, std::string_view name,
@@ -151,11 +215,29 @@ class CheckpointStorage {
     return fault_ ? fault_(op, path) : absl::OkStatus();
   }
 
+  absl::StatusOr<StateFileInfo> WriteStateFile(int64_t id, std::string_view name,
+                                               std::string_view bytes) const;
+  absl::StatusOr<StateFileInfo> WriteIncremental(int64_t id, std::string_view name,
+                                                 std::string_view bytes) const;
+  // Reads the retained checkpoints' chunks into the index, once.
+  void LoadIndex() const;
+  // Retention of shared files after checkpoint `id` was committed.
+  void CollectShared(int64_t id) const;
+
   std::filesystem::path dir_;
   int retain_;
   bool savepoint_ = false;  // ForSavepoint
+  bool incremental_ = false;
   FaultInjector fault_;
+  struct ChunkIndex;  // checkpoint_storage.cc
+  std::unique_ptr<ChunkIndex> chunks_;
 };
+
+// The content-defined cut points of `bytes` (incremental checkpoints): the
+// end offsets of its chunks, the last one bytes.size().  A cut depends only on
+// the bytes just before it (a rolling hash), so an insertion or a change moves
+// only the cuts near it.  Exposed for tests.
+std::vector<size_t> ContentDefinedCuts(std::string_view bytes);
 
 // Writes state files on one background thread, in submission order, so that
 // snapshot I/O stays off the task threads.  `done` is called on that thread

@@ -21,6 +21,11 @@ struct CheckpointSummary {
   double max_duration_ms = 0;
   int64_t last_size_bytes = 0;  // the state files of the last one
   int64_t max_size_bytes = 0;   // of the largest one
+  // Per completed checkpoint, in order: the bytes it wrote (with incremental
+  // checkpoints its reference files and new shared chunks), and the size of
+  // the state it stands for (the same without incremental checkpoints).
+  std::vector<int64_t> sizes_bytes;
+  std::vector<int64_t> state_bytes;
   double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
   // The longest synchronous part of any subtask's snapshot (on its task
   // thread; the rest runs on the snapshot threads).

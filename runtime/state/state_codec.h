@@ -146,6 +146,13 @@ class StateWriter {
     out_->append(b, sizeof(U));
   }
 
+  // A hint for keyed state (incremental checkpoints): write the entries of a
+  // table grouped by their key group of `max_parallelism`, so that a key
+  // group whose entries did not change encodes to the same bytes (0: none).
+  // Any grouping reads back the same (KeyedStateStore's blobs).
+  void set_key_group_hint(int max_parallelism) { key_group_hint_ = max_parallelism; }
+  int key_group_hint() const { return key_group_hint_; }
+
   // Appends part's bytes here later (see the class comment).
   void Defer(DeferredPart part) {
     if (out_ != &own_) {
@@ -197,6 +204,7 @@ class StateWriter {
   std::string own_;
   std::string* out_;
   std::vector<Deferred> deferred_;
+  int key_group_hint_ = 0;
 };
 
 // Reads what a StateWriter wrote, from a view the caller keeps alive.  Every

@@ -650,6 +650,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         "--output-per-rank is for jobs under mpirun (each rank writes PREFIX.RANK); without "
         "mpirun the results go to standard output, or to --output-dir");
   }
+  if (o.incremental_checkpoints && o.checkpoint_dir.empty())
+    return fail("--incremental-checkpoints needs --checkpoint-dir");
   Duration checkpoint_interval{0};
   if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
     if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
@@ -851,6 +853,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   // and none periodic.
   if (o.checkpoint_dir.empty() && !o.savepoint_dir.empty()) env.enable_checkpointing(Duration(0));
   if (o.allow_non_restored_state) env.set_allow_non_restored_state();
+  if (o.incremental_checkpoints) env.enable_incremental_checkpoints();
   env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);
   env.set_checkpoint_timeout(*checkpoint_timeout);
   // Each failed checkpoint is said when it fails (and shown by the live

@@ -269,6 +269,7 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredP
   s.operators.reserve(operators_.size());
   for (auto& [op, ctx] : operators_) {
     StateWriter w;
+    if (ctx->config().incremental_checkpoints) w.set_key_group_hint(ctx->max_parallelism());
     OperatorBase* o = op.get();
     GuardUserCall(*ctx, [o, &w, id, final_state] {
       if (!final_state) o->PrepareSnapshotPreBarrier(id);
