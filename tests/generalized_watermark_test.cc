@@ -12,14 +12,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "tidemark/runtime/io/detail/input_gate.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/testing/harness.h"
 #include "tidemark/tidemark.h"
+#include "tools/cli/trace.h"
 
 namespace tidemark {
 namespace {
@@ -430,6 +433,48 @@ TEST(GeneralizedWatermarkJob, EmittingAnUndeclaredKindFailsTheJobSayingWhich) {
                       "the function's declare_watermarks()"),
             std::string::npos)
       << r.status;
+}
+
+// The CLI's trace (--trace=watermarks) prints each one the runtime reports:
+// sent by a subtask, or combined at a subtask's input.
+TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
+  for (const cli::OutputFormat format : {cli::OutputFormat::kText, cli::OutputFormat::kJsonl}) {
+    std::ostringstream os;
+    cli::LinePrinter printer(&os);
+    auto recorder =
+        std::make_shared<cli::TraceRecorder>(&printer, format, /*print_trace=*/true,
+                                             /*keep_events=*/false, absl::UTCTimeZone());
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    env.set_watermark_listener(recorder);
+    env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+        .rebalance()
+        .process([](const int64_t& v, ProcessContext&, Collector<int64_t>& out) { out.collect(v); })
+        .name("follow")
+        .add_sink([](int64_t&&) {});
+    JobResult r = env.execute("trace");
+    ASSERT_TRUE(r.ok()) << r.status;
+    const std::string out = os.str();
+    if (format == cli::OutputFormat::kText) {
+      EXPECT_NE(out.find("[watermark] Source: catching-up subtask 1 sent progress=80\n"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find("[watermark] Source: catching-up subtask 0 sent backlog=true\n"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find(" combined (channel "), std::string::npos) << out;
+      EXPECT_NE(out.find(") backlog=false\n"), std::string::npos) << out;
+    } else {
+      EXPECT_NE(
+          out.find(
+              "{\"kind\":\"generalized_watermark\",\"task\":\"Source: catching-up\",\"subtask\":1,"
+              "\"direction\":\"out\",\"identifier\":\"progress\",\"value\":80,"),
+          std::string::npos)
+          << out;
+      EXPECT_NE(out.find("\"direction\":\"in\",\"channel\":"), std::string::npos) << out;
+      EXPECT_NE(out.find("\"identifier\":\"backlog\",\"value\":false,"), std::string::npos) << out;
+    }
+  }
 }
 
 }  // namespace
