@@ -227,6 +227,28 @@ TEST_F(GateTest, AnIdleOrEndedChannelIsLeftOutWhenTheDeclarationSaysSo) {
                                               "busy=true"}));
 }
 
+// A two-input gate (channels 0 and 1: input 1; channel 2: input 2) combines
+// each input on its own: input 2's channel does not count for input 1's wait.
+TEST(TwoInputGate, CombinesEachInputOnItsOwn) {
+  struct Gate : internal::InputGateCore {
+    using InputGateCore::HandleControl;
+    using InputGateCore::InputGateCore;
+  };
+  harness::RecordingOutput<int> out;
+  SubtaskMetrics metrics("co", 0, 1, 3);
+  Gate gate(3, &out, &metrics, nullptr, {0, 0, 1});
+  auto send = [&](int c, const GeneralizedWatermark& w) {
+    gate.HandleControl(c, Control{0, ControlKind::kGeneralized, w.spec().id, w.raw_value()});
+  };
+  send(2, kBacklog.new_watermark(true));   // input 2's only channel: passed on
+  send(0, kBacklog.new_watermark(false));  // input 1 waits for channel 1
+  send(1, kBacklog.new_watermark(false));
+  send(2, kBacklog.new_watermark(false));
+  std::vector<std::string> seen;
+  for (const GeneralizedWatermark& w : out.generalized_watermarks()) seen.push_back(w.ToString());
+  EXPECT_EQ(seen, (std::vector<std::string>{"backlog=true", "backlog=false", "backlog=false"}));
+}
+
 // --- the remote codec --------------------------------------------------------
 
 TEST(GeneralizedWatermarkCodec, ADeclarationCrossesRanksWithItsWatermark) {
