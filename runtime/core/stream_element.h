@@ -42,6 +42,8 @@ struct Control {
   uint16_t tag;  // kGeneralized: the declaration's id; else 0 (in the padding)
   Timestamp value;
 };
+// The tag lives in what was padding: a control is as small as before.
+static_assert(sizeof(Control) == 16);
 
 // The part of a batch that does not depend on the record type, so that the
 // channels and the control path are not templates (channel.cc).
