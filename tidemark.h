@@ -16,7 +16,9 @@
 #include "tidemark/operators/window/windows.h"
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/partitioning/partitioner.h"
+#include "tidemark/runtime/core/generalized_watermark.h"
 #include "tidemark/runtime/core/time.h"
+#include "tidemark/runtime/io/watermark_combiner.h"
 #include "tidemark/runtime/io/watermark_valve.h"
 #include "tidemark/runtime/task/watermark_strategy.h"
 

@@ -26,14 +26,34 @@
 // (subtask_index(), parallelism(), counter(name)).  Every subtask gets its
 // own copy of the function; its members are not checkpointed.
 //
+// Generalized watermarks (runtime/core/generalized_watermark.h, Flink 2's
+// DataStream V2): a function may declare the kinds it emits,
+//
+//   std::vector<WatermarkDeclaration> declare_watermarks() const { return {backlog}; }
+//
+// emit one with ctx.emit_watermark(backlog.new_watermark(true)) (after the
+// records collected so far; an undeclared kind is an error when the function
+// declares any), and receive the combined ones of its input with
+//
+//   WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w,
+//                                        Collector<Out>& out, ProcessContext& ctx);
+//
+// kPeek: the framework handles it (forwards it downstream unless its
+// declaration says default_handling_strategy_ignore()); kPoll: the function
+// took it and the framework does nothing.  A function without on_watermark
+// peeks at every one.  docs/generalized-watermarks.md.
+//
 // Thread safety: one task thread per operator instance.
 #ifndef TM_OPERATORS_PROCESS_H_
 #define TM_OPERATORS_PROCESS_H_
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tidemark/operators/basic.h"
 #include "tidemark/runtime/core/operator.h"
@@ -58,11 +78,31 @@ class ProcessContext : public RuntimeContext {
     static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
   }
 
+  // A generalized watermark downstream (to the main output and every side
+  // output), after what was collected so far.
+  void emit_watermark(const GeneralizedWatermark& w) {
+    if (declared_ != nullptr &&
+        std::none_of(declared_->begin(), declared_->end(),
+                     [&](const WatermarkDeclaration& d) { return d.matches(w); })) {
+      throw std::invalid_argument("watermark '" + w.identifier() +
+                                  "' is emitted but not declared: add its declaration to the "
+                                  "function's declare_watermarks()");
+    }
+    if (emit_) emit_(w);
+  }
+
   // --- for the operator ---
   void set_timestamp(Timestamp ts) { timestamp_ = ts; }
   void set_watermark(Timestamp w) { watermark_ = w; }
+  void set_watermark_emitter(std::function<void(const GeneralizedWatermark&)> emit,
+                             const std::vector<WatermarkDeclaration>* declared) {
+    emit_ = std::move(emit);
+    declared_ = declared;
+  }
 
  private:
+  std::function<void(const GeneralizedWatermark&)> emit_;
+  const std::vector<WatermarkDeclaration>* declared_ = nullptr;
   OperatorContext* op_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
   Timestamp timestamp_ = kNoTimestamp;
@@ -81,6 +121,14 @@ class ProcessFunction {
   virtual void open(const RuntimeContext& /*ctx*/) {}
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void close() {}
+  // Generalized watermarks (above): the kinds this function emits (none
+  // declared: any may be emitted), and what it does with the ones it
+  // receives.
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark(const GeneralizedWatermark& /*w*/,
+                                               Collector<Out>& /*out*/, Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
 };
 
 namespace internal {
@@ -94,7 +142,25 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
     pctx_.emplace(&ctx, &this->side_outputs_);
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    pctx_->set_watermark_emitter(
+        [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); },
+        declared_.empty() ? nullptr : &declared_);
     OpenFunction(f_, ctx);
+  }
+  void ProcessGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark(w, *collector_, *pctx_); }) {
+      pctx_->set_timestamp(kNoTimestamp);
+      collector_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark(w, *collector_, *pctx_);
+    }
+    if (r == WatermarkHandlingResult::kPeek &&
+        w.spec().strategy == WatermarkHandlingStrategy::kForward) {
+      this->ForwardGeneralizedWatermark(w);
+    }
   }
   void ProcessElement(T&& value, Timestamp ts) override {
     pctx_->set_timestamp(ts);
@@ -117,6 +183,7 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
 
  private:
   F f_;
+  std::vector<WatermarkDeclaration> declared_;
   std::optional<ProcessContext> pctx_;
   std::optional<Collector<Out>> collector_;
 };

@@ -395,6 +395,17 @@ TEST(MpiRecords, AUserTypeTravelsWithItsStateCodecAndATypeWithoutOneIsAnError) {
   EXPECT_THAT(bad.out, HasSubstr("has no tidemark::StateCodec"));
 }
 
+// Generalized watermarks (docs/generalized-watermarks.md) cross ranks with
+// their declarations: a bool backlog combined with OR and a long progress
+// combined with MAX, from sources on every rank to functions on every rank.
+TEST(MpiGeneralizedWatermarks, BacklogOrAndProgressMaxAcrossRanks) {
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"generalized"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("status OK"));
+  EXPECT_THAT(r.out, HasSubstr("generalized OK")) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("remote records 0\n")));
+}
+
 TEST(MpiBackpressure, ABlockedConsumerStopsItsProducerOnAnotherRank) {
   const std::string release = TempPath("mpi_release");
   std::filesystem::remove(release);

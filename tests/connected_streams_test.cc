@@ -45,16 +45,16 @@ class TwoInputGateCoreTest : public ::testing::Test {
   TwoInputGateCoreTest()
       : metrics_("co", 0, 1, 3), gate_(3, &out_, &metrics_, nullptr, {0, 0, 1}) {}
 
-  void Wm(int c, Timestamp w) { gate_.HandleControl(c, Control{0, ControlKind::kWatermark, w}); }
+  void Wm(int c, Timestamp w) { gate_.HandleControl(c, Control{0, ControlKind::kWatermark, 0, w}); }
   void Idle(int c) {
     gate_.HandleControl(
-        c, Control{0, ControlKind::kStatus, static_cast<int64_t>(WatermarkStatus::kIdle)});
+        c, Control{0, ControlKind::kStatus, 0, static_cast<int64_t>(WatermarkStatus::kIdle)});
   }
   void Active(int c) {
     gate_.HandleControl(
-        c, Control{0, ControlKind::kStatus, static_cast<int64_t>(WatermarkStatus::kActive)});
+        c, Control{0, ControlKind::kStatus, 0, static_cast<int64_t>(WatermarkStatus::kActive)});
   }
-  void End(int c) { gate_.HandleControl(c, Control{0, ControlKind::kEndOfInput, 0}); }
+  void End(int c) { gate_.HandleControl(c, Control{0, ControlKind::kEndOfInput, 0, 0}); }
   // What the gate emitted since the last call: watermarks as numbers,
   // statuses as -1 (idle) / -2 (active).
   std::vector<Timestamp> Take() {
@@ -179,7 +179,7 @@ TEST_F(TwoInputGateCoreTest, SnapshotAndRestoreKeepBothValvesAndTheCombinedWater
   EXPECT_EQ(out2.Watermarks(), std::vector<Timestamp>{10});
   EXPECT_TRUE(restored.valve(1).channel_idle(0));
   // Input 2 is still idle after the restore: input 1 alone moves it.
-  restored.HandleControl(0, Control{0, ControlKind::kWatermark, 25});
+  restored.HandleControl(0, Control{0, ControlKind::kWatermark, 0, 25});
   EXPECT_EQ(out2.Watermarks(), (std::vector<Timestamp>{10, 20}));
 
   // A gate with another split of channels refuses the state.

@@ -175,6 +175,11 @@ class RecordingOutput final : public Output<T> {
   void EmitStatus(WatermarkStatus s) override {
     events_.emplace_back(Emitted<T>::kStatus, std::nullopt, static_cast<Timestamp>(s));
   }
+  // Generalized watermarks are kept apart from the events, in order.
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    generalized_.push_back(w);
+  }
+  const std::vector<GeneralizedWatermark>& generalized_watermarks() const { return generalized_; }
   std::vector<Emitted<T>>& events() { return events_; }
   const std::vector<Emitted<T>>& events() const { return events_; }
 
@@ -208,11 +213,13 @@ class RecordingOutput final : public Output<T> {
   }
   void Clear() {
     events_.clear();
+    generalized_.clear();
     taken_ = 0;
   }
 
  private:
   std::vector<Emitted<T>> events_;
+  std::vector<GeneralizedWatermark> generalized_;
   size_t taken_ = 0;
 };
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tidemark/runtime/core/detail/mutex.h"
+#include "tidemark/runtime/core/generalized_watermark.h"
 #include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
@@ -255,6 +256,13 @@ class WatermarkListener {
                                    int64_t /*checkpoint_id*/, int64_t /*alignment_ns*/) {}
   // Watermark alignment (runtime/task/watermark_alignment.h): a source subtask
   // paused (its watermark above the group's limit) or resumed.
+  // A generalized watermark (runtime/core/generalized_watermark.h): `input`
+  // true: the combined value the subtask's input gate handed to its chain
+  // (`channel`: the channel whose arrival changed it); false: the subtask
+  // sent it downstream (`channel` -1).
+  virtual void OnGeneralizedWatermark(const std::string& /*task_name*/, int /*subtask*/,
+                                      bool /*input*/, int /*channel*/,
+                                      const GeneralizedWatermark& /*w*/) {}
   virtual void OnSourceAlignment(const std::string& /*task_name*/, int /*subtask*/, bool /*paused*/,
                                  Timestamp /*watermark*/, Timestamp /*max_allowed*/) {}
 };

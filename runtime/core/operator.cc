@@ -22,6 +22,9 @@ OperatorBase::~OperatorBase() = default;
 void OperatorBase::Open(OperatorContext& ctx) { ctx_ = &ctx; }
 void OperatorBase::ProcessWatermark(Timestamp watermark) { ForwardWatermark(watermark); }
 void OperatorBase::ProcessStatus(WatermarkStatus status) { ForwardStatus(status); }
+void OperatorBase::ProcessGeneralizedWatermark(const GeneralizedWatermark& w) {
+  ForwardGeneralizedWatermark(w);
+}
 
 void OperatorBase::set_side_output(const std::string& tag, internal::OutputBase* out) {
   side_outputs_[tag] = out;
@@ -35,6 +38,11 @@ void OperatorBase::ForwardWatermark(Timestamp w) {
 void OperatorBase::ForwardStatus(WatermarkStatus s) {
   if (output_base_) output_base_->EmitStatus(s);
   for (auto& [tag, out] : side_outputs_) out->EmitStatus(s);
+}
+
+void OperatorBase::ForwardGeneralizedWatermark(const GeneralizedWatermark& w) {
+  if (output_base_) output_base_->EmitGeneralizedWatermark(w);
+  for (auto& [tag, out] : side_outputs_) out->EmitGeneralizedWatermark(w);
 }
 
 internal::OutputBase* OperatorBase::FindSideOutput(const std::string& tag) const {

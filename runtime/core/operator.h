@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/generalized_watermark.h"
 #include "tidemark/runtime/core/job_config.h"
 #include "tidemark/runtime/core/metrics.h"
 #include "tidemark/runtime/core/processing_time_service.h"
@@ -86,6 +87,10 @@ class OutputBase {
   virtual ~OutputBase() = default;
   virtual void EmitWatermark(Timestamp watermark) = 0;
   virtual void EmitStatus(WatermarkStatus status) = 0;
+  // A generalized watermark (runtime/core/generalized_watermark.h): the
+  // runtime's outputs pass it on (a channel writer broadcasts it to every
+  // channel); the default drops it, for outputs that carry none.
+  virtual void EmitGeneralizedWatermark(const GeneralizedWatermark& /*w*/) {}
 };
 
 }  // namespace internal
@@ -212,6 +217,10 @@ class OperatorBase {
   virtual void Open(OperatorContext& ctx);
   virtual void ProcessWatermark(Timestamp watermark);
   virtual void ProcessStatus(WatermarkStatus status);
+  // A generalized watermark, as combined over the input's channels (each
+  // time the combined value changes, or as the declaration says:
+  // docs/generalized-watermarks.md).  Default: forwarded like a watermark.
+  virtual void ProcessGeneralizedWatermark(const GeneralizedWatermark& w);
   virtual void Finish() {}
   virtual void Close() {}
   // Checkpoints: the operator's state (default: none), and the news that a
@@ -236,6 +245,7 @@ class OperatorBase {
   // To the main output and every side output.
   void ForwardWatermark(Timestamp w);
   void ForwardStatus(WatermarkStatus s);
+  void ForwardGeneralizedWatermark(const GeneralizedWatermark& w);
   // The side output for `tag`, or nullptr when nobody consumes it.
   template <typename T>
   Output<T>* side_output(const OutputTag<T>& tag) {

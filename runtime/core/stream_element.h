@@ -31,13 +31,19 @@ enum class ControlKind : uint8_t {
   kStatus,      // value = WatermarkStatus (0 active, 1 idle)
   kEndOfInput,  // the producer will send nothing more on this channel
   kBarrier,     // value = checkpoint id: a checkpoint barrier (checkpoint_barrier.h)
+  // A generalized watermark (runtime/core/generalized_watermark.h): tag = the
+  // declaration's id in this process, value = the long (a bool: 0 or 1).
+  kGeneralized,
 };
 
 struct Control {
   uint32_t position;  // number of records of the batch before this control
   ControlKind kind;
+  uint16_t tag;  // kGeneralized: the declaration's id; else 0 (in the padding)
   Timestamp value;
 };
+// The tag lives in what was padding: a control is as small as before.
+static_assert(sizeof(Control) == 16);
 
 // The part of a batch that does not depend on the record type, so that the
 // channels and the control path are not templates (channel.cc).
@@ -61,8 +67,8 @@ struct Batch final : BatchBase {
   }
   size_t NumRecords() const override { return records.size(); }
   void Clear() override { clear(); }
-  void AddControl(ControlKind kind, Timestamp value) {
-    controls.push_back(Control{static_cast<uint32_t>(records.size()), kind, value});
+  void AddControl(ControlKind kind, Timestamp value, uint16_t tag = 0) {
+    controls.push_back(Control{static_cast<uint32_t>(records.size()), kind, tag, value});
   }
 };
 

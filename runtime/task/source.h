@@ -31,6 +31,7 @@
 #include <string>
 
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/generalized_watermark.h"
 #include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
@@ -46,6 +47,10 @@ class SourceOutput {
   // WatermarkStrategy).
   virtual void EmitWatermark(Timestamp watermark) = 0;
   virtual void MarkIdle() = 0;
+  // A generalized watermark (runtime/core/generalized_watermark.h), after
+  // the records emitted so far, e.g. backlog=true while catching up.  The
+  // default (outputs outside a job) drops it.
+  virtual void EmitGeneralizedWatermark(const GeneralizedWatermark& w) { (void)w; }
   // True once an output channel is full: stop emitting and return from Poll.
   virtual bool Backpressured() const = 0;
   // Per-split outputs (Flink's ReaderOutput#createOutputForSplit): a source

@@ -22,6 +22,13 @@
 //       The same with a type that has no codec: rank 0 prints the job's error.
 //   mpi_job crash RANK
 //       The same map raises SIGSEGV instead: the launcher ends every rank.
+//   mpi_job generalized
+//       Generalized watermarks across ranks: sources at parallelism `size`
+//       report backlog (bool, OR, waiting for every channel) and progress
+//       (long, MAX, waiting) to process functions at parallelism `size`
+//       behind a rebalance, so every function subtask has a channel from
+//       every rank.  Rank 0 gathers what each function subtask saw and prints
+//       "generalized OK" (or what was wrong) and one line per subtask.
 //   mpi_job fail RANK
 //       A job whose map throws on the subtask placed on RANK; every rank
 //       prints its job's status ("status ..." on stderr) and exits 3.
@@ -29,10 +36,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "differential_cases.h"
@@ -348,6 +360,132 @@ int UserType() {
   return r.ok() && got == want ? 0 : 1;
 }
 
+const BoolWatermarkDeclaration& Backlog() {
+  static const BoolWatermarkDeclaration d = WatermarkDeclarations::new_builder("backlog")
+                                                .type_bool()
+                                                .combine_function_or()
+                                                .combine_wait_for_all_channels(true)
+                                                .build();
+  return d;
+}
+const LongWatermarkDeclaration& Progress() {
+  static const LongWatermarkDeclaration d = WatermarkDeclarations::new_builder("progress")
+                                                .type_long()
+                                                .combine_function_max()
+                                                .combine_wait_for_all_channels(true)
+                                                .build();
+  return d;
+}
+
+constexpr int kGeneralizedRecords = 200;
+
+// Backlog while it emits its records, progress (s + 1) * i every 50.
+class CatchingUp final : public Source<int64_t> {
+ public:
+  void Open(const SourceContext& ctx) override { s_ = ctx.subtask_index; }
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    out.EmitGeneralizedWatermark(Backlog().new_watermark(true));
+    for (int i = 1; i <= kGeneralizedRecords; ++i) {
+      out.CollectWithTimestamp(i, i);
+      if (i % 50 == 0) out.EmitGeneralizedWatermark(Progress().new_watermark((s_ + 1) * i));
+    }
+    out.EmitGeneralizedWatermark(Backlog().new_watermark(false));
+    return PollStatus::kEndOfInput;
+  }
+
+ private:
+  int s_ = 0;
+};
+
+// One line per function subtask: "subtask S records R backlog V,V@R progress V,V,..."
+std::mutex g_seen_mu;
+std::map<int, std::string> g_seen;
+
+struct Seeing : ProcessFunction<int64_t, int64_t> {
+  int subtask = 0;
+  int64_t records = 0;
+  std::string backlog, progress;
+  void open(const RuntimeContext& ctx) override { subtask = ctx.subtask_index(); }
+  void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
+    ++records;
+    out.collect(v);
+  }
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
+                                       Context&) override {
+    std::string& to = Backlog().matches(w) ? backlog : progress;
+    if (!to.empty()) to += ",";
+    to += w.is_bool() ? (w.bool_value() ? "true" : "false") : std::to_string(w.long_value());
+    if (Backlog().matches(w)) to += "@" + std::to_string(records);
+    return WatermarkHandlingResult::kPeek;
+  }
+  void close() override {
+    std::lock_guard<std::mutex> lock(g_seen_mu);
+    g_seen[subtask] = "subtask " + std::to_string(subtask) + " records " + std::to_string(records) +
+                      " backlog " + backlog + " progress " + progress;
+  }
+};
+
+int Generalized() {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(cluster.size);
+  env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+      .rebalance()
+      .process(Seeing())
+      .name("seeing")
+      .add_sink([](int64_t&&) {});
+  JobResult r = env.execute("generalized");
+  std::string mine;
+  {
+    std::lock_guard<std::mutex> lock(g_seen_mu);
+    for (const auto& [subtask, line] : g_seen) mine += line + "\n";
+  }
+  std::vector<std::string> all = GatherAtRank0(mine);
+  if (cluster.rank != 0) return r.ok() ? 0 : 1;
+  std::vector<std::string> lines;
+  for (const std::string& b : all) {
+    size_t at = 0;
+    for (size_t nl; (nl = b.find('\n', at)) != std::string::npos; at = nl + 1)
+      lines.push_back(b.substr(at, nl - at));
+  }
+  // Each subtask: backlog true then false, false after all its records;
+  // progress rising to size * 200.
+  int64_t total = 0;
+  bool ok = static_cast<int>(lines.size()) == cluster.size;
+  for (const std::string& l : lines) {
+    int64_t records = 0;
+    char backlog[256] = {0}, progress[256] = {0};
+    int subtask = 0;
+    if (std::sscanf(l.c_str(), "subtask %d records %ld backlog %255s progress %255s", &subtask,
+                    &records, backlog, progress) != 4) {
+      ok = false;
+      continue;
+    }
+    total += records;
+    // "true@N,false@<all its records>": false only after every channel's.
+    const std::string b = backlog;
+    const size_t comma = b.find(',');
+    if (b.rfind("true@", 0) != 0 || comma == std::string::npos ||
+        b.substr(comma + 1) != "false@" + std::to_string(records)) {
+      ok = false;
+    }
+    // Strictly rising, ending at the largest source's last.
+    std::vector<int64_t> values;
+    for (char* t = std::strtok(progress, ","); t != nullptr; t = std::strtok(nullptr, ","))
+      values.push_back(std::atoll(t));
+    if (values.empty() || values.back() != cluster.size * kGeneralizedRecords ||
+        std::adjacent_find(values.begin(), values.end(),
+                           [](int64_t a, int64_t b) { return a >= b; }) != values.end()) {
+      ok = false;
+    }
+  }
+  if (total != static_cast<int64_t>(cluster.size) * kGeneralizedRecords) ok = false;
+  std::cout << "status " << r.status << "\nremote records " << r.network.records_sent << "\n";
+  for (const std::string& l : lines) std::cout << l << "\n";
+  std::cout << (ok ? "generalized OK" : "generalized WRONG") << std::endl;
+  return r.ok() && ok ? 0 : 1;
+}
+
 int NoCodec() {
   StreamExecutionEnvironment env;
   env.set_parallelism(ThisCluster().size);
@@ -374,7 +512,8 @@ int main(int argc, char** argv) {
   if (mode == "crash" && argc == 3) return Fail(std::stoi(argv[2]), true);
   if (mode == "usertype") return UserType();
   if (mode == "nocodec") return NoCodec();
+  if (mode == "generalized") return Generalized();
   std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | usertype | "
-               "nocodec | fail RANK | crash RANK\n";
+               "nocodec | generalized | fail RANK | crash RANK\n";
   return 2;
 }

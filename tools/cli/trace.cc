@@ -964,6 +964,26 @@ void TraceRecorder::OnSplitWatermark(const std::string& task, int subtask, const
   }
 }
 
+void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask, bool input,
+                                           int channel, const GeneralizedWatermark& w) {
+  if (!print_trace_) return;
+  const std::string value =
+      w.is_bool() ? (w.bool_value() ? "true" : "false") : absl::StrCat(w.long_value());
+  if (format_ == OutputFormat::kJsonl) {
+    printer_->Print(absl::StrCat("{\"kind\":\"generalized_watermark\",", JsonField("task", task),
+                                 ",\"subtask\":", subtask, ",\"direction\":\"",
+                                 input ? "in" : "out", "\"",
+                                 input ? absl::StrCat(",\"channel\":", channel) : std::string(),
+                                 ",", JsonField("identifier", w.identifier()), ",\"value\":", value,
+                                 ",\"t_ms\":", absl::StrFormat("%.3f", NowMs()), "}"));
+  } else {
+    printer_->Print(absl::StrCat(
+        "[watermark] ", task, " subtask ", subtask,
+        input ? absl::StrCat(" combined (channel ", channel, ") ") : std::string(" sent "),
+        w.identifier(), "=", value));
+  }
+}
+
 void TraceRecorder::OnRecord(int source, const std::string& key, Timestamp ts, Timestamp max_ts,
                              Timestamp watermark) {
   if (!print_trace_) return;

@@ -186,6 +186,10 @@ class TraceRecorder final : public WatermarkListener {
   // several files per subtask): printed in the trace, not kept.
   void OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
                         Timestamp watermark, bool idle) override;
+  // Generalized watermarks (docs/generalized-watermarks.md): one line each,
+  // printed in the trace, not kept for the timeline.
+  void OnGeneralizedWatermark(const std::string& task, int subtask, bool input, int channel,
+                              const GeneralizedWatermark& w) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
   // aligned one over its channels and snapshotted.
   void OnCheckpointBarrier(const std::string& task, int subtask, int64_t checkpoint_id,

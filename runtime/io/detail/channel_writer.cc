@@ -73,16 +73,23 @@ void ChannelWriterCore::StatusToAll(WatermarkStatus s) {
   ReportStatus(s);
 }
 
+void ChannelWriterCore::GeneralizedToAll(const GeneralizedWatermark& w) {
+  for (size_t c = 0; c < channels_.size(); ++c)
+    AddControl(c, ControlKind::kGeneralized, w.raw_value(), w.spec().id);
+  if (report_ && listener_)
+    listener_->OnGeneralizedWatermark(metrics_->task_name(), metrics_->subtask(), false, -1, w);
+}
+
 void ChannelWriterCore::Flush(size_t c) {
   if (!channels_[c]->PushBatch(std::move(current_[c]))) signals_->backpressured = true;
   current_[c] = channels_[c]->AcquireAnyBatch();
 }
 
-void ChannelWriterCore::AddControl(size_t c, ControlKind kind, Timestamp value) {
+void ChannelWriterCore::AddControl(size_t c, ControlKind kind, Timestamp value, uint16_t tag) {
   BatchBase& b = *current_[c];
   const size_t n = b.NumRecords();
   if (n == 0 && b.controls.empty()) started_[c] = signals_->now;
-  b.controls.push_back(Control{static_cast<uint32_t>(n), kind, value});
+  b.controls.push_back(Control{static_cast<uint32_t>(n), kind, tag, value});
 }
 
 void ChannelWriterCore::ReportWatermark(Timestamp w) {

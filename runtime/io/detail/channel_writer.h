@@ -83,9 +83,12 @@ class ChannelWriterCore : public WriterBase {
   // A watermark or status to every channel, then reported.
   void WatermarkToAll(Timestamp w);
   void StatusToAll(WatermarkStatus s);
+  // A generalized watermark to every channel (as watermarks are), then
+  // reported to the listener.
+  void GeneralizedToAll(const GeneralizedWatermark& w);
   // Hands channel c's current batch over and starts a new one.
   void Flush(size_t c);
-  void AddControl(size_t c, ControlKind kind, Timestamp value);
+  void AddControl(size_t c, ControlKind kind, Timestamp value, uint16_t tag = 0);
   void ReportWatermark(Timestamp w);
   void ReportStatus(WatermarkStatus s);
   void PublishCount();
@@ -182,6 +185,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
 
   void EmitWatermark(Timestamp w) override { WatermarkToAll(w); }
   void EmitStatus(WatermarkStatus s) override { StatusToAll(s); }
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override { GeneralizedToAll(w); }
 
  private:
   void Append(size_t c, T&& v, Timestamp ts) {

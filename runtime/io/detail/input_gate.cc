@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -59,6 +61,7 @@ InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics*
   }
   partial_watermark_.assign(static_cast<size_t>(inputs), kMinTimestamp);
   partial_idle_.assign(static_cast<size_t>(inputs), false);
+  combiners_.resize(static_cast<size_t>(inputs));
 }
 
 bool InputGateCore::HandleControl(int c, const Control& ctl) {
@@ -85,7 +88,12 @@ bool InputGateCore::HandleControl(int c, const Control& ctl) {
       break;
     case ControlKind::kBarrier:
       break;  // handled above
+    case ControlKind::kGeneralized:
+      OnGeneralized(i, l, c, ctl);
+      current_channel_ = -1;
+      return false;
   }
+  if (!combiners_[i].empty() && ctl.kind != ControlKind::kWatermark) GeneralizedIdleness(i, l, c);
   if (!notified_ && (valve.channel_watermark(l) != before_wm ||
                      valve.channel_idle(l) != before_idle || output_watermark_ != before_out)) {
     Notify(c);
@@ -94,6 +102,37 @@ bool InputGateCore::HandleControl(int c, const Control& ctl) {
   // An ended channel no longer holds an alignment back.
   if (ctl.kind == ControlKind::kEndOfInput) MaybeCompleteAlignment();
   return false;
+}
+
+void InputGateCore::OnGeneralized(size_t input, int local, int c, const Control& ctl) {
+  std::vector<std::unique_ptr<WatermarkCombiner>>& list = combiners_[input];
+  WatermarkCombiner* k = nullptr;
+  for (auto& have : list)
+    if (have->spec().id == ctl.tag) k = have.get();
+  if (k == nullptr) {
+    const WatermarkSpec* spec = LookupWatermarkSpec(ctl.tag);
+    if (spec == nullptr)
+      throw std::logic_error(absl::StrCat("a generalized watermark of unknown kind ", ctl.tag));
+    const WatermarkValve& v = valves_[input];
+    k = list.emplace_back(std::make_unique<WatermarkCombiner>(spec, v.num_channels())).get();
+    for (int l = 0; l < v.num_channels(); ++l)
+      k->SetIdle(l, v.channel_idle(l) || v.channel_ended(l));
+  }
+  if (std::optional<int64_t> out = k->Input(local, ctl.value)) EmitGeneralized(*k, c, *out);
+}
+
+void InputGateCore::GeneralizedIdleness(size_t input, int local, int c) {
+  const WatermarkValve& v = valves_[input];
+  const bool idle = v.channel_idle(local) || v.channel_ended(local);
+  for (auto& k : combiners_[input])
+    if (std::optional<int64_t> out = k->SetIdle(local, idle)) EmitGeneralized(*k, c, *out);
+}
+
+void InputGateCore::EmitGeneralized(const WatermarkCombiner& k, int c, int64_t value) {
+  const GeneralizedWatermark w(&k.spec(), value);
+  if (listener_)
+    listener_->OnGeneralizedWatermark(metrics_->task_name(), metrics_->subtask(), true, c, w);
+  head_->EmitGeneralizedWatermark(w);
 }
 
 // Snapshot format: one input: its valve (WatermarkValve::Snapshot); two: both

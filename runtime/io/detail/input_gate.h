@@ -20,6 +20,11 @@
 // A two-input operator's gate (TwoInputGate) reads the channels of both
 // inputs, keeps a valve per input and aligns barriers across all of them.
 //
+// Generalized watermarks (runtime/core/generalized_watermark.h) are combined
+// per logical input, one WatermarkCombiner per declared kind, and what a
+// combiner emits goes to the head of the chain; channel idleness (the
+// valve's) and ends of input reach the combiners that leave idle channels out.
+//
 // Touched only by the thread running the task.
 #ifndef TM_RUNTIME_INPUT_GATE_H_
 #define TM_RUNTIME_INPUT_GATE_H_
@@ -36,6 +41,7 @@
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/watermark_combiner.h"
 #include "tidemark/runtime/io/watermark_valve.h"
 
 namespace tidemark::internal {
@@ -168,6 +174,12 @@ class InputGateCore {
   // The aligned channel (gate numbering) holding the gate's watermark back,
   // or -1.
   int HoldingChannel() const;
+  // Generalized watermarks (runtime/io/watermark_combiner.h): one combiner
+  // per declared kind seen on an input, made when its first watermark
+  // arrives; what they emit goes to the head (and the listener).
+  void OnGeneralized(size_t input, int local, int c, const Control& ctl);
+  void GeneralizedIdleness(size_t input, int local, int c);
+  void EmitGeneralized(const WatermarkCombiner& k, int c, int64_t value);
 
   OutputBase* head_;
   SubtaskMetrics* metrics_;
@@ -181,6 +193,8 @@ class InputGateCore {
   // watermarks), and the gate's output.
   std::vector<Timestamp> partial_watermark_;
   std::vector<bool> partial_idle_;
+  // Per input: its generalized watermark combiners (usually none).
+  std::vector<std::vector<std::unique_ptr<WatermarkCombiner>>> combiners_;
   Timestamp output_watermark_ = kMinTimestamp;
   bool output_idle_ = false;
   size_t ended_ = 0;

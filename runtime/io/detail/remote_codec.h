@@ -6,6 +6,10 @@
 //
 //   varint records, varint controls,
 //   controls: varint position, u8 kind, i64 value      (in order)
+//             a generalized watermark (kGeneralized) then its declaration:
+//             bytes identifier, u8 type, u8 function, u8 flags, u8 strategy
+//             (the receiving rank interns it: the ids of two processes
+//             need not agree)
 //   records:  trivially copyable T: the Record<T> array's bytes as they are;
 //             otherwise per record i64 timestamp, StateCodec<T>::Encode(value)
 //
@@ -27,6 +31,11 @@
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
+
+// A generalized watermark's declaration (remote_codec.cc).
+void EncodeWatermarkSpec(StateWriter& w, uint16_t tag);
+// The local id of the declaration read; fails `r` when it is not one.
+uint16_t DecodeWatermarkSpec(StateReader& r);
 
 class RemoteCodec {
  public:
@@ -56,6 +65,7 @@ class RemoteBatchCodec final : public RemoteCodec {
       w.PutVarint(k.position);
       w.PutU8(static_cast<uint8_t>(k.kind));
       w.PutI64(k.value);
+      if (k.kind == ControlKind::kGeneralized) EncodeWatermarkSpec(w, k.tag);
     }
     if constexpr (kRaw) {
       w.PutRaw(b->records.data(), b->records.size() * sizeof(Record<T>));
@@ -81,7 +91,10 @@ class RemoteBatchCodec final : public RemoteCodec {
       const uint64_t pos = r.GetVarint("control position");
       const uint8_t kind = r.GetU8("control kind");
       k.value = r.GetI64("control value");
-      if (r.ok() && (pos > n || kind > static_cast<uint8_t>(ControlKind::kBarrier) ||
+      k.tag = 0;
+      if (r.ok() && kind == static_cast<uint8_t>(ControlKind::kGeneralized))
+        k.tag = DecodeWatermarkSpec(r);
+      if (r.ok() && (pos > n || kind > static_cast<uint8_t>(ControlKind::kGeneralized) ||
                      (!b->controls.empty() && pos < b->controls.back().position))) {
         r.Fail(absl::StrCat("control ", i, " is invalid (position ", pos, ", kind ", kind, ")"));
       }

@@ -19,4 +19,14 @@ void FanOutStatus(const std::vector<OutputBase*>& outs, WatermarkStatus s) {
   for (OutputBase* o : outs) o->EmitStatus(s);
 }
 
+void ChainGeneralized(OperatorBase* next, const OperatorContext* ctx,
+                      const GeneralizedWatermark& w) {
+  if (ctx->cancelled()) throw TaskCancelled{};
+  GuardUserCall(*ctx, [&] { next->ProcessGeneralizedWatermark(w); });
+}
+
+void FanOutGeneralized(const std::vector<OutputBase*>& outs, const GeneralizedWatermark& w) {
+  for (OutputBase* o : outs) o->EmitGeneralizedWatermark(w);
+}
+
 }  // namespace tidemark::internal

@@ -27,6 +27,9 @@ void ChainStatus(OperatorBase* next, const OperatorContext* ctx, WatermarkStatus
 // To every output (FanOutOutput).
 void FanOutWatermark(const std::vector<OutputBase*>& outs, Timestamp w);
 void FanOutStatus(const std::vector<OutputBase*>& outs, WatermarkStatus s);
+void ChainGeneralized(OperatorBase* next, const OperatorContext* ctx,
+                      const GeneralizedWatermark& w);
+void FanOutGeneralized(const std::vector<OutputBase*>& outs, const GeneralizedWatermark& w);
 
 template <typename T>
 class ChainOutput final : public Output<T> {
@@ -51,6 +54,9 @@ class ChainOutput final : public Output<T> {
   }
   void EmitWatermark(Timestamp w) override { ChainWatermark(next_, ctx_, w); }
   void EmitStatus(WatermarkStatus s) override { ChainStatus(next_, ctx_, s); }
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    ChainGeneralized(next_, ctx_, w);
+  }
 
  private:
   InputOperator<T>* next_;
@@ -91,6 +97,9 @@ class TwoInputHeadOutput final : public Output<std::conditional_t<I == 0, In1, I
   }
   void EmitWatermark(Timestamp w) override { ChainWatermark(op_, ctx_, w); }
   void EmitStatus(WatermarkStatus s) override { ChainStatus(op_, ctx_, s); }
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    ChainGeneralized(op_, ctx_, w);
+  }
 
  private:
   TwoInputOperatorBase<In1, In2>* op_;
@@ -108,6 +117,9 @@ class FanOutOutput final : public Output<T> {
   }
   void EmitWatermark(Timestamp w) override { FanOutWatermark(outs_, w); }
   void EmitStatus(WatermarkStatus s) override { FanOutStatus(outs_, s); }
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    FanOutGeneralized(outs_, w);
+  }
 
  private:
   Output<T>* Out(size_t i) const { return static_cast<Output<T>*>(outs_[i]); }

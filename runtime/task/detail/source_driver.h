@@ -140,6 +140,10 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     FlushPending();
     ForwardIdle();
   }
+  [[gnu::noinline]] void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    FlushPending();
+    head_->EmitGeneralizedWatermark(w);
+  }
   SourceOutput<T>& ForSplit(const std::string& split_id) override {
     return static_cast<SplitOutput&>(SplitFor(split_id));
   }
@@ -187,6 +191,9 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     }
     void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
     void MarkIdle() override { d_->MarkIdle(); }
+    void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+      d_->EmitGeneralizedWatermark(w);
+    }
     bool Backpressured() const override { return d_->Backpressured(); }
     SourceOutput<T>& ForSplit(const std::string& id) override { return d_->ForSplit(id); }
     void ReleaseSplit(const std::string& id) override { d_->ReleaseSplit(id); }

@@ -1,0 +1,503 @@
+// Generalized watermarks (runtime/core/generalized_watermark.h, Flink 2's
+// FLIP-467): the declarations' builder, the combiners (min, max, and, or;
+// waiting for every channel or not; idle channels left out or not), the input
+// gate that feeds them from channels, the remote codec, and jobs in which
+// parallel sources report a bool "backlog" (combined with OR, Flink's
+// FLIP-309 use) and a long "progress" (combined with MAX) to parallel process
+// functions that read them, emit their own and forward them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/io/detail/remote_codec.h"
+#include "tidemark/testing/harness.h"
+#include "tidemark/tidemark.h"
+#include "tools/cli/trace.h"
+
+namespace tidemark {
+namespace {
+
+using internal::Control;
+using internal::ControlKind;
+
+// Waiting for every channel: "no backlog" is said only once every upstream
+// subtask has said so (without waiting, a channel that has not reported yet
+// counts as false, OR's identity, as in Flink).
+const BoolWatermarkDeclaration kBacklog = WatermarkDeclarations::new_builder("backlog")
+                                              .type_bool()
+                                              .combine_function_or()
+                                              .combine_wait_for_all_channels(true)
+                                              .build();
+const LongWatermarkDeclaration kProgress = WatermarkDeclarations::new_builder("progress")
+                                               .type_long()
+                                               .combine_function_max()
+                                               .combine_wait_for_all_channels(true)
+                                               .build();
+
+// --- declarations -----------------------------------------------------------
+
+TEST(WatermarkDeclarations, BuildsWithFlinksDefaultsAndInternsEqualDeclarations) {
+  const LongWatermarkDeclaration d = WatermarkDeclarations::new_builder("x").type_long().build();
+  EXPECT_EQ(d.identifier(), "x");
+  EXPECT_EQ(d.value_type(), WatermarkValueType::kLong);
+  EXPECT_EQ(d.combination_function(), WatermarkCombinationFunction::kMin);  // Flink's default
+  EXPECT_FALSE(d.combine_wait_for_all_channels());
+  EXPECT_FALSE(d.ignore_idle_channels());
+  EXPECT_EQ(d.default_handling_strategy(), WatermarkHandlingStrategy::kForward);
+  const BoolWatermarkDeclaration b = WatermarkDeclarations::new_builder("x").type_bool().build();
+  EXPECT_EQ(b.combination_function(), WatermarkCombinationFunction::kAnd);  // Flink's default
+  // Equal declarations are one kind; another policy under the same name is
+  // another kind.
+  EXPECT_EQ(WatermarkDeclarations::new_builder("x").type_long().build().spec(), d.spec());
+  EXPECT_NE(b.spec(), d.spec());
+  EXPECT_TRUE(d.matches(d.new_watermark(3)));
+  EXPECT_FALSE(b.matches(d.new_watermark(3)));
+  EXPECT_EQ(kBacklog.new_watermark(true).ToString(), "backlog=true");
+  EXPECT_EQ(kProgress.new_watermark(-7).ToString(), "progress=-7");
+}
+
+TEST(WatermarkDeclarations, RejectsAFunctionThatDoesNotFitTheType) {
+  internal::WatermarkSpec s;
+  s.identifier = "bad";
+  s.type = WatermarkValueType::kBool;
+  s.function = WatermarkCombinationFunction::kMax;
+  try {
+    internal::InternWatermarkSpec(s);
+    FAIL() << "accepted max for a bool";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "watermark 'bad': combination function max does not fit a bool watermark");
+  }
+  EXPECT_THROW(WatermarkDeclarations::new_builder("").type_long().build(), std::invalid_argument);
+}
+
+// --- combiners --------------------------------------------------------------
+
+// Feeds a combiner and collects what it emits (nullopt: nothing).
+std::vector<std::optional<int64_t>> Feed(WatermarkCombiner& k,
+                                         const std::vector<std::pair<int, int64_t>>& in) {
+  std::vector<std::optional<int64_t>> out;
+  for (const auto& [c, v] : in) out.push_back(k.Input(c, v));
+  return out;
+}
+
+using Opt = std::optional<int64_t>;
+constexpr std::nullopt_t kNone = std::nullopt;
+
+TEST(WatermarkCombiner, LongMaxEmitsAtOnceAndOnlyWhenTheCombinedValueChanges) {
+  const auto d = WatermarkDeclarations::new_builder("m").type_long().combine_function_max().build();
+  WatermarkCombiner k(d.spec(), 3);
+  EXPECT_EQ(Feed(k, {{0, 5}, {1, 3}, {1, 7}, {2, 7}, {0, 6}, {1, 2}, {2, 1}}),
+            (std::vector<Opt>{5, kNone, 7, kNone, kNone, kNone, 6}));
+  // It may go down: a generalized watermark need not be monotonic.
+  EXPECT_EQ(k.last_emitted(), 6);
+}
+
+TEST(WatermarkCombiner, LongMinCountsChannelsThatHaveNotReportedAsTheIdentity) {
+  const auto d = WatermarkDeclarations::new_builder("m").type_long().combine_function_min().build();
+  WatermarkCombiner k(d.spec(), 2);
+  EXPECT_EQ(Feed(k, {{0, 10}, {1, 20}, {1, 4}, {0, 4}, {0, 30}, {1, 50}}),
+            (std::vector<Opt>{10, kNone, 4, kNone, kNone, 30}));
+}
+
+TEST(WatermarkCombiner, WaitForAllChannelsEmitsNothingUntilEveryChannelHasReported) {
+  WatermarkCombiner k(kProgress.spec(), 3);
+  EXPECT_EQ(Feed(k, {{0, 10}, {0, 30}, {1, 20}, {2, 5}, {2, 40}, {1, 35}}),
+            (std::vector<Opt>{kNone, kNone, kNone, 30, 40, kNone}));
+}
+
+TEST(WatermarkCombiner, BoolOrIsTrueWhileAnyChannelIsTrue) {
+  const auto d = WatermarkDeclarations::new_builder("o").type_bool().combine_function_or().build();
+  WatermarkCombiner k(d.spec(), 2);
+  EXPECT_EQ(Feed(k, {{0, 1}, {1, 1}, {0, 0}, {1, 0}, {1, 0}, {0, 1}}),
+            (std::vector<Opt>{1, kNone, kNone, 0, kNone, 1}));
+  // Not waiting, a channel that has not reported counts as false.
+  WatermarkCombiner early(d.spec(), 2);
+  EXPECT_EQ(Feed(early, {{0, 1}, {0, 0}, {1, 1}, {1, 0}}), (std::vector<Opt>{1, 0, 1, 0}));
+  // Waiting, nothing is said until both have reported.
+  WatermarkCombiner waiting(kBacklog.spec(), 2);
+  EXPECT_EQ(Feed(waiting, {{0, 1}, {0, 0}, {1, 1}, {1, 0}}),
+            (std::vector<Opt>{kNone, kNone, 1, 0}));
+}
+
+TEST(WatermarkCombiner, BoolAndIsTrueOnlyWhenEveryChannelIsTrue) {
+  const auto d = WatermarkDeclarations::new_builder("a").type_bool().combine_function_and().build();
+  WatermarkCombiner k(d.spec(), 2);
+  // Flink: a channel that has not reported counts as true (AND's identity).
+  EXPECT_EQ(Feed(k, {{0, 1}, {1, 0}, {1, 1}, {0, 0}}), (std::vector<Opt>{1, 0, 1, 0}));
+  const auto w = WatermarkDeclarations::new_builder("a")
+                     .type_bool()
+                     .combine_function_and()
+                     .combine_wait_for_all_channels(true)
+                     .build();
+  WatermarkCombiner waiting(w.spec(), 2);
+  EXPECT_EQ(Feed(waiting, {{0, 1}, {0, 1}, {1, 1}, {1, 0}}),
+            (std::vector<Opt>{kNone, kNone, 1, 0}));
+}
+
+TEST(WatermarkCombiner, IdleChannelsCountUnlessTheDeclarationLeavesThemOut) {
+  const auto counted = WatermarkDeclarations::new_builder("i").type_long().build();  // min
+  WatermarkCombiner k(counted.spec(), 2);
+  EXPECT_EQ(Feed(k, {{0, 5}, {1, 9}}), (std::vector<Opt>{5, kNone}));
+  EXPECT_EQ(k.SetIdle(0, true), kNone);  // Flink's: idleness changes nothing
+  EXPECT_EQ(k.Input(1, 12), kNone);      // channel 0's 5 still holds the minimum
+
+  const auto left_out = WatermarkDeclarations::new_builder("i")
+                            .type_long()
+                            .combine_wait_for_all_channels(true)
+                            .ignore_idle_channels(true)
+                            .build();
+  WatermarkCombiner j(left_out.spec(), 3);
+  EXPECT_EQ(j.SetIdle(2, true), kNone);  // nothing reported yet: nothing to say
+  EXPECT_EQ(Feed(j, {{0, 5}, {1, 9}}), (std::vector<Opt>{kNone, 5}));  // 2 need not report
+  EXPECT_EQ(j.SetIdle(0, true), 9);       // 0 idle: left out, the minimum is 1's
+  EXPECT_EQ(j.SetIdle(2, false), kNone);  // 2 active and never reported: wait for it
+  EXPECT_EQ(j.Input(2, 7), 7);
+  EXPECT_EQ(j.SetIdle(0, false), 5);  // 0 active again: its last value counts again
+  // Every channel idle: all count again (the combination of every last value).
+  EXPECT_EQ(j.SetIdle(0, true), 7);
+  EXPECT_EQ(j.SetIdle(1, true), kNone);
+  EXPECT_EQ(j.SetIdle(2, true), 5);
+}
+
+// --- the input gate ----------------------------------------------------------
+
+// A one-input gate over 2 channels, fed control elements by hand.
+class GateTest : public ::testing::Test {
+ protected:
+  struct Gate : internal::InputGateCore {
+    using InputGateCore::HandleControl;
+    using InputGateCore::InputGateCore;
+  };
+  GateTest() : metrics_("g", 0, 1, 2), gate_(2, &out_, &metrics_, nullptr) {}
+  void Send(int c, const GeneralizedWatermark& w) {
+    gate_.HandleControl(c, Control{0, ControlKind::kGeneralized, w.spec().id, w.raw_value()});
+  }
+  void Status(int c, WatermarkStatus s) {
+    gate_.HandleControl(c, Control{0, ControlKind::kStatus, 0, static_cast<int64_t>(s)});
+  }
+  std::vector<std::string> Seen() const {
+    std::vector<std::string> v;
+    for (const GeneralizedWatermark& w : out_.generalized_watermarks()) v.push_back(w.ToString());
+    return v;
+  }
+  harness::RecordingOutput<int> out_;
+  SubtaskMetrics metrics_;
+  Gate gate_;
+};
+
+TEST_F(GateTest, CombinesEachKindOverTheChannelsOnItsOwn) {
+  Send(0, kBacklog.new_watermark(true));
+  Send(1, kProgress.new_watermark(10));  // waits for channel 0
+  Send(1, kBacklog.new_watermark(true));
+  Send(0, kProgress.new_watermark(4));
+  Send(0, kBacklog.new_watermark(false));
+  Send(1, kProgress.new_watermark(12));
+  Send(1, kBacklog.new_watermark(false));
+  EXPECT_EQ(Seen(), (std::vector<std::string>{"backlog=true", "progress=10", "progress=12",
+                                              "backlog=false"}));
+  EXPECT_TRUE(out_.events().empty());  // no event-time watermark came of it
+}
+
+TEST_F(GateTest, AnIdleOrEndedChannelIsLeftOutWhenTheDeclarationSaysSo) {
+  const auto busy = WatermarkDeclarations::new_builder("busy")
+                        .type_bool()
+                        .combine_function_and()
+                        .combine_wait_for_all_channels(true)
+                        .ignore_idle_channels(true)
+                        .build();
+  Status(1, WatermarkStatus::kIdle);    // before any watermark of the kind
+  Send(0, busy.new_watermark(true));    // channel 1 idle: need not report
+  Status(1, WatermarkStatus::kActive);  // active, never reported: wait for it
+  Send(1, busy.new_watermark(false));
+  Status(1, WatermarkStatus::kIdle);    // idle: its false no longer counts
+  Status(1, WatermarkStatus::kActive);  // active: it counts again
+  gate_.HandleControl(1, Control{0, ControlKind::kEndOfInput, 0, 0});  // ended: left out
+  EXPECT_EQ(Seen(), (std::vector<std::string>{"busy=true", "busy=false", "busy=true", "busy=false",
+                                              "busy=true"}));
+}
+
+// A two-input gate (channels 0 and 1: input 1; channel 2: input 2) combines
+// each input on its own: input 2's channel does not count for input 1's wait.
+TEST(TwoInputGate, CombinesEachInputOnItsOwn) {
+  struct Gate : internal::InputGateCore {
+    using InputGateCore::HandleControl;
+    using InputGateCore::InputGateCore;
+  };
+  harness::RecordingOutput<int> out;
+  SubtaskMetrics metrics("co", 0, 1, 3);
+  Gate gate(3, &out, &metrics, nullptr, {0, 0, 1});
+  auto send = [&](int c, const GeneralizedWatermark& w) {
+    gate.HandleControl(c, Control{0, ControlKind::kGeneralized, w.spec().id, w.raw_value()});
+  };
+  send(2, kBacklog.new_watermark(true));   // input 2's only channel: passed on
+  send(0, kBacklog.new_watermark(false));  // input 1 waits for channel 1
+  send(1, kBacklog.new_watermark(false));
+  send(2, kBacklog.new_watermark(false));
+  std::vector<std::string> seen;
+  for (const GeneralizedWatermark& w : out.generalized_watermarks()) seen.push_back(w.ToString());
+  EXPECT_EQ(seen, (std::vector<std::string>{"backlog=true", "backlog=false", "backlog=false"}));
+}
+
+// --- the remote codec --------------------------------------------------------
+
+TEST(GeneralizedWatermarkCodec, ADeclarationCrossesRanksWithItsWatermark) {
+  internal::Channel<int64_t> from(4), to(4);
+  auto b = from.AcquireBatch();
+  b->records.push_back({1, 100});
+  const GeneralizedWatermark w = kProgress.new_watermark(-42);
+  b->AddControl(ControlKind::kGeneralized, w.raw_value(), w.spec().id);
+  from.Push(std::move(b));
+  internal::RemoteBatchCodec<int64_t> codec;
+  std::string bytes;
+  int64_t records = 0;
+  ASSERT_TRUE(codec.PopEncode(&from, &bytes, &records));
+  // The identifier travels, not this process's id.
+  EXPECT_NE(bytes.find("progress"), std::string::npos);
+  ASSERT_TRUE(codec.DecodePush(bytes, &to).ok());
+  auto got = to.Pop();
+  ASSERT_EQ(got->controls.size(), 1u);
+  EXPECT_EQ(got->controls[0].kind, ControlKind::kGeneralized);
+  EXPECT_EQ(got->controls[0].tag, kProgress.spec()->id);
+  EXPECT_EQ(got->controls[0].value, -42);
+  EXPECT_EQ(got->controls[0].position, 1u);
+
+  // A declaration whose function does not fit its type is an error.
+  std::string bad = bytes;
+  const size_t at = bad.find("progress") + 8;  // type, function, flags, strategy follow
+  bad[at + 1] = static_cast<char>(WatermarkCombinationFunction::kOr);
+  const absl::Status s = codec.DecodePush(bad, &to);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(std::string(s.message()).find("combination function or does not fit a long"),
+            std::string::npos)
+      << s;
+}
+
+// --- jobs ---------------------------------------------------------------------
+
+constexpr int kRecords = 40;
+
+// Reports backlog=true, then its records with progress watermarks (subtask
+// s: (s + 1) * 10, (s + 1) * 20, ...), then backlog=false: a source catching
+// up, FLIP-309's isProcessingBacklog.  Also an "ignored" kind that a process
+// function peeks at and the framework drops.
+class CatchingUp final : public Source<int64_t> {
+ public:
+  void Open(const SourceContext& ctx) override { s_ = ctx.subtask_index; }
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    out.EmitGeneralizedWatermark(kBacklog.new_watermark(true));
+    out.EmitGeneralizedWatermark(Ignored().new_watermark(1));
+    for (int i = 1; i <= kRecords; ++i) {
+      out.CollectWithTimestamp(s_ * 1000 + i, i);
+      if (i % 10 == 0) out.EmitGeneralizedWatermark(kProgress.new_watermark((s_ + 1) * i));
+    }
+    out.EmitGeneralizedWatermark(kBacklog.new_watermark(false));
+    return PollStatus::kEndOfInput;
+  }
+  static LongWatermarkDeclaration Ignored() {
+    return WatermarkDeclarations::new_builder("ignored")
+        .type_long()
+        .default_handling_strategy_ignore()
+        .build();
+  }
+
+ private:
+  int s_ = 0;
+};
+
+const LongWatermarkDeclaration kSeen =
+    WatermarkDeclarations::new_builder("seen").type_long().combine_function_min().build();
+
+// What one subtask of a function saw, in order.
+struct Log {
+  std::mutex mu;
+  std::map<int, std::vector<std::string>> seen;    // subtask -> watermarks
+  std::map<int, std::vector<int>> records_before;  // subtask -> records before each
+  void Add(int subtask, const GeneralizedWatermark& w, int records) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen[subtask].push_back(w.ToString());
+    records_before[subtask].push_back(records);
+  }
+};
+
+// The first stage: takes each progress watermark (kPoll) and emits its own
+// "seen" one in its place; peeks at the others.
+struct Stage1 : ProcessFunction<int64_t, int64_t> {
+  std::shared_ptr<Log> log;
+  int subtask = 0;
+  int records = 0;
+  explicit Stage1(std::shared_ptr<Log> l) : log(std::move(l)) {}
+  void open(const RuntimeContext& ctx) override { subtask = ctx.subtask_index(); }
+  void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
+    ++records;
+    out.collect(v);
+  }
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
+                                       Context& ctx) override {
+    log->Add(subtask, w, records);
+    if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
+    ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
+    return WatermarkHandlingResult::kPoll;
+  }
+};
+
+// The last stage: records what arrives.
+struct Stage2 : ProcessFunction<int64_t, int64_t> {
+  std::shared_ptr<Log> log;
+  int subtask = 0;
+  int records = 0;
+  explicit Stage2(std::shared_ptr<Log> l) : log(std::move(l)) {}
+  void open(const RuntimeContext& ctx) override { subtask = ctx.subtask_index(); }
+  void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
+    ++records;
+    out.collect(v);
+  }
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
+                                       Context&) override {
+    log->Add(subtask, w, records);
+    return WatermarkHandlingResult::kPeek;
+  }
+};
+
+std::vector<std::string> OfKind(const std::vector<std::string>& seen, const std::string& id) {
+  std::vector<std::string> v;
+  for (const std::string& s : seen)
+    if (s.rfind(id + "=", 0) == 0) v.push_back(s.substr(id.size() + 1));
+  return v;
+}
+
+TEST(GeneralizedWatermarkJob, BacklogOrAndProgressMaxAcrossParallelChannels) {
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE(round);
+    auto log1 = std::make_shared<Log>();
+    auto log2 = std::make_shared<Log>();
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    auto out = env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+                   .rebalance()
+                   .process(Stage1(log1))
+                   .name("stage1")
+                   .rebalance()
+                   .process(Stage2(log2))
+                   .name("stage2")
+                   .set_parallelism(1)
+                   .collect();
+    JobResult r = env.execute("generalized");
+    ASSERT_TRUE(r.ok()) << r.status;
+    ASSERT_EQ(out->items().size(), static_cast<size_t>(2 * kRecords));
+    ASSERT_EQ(log1->seen.size(), 2u);
+    int total1 = 0;
+    for (auto& [subtask, seen] : log1->seen) {
+      SCOPED_TRACE(subtask);
+      // OR over the two source channels: true once, false once both are.
+      EXPECT_EQ(OfKind(seen, "backlog"), (std::vector<std::string>{"true", "false"}));
+      // false came after every record of both sources (they send it last).
+      const size_t last = seen.size() - 1;
+      EXPECT_EQ(seen[last], "backlog=false");
+      total1 += log1->records_before[subtask][last];
+      // MAX over the channels, once both had reported: at least the larger
+      // first value (subtask 1's 20), rising, ending at subtask 1's 80.
+      std::vector<int64_t> progress;
+      for (const std::string& v : OfKind(seen, "progress")) progress.push_back(std::stoll(v));
+      ASSERT_FALSE(progress.empty());
+      EXPECT_GE(progress.front(), 20);
+      EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+      EXPECT_EQ(std::adjacent_find(progress.begin(), progress.end()), progress.end());
+      EXPECT_EQ(progress.back(), 2 * kRecords);
+      // The ignored kind reached the function (combined: 1).
+      EXPECT_EQ(OfKind(seen, "ignored"), (std::vector<std::string>{"1"}));
+    }
+    EXPECT_EQ(total1, 2 * kRecords);
+    // Stage 2 (one subtask, two channels): the forwarded backlog, ORed again;
+    // no progress (stage 1 took it), its "seen" instead, combined with MIN
+    // over stage 1's subtasks, ending at 80; nothing of the ignored kind.
+    const std::vector<std::string>& seen2 = log2->seen[0];
+    EXPECT_EQ(OfKind(seen2, "backlog"), (std::vector<std::string>{"true", "false"}));
+    EXPECT_TRUE(OfKind(seen2, "progress").empty());
+    EXPECT_TRUE(OfKind(seen2, "ignored").empty());
+    const std::vector<std::string> s = OfKind(seen2, "seen");
+    ASSERT_FALSE(s.empty());
+    EXPECT_EQ(s.back(), std::to_string(2 * kRecords));
+    // Stage 1 forwarded backlog=false after all its records.
+    for (size_t i = 0; i < seen2.size(); ++i)
+      if (seen2[i] == "backlog=false") EXPECT_EQ(log2->records_before[0][i], 2 * kRecords);
+  }
+}
+
+TEST(GeneralizedWatermarkJob, EmittingAnUndeclaredKindFailsTheJobSayingWhich) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  struct Rogue : ProcessFunction<int64_t, int64_t> {
+    void process_element(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+      ctx.emit_watermark(kBacklog.new_watermark(true));
+      out.collect(v);
+    }
+    std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  };
+  env.from_collection(std::vector<int64_t>{1, 2}).process(Rogue()).name("rogue").collect();
+  JobResult r = env.execute("rogue");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message()).find("operator 'rogue'"), std::string::npos)
+      << r.status;
+  EXPECT_NE(std::string(r.status.message())
+                .find("watermark 'backlog' is emitted but not declared: add its declaration to "
+                      "the function's declare_watermarks()"),
+            std::string::npos)
+      << r.status;
+}
+
+// The CLI's trace (--trace=watermarks) prints each one the runtime reports:
+// sent by a subtask, or combined at a subtask's input.
+TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
+  for (const cli::OutputFormat format : {cli::OutputFormat::kText, cli::OutputFormat::kJsonl}) {
+    std::ostringstream os;
+    cli::LinePrinter printer(&os);
+    auto recorder =
+        std::make_shared<cli::TraceRecorder>(&printer, format, /*print_trace=*/true,
+                                             /*keep_events=*/false, absl::UTCTimeZone());
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    env.set_watermark_listener(recorder);
+    env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+        .rebalance()
+        .process([](const int64_t& v, ProcessContext&, Collector<int64_t>& out) { out.collect(v); })
+        .name("follow")
+        .add_sink([](int64_t&&) {});
+    JobResult r = env.execute("trace");
+    ASSERT_TRUE(r.ok()) << r.status;
+    const std::string out = os.str();
+    if (format == cli::OutputFormat::kText) {
+      EXPECT_NE(out.find("[watermark] Source: catching-up subtask 1 sent progress=80\n"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find("[watermark] Source: catching-up subtask 0 sent backlog=true\n"),
+                std::string::npos)
+          << out;
+      EXPECT_NE(out.find(" combined (channel "), std::string::npos) << out;
+      EXPECT_NE(out.find(") backlog=false\n"), std::string::npos) << out;
+    } else {
+      EXPECT_NE(
+          out.find(
+              "{\"kind\":\"generalized_watermark\",\"task\":\"Source: catching-up\",\"subtask\":1,"
+              "\"direction\":\"out\",\"identifier\":\"progress\",\"value\":80,"),
+          std::string::npos)
+          << out;
+      EXPECT_NE(out.find("\"direction\":\"in\",\"channel\":"), std::string::npos) << out;
+      EXPECT_NE(out.find("\"identifier\":\"backlog\",\"value\":false,"), std::string::npos) << out;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tidemark
