@@ -625,11 +625,14 @@ bool Gone(pid_t pid, std::chrono::seconds limit) {
   }
 }
 
-TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSeconds) {
+// Kills rank 1 of a job on three ranks reading FIFOs that never end, once it
+// runs, and checks that the run ends within 10 s on every rank.
+void KillRankOneAndExpectTheRunToEnd(const std::vector<std::string>& extra) {
   // Three FIFOs that never end: the job runs until something stops it.
   std::vector<std::string> fifos;
   std::vector<std::string> args = {"run", "--fields=key,ts", "--parallelism=3",
                                    "--watermarks=bounded:0s"};
+  args.insert(args.end(), extra.begin(), extra.end());
   for (int i = 0; i < 3; ++i) {
     fifos.push_back(TempPath(absl::StrCat("mpi_kill_", i, ".fifo")));
     std::filesystem::remove(fifos.back());
@@ -677,6 +680,19 @@ TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSecond
   // mpirun names the rank that died, and no rank is left behind.
   EXPECT_THAT(mpirun.err(), HasSubstr("rank 1"));
   for (const auto& [rank, pid] : ranks) EXPECT_TRUE(Gone(pid, 5s)) << "rank " << rank << " runs on";
+}
+
+TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSeconds) {
+  KillRankOneAndExpectTheRunToEnd({});
+}
+
+// A restart strategy restarts after failures, not after a dead rank: the
+// launcher ends the run (docs/distribution.md, "Restarts across ranks").
+TEST(MpiRestart, ARankKilledWithSigkillStillEndsTheRunWithARestartStrategy) {
+  testing::TempDir dir;
+  KillRankOneAndExpectTheRunToEnd({"--restart-strategy=fixed-delay:10:0ms",
+                                   "--checkpoint-dir=" + dir.Path("chk"),
+                                   "--checkpoint-interval=50ms"});
 }
 
 // --- checkpoints across ranks: a job outlives kill -9 of any of its ranks ---
