@@ -418,6 +418,39 @@ int Restart(const std::string& strategy, const std::string& out, const std::stri
   return r.ok() ? 0 : 3;
 }
 
+int Drain(const std::string& out, const std::string& chk, const std::string& savepoints) {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(Duration(100), chk);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, -1, 20'000.0)
+      .set_parallelism(1)
+      .partition_custom([](const int64_t& key, int n) { return static_cast<int>(key % n); },
+                        [](const int64_t& v) { return v; })
+      .map([](const int64_t& v) { return v; })
+      .key_by([](const int64_t& v) { return v % 14; })
+      .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+      .sink_to_files(out, [](const int64_t& v) { return std::to_string(v); });
+  JobClient client = env.execute_async("drain");
+  std::string path = "-";
+  if (cluster.rank == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // real time: records flow
+    absl::StatusOr<std::string> refused =
+        client.stop_with_savepoint(savepoints, false, Duration(30'000));
+    const std::string line =
+        absl::StrCat("nodrain ", refused.ok() ? "OK" : refused.status().ToString(), "\n");
+    if (write(2, line.data(), line.size()) < 0) return 4;
+    absl::StatusOr<std::string> sp = client.stop_with_savepoint(savepoints, true, Duration(30'000));
+    path = sp.ok() ? *sp : sp.status().ToString();
+  }
+  JobResult r = client.wait();
+  const std::string line =
+      absl::StrCat("drain rank ", cluster.rank, " status ",
+                   r.status.ok() ? "OK" : r.status.ToString(), " savepoint ", path, "\n");
+  if (write(2, line.data(), line.size()) < 0) return 4;
+  return r.ok() ? 0 : 3;
+}
+
 }  // namespace
 }  // namespace tidemark
 
@@ -432,8 +465,10 @@ int main(int argc, char** argv) {
   if (mode == "crash" && argc == 3) return Fail(std::stoi(argv[2]), true);
   if (mode == "usertype") return UserType();
   if (mode == "nocodec") return NoCodec();
+  if (mode == "drain" && argc == 5) return Drain(argv[2], argv[3], argv[4]);
   if (mode == "restart" && argc == 6) return Restart(argv[2], argv[3], argv[4], argv[5]);
   std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | usertype | "
-               "nocodec | fail RANK | crash RANK | restart none|fixed|rate OUT CHK RECORDS\n";
+               "nocodec | fail RANK | crash RANK | restart none|fixed|rate OUT CHK RECORDS | drain "
+               "OUT CHK SAVEPOINTS\n";
   return 2;
 }
