@@ -9,6 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "tidemark/runtime/exec/executor.h"
 #include "tidemark/runtime/exec/job_compiler.h"
+#include "tidemark/runtime/exec/remote_exchange.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/runtime/state/state_codec.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
 
 namespace tidemark {
@@ -26,12 +29,13 @@ class RestartingJob {
       std::function<absl::StatusOr<std::shared_ptr<JobExecution>>(const std::string& restore_from)>;
 
   RestartingJob(BuildFn build, const RestartStrategyConfiguration& config, bool checkpointing,
-                std::string first_restore,
+                std::string checkpoint_dir, std::string first_restore,
                 std::function<void(int64_t, const std::string&)> on_restart)
       : build_(std::move(build)),
         on_restart_(std::move(on_restart)),
         strategy_(MakeRestartStrategy(config, SystemClock::Get())),
         checkpointing_(checkpointing),
+        checkpoint_dir_(std::move(checkpoint_dir)),
         first_restore_(std::move(first_restore)) {
     summary_.strategy = config.Describe();
   }
@@ -95,76 +99,216 @@ class RestartingJob {
   }
 
  private:
+  // How long the ranks wait for each other at a decision (past the backoff).
+  static constexpr std::chrono::milliseconds kDecisionDeadline{60'000};
+
+  // What each rank tells rank 0 when an attempt ended.
+  struct Report {
+    bool cancelled = false;  // cancel() was called on this rank
+    absl::Status status;     // the attempt's, across ranks as this rank saw it
+  };
+  static std::string EncodeReport(const Report& r) {
+    std::string b;
+    StateWriter w(&b);
+    Encode(w, r.cancelled);
+    Encode(w, static_cast<int32_t>(r.status.code()));
+    Encode(w, std::string(r.status.message()));
+    return b;
+  }
+  static Report DecodeReport(std::string_view bytes) {
+    StateReader rd(bytes);
+    Report r;
+    r.cancelled = Decode<bool>(rd);
+    const auto code = static_cast<absl::StatusCode>(Decode<int32_t>(rd));
+    const std::string message = Decode<std::string>(rd);
+    r.status = absl::Status(code, message);
+    if (!rd.ok()) r.status = absl::DataLossError("a malformed report from a rank");
+    return r;
+  }
+
+  // What rank 0 decided; every rank acts on it, so all restart together,
+  // from the same checkpoint, and count the same restarts and causes.
+  struct Decision {
+    enum Action : int32_t { kFinished = 0, kFail = 1, kRestart = 2 };
+    int32_t action = kFinished;
+    absl::Status status;     // kFail: the job's final status
+    bool counted = false;    // a failure the strategy was told of
+    std::string cause;       // its message (RestartSummary::last_failure)
+    std::string failure;     // its line (RestartSummary::failures)
+    int64_t restart = 0;     // kRestart: its number (1, 2, ...)
+    int64_t backoff_ms = 0;  // kRestart: the wait before it
+    std::string restore;     // kRestart: where the next attempt starts
+  };
+  static std::string EncodeDecision(const Decision& d) {
+    std::string b;
+    StateWriter w(&b);
+    Encode(w, d.action);
+    Encode(w, static_cast<int32_t>(d.status.code()));
+    Encode(w, std::string(d.status.message()));
+    Encode(w, d.counted);
+    Encode(w, d.cause);
+    Encode(w, d.failure);
+    Encode(w, d.restart);
+    Encode(w, d.backoff_ms);
+    Encode(w, d.restore);
+    return b;
+  }
+  static absl::StatusOr<Decision> DecodeDecision(std::string_view bytes) {
+    StateReader rd(bytes);
+    Decision d;
+    d.action = Decode<int32_t>(rd);
+    const auto code = static_cast<absl::StatusCode>(Decode<int32_t>(rd));
+    const std::string message = Decode<std::string>(rd);
+    d.status = absl::Status(code, message);
+    d.counted = Decode<bool>(rd);
+    d.cause = Decode<std::string>(rd);
+    d.failure = Decode<std::string>(rd);
+    d.restart = Decode<int64_t>(rd);
+    d.backoff_ms = Decode<int64_t>(rd);
+    d.restore = Decode<std::string>(rd);
+    if (!rd.ok()) return absl::DataLossError("a malformed restart decision from rank 0");
+    return d;
+  }
+
+  // Rank 0 (or the only rank): the attempt ended with `reports` of every
+  // rank (its own first).  Only here is the strategy consulted.
+  Decision Decide(const std::vector<std::string>& reports) {
+    Decision d;
+    bool cancelled = false;
+    absl::Status failure;  // rank 0's view first: the first failure it heard of
+    for (const std::string& bytes : reports) {
+      const Report r = DecodeReport(bytes);
+      cancelled = cancelled || r.cancelled;
+      if (failure.ok() && !r.status.ok()) failure = r.status;
+    }
+    if (failure.ok()) return d;  // every rank finished
+    d.action = Decision::kFail;
+    d.status = failure;
+    if (cancelled || failure.code() == absl::StatusCode::kCancelled) return d;
+    d.counted = true;
+    d.cause = std::string(failure.message());
+    d.failure = failure.ToString();
+    strategy_->NotifyFailure();
+    if (strategy_->CanRestart()) {
+      d.action = Decision::kRestart;
+      d.restart = restarts_decided_ + 1;
+      d.backoff_ms = strategy_->BackoffMillis();
+      // The latest checkpoint this job completed; none yet: where it started
+      // from.
+      d.restore = checkpointing_ && any_completed_ ? LatestCheckpoint() : first_restore_;
+      restarts_decided_ = d.restart;
+    } else if (summary_.strategy != "none") {
+      d.status = absl::Status(
+          failure.code(), absl::StrCat(failure.message(), " (no restart: restart strategy ",
+                                       summary_.strategy, ", ", restarts_decided_, " restarts)"));
+    }
+    return d;
+  }
+
+  // "latest" on one rank; across ranks rank 0 names the checkpoint itself
+  // (its failed attempt has ended: nothing is written any more), so every
+  // rank restores the same one whatever its view of the directory.
+  std::string LatestCheckpoint() const {
+    if (!ThisCluster().distributed() || checkpoint_dir_.empty()) return "latest";
+    std::vector<std::string> problems;
+    absl::StatusOr<LoadedCheckpoint> latest =
+        CheckpointStorage(checkpoint_dir_).LoadLatest(&problems);
+    return latest.ok() ? latest->path.string() : "latest";  // none usable: each rank says so
+  }
+
   void Supervise() {
-    bool any_completed = false;  // some attempt completed a checkpoint
     for (;;) {
       const std::shared_ptr<JobExecution> exec = current();
       JobResult r = exec->Wait();
-      if (r.checkpoints.completed > 0) any_completed = true;
-      bool cancelled;
-      {
+      if (r.checkpoints.completed > 0) any_completed_ = true;
+      // Every rank's attempt has ended (a failure on one reached the others
+      // before their goodbyes, runtime/cluster/mpi_exchange.h): rank 0 hears
+      // from each and decides for all.
+      Report mine{cancelled(), r.status};
+      absl::StatusOr<std::string> answer = DecideAtRank0(
+          EncodeReport(mine),
+          [this](const std::vector<std::string>& reports) {
+            return EncodeDecision(Decide(reports));
+          },
+          kDecisionDeadline);
+      absl::StatusOr<Decision> decided =
+          answer.ok() ? DecodeDecision(*answer) : absl::StatusOr<Decision>(answer.status());
+      if (!decided.ok()) {
+        r.status =
+            absl::Status(decided.status().code(),
+                         absl::StrCat(r.status.ok() ? "" : absl::StrCat(r.status.message(), "; "),
+                                      "deciding on a restart: ", decided.status().message()));
+        return Finish(std::move(r));
+      }
+      const Decision& d = *decided;
+      if (d.counted) {
         std::lock_guard<std::mutex> lock(mu_);
-        cancelled = cancelled_;
+        summary_.last_failure = d.cause;
+        summary_.failures.push_back(d.failure);
       }
-      if (!r.ok() && r.status.code() != absl::StatusCode::kCancelled && !cancelled) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          summary_.last_failure = std::string(r.status.message());
-          summary_.failures.push_back(r.status.ToString());
-        }
-        strategy_->NotifyFailure();
-        if (strategy_->CanRestart()) {
-          const int64_t backoff = strategy_->BackoffMillis();
-          if (on_restart_) on_restart_(summary_.num_restarts + 1, std::string(r.status.message()));
-          {
-            std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait_for(lock, std::chrono::milliseconds(backoff), [this] { return cancelled_; });
-            cancelled = cancelled_;
-          }
-          if (!cancelled) {
-            // The latest checkpoint this job completed; none yet: where it
-            // started from.
-            const std::string restore = checkpointing_ && any_completed ? "latest" : first_restore_;
-            absl::StatusOr<std::shared_ptr<JobExecution>> next = build_(restore);
-            if (next.ok()) {
-              std::unique_lock<std::mutex> lock(mu_);
-              if (!cancelled_) {
-                current_ = *next;
-                ++summary_.num_restarts;
-                lock.unlock();
-                (*next)->Start();
-                continue;
-              }
-              cancelled = true;
-            } else {
-              r.status = absl::Status(next.status().code(),
-                                      absl::StrCat("restarting after '", r.status.message(),
-                                                   "' failed: ", next.status().message()));
-            }
-          }
-          if (cancelled) r.status = absl::CancelledError("job cancelled while restarting");
-        } else if (summary_.strategy != "none") {
-          r.status = absl::Status(
-              r.status.code(),
-              absl::StrCat(r.status.message(), " (no restart: restart strategy ", summary_.strategy,
-                           ", ", summary_.num_restarts, " restarts)"));
-        }
+      if (d.action == Decision::kFinished) return Finish(std::move(r));
+      if (d.action == Decision::kFail) {
+        r.status = d.status;
+        return Finish(std::move(r));
       }
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      std::lock_guard<std::mutex> lock(mu_);
-      r.restarts = summary_;
-      result_ = std::move(r);
-      done_ = true;
-      cv_.notify_all();
-      return;
+      if (on_restart_) on_restart_(d.restart, d.cause);
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(d.backoff_ms), [this] { return cancelled_; });
+      }
+      // A cancel on any rank during the backoff ends the job on all.
+      absl::StatusOr<std::string> go = DecideAtRank0(
+          EncodeReport(Report{cancelled(), absl::OkStatus()}),
+          [](const std::vector<std::string>& reports) {
+            bool cancelled = false;
+            for (const std::string& b : reports) cancelled = cancelled || DecodeReport(b).cancelled;
+            return std::string(cancelled ? "c" : "g");
+          },
+          kDecisionDeadline + std::chrono::milliseconds(d.backoff_ms));
+      if (!go.ok()) {
+        r.status = absl::Status(go.status().code(),
+                                absl::StrCat(d.cause, "; restarting: ", go.status().message()));
+        return Finish(std::move(r));
+      }
+      if (*go != "g") {
+        r.status = absl::CancelledError("job cancelled while restarting");
+        return Finish(std::move(r));
+      }
+      absl::StatusOr<std::shared_ptr<JobExecution>> next = build_(d.restore);
+      if (!next.ok()) {
+        r.status = absl::Status(
+            next.status().code(),
+            absl::StrCat("restarting after '", d.cause, "' failed: ", next.status().message()));
+        return Finish(std::move(r));
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      current_ = *next;
+      summary_.num_restarts = d.restart;
+      const bool cancelled_now = cancelled_;
+      lock.unlock();
+      (*next)->Start();
+      if (cancelled_now) (*next)->Cancel();  // cancelled across ranks through its exchange
     }
+  }
+
+  void Finish(JobResult r) {
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    r.restarts = summary_;
+    result_ = std::move(r);
+    done_ = true;
+    cv_.notify_all();
   }
 
   const BuildFn build_;
   const std::function<void(int64_t, const std::string&)> on_restart_;
   const std::unique_ptr<RestartBackoffTimeStrategy> strategy_;
   const bool checkpointing_;
+  const std::string checkpoint_dir_;
   const std::string first_restore_;
+  // The supervisor's own.
+  bool any_completed_ = false;    // some attempt completed a checkpoint
+  int64_t restarts_decided_ = 0;  // rank 0: restarts the strategy allowed
   std::chrono::steady_clock::time_point start_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -642,12 +786,6 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
       std::cerr << "tidemark: warning: " << w << "\n";
   }
   if (restart_strategy_.kind != RestartStrategyConfiguration::Kind::kNone) {
-    if (ThisCluster().distributed()) {
-      return JobClient(absl::InvalidArgumentError(absl::StrCat(
-          "restart strategy ", restart_strategy_.Describe(),
-          ": not supported across MPI ranks (a failed job ends the run; restart it with "
-          "--restore=latest)")));
-    }
     if (config_.checkpoints_enabled && config_.checkpoint_dir.empty()) {
       return JobClient(absl::InvalidArgumentError(absl::StrCat(
           "restart strategy ", restart_strategy_.Describe(),
@@ -672,9 +810,9 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
       }
       return next;
     };
-    auto restarting =
-        std::make_shared<RestartingJob>(std::move(build), restart_strategy_,
-                                        config_.checkpointing(), config_.restore_from, on_restart_);
+    auto restarting = std::make_shared<RestartingJob>(
+        std::move(build), restart_strategy_, config_.checkpointing(), config_.checkpoint_dir,
+        config_.restore_from, on_restart_);
     {
       internal::MutexLock lock(&mu_);
       running_ = *exec;

@@ -299,12 +299,15 @@ class StreamExecutionEnvironment {
   // latest checkpoint it completed (from its start, or from what it was
   // restored from, when none completed yet; without checkpointing, from the
   // beginning).  Default none.  With checkpointing it needs a checkpoint
-  // directory; it is refused across MPI ranks.  The environment must outlive
-  // the job.  docs/checkpoints.md, "Restarts".
+  // directory.  Under mpirun every rank restarts together: rank 0 decides
+  // (its strategy) and names the checkpoint for all; a killed rank still ends
+  // the run.  The environment must outlive the job.  docs/checkpoints.md,
+  // "Restarts".
   StreamExecutionEnvironment& set_restart_strategy(RestartStrategyConfiguration strategy);
   // Told of each restart when the strategy has decided on it (before its
   // backoff), on the restart supervisor's thread: its number (1, 2, ...) and
-  // the error that failed the attempt.  Must not block.
+  // the error that failed the attempt.  Must not block.  Under mpirun every
+  // rank is told, with the same number and cause.
   StreamExecutionEnvironment& set_restart_listener(
       std::function<void(int64_t restart, const std::string& cause)> listener);
   StreamExecutionEnvironment& set_checkpoint_failure_listener(

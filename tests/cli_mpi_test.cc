@@ -45,6 +45,7 @@ using testing::Doc001Args;
 using testing::Filter;
 using ::testing::HasSubstr;
 using testing::InputFile;
+using ::testing::Not;
 using testing::RunTidemark;
 using testing::S8Args;
 using testing::S8Lines;
@@ -449,14 +450,157 @@ TEST(MpiFailure, AnExceptionOnOneRankFailsTheJobOnEveryRankNamingRankOperatorAnd
   }
 }
 
-// Restarts are not built across ranks (docs/checkpoints.md, "Restarts"): a
-// restart strategy under mpirun is refused on every rank before the job.
-TEST(MpiFailure, ARestartStrategyIsRefusedBeforeTheJob) {
+// --- restarts across ranks (docs/distribution.md, "Restarts") ---
+
+// Every rank's "restart rank R ..." line of `mpi_job restart` (by rank).
+std::map<int, std::string> RestartLines(const std::string& err) {
+  std::map<int, std::string> out;
+  for (const std::string& line : Lines(err)) {
+    int rank;
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "restart rank ")) continue;
+    const size_t sp = rest.find(' ');
+    if (sp != absl::string_view::npos && absl::SimpleAtoi(rest.substr(0, sp), &rank))
+      out[rank] = std::string(rest.substr(sp + 1));
+  }
+  return out;
+}
+
+// The committed output of `mpi_job restart` without failures: every running
+// sum of the keys v % 14 over records 0..23999, sorted as CommittedLines.
+std::vector<std::string> RestartJobOutput() {
+  std::vector<std::string> lines;
+  int64_t sums[14] = {};
+  for (int64_t v = 0; v < 24'000; ++v) lines.push_back(std::to_string(sums[v % 14] += v));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// A map throws at five records on either rank (one per attempt); every rank
+// restarts together, from the checkpoint rank 0 names, and the committed
+// output is that of a run without failures.
+TEST(MpiRestart, AMapThrowingAtFiveRecordsOnEitherRankRestartsEveryRankToTheFailureFreeOutput) {
+  testing::TempDir dir;
+  // Five records 2000 to 5000 apart (a checkpoint restored after one failure
+  // lies before the next), on rank (record % 2).
+  std::mt19937_64 rng(20261203);
+  std::vector<std::string> records;
+  std::set<int> ranks;
+  int64_t at = 1000;
+  for (int k = 0; k < 5; ++k) {
+    at += 2000 + static_cast<int64_t>(rng() % 3000);
+    records.push_back(std::to_string(at));
+    ranks.insert(static_cast<int>(at % 2));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << "the seed puts every failure on one rank";
+  ASSERT_LT(at, 24'000) << "the seed puts a failure past the last record";
   MpiRun r = RunMpi(
-      2, TIDEMARK_BINARY,
-      {"run", "--input=/dev/null", "--fields=key,ts", "--restart-strategy=fixed-delay:1:0ms"}, 60s);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_THAT(r.err, HasSubstr("--restart-strategy=fixed-delay:1:0ms: not supported under mpirun"));
+      2, TIDEMARK_MPI_JOB,
+      {"restart", "fixed", dir.Path("out"), dir.Path("chk"), absl::StrJoin(records, ",")}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::map<int, std::string> lines = RestartLines(r.err);
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  for (const auto& [rank, line] : lines) {
+    EXPECT_THAT(line, HasSubstr("status OK restarts 5 told 5 failures 5 restored ")) << line;
+    EXPECT_THAT(line, HasSubstr(absl::StrCat(" last rank ", records[4].back() % 2,
+                                             ": operator 'Flaky map'")))
+        << line;
+    EXPECT_THAT(line, HasSubstr("injected failure at record " + records[4])) << line;
+  }
+  // Rank 0 decided: both ranks count the same restarts and causes, and
+  // restored the same checkpoint.
+  EXPECT_EQ(lines.at(0), lines.at(1));
+  std::cout << "rank 0: " << lines.at(0) << "\n";
+  int hidden = 0;
+  const std::vector<std::string> got = testing::CommittedLines(dir.Path("out"), &hidden);
+  EXPECT_EQ(hidden, 0);
+  ASSERT_EQ(got.size(), 24'000u);
+  EXPECT_TRUE(got == RestartJobOutput());
+}
+
+TEST(MpiRestart, WithoutARestartStrategyAFailureEndsBothRanksWithTheCause) {
+  testing::TempDir dir;
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB,
+                    {"restart", "none", dir.Path("out"), dir.Path("chk"), "3001,7002"}, 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::map<int, std::string> lines = RestartLines(r.err);
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  for (const auto& [rank, line] : lines) {
+    EXPECT_THAT(line, HasSubstr("rank 1: operator 'Flaky map' (subtask 1 of 2) failed: "
+                                "injected failure at record 3001"))
+        << line;
+    EXPECT_THAT(line, HasSubstr("restarts 0 told 0 failures 0")) << line;
+  }
+}
+
+// failure-rate:2 in a minute: the second failure (on rank 0) ends both ranks.
+TEST(MpiRestart, AnExhaustedFailureRateEndsBothRanksSayingWhy) {
+  testing::TempDir dir;
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB,
+                    {"restart", "rate", dir.Path("out"), dir.Path("chk"), "3001,7002,11003"}, 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::map<int, std::string> lines = RestartLines(r.err);
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  for (const auto& [rank, line] : lines) {
+    EXPECT_THAT(line, HasSubstr("rank 0: operator 'Flaky map' (subtask 0 of 2) failed: "
+                                "injected failure at record 7002 (no restart: restart strategy "
+                                "failure-rate"))
+        << line;
+    EXPECT_THAT(line, HasSubstr("restarts 1 told 1 failures 2 restored ")) << line;
+  }
+  EXPECT_EQ(lines.at(0), lines.at(1));
+}
+
+// Through the command line: a bad line fails every attempt; rank 0 says each
+// restart once, and the job fails on every rank saying why.
+TEST(MpiRestart, TheFlagRestartsEveryRankAndRankZeroSaysEachRestartOnce) {
+  const std::string a = InputFile("mpi_restart_a.txt", {"k1,1000", "k2,2000"});
+  const std::string b = InputFile("mpi_restart_b.txt", {"k1,1000", "k2,not-a-time"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--parallelism=2",
+                     "--restart-strategy=fixed-delay:2:0ms"},
+                    60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const std::string said :
+       {"tidemark: restarting (1): rank 1: ", "tidemark: restarting (2): rank 1: ",
+        "(no restart: restart "
+        "strategy fixed-delay (2 attempts, delay 0 ms), 2 restarts)"}) {
+    std::vector<std::string> parts = absl::StrSplit(r.err, said);
+    EXPECT_EQ(parts.size(), 2u) << said << "\n" << r.err;
+  }
+  EXPECT_THAT(r.err, HasSubstr("mpi_restart_b.txt:2:"));
+  EXPECT_THAT(r.err, Not(HasSubstr("restarting (3)")));
+}
+
+// Stop-with-savepoint with drain across ranks: rank 0's coordinator ends
+// the input of every source (on any rank); the savepoint holds the final
+// state and every rank's job ends OK with the committed output of the
+// records read, exactly once.  Without drain it is refused and the job goes
+// on.
+TEST(MpiSavepoint, StopWithDrainEndsEveryRankWithTheSavepointAndExactOutput) {
+  testing::TempDir dir;
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB,
+                    {"drain", dir.Path("out"), dir.Path("chk"), dir.Path("sp")}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("nodrain UNIMPLEMENTED: stop-with-savepoint: not supported without "
+                               "drain for a job across MPI ranks"));
+  EXPECT_THAT(r.err, HasSubstr("drain rank 1 status OK savepoint -")) << r.err;
+  const size_t at = r.err.find("drain rank 0 status OK savepoint ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const size_t from = at + std::string("drain rank 0 status OK savepoint ").size();
+  const std::string savepoint = r.err.substr(from, r.err.find('\n', from) - from);
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(savepoint) / "_manifest")) << savepoint;
+  // The records read were a prefix 0..n-1: every running sum of it, once.
+  int hidden = 0;
+  const std::vector<std::string> got = testing::CommittedLines(dir.Path("out"), &hidden);
+  EXPECT_EQ(hidden, 0);
+  ASSERT_GT(got.size(), 1000u);
+  std::vector<std::string> want;
+  int64_t sums[14] = {};
+  for (int64_t v = 0; v < static_cast<int64_t>(got.size()); ++v)
+    want.push_back(std::to_string(sums[v % 14] += v));
+  std::sort(want.begin(), want.end());
+  EXPECT_TRUE(got == want) << got.size() << " lines";
 }
 
 TEST(MpiFailure, ARankThatCrashesEndsTheJobOnEveryRankWithinTenSeconds) {
@@ -523,11 +667,14 @@ bool Gone(pid_t pid, std::chrono::seconds limit) {
   }
 }
 
-TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSeconds) {
+// Kills rank 1 of a job on three ranks reading FIFOs that never end, once it
+// runs, and checks that the run ends within 10 s on every rank.
+void KillRankOneAndExpectTheRunToEnd(const std::vector<std::string>& extra) {
   // Three FIFOs that never end: the job runs until something stops it.
   std::vector<std::string> fifos;
   std::vector<std::string> args = {"run", "--fields=key,ts", "--parallelism=3",
                                    "--watermarks=bounded:0s"};
+  args.insert(args.end(), extra.begin(), extra.end());
   for (int i = 0; i < 3; ++i) {
     fifos.push_back(TempPath(absl::StrCat("mpi_kill_", i, ".fifo")));
     std::filesystem::remove(fifos.back());
@@ -575,6 +722,19 @@ TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSecond
   // mpirun names the rank that died, and no rank is left behind.
   EXPECT_THAT(mpirun.err(), HasSubstr("rank 1"));
   for (const auto& [rank, pid] : ranks) EXPECT_TRUE(Gone(pid, 5s)) << "rank " << rank << " runs on";
+}
+
+TEST(MpiFailure, ARankKilledWithSigkillEndsTheJobOnEveryOtherRankWithinTenSeconds) {
+  KillRankOneAndExpectTheRunToEnd({});
+}
+
+// A restart strategy restarts after failures, not after a dead rank: the
+// launcher ends the run (docs/distribution.md, "Restarts across ranks").
+TEST(MpiRestart, ARankKilledWithSigkillStillEndsTheRunWithARestartStrategy) {
+  testing::TempDir dir;
+  KillRankOneAndExpectTheRunToEnd({"--restart-strategy=fixed-delay:10:0ms",
+                                   "--checkpoint-dir=" + dir.Path("chk"),
+                                   "--checkpoint-interval=50ms"});
 }
 
 // --- checkpoints across ranks: a job outlives kill -9 of any of its ranks ---

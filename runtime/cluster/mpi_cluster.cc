@@ -2,13 +2,16 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -53,12 +56,71 @@ std::vector<std::string> MpiGatherAtRank0(std::string_view mine) {
   return out;
 }
 
+// Waits for `r` until `end`; false when it passed.
+bool WaitUntil(MPI_Request* r, std::chrono::steady_clock::time_point end) {
+  auto sleep = std::chrono::microseconds(10);
+  for (;;) {
+    int done = 0;
+    MPI_Test(r, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min<std::chrono::microseconds>(sleep * 2, std::chrono::milliseconds(2));
+  }
+}
+
+// Every rank's report to rank 0 (two gathers), rank 0's answer to every rank
+// (two broadcasts), each step with the one deadline.  Nonblocking
+// collectives polled, so a rank that never comes is an error, not a hang.
+absl::StatusOr<std::string> MpiDecideAtRank0(std::string_view mine, const DecideFn& decide,
+                                             std::chrono::milliseconds deadline) {
+  const ClusterInfo c = ThisCluster();
+  EnsureMpiInitialized();
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  auto missed = [&] {
+    MarkClusterBroken();  // a rank that never came would make MPI_Finalize wait
+    return absl::DeadlineExceededError(absl::StrCat("rank ", c.rank, ": not every one of the ",
+                                                    c.size, " ranks reached the decision within ",
+                                                    deadline.count(), " ms"));
+  };
+  int n = static_cast<int>(mine.size());
+  std::vector<int> sizes(c.size), offsets(c.size);
+  MPI_Request r;
+  MPI_Igather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
+  if (!WaitUntil(&r, end)) return missed();
+  std::string all;
+  if (c.rank == 0) {
+    int total = 0;
+    for (int k = 0; k < c.size; ++k) {
+      offsets[k] = total;
+      total += sizes[k];
+    }
+    all.resize(total);
+  }
+  MPI_Igatherv(mine.data(), n, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, 0,
+               MPI_COMM_WORLD, &r);
+  if (!WaitUntil(&r, end)) return missed();
+  std::string answer;
+  if (c.rank == 0) {
+    std::vector<std::string> reports;
+    for (int k = 0; k < c.size; ++k) reports.push_back(all.substr(offsets[k], sizes[k]));
+    answer = decide(reports);
+  }
+  int64_t size = static_cast<int64_t>(answer.size());
+  MPI_Ibcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &r);
+  if (!WaitUntil(&r, end)) return missed();
+  answer.resize(static_cast<size_t>(size));
+  MPI_Ibcast(answer.data(), static_cast<int>(size), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
+  if (!WaitUntil(&r, end)) return missed();
+  return answer;
+}
+
 std::unique_ptr<RemoteExchange> MakeMpiExchange(const ClusterInfo& cluster, size_t capacity) {
   return std::make_unique<MpiExchange>(cluster, capacity);
 }
 
 [[maybe_unused]] const bool g_registered = [] {
-  RegisterRemotePlane(RemotePlane{&MakeMpiExchange, &MpiGatherAtRank0});
+  RegisterRemotePlane(RemotePlane{&MakeMpiExchange, &MpiGatherAtRank0, &MpiDecideAtRank0});
   return true;
 }();
 

@@ -32,6 +32,9 @@ enum Tag : int {
   // Lines for rank 0's standard output, each ended by '\n'
   // (ForwardLineToRank0)
   kLines = 10,
+  // Stop-with-savepoint with drain: rank 0 to a source's rank, (u32 task,
+  // u32 subtask, i64 0); the source ends its input now
+  kEndInput = 11,
 };
 
 // How long the ranks wait for each other at the start of a job, and for the
@@ -117,6 +120,8 @@ class MpiExchange::RemoteTask final : public CheckpointParticipant {
   bool replayable() const override { return true; }
   void RequestCheckpoint(int64_t id) override { x_->Queue(rank_, kTrigger, Message(id)); }
   void NotifyCheckpointComplete(int64_t id) override { x_->Queue(rank_, kComplete, Message(id)); }
+  // Stop-with-savepoint with drain (the coordinator calls it on sources).
+  void EndInputNow() override { x_->Queue(rank_, kEndInput, Message(0)); }
 
  private:
   std::string Message(int64_t id) const {
@@ -433,7 +438,7 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
     if (r.ok() && alignment_ != nullptr) alignment_->RemoteReport(from, group, minimum);
     return;
   }
-  if (tag == kTrigger || tag == kComplete) {
+  if (tag == kTrigger || tag == kComplete || tag == kEndInput) {
     const int task = static_cast<int>(r.GetU32("task"));
     const int subtask = static_cast<int>(r.GetU32("subtask"));
     const int64_t id = r.GetI64("checkpoint");
@@ -441,6 +446,8 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
     if (!r.ok() || it == local_tasks_.end()) return;
     if (tag == kTrigger) {
       it->second->RequestCheckpoint(id);
+    } else if (tag == kEndInput) {
+      it->second->EndInputNow();
     } else {
       it->second->NotifyCheckpointComplete(id);
     }

@@ -99,6 +99,18 @@ void DeliverForwardedLine(std::string_view line) {
   std::fflush(stdout);
 }
 
+absl::StatusOr<std::string> DecideAtRank0(std::string_view mine, const DecideFn& decide,
+                                          std::chrono::milliseconds deadline) {
+  const ClusterInfo c = ThisCluster();
+  if (!c.distributed()) return decide({std::string(mine)});
+  if (g_remote_plane.decide_at_rank0 == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", c.rank, " of ", c.size,
+                     ": deciding across ranks needs the program linked with tidemark::mpi"));
+  }
+  return g_remote_plane.decide_at_rank0(mine, decide, deadline);
+}
+
 }  // namespace internal
 
 std::vector<std::string> GatherAtRank0(std::string_view mine) {

@@ -10,6 +10,7 @@
 #ifndef TM_RUNTIME_REMOTE_EXCHANGE_H_
 #define TM_RUNTIME_REMOTE_EXCHANGE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tidemark/runtime/core/detail/task_host.h"
 #include "tidemark/runtime/exec/cluster.h"
 #include "tidemark/runtime/exec/job_result.h"
@@ -70,6 +72,9 @@ class RemoteExchange : public CheckpointAcknowledger {
   virtual const ClusterInfo& cluster() const = 0;
 };
 
+// Rank 0's decision, made of every rank's report (in rank order).
+using DecideFn = std::function<std::string(const std::vector<std::string>& reports)>;
+
 // What the MPI plane registers when it is linked (runtime/cluster/mpi_cluster.cc).
 struct RemotePlane {
   // A job's exchange; `capacity`: every remote channel's, in batches.
@@ -77,6 +82,9 @@ struct RemotePlane {
                                                    size_t capacity) = nullptr;
   // GatherAtRank0 across the ranks (runtime/exec/cluster.h).
   std::vector<std::string> (*gather_at_rank0)(std::string_view mine) = nullptr;
+  // DecideAtRank0 across the ranks (below).
+  absl::StatusOr<std::string> (*decide_at_rank0)(std::string_view mine, const DecideFn& decide,
+                                                 std::chrono::milliseconds deadline) = nullptr;
 };
 void RegisterRemotePlane(const RemotePlane& plane);
 
@@ -96,6 +104,18 @@ void SetLineForwarder(std::function<void(std::string_view line)> forward);
 // what rank 0's exchange calls with each line it receives.
 void SetForwardedLineSink(std::function<void(std::string_view line)> sink);
 void DeliverForwardedLine(std::string_view line);
+// Collective: every rank calls it at the same point (the restart supervisor
+// after a failed attempt, runtime/exec/restart_strategy.h).  Rank 0 calls
+// `decide` with every rank's `mine` in rank order; every rank returns its
+// answer.  One rank: decide({mine}).  DEADLINE_EXCEEDED (and the cluster
+// marked broken) when a rank did not come within `deadline`; across ranks it
+// needs tidemark::mpi linked (FAILED_PRECONDITION otherwise).  Runs on
+// MPI_COMM_WORLD with nonblocking collectives, so no other collective on it
+// may run at the same time (the jobs' own traffic has communicators of its
+// own).
+absl::StatusOr<std::string> DecideAtRank0(std::string_view mine, const DecideFn& decide,
+                                          std::chrono::milliseconds deadline);
+
 // The registered plane; every pointer null when tidemark::mpi is not linked.
 const RemotePlane& RegisteredRemotePlane();
 

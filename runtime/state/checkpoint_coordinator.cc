@@ -211,12 +211,14 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
     MutexLock lock(&mu_);
     if (savepoint_) return absl::FailedPreconditionError("savepoint: one is being taken already");
     if (stopping_) return absl::FailedPreconditionError("savepoint: the job is being stopped");
-    if (mode != SavepointMode::kTrigger) {
+    // Draining ends the sources' input (relayed to other ranks by their
+    // stand-ins); stopping without drain needs every subtask here.
+    if (mode == SavepointMode::kStop) {
       for (auto& [task, key] : tasks_) {
         if (!task->can_stop()) {
           return absl::UnimplementedError(
-              "stop-with-savepoint: not supported for a job across MPI ranks (take a savepoint "
-              "and cancel the job)");
+              "stop-with-savepoint: not supported without drain for a job across MPI ranks "
+              "(stop it with drain, or take a savepoint and cancel the job)");
         }
       }
     }

@@ -122,8 +122,8 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // nothing after the savepoint's barrier (on failure they go on); the
   // caller ends the job once the tasks have been told.  kStopAndDrain: the
   // sources end their input now; the savepoint is written once every subtask
-  // has finished.  The stop modes need every subtask in this process
-  // (UNIMPLEMENTED across ranks).
+  // has finished (across ranks too: a source's stand-in relays it).  kStop
+  // needs every subtask in this process (UNIMPLEMENTED across ranks).
   absl::StatusOr<Savepoint> TakeSavepoint(const std::string& dir, SavepointMode mode,
                                           std::chrono::milliseconds timeout)
       ABSL_LOCKS_EXCLUDED(mu_);

@@ -700,13 +700,6 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   }
   auto restart_strategy = ParseRestartStrategy(o.restart_strategy);
   if (!restart_strategy.ok()) return fail(std::string(restart_strategy.status().message()));
-  if (restart_strategy->kind != RestartStrategyConfiguration::Kind::kNone) {
-    if (cluster.distributed()) {
-      return fail(absl::StrCat("--restart-strategy=", o.restart_strategy,
-                               ": not supported under mpirun (a failed job ends the run on every "
-                               "rank; run it again with --restore=latest)"));
-    }
-  }
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
   if (o.bad_lines != "fail" && o.bad_lines != "skip")
     return fail("--bad-lines must be fail or skip");
@@ -876,9 +869,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (!o.restore.empty()) env.restore_from(o.restore);
   env.set_restart_strategy(*restart_strategy);
   // Each restart is said when it is decided, and shown by the live view.
-  env.set_restart_listener([sh, live = live.get(), rec = recorder.get()](int64_t restart,
-                                                                         const std::string& cause) {
-    {
+  // Under mpirun every rank is told of every restart (rank 0 decides them
+  // for all, api/environment.cc): rank 0 says it.
+  env.set_restart_listener([sh, live = live.get(), rec = recorder.get(), rank = cluster.rank](
+                               int64_t restart, const std::string& cause) {
+    if (rank == 0) {
       internal::MutexLock lock(&sh->err_mu);
       *sh->err << "tidemark: restarting (" << restart << "): " << cause << "\n" << std::flush;
     }
