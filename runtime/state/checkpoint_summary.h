@@ -22,6 +22,14 @@ struct CheckpointSummary {
   int64_t last_size_bytes = 0;  // the state files of the last one
   int64_t max_size_bytes = 0;   // of the largest one
   double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
+  // The last completed one: when it became durable (wall clock, ms since
+  // the epoch) and its longest barrier alignment of any subtask.
+  int64_t last_completed_unix_ms = 0;
+  double last_alignment_ms = 0;
+  // The checkpoint (or savepoint) in progress, -1 for none: started and not
+  // yet durable or failed (its files may be being written); and for how long.
+  int64_t in_progress_id = -1;
+  double in_progress_ms = 0;
   // The longest synchronous part of any subtask's snapshot (on its task
   // thread; the rest runs on the snapshot threads).
   double max_sync_ms = 0;
