@@ -774,6 +774,9 @@ void LiveServer::Impl::Loop() {
       }
     }
     if (fds[1].revents & POLLIN) {
+      // The deadline counts from now, not from before the poll (which may
+      // have waited for a minute).
+      const auto accepted = std::chrono::steady_clock::now();
       for (;;) {
         const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN (none left) or an error on that one connection
@@ -781,7 +784,7 @@ void LiveServer::Impl::Loop() {
           close(conns.front().fd);
           conns.pop_front();
         }
-        conns.push_back(Connection{fd, {}, {}, 0, false, now + kConnectionDeadline});
+        conns.push_back(Connection{fd, {}, {}, 0, false, accepted + kConnectionDeadline});
       }
     }
   }
