@@ -948,9 +948,9 @@ constexpr const char* kLiveGraphScript = R"JS(
                                      (x2 - 8) + ',' + (y2 + 5) + ' Z', fill: colour}));
       var ly = (y1 + y2) / 2 - 6;
       ge.appendChild(svg('text', {x: mx, y: ly, 'text-anchor': 'middle', 'font-size': 12,
-                                  'font-weight': 'bold', fill: '#333', 'class': 'ship-strategy'},
+                                  'font-weight': 'bold', fill: '#333', 'class': 'ship-strategy', stroke: '#fff', 'stroke-width': 4, 'paint-order': 'stroke'},
                          [e.ship_strategy]));
-      ge.appendChild(svg('text', {x: mx, y: ly + 13, 'text-anchor': 'middle', 'font-size': 10, fill: '#666'},
+      ge.appendChild(svg('text', {x: mx, y: ly + 13, 'text-anchor': 'middle', 'font-size': 10, fill: '#666', stroke: '#fff', 'stroke-width': 4, 'paint-order': 'stroke'},
                          [(e.side_output ? 'side output ‘' + e.side_output + '’, ' : '') +
                           e.channels + ' channel' + (e.channels === 1 ? '' : 's') +
                           (e.fill > 0 ? ', ' + Math.round(e.fill * 100) + '% full' : '')]));
