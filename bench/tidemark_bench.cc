@@ -204,6 +204,10 @@ ABSL_FLAG(int64_t, checkpoint_interval_ms, 0,
           "take a checkpoint every this many ms (0: no checkpoints)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "where checkpoints go (default: a fresh directory under /tmp, removed afterwards)");
+ABSL_FLAG(std::string, state_backend, "heap",
+          "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
+          "keep their state on the heap either way)");
+ABSL_FLAG(std::string, state_backend_dir, "", "RocksDB's working directory (default: temp)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
@@ -337,8 +341,10 @@ struct Options {
   bool tbb_arena;
   bool source_timestamps;
   int64_t checkpoint_interval_ms;
-  std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
-  bool local_aggregation;      // window(...).local_aggregation() (not W1-core, W3)
+  std::string checkpoint_dir;          // set when checkpoint_interval_ms > 0
+  std::string state_backend = "heap";  // heap | rocksdb
+  std::string state_backend_dir;
+  bool local_aggregation;  // window(...).local_aggregation() (not W1-core, W3)
 };
 
 // The results of a job: one number per (key, window), the window named by
@@ -492,6 +498,8 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   env.use_tbb_arena_scheduler(o.tbb_arena);
   if (o.checkpoint_interval_ms > 0)
     env.enable_checkpointing(Duration(o.checkpoint_interval_ms), o.checkpoint_dir);
+  if (o.state_backend == "rocksdb")
+    env.set_state_backend(StateBackend::rocksdb(o.state_backend_dir));
 }
 
 WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
@@ -752,6 +760,35 @@ JobRun RunW1Core(const Options& o) {
       .set_parallelism(o.windows);
   JobRun run = Execute(env, registry);
   run.expected_sink_records = o.input.records;  // the running sum emits once per record
+  return run;
+}
+
+// --- K1: W1-core's running sum in a keyed process function's ReducingState --------------
+// (the state a --state_backend holds: on RocksDB it lives there; W1-core's
+// rolling reduce and the window jobs keep theirs on the heap whatever the
+// backend).  Baseline: W1-core's.
+
+struct RunningSumFunction : KeyedProcessFunction<int64_t, Event, Event> {
+  void process_element(const Event& e, Context& ctx, Collector<Event>& out) override {
+    auto sum = ctx.get_reducing_state<int64_t>("sum", [](int64_t a, int64_t b) { return a + b; });
+    sum.add(e.value);
+    out.collect(Event{e.key, *sum.get(), e.ts});
+  }
+};
+
+JobRun RunK1(const Options& o) {
+  StreamExecutionEnvironment env;
+  Configure(env, o);
+  auto registry = std::make_shared<SinkRegistry>(static_cast<size_t>(o.input.keys));
+  TimestampedSource(env, o, BoundedOutOfOrderness(o))
+      .key_by(EventKey{})
+      .process(RunningSumFunction{})
+      .name("Keyed running sum (ReducingState)")
+      .set_parallelism(o.windows)
+      .add_sink(LastValueSink{registry, nullptr}, "Discarding sink")
+      .set_parallelism(o.windows);
+  JobRun run = Execute(env, registry);
+  run.expected_sink_records = o.input.records;
   return run;
 }
 
@@ -1329,6 +1366,11 @@ constexpr JobSpec kJobs[] = {
                     "key_by -> keyed running sum (reduce) -> discarding sink",
      .run = &RunW1Core,
      .baseline = &BaselineW1Core},
+    {.name = "K1",
+     .description = "W1-core with the running sum in a keyed process function's ReducingState "
+                    "(the state --state_backend holds)",
+     .run = &RunK1,
+     .baseline = &BaselineW1Core},
 #ifdef TM_BENCH_HAVE_WINDOWS
     {.name = "W1",
      .description = "generator sources -> timestamps/watermarks (bounded out of orderness) -> "
@@ -1468,6 +1510,13 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.tbb_arena = absl::GetFlag(FLAGS_scheduler) == "arena";
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  o.state_backend = absl::GetFlag(FLAGS_state_backend);
+  if (o.state_backend != "heap" && o.state_backend != "rocksdb") {
+    std::fprintf(stderr, "--state_backend must be heap or rocksdb, not '%s'\n",
+                 o.state_backend.c_str());
+    std::exit(2);
+  }
+  o.state_backend_dir = absl::GetFlag(FLAGS_state_backend_dir);
   o.local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
   if (o.local_aggregation &&
       (job.windows == WindowKind::kNone || job.windows == WindowKind::kSession))

@@ -51,8 +51,9 @@ int main(int argc, char** argv) {
   f.payload = static_cast<size_t>(std::atoll(argv[4]));
   StreamExecutionEnvironment env;
   env.set_parallelism(1);
-  env.set_state_backend(backend == "rocksdb" ? StateBackend::rocksdb(argc > 5 ? argv[5] : "")
-                                             : StateBackend::heap());
+  StateBackend rocks = StateBackend::rocksdb(argc > 5 ? argv[5] : "");
+  rocks.cache_entries = 256;  // of 4 000-byte values: 1 MB
+  env.set_state_backend(backend == "rocksdb" ? rocks : StateBackend::heap());
   auto results =
       env.from_generator<int64_t>([](int64_t i) { return i; }, records)
           .assign_timestamps_and_watermarks(

@@ -117,6 +117,12 @@ ABSL_FLAG(std::string, stop_with_savepoint_on, "",
 ABSL_FLAG(bool, drain, false,
           "with --stop-with-savepoint-on: send the MAX watermark first (every window fires), "
           "as Flink's stop --drain");
+ABSL_FLAG(std::string, state_backend, "heap",
+          "where keyed process state lives: heap or rocksdb (an embedded RocksDB per operator "
+          "instance; window contents stay on the heap)");
+ABSL_FLAG(std::string, state_backend_dir, "",
+          "with --state-backend=rocksdb: RocksDB's working directory (default: the temp "
+          "directory)");
 ABSL_FLAG(bool, allow_non_restored_state, false,
           "restoring: skip the state of operators the job no longer has instead of refusing it");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
@@ -491,6 +497,8 @@ int main(int argc, char** argv) {
   o.stop_with_savepoint_on = absl::GetFlag(FLAGS_stop_with_savepoint_on);
   o.drain = absl::GetFlag(FLAGS_drain);
   o.allow_non_restored_state = absl::GetFlag(FLAGS_allow_non_restored_state);
+  o.state_backend = absl::GetFlag(FLAGS_state_backend);
+  o.state_backend_dir = absl::GetFlag(FLAGS_state_backend_dir);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);

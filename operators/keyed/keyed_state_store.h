@@ -72,6 +72,17 @@
 // filtered: every entry is kept, which is exact when the old state comes from
 // the same subtask.
 //
+// State backends (docs/checkpoints.md "State backends"): on the heap (the
+// default) a table's entries are its `map`.  On RocksDB (UseBackend, with
+// the job's StateBackend) the tables made by HandleTable (the handles of
+// keyed process functions) live in a KvStore (runtime/state/kv_store.h),
+// and `map` is a cache of decoded entries in front of it: Find reads through
+// it, Erase deletes from both, and Trim (between records) writes a full
+// cache back.  Code that reads `map` directly (window contents, the interval
+// join, broadcast state) uses Table, which stays on the heap.  A snapshot of
+// a table on RocksDB has the heap's format, read from a RocksDB snapshot as
+// a deferred part.
+//
 // Thread safety: none; one operator instance, one task thread.
 #ifndef TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
@@ -489,7 +500,7 @@ class StateTable final : public StateTableBase {
 
   std::string kv_prefix_;
   int kv_max_parallelism_ = 0;
-  size_t kv_cache_entries_ = 1024;
+  size_t kv_cache_entries_ = 16384;
   uint64_t kv_restored_ = 0;
 
   // Cleanup in full snapshot: only the entries (list elements, map entries)
@@ -691,7 +702,7 @@ class KeyedStateStore {
   std::vector<StateTableBase*> kv_tables_;
   uint32_t next_kv_id_ = 1;
   int max_parallelism_ = 0;
-  size_t cache_entries_ = 1024;
+  size_t cache_entries_ = 16384;
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
   // Restored bytes of tables not created yet, by name.
   std::map<std::string, std::vector<std::string>, std::less<>> pending_;

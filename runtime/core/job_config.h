@@ -28,7 +28,7 @@ struct StateBackend {
   // RocksDB's working directory (one database per operator instance under
   // it, deleted when the instance ends); empty: the system's temp directory.
   std::string dir;
-  size_t cache_entries = 1024;
+  size_t cache_entries = 16384;
 
   static StateBackend heap() { return StateBackend{}; }
   static StateBackend hash_map() { return heap(); }
