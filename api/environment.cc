@@ -604,6 +604,11 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_tolerable_checkpoint
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_state_backend(StateBackend backend) {
+  config_.state_backend = std::move(backend);
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_checkpoint_timeout(Duration timeout) {
   if (timeout.count() < 0) throw std::invalid_argument("checkpoint timeout must not be negative");
   config_.checkpoint_timeout = timeout;

@@ -288,6 +288,15 @@ class StreamExecutionEnvironment {
   // A checkpoint not complete and durable `timeout` after it started fails
   // (expires; Flink's checkpoint timeout, default 10 min).  0: no limit.
   StreamExecutionEnvironment& set_checkpoint_timeout(Duration timeout);
+  // Where keyed state lives (docs/checkpoints.md "State backends"):
+  //   env.set_state_backend(StateBackend::rocksdb("/var/tmp/state"));
+  // StateBackend::heap() (Flink's HashMapStateBackend, the default) or
+  // StateBackend::rocksdb(dir) (EmbeddedRocksDBStateBackend; the program
+  // links tidemark::rocksdb, else the job fails at start saying so).  On
+  // RocksDB the state of keyed process functions lives on disk; window
+  // contents and the other operators' state stay on the heap.  Checkpoints
+  // have the same format on both: a job restores from either.
+  StreamExecutionEnvironment& set_state_backend(StateBackend backend);
   // Told of every failed checkpoint when it fails, on the checkpoint
   // coordinator's thread: its id and a line naming it and what went wrong
   // (e.g. "checkpoint 4: write state: ...: No space left on device").  Must

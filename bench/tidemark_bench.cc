@@ -207,6 +207,10 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
 ABSL_FLAG(bool, incremental_checkpoints, false,
           "with --checkpoint_interval_ms: incremental checkpoints (each writes only the state "
           "that changed; the JSON's checkpoint_sizes_bytes lists what each one wrote)");
+ABSL_FLAG(std::string, state_backend, "heap",
+          "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
+          "keep their state on the heap either way)");
+ABSL_FLAG(std::string, state_backend_dir, "", "RocksDB's working directory (default: temp)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
@@ -342,6 +346,9 @@ struct Options {
   int64_t checkpoint_interval_ms;
   std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
   bool incremental_checkpoints;
+  std::string checkpoint_dir;          // set when checkpoint_interval_ms > 0
+  std::string state_backend = "heap";  // heap | rocksdb
+  std::string state_backend_dir;
   bool local_aggregation;  // window(...).local_aggregation() (not W1-core, W3)
 };
 
@@ -497,6 +504,8 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   if (o.checkpoint_interval_ms > 0)
     env.enable_checkpointing(Duration(o.checkpoint_interval_ms), o.checkpoint_dir);
   env.enable_incremental_checkpoints(o.incremental_checkpoints);
+  if (o.state_backend == "rocksdb")
+    env.set_state_backend(StateBackend::rocksdb(o.state_backend_dir));
 }
 
 WatermarkStrategy<Event> BoundedOutOfOrderness(const Options& o) {
@@ -757,6 +766,35 @@ JobRun RunW1Core(const Options& o) {
       .set_parallelism(o.windows);
   JobRun run = Execute(env, registry);
   run.expected_sink_records = o.input.records;  // the running sum emits once per record
+  return run;
+}
+
+// --- K1: W1-core's running sum in a keyed process function's ReducingState --------------
+// (the state a --state_backend holds: on RocksDB it lives there; W1-core's
+// rolling reduce and the window jobs keep theirs on the heap whatever the
+// backend).  Baseline: W1-core's.
+
+struct RunningSumFunction : KeyedProcessFunction<int64_t, Event, Event> {
+  void process_element(const Event& e, Context& ctx, Collector<Event>& out) override {
+    auto sum = ctx.get_reducing_state<int64_t>("sum", [](int64_t a, int64_t b) { return a + b; });
+    sum.add(e.value);
+    out.collect(Event{e.key, *sum.get(), e.ts});
+  }
+};
+
+JobRun RunK1(const Options& o) {
+  StreamExecutionEnvironment env;
+  Configure(env, o);
+  auto registry = std::make_shared<SinkRegistry>(static_cast<size_t>(o.input.keys));
+  TimestampedSource(env, o, BoundedOutOfOrderness(o))
+      .key_by(EventKey{})
+      .process(RunningSumFunction{})
+      .name("Keyed running sum (ReducingState)")
+      .set_parallelism(o.windows)
+      .add_sink(LastValueSink{registry, nullptr}, "Discarding sink")
+      .set_parallelism(o.windows);
+  JobRun run = Execute(env, registry);
+  run.expected_sink_records = o.input.records;
   return run;
 }
 
@@ -1334,6 +1372,11 @@ constexpr JobSpec kJobs[] = {
                     "key_by -> keyed running sum (reduce) -> discarding sink",
      .run = &RunW1Core,
      .baseline = &BaselineW1Core},
+    {.name = "K1",
+     .description = "W1-core with the running sum in a keyed process function's ReducingState "
+                    "(the state --state_backend holds)",
+     .run = &RunK1,
+     .baseline = &BaselineW1Core},
 #ifdef TM_BENCH_HAVE_WINDOWS
     {.name = "W1",
      .description = "generator sources -> timestamps/watermarks (bounded out of orderness) -> "
@@ -1474,6 +1517,13 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
+  o.state_backend = absl::GetFlag(FLAGS_state_backend);
+  if (o.state_backend != "heap" && o.state_backend != "rocksdb") {
+    std::fprintf(stderr, "--state_backend must be heap or rocksdb, not '%s'\n",
+                 o.state_backend.c_str());
+    std::exit(2);
+  }
+  o.state_backend_dir = absl::GetFlag(FLAGS_state_backend_dir);
   o.local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
   if (o.local_aggregation &&
       (job.windows == WindowKind::kNone || job.windows == WindowKind::kSession))

@@ -4,7 +4,9 @@
 #   partitioning <- runtime/core <- runtime/state <- runtime/io <- runtime/task
 #     <- runtime/exec <- operators <- api <- tools, examples, bench, tests
 # and the MPI plane runtime/cluster, which stands on runtime/exec and which no
-# other layer includes (a one-process job never reaches MPI).
+# other layer includes (a one-process job never reaches MPI), and the RocksDB
+# plane runtime/rocksdb, which stands on runtime/state and which no other
+# layer includes either.
 # A file may include headers of its own layer and of the layers below it,
 # never above; every file of runtime/ must be in a plane.  Includes name
 # library headers as "tidemark/<path>" ("tidemark/testing/..." is
@@ -13,9 +15,9 @@
 # library (target tidemark_layer_check) and by ctest (layering_check).
 cmake_minimum_required(VERSION 3.25)
 set(_layers partitioning runtime/core runtime/state runtime/io runtime/task runtime/exec
-  runtime/cluster operators api)
+  runtime/cluster runtime/rocksdb operators api)
 # Layers that only their own files may include.
-set(_plugins runtime/cluster)
+set(_plugins runtime/cluster runtime/rocksdb)
 
 # The layer of a path relative to the source root (-1: none).
 function(_layer_rank path out)

@@ -127,24 +127,24 @@ class KeyedProcessContext {
 
   template <typename V>
   ValueState<K, V> get_state(std::string_view name) {
-    return ValueState<K, V>(&state_->template Table<V>(name), key_);
+    return ValueState<K, V>(&state_->template HandleTable<V>(name), key_);
   }
   template <typename V>
   ListState<K, V> get_list_state(std::string_view name) {
-    return ListState<K, V>(&state_->template Table<std::vector<V>>(name), key_);
+    return ListState<K, V>(&state_->template HandleTable<std::vector<V>>(name), key_);
   }
   template <typename V, typename F>
   ReducingState<K, V, F> get_reducing_state(std::string_view name, F f) {
-    return ReducingState<K, V, F>(&state_->template Table<V>(name), key_, std::move(f));
+    return ReducingState<K, V, F>(&state_->template HandleTable<V>(name), key_, std::move(f));
   }
   template <typename Agg>
   AggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg) {
-    return AggregatingState<K, Agg>(&state_->template Table<internal::AccumulatorOf<Agg>>(name),
-                                    key_, std::move(agg));
+    return AggregatingState<K, Agg>(
+        &state_->template HandleTable<internal::AccumulatorOf<Agg>>(name), key_, std::move(agg));
   }
   template <typename UK, typename UV>
   MapState<K, UK, UV> get_map_state(std::string_view name) {
-    return MapState<K, UK, UV>(&state_->template Table<std::map<UK, UV>>(name), key_);
+    return MapState<K, UK, UV>(&state_->template HandleTable<std::map<UK, UV>>(name), key_);
   }
 
   // The same with a time to live (Flink's StateTtlConfig, in processing
@@ -152,31 +152,32 @@ class KeyedProcessContext {
   // A name is used with a TTL or without one, not both.
   template <typename V>
   TtlValueState<K, V> get_state(std::string_view name, const StateTtlConfig& ttl) {
-    return TtlValueState<K, V>(&state_->template Table<internal::TtlValue<V>>(name), key_, ttl,
-                               clock_);
+    return TtlValueState<K, V>(&state_->template HandleTable<internal::TtlValue<V>>(name), key_,
+                               ttl, clock_);
   }
   template <typename V>
   TtlListState<K, V> get_list_state(std::string_view name, const StateTtlConfig& ttl) {
-    return TtlListState<K, V>(&state_->template Table<std::vector<internal::TtlValue<V>>>(name),
-                              key_, ttl, clock_);
+    return TtlListState<K, V>(
+        &state_->template HandleTable<std::vector<internal::TtlValue<V>>>(name), key_, ttl, clock_);
   }
   template <typename V, typename F>
   TtlReducingState<K, V, F> get_reducing_state(std::string_view name, F f,
                                                const StateTtlConfig& ttl) {
-    return TtlReducingState<K, V, F>(&state_->template Table<internal::TtlValue<V>>(name), key_,
-                                     std::move(f), ttl, clock_);
+    return TtlReducingState<K, V, F>(&state_->template HandleTable<internal::TtlValue<V>>(name),
+                                     key_, std::move(f), ttl, clock_);
   }
   template <typename Agg>
   TtlAggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg,
                                                     const StateTtlConfig& ttl) {
     return TtlAggregatingState<K, Agg>(
-        &state_->template Table<internal::TtlValue<internal::AccumulatorOf<Agg>>>(name), key_,
+        &state_->template HandleTable<internal::TtlValue<internal::AccumulatorOf<Agg>>>(name), key_,
         std::move(agg), ttl, clock_);
   }
   template <typename UK, typename UV>
   TtlMapState<K, UK, UV> get_map_state(std::string_view name, const StateTtlConfig& ttl) {
     return TtlMapState<K, UK, UV>(
-        &state_->template Table<std::map<UK, internal::TtlValue<UV>>>(name), key_, ttl, clock_);
+        &state_->template HandleTable<std::map<UK, internal::TtlValue<UV>>>(name), key_, ttl,
+        clock_);
   }
 
   // --- for the operator ---
@@ -223,6 +224,7 @@ class KeyedProcessOperator final
   void Open(OperatorContext& ctx) override {
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
+    state_.UseBackend(ctx);
     pctx_.emplace(&timers_, &state_, &this->side_outputs_, ctx.timers().clock());
     timers_.Init(
         &ctx.timers(),
@@ -247,6 +249,7 @@ class KeyedProcessOperator final
       // A function taking T&& (top_n's) gets the record moved in.
       f_.process_element(std::move(value), *pctx_, *collector_);
     }
+    state_.Trim();
   }
   // Watermarks, checkpoints (the keyed state store and the timers, the
   // instance's key groups kept on restore): KeyedOperator's.
@@ -260,6 +263,7 @@ class KeyedProcessOperator final
     if constexpr (requires { f_.on_timer(t, *pctx_, *collector_); }) {
       f_.on_timer(t, *pctx_, *collector_);
     }
+    state_.Trim();
   }
 
   using KeyedOperator<BatchedOperator<KeyedProcessOperator, T, Out>, K>::timers_;

@@ -120,6 +120,12 @@ ABSL_FLAG(bool, drain, false,
 ABSL_FLAG(bool, incremental_checkpoints, false,
           "incremental checkpoints: each checkpoint writes only the state that changed since "
           "the retained ones and refers to their files for the rest (savepoints stay full)");
+ABSL_FLAG(std::string, state_backend, "heap",
+          "where keyed process state lives: heap or rocksdb (an embedded RocksDB per operator "
+          "instance; window contents stay on the heap)");
+ABSL_FLAG(std::string, state_backend_dir, "",
+          "with --state-backend=rocksdb: RocksDB's working directory (default: the temp "
+          "directory)");
 ABSL_FLAG(bool, allow_non_restored_state, false,
           "restoring: skip the state of operators the job no longer has instead of refusing it");
 ABSL_FLAG(std::string, trace, "", "watermarks: trace every record and channel watermark");
@@ -495,6 +501,8 @@ int main(int argc, char** argv) {
   o.drain = absl::GetFlag(FLAGS_drain);
   o.allow_non_restored_state = absl::GetFlag(FLAGS_allow_non_restored_state);
   o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
+  o.state_backend = absl::GetFlag(FLAGS_state_backend);
+  o.state_backend_dir = absl::GetFlag(FLAGS_state_backend_dir);
   o.trace = absl::GetFlag(FLAGS_trace);
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libtbb-dev libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev tzdata libopenmpi-dev openmpi-bin libcpp-httplib-dev
-          libjemalloc-dev)
+          libjemalloc-dev librocksdb-dev)
 # --with-chromium: also the headless browser that the timeline and live view
 # tests render with (each calls this itself, only when it runs).
 if [ "${1:-}" = "--with-chromium" ]; then

@@ -72,6 +72,17 @@
 // filtered: every entry is kept, which is exact when the old state comes from
 // the same subtask.
 //
+// State backends (docs/checkpoints.md "State backends"): on the heap (the
+// default) a table's entries are its `map`.  On RocksDB (UseBackend, with
+// the job's StateBackend) the tables made by HandleTable (the handles of
+// keyed process functions) live in a KvStore (runtime/state/kv_store.h),
+// and `map` is a cache of decoded entries in front of it: Find reads through
+// it, Erase deletes from both, and Trim (between records) writes a full
+// cache back.  Code that reads `map` directly (window contents, the interval
+// join, broadcast state) uses Table, which stays on the heap.  A snapshot of
+// a table on RocksDB has the heap's format, read from a RocksDB snapshot as
+// a deferred part.
+//
 // Thread safety: none; one operator instance, one task thread.
 #ifndef TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
@@ -90,6 +101,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/runtime/core/operator.h"
+#include "tidemark/runtime/state/kv_store.h"
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark {
@@ -246,6 +258,23 @@ struct StateCodec<internal::TtlValue<V>> {
 };
 
 namespace internal {
+// RocksDB: the entries of the table whose keys start with `prefix`, from
+// `snap`, in StateTable::Snapshot's format (a count, then the entries).  A
+// stored key is the prefix, 2 bytes of key group, then the encoded key and
+// namespace, as Snapshot writes them; a stored value is the encoded value:
+// the bytes are copied, nothing is decoded.
+inline void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix) {
+  std::string body;
+  uint64_t n = 0;
+  snap.Scan(prefix, [&](std::string_view k, std::string_view v) {
+    body.append(k.substr(prefix.size() + 2));
+    body.append(v);
+    ++n;
+  });
+  w.PutVarint(n);
+  w.PutRaw(body.data(), body.size());
+}
+
 class StateTableBase {
  public:
   virtual ~StateTableBase() = default;
@@ -264,6 +293,13 @@ class StateTableBase {
                                   std::vector<std::string>* /*blobs*/) const {
     return false;
   }
+  // The RocksDB state backend (StateTable's AttachKv ... kv_prefix).
+  virtual void AttachKv(KvStore* store, std::string prefix, int max_parallelism,
+                        size_t cache_entries, std::string_view name) = 0;
+  virtual bool on_kv() const = 0;
+  virtual void Trim() = 0;
+  virtual void FlushKv() = 0;
+  virtual const std::string& kv_prefix() const = 0;
 };
 
 // One named state: V per (key, namespace).
@@ -283,15 +319,91 @@ class StateTable final : public StateTableBase {
       return EntryKey(key, ns);
     }
   }
+  // The entry of (key, ns), null when none.  On RocksDB (kv != null) `map`
+  // is a cache of deserialised entries in front of the store: a miss reads
+  // the store and caches what it finds.
   V* Find(const K& key, const N& ns) {
     auto it = map.find(KeyOf(key, ns));
-    return it == map.end() ? nullptr : &it->second;
+    if (it != map.end()) return &it->second;
+    if (kv == nullptr) [[likely]]
+      return nullptr;
+    return KvLoad(key, ns);
   }
-  void Erase(const K& key, const N& ns) { map.erase(KeyOf(key, ns)); }
+  // The entry of (key, ns), value-initialised when none.
+  V& GetOrCreate(const K& key, const N& ns) {
+    if (kv != nullptr) {
+      if (V* v = Find(key, ns)) return *v;
+    }
+    return map[KeyOf(key, ns)];
+  }
+  // The entry of (key, ns), made from `init` when none; whether it was.
+  template <typename Init>
+  std::pair<V*, bool> TryEmplace(const K& key, const N& ns, Init&& init) {
+    if (kv != nullptr) {
+      if (V* v = Find(key, ns)) return {v, false};
+    }
+    auto [it, inserted] = map.try_emplace(KeyOf(key, ns), std::forward<Init>(init));
+    return {&it->second, inserted};
+  }
+  void Erase(const K& key, const N& ns) {
+    map.erase(KeyOf(key, ns));
+    if (kv != nullptr) kv->Delete(KvKey(key, ns));
+  }
 
   static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N> && HasStateCodec<V>;
 
+  // Puts the table on RocksDB (see "State backends" in the file comment):
+  // its entries live in `store` under keys that start with `prefix`, and
+  // `map` caches at most `cache_entries` of them between records.
+  void AttachKv(KvStore* store, std::string prefix, int max_parallelism, size_t cache_entries,
+                std::string_view name) override {
+    if constexpr (kEncodable) {
+      kv = store;
+      kv_prefix_ = std::move(prefix);
+      kv_max_parallelism_ = max_parallelism;
+      kv_cache_entries_ = cache_entries == 0 ? 1 : cache_entries;
+      // Entries created before (none, as the store attaches on creation).
+      FlushKv();
+    } else {
+      (void)store, (void)prefix, (void)max_parallelism, (void)cache_entries;
+      ThrowFirstMissingCodec<K, N, V>("state '" + std::string(name) +
+                                      "' on the RocksDB state backend");
+    }
+  }
+  bool on_kv() const override { return kv != nullptr; }
+  // Between records: writes the cached entries back when there are more than
+  // the cache holds.  No reference into the table may be held across it.
+  void Trim() override {
+    if (map.size() > kv_cache_entries_) FlushKv();
+  }
+  // Writes every cached entry back to the store and empties the cache.
+  void FlushKv() override {
+    if constexpr (kEncodable) {
+      if (kv == nullptr || map.empty()) return;
+      std::string k, v;
+      for (const auto& [ek, value] : map) {
+        if constexpr (kVoid) {
+          KvKeyInto(k, ek, N{});
+        } else {
+          KvKeyInto(k, ek.first, ek.second);
+        }
+        v.clear();
+        StateWriter vw(&v);
+        Encode(vw, value);
+        kv->Put(k, v);
+      }
+      kv->Commit();
+      map.clear();
+    }
+  }
+  const std::string& kv_prefix() const override { return kv_prefix_; }
+
   void Snapshot(StateWriter& w, std::string_view where) const override {
+    if (kv != nullptr) {
+      const_cast<StateTable*>(this)->FlushKv();
+      KvScanEntries(w, *kv->Snapshot(), kv_prefix_);
+      return;
+    }
     if constexpr (kEncodable && kIsTtlStorage<V>) {
       if (ttl.snapshot_cleanup && ttl.clock != nullptr) return SnapshotLive(w);
     }
@@ -353,6 +465,7 @@ class StateTable final : public StateTableBase {
   }
   void Restore(StateReader& r, const KeyGroupRange& range) override {
     if constexpr (kEncodable) {
+      FlushKv();
       const uint64_t n = r.GetCount("state entries");
       for (uint64_t i = 0; i < n && r.ok(); ++i) {
         K key = Decode<K>(r);
@@ -366,6 +479,10 @@ class StateTable final : public StateTableBase {
         V v = Decode<V>(r);
         if (!r.ok()) return;
         if (!range.Contains(key)) continue;
+        if (kv != nullptr) {
+          KvRestore(key, ns, v);
+          continue;
+        }
         if constexpr (kVoid) {
           map.insert_or_assign(std::move(key), std::move(v));
         } else {
@@ -375,14 +492,68 @@ class StateTable final : public StateTableBase {
     } else {
       r.Fail("state of a type without tidemark::StateCodec cannot be restored");
     }
+    if (kv != nullptr) kv->Commit();
   }
 
   Map map;
+  // The RocksDB store the table lives in (AttachKv); null on the heap.
+  KvStore* kv = nullptr;
   // Set by the TTL handles (StateTtlConfig) of a table of TtlValue<X>,
   // std::vector<TtlValue<X>> or std::map<UK, TtlValue<X>>; unused otherwise.
   TtlTableSettings ttl;
 
  private:
+  // The store's key of (key, ns): the table's prefix, the key group (2
+  // bytes, big-endian, so that a key group's entries are contiguous), then
+  // Encode(key) and, with a namespace, Encode(ns).
+  void KvKeyInto(std::string& out, const K& key, const N& ns) const {
+    if constexpr (kEncodable) {
+      out.assign(kv_prefix_);
+      int g = 0;
+      if constexpr (KeyGroupComputable<K>) {
+        if (kv_max_parallelism_ > 0) g = ComputeKeyGroup(KeyHash<K>{}(key), kv_max_parallelism_);
+      }
+      out.push_back(static_cast<char>((g >> 8) & 0xff));
+      out.push_back(static_cast<char>(g & 0xff));
+      StateWriter w(&out);
+      Encode(w, key);
+      if constexpr (!kVoid) Encode(w, ns);
+    }
+  }
+  std::string KvKey(const K& key, const N& ns) const {
+    std::string k;
+    KvKeyInto(k, key, ns);
+    return k;
+  }
+  V* KvLoad(const K& key, const N& ns) {
+    if constexpr (kEncodable) {
+      std::string bytes;
+      if (!kv->Get(KvKey(key, ns), &bytes)) return nullptr;
+      StateReader r(bytes);
+      V v = Decode<V>(r);
+      if (!r.ok() || !r.AtEnd())
+        throw std::runtime_error("RocksDB state backend: a stored value does not decode" +
+                                 (r.ok() ? std::string() : ": " + r.error()));
+      return &map.emplace(KeyOf(key, ns), std::move(v)).first->second;
+    } else {
+      return nullptr;
+    }
+  }
+  void KvRestore(const K& key, const N& ns, const V& v) {
+    if constexpr (kEncodable) {
+      std::string k = KvKey(key, ns), bytes;
+      StateWriter vw(&bytes);
+      Encode(vw, v);
+      kv->Put(k, bytes);
+      if (++kv_restored_ % 4096 == 0) kv->Commit();
+    }
+  }
+
+  std::string kv_prefix_;
+  int kv_max_parallelism_ = 0;
+  size_t kv_cache_entries_ = 16384;
+  uint64_t kv_restored_ = 0;
+
   // Cleanup in full snapshot: only the entries (list elements, map entries)
   // that have not expired are written; the table itself keeps them.
   void SnapshotLive(StateWriter& w) const {
@@ -444,7 +615,60 @@ class KeyedStateStore {
     if (!pending_.empty()) ApplyPending(it->first, *t);
     return *t;
   }
+  // Table, on RocksDB when the store has one (UseBackend): for the tables
+  // that only handles (ValueState ...) touch, through Find, GetOrCreate,
+  // TryEmplace and Erase, never `map` directly.
+  template <typename V, typename N = VoidNamespace>
+  StateTable<K, N, V>& HandleTable(std::string_view name) {
+    if (kv_ == nullptr) [[likely]]
+      return Table<V, N>(name);
+    auto it = tables_.find(name);
+    if (it == tables_.end())
+      it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
+    auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
+    if (t == nullptr)
+      throw std::logic_error("state '" + std::string(name) + "' was created with another type");
+    if (!t->on_kv()) {
+      // The table's prefix in the store: its number, 4 bytes big-endian.
+      const uint32_t id = next_kv_id_++;
+      std::string prefix{static_cast<char>(id >> 24), static_cast<char>(id >> 16),
+                         static_cast<char>(id >> 8), static_cast<char>(id)};
+      t->AttachKv(kv_.get(), std::move(prefix), max_parallelism_, cache_entries_, name);
+      kv_tables_.push_back(t);
+    }
+    if (!pending_.empty()) ApplyPending(it->first, *t);
+    return *t;
+  }
   size_t num_tables() const { return tables_.size(); }
+
+  // Opens the job's state backend for this operator instance: nothing on the
+  // heap; on RocksDB a database of the instance's own (runtime/state/
+  // kv_store.h).  Called by the operator's Open.
+  void UseBackend(const OperatorContext& ctx) {
+    const StateBackend& backend = ctx.config().state_backend;
+    if (!backend.is_rocksdb() || kv_ != nullptr) return;
+    UseKvStore(
+        OpenKvStore(backend, ctx.operator_name() + "-" + std::to_string(ctx.subtask_index())),
+        ctx.max_parallelism(), backend.cache_entries);
+  }
+  // The same with a given store (tests): tables made by HandleTable from now
+  // on live in `store`, their keys prefixed with the key group of
+  // max_parallelism (0: none), at most `cache_entries` entries cached per
+  // table between records.
+  void UseKvStore(std::unique_ptr<KvStore> store, int max_parallelism, size_t cache_entries) {
+    kv_ = std::move(store);
+    max_parallelism_ = max_parallelism;
+    cache_entries_ = cache_entries;
+  }
+  bool on_rocksdb() const { return kv_ != nullptr; }
+  // Between records (the operator calls it after each record and timer):
+  // on RocksDB, writes back the cached entries of a table whose cache is
+  // full.  Nothing on the heap.
+  void Trim() {
+    if (kv_ == nullptr) [[likely]]
+      return;
+    for (StateTableBase* t : kv_tables_) t->Trim();
+  }
 
   // See "Checkpoints" in the file comment.  `where` names the operator in
   // errors.  Format: a count of tables, then per table its name and a count
@@ -454,17 +678,36 @@ class KeyedStateStore {
     for (const auto& [name, blobs] : pending_)
       if (!tables_.contains(name)) ++n;
     w.PutVarint(n);
+    std::shared_ptr<const KvSnapshot> snap;
+    if (kv_ != nullptr) {
+      // RocksDB: the cached entries go to the store, and a snapshot of the
+      // store is read off the task thread (a deferred part).
+      for (StateTableBase* t : kv_tables_) t->FlushKv();
+      snap = kv_->Snapshot();
+    }
     for (const auto& [name, table] : tables_) {
       w.PutBytes(name);
       if (std::vector<std::string> groups;
-          w.key_group_hint() > 0 && table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
+          w.key_group_hint() > 0 && !table->on_kv() &&
+          table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
         // Incremental checkpoints: one blob per key group (Restore merges
-        // them), so an unchanged key group encodes to the same bytes.
+        // them), so an unchanged key group encodes to the same bytes.  Not
+        // for a table on RocksDB: its map is only a cache (the snapshot of
+        // the store below is in key-group order already).
         w.PutVarint(groups.size());
         for (const std::string& b : groups) w.PutBytes(b);
         continue;
       }
       w.PutVarint(1);
+      if (table->on_kv()) {
+        w.Defer([snap, prefix = table->kv_prefix()](StateWriter& dw) {
+          std::string bytes;
+          StateWriter tw(&bytes);
+          KvScanEntries(tw, *snap, prefix);
+          dw.PutBytes(bytes);
+        });
+        continue;
+      }
       std::string bytes;
       StateWriter tw(&bytes);
       table->Snapshot(tw, std::string(where) + ", state '" + name + "'");
@@ -515,6 +758,13 @@ class KeyedStateStore {
     }
   }
 
+  // RocksDB (UseBackend): the instance's store, and its tables.  Declared
+  // before tables_, so that the tables go first.
+  std::unique_ptr<KvStore> kv_;
+  std::vector<StateTableBase*> kv_tables_;
+  uint32_t next_kv_id_ = 1;
+  int max_parallelism_ = 0;
+  size_t cache_entries_ = 16384;
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
   // Restored bytes of tables not created yet, by name.
   std::map<std::string, std::vector<std::string>, std::less<>> pending_;
@@ -533,12 +783,10 @@ class BoundState {
 
  protected:
   V* find() const { return table_->Find(*key_, *ns_); }
-  V& get_or_create() { return table_->map[table_->KeyOf(*key_, *ns_)]; }
+  V& get_or_create() { return table_->GetOrCreate(*key_, *ns_); }
   template <typename Init>
   std::pair<V*, bool> try_emplace(Init&& init) {
-    auto [it, inserted] =
-        table_->map.try_emplace(table_->KeyOf(*key_, *ns_), std::forward<Init>(init));
-    return {&it->second, inserted};
+    return table_->TryEmplace(*key_, *ns_, std::forward<Init>(init));
   }
 
   StateTable<K, N, V>* table_;
@@ -803,7 +1051,7 @@ class TtlBoundState {
     return TtlExpired(last_access, ttl_, now);
   }
   S* find() const { return table_->Find(*key_, *ns_); }
-  S& get_or_create() { return table_->map[table_->KeyOf(*key_, *ns_)]; }
+  S& get_or_create() { return table_->GetOrCreate(*key_, *ns_); }
   // The value of a TtlValue entry by Flink's rules (AbstractTtlDecorator
   // #getWithTtlCheckAndUpdate): absent -> null; expired -> removed, and
   // returned only with ReturnExpiredIfNotCleanedUp; else refreshed on read

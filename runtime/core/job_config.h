@@ -10,8 +10,37 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "tidemark/runtime/core/time.h"
+
+namespace tidemark {
+
+// Where keyed state lives (docs/checkpoints.md "State backends"): on the heap
+// (Flink's HashMapStateBackend, the default) or in an embedded RocksDB per
+// operator instance (Flink's EmbeddedRocksDBStateBackend; the program links
+// tidemark::rocksdb).  On RocksDB the state of keyed process functions lives
+// on disk, serialised with tidemark::StateCodec; each state keeps at most
+// `cache_entries` deserialised entries in memory between records.
+struct StateBackend {
+  enum class Kind { kHeap, kRocksDb };
+  Kind kind = Kind::kHeap;
+  // RocksDB's working directory (one database per operator instance under
+  // it, deleted when the instance ends); empty: the system's temp directory.
+  std::string dir;
+  size_t cache_entries = 16384;
+
+  static StateBackend heap() { return StateBackend{}; }
+  static StateBackend hash_map() { return heap(); }
+  static StateBackend rocksdb(std::string dir = "") {
+    return StateBackend{Kind::kRocksDb, std::move(dir)};
+  }
+  static StateBackend embedded_rocksdb(std::string dir = "") { return rocksdb(std::move(dir)); }
+  bool is_rocksdb() const { return kind == Kind::kRocksDb; }
+  std::string name() const { return is_rocksdb() ? "rocksdb" : "heap"; }
+};
+
+}  // namespace tidemark
 
 namespace tidemark::internal {
 
@@ -52,6 +81,8 @@ struct JobConfig {
   int tolerable_failed_checkpoints = 0;
   Duration checkpoint_timeout{std::chrono::minutes(10)};
   std::function<void(int64_t checkpoint_id, const std::string& error)> on_checkpoint_failed;
+  // Where keyed state lives (StateBackend above).
+  StateBackend state_backend;
   bool checkpointing() const { return checkpoints_enabled || !restore_from.empty(); }
 };
 

@@ -701,6 +701,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   }
   auto restart_strategy = ParseRestartStrategy(o.restart_strategy);
   if (!restart_strategy.ok()) return fail(std::string(restart_strategy.status().message()));
+  if (o.state_backend != "heap" && o.state_backend != "rocksdb")
+    return fail("--state-backend must be heap or rocksdb");
   if (!o.trace.empty() && o.trace != "watermarks") return fail("--trace must be watermarks");
   if (o.bad_lines != "fail" && o.bad_lines != "skip")
     return fail("--bad-lines must be fail or skip");
@@ -848,6 +850,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (o.checkpoint_dir.empty() && !o.savepoint_dir.empty()) env.enable_checkpointing(Duration(0));
   if (o.allow_non_restored_state) env.set_allow_non_restored_state();
   if (o.incremental_checkpoints) env.enable_incremental_checkpoints();
+  if (o.state_backend == "rocksdb")
+    env.set_state_backend(StateBackend::rocksdb(o.state_backend_dir));
   env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);
   env.set_checkpoint_timeout(*checkpoint_timeout);
   // Each failed checkpoint is said when it fails (and shown by the live

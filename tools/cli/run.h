@@ -76,6 +76,9 @@ struct RunOptions {
   // Restoring a changed job: skip the state of operators it no longer has.
   bool allow_non_restored_state = false;
   bool incremental_checkpoints = false;  // --incremental-checkpoints
+  // --state-backend: "heap" or "rocksdb" (in --state-backend-dir).
+  std::string state_backend = "heap";
+  std::string state_backend_dir;
   // --restart-strategy (tools/cli/specs.h): "none" or e.g. "fixed-delay:3:1s".
   std::string restart_strategy = "none";
   // Under mpirun (runtime/exec/cluster.h): where subtasks run (modulo | block),

@@ -1,0 +1,23 @@
+// runtime/state/kv_store.cc
+#include "tidemark/runtime/state/kv_store.h"
+
+#include <atomic>
+#include <stdexcept>
+
+namespace tidemark::internal {
+namespace {
+std::atomic<KvStoreFactory> g_factory{nullptr};
+}  // namespace
+
+void RegisterKvStoreFactory(KvStoreFactory factory) { g_factory.store(factory); }
+
+std::unique_ptr<KvStore> OpenKvStore(const StateBackend& backend, std::string_view owner) {
+  KvStoreFactory f = g_factory.load();
+  if (f == nullptr)
+    throw std::runtime_error(
+        "the job's state backend is RocksDB, but this program does not link tidemark::rocksdb "
+        "(link it, or use the heap state backend)");
+  return f(backend, owner);
+}
+
+}  // namespace tidemark::internal

@@ -1,0 +1,338 @@
+// The RocksDB state backend (runtime/rocksdb/, docs/checkpoints.md "State
+// backends"): each keyed state kind on RocksDB behaves as on the heap
+// (random operations on both, compared read by read, with a cache small
+// enough that entries go to RocksDB and back all the time); checkpoints are
+// the heap's format, so a heap snapshot restores into RocksDB, a RocksDB one
+// into the heap, and a restore keeps the key groups of its range (rescaling);
+// a keyed process job gives the same results on both backends at parallelism
+// 1 and 3; and a job whose state is several times the memory it may use
+// fails on the heap and completes on RocksDB with the heap's results.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/tidemark.h"
+
+namespace tidemark {
+using namespace internal;
+namespace {
+
+using namespace std::chrono_literals;
+using Key = int64_t;
+using Items = std::map<std::string, int64_t>;
+
+struct Avg {
+  std::pair<int64_t, int64_t> create_accumulator() const { return {0, 0}; }
+  std::pair<int64_t, int64_t> add(int64_t v, std::pair<int64_t, int64_t> acc) const {
+    return {acc.first + v, acc.second + 1};
+  }
+  double get_result(const std::pair<int64_t, int64_t>& acc) const {
+    return static_cast<double>(acc.first) / static_cast<double>(acc.second);
+  }
+};
+auto Sum = [](int64_t a, int64_t b) { return a + b; };
+
+constexpr int kMaxParallelism = 128;
+
+std::unique_ptr<KvStore> OpenTestStore() {
+  return OpenKvStore(StateBackend::rocksdb(), "rocksdb_state_test");
+}
+
+// Runs the same random operations on every state kind of `a` and `b` and
+// returns a line per read, so two stores can be compared read by read.
+struct Driver {
+  KeyedStateStore<Key>* store;
+  Key key = 0;
+  std::vector<std::string> reads;
+
+  void Step(int op, int64_t x) {
+    ValueState<Key, std::string> v(&store->HandleTable<std::string>("value"), &key);
+    ListState<Key, int64_t> l(&store->HandleTable<std::vector<int64_t>>("list"), &key);
+    MapState<Key, std::string, int64_t> m(&store->HandleTable<Items>("map"), &key);
+    ReducingState<Key, int64_t, decltype(Sum)> r(&store->HandleTable<int64_t>("reducing"), &key,
+                                                 Sum);
+    AggregatingState<Key, Avg> g(&store->HandleTable<std::pair<int64_t, int64_t>>("agg"), &key,
+                                 Avg{});
+    const std::string k = std::to_string(key) + ": ";
+    switch (op) {
+      case 0:
+        v.update("v" + std::to_string(x));
+        break;
+      case 1:
+        reads.push_back(k + v.value_or("none"));
+        break;
+      case 2:
+        v.clear();
+        break;
+      case 3:
+        l.add(x);
+        break;
+      case 4: {
+        std::string s = k;
+        for (int64_t e : l.get()) s += std::to_string(e) + ",";
+        reads.push_back(s);
+        break;
+      }
+      case 5:
+        l.update(x % 3 == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{x, x + 1});
+        break;
+      case 6:
+        m.put("u" + std::to_string(x % 5), x);
+        break;
+      case 7:
+        m.remove("u" + std::to_string(x % 5));
+        break;
+      case 8: {
+        std::string s = k + (m.is_empty() ? "empty " : "");
+        for (const auto& [uk, uv] : m.entries()) s += uk + "=" + std::to_string(uv) + ",";
+        s += m.contains("u1") ? " has u1" : "";
+        reads.push_back(s);
+        break;
+      }
+      case 9:
+        r.add(x);
+        break;
+      case 10:
+        reads.push_back(k + std::to_string(r.get().value_or(-1)));
+        break;
+      case 11:
+        g.add(x);
+        break;
+      case 12:
+        reads.push_back(k + std::to_string(g.get().value_or(-1.0)));
+        break;
+      case 13:
+        r.clear();
+        break;
+      default:
+        m.clear();
+        break;
+    }
+    store->Trim();
+  }
+};
+
+void RunRandom(KeyedStateStore<Key>& store, Driver& d, uint32_t seed, int steps) {
+  std::mt19937 rng(seed);
+  for (int i = 0; i < steps; ++i) {
+    d.key = static_cast<Key>(rng() % 40);
+    d.Step(static_cast<int>(rng() % 15), static_cast<int64_t>(rng() % 1000));
+  }
+  (void)store;
+}
+
+// Every table of a snapshot, restored into a heap store, as sorted lines.
+std::vector<std::string> Contents(const std::string& snapshot) {
+  KeyedStateStore<Key> heap;
+  StateReader r(snapshot);
+  heap.Restore(r, KeyGroupRange::All());
+  EXPECT_TRUE(r.ok()) << r.error();
+  std::vector<std::string> out;
+  for (const auto& [k, v] : heap.Table<std::string>("value").map)
+    out.push_back("value " + std::to_string(k) + " " + v);
+  for (const auto& [k, v] : heap.Table<std::vector<int64_t>>("list").map) {
+    std::string s = "list " + std::to_string(k);
+    for (int64_t e : v) s += " " + std::to_string(e);
+    out.push_back(s);
+  }
+  for (const auto& [k, v] : heap.Table<Items>("map").map) {
+    std::string s = "map " + std::to_string(k);
+    for (const auto& [uk, uv] : v) s += " " + uk + "=" + std::to_string(uv);
+    out.push_back(s);
+  }
+  for (const auto& [k, v] : heap.Table<int64_t>("reducing").map)
+    out.push_back("reducing " + std::to_string(k) + " " + std::to_string(v));
+  for (const auto& [k, v] : heap.Table<std::pair<int64_t, int64_t>>("agg").map)
+    out.push_back("agg " + std::to_string(k) + " " + std::to_string(v.first) + "/" +
+                  std::to_string(v.second));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Snap(const KeyedStateStore<Key>& store) {
+  StateWriter w;
+  store.Snapshot(w, "test");
+  return w.Release();
+}
+
+TEST(RocksDbStateBackend, EveryStateKindReadsAsOnTheHeap) {
+  for (size_t cache : {size_t{1}, size_t{3}, size_t{1000}}) {
+    KeyedStateStore<Key> heap, rocks;
+    rocks.UseKvStore(OpenTestStore(), kMaxParallelism, cache);
+    ASSERT_TRUE(rocks.on_rocksdb());
+    Driver dh{&heap}, dr{&rocks};
+    RunRandom(heap, dh, 7, 4000);
+    RunRandom(rocks, dr, 7, 4000);
+    ASSERT_GT(dh.reads.size(), 1000u);
+    EXPECT_EQ(dr.reads, dh.reads) << "cache " << cache;
+    // The snapshots hold the same entries, in the same format.
+    const std::vector<std::string> expected = Contents(Snap(heap));
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(Contents(Snap(rocks)), expected) << "cache " << cache;
+    // The cache stays within its size between records.
+    if (cache < 1000) EXPECT_LE(rocks.Table<std::string>("value").map.size(), cache);
+  }
+}
+
+TEST(RocksDbStateBackend, HeapSnapshotRestoresIntoRocksDbAndBackByKeyGroup) {
+  KeyedStateStore<Key> heap;
+  Driver dh{&heap};
+  RunRandom(heap, dh, 11, 3000);
+  const std::string snap = Snap(heap);
+  const std::vector<std::string> all = Contents(snap);
+  // Rescale to 2 instances on RocksDB: each keeps its key groups only.
+  std::vector<std::string> merged;
+  for (int subtask = 0; subtask < 2; ++subtask) {
+    KeyedStateStore<Key> rocks;
+    rocks.UseKvStore(OpenTestStore(), kMaxParallelism, 4);
+    StateReader r(snap);
+    const KeyGroupRange range = KeyGroupRange::Of(subtask, 2, kMaxParallelism);
+    rocks.Restore(r, range);
+    ASSERT_TRUE(r.ok()) << r.error();
+    // Reads go through the handles, which create the tables on RocksDB.
+    Driver dr{&rocks};
+    for (Key k = 0; k < 40; ++k) {
+      dr.key = k;
+      dr.Step(1, 0);
+    }
+    int owned = 0;
+    for (Key k = 0; k < 40; ++k) {
+      const bool mine = range.Contains(k);
+      owned += mine;
+      if (!mine) EXPECT_EQ(dr.reads[k], std::to_string(k) + ": none");
+    }
+    EXPECT_GT(owned, 5);
+    EXPECT_LT(owned, 35);
+    const std::vector<std::string> part = Contents(Snap(rocks));
+    merged.insert(merged.end(), part.begin(), part.end());
+  }
+  std::sort(merged.begin(), merged.end());
+  EXPECT_EQ(merged, all);  // and back on the heap, from RocksDB snapshots
+}
+
+// --- a keyed process job on both backends ---
+
+struct Ev {
+  Key key = 0;
+  int64_t item = 0;
+  Timestamp ts = 0;
+};
+constexpr int64_t kCount = 6000;
+constexpr Timestamp kReportAt = 1'000'000'000;
+Ev MakeEvent(int64_t i) { return Ev{(i * 7919) % 301, (i * 37 + i / 11) % 50, i}; }
+
+struct AllStates : KeyedProcessFunction<Key, Ev, std::string> {
+  void process_element(const Ev& e, Context& ctx, Collector<std::string>& out) override {
+    auto count = ctx.get_state<int64_t>("count");
+    auto last = ctx.get_list_state<int64_t>("last");
+    auto seen = ctx.get_map_state<int64_t, int64_t>("seen");
+    auto sum = ctx.get_reducing_state<int64_t>("sum", Sum);
+    auto avg = ctx.get_aggregating_state("avg", Avg{});
+    count.update(count.value_or(0) + 1);
+    last.add(e.item);
+    if (last.get().size() > 3) {
+      std::vector<int64_t> l = last.get();
+      l.erase(l.begin());
+      last.update(l);
+    }
+    seen.put(e.item, seen.get(e.item).value_or(0) + 1);
+    sum.add(e.item);
+    avg.add(e.item);
+    // What does not depend on the order of a key's records (at parallelism
+    // 3 the sources interleave differently on each run).
+    out.collect(std::to_string(ctx.get_current_key()) + " n" + std::to_string(*count.value()) +
+                " l" + std::to_string(last.get().size()));
+    ctx.timer_service().register_event_time_timer(kReportAt);
+  }
+  void on_timer(Timestamp, OnTimerContext& ctx, Collector<std::string>& out) override {
+    auto seen = ctx.get_map_state<int64_t, int64_t>("seen");
+    auto avg = ctx.get_aggregating_state("avg", Avg{});
+    auto sum = ctx.get_reducing_state<int64_t>("sum", Sum);
+    std::string s = std::to_string(ctx.get_current_key()) + " final";
+    for (const auto& [k, v] : seen.entries())
+      s += " " + std::to_string(k) + "x" + std::to_string(v);
+    out.collect(s + " sum" + std::to_string(sum.get().value_or(-1)) + " avg" +
+                std::to_string(avg.get().value_or(-1)));
+    seen.clear();
+  }
+};
+
+std::vector<std::string> RunJob(int parallelism, StateBackend backend) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(parallelism);
+  env.set_auto_watermark_interval(5ms);
+  env.set_state_backend(backend);
+  auto results = env.from_generator<Ev>(MakeEvent, kCount)
+                     .assign_timestamps_and_watermarks(
+                         WatermarkStrategy<Ev>::for_monotonous_timestamps().with_timestamp_assigner(
+                             [](const Ev& e, Timestamp) { return e.ts; }))
+                     .key_by([](const Ev& e) { return e.key; })
+                     .process(AllStates())
+                     .collect();
+  JobResult r = env.execute("all states");
+  EXPECT_TRUE(r.ok()) << r.status;
+  std::vector<std::string> out;
+  for (const auto& item : results->items()) out.push_back(item.value);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(RocksDbStateBackend, KeyedProcessJobEqualsHeapAtParallelismOneAndThree) {
+  const std::vector<std::string> heap = RunJob(1, StateBackend::heap());
+  ASSERT_EQ(heap.size(), static_cast<size_t>(kCount + 301));
+  StateBackend rocks = StateBackend::rocksdb();
+  rocks.cache_entries = 16;  // fewer than the keys: entries go to RocksDB and back
+  EXPECT_EQ(RunJob(1, rocks), heap);
+  EXPECT_EQ(RunJob(3, rocks), heap);
+}
+
+// --- state larger than the memory the job may use ---
+
+// Runs rocksdb_memory_job with `backend` (60 000 keys of 4 000 bytes: 240 MB
+// of state) under a limit of `limit_kb` of virtual memory (none: 0), with
+// 1 MB thread stacks and one malloc arena, so that the limit bounds the data
+// rather than address space reserved by each thread.
+std::string RunLimited(const std::string& backend, int64_t limit_kb, int* rc) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "tm-rocksdb-limit").string();
+  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
+  const std::string cmd = "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " +
+                          TIDEMARK_MEMORY_JOB + " " + backend + " 60000 120000 2000 " + dir +
+                          "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
+
+TEST(RocksDbStateBackend, StateSeveralTimesTheMemoryLimitCompletesOnRocksDbOnly) {
+  // 240 MB of state under a 96 MB limit (the program itself takes about
+  // 40 MB of it): the heap run fails with bad_alloc, the RocksDB run
+  // completes with what the heap gives without a limit.
+  constexpr int64_t kLimitKb = 96 * 1024;
+  int rc_heap = 0, rc_rocks = 0, rc_free = 0;
+  const std::string heap_limited = RunLimited("heap", kLimitKb, &rc_heap);
+  EXPECT_NE(rc_heap, 0) << heap_limited;
+  EXPECT_NE(heap_limited.find("bad_alloc"), std::string::npos) << heap_limited;
+  const std::string rocks_limited = RunLimited("rocksdb", kLimitKb, &rc_rocks);
+  EXPECT_EQ(rc_rocks, 0) << rocks_limited.substr(0, 2000);
+  const std::string heap_free = RunLimited("heap", 0, &rc_free);
+  ASSERT_EQ(rc_free, 0) << heap_free.substr(0, 2000);
+  EXPECT_NE(heap_free.find("\n59999 4000 "), std::string::npos);
+  EXPECT_EQ(rocks_limited, heap_free);
+}
+
+}  // namespace
+}  // namespace tidemark
