@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "timeline_page_util.h"
 #include "tools/cli/line_format.h"
 #include "tools/cli/trace.h"
 
@@ -23,23 +24,7 @@ namespace {
 
 constexpr size_t kTimelineBoundBytes = 3 << 20;
 
-// Sum of data-count (1 where absent) over the marks whose opening tag starts
-// with `prefix`.
-int64_t CountMarks(const std::string& html, const std::string& prefix) {
-  int64_t total = 0;
-  for (size_t at = html.find(prefix); at != std::string::npos; at = html.find(prefix, at + 1)) {
-    const size_t end = html.find('>', at);
-    const std::string tag = html.substr(at, end - at);
-    const size_t c = tag.find("data-count='");
-    int64_t n = 1;
-    if (c != std::string::npos) {
-      const size_t from = c + 12;
-      if (!absl::SimpleAtoi(tag.substr(from, tag.find('\'', from) - from), &n)) n = -1000000;
-    }
-    total += n;
-  }
-  return total;
-}
+using testing::CountMarks;
 
 size_t Occurrences(const std::string& html, const std::string& needle) {
   size_t n = 0;

@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "timeline_page_util.h"
 #include "tools/cli/line_format.h"
 #include "tools/cli/trace.h"
 
@@ -33,22 +34,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Sum of data-count (1 where absent) over the elements whose opening tag
-// starts with `prefix`.
-int64_t CountMarks(const std::string& html, const std::string& prefix) {
-  int64_t total = 0;
-  for (size_t at = html.find(prefix); at != std::string::npos; at = html.find(prefix, at + 1)) {
-    const std::string tag = html.substr(at, html.find('>', at) - at);
-    const size_t c = tag.find("data-count='");
-    int64_t n = 1;
-    if (c != std::string::npos) {
-      const size_t from = c + 12;
-      if (!absl::SimpleAtoi(tag.substr(from, tag.find('\'', from) - from), &n)) n = -1000000;
-    }
-    total += n;
-  }
-  return total;
-}
+using testing::CountMarks;
 
 size_t Occurrences(const std::string& html, const std::string& needle) {
   size_t n = 0;

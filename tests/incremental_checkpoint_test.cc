@@ -301,20 +301,7 @@ TEST(IncrementalStorage, ASavepointStaysFullAndAFullCheckpointBesideIncrementalO
 
 // --- a job restored and rescaled from incremental chains ---
 
-struct Progress {
-  std::mutex mu;
-  std::condition_variable cv;
-  int64_t lines = 0;
-  void Add() {
-    std::lock_guard<std::mutex> lock(mu);
-    ++lines;
-    cv.notify_all();
-  }
-  bool WaitFor(int64_t at_least) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
-  }
-};
+using testing::Progress;
 
 using Rec = std::pair<int64_t, int64_t>;  // key, running count
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tidemark/runtime/cluster/detail/mpi_wait.h"
 #include "tidemark/runtime/cluster/mpi_exchange.h"
 #include "tidemark/runtime/exec/cluster.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
@@ -56,19 +57,6 @@ std::vector<std::string> MpiGatherAtRank0(std::string_view mine) {
   return out;
 }
 
-// Waits for `r` until `end`; false when it passed.
-bool WaitUntil(MPI_Request* r, std::chrono::steady_clock::time_point end) {
-  auto sleep = std::chrono::microseconds(10);
-  for (;;) {
-    int done = 0;
-    MPI_Test(r, &done, MPI_STATUS_IGNORE);
-    if (done) return true;
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min<std::chrono::microseconds>(sleep * 2, std::chrono::milliseconds(2));
-  }
-}
-
 // Every rank's report to rank 0 (two gathers), rank 0's answer to every rank
 // (two broadcasts), each step with the one deadline.  Nonblocking
 // collectives polled, so a rank that never comes is an error, not a hang.
@@ -87,7 +75,7 @@ absl::StatusOr<std::string> MpiDecideAtRank0(std::string_view mine, const Decide
   std::vector<int> sizes(c.size), offsets(c.size);
   MPI_Request r;
   MPI_Igather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
-  if (!WaitUntil(&r, end)) return missed();
+  if (!MpiWaitUntil(&r, end)) return missed();
   std::string all;
   if (c.rank == 0) {
     int total = 0;
@@ -99,7 +87,7 @@ absl::StatusOr<std::string> MpiDecideAtRank0(std::string_view mine, const Decide
   }
   MPI_Igatherv(mine.data(), n, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, 0,
                MPI_COMM_WORLD, &r);
-  if (!WaitUntil(&r, end)) return missed();
+  if (!MpiWaitUntil(&r, end)) return missed();
   std::string answer;
   if (c.rank == 0) {
     std::vector<std::string> reports;
@@ -108,10 +96,10 @@ absl::StatusOr<std::string> MpiDecideAtRank0(std::string_view mine, const Decide
   }
   int64_t size = static_cast<int64_t>(answer.size());
   MPI_Ibcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &r);
-  if (!WaitUntil(&r, end)) return missed();
+  if (!MpiWaitUntil(&r, end)) return missed();
   answer.resize(static_cast<size_t>(size));
   MPI_Ibcast(answer.data(), static_cast<int>(size), MPI_BYTE, 0, MPI_COMM_WORLD, &r);
-  if (!WaitUntil(&r, end)) return missed();
+  if (!MpiWaitUntil(&r, end)) return missed();
   return answer;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "tidemark/runtime/cluster/detail/mpi_wait.h"
 #include "tidemark/runtime/cluster/mpi_cluster.h"
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -58,16 +59,7 @@ uint64_t Fingerprint(std::string_view s) {
 
 // Waits for `r` with a deadline; false when it passed.
 bool WaitFor(MPI_Request* r, std::chrono::steady_clock::duration deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  auto sleep = std::chrono::microseconds(10);
-  for (;;) {
-    int done = 0;
-    MPI_Test(r, &done, MPI_STATUS_IGNORE);
-    if (done) return true;
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min<std::chrono::microseconds>(sleep * 2, std::chrono::milliseconds(2));
-  }
+  return MpiWaitUntil(r, std::chrono::steady_clock::now() + deadline);
 }
 
 }  // namespace
