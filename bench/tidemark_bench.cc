@@ -346,7 +346,6 @@ struct Options {
   int64_t checkpoint_interval_ms;
   std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
   bool incremental_checkpoints;
-  std::string checkpoint_dir;          // set when checkpoint_interval_ms > 0
   std::string state_backend = "heap";  // heap | rocksdb
   std::string state_backend_dir;
   bool local_aggregation;  // window(...).local_aggregation() (not W1-core, W3)
