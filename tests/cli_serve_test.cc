@@ -16,9 +16,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -368,6 +370,248 @@ TEST(CliServe, AFailedCheckpointIsInTheLiveView) {
   inputs.Close();
   EXPECT_EQ(p.Wait(60s), 0) << p.err();
   std::filesystem::remove_all(chk);
+}
+
+// Issue 27 item 1: the job graph, the checkpoints and the live charts of a
+// running job.  Two FIFO inputs the test keeps open (a writer at its pace),
+// checkpoints every 100 ms, late records to a side output.  /api/state holds
+// the graph (the source chain, "window -> print" and "late"; a HASH edge of
+// 4 channels and the side output's FORWARD edge of 2; every subtask's
+// watermark and back-pressure), the checkpoints (completed ones, the last
+// with its time, duration, size and alignment) and the history of each
+// channel's watermark and of the aligned minimum, whose last values are the
+// ones the window tables show.  Headless Chromium draws them: the DOM holds
+// the vertices, the edges, a polyline per channel and the aligned minimum
+// (legend colours matching), the checkpoint panel; a screenshot goes to
+// build/tests/artifacts/live-view.png (its path printed).
+TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
+  const std::string chk = TempPath("serve-graph-chk");
+  std::filesystem::remove_all(chk);
+  testing::FifoInputs inputs("servegraph", 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--parallelism=2",
+                                   "--watermarks=bounded:0s",
+                                   "--watermark-interval=20ms",
+                                   "--window=tumbling:1s",
+                                   "--late=side",
+                                   "--checkpoint-dir=" + chk,
+                                   "--checkpoint-interval=100ms",
+                                   "--serve=127.0.0.1:0",
+                                   "--serve-linger=120s"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
+  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+
+  // The writer: source 0 ahead, source 1 behind (it holds the minimum).
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    int64_t ts = 1000;
+    while (!stop.load()) {
+      ts += 100;
+      if (!inputs.Write(0, absl::StrCat("a", ts % 5, ",", ts)) ||
+          !inputs.Write(1, absl::StrCat("b", ts % 3, ",", ts / 2)))
+        return;
+      std::this_thread::sleep_for(20ms);  // the writer's pace
+    }
+  });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, writer};
+
+  auto count = [](const std::string& s, const std::string& re) {
+    const std::regex r(re);
+    return std::distance(std::sregex_iterator(s.begin(), s.end(), r), std::sregex_iterator());
+  };
+  // Ready: two checkpoints completed, and each window subtask's channels and
+  // aligned minimum have a history of a few points past MIN.
+  auto ready = [&](const std::string& s) {
+    std::smatch c;
+    if (!std::regex_search(s, c,
+                           std::regex("\"checkpoints\":\\{\"enabled\":true,\"in_progress\":-?"
+                                      "\\d+,\"in_progress_ms\":[0-9.]+,\"completed\":(\\d+)")))
+      return false;
+    if (std::stoi(c[1]) < 2) return false;
+    return count(s,
+                 "\\{\"kind\":\"event_time\",\"subtask\":[01],\"channel\":(-1|0|1),\"points\":"
+                 "\\[(\\[[0-9.]+,-?\\d+\\],){2,}\\[[0-9.]+,\\d+\\]\\]") == 6;
+  };
+  std::string state;
+  auto deadline = std::chrono::steady_clock::now() + 90s;
+  while (!ready(state) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_TRUE(ready(state)) << state;
+
+  // The graph.
+  EXPECT_THAT(state, HasSubstr("\"graph\":{\"vertices\":[{\"id\":0,\"name\":\"Source: input -> "
+                               "Timestamps/Watermarks -> Drop markers\",\"operators\":[\"Source: "
+                               "input\",\"Timestamps/Watermarks\",\"Drop markers\"],"
+                               "\"parallelism\":2,\"source\":true,"));
+  EXPECT_THAT(state, HasSubstr("{\"id\":1,\"name\":\"window -> print\",\"operators\":[\"window\","
+                               "\"print\"],\"parallelism\":2,\"source\":false,"));
+  EXPECT_THAT(state, HasSubstr("{\"id\":2,\"name\":\"late\",\"operators\":[\"late\"],"
+                               "\"parallelism\":2,\"source\":false,"));
+  EXPECT_THAT(state,
+              HasSubstr("\"edges\":[{\"id\":0,\"from\":0,\"to\":1,\"ship_strategy\":\"HASH\","
+                        "\"partitioning\":\"HASH(key groups, maxP=128)\","
+                        "\"side_output\":\"\",\"channels\":4,\"fill\":"));
+  EXPECT_THAT(state, HasSubstr("{\"id\":1,\"from\":1,\"to\":2,\"ship_strategy\":\"FORWARD\","
+                               "\"partitioning\":\"FORWARD\",\"side_output\":\"late\","
+                               "\"channels\":2,\"fill\":"));
+  // Every subtask (2 + 2 + 2) with a watermark, fills and a level; the
+  // window subtasks past MIN.
+  const std::string sub =
+      "\\{\"subtask\":[01],\"watermark\":-?\\d+,\"watermark_text\":\"[^\"]*\",\"input_fill\":[0-9."
+      "]+,\"output_fill\":[0-9.]+,\"backpressure\":\"(ok|low|high)\",\"records_in\":\\d+,"
+      "\"records_out\":\\d+,\"finished\":false\\}";
+  EXPECT_EQ(count(state, sub), 6) << state;
+  EXPECT_TRUE(std::regex_search(
+      state, std::regex("\"id\":1,\"name\":\"window -> print\"[^\\]]*\\],\"parallelism\":2,"
+                        "\"source\":false,\"watermark\":\\d+,[^\\]]*\"subtasks\":\\[\\{"
+                        "\"subtask\":0,\"watermark\":\\d+,[^\\]]*\\{\"subtask\":1,"
+                        "\"watermark\":\\d+,")))
+      << state;
+  EXPECT_EQ(count(state, "\"backpressure\":\"(ok|low|high)\""), 3 + 6 + 2) << state;
+
+  // The checkpoints: the last completed just now, nothing failed.
+  ASSERT_TRUE(std::regex_search(
+      state, m,
+      std::regex("\"completed\":\\d+,\"failed\":0,\"last_completed\":\\{\"id\":\\d+,"
+                 "\"at_unix_ms\":(\\d+),\"at_text\":\"\\d{4}-\\d\\d-\\d\\d [^\"]+\","
+                 "\"duration_ms\":[0-9.]+,\"size_bytes\":[1-9]\\d*,\"alignment_ms\":[0-9.]+\\}")))
+      << state;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  EXPECT_LE(std::abs(now_ms - std::stoll(m[1])), 300'000) << state;
+  EXPECT_THAT(state, HasSubstr("\"last_failure\":\"\""));
+
+  // The history ends with the values the window tables show (both come
+  // from one state, under one lock).
+  for (int ws = 0; ws < 2; ++ws) {
+    std::smatch w;
+    ASSERT_TRUE(std::regex_search(
+        state, w,
+        std::regex(absl::StrCat("\\{\"subtask\":", ws,
+                                ",\"aligned\":(\\d+),.*?\"channels\":\\[\\{\"channel\":0,"
+                                "\"watermark\":(\\d+),.*?\\{\"channel\":1,\"watermark\":(\\d+),"))))
+        << state;
+    for (int ch = -1; ch <= 1; ++ch) {
+      std::smatch h;
+      ASSERT_TRUE(std::regex_search(
+          state, h,
+          std::regex(absl::StrCat("\\{\"kind\":\"event_time\",\"subtask\":", ws,
+                                  ",\"channel\":", ch, ",\"points\":\\[[^\\}]*,(\\d+)\\]\\]\\}"))))
+          << state;
+      EXPECT_EQ(h[1].str(), w[ch + 2].str()) << "window " << ws << " channel " << ch;
+    }
+  }
+
+  // The page in headless Chromium.
+  const std::string chromium = Chromium();
+  if (!chromium.empty()) {
+    const std::string dom = DumpDom(chromium, port, "servegraph");
+    for (int v = 0; v < 3; ++v) {
+      EXPECT_THAT(dom, HasSubstr(absl::StrCat("<g class=\"vertex\" data-vertex=\"", v,
+                                              "\" data-parallelism=\"2\"")))
+          << dom;
+    }
+    EXPECT_THAT(dom, HasSubstr(">window</text>"));
+    EXPECT_THAT(dom, HasSubstr("<g class=\"edge\" data-edge=\"0\" data-from=\"0\" data-to=\"1\" "
+                               "data-ship-strategy=\"HASH\""));
+    EXPECT_THAT(dom, HasSubstr("<g class=\"edge\" data-edge=\"1\" data-from=\"1\" data-to=\"2\" "
+                               "data-ship-strategy=\"FORWARD\""));
+    EXPECT_TRUE(std::regex_search(dom, std::regex("<g class=\"subtask\" data-vertex=\"1\" "
+                                                  "data-subtask=\"1\" data-watermark=\"\\d+\" "
+                                                  "data-backpressure=\"(ok|low|high)\"")))
+        << dom;
+    for (int ws = 0; ws < 2; ++ws) {
+      for (int ch = 0; ch < 2; ++ch) {
+        std::smatch line;
+        ASSERT_TRUE(std::regex_search(
+            dom, line,
+            std::regex(absl::StrCat("<polyline class=\"series channel\" data-kind=\"event_time\" "
+                                    "data-subtask=\"",
+                                    ws, "\" data-channel=\"", ch,
+                                    "\" points=\"[0-9.]+,[0-9.]+ [^\"]+\" fill=\"none\" "
+                                    "stroke=\"(#[0-9a-f]{6})\""))))
+            << "window " << ws << " channel " << ch << "\n"
+            << dom;
+        // The legend's swatch has the line's colour.
+        EXPECT_TRUE(std::regex_search(
+            dom,
+            std::regex(absl::StrCat("<div class=\"legend\" data-kind=\"event_time\" "
+                                    "data-subtask=\"",
+                                    ws, "\">.*?<span class=\"legend-item\" data-channel=\"", ch,
+                                    "\" data-colour=\"", line[1].str(),
+                                    "\"><svg[^>]*><line [^>]*stroke=\"", line[1].str(), "\""))))
+            << "legend of window " << ws << " channel " << ch;
+      }
+      EXPECT_TRUE(std::regex_search(
+          dom,
+          std::regex(absl::StrCat("<polyline class=\"series aligned\" data-kind=\"event_time\" "
+                                  "data-subtask=\"",
+                                  ws, "\" data-channel=\"-1\" points=\"[0-9.]+,[0-9.]+ "))))
+          << dom;
+    }
+    EXPECT_THAT(dom, HasSubstr("aligned minimum</span>"));
+    EXPECT_TRUE(std::regex_search(
+        dom,
+        std::regex("<table id=\"checkpoints\" data-enabled=\"true\" data-in-progress=\"-?\\d+\" "
+                   "data-completed=\"[1-9]\\d*\" data-failed=\"0\">")))
+        << dom;
+    EXPECT_THAT(dom, HasSubstr("last completed</th><td class=\"v\">checkpoint "));
+    EXPECT_EQ(dom.find("src=\"http"), std::string::npos) << "nothing from the network";
+
+    const std::string artifacts = absl::StrCat(TIDEMARK_BINARY_DIR, "/artifacts");
+    std::filesystem::create_directories(artifacts);
+    const std::string png = artifacts + "/live-view.png";
+    std::filesystem::remove(png);
+    const std::string shot = absl::StrCat(
+        chromium,
+        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+        " --disable-background-networking --disable-component-update --disable-sync"
+        " --hide-scrollbars --window-size=1280,1300 --virtual-time-budget=3000 --user-data-dir=",
+        ShellQuote(TempPath("servegraph_shot")), " --screenshot=", ShellQuote(png),
+        " http://127.0.0.1:", port, "/ > /dev/null 2>&1");
+    EXPECT_EQ(std::system(shot.c_str()), 0);
+    EXPECT_GT(ReadFile(png).size(), 10000u) << "screenshot missing or empty: " << png;
+    std::cout << "live view screenshot: " << png << std::endl;
+  }
+
+  // The end: every subtask finished, no checkpoint in progress.
+  stop = true;
+  writer.join();
+  inputs.Close();
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (state.find("\"status\":\"finished\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
+  EXPECT_EQ(count(state, "\"finished\":true\\}"), 6) << state;
+  EXPECT_THAT(state, HasSubstr("\"checkpoints\":{\"enabled\":true,\"in_progress\":-1,"));
+  kill(p.pid(), SIGINT);
+  EXPECT_EQ(p.Wait(30s), 0) << p.err();
+  std::filesystem::remove_all(chk);
+  if (chromium.empty()) GTEST_SKIP() << "no chromium: the page was not checked";
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #define TM_RUNTIME_METRICS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -119,6 +120,12 @@ struct UserHistogramSnapshot {
 struct InputChannelMetrics {
   std::atomic<Timestamp> watermark{kMinTimestamp};
   std::atomic<bool> idle{false};
+  // The channel's queue, for back-pressure (the live view): the number of
+  // batches it holds (the channel's own relaxed counter, read lock-free) and
+  // how many it holds before its producer waits.  Set once while the job is
+  // built, before any task runs; null for none.
+  const std::atomic<size_t>* queued = nullptr;
+  size_t capacity = 0;
 };
 
 // One subtask (one chain of operators at one index).
@@ -203,6 +210,9 @@ struct SubtaskMetricsSnapshot {
   int64_t max_alignment_ns = 0;
   std::vector<Timestamp> channel_watermarks;
   std::vector<bool> channel_idle;
+  // Per input channel: queued batches / capacity (1: full, its producer
+  // waits; briefly above 1 by what one step produces); 0 when unknown.
+  std::vector<double> channel_fill;
   std::map<std::string, int64_t> counters;
   std::vector<UserGaugeSnapshot> gauges;          // by operator, then name
   std::vector<UserHistogramSnapshot> histograms;  // by operator, then name

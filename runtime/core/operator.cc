@@ -68,6 +68,11 @@ SubtaskMetricsSnapshot Snapshot(const SubtaskMetrics& m) {
   for (int i = 0; i < m.num_input_channels(); ++i) {
     s.channel_watermarks.push_back(m.channel(i).watermark.load(std::memory_order_relaxed));
     s.channel_idle.push_back(m.channel(i).idle.load(std::memory_order_relaxed));
+    const InputChannelMetrics& c = m.channel(i);
+    s.channel_fill.push_back(c.queued != nullptr && c.capacity > 0
+                                 ? static_cast<double>(c.queued->load(std::memory_order_relaxed)) /
+                                       static_cast<double>(c.capacity)
+                                 : 0.0);
   }
   s.counters = m.CounterValues();
   s.gauges = m.GaugeValues();

@@ -605,6 +605,19 @@ void JobCompiler::WireSourceInput(SubtaskWiring& w) const {
   w.task->SetInput(head.make_source(args));
 }
 
+namespace {
+// Each input channel's queue into the subtask's metrics (gate order), for
+// back-pressure: read lock-free by whoever snapshots the metrics.
+void PublishQueues(SubtaskMetrics* m, const std::vector<ChannelBase*>& channels, int first) {
+  for (size_t i = 0; i < channels.size(); ++i) {
+    const int c = first + static_cast<int>(i);
+    if (c >= m->num_input_channels()) return;
+    m->channel(c).queued = channels[i]->size_counter();
+    m->channel(c).capacity = channels[i]->capacity();
+  }
+}
+}  // namespace
+
 // A two-input head's gate over the subtask's channels of each input.
 void JobCompiler::WireTwoInputGate(SubtaskWiring& w) const {
   const StreamNode& head = *nodes_[w.chain.head];
@@ -614,6 +627,8 @@ void JobCompiler::WireTwoInputGate(SubtaskWiring& w) const {
     for (auto& row : w.a.channels[e])
       if (row[w.subtask] != nullptr) list.push_back(row[w.subtask]);
   }
+  PublishQueues(w.task->metrics(), args.first, 0);
+  PublishQueues(w.task->metrics(), args.second, static_cast<int>(args.first.size()));
   w.task->SetInput(head.make_two_input_gate(args));
 }
 
@@ -625,6 +640,7 @@ void JobCompiler::WireInputGate(SubtaskWiring& w) const {
     for (auto& row : w.a.channels[e])
       if (row[w.subtask] != nullptr) in.push_back(row[w.subtask]);
   }
+  PublishQueues(w.task->metrics(), in, 0);
   const NodeOps* in_ops = EdgeOps(w.plan.edges[inputs[0]]);
   auto head_out = in_ops->NewChainOutput(w.head_op, w.head_ctx);
   OutputBase* head_raw = head_out.get();

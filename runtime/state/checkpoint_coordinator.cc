@@ -192,6 +192,8 @@ void CheckpointCoordinator::PersistFinalSavepoint() {
                            .string();
     p.savepoint_path = savepoint_->path;
     p.started = std::chrono::steady_clock::now();
+    persisting_id_ = p.id;
+    persisting_started_ = p.started;
     for (const auto& [task, key] : tasks_) {
       SubtaskSnapshot s = finished_.at(key);
       s.checkpoint_id = p.id;
@@ -383,6 +385,8 @@ void CheckpointCoordinator::Run() {
       // next checkpoint waits until this one is durable.
       pending_.reset();
       persisting_ = true;
+      persisting_id_ = p.id;
+      persisting_started_ = p.started;
       // The snapshots of finished subtasks stand for them.
       for (const auto& [task, key] : tasks_) {
         if (!p.acks.contains(key)) {
@@ -480,7 +484,11 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
   const int64_t id = p.id;
   std::vector<SubtaskSnapshot> snapshots;
   snapshots.reserve(p.acks.size());
-  for (auto& [key, s] : p.acks) snapshots.push_back(std::move(s));
+  double alignment_ms = 0;  // the longest of its subtasks'
+  for (auto& [key, s] : p.acks) {
+    alignment_ms = std::max(alignment_ms, static_cast<double>(s.alignment_ns) / 1e6);
+    snapshots.push_back(std::move(s));
+  }
   absl::Status status;
   int64_t bytes = 0;
   int64_t state_bytes = 0;
@@ -572,6 +580,10 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       summary_.max_size_bytes = std::max(summary_.max_size_bytes, bytes);
       summary_.sizes_bytes.push_back(bytes);
       summary_.state_bytes.push_back(state_bytes);
+      summary_.last_completed_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count();
+      summary_.last_alignment_ms = alignment_ms;
       last_completed_ = std::move(snapshots);
       failed_in_a_row_ = 0;
     }
@@ -595,7 +607,15 @@ bool CheckpointCoordinator::AwaitCompleted(int64_t id, std::chrono::milliseconds
 
 CheckpointSummary CheckpointCoordinator::Summary() const {
   MutexLock lock(&mu_);
-  return summary_;
+  CheckpointSummary s = summary_;
+  const auto now = std::chrono::steady_clock::now();
+  if (pending_ || persisting_) {
+    s.in_progress_id = pending_ ? pending_->id : persisting_id_;
+    s.in_progress_ms = std::chrono::duration<double, std::milli>(
+                           now - (pending_ ? pending_->started : persisting_started_))
+                           .count();
+  }
+  return s;
 }
 
 std::vector<SubtaskSnapshot> CheckpointCoordinator::LastCompleted() const {

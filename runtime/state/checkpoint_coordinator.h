@@ -192,6 +192,9 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool pending_ready_ ABSL_GUARDED_BY(mu_) = false;  // pending_ has every ack
   bool persisting_ ABSL_GUARDED_BY(mu_) = false;     // the thread is writing one
+  // The one being written (Summary().in_progress_id), and when it started.
+  int64_t persisting_id_ ABSL_GUARDED_BY(mu_) = -1;
+  std::chrono::steady_clock::time_point persisting_started_ ABSL_GUARDED_BY(mu_);
   std::map<Key, SubtaskSnapshot> finished_ ABSL_GUARDED_BY(mu_);
   std::vector<SubtaskSnapshot> last_completed_ ABSL_GUARDED_BY(mu_);
   CheckpointSummary summary_ ABSL_GUARDED_BY(mu_);

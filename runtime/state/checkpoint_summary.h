@@ -27,6 +27,14 @@ struct CheckpointSummary {
   std::vector<int64_t> sizes_bytes;
   std::vector<int64_t> state_bytes;
   double max_alignment_ms = 0;  // the longest barrier alignment of any subtask
+  // The last completed one: when it became durable (wall clock, ms since
+  // the epoch) and its longest barrier alignment of any subtask.
+  int64_t last_completed_unix_ms = 0;
+  double last_alignment_ms = 0;
+  // The checkpoint (or savepoint) in progress, -1 for none: started and not
+  // yet durable or failed (its files may be being written); and for how long.
+  int64_t in_progress_id = -1;
+  double in_progress_ms = 0;
   // The longest synchronous part of any subtask's snapshot (on its task
   // thread; the rest runs on the snapshot threads).
   double max_sync_ms = 0;

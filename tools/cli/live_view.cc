@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <string_view>
@@ -21,7 +23,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "tidemark/partitioning/partitioner.h"
 #include "tidemark/runtime/core/detail/mutex.h"
+#include "tidemark/runtime/exec/job_compiler.h"
 #include "tools/cli/line_format.h"
 
 namespace tidemark::cli {
@@ -91,8 +95,112 @@ LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone) {
   return l;
 }
 
-LiveState::LiveState(absl::TimeZone zone, size_t max_events)
-    : zone_(zone), max_events_(max_events == 0 ? 1 : max_events) {}
+LiveGraph LiveGraphFromPlan(const internal::PhysicalPlan& plan) {
+  LiveGraph g;
+  for (size_t c = 0; c < plan.chains.size(); ++c) {
+    const internal::PlanChain& chain = plan.chains[c];
+    LiveGraph::Vertex v;
+    v.id = static_cast<int>(c);
+    v.name = chain.task_name;
+    for (int id : chain.nodes) v.operators.push_back(plan.nodes[id].name);
+    v.parallelism = chain.parallelism;
+    v.source = plan.nodes[chain.head].kind == internal::StreamNode::Kind::kSource;
+    g.vertices.push_back(std::move(v));
+  }
+  std::map<int, int> graph_edge;  // plan edge -> graph edge
+  for (int e : plan.NetworkEdges()) {
+    const internal::PlanEdge& pe = plan.edges[e];
+    LiveGraph::Edge edge;
+    edge.from = plan.nodes[pe.from].chain;
+    edge.to = plan.nodes[pe.to].chain;
+    edge.ship_strategy = ToString(pe.strategy);
+    edge.partitioning =
+        pe.strategy == internal::ShipStrategy::kKeyGroups
+            ? absl::StrCat("HASH(key groups, maxP=", plan.nodes[pe.to].max_parallelism, ")")
+        : pe.strategy == internal::ShipStrategy::kCustom ? std::string("CUSTOM(partitioner)")
+                                                         : edge.ship_strategy;
+    edge.side_output = pe.tag;
+    edge.channels = pe.channels;
+    graph_edge[e] = static_cast<int>(g.edges.size());
+    g.edges.push_back(std::move(edge));
+  }
+  // Each subtask's input channels in the order the job compiler gives them
+  // to its gate, which is the order of its metrics: the head's input edges
+  // in order (a two-input head: its first input's, then its second's), per
+  // edge the connected upstream subtasks in order (WireInputGate,
+  // WireTwoInputGate).
+  for (LiveGraph::Vertex& v : g.vertices) {
+    const internal::PlanNode& head = plan.nodes[plan.chains[v.id].head];
+    std::vector<int> inputs = head.inputs;
+    std::stable_sort(inputs.begin(), inputs.end(), [&](int a, int b) {
+      return plan.edges[a].gate_input < plan.edges[b].gate_input;
+    });
+    v.inputs.resize(v.parallelism);
+    for (int s = 0; s < v.parallelism; ++s) {
+      for (int e : inputs) {
+        const internal::PlanEdge& pe = plan.edges[e];
+        const int pu = plan.nodes[pe.from].parallelism;
+        auto it = graph_edge.find(e);
+        for (int u = 0; u < pu; ++u) {
+          if (Connected(pe.strategy, u, s, pu, v.parallelism))
+            v.inputs[s].emplace_back(it == graph_edge.end() ? -1 : it->second, u);
+        }
+      }
+    }
+  }
+  return g;
+}
+
+const char* BackPressureLevel(double fill) {
+  return fill >= 1.0 ? "high" : fill >= 0.5 ? "low" : "ok";
+}
+
+WatermarkHistory::WatermarkHistory(double window_ms, double interval_ms)
+    : window_ms_(window_ms > 0 ? window_ms : 1), interval_ms_(interval_ms > 0 ? interval_ms : 1) {}
+
+size_t WatermarkHistory::MaxPointsPerSeries() const {
+  return static_cast<size_t>(window_ms_ / interval_ms_) + 2;
+}
+
+size_t WatermarkHistory::Points(const Key& key) const {
+  auto it = series_.find(key);
+  return it == series_.end() ? 0 : it->second.size();
+}
+
+void WatermarkHistory::Record(const Key& key, double t_ms, int64_t value) {
+  auto& points = series_[key];
+  if (!points.empty() &&
+      std::floor(points.back().first / interval_ms_) >= std::floor(t_ms / interval_ms_)) {
+    points.back().second = value;  // the last value of the interval
+  } else {
+    points.emplace_back(t_ms, value);
+  }
+  // The points before the window go, but the last of them: where the
+  // window's line starts.
+  while (points.size() >= 2 && points[1].first <= t_ms - window_ms_) points.pop_front();
+  while (points.size() > MaxPointsPerSeries()) points.pop_front();
+}
+
+std::string WatermarkHistory::Json(double now_ms) const {
+  std::string j = absl::StrCat("{\"window_ms\":", Ms(window_ms_),
+                               ",\"interval_ms\":", Ms(interval_ms_), ",\"series\":[");
+  bool first = true;
+  for (const auto& [key, points] : series_) {
+    absl::StrAppend(&j, first ? "" : ",", "{\"kind\":", JsonString(key.kind),
+                    ",\"subtask\":", key.subtask, ",\"channel\":", key.channel, ",\"points\":[");
+    first = false;
+    size_t from = 0;
+    while (from + 1 < points.size() && points[from + 1].first <= now_ms - window_ms_) ++from;
+    for (size_t i = from; i < points.size(); ++i)
+      absl::StrAppend(&j, i == from ? "" : ",", "[", Ms(points[i].first), ",", points[i].second,
+                      "]");
+    j += "]}";
+  }
+  return j + "]}";
+}
+
+LiveState::LiveState(absl::TimeZone zone, size_t max_events, double history_ms, double sample_ms)
+    : zone_(zone), max_events_(max_events == 0 ? 1 : max_events), history_(history_ms, sample_ms) {}
 
 std::string LiveState::Time(Timestamp ts) const { return JsonString(FormatTime(ts, zone_)); }
 
@@ -129,6 +237,9 @@ void LiveState::Apply(const TimelineEvent& e) {
       w.channels[e.channel] = Channel{e.watermark, e.idle, e.channel_aligned};
       w.aligned = e.aligned;
       w.holding = e.holding;
+      // The live charts: the channel's watermark and the aligned minimum.
+      history_.Record({"event_time", e.subtask, e.channel}, e.t_ms, e.watermark);
+      history_.Record({"event_time", e.subtask, -1}, e.t_ms, e.aligned);
       break;
     }
     case K::kFiring:
@@ -172,6 +283,121 @@ void LiveState::SetMetricsSource(std::function<std::vector<SubtaskMetricsSnapsho
   // `old` (and what it holds) goes here, outside the lock.
 }
 
+void LiveState::SetCheckpointSource(std::function<CheckpointSummary()> source) {
+  std::function<CheckpointSummary()> old;
+  {
+    internal::MutexLock lock(&mu_);
+    old = std::move(checkpoints_);
+    checkpoints_ = std::move(source);
+  }
+}
+
+void LiveState::SetGraph(LiveGraph graph) {
+  internal::MutexLock lock(&mu_);
+  graph_ = std::move(graph);
+}
+
+std::string LiveState::GraphJson(const std::vector<SubtaskMetricsSnapshot>& metrics) const {
+  struct Sub {
+    const SubtaskMetricsSnapshot* m = nullptr;
+    double in_fill = 0, out_fill = 0;
+  };
+  const std::vector<LiveGraph::Vertex>& vs = graph_.vertices;
+  std::vector<std::vector<Sub>> subs(vs.size());
+  for (size_t v = 0; v < vs.size(); ++v) subs[v].resize(vs[v].parallelism);
+  std::vector<double> edge_fill(graph_.edges.size(), 0);
+  for (const SubtaskMetricsSnapshot& m : metrics) {
+    size_t v = 0;
+    while (v < vs.size() && !(vs[v].name == m.task_name && vs[v].parallelism == m.parallelism)) ++v;
+    if (v == vs.size() || m.subtask < 0 || m.subtask >= vs[v].parallelism) continue;
+    Sub& sub = subs[v][m.subtask];
+    sub.m = &m;
+    const auto& inputs = vs[v].inputs[m.subtask];
+    for (size_t c = 0; c < m.channel_fill.size(); ++c) {
+      const double fill = m.channel_fill[c];
+      sub.in_fill = std::max(sub.in_fill, fill);
+      if (c >= inputs.size() || inputs[c].first < 0) continue;
+      // The same channel is an output of its producer: back-pressure there.
+      const int e = inputs[c].first, u = inputs[c].second;
+      edge_fill[e] = std::max(edge_fill[e], fill);
+      const int from = graph_.edges[e].from;
+      if (from >= 0 && from < static_cast<int>(subs.size()) &&
+          u < static_cast<int>(subs[from].size()))
+        subs[from][u].out_fill = std::max(subs[from][u].out_fill, fill);
+    }
+  }
+  std::string j = "{\"vertices\":[";
+  for (size_t v = 0; v < vs.size(); ++v) {
+    Timestamp low = kMaxWatermark;
+    double fill = 0;
+    bool any = false;
+    for (const Sub& sub : subs[v]) {
+      fill = std::max(fill, sub.out_fill);
+      if (sub.m == nullptr) continue;
+      any = true;
+      low = std::min(low, vs[v].source ? sub.m->output_watermark : sub.m->input_watermark);
+    }
+    if (!any) low = kMinTimestamp;
+    absl::StrAppend(&j, v == 0 ? "" : ",", "{\"id\":", vs[v].id,
+                    ",\"name\":", JsonString(vs[v].name), ",\"operators\":[");
+    for (size_t o = 0; o < vs[v].operators.size(); ++o)
+      absl::StrAppend(&j, o == 0 ? "" : ",", JsonString(vs[v].operators[o]));
+    absl::StrAppend(&j, "],\"parallelism\":", vs[v].parallelism, ",\"source\":", Bool(vs[v].source),
+                    ",\"watermark\":", low, ",\"watermark_text\":", Time(low),
+                    ",\"output_fill\":", absl::StrFormat("%.2f", fill), ",\"backpressure\":\"",
+                    BackPressureLevel(fill), "\",\"subtasks\":[");
+    for (size_t s = 0; s < subs[v].size(); ++s) {
+      const Sub& sub = subs[v][s];
+      const Timestamp wm = sub.m == nullptr ? kMinTimestamp
+                           : vs[v].source   ? sub.m->output_watermark
+                                            : sub.m->input_watermark;
+      absl::StrAppend(&j, s == 0 ? "" : ",", "{\"subtask\":", s, ",\"watermark\":", wm,
+                      ",\"watermark_text\":", Time(wm),
+                      ",\"input_fill\":", absl::StrFormat("%.2f", sub.in_fill),
+                      ",\"output_fill\":", absl::StrFormat("%.2f", sub.out_fill),
+                      ",\"backpressure\":\"", BackPressureLevel(sub.out_fill),
+                      "\",\"records_in\":", sub.m ? sub.m->records_in : 0,
+                      ",\"records_out\":", sub.m ? sub.m->records_out : 0,
+                      ",\"finished\":", Bool(sub.m != nullptr && sub.m->finished), "}");
+    }
+    j += "]}";
+  }
+  j += "],\"edges\":[";
+  for (size_t e = 0; e < graph_.edges.size(); ++e) {
+    const LiveGraph::Edge& edge = graph_.edges[e];
+    absl::StrAppend(&j, e == 0 ? "" : ",", "{\"id\":", e, ",\"from\":", edge.from,
+                    ",\"to\":", edge.to, ",\"ship_strategy\":", JsonString(edge.ship_strategy),
+                    ",\"partitioning\":", JsonString(edge.partitioning),
+                    ",\"side_output\":", JsonString(edge.side_output),
+                    ",\"channels\":", edge.channels,
+                    ",\"fill\":", absl::StrFormat("%.2f", edge_fill[e]), ",\"backpressure\":\"",
+                    BackPressureLevel(edge_fill[e]), "\"}");
+  }
+  return j + "]}";
+}
+
+std::string LiveState::CheckpointsJson(const std::optional<CheckpointSummary>& c) const {
+  if (!c || !c->enabled) return "{\"enabled\":false}";
+  std::string j =
+      absl::StrCat("{\"enabled\":true,\"in_progress\":", c->in_progress_id,
+                   ",\"in_progress_ms\":", Ms(c->in_progress_ms), ",\"completed\":", c->completed,
+                   ",\"failed\":", c->failed, ",\"last_completed\":");
+  if (c->last_id >= 0) {
+    absl::StrAppend(
+        &j, "{\"id\":", c->last_id, ",\"at_unix_ms\":", c->last_completed_unix_ms,
+        ",\"at_text\":", c->last_completed_unix_ms > 0 ? Time(c->last_completed_unix_ms) : "\"\"",
+        ",\"duration_ms\":", Ms(c->last_duration_ms), ",\"size_bytes\":", c->last_size_bytes,
+        ",\"alignment_ms\":", absl::StrFormat("%.3f", c->last_alignment_ms), "}");
+  } else {
+    j += "null";
+  }
+  absl::StrAppend(&j, ",\"max_duration_ms\":", Ms(c->max_duration_ms),
+                  ",\"max_alignment_ms\":", absl::StrFormat("%.3f", c->max_alignment_ms),
+                  ",\"last_failure\":", JsonString(c->last_error),
+                  ",\"restored_id\":", c->restored_id, "}");
+  return j;
+}
+
 void LiveState::SetEnded(const std::string& status, const std::string& message) {
   internal::MutexLock lock(&mu_);
   status_ = status;
@@ -182,12 +408,16 @@ void LiveState::SetEnded(const std::string& status, const std::string& message) 
 
 std::string LiveState::StateJson() const {
   std::function<std::vector<SubtaskMetricsSnapshot>()> source;
+  std::function<CheckpointSummary()> checkpoint_source;
   {
     internal::MutexLock lock(&mu_);
     source = metrics_;
+    checkpoint_source = checkpoints_;
   }
   std::vector<SubtaskMetricsSnapshot> metrics;
   if (source) metrics = source();
+  std::optional<CheckpointSummary> checkpoints;
+  if (checkpoint_source) checkpoints = checkpoint_source();
   std::map<int, int64_t> source_records;
   int64_t records = 0, late_dropped = 0;
   for (const auto& m : metrics) {
@@ -257,7 +487,17 @@ std::string LiveState::StateJson() const {
     absl::StrAppend(&j, first ? "" : ",", JsonString(kind), ":", n);
     first = false;
   }
-  absl::StrAppend(&j, "},\"next_event\":", first_seq_ + events_.size(), "}");
+  // The zone's offset, for the charts' event-time axis: at the newest
+  // watermark shown (or now).
+  Timestamp newest = kMinTimestamp;
+  for (const auto& [subtask, w] : windows_)
+    if (w.aligned != kMaxWatermark) newest = std::max(newest, w.aligned);
+  const absl::Time at = newest == kMinTimestamp ? absl::Now() : absl::FromUnixMillis(newest);
+  absl::StrAppend(&j, "},\"next_event\":", first_seq_ + events_.size(),
+                  ",\"zone_offset_ms\":", int64_t{zone_.At(at).offset} * 1000,
+                  ",\"graph\":", GraphJson(metrics),
+                  ",\"checkpoints\":", CheckpointsJson(checkpoints),
+                  ",\"history\":", history_.Json(ended_ms_ >= 0 ? ended_ms_ : now), "}");
   return j;
 }
 
@@ -618,6 +858,263 @@ void LiveServer::Stop() {
 
 LiveServer::~LiveServer() { Stop(); }
 
+namespace {
+
+// The page's drawing of the job graph, the checkpoints and the live charts
+// (plain SVG made by the script: nothing from the network).
+constexpr const char* kLiveGraphScript = R"JS(
+  var SVG = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, children) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    (children || []).forEach(function (c) {
+      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  // Back-pressure levels, coloured as Flink's web UI does.
+  var BP = {ok: '#52a552', low: '#f0a030', high: '#d9443f'};
+  var BP_LIGHT = {ok: '#e3f2e3', low: '#fdf0d8', high: '#f8dcdb'};
+  // Series colours: input channel c is PALETTE[c], as in the timeline page.
+  var PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+                 '#bcbd22', '#7f7f7f', '#aec7e8'];
+  // The aligned minimum: a wide grey band under the channels' lines, so the
+  // channel that holds it shows inside it.
+  var ALIGNED = {stroke: '#000', width: 8, opacity: 0.18};
+  function short(text) {  // "1970-01-01 00:00:01.400" -> "00:00:01.400"
+    var i = text.indexOf(' ');
+    return i > 0 ? text.substring(i + 1) : text;
+  }
+  function clip(text, n) { return text.length > n ? text.substring(0, n - 1) + '…' : text; }
+  var legendDone = false;
+  function renderGraph(s) {
+    var root = document.getElementById('graph');
+    root.textContent = '';
+    var g = s.graph;
+    if (!g || !g.vertices.length) return;
+    if (!legendDone) {
+      legendDone = true;
+      var lg = document.getElementById('bp-legend');
+      lg.appendChild(document.createTextNode('back-pressure (how full a subtask’s output channels are): '));
+      [['ok', 'ok: below half full'], ['low', 'low: half full or more'],
+       ['high', 'high: a channel is full, the producer waits']].forEach(function (l) {
+        lg.appendChild(el('span', {'class': 'legend-item bp-' + l[0]}, [
+          (function () { var sw = svg('svg', {width: 14, height: 10});
+                         sw.appendChild(svg('rect', {x: 0, y: 0, width: 14, height: 10, fill: BP[l[0]]}));
+                         return sw; })(), l[1]]));
+      });
+    }
+    var depth = {};
+    g.vertices.forEach(function (v) { depth[v.id] = 0; });
+    for (var round = 0; round < g.vertices.length; ++round) {
+      g.edges.forEach(function (e) {
+        if (depth[e.to] < depth[e.from] + 1) depth[e.to] = depth[e.from] + 1;
+      });
+    }
+    var W = 270, GAP = 170, ROW = 17, MAX_ROWS = 8;
+    var box = {}, colY = {}, width = 0, height = 0;
+    g.vertices.forEach(function (v) {
+      var rows = Math.min(v.subtasks.length, MAX_ROWS) + (v.subtasks.length > MAX_ROWS ? 1 : 0);
+      var head = 10 + 15 * v.operators.length + 18;
+      var h = head + ROW * rows + 8;
+      var d = depth[v.id];
+      var y = colY[d] === undefined ? 10 : colY[d];
+      var x = 10 + d * (W + GAP);
+      box[v.id] = {x: x, y: y, h: h, head: head};
+      colY[d] = y + h + 30;
+      width = Math.max(width, x + W + 10);
+      height = Math.max(height, y + h + 10);
+    });
+    root.setAttribute('width', width);
+    root.setAttribute('height', height);
+    var pairs = {};
+    g.edges.forEach(function (e) {
+      var a = box[e.from], b = box[e.to];
+      if (!a || !b) return;
+      var key = e.from + '-' + e.to;
+      var k = pairs[key] = (pairs[key] || 0) + 1;
+      var x1 = a.x + W, y1 = a.y + a.h / 2 + (k - 1) * 12, x2 = b.x, y2 = b.y + b.h / 2 + (k - 1) * 12;
+      var mx = (x1 + x2) / 2;
+      var colour = e.backpressure === 'ok' ? '#888' : BP[e.backpressure];
+      var ge = svg('g', {'class': 'edge', 'data-edge': e.id, 'data-from': e.from, 'data-to': e.to,
+                         'data-ship-strategy': e.ship_strategy, 'data-backpressure': e.backpressure});
+      ge.appendChild(svg('path', {d: 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 +
+                                     ' ' + x2 + ',' + y2,
+                                  fill: 'none', stroke: colour, 'stroke-width': 2}));
+      ge.appendChild(svg('path', {d: 'M' + (x2 - 8) + ',' + (y2 - 5) + ' L' + x2 + ',' + y2 + ' L' +
+                                     (x2 - 8) + ',' + (y2 + 5) + ' Z', fill: colour}));
+      var ly = (y1 + y2) / 2 - 6;
+      ge.appendChild(svg('text', {x: mx, y: ly, 'text-anchor': 'middle', 'font-size': 12,
+                                  'font-weight': 'bold', fill: '#333', 'class': 'ship-strategy'},
+                         [e.ship_strategy]));
+      ge.appendChild(svg('text', {x: mx, y: ly + 13, 'text-anchor': 'middle', 'font-size': 10, fill: '#666'},
+                         [(e.side_output ? 'side output ‘' + e.side_output + '’, ' : '') +
+                          e.channels + ' channel' + (e.channels === 1 ? '' : 's') +
+                          (e.fill > 0 ? ', ' + Math.round(e.fill * 100) + '% full' : '')]));
+      ge.appendChild(svg('title', {}, [e.partitioning]));
+      root.appendChild(ge);
+    });
+    g.vertices.forEach(function (v) {
+      var b = box[v.id];
+      var gv = svg('g', {'class': 'vertex', 'data-vertex': v.id, 'data-parallelism': v.parallelism,
+                         'data-backpressure': v.backpressure,
+                         transform: 'translate(' + b.x + ',' + b.y + ')'});
+      gv.appendChild(svg('title', {}, [v.name]));
+      gv.appendChild(svg('rect', {x: 0, y: 0, width: W, height: b.h, rx: 5, fill: '#fff',
+                                  stroke: BP[v.backpressure], 'stroke-width': 2}));
+      gv.appendChild(svg('rect', {x: 1, y: 1, width: W - 2, height: b.head - 4, rx: 4,
+                                  fill: BP_LIGHT[v.backpressure]}));
+      v.operators.forEach(function (op, i) {
+        gv.appendChild(svg('text', {x: 8, y: 18 + 15 * i, 'font-size': 12, 'font-weight': i ? 'normal' : 'bold',
+                                    'class': 'operator'},
+                           [(i ? '→ ' : '') + clip(op, 36)]));
+      });
+      gv.appendChild(svg('text', {x: 8, y: b.head - 9, 'font-size': 11, fill: '#444'},
+                         ['parallelism ' + v.parallelism + ' · ' +
+                          (v.source ? 'output' : 'input') + ' watermark ' + short(v.watermark_text)]));
+      v.subtasks.slice(0, MAX_ROWS).forEach(function (st, i) {
+        var y = b.head + ROW * i + 10;
+        var row = svg('g', {'class': 'subtask', 'data-vertex': v.id, 'data-subtask': st.subtask,
+                            'data-watermark': st.watermark, 'data-backpressure': st.backpressure,
+                            'data-output-fill': st.output_fill, 'data-input-fill': st.input_fill});
+        row.appendChild(svg('text', {x: 8, y: y, 'font-size': 11, 'font-family': 'monospace'},
+                            ['#' + st.subtask + (st.finished ? ' done ' : '  ') + short(st.watermark_text)]));
+        row.appendChild(svg('rect', {x: 170, y: y - 9, width: 60, height: 10, fill: '#eee', stroke: '#ccc'}));
+        row.appendChild(svg('rect', {x: 170, y: y - 9, width: 60 * Math.min(1, st.output_fill), height: 10,
+                                     fill: BP[st.backpressure]}));
+        row.appendChild(svg('text', {x: 236, y: y, 'font-size': 10, fill: BP[st.backpressure]},
+                            [st.backpressure.toUpperCase()]));
+        row.appendChild(svg('title', {}, ['subtask ' + st.subtask + ': watermark ' + st.watermark_text +
+                                          ', output channels ' + Math.round(st.output_fill * 100) +
+                                          '% full, input channels ' + Math.round(st.input_fill * 100) +
+                                          '% full, records in ' + st.records_in + ', out ' + st.records_out]));
+        gv.appendChild(row);
+      });
+      if (v.subtasks.length > MAX_ROWS)
+        gv.appendChild(svg('text', {x: 8, y: b.head + ROW * MAX_ROWS + 10, 'font-size': 11, fill: '#666'},
+                           ['+' + (v.subtasks.length - MAX_ROWS) + ' more subtasks']));
+      root.appendChild(gv);
+    });
+  }
+  function renderCheckpoints(s) {
+    var c = s.checkpoints || {enabled: false};
+    var t = document.getElementById('checkpoints');
+    t.setAttribute('data-enabled', String(c.enabled));
+    var body = t.querySelector('tbody');
+    body.textContent = '';
+    function row(k, v, cls) {
+      body.appendChild(el('tr', {'class': cls || ''}, [el('th', {}, [k]), el('td', {'class': 'v'}, [String(v)])]));
+    }
+    if (!c.enabled) { row('checkpointing', 'off (--checkpoint-dir turns it on)'); return; }
+    t.setAttribute('data-in-progress', c.in_progress);
+    t.setAttribute('data-completed', c.completed);
+    t.setAttribute('data-failed', c.failed);
+    row('in progress', c.in_progress >= 0 ? 'checkpoint ' + c.in_progress + ' for ' + c.in_progress_ms + ' ms' : 'none', 'in-progress');
+    row('completed', c.completed, 'completed');
+    var l = c.last_completed;
+    row('last completed', l ? 'checkpoint ' + l.id + ' at ' + l.at_text + ', took ' + l.duration_ms + ' ms, ' +
+        l.size_bytes + ' bytes, alignment ' + l.alignment_ms + ' ms' : 'none yet', 'last-completed');
+    row('longest', c.max_duration_ms + ' ms; alignment ' + c.max_alignment_ms + ' ms', 'longest');
+    row('failed', c.failed + (c.last_failure ? ', last: ' + c.last_failure : ''), 'failed' + (c.failed ? ' flag on' : ''));
+    if (c.restored_id >= 0) row('restored from', 'checkpoint ' + c.restored_id, 'restored');
+  }
+  function pad(n, w) { n = String(n); while (n.length < w) n = '0' + n; return n; }
+  function timeLabel(ms, offset, step) {
+    var d = new Date(ms + offset);
+    var t = pad(d.getUTCHours(), 2) + ':' + pad(d.getUTCMinutes(), 2) + ':' + pad(d.getUTCSeconds(), 2);
+    return step < 1000 ? t + '.' + pad(d.getUTCMilliseconds(), 3) : t;
+  }
+  function niceStep(range, n) {
+    var raw = range / n, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  }
+  var NONE = 9.2e18;  // watermarks at MIN (none yet) or MAX (the end) are not drawn as values
+  function renderCharts(s) {
+    var root = document.getElementById('charts');
+    root.textContent = '';
+    var h = s.history;
+    if (!h) return;
+    document.getElementById('charts-title').textContent =
+        'Watermarks of each input channel and the aligned minimum, last ' + Math.round(h.window_ms / 1000) + ' s';
+    var now = s.ended_ms >= 0 ? s.ended_ms : s.t_ms;
+    // The last window_ms, or since the start while the job is younger.
+    var x0 = Math.max(0, now - h.window_ms), span = Math.max(1000, now - x0);
+    var groups = {}, order = [];
+    h.series.forEach(function (se) {
+      var key = se.kind + '/' + se.subtask;
+      if (!groups[key]) { groups[key] = []; order.push(key); }
+      groups[key].push(se);
+    });
+    order.forEach(function (key) {
+      var series = groups[key];
+      var kind = series[0].kind, subtask = series[0].subtask;
+      var lo = Infinity, hi = -Infinity;
+      series.forEach(function (se) {
+        se.points.forEach(function (p) {
+          if (Math.abs(p[1]) < NONE) { lo = Math.min(lo, p[1]); hi = Math.max(hi, p[1]); }
+        });
+      });
+      var W = 900, H = 230, L = 100, R = 20, T = 12, B = 28;
+      var chart = svg('svg', {'class': 'chart', 'data-kind': kind, 'data-subtask': subtask,
+                              width: W, height: H, xmlns: SVG});
+      chart.appendChild(svg('rect', {x: L, y: T, width: W - L - R, height: H - T - B, fill: '#fcfcfc', stroke: '#ccc'}));
+      if (lo === Infinity) { lo = 0; hi = 1; }
+      if (hi - lo < 1) { lo -= 500; hi += 500; }
+      var yspan = hi - lo; lo -= yspan * 0.05; hi += yspan * 0.05;
+      function X(t) { return L + (Math.max(t, x0) - x0) / span * (W - L - R); }
+      function Y(v) { return T + (hi - v) / (hi - lo) * (H - T - B); }
+      var ystep = niceStep(hi - lo, 4);
+      for (var v = Math.ceil(lo / ystep) * ystep; v <= hi; v += ystep) {
+        chart.appendChild(svg('line', {x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: '#e6e6e6'}));
+        chart.appendChild(svg('text', {x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 10, fill: '#555'},
+                              [kind === 'event_time' ? timeLabel(v, s.zone_offset_ms || 0, ystep) : String(v)]));
+      }
+      // Seconds before now, on round values.
+      var xstep = niceStep(span / 1000, 6);
+      for (var ago = 0; ago * 1000 <= span + 1; ago += xstep) {
+        chart.appendChild(svg('text', {x: X(now - ago * 1000), y: H - 10, 'text-anchor': 'middle',
+                                       'font-size': 10, fill: '#555'},
+                              [ago === 0 ? 'now' : '-' + (+ago.toFixed(3)) + ' s']));
+      }
+      // The aligned minimum first (a band under the channels' lines).
+      series.sort(function (a, b) { return (b.channel < 0) - (a.channel < 0) || a.channel - b.channel; });
+      var legend = el('div', {'class': 'legend', 'data-kind': kind, 'data-subtask': subtask});
+      series.forEach(function (se) {
+        var style = se.channel < 0 ? ALIGNED : {stroke: PALETTE[se.channel % PALETTE.length], width: 1.6};
+        var pts = [], last = null, ended = false;
+        se.points.forEach(function (p) {
+          if (ended) return;
+          var t = p[0], v = p[1];
+          if (v <= -NONE) return;  // no watermark yet
+          if (v >= NONE) { if (last !== null) pts.push(X(t) + ',' + Y(last)); ended = true; return; }
+          if (last !== null) pts.push(X(t) + ',' + Y(last));
+          pts.push(X(t) + ',' + Y(v));
+          last = v;
+        });
+        if (!ended && last !== null) pts.push(X(now) + ',' + Y(last));
+        var attrs = {'class': se.channel < 0 ? 'series aligned' : 'series channel', 'data-kind': kind,
+                     'data-subtask': subtask, 'data-channel': se.channel, points: pts.join(' '),
+                     fill: 'none', stroke: style.stroke, 'stroke-width': style.width};
+        if (style.opacity) attrs['stroke-opacity'] = style.opacity;
+        chart.appendChild(svg('polyline', attrs));
+        var sw = svg('svg', {width: 30, height: 10});
+        var la = {x1: 0, x2: 30, y1: 5, y2: 5, stroke: style.stroke, 'stroke-width': style.width};
+        if (style.opacity) la['stroke-opacity'] = style.opacity;
+        sw.appendChild(svg('line', la));
+        legend.appendChild(el('span', {'class': 'legend-item', 'data-channel': se.channel, 'data-colour': style.stroke},
+                              [sw, se.channel < 0 ? 'aligned minimum' : 'channel ' + se.channel]));
+      });
+      root.appendChild(el('h4', {}, [(kind === 'event_time' ? 'Event-time watermarks' : kind + ' watermarks') +
+                                     ' of window subtask ' + subtask]));
+      root.appendChild(chart);
+      root.appendChild(legend);
+    });
+  }
+)JS";
+
+}  // namespace
+
 std::string RenderLivePage(const std::string& title, const std::string& state_json) {
   // The state inside a <script> element: no "</script>" may appear in it.
   const std::string embedded = absl::StrReplaceAll(state_json, {{"<", "\\u003c"}});
@@ -639,10 +1136,23 @@ th{background:#f3f3f3}
 #log{font-family:monospace;font-size:12px;max-height:320px;overflow:auto;border:1px solid #ddd;
 padding:4px;list-style:none;margin:0}
 #log li.unknown{color:#7a3e9d}
+svg text{font-family:sans-serif}
+#graph-wrap,#charts{overflow-x:auto}
+.legend{font-size:12px;margin:2px 0 14px}
+.legend-item{display:inline-block;margin-right:14px;white-space:nowrap}
+.legend-item svg{vertical-align:middle;margin-right:4px}
+#checkpoints td.v{font-family:monospace}
 </style></head><body>
 <h2>)",
                       t, R"(</h2>
 <div id='status'>loading</div>
+<h3>Job graph</h3>
+<div id='graph-wrap'><svg id='graph' xmlns='http://www.w3.org/2000/svg' width='10' height='10'></svg></div>
+<div class='legend' id='bp-legend'></div>
+<h3>Checkpoints</h3>
+<table id='checkpoints'><tbody></tbody></table>
+<h3 id='charts-title'>Watermarks</h3>
+<div id='charts'></div>
 <h3>Sources</h3>
 <table id='sources'><thead><tr><th>source subtask</th><th>watermark</th><th>idle</th>
 <th>paused</th><th>records</th></tr></thead><tbody></tbody></table>
@@ -664,7 +1174,12 @@ padding:4px;list-style:none;margin:0}
     return e;
   }
   function flag(on, text) { return el('span', {'class': on ? 'flag on' : 'flag'}, [on ? text : '-']); }
+)",
+                      kLiveGraphScript, R"(
   function render(s) {
+    renderGraph(s);
+    renderCheckpoints(s);
+    renderCharts(s);
     var status = s.status + (s.message ? ': ' + s.message : '') + ' - ' +
         (s.ended_ms >= 0 ? 'ended after ' + (s.ended_ms / 1000).toFixed(1) + ' s'
                          : (s.t_ms / 1000).toFixed(1) + ' s') +

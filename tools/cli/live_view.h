@@ -17,6 +17,13 @@
 // it knows and shows any other kind generically (its name and fields).
 // "source_pause" with a boolean field "paused" already sets a source's
 // paused flag.
+//
+// Besides the feed, the state carries the job graph (LiveGraph: a vertex per
+// chain, edges with their ship strategy; per subtask its watermark and how
+// full its channels are, from the job's metrics), the checkpoints (from the
+// coordinator's summary) and a bounded history of watermarks for the live
+// charts (WatermarkHistory: series named by kind, subtask and channel, so a
+// new kind of watermark is a new `kind` of series, drawn by the same code).
 #ifndef TM_TOOLS_CLI_LIVE_VIEW_H_
 #define TM_TOOLS_CLI_LIVE_VIEW_H_
 
@@ -25,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +41,12 @@
 #include "absl/time/time.h"
 #include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/metrics.h"
+#include "tidemark/runtime/state/checkpoint_summary.h"
 #include "tools/cli/trace.h"
+
+namespace tidemark::internal {
+struct PhysicalPlan;
+}
 
 namespace tidemark::cli {
 
@@ -51,10 +64,69 @@ struct LiveEvent {
 // "event_<number>" with its common fields.
 LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone);
 
+// The job graph as the live view draws it (Flink's web UI): a vertex per
+// chain of operators, an edge per network edge with its ship strategy.
+struct LiveGraph {
+  struct Vertex {
+    int id = 0;                          // the chain's index in the plan
+    std::string name;                    // the task name, "A -> B"
+    std::vector<std::string> operators;  // the chain's operators, head first
+    int parallelism = 1;
+    bool source = false;  // headed by a source: its subtasks' watermark is their output's
+    // Per subtask, its input channels in the order of its metrics
+    // (SubtaskMetricsSnapshot::channel_fill): {edge index, producer subtask}.
+    std::vector<std::vector<std::pair<int, int>>> inputs;
+  };
+  struct Edge {
+    int from = 0, to = 0;       // vertex ids
+    std::string ship_strategy;  // FORWARD, HASH, REBALANCE, BROADCAST, RESCALE, ...
+    std::string partitioning;   // in full: "HASH(key groups, maxP=128)"
+    std::string side_output;    // the tag, "" for the main output
+    int channels = 0;
+  };
+  std::vector<Vertex> vertices;
+  std::vector<Edge> edges;
+};
+
+// The graph of a physical plan (StreamAccess::Plan), for LiveState::SetGraph.
+LiveGraph LiveGraphFromPlan(const internal::PhysicalPlan& plan);
+
+// Back-pressure from how full a subtask's output channels are (queued
+// batches / capacity): "high" when one is full (its producer waits), "low"
+// from half full, else "ok".  Flink's UI colours these levels.
+const char* BackPressureLevel(double fill);
+
+// A bounded history of watermark-like values for the live charts: per
+// series, at most one point per `interval_ms` (the last value in it), over
+// the last `window_ms` of processing time (the point before the window is
+// kept as its starting value).  Not thread-safe (LiveState locks).
+class WatermarkHistory {
+ public:
+  struct Key {
+    std::string kind;  // "event_time": the event-time watermark
+    int subtask = -1;
+    int channel = -1;  // -1: the subtask's combined (aligned) value
+    auto operator<=>(const Key&) const = default;
+  };
+  WatermarkHistory(double window_ms, double interval_ms);
+  void Record(const Key& key, double t_ms, int64_t value);
+  // {"window_ms", "interval_ms", "series": [{"kind", "subtask", "channel",
+  // "points": [[t_ms, value], ...]}, ...]}
+  std::string Json(double now_ms) const;
+  size_t MaxPointsPerSeries() const;
+  size_t Points(const Key& key) const;
+
+ private:
+  const double window_ms_, interval_ms_;
+  std::map<Key, std::deque<std::pair<double, int64_t>>> series_;
+};
+
 class LiveState final : public TimelineObserver {
  public:
-  // Keeps the last `max_events` events for the feed.
-  explicit LiveState(absl::TimeZone zone, size_t max_events = 4000);
+  // Keeps the last `max_events` events for the feed, and the charts'
+  // history over the last `history_ms` at one point per `sample_ms`.
+  explicit LiveState(absl::TimeZone zone, size_t max_events = 4000, double history_ms = 60000,
+                     double sample_ms = 250);
 
   // TimelineObserver: any thread.
   void OnTimelineEvent(const TimelineEvent& e) override;
@@ -64,10 +136,16 @@ class LiveState final : public TimelineObserver {
   // Where live metrics come from (per subtask records, late records dropped);
   // called by the server's threads, outside the lock.
   void SetMetricsSource(std::function<std::vector<SubtaskMetricsSnapshot>()> source);
+  // Where checkpoint statistics come from (null: checkpointing off);
+  // called by the server's thread, outside the lock.
+  void SetCheckpointSource(std::function<CheckpointSummary()> source);
+  // The job's graph (before the job starts).
+  void SetGraph(LiveGraph graph);
   // The job ended: "finished", "failed" or "interrupted", and what to say.
   void SetEnded(const std::string& status, const std::string& message);
 
-  // {"status", "t_ms", "sources": [...], "windows": [...], "totals", ...}.
+  // {"status", "t_ms", "sources": [...], "windows": [...], "totals", ...,
+  // "graph", "checkpoints", "history"} (docs/timeline.md, "The live view").
   std::string StateJson() const;
   // {"next", "dropped", "events": [...]}: up to `max` events from seq `since`.
   std::string EventsJson(uint64_t since, size_t max) const;
@@ -94,6 +172,8 @@ class LiveState final : public TimelineObserver {
   void Apply(const TimelineEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(const LiveEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Time(Timestamp ts) const;
+  std::string GraphJson(const std::vector<SubtaskMetricsSnapshot>& metrics) const;
+  std::string CheckpointsJson(const std::optional<CheckpointSummary>& c) const;
 
   const absl::TimeZone zone_;
   const size_t max_events_;
@@ -108,6 +188,9 @@ class LiveState final : public TimelineObserver {
   std::string message_ ABSL_GUARDED_BY(mu_);
   double ended_ms_ ABSL_GUARDED_BY(mu_) = -1;
   std::function<std::vector<SubtaskMetricsSnapshot>()> metrics_ ABSL_GUARDED_BY(mu_);
+  std::function<CheckpointSummary()> checkpoints_ ABSL_GUARDED_BY(mu_);
+  LiveGraph graph_ ABSL_GUARDED_BY(mu_);
+  WatermarkHistory history_ ABSL_GUARDED_BY(mu_);
 };
 
 // Splits --serve=HOST:PORT ("[::1]:PORT" for IPv6) and refuses any host

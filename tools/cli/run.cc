@@ -30,6 +30,7 @@
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/windows.h"
 #include "tidemark/runtime/core/detail/mutex.h"
+#include "tidemark/runtime/exec/job_compiler.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
@@ -1124,12 +1125,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     signals.emplace(savepoint_signal, stop_signal, o.savepoint_dir, o.drain);
     signals->Attach(&env);
   }
+  // The live view's job graph: the plan the job is about to run.
+  if (live) {
+    if (absl::StatusOr<internal::PhysicalPlan> plan = internal::StreamAccess::Plan(env); plan.ok())
+      live->SetGraph(LiveGraphFromPlan(*plan));
+  }
   JobClient job = env.execute_async("tidemark run");
   if (signals) {
     signals->Attach(&env);  // a signal during the start cancels it now
     signals->AttachClient(job);
   }
-  if (live) live->SetMetricsSource([job] { return job.metrics(); });
+  if (live) {
+    live->SetMetricsSource([job] { return job.metrics(); });
+    live->SetCheckpointSource([job] { return job.checkpoints(); });
+  }
   JobResult result = job.wait();
   // What remains, in a function: the live view may linger after it.
   auto finish = [&]() -> int {
@@ -1146,6 +1155,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
     if (live) {
       live->SetMetricsSource([m = result.metrics] { return m; });
+      live->SetCheckpointSource([c = result.checkpoints] { return c; });
       live->SetEnded(interrupted   ? "interrupted"
                      : result.ok() ? "finished"
                                    : "failed",

@@ -57,6 +57,9 @@ class ChannelBase {
   // Approximate number of queued batches; exact only while both sides are
   // quiet.  Used to skip empty channels without taking the lock.
   size_t SizeApprox() const { return size_.load(std::memory_order_relaxed); }
+  // The counter behind SizeApprox(), for a reader that outlives no channel
+  // (InputChannelMetrics::queued: back-pressure in the live view).
+  const std::atomic<size_t>* size_counter() const { return &size_; }
 
   // Producer side: true when below capacity; otherwise the producer is
   // registered for a Notify() once there is space again, and false returned.
