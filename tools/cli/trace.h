@@ -56,7 +56,8 @@ struct TimelineEvent {
     kFiring,
     kLate,
     kBarrier,
-    kSourcePause
+    kSourcePause,
+    kGeneralized
   };
   Kind kind;
   double t_ms;  // processing time since the job started
@@ -92,6 +93,21 @@ struct TimelineEvent {
   // many watermarks; kSourceIdle / kSourcePause / kChannel with idle = true
   // (the start of a stretch): that many idle or paused stretches.
   int64_t count = 1;
+  // kGeneralized: a generalized watermark (docs/generalized-watermarks.md)
+  // that `task`'s subtask sent (gw_input false) or that its input combined
+  // and passed on (gw_input true; `channel`: the channel whose arrival made
+  // it).  A bool's value is 0 or 1.  Its declaration: the combination
+  // function ("min", "max", "and", "or") and whether it waits for every
+  // channel.  Past the bound a summary keeps, per lane (task, subtask,
+  // identifier, direction), a long's first/lowest/highest/last point per
+  // bucket (`count`: the watermarks it stands for) and a bool's changes.
+  std::string task;
+  std::string identifier;
+  bool gw_bool = false;
+  int64_t gw_value = 0;
+  bool gw_input = false;
+  std::string gw_function;
+  bool gw_wait_for_all = false;
 
   // A window firing, for TraceRecorder::OnFiring (which sets t_ms): the
   // window [start, end) of `key` at `subtask`, the watermark it fired at, how
@@ -186,8 +202,8 @@ class TraceRecorder final : public WatermarkListener {
   // several files per subtask): printed in the trace, not kept.
   void OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
                         Timestamp watermark, bool idle) override;
-  // Generalized watermarks (docs/generalized-watermarks.md): one line each,
-  // printed in the trace, not kept for the timeline.
+  // Generalized watermarks (docs/generalized-watermarks.md): one line each
+  // in the trace, and kept for the timeline (TimelineEvent::Kind::kGeneralized).
   void OnGeneralizedWatermark(const std::string& task, int subtask, bool input, int channel,
                               const GeneralizedWatermark& w) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
