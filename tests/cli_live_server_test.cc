@@ -181,6 +181,18 @@ TEST_F(LiveServerTest, AStalledConnectionIsClosedAfterItsDeadline) {
   close(fd);
 }
 
+// A server idle for longer than a connection's deadline still answers the
+// next request: each connection's deadline counts from its accept (it
+// counted from before the poll that waited, so after 2 s of quiet the next
+// connection was already past its deadline and closed unanswered: a
+// browser's first load of the page got an empty reply).  Real time is the
+// subject: the server must sit idle past the deadline.
+TEST_F(LiveServerTest, AnswersTheFirstRequestAfterIdlingPastTheDeadline) {
+  ASSERT_THAT(Exchange(port_, GetRequest("/api/state", host_)), StartsWith("HTTP/1.1 200 OK"));
+  std::this_thread::sleep_for(2500ms);  // idle: longer than the 2 s deadline
+  EXPECT_THAT(Exchange(port_, GetRequest("/", host_)), StartsWith("HTTP/1.1 200 OK"));
+}
+
 TEST_F(LiveServerTest, StopReturnsAtOnceWhateverClientsDo) {
   // Five clients sending a byte every 100 ms (each reconnecting when the
   // server closes it), and one that sent a request and never reads.

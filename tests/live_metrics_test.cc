@@ -28,7 +28,8 @@ int64_t UnixMs() {
 }
 
 TEST(LiveMetrics, AFullChannelAndACheckpointInProgressWhileTheConsumerIsBlocked) {
-  auto gate = std::make_shared<std::atomic<bool>>(false);  // true: the sink goes on
+  auto gate = std::make_shared<std::atomic<bool>>(false);     // true: the sink goes on
+  auto blocked = std::make_shared<std::atomic<bool>>(false);  // the sink waits at the gate
   struct Open {
     std::shared_ptr<std::atomic<bool>> gate;
     ~Open() {
@@ -37,21 +38,35 @@ TEST(LiveMetrics, AFullChannelAndACheckpointInProgressWhileTheConsumerIsBlocked)
     }
   } open_on_exit{gate};
   StreamExecutionEnvironment env;
-  env.set_parallelism(1).set_worker_threads(2).set_batch_size(4).set_channel_capacity(2);
+  // The sink blocks its thread, which the worker pool's tasks must not do
+  // (runtime/exec/worker_pool.h: a task queued on the blocked worker waits
+  // for it; with the pool the source stalled at one batch in about one run
+  // in ten): oneTBB's arena lets any free worker run the source.
+  env.set_parallelism(1)
+      .set_worker_threads(2)
+      .set_batch_size(4)
+      .set_channel_capacity(2)
+      .use_tbb_arena_scheduler();
   env.enable_checkpointing(Duration(0));  // in memory, only when triggered
   env.from_generator<int64_t>([](int64_t i) { return i; }, 20'000)
       .rebalance()
-      .add_sink([gate](int64_t&&, Timestamp) { gate->wait(false); }, "Blocked");
+      .add_sink(
+          [gate, blocked](int64_t&&, Timestamp) {
+            blocked->store(true);
+            gate->wait(false);
+          },
+          "Blocked");
   JobClient client = env.execute_async("blocked");
 
-  // The sink's one input channel fills up (capacity 2 batches).
+  // The sink's one input channel fills up (capacity 2 batches) once the
+  // sink waits at the gate: it pops nothing more from then on.
   auto sink_fill = [&] {
     for (const SubtaskMetricsSnapshot& m : client.metrics())
       if (m.task_name == "Blocked" && m.channel_fill.size() == 1) return m.channel_fill[0];
     return -1.0;
   };
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (sink_fill() < 1.0 && std::chrono::steady_clock::now() < deadline)
+  while (!(blocked->load() && sink_fill() >= 1.0) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);  // polling for the condition
   EXPECT_GE(sink_fill(), 1.0) << "the blocked sink's input channel never filled";
   for (const SubtaskMetricsSnapshot& m : client.metrics()) {

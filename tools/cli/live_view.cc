@@ -845,6 +845,9 @@ void LiveServer::Impl::Loop() {
       }
     }
     if (fds[1].revents & POLLIN) {
+      // The deadline counts from now, not from before the poll (which may
+      // have waited for a minute).
+      const auto accepted = std::chrono::steady_clock::now();
       for (;;) {
         const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;  // EAGAIN (none left) or an error on that one connection
@@ -852,7 +855,7 @@ void LiveServer::Impl::Loop() {
           close(conns.front().fd);
           conns.pop_front();
         }
-        conns.push_back(Connection{fd, {}, {}, 0, false, now + kConnectionDeadline});
+        conns.push_back(Connection{fd, {}, {}, 0, false, accepted + kConnectionDeadline});
       }
     }
   }
@@ -1016,9 +1019,9 @@ constexpr const char* kLiveGraphScript = R"JS(
                                      (x2 - 8) + ',' + (y2 + 5) + ' Z', fill: colour}));
       var ly = (y1 + y2) / 2 - 6;
       ge.appendChild(svg('text', {x: mx, y: ly, 'text-anchor': 'middle', 'font-size': 12,
-                                  'font-weight': 'bold', fill: '#333', 'class': 'ship-strategy'},
+                                  'font-weight': 'bold', fill: '#333', 'class': 'ship-strategy', stroke: '#fff', 'stroke-width': 4, 'paint-order': 'stroke'},
                          [e.ship_strategy]));
-      ge.appendChild(svg('text', {x: mx, y: ly + 13, 'text-anchor': 'middle', 'font-size': 10, fill: '#666'},
+      ge.appendChild(svg('text', {x: mx, y: ly + 13, 'text-anchor': 'middle', 'font-size': 10, fill: '#666', stroke: '#fff', 'stroke-width': 4, 'paint-order': 'stroke'},
                          [(e.side_output ? 'side output ‘' + e.side_output + '’, ' : '') +
                           e.channels + ' channel' + (e.channels === 1 ? '' : 's') +
                           (e.fill > 0 ? ', ' + Math.round(e.fill * 100) + '% full' : '')]));
