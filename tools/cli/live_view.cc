@@ -375,15 +375,18 @@ std::string LiveState::GraphJson(const std::vector<SubtaskMetricsSnapshot>& metr
       const Timestamp wm = sub.m == nullptr ? kMinTimestamp
                            : vs[v].source   ? sub.m->output_watermark
                                             : sub.m->input_watermark;
-      absl::StrAppend(
-          &j, s == 0 ? "" : ",", "{\"subtask\":", s, ",\"watermark\":", wm,
-          ",\"watermark_text\":", Time(wm),
-          ",\"input_fill\":", absl::StrFormat("%.2f", sub.in_fill),
-          ",\"output_fill\":", absl::StrFormat("%.2f", sub.out_fill), ",\"backpressure\":\"",
-          BackPressureLevel(sub.out_fill), "\",\"records_in\":", sub.m ? sub.m->records_in : 0,
-          ",\"records_out\":", sub.m ? sub.m->records_out : 0,
-          ",\"finished\":", Bool(sub.m != nullptr && sub.m->finished),
-          ",\"generalized_watermarks\":", GeneralizedJson(&vs[v].name, static_cast<int>(s)), "}");
+      absl::StrAppend(&j, s == 0 ? "" : ",", "{\"subtask\":", s, ",\"watermark\":", wm,
+                      ",\"watermark_text\":", Time(wm),
+                      ",\"input_fill\":", absl::StrFormat("%.2f", sub.in_fill),
+                      ",\"output_fill\":", absl::StrFormat("%.2f", sub.out_fill),
+                      ",\"backpressure\":\"", BackPressureLevel(sub.out_fill),
+                      "\",\"records_in\":", sub.m ? sub.m->records_in : 0,
+                      ",\"records_out\":", sub.m ? sub.m->records_out : 0,
+                      ",\"finished\":", Bool(sub.m != nullptr && sub.m->finished));
+      // Only when it has any (the graph's JSON is unchanged for jobs without).
+      const std::string gw = GeneralizedJson(&vs[v].name, static_cast<int>(s));
+      if (gw != "[]") absl::StrAppend(&j, ",\"generalized_watermarks\":", gw);
+      j += "}";
     }
     j += "]}";
   }
