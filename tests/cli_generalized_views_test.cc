@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -322,6 +323,36 @@ TEST(GeneralizedViews, ACliRunShowsBacklogInTheTraceAndTheTimeline) {
       {"run", "--input=" + a, "--fields=key,ts", "--window=tumbling:1s", "--trace=watermarks"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_THAT(plain.out, Not(HasSubstr("backlog")));
+}
+
+// With --rate the input keeps a pace: backlog only while it is more than a
+// second behind.  The first record is on schedule (false); the writer then
+// stays silent for 3 s (real time is the subject here: the input falls
+// behind its pace) and writes 30 lines at once, which the pacer lets through
+// at full speed to catch up: the first of them is 2.9 s late (true), the
+// 30th on schedule again (false).
+TEST(GeneralizedViews, APacedInputIsBacklogOnlyWhileMoreThanASecondBehindItsPace) {
+  testing::FifoInputs inputs("gwpaced", 1);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",         "--fields=key,ts",     "--window=tumbling:1s",
+                                   "--rate=10/s", "--backlog-watermark", "--trace=watermarks"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  testing::CliProcess p(args, testing::CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  ASSERT_TRUE(inputs.Write(0, "k,1000"));
+  ASSERT_TRUE(p.WaitForOut("sent backlog=false", std::chrono::seconds(60))) << p.out();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  for (int i = 1; i <= 30; ++i) ASSERT_TRUE(inputs.Write(0, absl::StrCat("k,", 1000 + 100 * i)));
+  inputs.Close();
+  ASSERT_EQ(p.Wait(std::chrono::seconds(60)), 0) << p.err();
+  std::vector<std::string> sent;
+  const std::string out = p.out();
+  const std::regex line("\\[watermark\\] Source: [^\\n]* subtask 0 sent backlog=(true|false)");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator();
+       ++it)
+    sent.push_back((*it)[1].str());
+  EXPECT_EQ(sent, (std::vector<std::string>{"false", "true", "false"})) << out;
 }
 
 }  // namespace
