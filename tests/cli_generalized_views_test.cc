@@ -65,47 +65,57 @@ TEST(GeneralizedViews, TheRecorderKeepsThemWithTheirDeclarationAndTheRanksExchan
   r.rec.OnGeneralizedWatermark("Source: a", 1, false, -1, Backlog().new_watermark(true));
   r.now = 7;
   r.rec.OnGeneralizedWatermark("window", 0, true, 1, Progress().new_watermark(-42));
+  r.now = 9;
+  r.rec.OnGeneralizedWatermark("Source: a", 1, false, -1, Backlog().new_watermark(false));
   const std::vector<TimelineEvent> kept = r.rec.events();
-  ASSERT_EQ(kept.size(), 2u);
+  ASSERT_EQ(kept.size(), 3u);
+  // One task and declaration: one shared part.
+  EXPECT_EQ(kept[0].gw, kept[2].gw);
+  EXPECT_EQ(kept[2].gw_value, 0);
   std::vector<TimelineEvent> back;
   ASSERT_TRUE(DecodeTimelineEvents(EncodeTimelineEvents(kept), &back));
-  ASSERT_EQ(back.size(), 2u);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].gw, back[2].gw);
   for (const std::vector<TimelineEvent>* v :
        {&kept, const_cast<const std::vector<TimelineEvent>*>(&back)}) {
     const TimelineEvent& b = (*v)[0];
     EXPECT_EQ(b.kind, K::kGeneralized);
+    ASSERT_NE(b.gw, nullptr);
     EXPECT_EQ(b.t_ms, 5);
-    EXPECT_EQ(b.task, "Source: a");
+    EXPECT_EQ(b.gw->task, "Source: a");
     EXPECT_EQ(b.subtask, 1);
-    EXPECT_EQ(b.identifier, "backlog");
-    EXPECT_TRUE(b.gw_bool);
+    EXPECT_EQ(b.gw->identifier, "backlog");
+    EXPECT_TRUE(b.gw->is_bool);
     EXPECT_EQ(b.gw_value, 1);
     EXPECT_FALSE(b.gw_input);
-    EXPECT_EQ(b.gw_function, "or");
-    EXPECT_FALSE(b.gw_wait_for_all);
+    EXPECT_EQ(b.gw->function, "or");
+    EXPECT_FALSE(b.gw->wait_for_all);
     const TimelineEvent& p = (*v)[1];
     EXPECT_EQ(p.kind, K::kGeneralized);
-    EXPECT_EQ(p.task, "window");
-    EXPECT_EQ(p.identifier, "progress");
-    EXPECT_FALSE(p.gw_bool);
+    ASSERT_NE(p.gw, nullptr);
+    EXPECT_EQ(p.gw->task, "window");
+    EXPECT_EQ(p.gw->identifier, "progress");
+    EXPECT_FALSE(p.gw->is_bool);
     EXPECT_EQ(p.gw_value, -42);
     EXPECT_TRUE(p.gw_input);
     EXPECT_EQ(p.channel, 1);
-    EXPECT_EQ(p.gw_function, "max");
-    EXPECT_TRUE(p.gw_wait_for_all);
+    EXPECT_EQ(p.gw->function, "max");
+    EXPECT_TRUE(p.gw->wait_for_all);
   }
 }
 
 TimelineEvent Gw(double t, const std::string& task, int subtask, const std::string& id,
                  bool is_bool, int64_t v, bool input) {
   TimelineEvent e{K::kGeneralized, t};
-  e.task = task;
+  TimelineEvent::Generalized g;
+  g.task = task;
+  g.identifier = id;
+  g.is_bool = is_bool;
+  g.function = is_bool ? "or" : "max";
+  e.gw = std::make_shared<const TimelineEvent::Generalized>(g);
   e.subtask = subtask;
-  e.identifier = id;
-  e.gw_bool = is_bool;
   e.gw_value = v;
   e.gw_input = input;
-  e.gw_function = is_bool ? "or" : "max";
   e.channel = input ? 0 : -1;
   return e;
 }
@@ -137,7 +147,7 @@ TEST(GeneralizedViews, TheSummaryKeepsALongsExtremesAndABoolsStretchesBounded) {
   std::vector<std::pair<double, bool>> bools;
   for (const TimelineEvent& e : kept) {
     ASSERT_EQ(e.kind, K::kGeneralized);
-    if (e.identifier == "progress") {
+    if (e.gw->identifier == "progress") {
       longs += e.count;
       saw_dip = saw_dip || e.gw_value == -7;
       saw_max = saw_max || e.gw_value == 359999;

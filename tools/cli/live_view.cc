@@ -90,11 +90,12 @@ LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone) {
     case K::kGeneralized:
       l.kind = "generalized_watermark";
       l.channel = e.gw_input ? e.channel : -1;
-      f = {{"task", JsonString(e.task)},
-           {"identifier", JsonString(e.identifier)},
-           {"type", e.gw_bool ? "\"bool\"" : "\"long\""},
+      if (e.gw == nullptr) break;
+      f = {{"task", JsonString(e.gw->task)},
+           {"identifier", JsonString(e.gw->identifier)},
+           {"type", e.gw->is_bool ? "\"bool\"" : "\"long\""},
            {"direction", e.gw_input ? "\"in\"" : "\"out\""},
-           {"value", e.gw_bool ? Bool(e.gw_value != 0) : absl::StrCat(e.gw_value)}};
+           {"value", e.gw->is_bool ? Bool(e.gw_value != 0) : absl::StrCat(e.gw_value)}};
       break;
     default:  // a kind added later: shown generically until it has a case here
       l.kind = absl::StrCat("event_", static_cast<int>(e.kind));
@@ -261,10 +262,11 @@ void LiveState::Apply(const TimelineEvent& e) {
       sources_[e.subtask].paused = e.idle;
       break;
     case K::kGeneralized: {
-      Generalized& g = generalized_[GeneralizedKey{e.task, e.subtask, e.identifier}];
-      g.is_bool = e.gw_bool;
-      g.function = e.gw_function;
-      g.wait_for_all = e.gw_wait_for_all;
+      if (e.gw == nullptr) break;
+      Generalized& g = generalized_[GeneralizedKey{e.gw->task, e.subtask, e.gw->identifier}];
+      g.is_bool = e.gw->is_bool;
+      g.function = e.gw->function;
+      g.wait_for_all = e.gw->wait_for_all;
       if (e.gw_input) {
         g.has_combined = true;
         g.combined = e.gw_value;

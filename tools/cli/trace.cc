@@ -189,8 +189,9 @@ size_t HeapBytes(const std::string& s) {
 }
 
 size_t HeapBytes(const TimelineEvent& e) {
-  return HeapBytes(e.key) + HeapBytes(e.firing) + HeapBytes(e.value) + HeapBytes(e.task) +
-         HeapBytes(e.identifier) + HeapBytes(e.gw_function);
+  // A kGeneralized event's shared part is one per lane's task and
+  // declaration: not counted per event.
+  return HeapBytes(e.key) + HeapBytes(e.firing) + HeapBytes(e.value);
 }
 
 }  // namespace
@@ -241,13 +242,16 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
     Encode(w, e.channel_aligned);
     Encode(w, e.records);
     Encode(w, e.count);
-    Encode(w, e.task);
-    Encode(w, e.identifier);
-    Encode(w, e.gw_bool);
-    Encode(w, e.gw_value);
-    Encode(w, e.gw_input);
-    Encode(w, e.gw_function);
-    Encode(w, e.gw_wait_for_all);
+    Encode(w, e.gw != nullptr);
+    if (e.gw != nullptr) {
+      Encode(w, e.gw->task);
+      Encode(w, e.gw->identifier);
+      Encode(w, e.gw->function);
+      Encode(w, e.gw->is_bool);
+      Encode(w, e.gw->wait_for_all);
+      Encode(w, e.gw_value);
+      Encode(w, e.gw_input);
+    }
   }
   return out;
 }
@@ -255,6 +259,9 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
 bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events) {
   using internal::Decode;
   internal::StateReader r(bytes);
+  std::map<std::tuple<std::string, std::string, std::string, bool, bool>,
+           std::shared_ptr<const TimelineEvent::Generalized>>
+      shared;
   const uint64_t n = r.GetCount("events");
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
     TimelineEvent e{static_cast<TimelineEvent::Kind>(Decode<int>(r)), 0};
@@ -279,13 +286,23 @@ bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* ev
     e.channel_aligned = Decode<bool>(r);
     e.records = Decode<int64_t>(r);
     e.count = Decode<int64_t>(r);
-    e.task = Decode<std::string>(r);
-    e.identifier = Decode<std::string>(r);
-    e.gw_bool = Decode<bool>(r);
-    e.gw_value = Decode<int64_t>(r);
-    e.gw_input = Decode<bool>(r);
-    e.gw_function = Decode<std::string>(r);
-    e.gw_wait_for_all = Decode<bool>(r);
+    if (Decode<bool>(r)) {
+      TimelineEvent::Generalized g;
+      g.task = Decode<std::string>(r);
+      g.identifier = Decode<std::string>(r);
+      g.function = Decode<std::string>(r);
+      g.is_bool = Decode<bool>(r);
+      g.wait_for_all = Decode<bool>(r);
+      // Shared between the events of one task and declaration, as kept.
+      auto key = std::make_tuple(g.task, g.identifier, g.function, g.is_bool, g.wait_for_all);
+      auto it = shared.find(key);
+      if (it == shared.end())
+        it = shared.emplace(key, std::make_shared<const TimelineEvent::Generalized>(std::move(g)))
+                 .first;
+      e.gw = it->second;
+      e.gw_value = Decode<int64_t>(r);
+      e.gw_input = Decode<bool>(r);
+    }
     events->push_back(std::move(e));
   }
   return r.ok() && r.AtEnd();
@@ -393,9 +410,7 @@ struct TimelineSummary::Impl {
   };
   struct GwLane {
     int rank = -1;
-    bool is_bool = false;
-    bool wait_for_all = false;
-    std::string function;
+    std::shared_ptr<const TimelineEvent::Generalized> info;
     bool has_first = false;
     GwSample first;
     std::vector<Slots<GwSample>> points;
@@ -684,17 +699,16 @@ struct TimelineSummary::Impl {
         AddMark(e, at.seq);
         break;
       case K::kGeneralized: {
-        GwLane& lane = generalized[GwKey{e.task, e.subtask, e.identifier, e.gw_input}];
+        if (e.gw == nullptr) break;
+        GwLane& lane = generalized[GwKey{e.gw->task, e.subtask, e.gw->identifier, e.gw_input}];
         lane.rank = e.rank;
-        lane.is_bool = e.gw_bool;
-        lane.wait_for_all = e.gw_wait_for_all;
-        if (lane.function != e.gw_function) lane.function = e.gw_function;
+        lane.info = e.gw;
         const GwSample g{at, e.gw_value, e.channel};
         if (!lane.has_first) {
           lane.has_first = true;
           lane.first = g;
         }
-        if (e.gw_bool) {
+        if (e.gw->is_bool) {
           Change(&lane.on, g, e.gw_value != 0, e.count);
         } else {
           AddPoint(&lane.points, g, GwV, e.count);
@@ -814,23 +828,18 @@ struct TimelineSummary::Impl {
           out.emplace_back(r.at, std::move(e));
         }
     for (const auto& [key, lane] : generalized) {
-      const auto& [task, subtask, identifier, input] = key;
-      auto gw = [&, &task = task, &identifier = identifier, input = input](const GwSample& g,
-                                                                           int64_t count) {
+      const bool input = std::get<3>(key);
+      auto gw = [&, input](const GwSample& g, int64_t count) {
         TimelineEvent e = event(K::kGeneralized, g.at, std::get<1>(key));
-        e.task = task;
-        e.identifier = identifier;
+        e.gw = lane.info;
         e.gw_input = input;
-        e.gw_bool = lane.is_bool;
         e.gw_value = g.v;
-        e.gw_function = lane.function;
-        e.gw_wait_for_all = lane.wait_for_all;
         e.channel = g.channel;
         e.rank = lane.rank;
         e.count = count;
         out.emplace_back(g.at, std::move(e));
       };
-      if (!lane.is_bool) {
+      if (!lane.info->is_bool) {
         for (const auto& b : lane.points)
           for (const auto& [g, count] : Kept(b)) gw(g, count);
         continue;
@@ -880,7 +889,8 @@ struct TimelineSummary::Impl {
     }
     for (const auto& [key, lane] : generalized)
       bytes += kNode + sizeof(key) + HeapBytes(std::get<0>(key)) + HeapBytes(std::get<2>(key)) +
-               sizeof(lane) + HeapBytes(lane.function) +
+               sizeof(lane) +
+               (lane.info ? HeapBytes(lane.info->task) + HeapBytes(lane.info->identifier) : 0) +
                lane.points.capacity() * sizeof(lane.points[0]) +
                lane.on.list.capacity() * sizeof(lane.on.list[0]);
     return bytes;
@@ -1071,13 +1081,22 @@ void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask,
   TimelineEvent ev{TimelineEvent::Kind::kGeneralized, NowMs()};
   ev.subtask = subtask;
   ev.channel = input ? channel : -1;
-  ev.task = task;
-  ev.identifier = w.identifier();
-  ev.gw_bool = w.is_bool();
+  {
+    internal::MutexLock lock(&gw_mu_);
+    auto& info = gw_info_[{task, &w.spec()}];
+    if (info == nullptr) {
+      TimelineEvent::Generalized g;
+      g.task = task;
+      g.identifier = w.identifier();
+      g.function = tidemark::ToString(w.spec().function);
+      g.is_bool = w.is_bool();
+      g.wait_for_all = w.spec().wait_for_all_channels;
+      info = std::make_shared<const TimelineEvent::Generalized>(std::move(g));
+    }
+    ev.gw = info;
+  }
   ev.gw_value = w.is_bool() ? (w.bool_value() ? 1 : 0) : w.long_value();
   ev.gw_input = input;
-  ev.gw_function = tidemark::ToString(w.spec().function);
-  ev.gw_wait_for_all = w.spec().wait_for_all_channels;
   ev.rank = rank_;  // the listener runs where the subtask does
   Keep(std::move(ev));
   if (!print_trace_) return;
@@ -1427,16 +1446,16 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
   std::map<GwKey, GwLane> gw_lanes;
   int64_t gw_lo = std::numeric_limits<int64_t>::max(), gw_hi = std::numeric_limits<int64_t>::min();
   for (const auto& e : events) {
-    if (e.kind != K::kGeneralized) continue;
-    GwLane& lane = gw_lanes[GwKey{e.task, e.subtask, e.identifier, e.gw_input}];
-    lane.is_bool = e.gw_bool;
-    lane.wait_for_all = e.gw_wait_for_all;
-    lane.function = e.gw_function;
+    if (e.kind != K::kGeneralized || e.gw == nullptr) continue;
+    GwLane& lane = gw_lanes[GwKey{e.gw->task, e.subtask, e.gw->identifier, e.gw_input}];
+    lane.is_bool = e.gw->is_bool;
+    lane.wait_for_all = e.gw->wait_for_all;
+    lane.function = e.gw->function;
     lane.rank = e.rank;
     if (lane.pts.empty() || lane.pts.back().second != e.gw_value)
       lane.pts.emplace_back(e.t_ms, e.gw_value);
     lane.watermarks += e.count;
-    if (!e.gw_bool) {
+    if (!e.gw->is_bool) {
       gw_lo = std::min(gw_lo, e.gw_value);
       gw_hi = std::max(gw_hi, e.gw_value);
     }
