@@ -614,5 +614,99 @@ TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
   if (chromium.empty()) GTEST_SKIP() << "no chromium: the page was not checked";
 }
 
+// Issue 27 item 7: generalized watermarks in the live view.  With
+// --backlog-watermark each source subtask says backlog=true with its first
+// record (FIFOs are read as files: unpaced, backlog until their end); the
+// state has, per (task, subtask), the last value sent and combined, and each
+// window input channel's value (what its source subtask sent); the page shows
+// them in its table; after the end of input every one is false.
+TEST(CliServe, BacklogWatermarksAreInTheStateAndThePage) {
+  testing::FifoInputs inputs("servebacklog", 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--parallelism=2",
+                                   "--watermarks=bounded:0s",
+                                   "--watermark-interval=20ms",
+                                   "--window=tumbling:1s",
+                                   "--backlog-watermark",
+                                   "--serve=127.0.0.1:0",
+                                   "--serve-linger=120s"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
+  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+
+  // Window subtask `ws` combined `value`, both its channels carry `value`.
+  auto window = [](int ws, const std::string& value) {
+    return std::regex(absl::StrCat(
+        "\\{\"task\":\"window[^\"]*\",\"subtask\":", ws,
+        ",\"identifier\":\"backlog\",\"type\":\"bool\",\"function\":\"or\","
+        "\"wait_for_all_channels\":false,\"sent\":null,\"combined\":",
+        value,
+        ",\"combined_channel\":[01],\"channels\":\\[\\{\"channel\":0,\"from_task\":"
+        "\"Source: [^\"]*\",\"from_subtask\":0,\"value\":",
+        value,
+        "\\},\\{\"channel\":1,\"from_task\":\"Source: [^\"]*\",\"from_subtask\":1,\"value\":",
+        value, "\\}\\]\\}"));
+  };
+  auto source = [](int s, const std::string& value) {
+    return std::regex(absl::StrCat("\\{\"task\":\"Source: [^\"]*\",\"subtask\":", s,
+                                   ",\"identifier\":\"backlog\",\"type\":\"bool\",\"function\":"
+                                   "\"or\",\"wait_for_all_channels\":false,\"sent\":",
+                                   value, ",\"combined\":null"));
+  };
+  auto all = [&](const std::string& s, const std::string& value) {
+    return std::regex_search(s, window(0, value)) && std::regex_search(s, window(1, value)) &&
+           std::regex_search(s, source(0, value)) && std::regex_search(s, source(1, value));
+  };
+  std::string state;
+  int64_t ts = 1000;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!all(state, "true") && std::chrono::steady_clock::now() < deadline) {
+    ts += 100;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ASSERT_TRUE(inputs.Write(i, absl::StrCat("k", ts % 5, ",", ts)));
+    std::this_thread::sleep_for(50ms);  // the writer's pace
+    state = Get(port, "/api/state");
+  }
+  ASSERT_TRUE(all(state, "true")) << state;
+  EXPECT_THAT(state, HasSubstr("\"status\":\"running\""));
+  EXPECT_THAT(Get(port, "/api/events?since=0"), HasSubstr("\"kind\":\"generalized_watermark\""));
+
+  const std::string chromium = Chromium();
+  if (!chromium.empty()) {
+    const std::string dom = DumpDom(chromium, port, "servebacklog");
+    EXPECT_TRUE(std::regex_search(
+        dom, std::regex("<tr class=\"gw-row\" data-task=\"window[^\"]*\" data-subtask=\"0\" "
+                        "data-identifier=\"backlog\" data-sent=\"-\" data-combined=\"true\">")))
+        << dom;
+    EXPECT_THAT(dom, HasSubstr("<td class=\"per-channel\">0: true, 1: true</td>"));
+  } else {
+    std::cerr << "chromium absent: the page's table is not checked\n";
+  }
+
+  // The end of input: every source says false, and so the windows.
+  inputs.Close();
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (!(state.find("\"status\":\"finished\"") != std::string::npos && all(state, "false")) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    state = Get(port, "/api/state");
+  }
+  EXPECT_THAT(state, HasSubstr("\"status\":\"finished\""));
+  EXPECT_TRUE(all(state, "false")) << state;
+  ASSERT_TRUE(p.WaitForErr("(--serve-linger)", 30s)) << p.err();
+  kill(p.pid(), SIGINT);
+  EXPECT_EQ(p.Wait(30s), 0) << p.err();
+}
+
 }  // namespace
 }  // namespace tidemark

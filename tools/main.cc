@@ -136,6 +136,11 @@ ABSL_FLAG(std::string, timeline_axis, "time",
 ABSL_FLAG(std::string, rate, "",
           "pace the input: each source subtask reads at most N lines a second (N/s), files "
           "included; for studying a run as it unfolds (empty: as fast as it can)");
+ABSL_FLAG(bool, backlog_watermark, false,
+          "each source subtask sends a generalized bool watermark 'backlog' (combined with OR): "
+          "true while it reads a file as fast as it can, or with --rate while it is more than a "
+          "second behind its pace; false at the end of its input (shown by --trace=watermarks, "
+          "--timeline and --serve)");
 ABSL_FLAG(std::string, serve, "",
           "serve a live view of the job's watermarks at HOST:PORT (loopback only; port 0: any "
           "free port, printed on stderr)");
@@ -507,6 +512,7 @@ int main(int argc, char** argv) {
   o.timeline = absl::GetFlag(FLAGS_timeline);
   o.timeline_axis = absl::GetFlag(FLAGS_timeline_axis);
   o.rate = absl::GetFlag(FLAGS_rate);
+  o.backlog_watermark = absl::GetFlag(FLAGS_backlog_watermark);
   o.serve = absl::GetFlag(FLAGS_serve);
   o.serve_linger = absl::GetFlag(FLAGS_serve_linger);
   o.bad_lines = absl::GetFlag(FLAGS_bad_lines);

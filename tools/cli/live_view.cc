@@ -87,6 +87,16 @@ LiveEvent ToLiveEvent(const TimelineEvent& e, const absl::TimeZone& zone) {
            {"max_allowed", absl::StrCat(e.aligned)},
            {"max_allowed_text", time(e.aligned)}};
       break;
+    case K::kGeneralized:
+      l.kind = "generalized_watermark";
+      l.channel = e.gw_input ? e.channel : -1;
+      if (e.gw == nullptr) break;
+      f = {{"task", JsonString(e.gw->task)},
+           {"identifier", JsonString(e.gw->identifier)},
+           {"type", e.gw->is_bool ? "\"bool\"" : "\"long\""},
+           {"direction", e.gw_input ? "\"in\"" : "\"out\""},
+           {"value", e.gw->is_bool ? Bool(e.gw_value != 0) : absl::StrCat(e.gw_value)}};
+      break;
     default:  // a kind added later: shown generically until it has a case here
       l.kind = absl::StrCat("event_", static_cast<int>(e.kind));
       l.channel = e.channel;
@@ -251,6 +261,22 @@ void LiveState::Apply(const TimelineEvent& e) {
     case K::kSourcePause:
       sources_[e.subtask].paused = e.idle;
       break;
+    case K::kGeneralized: {
+      if (e.gw == nullptr) break;
+      Generalized& g = generalized_[GeneralizedKey{e.gw->task, e.subtask, e.gw->identifier}];
+      g.is_bool = e.gw->is_bool;
+      g.function = e.gw->function;
+      g.wait_for_all = e.gw->wait_for_all;
+      if (e.gw_input) {
+        g.has_combined = true;
+        g.combined = e.gw_value;
+        g.combined_channel = e.channel;
+      } else {
+        g.has_sent = true;
+        g.sent = e.gw_value;
+      }
+      break;
+    }
     default:
       break;
   }
@@ -358,7 +384,11 @@ std::string LiveState::GraphJson(const std::vector<SubtaskMetricsSnapshot>& metr
                       ",\"backpressure\":\"", BackPressureLevel(sub.out_fill),
                       "\",\"records_in\":", sub.m ? sub.m->records_in : 0,
                       ",\"records_out\":", sub.m ? sub.m->records_out : 0,
-                      ",\"finished\":", Bool(sub.m != nullptr && sub.m->finished), "}");
+                      ",\"finished\":", Bool(sub.m != nullptr && sub.m->finished));
+      // Only when it has any (the graph's JSON is unchanged for jobs without).
+      const std::string gw = GeneralizedJson(&vs[v].name, static_cast<int>(s));
+      if (gw != "[]") absl::StrAppend(&j, ",\"generalized_watermarks\":", gw);
+      j += "}";
     }
     j += "]}";
   }
@@ -374,6 +404,51 @@ std::string LiveState::GraphJson(const std::vector<SubtaskMetricsSnapshot>& metr
                     BackPressureLevel(edge_fill[e]), "\"}");
   }
   return j + "]}";
+}
+
+std::string LiveState::GeneralizedJson(const std::string* task, int subtask) const {
+  auto value = [](bool is_bool, bool has, int64_t v) {
+    return !has ? std::string("null") : is_bool ? Bool(v != 0) : absl::StrCat(v);
+  };
+  std::string j = "[";
+  bool first = true;
+  for (const auto& [key, g] : generalized_) {
+    const auto& [t, st, identifier] = key;
+    if (task != nullptr && (t != *task || st != subtask)) continue;
+    absl::StrAppend(&j, first ? "" : ",", "{\"task\":", JsonString(t), ",\"subtask\":", st,
+                    ",\"identifier\":", JsonString(identifier), ",\"type\":\"",
+                    g.is_bool ? "bool" : "long", "\",\"function\":", JsonString(g.function),
+                    ",\"wait_for_all_channels\":", Bool(g.wait_for_all),
+                    ",\"sent\":", value(g.is_bool, g.has_sent, g.sent),
+                    ",\"combined\":", value(g.is_bool, g.has_combined, g.combined),
+                    ",\"combined_channel\":", g.combined_channel, ",\"channels\":[");
+    first = false;
+    // Each input channel carries what its producer sent (a generalized
+    // watermark is broadcast on every channel of an edge): from the graph.
+    const LiveGraph::Vertex* vertex = nullptr;
+    for (const LiveGraph::Vertex& v : graph_.vertices)
+      if (v.name == t && st < static_cast<int>(v.inputs.size())) vertex = &v;
+    if (vertex != nullptr) {
+      const auto& inputs = vertex->inputs[st];
+      bool first_ch = true;
+      for (size_t c = 0; c < inputs.size(); ++c) {
+        const auto [edge, producer] = inputs[c];
+        if (edge < 0 || edge >= static_cast<int>(graph_.edges.size())) continue;
+        const int from = graph_.edges[edge].from;
+        std::string from_name;
+        for (const LiveGraph::Vertex& v : graph_.vertices)
+          if (v.id == from) from_name = v.name;
+        auto it = generalized_.find(GeneralizedKey{from_name, producer, identifier});
+        const bool has = it != generalized_.end() && it->second.has_sent;
+        absl::StrAppend(&j, first_ch ? "" : ",", "{\"channel\":", c,
+                        ",\"from_task\":", JsonString(from_name), ",\"from_subtask\":", producer,
+                        ",\"value\":", value(g.is_bool, has, has ? it->second.sent : 0), "}");
+        first_ch = false;
+      }
+    }
+    j += "]}";
+  }
+  return j + "]";
 }
 
 std::string LiveState::CheckpointsJson(const std::optional<CheckpointSummary>& c) const {
@@ -496,6 +571,7 @@ std::string LiveState::StateJson() const {
   absl::StrAppend(&j, "},\"next_event\":", first_seq_ + events_.size(),
                   ",\"zone_offset_ms\":", int64_t{zone_.At(at).offset} * 1000,
                   ",\"graph\":", GraphJson(metrics),
+                  ",\"generalized_watermarks\":", GeneralizedJson(nullptr, -1),
                   ",\"checkpoints\":", CheckpointsJson(checkpoints),
                   ",\"history\":", history_.Json(ended_ms_ >= 0 ? ended_ms_ : now), "}");
   return j;
@@ -990,7 +1066,11 @@ constexpr const char* kLiveGraphScript = R"JS(
         row.appendChild(svg('title', {}, ['subtask ' + st.subtask + ': watermark ' + st.watermark_text +
                                           ', output channels ' + Math.round(st.output_fill * 100) +
                                           '% full, input channels ' + Math.round(st.input_fill * 100) +
-                                          '% full, records in ' + st.records_in + ', out ' + st.records_out]));
+                                          '% full, records in ' + st.records_in + ', out ' + st.records_out +
+                                          (st.generalized_watermarks || []).map(function (g) {
+                                            return '; ' + g.identifier + ' sent ' + g.sent +
+                                                ', combined ' + g.combined;
+                                          }).join('')]));
         gv.appendChild(row);
       });
       if (v.subtasks.length > MAX_ROWS)
@@ -1160,6 +1240,10 @@ svg text{font-family:sans-serif}
 <table id='sources'><thead><tr><th>source subtask</th><th>watermark</th><th>idle</th>
 <th>paused</th><th>records</th></tr></thead><tbody></tbody></table>
 <div id='windows'></div>
+<h3 id='gw-title'>Generalized watermarks</h3>
+<table id='generalized'><thead><tr><th>task</th><th>subtask</th><th>watermark</th>
+<th>combined by</th><th>sent</th><th>combined (input)</th><th>per input channel</th></tr></thead>
+<tbody></tbody></table>
 <h3>Events</h3>
 <label><input type='checkbox' id='steps'> show every watermark step</label>
 <ul id='log'></ul>
@@ -1199,6 +1283,23 @@ svg text{font-family:sans-serif}
         [el('td', {}, [String(src.subtask)]), el('td', {'class': 'wm'}, [src.watermark_text]),
          el('td', {}, [flag(src.idle, 'idle')]), el('td', {}, [flag(src.paused, 'paused')]),
          el('td', {}, [String(src.records)])]));
+    });
+    var gbody = document.querySelector('#generalized tbody');
+    gbody.textContent = '';
+    (s.generalized_watermarks || []).forEach(function (g) {
+      var shown = function (v) { return v === null ? '-' : String(v); };
+      gbody.appendChild(el('tr', {'class': 'gw-row', 'data-task': g.task, 'data-subtask': g.subtask,
+                                  'data-identifier': g.identifier, 'data-sent': shown(g.sent),
+                                  'data-combined': shown(g.combined)},
+        [el('td', {}, [g.task]), el('td', {}, [String(g.subtask)]),
+         el('td', {}, [g.identifier + ' (' + g.type + ')']),
+         el('td', {}, [g.function + (g.wait_for_all_channels ? ', waits for all channels' : '')]),
+         el('td', {'class': 'sent'}, [shown(g.sent)]),
+         el('td', {'class': 'combined'}, [shown(g.combined) +
+             (g.combined_channel >= 0 ? ' (last from channel ' + g.combined_channel + ')' : '')]),
+         el('td', {'class': 'per-channel'}, [g.channels.map(function (c) {
+           return c.channel + ': ' + shown(c.value);
+         }).join(', ')])]));
     });
     var windows = document.getElementById('windows');
     windows.textContent = '';
@@ -1253,6 +1354,11 @@ svg text{font-family:sans-serif}
     barrier: function (e) {
       return (e.source ? 'source ' : 'window ') + e.subtask + ' barrier ' + e.checkpoint +
           (e.source ? '' : ' aligned in ' + e.alignment_ms + ' ms');
+    },
+    generalized_watermark: function (e) {
+      return e.task + ' subtask ' + e.subtask +
+          (e.direction === 'in' ? ' combined (channel ' + e.channel + ') ' : ' sent ') +
+          e.identifier + '=' + e.value;
     }
   };
   var steps = {source_watermark: true, channel: true};

@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -162,6 +163,18 @@ class LiveState final : public TimelineObserver {
     bool idle = false;
     bool aligned = true;  // counts in the minimum (the valve's status)
   };
+  // A generalized watermark kind at a subtask of a task: the last value the
+  // subtask sent and the last its input combined (docs/generalized-watermarks.md).
+  struct Generalized {
+    bool is_bool = false;
+    std::string function;
+    bool wait_for_all = false;
+    bool has_sent = false, has_combined = false;
+    int64_t sent = 0, combined = 0;
+    int combined_channel = -1;  // whose arrival made the last combined value
+  };
+  // (task, subtask, identifier)
+  using GeneralizedKey = std::tuple<std::string, int, std::string>;
   struct Window {
     std::map<int, Channel> channels;
     Timestamp aligned = kMinTimestamp;
@@ -172,8 +185,14 @@ class LiveState final : public TimelineObserver {
   void Apply(const TimelineEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Append(const LiveEvent& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Time(Timestamp ts) const;
-  std::string GraphJson(const std::vector<SubtaskMetricsSnapshot>& metrics) const;
+  std::string GraphJson(const std::vector<SubtaskMetricsSnapshot>& metrics) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string CheckpointsJson(const std::optional<CheckpointSummary>& c) const;
+  // The generalized watermarks of `task`'s subtask (every task's when `task`
+  // is null), each with the last value on each input channel (what the
+  // channel's producer last sent, from the graph) when the graph is known.
+  std::string GeneralizedJson(const std::string* task, int subtask) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::TimeZone zone_;
   const size_t max_events_;
@@ -181,6 +200,7 @@ class LiveState final : public TimelineObserver {
   mutable internal::Mutex mu_;
   std::map<int, Source> sources_ ABSL_GUARDED_BY(mu_);
   std::map<int, Window> windows_ ABSL_GUARDED_BY(mu_);
+  std::map<GeneralizedKey, Generalized> generalized_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> kinds_ ABSL_GUARDED_BY(mu_);  // events seen, by kind
   std::deque<std::string> events_ ABSL_GUARDED_BY(mu_);        // JSON, seq first_seq_ ...
   uint64_t first_seq_ ABSL_GUARDED_BY(mu_) = 0;

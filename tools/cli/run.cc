@@ -41,6 +41,60 @@
 namespace tidemark::cli {
 namespace {
 
+// --backlog-watermark (docs/generalized-watermarks.md, "In the CLI"): chained
+// to each source subtask, it sends the generalized bool watermark "backlog"
+// (FLIP-309's isProcessingBacklog: the source is catching up on data that
+// already exists).  A file read unpaced is backlog from its first record to
+// its end (it is read as fast as the job goes, faster than it was written);
+// with --rate the input keeps a pace, and is backlog only while it is more
+// than a second behind it (the pacer then lets it read at full speed to catch
+// up); a socket without --rate is live input, never backlog.  At the end of
+// input (the watermark MAX) it says false.  Records pass through unchanged.
+class BacklogOperator final
+    : public internal::BatchedOperator<BacklogOperator, CliRecord, CliRecord> {
+ public:
+  static constexpr double kBehindMs = 1000;
+  BacklogOperator(bool unpaced_file, double rate) : unpaced_file_(unpaced_file), rate_(rate) {}
+
+  void ProcessElement(CliRecord&& r, Timestamp ts) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (records_ == 0) first_ = now;
+    bool backlog = unpaced_file_;
+    if (rate_ > 0) {
+      // Record n (from 0) is due n / rate seconds after the first.
+      const double elapsed = std::chrono::duration<double, std::milli>(now - first_).count();
+      const double due = static_cast<double>(records_) * 1000.0 / rate_;
+      backlog = elapsed - due > kBehindMs;
+    }
+    ++records_;
+    Send(backlog);
+    this->output().Collect(std::move(r), ts);
+  }
+  void ProcessWatermark(Timestamp w) override {
+    if (w == kMaxWatermark && sent_) Send(false);  // the input ended: nothing left to catch up on
+    this->ForwardWatermark(w);
+  }
+
+ private:
+  static const BoolWatermarkDeclaration& Declaration() {
+    static const BoolWatermarkDeclaration backlog =
+        WatermarkDeclarations::new_builder("backlog").type_bool().combine_function_or().build();
+    return backlog;
+  }
+  void Send(bool backlog) {
+    if (sent_ && backlog == last_) return;  // changes only
+    sent_ = true;
+    last_ = backlog;
+    this->ForwardGeneralizedWatermark(Declaration().new_watermark(backlog));
+  }
+
+  const bool unpaced_file_;
+  const double rate_;
+  int64_t records_ = 0;
+  std::chrono::steady_clock::time_point first_;
+  bool sent_ = false, last_ = false;
+};
+
 // Accumulator of every aggregate the CLI offers.  Integer values (see
 // CliRecord) are kept exactly: their sum in 128 bits (it cannot overflow
 // before 2^64 records), their minimum and maximum as int64; decimal values
@@ -993,6 +1047,16 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   // At the source's parallelism, chained to it (Flink's fromSource); marked
   // so that explain() would warn if that ever changed.
   internal::StreamAccess::Node(env, internal::StreamAccess::Id(with_ts)).assigns_timestamps = true;
+  if (o.backlog_watermark) {
+    with_ts = with_ts
+                  .transform<CliRecord>(
+                      "Backlog",
+                      [unpaced_file = o.socket.empty() && rate <= 0,
+                       rate]() -> std::unique_ptr<OneInputOperator<CliRecord, CliRecord>> {
+                        return std::make_unique<BacklogOperator>(unpaced_file, rate);
+                      })
+                  .set_parallelism(source_p);
+  }
   auto stamped = with_ts.filter([](const CliRecord& r) { return !r.is_marker(); })
                      .name("Drop markers")
                      .set_parallelism(source_p);

@@ -92,6 +92,12 @@ struct RunOptions {
   // --rate=N/s: each source subtask reads at most N lines a second (any
   // input); empty: unpaced.
   std::string rate;
+  // --backlog-watermark: each source subtask sends a generalized bool
+  // watermark "backlog" (OR over channels; FLIP-309's isProcessingBacklog):
+  // true while it reads a file unpaced (or, with --rate, while it is more than
+  // a second behind its pace), false when it ends or keeps its pace
+  // (docs/generalized-watermarks.md, "In the CLI").
+  bool backlog_watermark = false;
   // --serve=HOST:PORT: the live view while the job runs (a loopback address
   // only; port 0: a free one, printed on stderr); --serve-linger=D: keep
   // serving for D after the job ended (a signal ends it early).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -188,6 +189,8 @@ size_t HeapBytes(const std::string& s) {
 }
 
 size_t HeapBytes(const TimelineEvent& e) {
+  // A kGeneralized event's shared part is one per lane's task and
+  // declaration: not counted per event.
   return HeapBytes(e.key) + HeapBytes(e.firing) + HeapBytes(e.value);
 }
 
@@ -239,6 +242,16 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
     Encode(w, e.channel_aligned);
     Encode(w, e.records);
     Encode(w, e.count);
+    Encode(w, e.gw != nullptr);
+    if (e.gw != nullptr) {
+      Encode(w, e.gw->task);
+      Encode(w, e.gw->identifier);
+      Encode(w, e.gw->function);
+      Encode(w, e.gw->is_bool);
+      Encode(w, e.gw->wait_for_all);
+      Encode(w, e.gw_value);
+      Encode(w, e.gw_input);
+    }
   }
   return out;
 }
@@ -246,6 +259,9 @@ std::string EncodeTimelineEvents(const std::vector<TimelineEvent>& events) {
 bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* events) {
   using internal::Decode;
   internal::StateReader r(bytes);
+  std::map<std::tuple<std::string, std::string, std::string, bool, bool>,
+           std::shared_ptr<const TimelineEvent::Generalized>>
+      shared;
   const uint64_t n = r.GetCount("events");
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
     TimelineEvent e{static_cast<TimelineEvent::Kind>(Decode<int>(r)), 0};
@@ -270,6 +286,23 @@ bool DecodeTimelineEvents(std::string_view bytes, std::vector<TimelineEvent>* ev
     e.channel_aligned = Decode<bool>(r);
     e.records = Decode<int64_t>(r);
     e.count = Decode<int64_t>(r);
+    if (Decode<bool>(r)) {
+      TimelineEvent::Generalized g;
+      g.task = Decode<std::string>(r);
+      g.identifier = Decode<std::string>(r);
+      g.function = Decode<std::string>(r);
+      g.is_bool = Decode<bool>(r);
+      g.wait_for_all = Decode<bool>(r);
+      // Shared between the events of one task and declaration, as kept.
+      auto key = std::make_tuple(g.task, g.identifier, g.function, g.is_bool, g.wait_for_all);
+      auto it = shared.find(key);
+      if (it == shared.end())
+        it = shared.emplace(key, std::make_shared<const TimelineEvent::Generalized>(std::move(g)))
+                 .first;
+      e.gw = it->second;
+      e.gw_value = Decode<int64_t>(r);
+      e.gw_input = Decode<bool>(r);
+    }
     events->push_back(std::move(e));
   }
   return r.ok() && r.AtEnd();
@@ -366,6 +399,24 @@ struct TimelineSummary::Impl {
   };
   // (subtask, kind, firing, source)
   using MarkKey = std::tuple<int, int, std::string, bool>;
+  // Generalized watermarks: a lane per (task, subtask, identifier, combined
+  // at the input); a long's points as a watermark lane's, a bool's true
+  // stretches as idle stretches (and its first value, so a lane that stays
+  // false is drawn).
+  struct GwSample {
+    At at;
+    int64_t v = 0;
+    int channel = -1;
+  };
+  struct GwLane {
+    int rank = -1;
+    std::shared_ptr<const TimelineEvent::Generalized> info;
+    bool has_first = false;
+    GwSample first;
+    std::vector<Slots<GwSample>> points;
+    Stretches<GwSample> on;
+  };
+  using GwKey = std::tuple<std::string, int, std::string, bool>;
 
   bool by_records;
   int64_t buckets;
@@ -376,6 +427,7 @@ struct TimelineSummary::Impl {
   std::map<std::pair<int, int>, ChannelLane> channels;
   std::map<int, std::vector<Slots<ChannelSample>>> aligned;
   std::map<MarkKey, MarkLane> marks;
+  std::map<GwKey, GwLane> generalized;
 
   Impl(bool by_records_axis, size_t max_buckets)
       : by_records(by_records_axis),
@@ -583,6 +635,7 @@ struct TimelineSummary::Impl {
   static Timestamp Wm(const SourceSample& s) { return s.wm; }
   static Timestamp ChannelWm(const ChannelSample& s) { return s.wm; }
   static Timestamp Aligned(const ChannelSample& s) { return s.aligned; }
+  static int64_t GwV(const GwSample& s) { return s.v; }
 
   // Doubles the width until `at` falls within the buckets; merges.
   void Fit(const At& at) {
@@ -601,6 +654,10 @@ struct TimelineSummary::Impl {
       CoarsenStretches(&st.paused);
     }
     for (auto& [_, lane] : marks) CoarsenMarks(&lane, shift);
+    for (auto& [_, lane] : generalized) {
+      CoarsenPoints(&lane.points, shift, GwV);
+      CoarsenStretches(&lane.on);
+    }
   }
 
   void Add(const TimelineEvent& e) {
@@ -641,6 +698,23 @@ struct TimelineSummary::Impl {
       case K::kBarrier:
         AddMark(e, at.seq);
         break;
+      case K::kGeneralized: {
+        if (e.gw == nullptr) break;
+        GwLane& lane = generalized[GwKey{e.gw->task, e.subtask, e.gw->identifier, e.gw_input}];
+        lane.rank = e.rank;
+        lane.info = e.gw;
+        const GwSample g{at, e.gw_value, e.channel};
+        if (!lane.has_first) {
+          lane.has_first = true;
+          lane.first = g;
+        }
+        if (e.gw->is_bool) {
+          Change(&lane.on, g, e.gw_value != 0, e.count);
+        } else {
+          AddPoint(&lane.points, g, GwV, e.count);
+        }
+        break;
+      }
     }
   }
 
@@ -753,6 +827,37 @@ struct TimelineSummary::Impl {
           }
           out.emplace_back(r.at, std::move(e));
         }
+    for (const auto& [key, lane] : generalized) {
+      const bool input = std::get<3>(key);
+      auto gw = [&, input](const GwSample& g, int64_t count) {
+        TimelineEvent e = event(K::kGeneralized, g.at, std::get<1>(key));
+        e.gw = lane.info;
+        e.gw_input = input;
+        e.gw_value = g.v;
+        e.channel = g.channel;
+        e.rank = lane.rank;
+        e.count = count;
+        out.emplace_back(g.at, std::move(e));
+      };
+      if (!lane.info->is_bool) {
+        for (const auto& b : lane.points)
+          for (const auto& [g, count] : Kept(b)) gw(g, count);
+        continue;
+      }
+      // A bool: its first value, then each true stretch's start and end.
+      if (lane.has_first &&
+          (lane.on.list.empty() || lane.on.list[0].from.at.seq != lane.first.at.seq))
+        gw(lane.first, 1);
+      for (const auto& x : lane.on.list) {
+        GwSample from = x.from;
+        from.v = 1;
+        gw(from, x.count);
+        if (x.open) continue;
+        GwSample until = x.until;
+        until.v = 0;
+        gw(until, 1);
+      }
+    }
     std::sort(out.begin(), out.end(),
               [&](const auto& a, const auto& b) { return Before(a.first, b.first); });
     std::vector<TimelineEvent> events;
@@ -782,6 +887,12 @@ struct TimelineSummary::Impl {
         for (const Rep& r : b.reps) bytes += HeapBytes(r.key) + HeapBytes(r.value);
       }
     }
+    for (const auto& [key, lane] : generalized)
+      bytes += kNode + sizeof(key) + HeapBytes(std::get<0>(key)) + HeapBytes(std::get<2>(key)) +
+               sizeof(lane) +
+               (lane.info ? HeapBytes(lane.info->task) + HeapBytes(lane.info->identifier) : 0) +
+               lane.points.capacity() * sizeof(lane.points[0]) +
+               lane.on.list.capacity() * sizeof(lane.on.list[0]);
     return bytes;
   }
 
@@ -792,6 +903,7 @@ struct TimelineSummary::Impl {
     for (const auto& [_, lane] : aligned) n += lane.size();
     for (const auto& [_, st] : statuses) n += st.idle.list.size() + st.paused.list.size();
     for (const auto& [_, lane] : marks) n += lane.reps;
+    for (const auto& [_, lane] : generalized) n += lane.points.size() + lane.on.list.size();
     return n;
   }
 };
@@ -966,6 +1078,27 @@ void TraceRecorder::OnSplitWatermark(const std::string& task, int subtask, const
 
 void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask, bool input,
                                            int channel, const GeneralizedWatermark& w) {
+  TimelineEvent ev{TimelineEvent::Kind::kGeneralized, NowMs()};
+  ev.subtask = subtask;
+  ev.channel = input ? channel : -1;
+  {
+    internal::MutexLock lock(&gw_mu_);
+    auto& info = gw_info_[{task, &w.spec()}];
+    if (info == nullptr) {
+      TimelineEvent::Generalized g;
+      g.task = task;
+      g.identifier = w.identifier();
+      g.function = tidemark::ToString(w.spec().function);
+      g.is_bool = w.is_bool();
+      g.wait_for_all = w.spec().wait_for_all_channels;
+      info = std::make_shared<const TimelineEvent::Generalized>(std::move(g));
+    }
+    ev.gw = info;
+  }
+  ev.gw_value = w.is_bool() ? (w.bool_value() ? 1 : 0) : w.long_value();
+  ev.gw_input = input;
+  ev.rank = rank_;  // the listener runs where the subtask does
+  Keep(std::move(ev));
   if (!print_trace_) return;
   const std::string value =
       w.is_bool() ? (w.bool_value() ? "true" : "false") : absl::StrCat(w.long_value());
@@ -1040,6 +1173,10 @@ namespace {
 
 const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
                           "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#d62728"};
+// Generalized watermarks' lanes (a palette of its own: they are not
+// channels).
+const char* kGwPalette[] = {"#e6550d", "#3182bd", "#31a354", "#756bb1", "#636363",
+                            "#fd8d3c", "#6baed6", "#74c476", "#9e9ac8", "#969696"};
 
 std::string Esc(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
@@ -1288,8 +1425,57 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
       case K::kBarrier:
         (e.source ? sources : window_subtasks).insert(e.subtask);
         break;
+      case K::kGeneralized:
+        break;
     }
   }
+  // Generalized watermarks (docs/generalized-watermarks.md): a lane per
+  // (task, subtask, identifier, direction), drawn in a panel of their own
+  // below the others: a shaded band where a bool is true, a step line (on
+  // the longs' own scale) for a long.
+  struct GwLane {
+    bool is_bool = false;
+    bool wait_for_all = false;
+    std::string function;
+    int rank = -1;
+    LanePoints pts;  // (t, value)
+    int64_t watermarks = 0;
+    int colour = 0;
+  };
+  using GwKey = std::tuple<std::string, int, std::string, bool>;
+  std::map<GwKey, GwLane> gw_lanes;
+  int64_t gw_lo = std::numeric_limits<int64_t>::max(), gw_hi = std::numeric_limits<int64_t>::min();
+  for (const auto& e : events) {
+    if (e.kind != K::kGeneralized || e.gw == nullptr) continue;
+    GwLane& lane = gw_lanes[GwKey{e.gw->task, e.subtask, e.gw->identifier, e.gw_input}];
+    lane.is_bool = e.gw->is_bool;
+    lane.wait_for_all = e.gw->wait_for_all;
+    lane.function = e.gw->function;
+    lane.rank = e.rank;
+    if (lane.pts.empty() || lane.pts.back().second != e.gw_value)
+      lane.pts.emplace_back(e.t_ms, e.gw_value);
+    lane.watermarks += e.count;
+    if (!e.gw->is_bool) {
+      gw_lo = std::min(gw_lo, e.gw_value);
+      gw_hi = std::max(gw_hi, e.gw_value);
+    }
+  }
+  int gw_bools = 0, gw_longs = 0;
+  for (auto& [key, lane] : gw_lanes) {
+    lane.colour = (gw_bools + gw_longs) % 10;
+    ++(lane.is_bool ? gw_bools : gw_longs);
+  }
+  auto gw_name = [](const GwKey& key, const GwLane& lane) {
+    const auto& [task, subtask, identifier, input] = key;
+    return absl::StrCat(identifier, " (", lane.is_bool ? "bool" : "long", ", ", lane.function,
+                        lane.wait_for_all ? ", waits for all channels" : "", ") at ", task,
+                        " subtask ", subtask,
+                        lane.rank >= 0 ? absl::StrCat(" (rank ", lane.rank, ")") : std::string(),
+                        input ? " combined" : " sent");
+  };
+  constexpr double kGwRow = 16, kGwLongH = 110;
+  const double gw_panel_h =
+      gw_lanes.empty() ? 0 : gw_bools * kGwRow + (gw_longs > 0 ? kGwLongH + 10 : 0) + 10;
   if (e_min > e_max) {
     e_min = 0;
     e_max = 1;
@@ -1356,6 +1542,18 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
        "checkpoint barrier (its number beside it)", "barrier"});
   entries.push_back({"<circle cx='12' cy='0' r='6' fill='#2ca02c' stroke='white'/>",
                      "a larger mark: several merged (hover for how many)", "merged"});
+  for (const auto& [key, lane] : gw_lanes) {
+    const char* c = kGwPalette[lane.colour];
+    if (lane.is_bool) {
+      entries.push_back({absl::StrCat("<rect x='2' y='-6' width='20' height='12' fill='", c,
+                                      "' opacity='0.45'/>"),
+                         absl::StrCat(gw_name(key, lane), ": true"), "gw-bool"});
+    } else {
+      entries.push_back(
+          {absl::StrCat("<line x1='0' y1='0' x2='24' y2='0' stroke='", c, "' stroke-width='2'/>"),
+           gw_name(key, lane), "gw-long"});
+    }
+  }
   std::string legend;
   double lx = 0, ly = 0;
   const double legend_width = width - left - right;
@@ -1374,7 +1572,8 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
     lx += w;
   }
   const double top0 = 20 + ly + 18 + 32;
-  const double height = top0 + panels * (panel_h + gap) + 40;
+  const double height =
+      top0 + panels * (panel_h + gap) + 40 + (gw_lanes.empty() ? 0 : gw_panel_h + gap);
   Scale s{0,
           t_end,
           left,
@@ -1467,6 +1666,8 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
         } else {
           window_marks[e.subtask].push_back(&e);
         }
+        break;
+      case K::kGeneralized:
         break;
     }
   }
@@ -1649,8 +1850,84 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
         ws);
     draw_marks(window_marks[ws], top);
   }
+  double last_h = panel_h;
+  if (!gw_lanes.empty()) {
+    top += panel_h + gap;
+    last_h = gw_panel_h;
+    absl::StrAppendFormat(&svg,
+                          "<rect class='gw-panel' x='%.1f' y='%.1f' width='%.1f' height='%.1f' "
+                          "fill='none' stroke='#ccc'/>\n<text x='8' y='%.1f' "
+                          "font-weight='bold'>generalized watermarks</text>\n",
+                          left, top, width - left - right, gw_panel_h, top - 6);
+    double row_y = top + 5;
+    for (const auto& [key, lane] : gw_lanes) {
+      if (!lane.is_bool) continue;
+      const auto& [task, subtask, identifier, input] = key;
+      const char* c = kGwPalette[lane.colour];
+      const std::string name = gw_name(key, lane);
+      absl::StrAppendFormat(&svg,
+                            "<text class='gw-row' x='%.1f' y='%.1f' text-anchor='end' "
+                            "fill='%s'>%s</text>\n",
+                            left - 4, row_y + kGwRow - 5, c,
+                            Esc(absl::StrCat(identifier, " ", input ? "in" : "out", " ", subtask)));
+      for (size_t i = 0; i < lane.pts.size(); ++i) {
+        if (lane.pts[i].second == 0) continue;
+        const double from = lane.pts[i].first;
+        const double until = i + 1 < lane.pts.size() ? lane.pts[i + 1].first : t_end;
+        const std::string text = absl::StrCat(name, ": true");
+        absl::StrAppendFormat(
+            &svg,
+            "<rect class='gw-band' data-identifier='%s' data-task='%s' data-subtask='%d' "
+            "data-direction='%s' x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s' "
+            "opacity='0.45'%s><title>%s</title></rect>\n",
+            Esc(identifier), Esc(task), subtask, input ? "in" : "out", s.X(from), row_y,
+            std::max(1.0, s.X(until) - s.X(from)), kGwRow - 3, c, info(text), Esc(text));
+      }
+      row_y += kGwRow;
+    }
+    if (gw_longs > 0) {
+      // The longs' own vertical scale.
+      const double lo = static_cast<double>(gw_lo), hi = static_cast<double>(gw_hi);
+      const double ltop = row_y + 5, lh = kGwLongH;
+      auto y_of = [&](int64_t v) {
+        const double f = hi > lo ? (static_cast<double>(v) - lo) / (hi - lo) : 0.5;
+        return ltop + lh - f * lh;
+      };
+      for (const double v : NiceTicks(lo, hi, 3)) {
+        absl::StrAppendFormat(&svg,
+                              "<text class='tick gw' x='%.1f' y='%.1f' text-anchor='end' "
+                              "fill='#666'>%g</text>\n",
+                              left - 4, y_of(static_cast<int64_t>(v)) + 4, v);
+      }
+      for (const auto& [key, lane] : gw_lanes) {
+        if (lane.is_bool) continue;
+        const auto& [task, subtask, identifier, input] = key;
+        const LanePoints pts = DownsampleLane(lane.pts, s, lane_budget);
+        std::string d;
+        for (size_t i = 0; i < pts.size(); ++i) {
+          const double x = s.X(pts[i].first), y = y_of(pts[i].second);
+          if (i == 0) {
+            absl::StrAppendFormat(&d, "M%.1f %.1f", x, y);
+          } else {
+            absl::StrAppendFormat(&d, " H%.1f V%.1f", x, y);
+          }
+        }
+        if (!pts.empty()) absl::StrAppendFormat(&d, " H%.1f", s.X(t_end));
+        const std::string text =
+            absl::StrCat(gw_name(key, lane), ": ", lane.watermarks, " watermarks, last ",
+                         pts.empty() ? std::string("none") : absl::StrCat(pts.back().second));
+        absl::StrAppendFormat(
+            &svg,
+            "<path class='lane gw-long' data-identifier='%s' data-task='%s' data-subtask='%d' "
+            "data-direction='%s' d='%s' fill='none' stroke='%s' stroke-width='2'%s>"
+            "<title>%s</title></path>\n",
+            Esc(identifier), Esc(task), subtask, input ? "in" : "out", d, kGwPalette[lane.colour],
+            info(text), Esc(text));
+      }
+    }
+  }
   // Processing-time axis.
-  const double axis_y = top + panel_h + 18;
+  const double axis_y = top + last_h + 18;
   std::vector<double> xticks = NiceTicks(0, t_end, 8);
   if (options.by_records) {  // whole records only
     xticks.erase(

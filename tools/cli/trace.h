@@ -17,9 +17,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -56,7 +58,8 @@ struct TimelineEvent {
     kFiring,
     kLate,
     kBarrier,
-    kSourcePause
+    kSourcePause,
+    kGeneralized
   };
   Kind kind;
   double t_ms;  // processing time since the job started
@@ -79,6 +82,7 @@ struct TimelineEvent {
   // aligned it), and how long the alignment took
   int64_t checkpoint = -1;
   bool source = false;
+  bool gw_input = false;  // kGeneralized (below); here, where it takes no room
   double alignment_ms = 0;
   // Under mpirun: the rank of the subtask, and of a channel's upstream
   // subtask (-1 on one rank).
@@ -92,6 +96,27 @@ struct TimelineEvent {
   // many watermarks; kSourceIdle / kSourcePause / kChannel with idle = true
   // (the start of a stretch): that many idle or paused stretches.
   int64_t count = 1;
+  // kGeneralized: a generalized watermark (docs/generalized-watermarks.md)
+  // that `gw->task`'s subtask sent (gw_input false) or that its input
+  // combined and passed on (gw_input true; `channel`: the channel whose
+  // arrival made it).  A bool's value is 0 or 1.  What does not change from
+  // one watermark of a lane to the next (the task, the identifier and the
+  // declaration: its combination function, "min", "max", "and" or "or", and
+  // whether it waits for every channel) is shared between the events (the
+  // recorder keeps one per task and declaration), so an event stays as small
+  // as before but for `gw_value` and a pointer.  Past the bound a summary
+  // keeps, per lane (task, subtask, identifier, direction), a long's
+  // first/lowest/highest/last point per bucket (`count`: the watermarks it
+  // stands for) and a bool's true stretches.
+  struct Generalized {
+    std::string task;
+    std::string identifier;
+    std::string function;
+    bool is_bool = false;
+    bool wait_for_all = false;
+  };
+  std::shared_ptr<const Generalized> gw;  // kGeneralized only
+  int64_t gw_value = 0;
 
   // A window firing, for TraceRecorder::OnFiring (which sets t_ms): the
   // window [start, end) of `key` at `subtask`, the watermark it fired at, how
@@ -186,8 +211,8 @@ class TraceRecorder final : public WatermarkListener {
   // several files per subtask): printed in the trace, not kept.
   void OnSplitWatermark(const std::string& task, int subtask, const std::string& split,
                         Timestamp watermark, bool idle) override;
-  // Generalized watermarks (docs/generalized-watermarks.md): one line each,
-  // printed in the trace, not kept for the timeline.
+  // Generalized watermarks (docs/generalized-watermarks.md): one line each
+  // in the trace, and kept for the timeline (TimelineEvent::Kind::kGeneralized).
   void OnGeneralizedWatermark(const std::string& task, int subtask, bool input, int channel,
                               const GeneralizedWatermark& w) override;
   // Checkpoint barriers: a source subtask sent one, or a window subtask
@@ -251,6 +276,10 @@ class TraceRecorder final : public WatermarkListener {
   mutable internal::Mutex mu_;
   std::vector<TimelineEvent> events_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<TimelineSummary> summary_ ABSL_GUARDED_BY(mu_);
+  // The shared part of kGeneralized events, per (task, declaration).
+  internal::Mutex gw_mu_;
+  std::map<std::pair<std::string, const void*>, std::shared_ptr<const TimelineEvent::Generalized>>
+      gw_info_ ABSL_GUARDED_BY(gw_mu_);
 };
 
 // A self-contained HTML page (inline SVG and script, no network) drawing, over
