@@ -827,7 +827,10 @@ struct TimelineSummary::Impl {
           }
           out.emplace_back(r.at, std::move(e));
         }
-    for (const auto& [key, lane] : generalized) {
+    for (const auto& entry : generalized) {
+      // Named, not structured bindings: clang 14 cannot capture those.
+      const auto& key = entry.first;
+      const auto& lane = entry.second;
       const bool input = std::get<3>(key);
       auto gw = [&, input](const GwSample& g, int64_t count) {
         TimelineEvent e = event(K::kGeneralized, g.at, std::get<1>(key));
