@@ -30,12 +30,19 @@ g++ -std=c++17 -O3 -DNDEBUG -DNO_DEFAULT_MAPPING -DBLOCKING_MODE -I"$wf/wf" -I"$
   -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1); $(nproc) cores; $(date -u +%FT%TZ)"
 common=(--sources=2 --windows=2 --keys=10000 --records="$records")
+# The same allocator on both sides: tidemark-bench links jemalloc when the
+# build found it (TIDEMARK_JEMALLOC), so WindFlow's program gets it preloaded.
+preload=""
+if jemalloc=$(ldd "$bench" | awk '/libjemalloc/ {print $3}') && [ -n "$jemalloc" ]; then
+  preload="$jemalloc"
+fi
+echo "allocator: ${preload:-glibc malloc} on both sides"
 for r in $(seq "$rounds"); do
   t=$("$bench" --job=W1 "${common[@]}" --json |
       python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["records_per_s"])')
-  k=$("$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=keyed 2>/dev/null | tail -1 |
+  k=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=keyed 2>/dev/null | tail -1 |
       python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
-  f=$("$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=ffat 2>/dev/null | tail -1 |
+  f=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=ffat 2>/dev/null | tail -1 |
       python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
   echo "round $r: tidemark $t, windflow keyed $k, windflow ffat $f records/s (load $(cut -d' ' -f1 /proc/loadavg))"
   echo "$t $k $f" >> "$out/rates"
