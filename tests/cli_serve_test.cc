@@ -41,6 +41,19 @@ using testing::ReadFile;
 using testing::ShellQuote;
 using testing::TempPath;
 
+// Waits for `p` to print its live view's address ("live view at
+// http://127.0.0.1:PORT/") and reads the port.
+::testing::AssertionResult LiveViewPort(CliProcess& p, int* port) {
+  if (!p.WaitForErr("live view at http://127.0.0.1:", 60s) || !p.WaitForErr("/\n", 10s))
+    return ::testing::AssertionFailure() << "no live view address in: " << p.err();
+  std::smatch m;
+  const std::string err = p.err();
+  if (!std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")) ||
+      !absl::SimpleAtoi(m[1].str(), port))
+    return ::testing::AssertionFailure() << "no port in: " << err;
+  return ::testing::AssertionSuccess();
+}
+
 std::string Chromium() {
   for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
     if (std::system(absl::StrCat("test -x ", c).c_str()) == 0) return c;
@@ -101,13 +114,8 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   write_lines();
 
   // The port the server got, from stderr.
-  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
-  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
-  std::smatch m;
-  const std::string err = p.err();
-  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
   int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  ASSERT_TRUE(LiveViewPort(p, &port));
 
   // The state of the running job: both window subtasks, each with both
   // channels at a real watermark, and who holds the minimum back.
@@ -217,13 +225,8 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
   CliProcess p(args, CliProcess::kStdinClosed);
   ASSERT_TRUE(p.started());
   ASSERT_TRUE(inputs.Open());
-  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
-  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
-  std::smatch m;
-  const std::string err = p.err();
-  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
   int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  ASSERT_TRUE(LiveViewPort(p, &port));
 
   // Channel 1 of both window subtasks: idle, then active and unaligned.
   auto channel1 = [](const std::string& idle, const std::string& aligned) {
@@ -404,13 +407,8 @@ TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
   CliProcess p(args, CliProcess::kStdinClosed);
   ASSERT_TRUE(p.started());
   ASSERT_TRUE(inputs.Open());
-  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
-  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
-  std::smatch m;
-  const std::string err = p.err();
-  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
   int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  ASSERT_TRUE(LiveViewPort(p, &port));
 
   // The writer: source 0 ahead, source 1 behind (it holds the minimum).
   std::atomic<bool> stop{false};
@@ -490,6 +488,7 @@ TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
   EXPECT_EQ(count(state, "\"backpressure\":\"(ok|low|high)\""), 3 + 6 + 2) << state;
 
   // The checkpoints: the last completed just now, nothing failed.
+  std::smatch m;
   ASSERT_TRUE(std::regex_search(
       state, m,
       std::regex("\"completed\":\\d+,\"failed\":0,\"last_completed\":\\{\"id\":\\d+,"
@@ -636,13 +635,8 @@ TEST(CliServe, BacklogWatermarksAreInTheStateAndThePage) {
   CliProcess p(args, CliProcess::kStdinClosed);
   ASSERT_TRUE(p.started());
   ASSERT_TRUE(inputs.Open());
-  ASSERT_TRUE(p.WaitForErr("live view at http://127.0.0.1:", 60s)) << p.err();
-  ASSERT_TRUE(p.WaitForErr("/\n", 10s)) << p.err();
-  std::smatch m;
-  const std::string err = p.err();
-  ASSERT_TRUE(std::regex_search(err, m, std::regex("live view at http://127\\.0\\.0\\.1:(\\d+)/")));
   int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  ASSERT_TRUE(LiveViewPort(p, &port));
 
   // Window subtask `ws` combined `value`, both its channels carry `value`.
   auto window = [](int ws, const std::string& value) {
