@@ -687,9 +687,8 @@ class KeyedStateStore {
     }
     for (const auto& [name, table] : tables_) {
       w.PutBytes(name);
-      if (std::vector<std::string> groups;
-          w.key_group_hint() > 0 && !table->on_kv() &&
-          table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
+      if (std::vector<std::string> groups; w.key_group_hint() > 0 && !table->on_kv() &&
+                                           table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
         // Incremental checkpoints: one blob per key group (Restore merges
         // them), so an unchanged key group encodes to the same bytes.  Not
         // for a table on RocksDB: its map is only a cache (the snapshot of
