@@ -606,38 +606,14 @@ class KeyedStateStore {
 
   template <typename V, typename N = VoidNamespace>
   StateTable<K, N, V>& Table(std::string_view name) {
-    auto it = tables_.find(name);
-    if (it == tables_.end())
-      it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
-    auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
-    if (t == nullptr)
-      throw std::logic_error("state '" + std::string(name) + "' was created with another type");
-    if (!pending_.empty()) ApplyPending(it->first, *t);
-    return *t;
+    return TableOn<V, N>(name, /*on_kv=*/false);
   }
   // Table, on RocksDB when the store has one (UseBackend): for the tables
   // that only handles (ValueState ...) touch, through Find, GetOrCreate,
   // TryEmplace and Erase, never `map` directly.
   template <typename V, typename N = VoidNamespace>
   StateTable<K, N, V>& HandleTable(std::string_view name) {
-    if (kv_ == nullptr) [[likely]]
-      return Table<V, N>(name);
-    auto it = tables_.find(name);
-    if (it == tables_.end())
-      it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
-    auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
-    if (t == nullptr)
-      throw std::logic_error("state '" + std::string(name) + "' was created with another type");
-    if (!t->on_kv()) {
-      // The table's prefix in the store: its number, 4 bytes big-endian.
-      const uint32_t id = next_kv_id_++;
-      std::string prefix{static_cast<char>(id >> 24), static_cast<char>(id >> 16),
-                         static_cast<char>(id >> 8), static_cast<char>(id)};
-      t->AttachKv(kv_.get(), std::move(prefix), max_parallelism_, cache_entries_, name);
-      kv_tables_.push_back(t);
-    }
-    if (!pending_.empty()) ApplyPending(it->first, *t);
-    return *t;
+    return TableOn<V, N>(name, kv_ != nullptr);
   }
   size_t num_tables() const { return tables_.size(); }
 
@@ -742,6 +718,27 @@ class KeyedStateStore {
   }
 
  private:
+  // The table `name`, created if new; attached to the store first when
+  // `on_kv` (its prefix there: its number, 4 bytes big-endian), then given
+  // the restored entries waiting for it.
+  template <typename V, typename N>
+  StateTable<K, N, V>& TableOn(std::string_view name, bool on_kv) {
+    auto it = tables_.find(name);
+    if (it == tables_.end())
+      it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
+    auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
+    if (t == nullptr)
+      throw std::logic_error("state '" + std::string(name) + "' was created with another type");
+    if (on_kv && !t->on_kv()) {
+      const uint32_t id = next_kv_id_++;
+      std::string prefix{static_cast<char>(id >> 24), static_cast<char>(id >> 16),
+                         static_cast<char>(id >> 8), static_cast<char>(id)};
+      t->AttachKv(kv_.get(), std::move(prefix), max_parallelism_, cache_entries_, name);
+      kv_tables_.push_back(t);
+    }
+    if (!pending_.empty()) ApplyPending(it->first, *t);
+    return *t;
+  }
   // Decodes the bytes restored for `name` before the table existed.
   void ApplyPending(const std::string& name, StateTableBase& table) {
     auto p = pending_.find(name);
