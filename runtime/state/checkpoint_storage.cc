@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tidemark/runtime/state/kv_store.h"
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
@@ -170,6 +171,10 @@ std::optional<int64_t> ParseCheckpointDirName(std::string_view name) {
 
 constexpr std::string_view kRefMagic = "TMINCREF";
 constexpr uint32_t kRefVersion = 1;
+// With whole shared files the state refers to besides its chunks (a state
+// backend's own files, e.g. RocksDB's SST files): counted by retention and
+// checked by a load, not part of the state's bytes.
+constexpr uint32_t kRefVersionFiles = 2;
 // Chunk sizes: at least 1 KiB, about 4 KiB past that on average, at most
 // 16 KiB (a cut where the rolling hash's top 12 bits are 0).
 constexpr size_t kMinChunk = 1024;
@@ -243,7 +248,8 @@ bool Indexable(const SharedChunkRef& r) { return r.hash1 != 0 || r.hash2 != 0; }
 // A reference file: the magic, a version, the size and CRC-32C of the whole
 // state it stands for, the shared files' names, then per chunk (in order) the
 // file's index, offset, size, CRC-32C and content hashes.
-std::string EncodeRefs(const std::vector<SharedChunkRef>& refs) {
+std::string EncodeRefs(const std::vector<SharedChunkRef>& refs,
+                       const std::vector<SharedChunkRef>& files_referred = {}) {
   uint64_t total = 0;
   std::vector<std::string_view> files;
   std::map<std::string_view, uint64_t> index;
@@ -253,7 +259,7 @@ std::string EncodeRefs(const std::vector<SharedChunkRef>& refs) {
   }
   StateWriter w;
   w.PutRaw(kRefMagic.data(), kRefMagic.size());
-  w.PutU32(kRefVersion);
+  w.PutU32(files_referred.empty() ? kRefVersion : kRefVersionFiles);
   w.PutU64(total);
   w.PutVarint(files.size());
   for (std::string_view f : files) w.PutBytes(f);
@@ -266,21 +272,30 @@ std::string EncodeRefs(const std::vector<SharedChunkRef>& refs) {
     w.PutU64(r.hash1);
     w.PutU64(r.hash2);
   }
+  if (!files_referred.empty()) {
+    w.PutVarint(files_referred.size());
+    for (const SharedChunkRef& f : files_referred) {
+      w.PutBytes(f.file);
+      w.PutVarint(f.size);
+    }
+  }
   return w.Release();
 }
 
 // The errors say what is wrong (the caller names the file).
-absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(std::string_view bytes,
-                                                       uint64_t* total_size) {
+absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(
+    std::string_view bytes, uint64_t* total_size,
+    std::vector<SharedChunkRef>* files_referred = nullptr) {
   if (bytes.substr(0, kRefMagic.size()) != kRefMagic) {
     return absl::DataLossError("not a reference file of an incremental checkpoint (bad magic)");
   }
   StateReader r(bytes);
   r.GetRaw(kRefMagic.size(), "magic");
   const uint32_t version = r.GetU32("format version");
-  if (r.ok() && version != kRefVersion) {
+  if (r.ok() && version != kRefVersion && version != kRefVersionFiles) {
     return absl::FailedPreconditionError(absl::StrCat("reference file format version ", version,
-                                                      ", this build reads version ", kRefVersion));
+                                                      ", this build reads versions ", kRefVersion,
+                                                      " and ", kRefVersionFiles));
   }
   *total_size = r.GetU64("state size");
   const uint64_t nfiles = r.GetCount("shared file count");
@@ -310,6 +325,19 @@ absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(std::string_view bytes,
     c.file = files[f];
     sum += c.size;
     refs.push_back(std::move(c));
+  }
+  if (version == kRefVersionFiles) {
+    const uint64_t nref = r.GetCount("referred file count");
+    for (uint64_t i = 0; i < nref && r.ok(); ++i) {
+      SharedChunkRef f;
+      f.file = std::string(r.GetBytes("referred file name"));
+      f.size = r.GetVarint("referred file size");
+      if (!r.ok()) break;
+      if (absl::Status s = ValidateName(f.file); !s.ok()) {
+        return absl::DataLossError(absl::StrCat("referred shared file: ", s.message()));
+      }
+      if (files_referred != nullptr) files_referred->push_back(std::move(f));
+    }
   }
   if (!r.ok()) return absl::DataLossError(absl::StrCat(r.error(), " (corrupt)"));
   if (!r.AtEnd()) return absl::DataLossError("bytes after the last chunk (corrupt)");
@@ -466,8 +494,27 @@ absl::StatusOr<LoadedCheckpoint> LoadDir(const fs::path& chk_dir, std::optional<
     std::map<std::string, std::string> files;  // read once per load
     for (auto& [name, ref_bytes] : out.states) {
       uint64_t total = 0;
-      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(ref_bytes, &total);
+      std::vector<SharedChunkRef> referred;
+      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(ref_bytes, &total, &referred);
       if (!refs.ok()) return Prefixed(refs.status(), absl::StrCat(name, ": "));
+      for (const SharedChunkRef& f : referred) {
+        // A state backend's own file (read by that backend on restore):
+        // there, with its size.
+        std::error_code ec;
+        const uint64_t size = fs::file_size(shared / f.file, ec);
+        if (ec) {
+          return absl::NotFoundError(absl::StrCat(
+              name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", f.file, ": ",
+              ec == std::errc::no_such_file_or_directory
+                  ? std::string("missing (a shared file this incremental checkpoint refers to)")
+                  : ec.message()));
+        }
+        if (size != f.size) {
+          return absl::DataLossError(absl::StrCat(
+              name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", f.file, ": size ", size,
+              ", the reference says ", f.size, size < f.size ? " (truncated)" : " (corrupt)"));
+        }
+      }
       std::string bytes;
       bytes.reserve(total);
       for (const SharedChunkRef& c : *refs) {
@@ -526,6 +573,45 @@ std::string CheckpointLabel(const fs::path& chk_dir, std::optional<int64_t> id) 
   return absl::StrCat(name.rfind("savepoint-", 0) == 0 ? "savepoint " : "checkpoint ", name);
 }
 
+// A subtask's SharedFileSink for one checkpoint of an incremental storage.
+class StorageSharedFileSink final : public SharedFileSink {
+ public:
+  StorageSharedFileSink(const CheckpointStorage* storage, int64_t id)
+      : storage_(storage), id_(id) {}
+  int64_t checkpoint_id() const override { return id_; }
+  std::filesystem::path shared_dir() const override {
+    return std::filesystem::absolute(storage_->SharedDir());
+  }
+  std::string Upload(const std::filesystem::path& local, std::string_view name) override {
+    absl::StatusOr<SharedChunkRef> r = storage_->WriteSharedFileFrom(id_, name, local);
+    if (!r.ok()) throw std::runtime_error(std::string(r.status().message()));
+    MutexLock lock(&mu_);
+    files_.emplace_back(r->file, r->size);
+    uploaded_ += r->size;
+    return r->file;
+  }
+  bool Reuse(std::string_view shared, uint64_t size) override {
+    if (!storage_->ReuseSharedFile(id_, shared, size)) return false;
+    MutexLock lock(&mu_);
+    files_.emplace_back(std::string(shared), size);
+    return true;
+  }
+  std::vector<std::pair<std::string, uint64_t>> Files() const override {
+    MutexLock lock(&mu_);
+    return files_;
+  }
+  uint64_t uploaded_bytes() const override {
+    MutexLock lock(&mu_);
+    return uploaded_;
+  }
+
+ private:
+  const CheckpointStorage* storage_;
+  const int64_t id_;
+  mutable Mutex mu_;
+  std::vector<std::pair<std::string, uint64_t>> files_ ABSL_GUARDED_BY(mu_);
+  uint64_t uploaded_ ABSL_GUARDED_BY(mu_) = 0;
+};
 }  // namespace
 
 // The incremental mode's memory: which chunks the retained checkpoints hold
@@ -597,20 +683,23 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, st
 }
 
 absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateRefs(
-    int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs) const {
+    int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs,
+    const std::vector<SharedChunkRef>& files_referred) const {
   {
     MutexLock lock(&chunks_->mu);
     for (const SharedChunkRef& r : refs) chunks_->pending_files[id].insert(r.file);
+    for (const SharedChunkRef& r : files_referred) chunks_->pending_files[id].insert(r.file);
   }
-  absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, EncodeRefs(refs));
+  absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, EncodeRefs(refs, files_referred));
   if (!info.ok()) return info;
   info->full_size = 0;
   for (const SharedChunkRef& r : refs) info->full_size += r.size;
   return info;
 }
 
-absl::StatusOr<StateFileInfo> CheckpointStorage::WriteIncremental(int64_t id, std::string_view name,
-                                                                  std::string_view bytes) const {
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteIncremental(
+    int64_t id, std::string_view name, std::string_view bytes,
+    const std::vector<SharedChunkRef>& files_referred) const {
   if (id < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", id, ": write state: negative checkpoint id"));
@@ -657,7 +746,7 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteIncremental(int64_t id, st
     auto& pending = chunks_->pending[id];
     for (const SharedChunkRef& r : fresh) pending.emplace(KeyOf(r), r);
   }
-  absl::StatusOr<StateFileInfo> info = WriteStateRefs(id, name, refs);
+  absl::StatusOr<StateFileInfo> info = WriteStateRefs(id, name, refs, files_referred);
   if (info.ok()) info->shared_bytes = new_bytes.size();
   return info;
 }
@@ -710,12 +799,14 @@ absl::StatusOr<std::map<std::string, int>> CheckpointStorage::SharedFileReferenc
       if (absl::Status s = ReadFile(chk / f.name, &bytes); !s.ok()) {
         return Prefixed(s, absl::StrCat("checkpoint ", id, ": ", f.name, ": "));
       }
-      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(bytes, &total);
+      std::vector<SharedChunkRef> referred;
+      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(bytes, &total, &referred);
       if (!refs.ok()) {
         return Prefixed(refs.status(), absl::StrCat("checkpoint ", id, ": ", f.name, ": "));
       }
       std::set<std::string_view> files;
       for (const SharedChunkRef& r : *refs) files.insert(r.file);
+      for (const SharedChunkRef& r : referred) files.insert(r.file);
       for (std::string_view file : files) ++out[std::string(file)];
     }
   }
@@ -775,10 +866,76 @@ std::filesystem::path CheckpointStorage::CheckpointPath(int64_t id) const {
   return dir_ / absl::StrCat(ToAbsl(kDirPrefix), id);
 }
 
-absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(int64_t id, std::string_view name,
-                                                            std::string_view bytes) const {
-  if (incremental_) return WriteIncremental(id, name, bytes);
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(
+    int64_t id, std::string_view name, std::string_view bytes,
+    const std::vector<SharedChunkRef>& files_referred) const {
+  if (incremental_) return WriteIncremental(id, name, bytes, files_referred);
+  if (!files_referred.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", id, ": write state: ", ToAbsl(name),
+                     " refers to shared files, but the storage is not incremental"));
+  }
   return WriteStateFile(id, name, bytes);
+}
+
+absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
+    int64_t id, std::string_view name, const std::filesystem::path& local) const {
+  const std::string where = absl::StrCat("checkpoint ", id, ": write shared file: ");
+  if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
+  if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
+  const fs::path shared = SharedDir();
+  std::error_code ec;
+  fs::create_directories(shared, ec);
+  if (ec) return Prefixed(FsErrorStatus("create directory", shared, ec), where);
+  const std::string file = absl::StrCat(id, "-", ToAbsl(name));
+  const fs::path tmp = shared / absl::StrCat(".", file, ".tmp");
+  const fs::path path = shared / file;
+  if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
+  fs::remove(tmp, ec);
+  ec.clear();
+  // A hard link where the file system allows (the file must never change
+  // afterwards: RocksDB's SST files), else a copy; synced either way.
+  fs::create_hard_link(local, tmp, ec);
+  if (ec) {
+    ec.clear();
+    fs::copy_file(local, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Prefixed(FsErrorStatus("copy " + local.string() + " to", tmp, ec), where);
+  }
+  {
+    Fd fd(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return Prefixed(ErrnoError("open", tmp, errno), where);
+    if (::fsync(fd.get()) != 0) return Prefixed(ErrnoError("fsync", tmp, errno), where);
+  }
+  const uint64_t size = fs::file_size(tmp, ec);
+  if (ec) return Prefixed(FsErrorStatus("stat", tmp, ec), where);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return Prefixed(ErrnoError(absl::StrCat("rename ", tmp.string(), " to"), path, err), where);
+  }
+  {
+    MutexLock lock(&chunks_->mu);
+    chunks_->pending_files[id].insert(file);
+  }
+  return SharedChunkRef{file, 0, size, 0};
+}
+
+std::shared_ptr<SharedFileSink> CheckpointStorage::SharedFileSinkFor(int64_t id) const {
+  if (!incremental_) return nullptr;
+  return std::make_shared<StorageSharedFileSink>(this, id);
+}
+
+bool CheckpointStorage::ReuseSharedFile(int64_t id, std::string_view file, uint64_t size) const {
+  if (ValidateName(file).ok()) {
+    // Protected from retention first, then checked.
+    {
+      MutexLock lock(&chunks_->mu);
+      chunks_->pending_files[id].insert(std::string(file));
+    }
+    std::error_code ec;
+    if (fs::file_size(SharedDir() / file, ec) == size && !ec) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateFile(int64_t id, std::string_view name,

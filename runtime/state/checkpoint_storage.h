@@ -59,6 +59,8 @@
 
 namespace tidemark::internal {
 
+class SharedFileSink;  // kv_store.h
+
 // One state file of a checkpoint, as written.
 struct StateFileInfo {
   std::string name;
@@ -135,8 +137,25 @@ class CheckpointStorage {
   // turns back into the concatenated bytes.  Only in incremental mode.
   absl::StatusOr<SharedChunkRef> WriteSharedFile(int64_t id, std::string_view name,
                                                  std::string_view bytes) const;
-  absl::StatusOr<StateFileInfo> WriteStateRefs(int64_t id, std::string_view name,
-                                               const std::vector<SharedChunkRef>& refs) const;
+  // `files_referred`: whole shared files the state refers to besides its
+  // chunks (a state backend's own files, read by it on restore, e.g.
+  // RocksDB's SST files; name and size): retention keeps them while the
+  // checkpoint is retained, a load checks they are there with their size.
+  absl::StatusOr<StateFileInfo> WriteStateRefs(
+      int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs,
+      const std::vector<SharedChunkRef>& files_referred = {}) const;
+  // A state backend's own file `local` (never changed once written) as
+  // shared file DIR/shared/<id>-<name>: hard-linked where the file system
+  // allows, else copied; fsynced.  Returns its name and size (no CRC).
+  absl::StatusOr<SharedChunkRef> WriteSharedFileFrom(int64_t id, std::string_view name,
+                                                     const std::filesystem::path& local) const;
+  // Whether shared file `file` (written by an earlier checkpoint) is there
+  // with `size` bytes; it is kept from retention while checkpoint `id` is
+  // written either way.
+  bool ReuseSharedFile(int64_t id, std::string_view file, uint64_t size) const;
+  // A SharedFileSink (kv_store.h) into this storage for checkpoint `id`,
+  // over the two calls above; null unless incremental.
+  std::shared_ptr<SharedFileSink> SharedFileSinkFor(int64_t id) const;
   // The shared files the retained complete checkpoints refer to, counted
   // from their reference files on disk (file -> number of references).  An
   // error when one cannot be read (retention then deletes nothing).
@@ -149,8 +168,10 @@ class CheckpointStorage {
   // file, then `name` as a reference file).  `name` must be non-empty, without '/' or NUL,
   // not start with '.', and not be "_manifest".  Overwrites a file of the
   // same name.  Returns what Commit needs to know about it.
-  absl::StatusOr<StateFileInfo> WriteState(int64_t id, std::string_view name,
-                                           std::string_view bytes) const;
+  // `files_referred` (incremental mode only): as WriteStateRefs's.
+  absl::StatusOr<StateFileInfo> WriteState(
+      int64_t id, std::string_view name, std::string_view bytes,
+      const std::vector<SharedChunkRef>& files_referred = {}) const;
 
   // Makes checkpoint `id` complete: checks that every file in `files` is
   // there with its size, writes the manifest (last, atomically), then deletes
@@ -217,8 +238,9 @@ class CheckpointStorage {
 
   absl::StatusOr<StateFileInfo> WriteStateFile(int64_t id, std::string_view name,
                                                std::string_view bytes) const;
-  absl::StatusOr<StateFileInfo> WriteIncremental(int64_t id, std::string_view name,
-                                                 std::string_view bytes) const;
+  absl::StatusOr<StateFileInfo> WriteIncremental(
+      int64_t id, std::string_view name, std::string_view bytes,
+      const std::vector<SharedChunkRef>& files_referred) const;
   // Reads the retained checkpoints' chunks into the index, once.
   void LoadIndex() const;
   // Retention of shared files after checkpoint `id` was committed.
