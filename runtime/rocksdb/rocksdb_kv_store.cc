@@ -12,17 +12,24 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "tidemark/runtime/state/kv_store.h"
 
@@ -33,19 +40,81 @@ int tidemark_rocksdb_link_anchor = 0;
 namespace tidemark::internal {
 namespace {
 
+namespace fs = std::filesystem;
+
 // The database and its directory; shared by the store and its snapshots.
 struct Db {
   std::unique_ptr<rocksdb::DB> db;
   std::filesystem::path path;
-  ~Db() {
+  // Native checkpoints: a name no other database uses (shared files are
+  // "<id>-<uid>-<file>"), and the SST files already in the shared directory
+  // (local name -> shared name and size).  SST files never change once
+  // written, so one uploaded stays valid while the shared file is there.
+  std::string uid;
+  std::mutex mu;
+  std::map<std::string, std::pair<std::string, uint64_t>> uploaded;
+  void Close() {
     if (db != nullptr) {
       db->Close().PermitUncheckedError();
       db.reset();
     }
+  }
+  ~Db() {
+    Close();
     std::error_code ec;
     std::filesystem::remove_all(path, ec);  // best effort: a temp directory
   }
 };
+
+std::string NewUid() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  const uint64_t r =
+      (uint64_t{rd()} << 32) ^ rd() ^ (uint64_t(::getpid()) << 16) ^ counter.fetch_add(1);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r));
+  return buf;
+}
+
+rocksdb::Options MakeOptions() {
+  rocksdb::Options options;
+  options.write_buffer_size = 8 << 20;
+  options.max_write_buffer_number = 2;
+  options.max_background_jobs = 2;
+  options.max_open_files = 256;
+  options.compression = rocksdb::kNoCompression;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(8 << 20);
+  // A key the state has never held (a new key's first record) is answered
+  // by the filters, not by reading every level.
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return options;
+}
+
+bool IsSst(std::string_view name) {
+  return name.size() > 4 && name.substr(name.size() - 4) == ".sst";
+}
+
+// `to` as a hard link to `from` (an SST file: never changed once written),
+// or a copy (other files, which RocksDB may append to; another file
+// system).
+void LinkOrCopy(const fs::path& from, const fs::path& to, bool link) {
+  std::error_code ec;
+  if (link) {
+    fs::create_hard_link(from, to, ec);
+    if (!ec) return;
+  }
+  ec.clear();
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec)
+    throw std::runtime_error("RocksDB state backend: copy " + from.string() + " to " + to.string() +
+                             ": " + ec.message());
+}
+
+// Fills the (empty) directory db.path with the files of a native checkpoint
+// and opens the database there.
+void OpenFromFiles(Db& db, const fs::path& shared_dir, const std::vector<KvNativeFile>& files);
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
@@ -77,14 +146,17 @@ class RocksDbSnapshot final : public KvSnapshot {
   ~RocksDbSnapshot() override { db_->db->ReleaseSnapshot(snap_); }
   void Scan(std::string_view prefix,
             const std::function<void(std::string_view, std::string_view)>& f) const override {
-    const std::string end = PrefixEnd(prefix);
-    rocksdb::Slice upper(end);
+    ScanRange(prefix, PrefixEnd(prefix), f);
+  }
+  void ScanRange(std::string_view begin, std::string_view end,
+                 const std::function<void(std::string_view, std::string_view)>& f) const override {
+    rocksdb::Slice upper(end.data(), end.size());
     rocksdb::ReadOptions ro;
     ro.snapshot = snap_;
     ro.fill_cache = false;
     if (!end.empty()) ro.iterate_upper_bound = &upper;
     std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro));
-    for (it->Seek(ToSlice(prefix)); it->Valid(); it->Next()) {
+    for (it->Seek(ToSlice(begin)); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key(), v = it->value();
       f(std::string_view(k.data(), k.size()), std::string_view(v.data(), v.size()));
     }
@@ -94,6 +166,55 @@ class RocksDbSnapshot final : public KvSnapshot {
  private:
   std::shared_ptr<Db> db_;
   const rocksdb::Snapshot* snap_;
+};
+
+// A RocksDB checkpoint (hard links of the SST files, copies of the rest) in
+// a directory beside the database's, uploaded off the task thread.
+class RocksDbCheckpoint final : public KvCheckpoint {
+ public:
+  RocksDbCheckpoint(std::shared_ptr<Db> db, fs::path dir)
+      : db_(std::move(db)), dir_(std::move(dir)) {}
+  ~RocksDbCheckpoint() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::vector<KvNativeFile> Upload(SharedFileSink& sink) override {
+    std::vector<KvNativeFile> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+      KvNativeFile f;
+      f.local = it->path().filename().string();
+      f.size = fs::file_size(it->path());
+      out.push_back(std::move(f));
+    }
+    if (ec)
+      throw std::runtime_error("RocksDB state backend: list " + dir_.string() + ": " +
+                               ec.message());
+    for (KvNativeFile& f : out) {
+      if (IsSst(f.local)) {
+        std::pair<std::string, uint64_t> known;
+        {
+          std::lock_guard<std::mutex> lock(db_->mu);
+          auto it = db_->uploaded.find(f.local);
+          if (it != db_->uploaded.end()) known = it->second;
+        }
+        if (!known.first.empty() && known.second == f.size && sink.Reuse(known.first, f.size)) {
+          f.shared = known.first;
+          continue;
+        }
+      }
+      f.shared = sink.Upload(dir_ / f.local, db_->uid + "-" + f.local);
+      if (IsSst(f.local)) {
+        std::lock_guard<std::mutex> lock(db_->mu);
+        db_->uploaded[f.local] = {f.shared, f.size};
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Db> db_;
+  fs::path dir_;
 };
 
 class RocksDbKvStore final : public KvStore {
@@ -121,6 +242,28 @@ class RocksDbKvStore final : public KvStore {
   }
   std::string path() const override { return db_->path.string(); }
 
+  std::unique_ptr<KvCheckpoint> Checkpoint() override {
+    Commit();
+    static std::atomic<uint64_t> counter{0};
+    fs::path dir = db_->path;
+    dir += ".chk-" + std::to_string(counter.fetch_add(1));
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    rocksdb::Checkpoint* raw = nullptr;
+    Check(rocksdb::Checkpoint::Create(db_->db.get(), &raw), *db_, "checkpoint");
+    std::unique_ptr<rocksdb::Checkpoint> cp(raw);
+    // Flushes the memtables first (log_size_for_flush 0): writes skip the WAL.
+    Check(cp->CreateCheckpoint(dir.string(), 0), *db_, "checkpoint");
+    return std::make_unique<RocksDbCheckpoint>(db_, std::move(dir));
+  }
+
+  void RestoreFiles(const fs::path& shared_dir, const std::vector<KvNativeFile>& files) override {
+    if (db_.use_count() != 1)
+      throw std::logic_error("RocksDB state backend: restoring files into a store in use");
+    batch_.Clear();
+    OpenFromFiles(*db_, shared_dir, files);
+  }
+
  private:
   std::shared_ptr<Db> db_;
   rocksdb::WriteOptions wo_;
@@ -137,34 +280,68 @@ std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_vi
   if (name.size() > 60) name.resize(60);
   name += "-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   auto db = std::make_shared<Db>();
+  db->uid = NewUid();
   db->path = base / name;
   std::error_code ec;
   std::filesystem::create_directories(db->path, ec);
   if (ec)
     throw std::runtime_error("RocksDB state backend: cannot create " + db->path.string() + ": " +
                              ec.message());
-  rocksdb::Options options;
+  rocksdb::Options options = MakeOptions();
   options.create_if_missing = true;
   options.error_if_exists = true;
-  options.write_buffer_size = 8 << 20;
-  options.max_write_buffer_number = 2;
-  options.max_background_jobs = 2;
-  options.max_open_files = 256;
-  options.compression = rocksdb::kNoCompression;
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(8 << 20);
-  // A key the state has never held (a new key's first record) is answered
-  // by the filters, not by reading every level.
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   Check(rocksdb::DB::Open(options, db->path.string(), &raw), *db, "opening");
   db->db.reset(raw);
   return std::make_unique<RocksDbKvStore>(std::move(db));
 }
 
+void OpenFromFiles(Db& db, const fs::path& shared_dir, const std::vector<KvNativeFile>& files) {
+  db.Close();
+  std::error_code ec;
+  fs::remove_all(db.path, ec);
+  fs::create_directories(db.path, ec);
+  if (ec)
+    throw std::runtime_error("RocksDB state backend: cannot create " + db.path.string() + ": " +
+                             ec.message());
+  std::map<std::string, std::pair<std::string, uint64_t>> uploaded;
+  for (const KvNativeFile& f : files) {
+    if (f.local.empty() || f.local.find('/') != std::string::npos || f.local[0] == '.')
+      throw std::runtime_error("RocksDB state backend: native checkpoint names file '" + f.local +
+                               "' (corrupt)");
+    const fs::path from = shared_dir / f.shared;
+    const uint64_t size = fs::file_size(from, ec);
+    if (ec || size != f.size)
+      throw std::runtime_error("RocksDB state backend: restoring " + from.string() + ": " +
+                               (ec ? ec.message()
+                                   : "size " + std::to_string(size) + ", the checkpoint says " +
+                                         std::to_string(f.size)));
+    LinkOrCopy(from, db.path / f.local, IsSst(f.local));
+    if (IsSst(f.local)) uploaded[f.local] = {f.shared, f.size};
+  }
+  rocksdb::Options options = MakeOptions();
+  options.create_if_missing = false;
+  rocksdb::DB* raw = nullptr;
+  Check(rocksdb::DB::Open(options, db.path.string(), &raw), db, "opening restored files");
+  db.db.reset(raw);
+  std::lock_guard<std::mutex> lock(db.mu);
+  db.uploaded = std::move(uploaded);
+}
+
+std::unique_ptr<KvStore> OpenRocksDbFiles(const fs::path& shared_dir,
+                                          const std::vector<KvNativeFile>& files) {
+  static std::atomic<int> counter{0};
+  auto db = std::make_shared<Db>();
+  db->uid = NewUid();
+  db->path = fs::temp_directory_path() / "tidemark-rocksdb" /
+             ("restore-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
+  OpenFromFiles(*db, shared_dir, files);
+  return std::make_unique<RocksDbKvStore>(std::move(db));
+}
+
 const bool kRegistered = [] {
   RegisterKvStoreFactory(&OpenRocksDb);
+  RegisterKvFilesFactory(&OpenRocksDbFiles);
   return true;
 }();
 

@@ -15,10 +15,15 @@
 #ifndef TM_RUNTIME_STATE_KV_STORE_H_
 #define TM_RUNTIME_STATE_KV_STORE_H_
 
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tidemark/runtime/core/job_config.h"
 
@@ -33,6 +38,54 @@ class KvSnapshot {
   // order.
   virtual void Scan(std::string_view prefix,
                     const std::function<void(std::string_view, std::string_view)>& f) const = 0;
+  // Calls f(key, value) for every key in [begin, end) ("" end: no bound), in
+  // key order (a key-group range of a table: keys are key-group-prefixed).
+  virtual void ScanRange(
+      std::string_view begin, std::string_view end,
+      const std::function<void(std::string_view, std::string_view)>& f) const = 0;
+};
+
+// Native incremental checkpoints (docs/checkpoints.md, "Incremental
+// checkpoints"): where a store with files of its own (RocksDB's SST files)
+// puts them for checkpoint `checkpoint_id()`.  Made by the checkpoint
+// coordinator for a checkpoint (never a savepoint) of an incremental
+// storage; the files it is given are shared files of that storage, counted
+// by retention like its chunks.  Thread-safe; errors are thrown
+// (std::runtime_error), failing the checkpoint's asynchronous part.
+class SharedFileSink {
+ public:
+  virtual ~SharedFileSink() = default;
+  virtual int64_t checkpoint_id() const = 0;
+  // The storage's shared directory (absolute), which restores read from.
+  virtual std::filesystem::path shared_dir() const = 0;
+  // Hard-links (or copies) the local file `local` into the shared directory
+  // as "<checkpoint id>-<name>", durably; returns that name.
+  virtual std::string Upload(const std::filesystem::path& local, std::string_view name) = 0;
+  // Refers to shared file `shared` uploaded by an earlier checkpoint, when
+  // it is still there with `size` bytes; false (nothing referred) if not.
+  virtual bool Reuse(std::string_view shared, uint64_t size) = 0;
+  // What Upload and Reuse were given (name, size), and the bytes uploaded.
+  virtual std::vector<std::pair<std::string, uint64_t>> Files() const = 0;
+  virtual uint64_t uploaded_bytes() const = 0;
+};
+
+// One file of a store's native checkpoint: its name in the store's
+// directory, the shared file holding it and its size.
+struct KvNativeFile {
+  std::string local;
+  std::string shared;
+  uint64_t size = 0;
+};
+
+// The store's files at the moment it was taken (RocksDB: a flush and a
+// checkpoint of hard links, on the task thread), to upload later off the
+// task thread.  Deletes its local copy when destroyed.
+class KvCheckpoint {
+ public:
+  virtual ~KvCheckpoint() = default;
+  // Uploads the files no earlier confirmed checkpoint holds through `sink`
+  // and refers to the others; returns every file of the checkpoint.
+  virtual std::vector<KvNativeFile> Upload(SharedFileSink& sink) = 0;
 };
 
 class KvStore {
@@ -46,6 +99,16 @@ class KvStore {
   // Deletes `key` at once (not buffered).
   virtual void Delete(std::string_view key) = 0;
   virtual std::shared_ptr<const KvSnapshot> Snapshot() = 0;
+  // Native checkpoints (above); null when the store has none (then the
+  // caller writes its entries instead).  Pending writes must be committed.
+  virtual std::unique_ptr<KvCheckpoint> Checkpoint() { return nullptr; }
+  // Replaces the store's contents (it must hold nothing yet) by the files of
+  // a native checkpoint, read from `shared_dir`; they count as uploaded, so
+  // the next checkpoint refers to them.  Throws on failure.
+  virtual void RestoreFiles(const std::filesystem::path& /*shared_dir*/,
+                            const std::vector<KvNativeFile>& /*files*/) {
+    throw std::runtime_error("this state backend cannot restore native checkpoint files");
+  }
   // Where the store keeps its files (for messages).
   virtual std::string path() const = 0;
 };
@@ -59,6 +122,16 @@ using KvStoreFactory = std::unique_ptr<KvStore> (*)(const StateBackend& backend,
                                                     std::string_view owner);
 // Called by the RocksDB plane's static initialiser.
 void RegisterKvStoreFactory(KvStoreFactory factory);
+
+// Opens the files of a native checkpoint (copies of them, in a temporary
+// directory removed with the store), to read key-group ranges from: a
+// restore at another parallelism, or into the heap backend.  Throws when no
+// implementation is linked.
+std::unique_ptr<KvStore> OpenKvStoreFiles(const std::filesystem::path& shared_dir,
+                                          const std::vector<KvNativeFile>& files);
+using KvFilesFactory = std::unique_ptr<KvStore> (*)(const std::filesystem::path& shared_dir,
+                                                    const std::vector<KvNativeFile>& files);
+void RegisterKvFilesFactory(KvFilesFactory factory);
 
 }  // namespace tidemark::internal
 
