@@ -12,7 +12,15 @@ namespace tidemark::internal {
 namespace {
 constexpr uint32_t kSnapshotMagic = 0x544d5353;  // "TMSS"
 constexpr uint32_t kSnapshotVersion = 1;
+
 }  // namespace
+
+std::shared_ptr<SharedFileSink> CheckpointCoordinator::SharedFileSinkFor(int64_t id) {
+  if (storage_ == nullptr || !storage_->incremental()) return nullptr;
+  MutexLock lock(&mu_);
+  if (!pending_ || pending_->id != id || !pending_->savepoint_path.empty()) return nullptr;
+  return storage_->SharedFileSinkFor(id);
+}
 
 std::string SubtaskStateFileName(int task_index, int subtask) {
   return absl::StrCat(task_index, "-", subtask, ".state");
@@ -542,12 +550,21 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
     metadata["checkpoint"] = absl::StrCat(id);
     for (const SubtaskSnapshot& s : snapshots) {
       const std::string name = SubtaskStateFileName(s.task_index, s.subtask);
-      absl::StatusOr<StateFileInfo> f = storage_->WriteState(id, name, EncodeSubtaskSnapshot(s));
+      std::vector<SharedChunkRef> referred;
+      for (const auto& [file, size] : s.shared_files) {
+        SharedChunkRef r;
+        r.file = file;
+        r.size = size;
+        referred.push_back(std::move(r));
+        state_bytes += static_cast<int64_t>(size);
+      }
+      absl::StatusOr<StateFileInfo> f =
+          storage_->WriteState(id, name, EncodeSubtaskSnapshot(s), referred);
       if (!f.ok()) {
         status = f.status();
         break;
       }
-      bytes += static_cast<int64_t>(f->size + f->shared_bytes);
+      bytes += static_cast<int64_t>(f->size + f->shared_bytes + s.shared_uploaded_bytes);
       state_bytes += static_cast<int64_t>(f->full_size);
       files.push_back(*std::move(f));
     }

@@ -137,6 +137,10 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // CheckpointAcknowledger
   void Acknowledge(SubtaskSnapshot s) override;
   void SubtaskFinished(SubtaskSnapshot final_state) override;
+  // A sink into the storage's shared directory for checkpoint `id` when the
+  // storage is incremental and `id` is the pending checkpoint (not a
+  // savepoint); null otherwise.
+  std::shared_ptr<SharedFileSink> SharedFileSinkFor(int64_t id) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Key = std::pair<int, int>;  // (task index, subtask)

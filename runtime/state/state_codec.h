@@ -58,6 +58,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,8 @@
 #include "absl/strings/string_view.h"
 
 namespace tidemark::internal {
+
+class SharedFileSink;  // kv_store.h
 
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as used by iSCSI,
 // ext4 and RocksDB.  `crc` is the value of the bytes before: Crc32c(b, nb,
@@ -152,6 +155,10 @@ class StateWriter {
   // Any grouping reads back the same (KeyedStateStore's blobs).
   void set_key_group_hint(int max_parallelism) { key_group_hint_ = max_parallelism; }
   int key_group_hint() const { return key_group_hint_; }
+  // Native incremental checkpoints (kv_store.h): where a state backend with
+  // files of its own puts them; null (the default) for the canonical format.
+  void set_shared_file_sink(std::shared_ptr<SharedFileSink> sink) { sink_ = std::move(sink); }
+  const std::shared_ptr<SharedFileSink>& shared_file_sink() const { return sink_; }
 
   // Appends part's bytes here later (see the class comment).
   void Defer(DeferredPart part) {
@@ -205,6 +212,7 @@ class StateWriter {
   std::string* out_;
   std::vector<Deferred> deferred_;
   int key_group_hint_ = 0;
+  std::shared_ptr<SharedFileSink> sink_;
 };
 
 // Reads what a StateWriter wrote, from a view the caller keeps alive.  Every

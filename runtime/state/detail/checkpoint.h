@@ -23,9 +23,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tidemark::internal {
+
+class SharedFileSink;  // kv_store.h
 
 // One operator's state in a subtask snapshot, in chain order.
 struct OperatorSnapshot {
@@ -47,6 +50,12 @@ struct SubtaskSnapshot {
   int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
   int64_t sync_ns = 0;       // the synchronous part on the task thread
   bool finished = false;     // the subtask's final snapshot
+  // Native incremental checkpoints (SharedFileSink): the shared files (name,
+  // size) its operators' state refers to besides its bytes, and how many
+  // bytes of them this checkpoint uploaded.  Not encoded: the storage writes
+  // them into the state's reference file.
+  std::vector<std::pair<std::string, uint64_t>> shared_files;
+  uint64_t shared_uploaded_bytes = 0;
 };
 
 // What one subtask of a restored job starts from: the snapshots of every
@@ -101,6 +110,11 @@ class CheckpointAcknowledger {
   virtual void Acknowledge(SubtaskSnapshot s) = 0;
   // The subtask has finished; `final_state` stands for it from now on.
   virtual void SubtaskFinished(SubtaskSnapshot final_state) = 0;
+  // Where a state backend with files of its own puts them for checkpoint
+  // `id` (native incremental checkpoints), or null: the state is then
+  // written in the canonical format (savepoints, full checkpoints, in-memory
+  // checkpoints, another rank's coordinator).
+  virtual std::shared_ptr<SharedFileSink> SharedFileSinkFor(int64_t /*id*/) { return nullptr; }
 
  protected:
   ~CheckpointAcknowledger() = default;

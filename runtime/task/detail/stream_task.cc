@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tidemark/partitioning/key_groups.h"
+#include "tidemark/runtime/state/kv_store.h"
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
@@ -253,7 +254,8 @@ void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
   if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
 }
 
-SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred) {
+SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred,
+                                         std::shared_ptr<SharedFileSink> sink) {
   SubtaskSnapshot s;
   s.checkpoint_id = id;
   s.task_index = task_index_;
@@ -270,6 +272,7 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredP
   for (auto& [op, ctx] : operators_) {
     StateWriter w;
     if (ctx->config().incremental_checkpoints) w.set_key_group_hint(ctx->max_parallelism());
+    if (sink != nullptr) w.set_shared_file_sink(sink);
     OperatorBase* o = op.get();
     GuardUserCall(*ctx, [o, &w, id, final_state] {
       if (!final_state) o->PrepareSnapshotPreBarrier(id);
@@ -289,7 +292,11 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   // copy-on-write views whose encoding is deferred.
   const auto sync_start = std::chrono::steady_clock::now();
   DeferredParts deferred;
-  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false, &deferred);
+  // Native incremental checkpoints of a state backend's own files: only for
+  // a checkpoint (never a savepoint) into an incremental storage.
+  std::shared_ptr<SharedFileSink> sink =
+      ack_ != nullptr ? ack_->SharedFileSinkFor(id) : std::shared_ptr<SharedFileSink>();
+  SubtaskSnapshot s = TakeSnapshot(id, /*final_state=*/false, &deferred, sink);
   s.alignment_ns = alignment_ns;
   s.sync_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::steady_clock::now() - sync_start)
@@ -303,6 +310,10 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
     listener_->OnCheckpointBarrier(metrics_->task_name(), metrics_->subtask(), id, alignment_ns);
   }
   if (deferred.empty()) {
+    if (sink != nullptr) {
+      s.shared_files = sink->Files();
+      s.shared_uploaded_bytes = sink->uploaded_bytes();
+    }
     ack_->Acknowledge(std::move(s));
     return;
   }
@@ -312,8 +323,9 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   struct Work {
     SubtaskSnapshot snapshot;
     DeferredParts deferred;
+    std::shared_ptr<SharedFileSink> sink;
   };
-  auto work = std::make_shared<Work>(Work{std::move(s), std::move(deferred)});
+  auto work = std::make_shared<Work>(Work{std::move(s), std::move(deferred), std::move(sink)});
   async_snapshots_->Begin();
   SnapshotPool::Shared().Submit(
       [work, ack = ack_, host = host_, async = async_snapshots_, task = name()] {
@@ -326,6 +338,10 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
                 StateWriter::CompleteDeferred(std::move(snap.operators[i].state), std::move(parts));
           }
           work->deferred.clear();
+          if (work->sink != nullptr) {
+            snap.shared_files = work->sink->Files();
+            snap.shared_uploaded_bytes = work->sink->uploaded_bytes();
+          }
           ack->Acknowledge(std::move(snap));
         } catch (...) {
           host->Fail(absl::AbortedError(

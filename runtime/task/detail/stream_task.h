@@ -153,7 +153,8 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // left there, by operator index, for the snapshot threads; without, they
   // are run here.
   using DeferredParts = std::vector<std::pair<size_t, std::vector<StateWriter::Deferred>>>;
-  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred = nullptr);
+  SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred = nullptr,
+                               std::shared_ptr<SharedFileSink> sink = nullptr);
   void PerformCheckpoint(int64_t id, int64_t alignment_ns);
   void Restore();
   // The old subtasks whose state operator `i` restores (their indices in
