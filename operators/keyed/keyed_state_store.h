@@ -87,6 +87,7 @@
 #ifndef TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -273,6 +274,74 @@ inline void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_vi
   });
   w.PutVarint(n);
   w.PutRaw(body.data(), body.size());
+}
+
+// The store key prefix of the table numbered `id` (4 bytes, big-endian).
+inline std::string KvTablePrefix(uint32_t id) {
+  return std::string{static_cast<char>(id >> 24), static_cast<char>(id >> 16),
+                     static_cast<char>(id >> 8), static_cast<char>(id)};
+}
+
+// Native incremental checkpoints of a store on RocksDB (docs/checkpoints.md,
+// "Incremental checkpoints"): the pseudo table, in a KeyedStateStore's
+// snapshot, whose one blob describes the store's files in the shared
+// directory instead of its entries.
+inline constexpr std::string_view kKvNativeTableName = "\x01tidemark:rocksdb-files";
+struct KvNativeDescriptor {
+  std::string shared_dir;
+  int first = 0, last = -1, max_parallelism = 0;         // the instance's key groups
+  std::vector<std::pair<std::string, uint32_t>> tables;  // name, table number
+  std::vector<KvNativeFile> files;
+};
+inline constexpr uint32_t kKvNativeMagic = 0x544d524e;  // "TMRN"
+inline std::string EncodeKvNative(const KvNativeDescriptor& d) {
+  std::string out;
+  StateWriter w(&out);
+  w.PutU32(kKvNativeMagic);
+  w.PutVarint(1);  // version
+  w.PutBytes(d.shared_dir);
+  w.PutVarint(static_cast<uint64_t>(d.first));
+  w.PutVarint(static_cast<uint64_t>(d.last + 1));
+  w.PutVarint(static_cast<uint64_t>(d.max_parallelism));
+  w.PutVarint(d.tables.size());
+  for (const auto& [name, id] : d.tables) {
+    w.PutBytes(name);
+    w.PutU32(id);
+  }
+  w.PutVarint(d.files.size());
+  for (const KvNativeFile& f : d.files) {
+    w.PutBytes(f.local);
+    w.PutBytes(f.shared);
+    w.PutVarint(f.size);
+  }
+  return out;
+}
+inline KvNativeDescriptor DecodeKvNative(StateReader& r) {
+  KvNativeDescriptor d;
+  if (r.GetU32("native checkpoint magic") != kKvNativeMagic && r.ok())
+    r.Fail("not a native RocksDB checkpoint description (bad magic)");
+  if (const uint64_t v = r.GetVarint("native checkpoint version"); r.ok() && v != 1)
+    r.Fail("native RocksDB checkpoint format version " + std::to_string(v) +
+           ", this build reads 1");
+  d.shared_dir = std::string(r.GetBytes("shared directory"));
+  d.first = static_cast<int>(r.GetVarint("first key group"));
+  d.last = static_cast<int>(r.GetVarint("last key group")) - 1;
+  d.max_parallelism = static_cast<int>(r.GetVarint("max parallelism"));
+  const uint64_t nt = r.GetCount("native tables");
+  for (uint64_t i = 0; i < nt && r.ok(); ++i) {
+    std::string name(r.GetBytes("table name"));
+    const uint32_t id = r.GetU32("table number");
+    d.tables.emplace_back(std::move(name), id);
+  }
+  const uint64_t nf = r.GetCount("native files");
+  for (uint64_t i = 0; i < nf && r.ok(); ++i) {
+    KvNativeFile f;
+    f.local = std::string(r.GetBytes("file name"));
+    f.shared = std::string(r.GetBytes("shared file name"));
+    f.size = r.GetVarint("file size");
+    d.files.push_back(std::move(f));
+  }
+  return d;
 }
 
 class StateTableBase {
@@ -626,17 +695,25 @@ class KeyedStateStore {
     UseKvStore(
         OpenKvStore(backend, ctx.operator_name() + "-" + std::to_string(ctx.subtask_index())),
         ctx.max_parallelism(), backend.cache_entries);
+    own_range_ = KeyGroupRange::Of(ctx);
   }
   // The same with a given store (tests): tables made by HandleTable from now
   // on live in `store`, their keys prefixed with the key group of
   // max_parallelism (0: none), at most `cache_entries` entries cached per
   // table between records.
-  void UseKvStore(std::unique_ptr<KvStore> store, int max_parallelism, size_t cache_entries) {
+  void UseKvStore(std::unique_ptr<KvStore> store, int max_parallelism, size_t cache_entries,
+                  KeyGroupRange range = KeyGroupRange::All()) {
     kv_ = std::move(store);
     max_parallelism_ = max_parallelism;
     cache_entries_ = cache_entries;
+    own_range_ = range;
+    if (own_range_.max_parallelism == 0 && max_parallelism > 0)
+      own_range_ = KeyGroupRange{0, max_parallelism - 1, max_parallelism};
   }
   bool on_rocksdb() const { return kv_ != nullptr; }
+  // Whether the last Restore opened the store from a native checkpoint's
+  // files (the same key groups: no entry was read).
+  bool restored_natively() const { return kv_native_restored_; }
   // Between records (the operator calls it after each record and timer):
   // on RocksDB, writes back the cached entries of a table whose cache is
   // full.  Nothing on the heap.
@@ -649,19 +726,35 @@ class KeyedStateStore {
   // See "Checkpoints" in the file comment.  `where` names the operator in
   // errors.  Format: a count of tables, then per table its name and a count
   // of blobs (each a table's entries as StateTable::Snapshot wrote them).
+  // On RocksDB with a SharedFileSink (a checkpoint into an incremental
+  // storage): the tables in the store are not written; one pseudo table
+  // (kKvNativeTableName) describes the store's files instead, uploaded off
+  // the task thread (RocksDB's native incremental checkpoint).
   void Snapshot(StateWriter& w, std::string_view where) const {
-    size_t n = tables_.size();
-    for (const auto& [name, blobs] : pending_)
-      if (!tables_.contains(name)) ++n;
-    w.PutVarint(n);
+    std::shared_ptr<KvCheckpoint> native;
     std::shared_ptr<const KvSnapshot> snap;
     if (kv_ != nullptr) {
       // RocksDB: the cached entries go to the store, and a snapshot of the
-      // store is read off the task thread (a deferred part).
+      // store (or a checkpoint of its files) is read off the task thread (a
+      // deferred part).
       for (StateTableBase* t : kv_tables_) t->FlushKv();
-      snap = kv_->Snapshot();
+      if (w.shared_file_sink() != nullptr) native = kv_->Checkpoint();
+      if (native == nullptr) snap = kv_->Snapshot();
     }
+    // Tables in the store since a native restore, not created yet.
+    std::vector<std::pair<std::string, uint32_t>> kv_only;
+    if (native == nullptr) {
+      for (const auto& [name, id] : kv_ids_)
+        if (!tables_.contains(name) && !pending_.contains(name)) kv_only.emplace_back(name, id);
+    }
+    size_t n = kv_only.size() + (native != nullptr ? 1 : 0);
+    for (const auto& [name, table] : tables_)
+      if (native == nullptr || !table->on_kv()) ++n;
+    for (const auto& [name, blobs] : pending_)
+      if (!tables_.contains(name)) ++n;
+    w.PutVarint(n);
     for (const auto& [name, table] : tables_) {
+      if (native != nullptr && table->on_kv()) continue;  // in the store's files
       w.PutBytes(name);
       if (std::vector<std::string> groups; w.key_group_hint() > 0 && !table->on_kv() &&
                                            table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
@@ -694,6 +787,31 @@ class KeyedStateStore {
       w.PutVarint(blobs.size());
       for (const std::string& b : blobs) w.PutBytes(b);
     }
+    for (const auto& [name, id] : kv_only) {
+      w.PutBytes(name);
+      w.PutVarint(1);
+      w.Defer([snap, prefix = KvTablePrefix(id)](StateWriter& dw) {
+        std::string bytes;
+        StateWriter tw(&bytes);
+        KvScanEntries(tw, *snap, prefix);
+        dw.PutBytes(bytes);
+      });
+    }
+    if (native != nullptr) {
+      KvNativeDescriptor d;
+      d.first = own_range_.first;
+      d.last = own_range_.last;
+      d.max_parallelism = own_range_.max_parallelism;
+      d.tables.assign(kv_ids_.begin(), kv_ids_.end());
+      w.PutBytes(kKvNativeTableName);
+      w.PutVarint(1);
+      w.Defer([native, sink = w.shared_file_sink(), d = std::move(d)](StateWriter& dw) mutable {
+        d.files = native->Upload(*sink);
+        d.shared_dir = sink->shared_dir().string();
+        native.reset();  // the local copy goes now
+        dw.PutBytes(EncodeKvNative(d));
+      });
+    }
   }
   // Keeps the entries of `range` (see the file comment); may be called more
   // than once, merging.  Errors are reported on `r`.
@@ -706,6 +824,11 @@ class KeyedStateStore {
       for (uint64_t b = 0; b < blobs && r.ok(); ++b) {
         const std::string_view bytes = r.GetBytes("state entries");
         if (!r.ok()) return;
+        if (name == kKvNativeTableName) {
+          DecodeBlob(r, bytes, "native RocksDB checkpoint",
+                     [&](StateReader& tr) { RestoreNative(tr, range); });
+          continue;
+        }
         auto it = tables_.find(name);
         if (it != tables_.end()) {
           DecodeBlob(r, bytes, "state '" + name + "'",
@@ -730,14 +853,76 @@ class KeyedStateStore {
     if (t == nullptr)
       throw std::logic_error("state '" + std::string(name) + "' was created with another type");
     if (on_kv && !t->on_kv()) {
-      const uint32_t id = next_kv_id_++;
-      std::string prefix{static_cast<char>(id >> 24), static_cast<char>(id >> 16),
-                         static_cast<char>(id >> 8), static_cast<char>(id)};
-      t->AttachKv(kv_.get(), std::move(prefix), max_parallelism_, cache_entries_, name);
+      // The number a native restore found it under, else a new one.
+      auto known = kv_ids_.find(name);
+      const uint32_t id = known != kv_ids_.end() ? known->second : next_kv_id_++;
+      kv_ids_.emplace(std::string(name), id);
+      t->AttachKv(kv_.get(), KvTablePrefix(id), max_parallelism_, cache_entries_, name);
       kv_tables_.push_back(t);
     }
     if (!pending_.empty()) ApplyPending(it->first, *t);
     return *t;
+  }
+  // A native RocksDB checkpoint (kKvNativeTableName's blob).  The same key
+  // groups into a store that holds nothing yet: the store is opened from the
+  // files (no entry read; the next checkpoint refers to them).  Otherwise (a
+  // rescale, another restore before it, the heap backend): the files are
+  // opened aside and each table's entries of `range`'s key groups read, in
+  // key order, as the canonical format's blobs.
+  void RestoreNative(StateReader& r, const KeyGroupRange& range) {
+    KvNativeDescriptor d = DecodeKvNative(r);
+    if (!r.ok()) return;
+    if (kv_ != nullptr && kv_tables_.empty() && kv_ids_.empty() && !kv_native_restored_ &&
+        d.max_parallelism == max_parallelism_ &&
+        ((d.first == range.first && d.last == range.last) ||
+         (range.all() && d.first == 0 && d.last == d.max_parallelism - 1))) {
+      kv_->RestoreFiles(d.shared_dir, d.files);
+      for (const auto& [name, id] : d.tables) {
+        kv_ids_.emplace(name, id);
+        next_kv_id_ = std::max(next_kv_id_, id + 1);
+      }
+      kv_native_restored_ = true;
+      return;
+    }
+    std::unique_ptr<KvStore> old = OpenKvStoreFiles(d.shared_dir, d.files);
+    std::shared_ptr<const KvSnapshot> snap = old->Snapshot();
+    for (const auto& [name, id] : d.tables) {
+      const std::string prefix = KvTablePrefix(id);
+      std::string body;
+      uint64_t count = 0;
+      auto add = [&](std::string_view k, std::string_view v) {
+        body.append(k.substr(prefix.size() + 2));
+        body.append(v);
+        ++count;
+      };
+      bool ranged = false;
+      if constexpr (KeyGroupComputable<K>) {
+        if (!range.all() && d.max_parallelism > 0 && range.max_parallelism == d.max_parallelism) {
+          // Keys are key-group-prefixed: the range is read, nothing else.
+          auto at = [&](int g) {
+            std::string key = prefix;
+            key.push_back(static_cast<char>((g >> 8) & 0xff));
+            key.push_back(static_cast<char>(g & 0xff));
+            return key;
+          };
+          snap->ScanRange(at(range.first), at(range.last + 1), add);
+          ranged = true;
+        }
+      }
+      if (!ranged) snap->Scan(prefix, add);
+      std::string blob;
+      StateWriter bw(&blob);
+      bw.PutVarint(count);
+      bw.PutRaw(body.data(), body.size());
+      body.clear();
+      auto it = tables_.find(name);
+      if (it != tables_.end()) {
+        DecodeBlob(r, blob, "state '" + name + "'",
+                   [&](StateReader& tr) { it->second->Restore(tr, range); });
+      } else {
+        pending_[name].push_back(std::move(blob));
+      }
+    }
   }
   // Decodes the bytes restored for `name` before the table existed.
   void ApplyPending(const std::string& name, StateTableBase& table) {
@@ -759,6 +944,12 @@ class KeyedStateStore {
   std::unique_ptr<KvStore> kv_;
   std::vector<StateTableBase*> kv_tables_;
   uint32_t next_kv_id_ = 1;
+  // Every table's number in the store (its key prefix), by name: those
+  // attached, and those a native restore found (created later under the
+  // same number).
+  std::map<std::string, uint32_t, std::less<>> kv_ids_;
+  bool kv_native_restored_ = false;
+  KeyGroupRange own_range_;  // the instance's key groups (UseBackend)
   int max_parallelism_ = 0;
   size_t cache_entries_ = 16384;
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
