@@ -335,13 +335,15 @@ TEST_P(RocksDbCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactly
                                                 dir.Path("chk"), dir.Path("out"), 40'000);
   std::mt19937 rng(c.incremental ? 11 : 5);
   const int kills = testing::StressIterations(c.kills);
-  int killed = 0, episodes = 0;
+  int killed = 0, episodes = 0, restores = 0;
   while (killed < kills) {
     ++episodes;
     fs::remove_all(dir.Path("out"));
     fs::remove_all(dir.Path("chk"));
     int killed_here = 0;
     for (;;) {
+      // This run restores a checkpoint (rather than starting afresh)?
+      if (!CheckpointStorage(dir.Path("chk")).ListCommittedIds().empty()) ++restores;
       testing::CliProcess p(TIDEMARK_CRASH_JOB, args, testing::CliProcess::kStdinClosed);
       ASSERT_TRUE(p.started());
       if (killed < kills) {
@@ -365,6 +367,8 @@ TEST_P(RocksDbCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactly
                                  << " times";
     std::cout << "episode " << episodes << ": killed " << killed_here << " times, exact\n";
   }
+  std::cout << killed << " kills, " << restores << " runs restored from a checkpoint\n";
+  EXPECT_GT(restores, 0);
 }
 
 // 4 kills each in ctest; TIDEMARK_STRESS_SCALE=5 makes 20.
