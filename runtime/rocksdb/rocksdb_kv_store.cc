@@ -204,11 +204,14 @@ class RocksDbCheckpoint final : public KvCheckpoint {
         }
       }
       f.shared = sink.Upload(dir_ / f.local, db_->uid + "-" + f.local);
-      if (IsSst(f.local)) {
-        std::lock_guard<std::mutex> lock(db_->mu);
-        db_->uploaded[f.local] = {f.shared, f.size};
-      }
     }
+    // Only this checkpoint's SST files can be in later ones (a file a
+    // compaction deleted never comes back).
+    std::map<std::string, std::pair<std::string, uint64_t>> uploaded;
+    for (const KvNativeFile& f : out)
+      if (IsSst(f.local)) uploaded[f.local] = {f.shared, f.size};
+    std::lock_guard<std::mutex> lock(db_->mu);
+    db_->uploaded = std::move(uploaded);
     return out;
   }
 
