@@ -299,6 +299,103 @@ TEST(RocksDbNativeIncremental, AMissingSharedSstFileMakesLatestFallBack) {
   EXPECT_NE(problems[0].find("missing"), std::string::npos) << problems[0];
 }
 
+// --- a job ------------------------------------------------------------------
+
+using Rec = std::pair<int64_t, int64_t>;  // key, value
+
+struct RunningCount : KeyedProcessFunction<int64_t, Rec, std::string> {
+  void process_element(const Rec& r, Context& ctx, Collector<std::string>& out) override {
+    auto count = ctx.get_state<int64_t>("count");
+    const int64_t n = count.value_or(0) + 1;
+    count.update(n);
+    out.collect(absl::StrCat(r.first, ",", n));
+  }
+};
+
+void BuildCountJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n, double rate,
+                   std::shared_ptr<testing::Progress> progress = nullptr) {
+  env.from_generator<Rec>(
+         [](int64_t i) {
+           return Rec{(i * 7919) % 5'000, i};
+         },
+         n, rate)
+      .set_parallelism(1)
+      .key_by([](const Rec& r) { return r.first; })
+      .process(RunningCount{})
+      .name("Counts")
+      .set_parallelism(2)
+      .sink_to_files(out,
+                     [progress](const std::string& s) {
+                       if (progress) progress->Add();
+                       return s;
+                     })
+      .set_parallelism(2);
+}
+
+// A job on RocksDB with incremental checkpoints checkpoints natively (SST
+// files in DIR/shared), and a savepoint it takes is self-contained: with
+// the checkpoint directory deleted, it restores into the heap backend and
+// the job commits the output of a run never stopped.
+TEST(RocksDbNativeIncremental, AJobsCheckpointsAreNativeAndItsSavepointIsSelfContained) {
+  const int64_t n = 30'000;
+  testing::TempDir dir;
+  std::vector<std::string> expected;
+  {
+    StreamExecutionEnvironment env;
+    BuildCountJob(env, dir.Path("ref"), n, 0);
+    JobResult r = env.execute("reference");
+    ASSERT_TRUE(r.ok()) << r.status;
+    int hidden = 0;
+    expected = testing::CommittedLines(dir.Path("ref"), &hidden);
+    ASSERT_EQ(expected.size(), static_cast<size_t>(n));
+  }
+  const std::string chk = dir.Path("chk"), out = dir.Path("out");
+  std::string savepoint;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk).enable_incremental_checkpoints();
+    env.set_state_backend(StateBackend::rocksdb());
+    auto progress = std::make_shared<testing::Progress>();
+    BuildCountJob(env, out, n, 20'000.0, progress);
+    JobClient client = env.execute_async("on rocksdb");
+    for (int k = 1; k <= 2; ++k) {
+      ASSERT_TRUE(progress->WaitFor(3'000 * k));
+      const int64_t id = client.trigger_checkpoint();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    }
+    absl::StatusOr<std::string> sp = client.trigger_savepoint(dir.Path("sp"));
+    ASSERT_TRUE(sp.ok()) << sp.status();
+    savepoint = *sp;
+    client.cancel();
+    JobResult r = client.wait();
+    ASSERT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  }
+  // The checkpoints refer to SST files.
+  CheckpointStorage storage(chk);
+  absl::StatusOr<std::map<std::string, int>> refs = storage.SharedFileReferences();
+  ASSERT_TRUE(refs.ok()) << refs.status();
+  int sst = 0;
+  for (const auto& [f, count] : *refs)
+    if (f.size() > 4 && f.substr(f.size() - 4) == ".sst") ++sst;
+  EXPECT_GT(sst, 0);
+  // The savepoint does not: it is whole without the checkpoint directory.
+  fs::remove_all(chk);
+  absl::StatusOr<LoadedCheckpoint> loaded = storage.Load(savepoint);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(loaded->metadata.contains(std::string(CheckpointStorage::kIncrementalKey)));
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk).restore_from(savepoint);
+  BuildCountJob(env, out, n, 0);
+  JobResult r = env.execute("from the savepoint, on the heap");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  const std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+  EXPECT_EQ(hidden, 0);
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected);
+}
+
 // --- kill -9 ---------------------------------------------------------------
 
 struct CrashCase {
