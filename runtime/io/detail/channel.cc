@@ -49,6 +49,25 @@ bool ChannelBase::PushBatch(std::unique_ptr<BatchBase> batch) {
   return has_space;
 }
 
+bool ChannelBase::PushBatchWithPriorityBarrier(std::unique_ptr<BatchBase> batch,
+                                               int64_t checkpoint_id) {
+  bool has_space = true;
+  {
+    MutexLock lock(&mu_);
+    const size_t n = size_.load(std::memory_order_relaxed);
+    queue_.push_back(std::move(batch));
+    size_.store(n + 1, std::memory_order_relaxed);
+    if (n + 1 >= capacity_) {
+      producer_waiting_ = true;
+      has_space = false;
+    }
+    if (checkpoint_id > priority_barrier_.load(std::memory_order_relaxed))
+      priority_barrier_.store(checkpoint_id, std::memory_order_release);
+  }
+  if (consumer_ != nullptr) consumer_->Notify();
+  return has_space;
+}
+
 std::unique_ptr<BatchBase> ChannelBase::PopBatch() {
   std::unique_ptr<BatchBase> b;
   bool wake_producer = false;

@@ -76,6 +76,21 @@ class ChannelBase {
   std::unique_ptr<BatchBase> PopBatch();
   void RecycleAnyBatch(std::unique_ptr<BatchBase> batch);
 
+  // Unaligned checkpoints (docs/checkpoints.md, "Unaligned checkpoints"): the
+  // priority lane.  Producer side: hands `batch`, whose last control is
+  // barrier `checkpoint_id` (the in-band marker: where the barrier stands
+  // among the records), to the consumer like PushBatch, and in the same
+  // critical section raises the channel's priority barrier to
+  // `checkpoint_id`, so a consumer that sees the priority barrier finds its
+  // marker in the queue (or has already taken it).  The consumer is always
+  // notified.  False when the channel is now full (it may exceed capacity by
+  // this batch: a barrier never waits for room).
+  bool PushBatchWithPriorityBarrier(std::unique_ptr<BatchBase> batch, int64_t checkpoint_id);
+  // Consumer side: the highest checkpoint id pushed with
+  // PushBatchWithPriorityBarrier (-1: none).  Lock-free; the consumer checks
+  // it before each batch it reads.
+  int64_t PriorityBarrier() const { return priority_barrier_.load(std::memory_order_acquire); }
+
  protected:
   // A new, empty Batch<T>.
   virtual std::unique_ptr<BatchBase> NewBatch() const = 0;
@@ -87,6 +102,7 @@ class ChannelBase {
  private:
   Mutex mu_;
   std::atomic<size_t> size_{0};
+  std::atomic<int64_t> priority_barrier_{-1};
   bool producer_waiting_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::unique_ptr<BatchBase>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BatchBase>> free_ ABSL_GUARDED_BY(mu_);

@@ -57,9 +57,20 @@ void ChannelWriterCore::EndOfInput() {
   FlushAll();
 }
 
-void ChannelWriterCore::EmitBarrier(int64_t checkpoint_id) {
-  for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kBarrier, checkpoint_id);
-  FlushAll();
+void ChannelWriterCore::EmitBarrier(int64_t checkpoint_id, bool unaligned) {
+  if (!unaligned) {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      AddControl(c, ControlKind::kBarrier, checkpoint_id);
+    FlushAll();
+    return;
+  }
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    AddControl(c, ControlKind::kBarrier, checkpoint_id, kUnalignedBarrier);
+    if (!channels_[c]->PushBatchWithPriorityBarrier(std::move(current_[c]), checkpoint_id))
+      signals_->backpressured = true;
+    current_[c] = channels_[c]->AcquireAnyBatch();
+  }
+  PublishCount();
 }
 
 void ChannelWriterCore::WatermarkToAll(Timestamp w) {
