@@ -210,6 +210,9 @@ ABSL_FLAG(bool, incremental_checkpoints, false,
 ABSL_FLAG(bool, unaligned_checkpoints, false,
           "with --checkpoint_interval_ms: unaligned checkpoints (barriers overtake the queued "
           "records, which are stored as channel state)");
+ABSL_FLAG(int64_t, sink_delay_us, 0,
+          "W1-core and K1: the sink sleeps this many microseconds per record (a slow sink: "
+          "back-pressure, to compare aligned and unaligned checkpoints under it)");
 ABSL_FLAG(std::string, state_backend, "heap",
           "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
           "keep their state on the heap either way)");
@@ -481,6 +484,9 @@ class SinkRegistry {
   std::vector<std::unique_ptr<SinkTable>> tables_;
 };
 
+// --sink_delay_us (set once, before any job runs).
+int64_t g_sink_delay_us = 0;
+
 // The add_sink function: the environment copies it once per sink subtask, so
 // each copy takes a table of its own on its first record.
 struct LastValueSink {
@@ -489,6 +495,8 @@ struct LastValueSink {
   void operator()(Event&& e) {
     if (table == nullptr) [[unlikely]]
       table = registry->NewTable();
+    if (g_sink_delay_us > 0) [[unlikely]]
+      std::this_thread::sleep_for(std::chrono::microseconds(g_sink_delay_us));
     ++table->records;
     table->last[static_cast<size_t>(e.key)] = e.value;
   }
@@ -1522,6 +1530,7 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
   o.unaligned_checkpoints = absl::GetFlag(FLAGS_unaligned_checkpoints);
+  g_sink_delay_us = absl::GetFlag(FLAGS_sink_delay_us);
   o.state_backend = absl::GetFlag(FLAGS_state_backend);
   if (o.state_backend != "heap" && o.state_backend != "rocksdb") {
     std::fprintf(stderr, "--state_backend must be heap or rocksdb, not '%s'\n",

@@ -75,10 +75,12 @@ struct CrashCase {
   int parallelism;
   bool incremental = false;  // --incremental-checkpoints
   int kills = 20;
+  bool unaligned = false;  // --unaligned-checkpoints
 };
 // For ctest's test names (stable, unlike the bytes gtest prints otherwise).
 void PrintTo(const CrashCase& c, std::ostream* os) {
-  *os << c.window << " p" << c.parallelism << (c.incremental ? " incremental" : "");
+  *os << c.window << " p" << c.parallelism << (c.incremental ? " incremental" : "")
+      << (c.unaligned ? " unaligned" : "");
 }
 
 class CliCrash : public ::testing::TestWithParam<CrashCase> {};
@@ -108,7 +110,9 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   run_args.push_back("--checkpoint-interval=30ms");
   run_args.push_back("--restore=latest");
   if (c.incremental) run_args.push_back("--incremental-checkpoints");
-  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental));
+  if (c.unaligned) run_args.push_back("--unaligned-checkpoints");
+  std::mt19937 rng(
+      static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental + 7 * c.unaligned));
   const int kills = StressIterations(c.kills);
   int killed = 0;
   int episodes = 0;
@@ -151,7 +155,11 @@ INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
                                            // their chains of shared files (fewer kills
                                            // here; TIDEMARK_STRESS_SCALE=3.34 makes 20).
                                            CrashCase{"tumbling:1s", 3, true, 6},
-                                           CrashCase{"session:300ms", 1, true, 6}));
+                                           CrashCase{"session:300ms", 1, true, 6},
+                                           // Unaligned checkpoints: restored with their
+                                           // channel state (the records in flight).
+                                           CrashCase{"tumbling:1s", 3, false, 6, true},
+                                           CrashCase{"session:300ms", 3, false, 6, true}));
 
 // `lines` without the "subtask" field of each result: which subtask fires a
 // window depends on the parallelism.
@@ -631,6 +639,13 @@ TEST(CliCheckpoint, IncrementalCheckpointsNeedACheckpointDirectory) {
   CliRun r = RunTidemark({"run", "--input=/dev/null", "--incremental-checkpoints"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--incremental-checkpoints needs --checkpoint-dir"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliCheckpoint, UnalignedCheckpointsNeedACheckpointDirectory) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--unaligned-checkpoints"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--unaligned-checkpoints needs --checkpoint-dir"), std::string::npos)
       << r.err;
 }
 

@@ -405,28 +405,48 @@ struct Failures {
 };
 
 // A keyed running sum into exactly-once files, with a slow map before the
-// sink (back-pressure) and a map that may throw.
+// sink (back-pressure) and a map that may throw.  `two_inputs`: the records
+// come half from each of two sources through a two-input operator (its gate
+// stores the channel state of both inputs), and, their order being free, the
+// records themselves are written instead of running sums.
 void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n,
-                 std::shared_ptr<Failures> failures, int slow_us, int tail_parallelism = 2) {
+                 std::shared_ptr<Failures> failures, int slow_us, int tail_parallelism = 2,
+                 bool two_inputs = false) {
   env.set_batch_size(16).set_channel_capacity(2);
-  env.from_generator<int64_t>([](int64_t i) { return i; }, n)
-      .set_parallelism(1)
-      .map([failures](const int64_t& v) -> int64_t {
-        if (failures) {
-          std::lock_guard<std::mutex> lock(failures->mu);
-          if (failures->pending.erase(v) > 0) {
-            failures->thrown.insert(v);
-            throw std::runtime_error("injected failure at record " + std::to_string(v));
-          }
-        }
-        return v;
-      })
-      .set_parallelism(1)
-      .name("Flaky Map")
-      .key_by([](const int64_t& v) { return v % 7; })
-      .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
-      .set_parallelism(3)
-      .rebalance()
+  DataStream<int64_t> input =
+      env.from_generator<int64_t>([](int64_t i) { return i; }, n).set_parallelism(1);
+  if (two_inputs) {
+    const int64_t half = n / 2;
+    input =
+        env.from_generator<int64_t>([](int64_t i) { return i; }, half)
+            .set_parallelism(1)
+            .connect(env.from_generator<int64_t>([half](int64_t i) { return half + i; }, n - half)
+                         .set_parallelism(1))
+            .map([](const int64_t& v) { return v; }, [](const int64_t& v) { return v; })
+            .set_parallelism(2)
+            .name("Co Map")
+            .rebalance();
+  }
+  DataStream<int64_t> mapped =
+      input
+          .map([failures](const int64_t& v) -> int64_t {
+            if (failures) {
+              std::lock_guard<std::mutex> lock(failures->mu);
+              if (failures->pending.erase(v) > 0) {
+                failures->thrown.insert(v);
+                throw std::runtime_error("injected failure at record " + std::to_string(v));
+              }
+            }
+            return v;
+          })
+          .set_parallelism(1)
+          .name("Flaky Map");
+  DataStream<int64_t> sums =
+      two_inputs ? mapped
+                 : mapped.key_by([](const int64_t& v) { return v % 7; })
+                       .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+                       .set_parallelism(3);
+  sums.rebalance()
       .map([slow_us](const int64_t& v) -> int64_t {
         if (slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
         return v;
@@ -437,21 +457,23 @@ void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_
       .set_parallelism(tail_parallelism);
 }
 
-std::vector<int64_t> CleanRun(int64_t n) {
+std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
   testing::TempDir out;
   StreamExecutionEnvironment env;
-  BuildSumJob(env, out.path(), n, nullptr, 0);
+  BuildSumJob(env, out.path(), n, nullptr, 0, 2, two_inputs);
   JobResult r = env.execute("clean");
   EXPECT_TRUE(r.ok()) << r.status;
   int hidden = 0;
   return ReadCommitted(out.path(), &hidden);
 }
 
-TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsTheCleanOutput) {
+void CancelRestoreRun(bool two_inputs) {
   const int64_t n = 6'000;
-  const std::vector<int64_t> expected = CleanRun(n);
+  const std::vector<int64_t> expected = CleanRun(n, two_inputs);
   ASSERT_EQ(expected.size(), static_cast<size_t>(n));
   const int reps = testing::StressIterations(2);
+  // The task whose channel state the restored checkpoint must have.
+  const std::string task = two_inputs ? "Co Map" : "";
   for (int rep = 0; rep < reps; ++rep) {
     testing::TempDir chk;
     testing::TempDir out;
@@ -461,7 +483,7 @@ TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsT
       env.set_worker_threads(3);
       env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
       env.enable_unaligned_checkpoints();
-      BuildSumJob(env, out.path(), n, nullptr, 200);
+      BuildSumJob(env, out.path(), n, nullptr, 200, 2, two_inputs);
       JobClient client = env.execute_async("first");
       internal::CheckpointStorage storage(chk.path());
       // Checkpoints until one has records in flight; then the job "fails".
@@ -475,7 +497,8 @@ TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsT
           absl::StatusOr<internal::SubtaskSnapshot> s =
               internal::DecodeSubtaskSnapshot(bytes, name);
           ASSERT_TRUE(s.ok());
-          if (!s->channel_state.empty()) restore_id = id;
+          if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
+            restore_id = id;
         }
       }
       client.cancel();
@@ -489,7 +512,7 @@ TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsT
     env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
     env.enable_unaligned_checkpoints();
     env.restore_from(internal::CheckpointStorage(chk.path()).CheckpointPath(restore_id).string());
-    BuildSumJob(env, out.path(), n, nullptr, 0);
+    BuildSumJob(env, out.path(), n, nullptr, 0, 2, two_inputs);
     JobResult r = env.execute("restored");
     ASSERT_TRUE(r.ok()) << r.status;
     EXPECT_EQ(r.checkpoints.restored_id, restore_id);
@@ -498,6 +521,12 @@ TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsT
     EXPECT_EQ(hidden, 0);
   }
 }
+
+TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsTheCleanOutput) {
+  CancelRestoreRun(/*two_inputs=*/false);
+}
+
+TEST(UnalignedJob, TheSameThroughATwoInputOperator) { CancelRestoreRun(/*two_inputs=*/true); }
 
 TEST(UnalignedJob, AMapThrowingAtFiveRandomRecordsRestartsToTheFailureFreeOutput) {
   const int64_t n = 6'000;
