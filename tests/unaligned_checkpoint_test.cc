@@ -105,6 +105,12 @@ struct GateFixture {
     items.push_back("M" + std::to_string(id));
     channels[static_cast<size_t>(c)]->PushBatchWithPriorityBarrier(MakeBatch(items), id);
   }
+  // What a writer does at the end of input: the last batch, ending in the
+  // end, and "ended" in one step.
+  void PushLast(int c, std::vector<std::string> items) {
+    items.push_back("E");
+    channels[static_cast<size_t>(c)]->PushLastBatch(MakeBatch(items));
+  }
   // What a task does: the priority lanes before every step.
   void Drain() {
     for (;;) {
@@ -128,9 +134,9 @@ TEST(UnalignedGate, ThePriorityBarrierOvertakesTheQueuedBatchesWhichBecomeChanne
   EXPECT_EQ(f.channels[0]->SizeApprox(), 3u);
   f.gate->PollPriority();
   // Snapshot first, then the channel state is complete at once: every batch
-  // up to the marker was taken out and recorded, none processed.
+  // up to the marker was recorded where it is, none processed.
   EXPECT_EQ(f.rec.events, (Events{"SNAP1", "STATE1"}));
-  EXPECT_EQ(f.channels[0]->SizeApprox(), 0u);  // the producer has room again
+  EXPECT_EQ(f.channels[0]->SizeApprox(), 3u);  // still queued: back-pressure is unchanged
   ASSERT_FALSE(f.rec.channel_state[1].empty());
   // Then the records are processed in order, the marker changes nothing.
   f.Push(0, {"8"});
@@ -208,6 +214,23 @@ TEST(UnalignedGate, AChannelThatEndsBeforeItsBarrierCompletesItsChannelState) {
   ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[2]).ok());
   g.Drain();
   EXPECT_EQ(g.rec.events, (Events{"1", "7"}));
+}
+
+TEST(UnalignedGate, AChannelWhoseProducerEndedIsStoredUpToItsEndAtOnce) {
+  GateFixture f(2);
+  f.Push(1, {"7", "8"});
+  f.PushLast(1, {"9"});
+  f.PushWithBarrier(0, {"1"}, 4);
+  f.gate->PollPriority();
+  // No barrier will come on channel 1 (its producer has ended): its queue
+  // up to the end is channel state at once, not once it has drained.
+  EXPECT_EQ(f.rec.events, (Events{"SNAP4", "STATE4"}));
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"SNAP4", "STATE4", "1", "7", "8", "9"}));
+  GateFixture g(2);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[4]).ok());
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"1", "7", "8", "9"}));
 }
 
 TEST(UnalignedGate, DamagedChannelStateIsRefused) {

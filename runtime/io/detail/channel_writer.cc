@@ -53,8 +53,12 @@ void ChannelWriterCore::FlushOlderThan(SteadyTime cutoff) {
 }
 
 void ChannelWriterCore::EndOfInput() {
-  for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kEndOfInput, 0);
-  FlushAll();
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    AddControl(c, ControlKind::kEndOfInput, 0);
+    channels_[c]->PushLastBatch(std::move(current_[c]));
+    current_[c] = channels_[c]->AcquireAnyBatch();
+  }
+  PublishCount();
 }
 
 void ChannelWriterCore::EmitBarrier(int64_t checkpoint_id, bool unaligned) {

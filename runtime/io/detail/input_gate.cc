@@ -561,7 +561,7 @@ bool GateChannelsCore::EncodeUntilMarker(const BatchBase& b, size_t first_contro
       if (ctl.tag == kUnalignedBarrier && ctl.value == id) return true;
       continue;
     }
-    if (ctl.kind == ControlKind::kEndOfInput) continue;
+    if (ctl.kind == ControlKind::kEndOfInput) return true;  // nothing comes after it
     EncodeControl(w, ctl);
     ++*entries;
   }
@@ -579,9 +579,24 @@ void GateChannelsCore::PollPriority(GateInputBase& gate, int first) {
     if (id < 0) [[likely]]
       continue;
     const int c = first + static_cast<int>(k);
-    if (gate.unaligned_done(c, id)) continue;
-    if (gate.BeginUnaligned(id)) Capture(gate, k, c, id);
-    gate.UnalignedChannelDone(c, id);
+    if (!gate.unaligned_done(c, id)) {
+      if (gate.BeginUnaligned(id)) Capture(gate, k, c, id);
+      gate.UnalignedChannelDone(c, id);
+    }
+  }
+  // A channel whose producer has ended gets no barrier: while a checkpoint
+  // is being stored, its channel state is its queue up to the end (which
+  // may be long under back-pressure), taken now rather than as it drains.
+  const int64_t current = gate.unaligned_checkpoint();
+  if (current < 0) [[likely]]
+    return;
+  for (size_t k = 0; k < channels_.size(); ++k) {
+    const int c = first + static_cast<int>(k);
+    if (gate.unaligned_done(c, current) || !channels_[k]->ProducerEnded()) continue;
+    if (channels_[k]->PriorityBarrier() >= current) continue;  // its marker is queued: above
+    Capture(gate, k, c, current);
+    gate.UnalignedChannelDone(c, current);
+    if (gate.unaligned_checkpoint() != current) return;  // complete
   }
 }
 
@@ -595,16 +610,19 @@ void GateChannelsCore::Capture(GateInputBase& gate, size_t k, int c, int64_t id)
         EncodeUntilMarker(*held_[k].batch, held_[k].control, held_[k].position, id, w, &entries);
   for (size_t i = 0; i < ahead_[k].size() && !found; ++i)
     found = EncodeUntilMarker(*ahead_[k][i], 0, 0, id, w, &entries);
-  while (!found) {
-    std::unique_ptr<BatchBase> b = channels_[k]->PopBatch();
-    if (!b) {
-      // The marker is pushed with the priority barrier, in one critical
-      // section (ChannelBase::PushBatchWithPriorityBarrier).
-      throw std::logic_error(absl::StrCat("unaligned checkpoint ", id, ": channel ", c,
-                                          " has its priority barrier but not its marker"));
-    }
-    found = EncodeUntilMarker(*b, 0, 0, id, w, &entries);
-    ahead_[k].push_back(std::move(b));
+  // Encoded where they are: the batches stay queued (and the producer
+  // back-pressured), to be processed in turn.
+  if (!found) {
+    channels_[k]->VisitQueued([&](const BatchBase& b) {
+      found = EncodeUntilMarker(b, 0, 0, id, w, &entries);
+      return found;
+    });
+  }
+  if (!found) {
+    // The marker is pushed with the priority barrier, and the end with
+    // ProducerEnded, in one critical section each (channel.h).
+    throw std::logic_error(absl::StrCat("unaligned checkpoint ", id, ": channel ", c,
+                                        " has neither its marker nor its end queued"));
   }
   gate.add_channel_state_entries(c, entries);
 }

@@ -30,8 +30,9 @@
 // operators had not processed at the snapshot.  Those that the gate reads
 // before it meets the channel's priority barrier are recorded as they are
 // delivered; when the priority barrier arrives, every batch queued up to the
-// marker is taken out of the channel at once (kept here, in order, for
-// processing, so the producer gets room), and its contents are recorded.  A
+// marker is recorded at once, where it is (under the channel's lock; the
+// batches stay queued, the producer back-pressured, and are processed in
+// turn).  A
 // channel is done at its priority barrier, at its marker or when it ends;
 // when every channel is done the handler gets the channel state
 // (OnChannelStateComplete).  On restore (RestoreChannelState) the stored
@@ -338,7 +339,7 @@ class GateChannelsCore {
   bool EncodeUntilMarker(const BatchBase& b, size_t first_control, uint32_t from, int64_t id,
                          StateWriter& w, uint64_t* entries) const;
   // The priority barrier `id` of local channel k (gate channel c): every
-  // batch queued up to its marker taken into ahead_[k], encoded.
+  // batch queued up to its marker encoded, left in the queue.
   void Capture(GateInputBase& gate, size_t k, int c, int64_t id);
   void NeedCodec() const;
 
@@ -347,8 +348,7 @@ class GateChannelsCore {
   Deliver deliver_;
   Codec codec_;
   std::vector<Held> held_;
-  // Per channel: batches taken out ahead of their turn (a captured priority
-  // barrier's, or a restored channel state), read before the channel.
+  // Per channel: restored channel state, read before the channel.
   std::vector<std::deque<std::unique_ptr<BatchBase>>> ahead_;
 };
 
