@@ -587,6 +587,11 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::enable_incremental_check
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::enable_unaligned_checkpoints(bool on) {
+  config_.unaligned_checkpoints = on;
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::restore_from(std::string checkpoint) {
   config_.restore_from = std::move(checkpoint);
   return *this;

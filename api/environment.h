@@ -271,6 +271,15 @@ class StreamExecutionEnvironment {
   // checkpoint directory (without one it changes nothing).
   // docs/checkpoints.md, "Incremental checkpoints".
   StreamExecutionEnvironment& enable_incremental_checkpoints(bool on = true);
+  // Unaligned checkpoints (Flink's
+  // getCheckpointConfig().enableUnalignedCheckpoints(), FLIP-76): a barrier
+  // overtakes the records queued in the channels, so a checkpoint completes
+  // under back-pressure without waiting for them to drain; those records are
+  // stored with the checkpoint (channel state) and replayed on restore.
+  // Savepoints stay aligned.  A job across MPI ranks refuses it, and a
+  // checkpoint with channel state cannot be restored at another parallelism.
+  // docs/checkpoints.md, "Unaligned checkpoints".
+  StreamExecutionEnvironment& enable_unaligned_checkpoints(bool on = true);
   // Starts the job from a checkpoint: "latest" (the newest usable one in the
   // checkpoint directory; the job starts fresh when none was ever completed,
   // and passes over damaged ones, listed in CheckpointSummary), or the path

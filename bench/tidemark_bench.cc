@@ -207,6 +207,12 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
 ABSL_FLAG(bool, incremental_checkpoints, false,
           "with --checkpoint_interval_ms: incremental checkpoints (each writes only the state "
           "that changed; the JSON's checkpoint_sizes_bytes lists what each one wrote)");
+ABSL_FLAG(bool, unaligned_checkpoints, false,
+          "with --checkpoint_interval_ms: unaligned checkpoints (barriers overtake the queued "
+          "records, which are stored as channel state)");
+ABSL_FLAG(int64_t, sink_delay_us, 0,
+          "W1-core and K1: the sink sleeps this many microseconds per record (a slow sink: "
+          "back-pressure, to compare aligned and unaligned checkpoints under it)");
 ABSL_FLAG(std::string, state_backend, "heap",
           "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
           "keep their state on the heap either way)");
@@ -346,6 +352,7 @@ struct Options {
   int64_t checkpoint_interval_ms;
   std::string checkpoint_dir;  // set when checkpoint_interval_ms > 0
   bool incremental_checkpoints;
+  bool unaligned_checkpoints;
   std::string state_backend = "heap";  // heap | rocksdb
   std::string state_backend_dir;
   bool local_aggregation;  // window(...).local_aggregation() (not W1-core, W3)
@@ -477,6 +484,9 @@ class SinkRegistry {
   std::vector<std::unique_ptr<SinkTable>> tables_;
 };
 
+// --sink_delay_us (set once, before any job runs).
+int64_t g_sink_delay_us = 0;
+
 // The add_sink function: the environment copies it once per sink subtask, so
 // each copy takes a table of its own on its first record.
 struct LastValueSink {
@@ -485,6 +495,8 @@ struct LastValueSink {
   void operator()(Event&& e) {
     if (table == nullptr) [[unlikely]]
       table = registry->NewTable();
+    if (g_sink_delay_us > 0) [[unlikely]]
+      std::this_thread::sleep_for(std::chrono::microseconds(g_sink_delay_us));
     ++table->records;
     table->last[static_cast<size_t>(e.key)] = e.value;
   }
@@ -503,6 +515,7 @@ void Configure(StreamExecutionEnvironment& env, const Options& o) {
   if (o.checkpoint_interval_ms > 0)
     env.enable_checkpointing(Duration(o.checkpoint_interval_ms), o.checkpoint_dir);
   env.enable_incremental_checkpoints(o.incremental_checkpoints);
+  env.enable_unaligned_checkpoints(o.unaligned_checkpoints);
   if (o.state_backend == "rocksdb")
     env.set_state_backend(StateBackend::rocksdb(o.state_backend_dir));
 }
@@ -1516,6 +1529,8 @@ std::optional<std::string> ReadOptions(const JobSpec& job, Options& o) {
   o.checkpoint_interval_ms = absl::GetFlag(FLAGS_checkpoint_interval_ms);
   o.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
+  o.unaligned_checkpoints = absl::GetFlag(FLAGS_unaligned_checkpoints);
+  g_sink_delay_us = absl::GetFlag(FLAGS_sink_delay_us);
   o.state_backend = absl::GetFlag(FLAGS_state_backend);
   if (o.state_backend != "heap" && o.state_backend != "rocksdb") {
     std::fprintf(stderr, "--state_backend must be heap or rocksdb, not '%s'\n",
@@ -1798,6 +1813,7 @@ int Main() {
                         best_job.checkpoints.max_alignment_ms),
         absl::StrFormat(", \"checkpoint_sync_max_ms\": %.3f", best_job.checkpoints.max_sync_ms),
         ", \"incremental_checkpoints\": ", o.incremental_checkpoints ? "true" : "false",
+        ", \"unaligned_checkpoints\": ", o.unaligned_checkpoints ? "true" : "false",
         ", \"checkpoint_sizes_bytes\": [", absl::StrJoin(best_job.checkpoints.sizes_bytes, ", "),
         "], \"checkpoint_state_bytes\": [", absl::StrJoin(best_job.checkpoints.state_bytes, ", "),
         "]");

@@ -75,12 +75,13 @@ struct CrashCase {
   int parallelism;
   bool incremental = false;  // --incremental-checkpoints
   int kills = 20;
-  bool rocksdb = false;  // --state-backend=rocksdb
+  bool rocksdb = false;    // --state-backend=rocksdb
+  bool unaligned = false;  // --unaligned-checkpoints
 };
 // For ctest's test names (stable, unlike the bytes gtest prints otherwise).
 void PrintTo(const CrashCase& c, std::ostream* os) {
   *os << c.window << " p" << c.parallelism << (c.incremental ? " incremental" : "")
-      << (c.rocksdb ? " rocksdb" : "");
+      << (c.rocksdb ? " rocksdb" : "") << (c.unaligned ? " unaligned" : "");
 }
 
 class CliCrash : public ::testing::TestWithParam<CrashCase> {};
@@ -111,8 +112,9 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   run_args.push_back("--restore=latest");
   if (c.incremental) run_args.push_back("--incremental-checkpoints");
   if (c.rocksdb) run_args.push_back("--state-backend=rocksdb");
-  std::mt19937 rng(
-      static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental + 7 * c.rocksdb));
+  if (c.unaligned) run_args.push_back("--unaligned-checkpoints");
+  std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental +
+                                         7 * c.rocksdb + 11 * c.unaligned));
   const int kills = StressIterations(c.kills);
   int killed = 0;
   int episodes = 0;
@@ -160,7 +162,11 @@ INSTANTIATE_TEST_SUITE_P(Windows, CliCrash,
                                            // window contents where they are on it),
                                            // full and incremental checkpoints.
                                            CrashCase{"tumbling:1s", 3, false, 3, true},
-                                           CrashCase{"tumbling:1s", 3, true, 3, true}));
+                                           CrashCase{"tumbling:1s", 3, true, 3, true},
+                                           // Unaligned checkpoints: restored with their
+                                           // channel state (the records in flight).
+                                           CrashCase{"tumbling:1s", 3, false, 6, false, true},
+                                           CrashCase{"session:300ms", 3, false, 6, false, true}));
 
 // `lines` without the "subtask" field of each result: which subtask fires a
 // window depends on the parallelism.
@@ -640,6 +646,13 @@ TEST(CliCheckpoint, IncrementalCheckpointsNeedACheckpointDirectory) {
   CliRun r = RunTidemark({"run", "--input=/dev/null", "--incremental-checkpoints"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--incremental-checkpoints needs --checkpoint-dir"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliCheckpoint, UnalignedCheckpointsNeedACheckpointDirectory) {
+  CliRun r = RunTidemark({"run", "--input=/dev/null", "--unaligned-checkpoints"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--unaligned-checkpoints needs --checkpoint-dir"), std::string::npos)
       << r.err;
 }
 

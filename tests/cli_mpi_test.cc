@@ -572,6 +572,19 @@ TEST(MpiRestart, TheFlagRestartsEveryRankAndRankZeroSaysEachRestartOnce) {
   EXPECT_THAT(r.err, Not(HasSubstr("restarting (3)")));
 }
 
+// Unaligned checkpoints are one process only (docs/checkpoints.md): under
+// mpirun the flag is refused before the job starts, saying why.
+TEST(MpiUnaligned, UnalignedCheckpointsAreRefusedAcrossRanks) {
+  const std::string a = InputFile("mpi_unaligned.txt", {"k1,1000", "k2,2000"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + a, "--fields=key,ts", "--parallelism=2",
+                     "--checkpoint-dir=" + ::testing::TempDir() + "/mpi_unaligned_chk",
+                     "--unaligned-checkpoints"},
+                    60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--unaligned-checkpoints is not supported across MPI ranks"));
+}
+
 // Stop-with-savepoint with drain across ranks: rank 0's coordinator ends
 // the input of every source (on any rank); the savepoint holds the final
 // state and every rank's job ends OK with the committed output of the

@@ -120,6 +120,11 @@ ABSL_FLAG(bool, drain, false,
 ABSL_FLAG(bool, incremental_checkpoints, false,
           "incremental checkpoints: each checkpoint writes only the state that changed since "
           "the retained ones and refers to their files for the rest (savepoints stay full)");
+ABSL_FLAG(bool, unaligned_checkpoints, false,
+          "unaligned checkpoints (FLIP-76): barriers overtake the records queued in the "
+          "channels, which are stored with the checkpoint and replayed on restore; a checkpoint "
+          "completes under back-pressure without waiting for them (savepoints stay aligned; "
+          "not across MPI ranks)");
 ABSL_FLAG(std::string, state_backend, "heap",
           "where keyed process state lives: heap or rocksdb (an embedded RocksDB per operator "
           "instance; window contents stay on the heap)");
@@ -506,6 +511,7 @@ int main(int argc, char** argv) {
   o.drain = absl::GetFlag(FLAGS_drain);
   o.allow_non_restored_state = absl::GetFlag(FLAGS_allow_non_restored_state);
   o.incremental_checkpoints = absl::GetFlag(FLAGS_incremental_checkpoints);
+  o.unaligned_checkpoints = absl::GetFlag(FLAGS_unaligned_checkpoints);
   o.state_backend = absl::GetFlag(FLAGS_state_backend);
   o.state_backend_dir = absl::GetFlag(FLAGS_state_backend_dir);
   o.trace = absl::GetFlag(FLAGS_trace);

@@ -65,6 +65,11 @@ struct JobConfig {
   // the chunks of state no retained checkpoint holds and refers to the rest.
   // Keyed state is then written grouped by key group.  Savepoints stay full.
   bool incremental_checkpoints = false;
+  // Unaligned checkpoints (FLIP-76; docs/checkpoints.md): barriers overtake
+  // the records queued in the channels, which are stored with the checkpoint
+  // as channel state and replayed on restore.  Savepoints stay aligned.  One
+  // process only (refused across MPI ranks).
+  bool unaligned_checkpoints = false;
   // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
   // checkpoint_dir (fresh when there is none), or a checkpoint directory.
   std::string restore_from;

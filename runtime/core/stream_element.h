@@ -39,9 +39,16 @@ enum class ControlKind : uint8_t {
 struct Control {
   uint32_t position;  // number of records of the batch before this control
   ControlKind kind;
-  uint16_t tag;  // kGeneralized: the declaration's id; else 0 (in the padding)
+  // kGeneralized: the declaration's id; kBarrier: kUnalignedBarrier for the
+  // in-band marker of an unaligned checkpoint's barrier, else 0 (in the
+  // padding).
+  uint16_t tag;
   Timestamp value;
 };
+// A kBarrier control's tag: the barrier of an unaligned checkpoint (its
+// in-band marker; the barrier itself went ahead on the channel's priority
+// lane, channel.h).  0: an aligned barrier.
+inline constexpr uint16_t kUnalignedBarrier = 1;
 // The tag lives in what was padding: a control is as small as before.
 static_assert(sizeof(Control) == 16);
 

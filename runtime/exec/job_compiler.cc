@@ -984,6 +984,11 @@ void JobCompiler::ConnectCheckpointParticipants(const PhysicalPlan& plan, Assemb
 // pick theirs (StreamTask::Restore); source tasks cannot be rescaled.
 absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a) const {
   const JobConfig& config = *options_.config;
+  if (config.unaligned_checkpoints && options_.cluster.size > 1) {
+    return absl::UnimplementedError(
+        "unaligned checkpoints are not supported across MPI ranks (the channel state of the "
+        "channels between ranks is not captured): use aligned checkpoints under mpirun");
+  }
   std::unique_ptr<CheckpointStorage> storage;
   if (!config.checkpoint_dir.empty()) {
     storage = std::make_unique<CheckpointStorage>(config.checkpoint_dir,

@@ -43,6 +43,9 @@ std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
     w.PutBytes(op.name);
     w.PutBytes(op.state);
   }
+  // Unaligned checkpoints: the channel state, only when there is one (so
+  // every other file is as before).
+  if (!s.channel_state.empty()) w.PutBytes(s.channel_state);
   return w.Release();
 }
 
@@ -71,6 +74,7 @@ absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
     op.state = std::string(r.GetBytes("operator state"));
     s.operators.push_back(std::move(op));
   }
+  if (r.ok() && !r.AtEnd()) s.channel_state = std::string(r.GetBytes("channel state"));
   if (!r.ok()) return absl::DataLossError(absl::StrCat(file, ": ", r.error()));
   if (!r.AtEnd()) {
     return absl::DataLossError(absl::StrCat(file, ": ", r.remaining(), " bytes after the end"));
@@ -276,7 +280,7 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
   } else {
     if (mode == SavepointMode::kStop)
       for (CheckpointParticipant* t : sources) t->SuspendAfter(id);
-    for (CheckpointParticipant* t : sources) t->RequestCheckpoint(id);
+    for (CheckpointParticipant* t : sources) t->RequestSavepoint(id);
   }
   MutexLock lock(&mu_);
   bool timed_out = false;

@@ -707,6 +707,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   }
   if (o.incremental_checkpoints && o.checkpoint_dir.empty())
     return fail("--incremental-checkpoints needs --checkpoint-dir");
+  if (o.unaligned_checkpoints && o.checkpoint_dir.empty())
+    return fail("--unaligned-checkpoints needs --checkpoint-dir");
+  if (o.unaligned_checkpoints && cluster.distributed()) {
+    return fail(
+        "--unaligned-checkpoints is not supported across MPI ranks (the channel state of "
+        "channels between ranks is not captured); use aligned checkpoints under mpirun");
+  }
   Duration checkpoint_interval{0};
   if (!o.checkpoint_interval.empty() || !o.checkpoint_dir.empty()) {
     if (o.checkpoint_dir.empty()) return fail("--checkpoint-interval needs --checkpoint-dir");
@@ -904,6 +911,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (o.checkpoint_dir.empty() && !o.savepoint_dir.empty()) env.enable_checkpointing(Duration(0));
   if (o.allow_non_restored_state) env.set_allow_non_restored_state();
   if (o.incremental_checkpoints) env.enable_incremental_checkpoints();
+  if (o.unaligned_checkpoints) env.enable_unaligned_checkpoints();
   if (o.state_backend == "rocksdb")
     env.set_state_backend(StateBackend::rocksdb(o.state_backend_dir));
   env.set_tolerable_checkpoint_failure_number(o.tolerable_failed_checkpoints);

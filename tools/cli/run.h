@@ -76,6 +76,7 @@ struct RunOptions {
   // Restoring a changed job: skip the state of operators it no longer has.
   bool allow_non_restored_state = false;
   bool incremental_checkpoints = false;  // --incremental-checkpoints
+  bool unaligned_checkpoints = false;    // --unaligned-checkpoints
   // --state-backend: "heap" or "rocksdb" (in --state-backend-dir).
   std::string state_backend = "heap";
   std::string state_backend_dir;

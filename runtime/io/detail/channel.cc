@@ -32,6 +32,19 @@ std::unique_ptr<BatchBase> ChannelBase::TakeFree() {
 }
 
 bool ChannelBase::PushBatch(std::unique_ptr<BatchBase> batch) {
+  return Push(std::move(batch), -1, false);
+}
+
+bool ChannelBase::PushBatchWithPriorityBarrier(std::unique_ptr<BatchBase> batch,
+                                               int64_t checkpoint_id) {
+  return Push(std::move(batch), checkpoint_id, false);
+}
+
+void ChannelBase::PushLastBatch(std::unique_ptr<BatchBase> batch) {
+  Push(std::move(batch), -1, true);
+}
+
+bool ChannelBase::Push(std::unique_ptr<BatchBase> batch, int64_t priority, bool last) {
   bool wake_consumer = false;
   bool has_space = true;
   {
@@ -44,9 +57,20 @@ bool ChannelBase::PushBatch(std::unique_ptr<BatchBase> batch) {
       producer_waiting_ = true;
       has_space = false;
     }
+    if (priority > priority_barrier_.load(std::memory_order_relaxed)) {
+      priority_barrier_.store(priority, std::memory_order_release);
+      wake_consumer = true;  // a barrier is taken at once, queue or not
+    }
+    if (last) producer_ended_.store(true, std::memory_order_release);
   }
   if (wake_consumer && consumer_ != nullptr) consumer_->Notify();
   return has_space;
+}
+
+void ChannelBase::VisitQueued(absl::FunctionRef<bool(const BatchBase&)> visit) {
+  MutexLock lock(&mu_);
+  for (const std::unique_ptr<BatchBase>& b : queue_)
+    if (visit(*b)) return;
 }
 
 std::unique_ptr<BatchBase> ChannelBase::PopBatch() {

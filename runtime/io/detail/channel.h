@@ -30,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/core/stream_element.h"
@@ -76,9 +77,40 @@ class ChannelBase {
   std::unique_ptr<BatchBase> PopBatch();
   void RecycleAnyBatch(std::unique_ptr<BatchBase> batch);
 
+  // Unaligned checkpoints (docs/checkpoints.md, "Unaligned checkpoints"): the
+  // priority lane.  Producer side: hands `batch`, whose last control is
+  // barrier `checkpoint_id` (the in-band marker: where the barrier stands
+  // among the records), to the consumer like PushBatch, and in the same
+  // critical section raises the channel's priority barrier to
+  // `checkpoint_id`, so a consumer that sees the priority barrier finds its
+  // marker in the queue (or has already taken it).  The consumer is always
+  // notified.  False when the channel is now full (it may exceed capacity by
+  // this batch: a barrier never waits for room).
+  bool PushBatchWithPriorityBarrier(std::unique_ptr<BatchBase> batch, int64_t checkpoint_id);
+  // Producer side: hands over its last batch (ending in the end of input),
+  // and in the same critical section says that the producer has ended, so a
+  // consumer that sees ProducerEnded() finds the end in the queue (or has
+  // read it).  Unaligned checkpoints: a channel whose producer has ended
+  // gets no barrier any more; its channel state is the queue up to the end.
+  void PushLastBatch(std::unique_ptr<BatchBase> batch);
+  bool ProducerEnded() const { return producer_ended_.load(std::memory_order_acquire); }
+  // Consumer side: the highest checkpoint id pushed with
+  // PushBatchWithPriorityBarrier (-1: none).  Lock-free; the consumer checks
+  // it before each batch it reads.
+  int64_t PriorityBarrier() const { return priority_barrier_.load(std::memory_order_acquire); }
+  // Consumer side: shows the queued batches, oldest first, to `visit`
+  // until it returns true, under the channel's lock (the producer's next
+  // push waits that long).  They stay queued.  For reading a priority
+  // barrier's channel state without taking the batches out of the queue,
+  // so that back-pressure stays as it is.
+  void VisitQueued(absl::FunctionRef<bool(const BatchBase&)> visit);
+
  protected:
   // A new, empty Batch<T>.
   virtual std::unique_ptr<BatchBase> NewBatch() const = 0;
+  // PushBatch, PushBatchWithPriorityBarrier (`priority` >= 0) and
+  // PushLastBatch (`last`).
+  bool Push(std::unique_ptr<BatchBase> batch, int64_t priority, bool last);
   // A recycled batch, or nullptr when there is none.
   std::unique_ptr<BatchBase> TakeFree();
   // See Channel<T>::Recycle.
@@ -87,6 +119,8 @@ class ChannelBase {
  private:
   Mutex mu_;
   std::atomic<size_t> size_{0};
+  std::atomic<int64_t> priority_barrier_{-1};
+  std::atomic<bool> producer_ended_{false};
   bool producer_waiting_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::unique_ptr<BatchBase>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<BatchBase>> free_ ABSL_GUARDED_BY(mu_);

@@ -53,13 +53,28 @@ void ChannelWriterCore::FlushOlderThan(SteadyTime cutoff) {
 }
 
 void ChannelWriterCore::EndOfInput() {
-  for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kEndOfInput, 0);
-  FlushAll();
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    AddControl(c, ControlKind::kEndOfInput, 0);
+    channels_[c]->PushLastBatch(std::move(current_[c]));
+    current_[c] = channels_[c]->AcquireAnyBatch();
+  }
+  PublishCount();
 }
 
-void ChannelWriterCore::EmitBarrier(int64_t checkpoint_id) {
-  for (size_t c = 0; c < channels_.size(); ++c) AddControl(c, ControlKind::kBarrier, checkpoint_id);
-  FlushAll();
+void ChannelWriterCore::EmitBarrier(int64_t checkpoint_id, bool unaligned) {
+  if (!unaligned) {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      AddControl(c, ControlKind::kBarrier, checkpoint_id);
+    FlushAll();
+    return;
+  }
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    AddControl(c, ControlKind::kBarrier, checkpoint_id, kUnalignedBarrier);
+    if (!channels_[c]->PushBatchWithPriorityBarrier(std::move(current_[c]), checkpoint_id))
+      signals_->backpressured = true;
+    current_[c] = channels_[c]->AcquireAnyBatch();
+  }
+  PublishCount();
 }
 
 void ChannelWriterCore::WatermarkToAll(Timestamp w) {

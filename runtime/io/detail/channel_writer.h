@@ -38,8 +38,11 @@ class WriterBase {
   virtual void FlushOlderThan(SteadyTime cutoff) = 0;
   virtual void EndOfInput() = 0;
   // Checkpoint barrier `id` to every channel, after everything emitted so
-  // far, and sent at once (not held for the buffer timeout).
-  virtual void EmitBarrier(int64_t checkpoint_id) = 0;
+  // far, and sent at once (not held for the buffer timeout).  `unaligned`:
+  // the barrier also goes ahead of the queued batches on each channel's
+  // priority lane (ChannelBase::PushBatchWithPriorityBarrier); the in-band
+  // one marks where it stood.
+  virtual void EmitBarrier(int64_t checkpoint_id, bool unaligned) = 0;
 };
 
 // Shared by a task's writers: set when a push filled a channel.
@@ -68,7 +71,7 @@ class ChannelWriterCore : public WriterBase {
   void FlushAll() override;
   void FlushOlderThan(SteadyTime cutoff) override;
   void EndOfInput() override;
-  void EmitBarrier(int64_t checkpoint_id) override;
+  void EmitBarrier(int64_t checkpoint_id, bool unaligned) override;
 
  protected:
   // `channels`: all Channel<T> of one T.  `has_partitioner`: the records are

@@ -9,6 +9,15 @@
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
+namespace {
+// A control in channel state (an unaligned checkpoint's in-flight data).
+void EncodeControl(StateWriter& w, const Control& ctl) {
+  w.PutU8(1);
+  w.PutU8(static_cast<uint8_t>(ctl.kind));
+  w.PutVarint(ctl.tag);
+  w.PutI64(ctl.value);
+}
+}  // namespace
 
 TaskInput::~TaskInput() = default;
 void TaskInput::Open() {}
@@ -24,6 +33,10 @@ absl::Status TaskInput::RestoreRescaled(const std::vector<const std::string*>& /
   return absl::OkStatus();
 }
 void TaskInput::SetBarrierHandler(BarrierHandler* /*h*/) {}
+absl::Status TaskInput::RestoreChannelState(std::string_view bytes) {
+  if (bytes.empty()) return absl::OkStatus();
+  return absl::DataLossError("the checkpoint has channel state for an input without channels");
+}
 
 GateInputBase::~GateInputBase() = default;
 void GateInputBase::SetBarrierHandler(BarrierHandler* h) { set_barrier_handler(h); }
@@ -31,6 +44,59 @@ void GateInputBase::SnapshotPosition(StateWriter& w) const { SnapshotValve(w); }
 void GateInputBase::RestorePosition(StateReader& r) { RestoreValve(r); }
 absl::Status GateInputBase::RestoreRescaled(const std::vector<const std::string*>& old) {
   return RestoreRescaledValve(old);
+}
+
+void GateInputBase::PollPriority() {
+  int first = 0;
+  for (GateChannelsCore* p : parts_) {
+    p->PollPriority(*this, first);
+    first += static_cast<int>(p->size());
+  }
+}
+
+namespace {
+constexpr uint32_t kChannelStateMagic = 0x544d4353;  // "TMCS"
+constexpr uint32_t kChannelStateVersion = 1;
+}  // namespace
+
+// Channel state format (docs/checkpoints.md, "Unaligned checkpoints"): u32
+// magic, u32 version, varint number of channels stored, then per channel:
+// varint gate channel, varint entries, bytes (the entries: u8 0, i64
+// timestamp, the record's StateCodec; or u8 1, u8 control kind, varint tag,
+// i64 value).
+absl::Status GateInputBase::RestoreChannelState(std::string_view bytes) {
+  if (bytes.empty()) return absl::OkStatus();
+  StateReader r(bytes);
+  const uint32_t magic = r.GetU32("channel state magic");
+  const uint32_t version = r.GetU32("channel state version");
+  if (r.ok() && (magic != kChannelStateMagic || version != kChannelStateVersion)) {
+    return absl::DataLossError(absl::StrCat("channel state: not of this format (magic ", magic,
+                                            ", version ", version, ")"));
+  }
+  const uint64_t n = r.GetCount("channels");
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    const uint64_t c = r.GetVarint("channel");
+    const uint64_t entries = r.GetVarint("entries");
+    const std::string_view data = r.GetBytes("channel state");
+    if (!r.ok()) break;
+    if (c >= num_channels()) {
+      return absl::DataLossError(absl::StrCat("channel state of channel ", c, ": the gate has ",
+                                              num_channels(), " channels"));
+    }
+    size_t local = c;
+    for (GateChannelsCore* p : parts_) {
+      if (local < p->size()) {
+        if (absl::Status st = p->RestoreChannel(local, data, entries); !st.ok()) {
+          return absl::DataLossError(
+              absl::StrCat("channel state of channel ", c, ": ", st.message()));
+        }
+        break;
+      }
+      local -= p->size();
+    }
+  }
+  if (!r.ok()) return absl::DataLossError(absl::StrCat("channel state: ", r.error()));
+  return absl::OkStatus();
 }
 
 InputGateCore::~InputGateCore() = default;
@@ -42,7 +108,10 @@ InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics*
       listener_(listener),
       input_of_(std::move(channel_inputs)),
       ended_channel_(static_cast<size_t>(num_channels)),
-      blocked_(static_cast<size_t>(num_channels)) {
+      blocked_(static_cast<size_t>(num_channels)),
+      ua_done_(static_cast<size_t>(num_channels), -1),
+      ua_bytes_(static_cast<size_t>(num_channels)),
+      ua_entries_(static_cast<size_t>(num_channels), 0) {
   if (input_of_.empty()) input_of_.assign(static_cast<size_t>(num_channels), 0);
   const int inputs = input_of_.empty() ? 1 : input_of_.back() + 1;
   std::vector<int> counts(static_cast<size_t>(inputs), 0);
@@ -65,7 +134,13 @@ InputGateCore::InputGateCore(int num_channels, OutputBase* head, SubtaskMetrics*
 }
 
 bool InputGateCore::HandleControl(int c, const Control& ctl) {
-  if (ctl.kind == ControlKind::kBarrier) return OnBarrier(c, ctl.value);
+  if (ctl.kind == ControlKind::kBarrier) {
+    if (ctl.tag == kUnalignedBarrier) {
+      OnUnalignedMarker(c, ctl.value);
+      return false;
+    }
+    return OnBarrier(c, ctl.value);
+  }
   const size_t i = static_cast<size_t>(input_of_[static_cast<size_t>(c)]);
   const int l = local_of_[static_cast<size_t>(c)];
   WatermarkValve& valve = valves_[i];
@@ -81,11 +156,15 @@ bool InputGateCore::HandleControl(int c, const Control& ctl) {
     case ControlKind::kStatus:
       valve.InputStatus(l, static_cast<WatermarkStatus>(ctl.value), emitters_[i]);
       break;
-    case ControlKind::kEndOfInput:
+    case ControlKind::kEndOfInput: {
+      const bool was_recording = recording(c);
       valve.InputEnd(l, emitters_[i]);
       ++ended_;
       ended_channel_[static_cast<size_t>(c)] = true;
+      // An ended channel's channel state is complete.
+      if (was_recording && --ua_open_ == 0) CompleteUnaligned();
       break;
+    }
     case ControlKind::kBarrier:
       break;  // handled above
     case ControlKind::kGeneralized:
@@ -271,6 +350,57 @@ bool InputGateCore::OnBarrier(int c, int64_t id) {
   return blocked_[static_cast<size_t>(c)];
 }
 
+void InputGateCore::OnUnalignedMarker(int c, int64_t id) {
+  if (unaligned_done(c, id)) return;  // its priority barrier came first
+  // The first barrier of `id` here, in band (read before its priority lane
+  // was checked): the records before it were processed before the snapshot.
+  if (BeginUnaligned(id)) UnalignedChannelDone(c, id);
+}
+
+bool InputGateCore::BeginUnaligned(int64_t id) {
+  if (id == ua_id_) return true;
+  if (id <= ua_last_started_) return false;  // an older one, abandoned
+  // (A newer one while one is being stored: that one was abandoned.)
+  ua_id_ = id;
+  ua_last_started_ = id;
+  ua_open_ = 0;
+  for (size_t c = 0; c < ua_done_.size(); ++c) {
+    ua_bytes_[c].clear();
+    ua_entries_[c] = 0;
+    if (!ended_channel_[c] && ua_done_[c] < id) ++ua_open_;
+  }
+  if (barrier_handler_ != nullptr) barrier_handler_->OnUnalignedBarrier(id);
+  return true;
+}
+
+void InputGateCore::UnalignedChannelDone(int c, int64_t id) {
+  const size_t k = static_cast<size_t>(c);
+  const bool counted = id == ua_id_ && ua_done_[k] < id && !ended_channel_[k];
+  ua_done_[k] = std::max(ua_done_[k], id);
+  if (counted && --ua_open_ == 0) CompleteUnaligned();
+}
+
+void InputGateCore::CompleteUnaligned() {
+  const int64_t id = ua_id_;
+  ua_id_ = -1;
+  StateWriter w;
+  w.PutU32(kChannelStateMagic);
+  w.PutU32(kChannelStateVersion);
+  size_t stored = 0;
+  for (uint64_t e : ua_entries_) stored += e != 0 ? 1 : 0;
+  w.PutVarint(stored);
+  for (size_t c = 0; c < ua_bytes_.size(); ++c) {
+    if (ua_entries_[c] == 0) continue;
+    w.PutVarint(c);
+    w.PutVarint(ua_entries_[c]);
+    w.PutBytes(ua_bytes_[c]);
+    std::string().swap(ua_bytes_[c]);
+    ua_entries_[c] = 0;
+  }
+  if (barrier_handler_ != nullptr)
+    barrier_handler_->OnChannelStateComplete(id, stored == 0 ? std::string() : w.Release());
+}
+
 void InputGateCore::MaybeCompleteAlignment() {
   if (aligning_ < 0 || num_blocked_ + ended_ < blocked_.size()) return;
   const int64_t id = aligning_;
@@ -330,8 +460,13 @@ void InputGateCore::Emit(WatermarkStatus s) {
 }
 
 GateChannelsCore::GateChannelsCore(std::vector<ChannelBase*> channels, OutputBase* head,
-                                   Deliver deliver)
-    : channels_(std::move(channels)), head_(head), deliver_(deliver), held_(channels_.size()) {}
+                                   Deliver deliver, Codec codec)
+    : channels_(std::move(channels)),
+      head_(head),
+      deliver_(deliver),
+      codec_(std::move(codec)),
+      held_(channels_.size()),
+      ahead_(channels_.size()) {}
 
 GateChannelsCore::~GateChannelsCore() = default;
 GateChannelsCore::GateChannelsCore(GateChannelsCore&&) noexcept = default;
@@ -343,6 +478,14 @@ GateChannelsCore::Took GateChannelsCore::Step(GateInputBase& gate, size_t k, int
     auto batch = std::move(held.batch);
     if (!Process(gate, k, c, batch, held.control, held.position))
       channels_[k]->RecycleAnyBatch(std::move(batch));
+    return Took::kBatch;
+  }
+  if (!ahead_[k].empty()) [[unlikely]] {
+    // Taken out ahead of its turn (a captured priority barrier's, or
+    // restored channel state).
+    auto batch = std::move(ahead_[k].front());
+    ahead_[k].pop_front();
+    if (!Process(gate, k, c, batch, 0, 0)) channels_[k]->RecycleAnyBatch(std::move(batch));
     return Took::kBatch;
   }
   if (channels_[k]->SizeApprox() == 0) return Took::kNothing;
@@ -361,8 +504,15 @@ bool GateChannelsCore::Process(GateInputBase& gate, size_t k, int c,
   for (size_t i = first_control; i < b.controls.size(); ++i) {
     const Control& ctl = b.controls[i];
     if (ctl.position > done) {
+      RecordRun(gate, c, b, done, ctl.position);
       deliver_(head_, b, done, ctl.position);
       done = ctl.position;
+    }
+    if (ctl.kind != ControlKind::kBarrier && ctl.kind != ControlKind::kEndOfInput &&
+        gate.recording(c)) [[unlikely]] {
+      StateWriter w(gate.channel_state_buffer(c));
+      EncodeControl(w, ctl);
+      gate.add_channel_state_entries(c, 1);
     }
     if (gate.OnControl(c, ctl)) {
       if (done > start) gate.CountIn(done - start);
@@ -370,14 +520,158 @@ bool GateChannelsCore::Process(GateInputBase& gate, size_t k, int c,
       return true;
     }
   }
-  if (done < nr) deliver_(head_, b, done, nr);
+  if (done < nr) {
+    RecordRun(gate, c, b, done, nr);
+    deliver_(head_, b, done, nr);
+  }
   if (nr > start) gate.CountIn(nr - start);
   return false;
 }
 
+void GateChannelsCore::RecordRun(GateInputBase& gate, int c, const BatchBase& b, uint32_t from,
+                                 uint32_t to) {
+  if (!gate.recording(c)) [[likely]]
+    return;
+  NeedCodec();
+  StateWriter w(gate.channel_state_buffer(c));
+  codec_.encode(b, from, to, w);
+  gate.add_channel_state_entries(c, to - from);
+}
+
+void GateChannelsCore::NeedCodec() const {
+  if (codec_.encode == nullptr) {
+    throw std::runtime_error(
+        absl::StrCat("unaligned checkpoint: the records in flight are of type ", codec_.type,
+                     ", which has no StateCodec (specialise tidemark::StateCodec for it, or use "
+                     "aligned checkpoints)"));
+  }
+}
+
+bool GateChannelsCore::EncodeUntilMarker(const BatchBase& b, size_t first_control, uint32_t from,
+                                         int64_t id, StateWriter& w, uint64_t* entries) const {
+  uint32_t done = from;
+  for (size_t i = first_control; i < b.controls.size(); ++i) {
+    const Control& ctl = b.controls[i];
+    if (ctl.position > done) {
+      codec_.encode(b, done, ctl.position, w);
+      *entries += ctl.position - done;
+      done = ctl.position;
+    }
+    if (ctl.kind == ControlKind::kBarrier) {
+      if (ctl.tag == kUnalignedBarrier && ctl.value == id) return true;
+      continue;
+    }
+    if (ctl.kind == ControlKind::kEndOfInput) return true;  // nothing comes after it
+    EncodeControl(w, ctl);
+    ++*entries;
+  }
+  const auto nr = static_cast<uint32_t>(b.NumRecords());
+  if (done < nr) {
+    codec_.encode(b, done, nr, w);
+    *entries += nr - done;
+  }
+  return false;
+}
+
+void GateChannelsCore::PollPriority(GateInputBase& gate, int first) {
+  for (size_t k = 0; k < channels_.size(); ++k) {
+    const int64_t id = channels_[k]->PriorityBarrier();
+    if (id < 0) [[likely]]
+      continue;
+    const int c = first + static_cast<int>(k);
+    if (!gate.unaligned_done(c, id)) {
+      if (gate.BeginUnaligned(id)) Capture(gate, k, c, id);
+      gate.UnalignedChannelDone(c, id);
+    }
+  }
+  // A channel whose producer has ended gets no barrier: while a checkpoint
+  // is being stored, its channel state is its queue up to the end (which
+  // may be long under back-pressure), taken now rather than as it drains.
+  const int64_t current = gate.unaligned_checkpoint();
+  if (current < 0) [[likely]]
+    return;
+  for (size_t k = 0; k < channels_.size(); ++k) {
+    const int c = first + static_cast<int>(k);
+    if (gate.unaligned_done(c, current) || !channels_[k]->ProducerEnded()) continue;
+    if (channels_[k]->PriorityBarrier() >= current) continue;  // its marker is queued: above
+    Capture(gate, k, c, current);
+    gate.UnalignedChannelDone(c, current);
+    if (gate.unaligned_checkpoint() != current) return;  // complete
+  }
+}
+
+void GateChannelsCore::Capture(GateInputBase& gate, size_t k, int c, int64_t id) {
+  NeedCodec();
+  StateWriter w(gate.channel_state_buffer(c));
+  uint64_t entries = 0;
+  bool found = false;
+  if (held_[k].batch)
+    found =
+        EncodeUntilMarker(*held_[k].batch, held_[k].control, held_[k].position, id, w, &entries);
+  for (size_t i = 0; i < ahead_[k].size() && !found; ++i)
+    found = EncodeUntilMarker(*ahead_[k][i], 0, 0, id, w, &entries);
+  // Encoded where they are: the batches stay queued (and the producer
+  // back-pressured), to be processed in turn.
+  if (!found) {
+    channels_[k]->VisitQueued([&](const BatchBase& b) {
+      found = EncodeUntilMarker(b, 0, 0, id, w, &entries);
+      return found;
+    });
+  }
+  if (!found) {
+    // The marker is pushed with the priority barrier, and the end with
+    // ProducerEnded, in one critical section each (channel.h).
+    throw std::logic_error(absl::StrCat("unaligned checkpoint ", id, ": channel ", c,
+                                        " has neither its marker nor its end queued"));
+  }
+  gate.add_channel_state_entries(c, entries);
+}
+
+absl::Status GateChannelsCore::RestoreChannel(size_t k, std::string_view bytes, uint64_t entries) {
+  if (codec_.decode == nullptr) {
+    return absl::DataLossError(
+        absl::StrCat("the records are of type ", codec_.type, ", which has no StateCodec"));
+  }
+  constexpr size_t kBatchRecords = 1024;
+  StateReader r(bytes);
+  std::unique_ptr<BatchBase> b = channels_[k]->AcquireAnyBatch();
+  for (uint64_t e = 0; e < entries && r.ok(); ++e) {
+    const uint8_t what = r.GetU8("entry kind");
+    if (what == 0) {
+      codec_.decode(*b, r);
+      if (b->NumRecords() >= kBatchRecords) {
+        ahead_[k].push_back(std::move(b));
+        b = channels_[k]->AcquireAnyBatch();
+      }
+    } else if (what == 1) {
+      Control ctl{};
+      ctl.position = static_cast<uint32_t>(b->NumRecords());
+      const uint8_t kind = r.GetU8("control kind");
+      ctl.tag = static_cast<uint16_t>(r.GetVarint("control tag"));
+      ctl.value = r.GetI64("control value");
+      if (kind > static_cast<uint8_t>(ControlKind::kGeneralized) ||
+          kind == static_cast<uint8_t>(ControlKind::kBarrier) ||
+          kind == static_cast<uint8_t>(ControlKind::kEndOfInput)) {
+        r.Fail(absl::StrCat("entry ", e, ": control kind ", kind, " is not stored"));
+        break;
+      }
+      ctl.kind = static_cast<ControlKind>(kind);
+      b->controls.push_back(ctl);
+    } else if (r.ok()) {
+      r.Fail(absl::StrCat("entry ", e, ": unknown kind ", what));
+    }
+  }
+  if (!r.ok()) return absl::DataLossError(r.error());
+  if (!r.AtEnd()) return absl::DataLossError(absl::StrCat(r.remaining(), " bytes after the end"));
+  if (b->NumRecords() != 0 || !b->controls.empty()) ahead_[k].push_back(std::move(b));
+  return absl::OkStatus();
+}
+
 OneInputGate::OneInputGate(GateChannelsCore in, SubtaskMetrics* metrics,
                            WatermarkListener* listener, OutputBase* head)
-    : GateInputBase(static_cast<int>(in.size()), head, metrics, listener), in_(std::move(in)) {}
+    : GateInputBase(static_cast<int>(in.size()), head, metrics, listener), in_(std::move(in)) {
+  set_parts({&in_});
+}
 
 OneInputGate::~OneInputGate() = default;
 

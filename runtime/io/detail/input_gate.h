@@ -17,6 +17,27 @@
 // runs and forwards them), so idleness does not either.  A gate with one
 // channel aligns at once.
 //
+// Unaligned checkpoints (FLIP-76; docs/checkpoints.md, "Unaligned
+// checkpoints"): a barrier whose control is tagged kUnalignedBarrier came
+// ahead of the queued batches on its channel's priority lane
+// (channel.h); the in-band one only marks where it stood.  The gate checks
+// the priority lanes before every batch it reads (PollPriority).  At the
+// first barrier of unaligned checkpoint n, on any channel, it calls the
+// handler's OnUnalignedBarrier at once (the task snapshots and sends n on,
+// unaligned); nothing is blocked.  From then on it stores, per channel, the
+// channel state of n: the records and controls (watermarks, statuses,
+// generalized watermarks) before that channel's marker of n that the
+// operators had not processed at the snapshot.  Those that the gate reads
+// before it meets the channel's priority barrier are recorded as they are
+// delivered; when the priority barrier arrives, every batch queued up to the
+// marker is recorded at once, where it is (under the channel's lock; the
+// batches stay queued, the producer back-pressured, and are processed in
+// turn).  A
+// channel is done at its priority barrier, at its marker or when it ends;
+// when every channel is done the handler gets the channel state
+// (OnChannelStateComplete).  On restore (RestoreChannelState) the stored
+// records and controls are queued ahead of each channel's new input.
+//
 // A two-input operator's gate (TwoInputGate) reads the channels of both
 // inputs, keeps a valve per input and aligns barriers across all of them.
 //
@@ -30,9 +51,11 @@
 #define TM_RUNTIME_INPUT_GATE_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +66,7 @@
 #include "tidemark/runtime/io/detail/channel.h"
 #include "tidemark/runtime/io/watermark_combiner.h"
 #include "tidemark/runtime/io/watermark_valve.h"
+#include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 
@@ -53,6 +77,12 @@ class BarrierHandler {
   // `alignment_ns`: from its first arrival to now.  The records before it on
   // every channel have been processed, none after it.
   virtual void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) = 0;
+  // The first barrier of unaligned checkpoint `checkpoint_id` has arrived
+  // on some channel: snapshot now and send the barrier on.  The records
+  // before the barriers that are not processed yet are the channel state,
+  // handed over once complete by OnChannelStateComplete (the same id).
+  virtual void OnUnalignedBarrier(int64_t /*checkpoint_id*/) {}
+  virtual void OnChannelStateComplete(int64_t /*checkpoint_id*/, std::string /*channel_state*/) {}
 
  protected:
   ~BarrierHandler() = default;
@@ -87,6 +117,14 @@ class TaskInput {
   // read.  By default: nothing to restore.
   virtual absl::Status RestoreRescaled(const std::vector<const std::string*>& old);
   virtual void SetBarrierHandler(BarrierHandler* h);
+  // Unaligned checkpoints: checks the input channels' priority lanes (a
+  // gate; nothing for a source).  Called before every step, and before the
+  // task waits for room on its outputs.
+  virtual void PollPriority() {}
+  // Restores the channel state of an unaligned checkpoint (see the top of
+  // this file): queued ahead of every channel's new input.  A source has
+  // none; DATA_LOSS when the bytes cannot be read.
+  virtual absl::Status RestoreChannelState(std::string_view bytes);
 };
 
 // The half of an input gate that does not depend on the record type
@@ -138,6 +176,30 @@ class InputGateCore {
   // cannot be read.
   absl::Status RestoreRescaledValve(const std::vector<const std::string*>& old);
 
+  // --- Unaligned checkpoints (the top of this file), for GateChannelsCore ---
+  // The unaligned checkpoint whose channel state is being stored (-1: none).
+  int64_t unaligned_checkpoint() const { return ua_id_; }
+  // Channel c has met the barrier of unaligned checkpoint `id` (or a later
+  // one), or has ended.
+  bool unaligned_done(int c, int64_t id) const {
+    return ua_done_[static_cast<size_t>(c)] >= id || ended_channel_[static_cast<size_t>(c)];
+  }
+  // What is delivered from channel c now belongs to the channel state.
+  bool recording(int c) const {
+    return ua_id_ >= 0 && ua_done_[static_cast<size_t>(c)] < ua_id_ &&
+           !ended_channel_[static_cast<size_t>(c)];
+  }
+  // Channel c's channel state so far, and its number of entries.
+  std::string* channel_state_buffer(int c) { return &ua_bytes_[static_cast<size_t>(c)]; }
+  void add_channel_state_entries(int c, uint64_t n) { ua_entries_[static_cast<size_t>(c)] += n; }
+  // Starts unaligned checkpoint `id` (the handler snapshots) unless it has
+  // started; false for an older one (abandoned: ignored).  A newer one
+  // replaces one being stored (that one was abandoned).
+  bool BeginUnaligned(int64_t id);
+  // Channel c has met the barrier of `id`: its channel state is complete;
+  // once every channel's is, the handler gets them.
+  void UnalignedChannelDone(int c, int64_t id);
+
  protected:
   // A control element that arrived on channel `c`; true when it blocked the
   // channel (a barrier that others have not delivered yet).
@@ -161,6 +223,10 @@ class InputGateCore {
   };
   // Barrier `id` on channel c: blocks it, or completes the alignment.
   bool OnBarrier(int c, int64_t id);
+  // The in-band marker of unaligned checkpoint `id` on channel c.
+  void OnUnalignedMarker(int c, int64_t id);
+  // Every channel's channel state is complete: to the handler.
+  void CompleteUnaligned();
   // Every channel not ended has delivered the barrier being aligned?
   void MaybeCompleteAlignment();
   void Notify(int c);
@@ -208,9 +274,26 @@ class InputGateCore {
   int64_t aligning_ = -1;       // the checkpoint id being aligned
   int64_t last_aligned_ = -1;   // the last completed
   int64_t align_start_ns_ = 0;  // steady clock, at the first barrier
+  // Unaligned checkpoints.
+  int64_t ua_id_ = -1;                 // being stored
+  int64_t ua_last_started_ = -1;       // the last started
+  std::vector<int64_t> ua_done_;       // per channel: the last barrier met
+  size_t ua_open_ = 0;                 // channels not done with ua_id_
+  std::vector<std::string> ua_bytes_;  // per channel: its channel state
+  std::vector<uint64_t> ua_entries_;   // and its number of entries
 };
 
 class GateInputBase;
+
+// Channel state (unaligned checkpoints): records [from, to) of a Batch<T>
+// encoded into `w` (each: u8 0, i64 timestamp, StateCodec<T>), and one record
+// decoded from `r` and appended to a Batch<T>.  Null: T has no StateCodec
+// (`type` names it).
+struct GateRecordCodec {
+  void (*encode)(const BatchBase& batch, uint32_t from, uint32_t to, StateWriter& w) = nullptr;
+  void (*decode)(BatchBase& batch, StateReader& r) = nullptr;
+  std::string type;
+};
 
 // The channels of one logical input, read a batch at a time: the records go
 // to the head a run at a time (the runs between the batch's controls, through
@@ -221,7 +304,9 @@ class GateChannelsCore {
  public:
   // Records [from, to) of `batch` (a Batch<T>) to `head` (an Output<T>).
   using Deliver = void (*)(OutputBase* head, BatchBase& batch, uint32_t from, uint32_t to);
-  GateChannelsCore(std::vector<ChannelBase*> channels, OutputBase* head, Deliver deliver);
+  using Codec = GateRecordCodec;
+  GateChannelsCore(std::vector<ChannelBase*> channels, OutputBase* head, Deliver deliver,
+                   Codec codec = {});
   ~GateChannelsCore();
   GateChannelsCore(GateChannelsCore&&) noexcept;
   size_t size() const { return channels_.size(); }
@@ -229,6 +314,11 @@ class GateChannelsCore {
   enum class Took { kNothing, kBatch };
   // One batch of local channel `k` (gate channel `c`), if it has one.
   Took Step(GateInputBase& gate, size_t k, int c);
+  // Unaligned checkpoints: the priority lanes of these channels (gate
+  // channels from `first` on).
+  void PollPriority(GateInputBase& gate, int first);
+  // Restores local channel k's channel state (`entries` entries).
+  absl::Status RestoreChannel(size_t k, std::string_view bytes, uint64_t entries);
 
  private:
   // Where a blocked channel stopped in its batch.
@@ -242,11 +332,24 @@ class GateChannelsCore {
   // barrier blocked the channel: the batch is then kept in held_[k].
   bool Process(GateInputBase& gate, size_t k, int c, std::unique_ptr<BatchBase>& batch,
                size_t first_control, uint32_t done);
+  // Channel state: records [from, to) of `b` from channel c, while recording.
+  void RecordRun(GateInputBase& gate, int c, const BatchBase& b, uint32_t from, uint32_t to);
+  // Encodes `b` from control `first_control` and record `from` on into `w`,
+  // up to the marker of unaligned checkpoint `id`; true when it was met.
+  bool EncodeUntilMarker(const BatchBase& b, size_t first_control, uint32_t from, int64_t id,
+                         StateWriter& w, uint64_t* entries) const;
+  // The priority barrier `id` of local channel k (gate channel c): every
+  // batch queued up to its marker encoded, left in the queue.
+  void Capture(GateInputBase& gate, size_t k, int c, int64_t id);
+  void NeedCodec() const;
 
   std::vector<ChannelBase*> channels_;
   OutputBase* head_;
   Deliver deliver_;
+  Codec codec_;
   std::vector<Held> held_;
+  // Per channel: restored channel state, read before the channel.
+  std::vector<std::deque<std::unique_ptr<BatchBase>>> ahead_;
 };
 
 // The channels of one logical input of type T (see GateChannelsCore).
@@ -255,9 +358,31 @@ class GateChannels : public GateChannelsCore {
  public:
   // `channels`: Channel<T>s.
   GateChannels(std::vector<ChannelBase*> channels, Output<T>* head)
-      : GateChannelsCore(std::move(channels), head, &DeliverRun) {}
+      : GateChannelsCore(std::move(channels), head, &DeliverRun, MakeCodec()) {}
 
  private:
+  static Codec MakeCodec() {
+    Codec c;
+    if constexpr (HasStateCodec<T>) {
+      c.encode = &EncodeRun;
+      c.decode = &DecodeOne;
+    }
+    c.type = TypeName<T>();
+    return c;
+  }
+  static void EncodeRun(const BatchBase& batch, uint32_t from, uint32_t to, StateWriter& w) {
+    const auto& records = static_cast<const Batch<T>&>(batch).records;
+    for (uint32_t i = from; i < to; ++i) {
+      w.PutU8(0);
+      w.PutI64(records[i].timestamp);
+      Encode(w, records[i].value);
+    }
+  }
+  static void DecodeOne(BatchBase& batch, StateReader& r) {
+    const Timestamp ts = r.GetI64("record timestamp");
+    T v = Decode<T>(r);
+    if (r.ok()) static_cast<Batch<T>&>(batch).records.push_back(Record<T>{std::move(v), ts});
+  }
   static void DeliverRun(OutputBase* head, BatchBase& batch, uint32_t from, uint32_t to) {
     std::span<Record<T>> records(static_cast<Batch<T>&>(batch).records);
     static_cast<Output<T>*>(head)->CollectBatch(records.subspan(from, to - from));
@@ -275,11 +400,15 @@ class GateInputBase : public TaskInput, public InputGateCore {
   void SnapshotPosition(StateWriter& w) const override;
   void RestorePosition(StateReader& r) override;
   absl::Status RestoreRescaled(const std::vector<const std::string*>& old) override;
+  void PollPriority() override;
+  absl::Status RestoreChannelState(std::string_view bytes) override;
   // For GateChannels.
   bool OnControl(int c, const Control& ctl) { return HandleControl(c, ctl); }
   void CountIn(size_t n) { metrics()->records_in.Inc(static_cast<int64_t>(n)); }
 
  protected:
+  // The channels of each logical input, in gate order (the subclass's).
+  void set_parts(std::vector<GateChannelsCore*> parts) { parts_ = std::move(parts); }
   // One step: the channels in turn from where the last step stopped, the
   // blocked ones skipped, until take(c) takes a batch of channel c.
   template <typename Take>
@@ -296,6 +425,7 @@ class GateInputBase : public TaskInput, public InputGateCore {
 
  private:
   size_t next_ = 0;
+  std::vector<GateChannelsCore*> parts_;
 };
 
 // The gate of a one-input task, whatever its record type (input_gate.cc);
@@ -338,7 +468,9 @@ class TwoInputGate final : public GateInputBase {
       : GateInputBase(static_cast<int>(first.size() + second.size()), head, metrics, listener,
                       Inputs(first.size(), second.size())),
         first_(GateChannels<A>(std::move(first), head1)),
-        second_(GateChannels<B>(std::move(second), head2)) {}
+        second_(GateChannels<B>(std::move(second), head2)) {
+    set_parts({&first_, &second_});
+  }
 
   Step RunStep() override {
     const size_t n1 = first_.size();

@@ -47,6 +47,9 @@ struct SubtaskSnapshot {
   // watermark valve (every channel's watermark and status).
   std::string input_state;
   std::vector<OperatorSnapshot> operators;
+  // An unaligned checkpoint's channel state: the input channels' records in
+  // flight (input_gate.h; empty when aligned or when none were).
+  std::string channel_state;
   int64_t alignment_ns = 0;  // barrier alignment (0 for sources)
   int64_t sync_ns = 0;       // the synchronous part on the task thread
   bool finished = false;     // the subtask's final snapshot
@@ -87,6 +90,9 @@ class CheckpointParticipant {
   virtual bool replayable() const = 0;
   // A source: start checkpoint `id` (write the position, send the barrier).
   virtual void RequestCheckpoint(int64_t id) = 0;
+  // The same for a savepoint, whose barriers are always aligned (unaligned
+  // checkpoints: docs/checkpoints.md).
+  virtual void RequestSavepoint(int64_t id) { RequestCheckpoint(id); }
   // Checkpoint `id` is complete and durable.
   virtual void NotifyCheckpointComplete(int64_t id) = 0;
   // Stop-with-savepoint (a source; only where can_stop()): SuspendAfter(n)

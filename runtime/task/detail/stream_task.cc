@@ -121,6 +121,9 @@ Task::Result StreamTask::RunSlice() {
     bool check_space = true;
     for (int step = 0; step < kStepsPerSlice; ++step) {
       if (cancelled()) break;
+      // Unaligned checkpoints: a barrier on a priority lane is taken before
+      // anything else, also when the outputs are full.
+      if (unaligned_) input_->PollPriority();
       if (check_space || signals_.backpressured) {
         signals_.backpressured = false;
         check_space = false;
@@ -176,6 +179,7 @@ Task::Result StreamTask::RunSlice() {
 void StreamTask::EnableCheckpoints(CheckpointAcknowledger* ack, int task_index,
                                    WatermarkListener* listener) {
   ack_ = ack;
+  unaligned_ = config_->unaligned_checkpoints;
   task_index_ = task_index;
   listener_ = listener;
   if (input_) input_->SetBarrierHandler(this);
@@ -187,6 +191,14 @@ void StreamTask::RequestCheckpoint(int64_t id) {
          !requested_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
   }
   Notify();
+}
+
+void StreamTask::RequestSavepoint(int64_t id) {
+  int64_t cur = savepoint_request_.load(std::memory_order_relaxed);
+  while (cur < id &&
+         !savepoint_request_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
+  }
+  RequestCheckpoint(id);
 }
 
 void StreamTask::SuspendAfter(int64_t id) {
@@ -236,7 +248,10 @@ absl::Status StreamTask::NotifyFinalCheckpoint(int64_t id) {
 void StreamTask::HandleCheckpointSignals() {
   if (input_->IsSource()) {
     const int64_t requested = requested_checkpoint_.load(std::memory_order_acquire);
-    if (requested > last_checkpoint_) PerformCheckpoint(requested, 0);
+    if (requested > last_checkpoint_) {
+      const bool savepoint = savepoint_request_.load(std::memory_order_acquire) == requested;
+      PerformCheckpoint(requested, 0, unaligned_ && !savepoint);
+    }
   }
   const int64_t completed = completed_checkpoint_.load(std::memory_order_acquire);
   if (completed > last_notified_) {
@@ -252,6 +267,18 @@ void StreamTask::HandleCheckpointSignals() {
 
 void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {
   if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, alignment_ns);
+}
+
+void StreamTask::OnUnalignedBarrier(int64_t checkpoint_id) {
+  if (ack_ != nullptr) PerformCheckpoint(checkpoint_id, 0, /*unaligned=*/true);
+}
+
+void StreamTask::OnChannelStateComplete(int64_t checkpoint_id, std::string channel_state) {
+  if (!waiting_ || waiting_->snapshot.checkpoint_id != checkpoint_id) return;
+  WaitingForChannelState w = std::move(*waiting_);
+  waiting_.reset();
+  w.snapshot.channel_state = std::move(channel_state);
+  AcknowledgeSnapshot(std::move(w.snapshot), std::move(w.deferred), std::move(w.sink));
 }
 
 SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred,
@@ -285,7 +312,7 @@ SubtaskSnapshot StreamTask::TakeSnapshot(int64_t id, bool final_state, DeferredP
   return s;
 }
 
-void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
+void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns, bool unaligned) {
   if (id <= last_checkpoint_) return;
   last_checkpoint_ = id;
   // The synchronous part: operators' small state encoded, large state as
@@ -301,7 +328,7 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   s.sync_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::steady_clock::now() - sync_start)
                   .count();
-  for (WriterBase* w : writers_) w->EmitBarrier(id);
+  for (WriterBase* w : writers_) w->EmitBarrier(id, unaligned);
   metrics_->last_checkpoint.store(id, std::memory_order_relaxed);
   metrics_->last_alignment_ns.store(alignment_ns, std::memory_order_relaxed);
   if (alignment_ns > metrics_->max_alignment_ns.load(std::memory_order_relaxed))
@@ -309,6 +336,17 @@ void StreamTask::PerformCheckpoint(int64_t id, int64_t alignment_ns) {
   if (listener_ != nullptr) {
     listener_->OnCheckpointBarrier(metrics_->task_name(), metrics_->subtask(), id, alignment_ns);
   }
+  if (unaligned && !input_->IsSource()) {
+    // Acknowledged once the gate has the channel state (at once when every
+    // channel is done already).  One that waits still was abandoned.
+    waiting_.emplace(WaitingForChannelState{std::move(s), std::move(deferred), std::move(sink)});
+    return;
+  }
+  AcknowledgeSnapshot(std::move(s), std::move(deferred), std::move(sink));
+}
+
+void StreamTask::AcknowledgeSnapshot(SubtaskSnapshot s, DeferredParts deferred,
+                                     std::shared_ptr<SharedFileSink> sink) {
   if (deferred.empty()) {
     if (sink != nullptr) {
       s.shared_files = sink->Files();
@@ -426,7 +464,24 @@ void StreamTask::Restore() {
     StateReader r(old[static_cast<size_t>(metrics_->subtask())].input_state);
     input_->RestorePosition(r);
     if (!r.ok()) throw std::runtime_error(absl::StrCat(where, ": input: ", r.error()));
+    // An unaligned checkpoint's records in flight, queued ahead of the new
+    // input (after the valve, whose watermark the chain has now).
+    if (absl::Status st = input_->RestoreChannelState(
+            old[static_cast<size_t>(metrics_->subtask())].channel_state);
+        !st.ok()) {
+      throw std::runtime_error(absl::StrCat(where, ": input: ", st.message()));
+    }
   } else {
+    for (size_t k = 0; k < old.size(); ++k) {
+      if (!old[k].channel_state.empty()) {
+        throw std::runtime_error(absl::StrCat(
+            where, ": old subtask ", k,
+            " has channel state (records in flight, stored by an unaligned checkpoint), which "
+            "cannot be restored where this task's input channels changed (rescaling with channel "
+            "state is not done; restore at the same parallelism, or from a savepoint, which is "
+            "aligned)"));
+      }
+    }
     std::vector<const std::string*> states;
     for (const SubtaskSnapshot& s : old) states.push_back(&s.input_state);
     if (absl::Status s = input_->RestoreRescaled(states); !s.ok())

@@ -100,6 +100,9 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // --- checkpoints, from any thread ---
   // Source tasks: start checkpoint `id` at the next step.
   void RequestCheckpoint(int64_t id) override;
+  // The same for a savepoint: its barriers are aligned even with unaligned
+  // checkpoints on (as in Flink).
+  void RequestSavepoint(int64_t id) override;
   // Every subtask has snapshotted checkpoint `id`: the operators hear of it
   // at the next slice.
   void NotifyCheckpointComplete(int64_t id) override;
@@ -147,6 +150,8 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   void CloseChain();
   // BarrierHandler
   void OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) override;
+  void OnUnalignedBarrier(int64_t checkpoint_id) override;
+  void OnChannelStateComplete(int64_t checkpoint_id, std::string channel_state) override;
   // Snapshots the chain (and source) for checkpoint `id`, or (final_state)
   // once the task has finished.
   // With `deferred`, the operators' deferred parts (StateWriter::Defer) are
@@ -155,7 +160,16 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   using DeferredParts = std::vector<std::pair<size_t, std::vector<StateWriter::Deferred>>>;
   SubtaskSnapshot TakeSnapshot(int64_t id, bool final_state, DeferredParts* deferred = nullptr,
                                std::shared_ptr<SharedFileSink> sink = nullptr);
-  void PerformCheckpoint(int64_t id, int64_t alignment_ns);
+  // `unaligned`: the barrier goes on unaligned (ChannelWriter::EmitBarrier),
+  // and a task with input channels acknowledges once its gate has handed it
+  // the channel state (OnChannelStateComplete).
+  void PerformCheckpoint(int64_t id, int64_t alignment_ns, bool unaligned = false);
+  // Hands snapshot `s` to the acknowledger, after its deferred parts (on the
+  // snapshot threads when there are any).
+  // `sink`: the native incremental upload target, if any (its files are
+  // listed in the snapshot once the deferred parts are done).
+  void AcknowledgeSnapshot(SubtaskSnapshot s, DeferredParts deferred,
+                           std::shared_ptr<SharedFileSink> sink);
   void Restore();
   // The old subtasks whose state operator `i` restores (their indices in
   // `rs.old`): this subtask's own at the same parallelism, else by the
@@ -190,6 +204,17 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   std::optional<SubtaskRestore> restore_;
   std::atomic<int64_t> requested_checkpoint_{-1};
   std::atomic<int64_t> completed_checkpoint_{-1};
+  // The last id RequestSavepoint asked for (aligned whatever the config).
+  std::atomic<int64_t> savepoint_request_{-1};
+  // Unaligned checkpoints (docs/checkpoints.md): whether this job takes
+  // them, and a snapshot waiting for its channel state.
+  bool unaligned_ = false;
+  struct WaitingForChannelState {
+    SubtaskSnapshot snapshot;
+    DeferredParts deferred;
+    std::shared_ptr<SharedFileSink> sink;
+  };
+  std::optional<WaitingForChannelState> waiting_;
   // Snapshots whose asynchronous part runs on the snapshot threads
   // (runtime/state/detail/snapshot_pool.h); awaited before the final
   // snapshot and when the task ends.

@@ -1,0 +1,660 @@
+// tests/unaligned_checkpoint_test.cc
+//
+// Unaligned checkpoints (FLIP-76, issue 26 item 6; docs/checkpoints.md,
+// "Unaligned checkpoints"):
+// - the gate, driven by hand: a barrier on a channel's priority lane
+//   overtakes the batches queued ahead of it; the task snapshots before any
+//   of them is processed; they (and, on the other channels, what arrives
+//   before their barrier) become the channel state, which a restore queues
+//   ahead of the new input;
+// - whole jobs under back-pressure (a slow sink), with real threads: every
+//   unaligned checkpoint is a consistent cut once its channel state is
+//   counted (records emitted = records counted + records in flight), and it
+//   completes before the sink has drained the records before its barrier,
+//   which an aligned checkpoint never does;
+// - exactly once: a job cancelled under back-pressure after a checkpoint
+//   with channel state, restored from it, commits the output of a run
+//   without failure; the same with a map that throws and a restart strategy.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_util.h"
+#include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
+#include "tidemark/runtime/state/checkpoint_coordinator.h"
+#include "tidemark/runtime/state/checkpoint_storage.h"
+#include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/tidemark.h"
+
+namespace tidemark {
+namespace {
+
+using internal::Batch;
+using internal::Channel;
+using internal::ControlKind;
+using internal::InputGate;
+using internal::Record;
+using Events = std::vector<std::string>;
+
+// --- the gate, driven by hand -----------------------------------------------
+
+// Records what reaches the head of the chain, the snapshots and the channel
+// state.
+struct Recorder final : Output<int>, internal::BarrierHandler {
+  Events events;
+  std::map<int64_t, std::string> channel_state;
+  void Collect(int&& v, Timestamp) override { events.push_back(std::to_string(v)); }
+  void EmitWatermark(Timestamp w) override { events.push_back("W" + std::to_string(w)); }
+  void EmitStatus(WatermarkStatus) override {}
+  void OnBarrierAligned(int64_t id, int64_t) override {
+    events.push_back("ALIGNED" + std::to_string(id));
+  }
+  void OnUnalignedBarrier(int64_t id) override { events.push_back("SNAP" + std::to_string(id)); }
+  void OnChannelStateComplete(int64_t id, std::string bytes) override {
+    events.push_back("STATE" + std::to_string(id));
+    channel_state[id] = std::move(bytes);
+  }
+};
+
+// One batch: ints are records; "M<n>" the in-band marker of unaligned
+// barrier n, "E" the end, "W<t>" a watermark.
+std::unique_ptr<Batch<int>> MakeBatch(const std::vector<std::string>& items) {
+  auto b = std::make_unique<Batch<int>>();
+  for (const std::string& it : items) {
+    if (it[0] == 'M') {
+      b->AddControl(ControlKind::kBarrier, std::stoll(it.substr(1)), internal::kUnalignedBarrier);
+    } else if (it == "E") {
+      b->AddControl(ControlKind::kEndOfInput, 0);
+    } else if (it[0] == 'W') {
+      b->AddControl(ControlKind::kWatermark, std::stoll(it.substr(1)));
+    } else {
+      b->records.push_back(Record<int>{std::stoi(it), 0});
+    }
+  }
+  return b;
+}
+
+struct GateFixture {
+  explicit GateFixture(int n) : metrics("gate", 0, 1, n) {
+    for (int i = 0; i < n; ++i) channels.push_back(std::make_unique<Channel<int>>(2));
+    std::vector<Channel<int>*> raw;
+    for (auto& c : channels) raw.push_back(c.get());
+    gate = std::make_unique<InputGate<int>>(raw, &rec, &metrics, nullptr);
+    gate->SetBarrierHandler(&rec);
+  }
+  void Push(int c, const std::vector<std::string>& items) {
+    channels[static_cast<size_t>(c)]->Push(MakeBatch(items));
+  }
+  // What a writer does for an unaligned barrier: the last batch, ending in
+  // the marker, and the priority barrier in one step.
+  void PushWithBarrier(int c, std::vector<std::string> items, int64_t id) {
+    items.push_back("M" + std::to_string(id));
+    channels[static_cast<size_t>(c)]->PushBatchWithPriorityBarrier(MakeBatch(items), id);
+  }
+  // What a writer does at the end of input: the last batch, ending in the
+  // end, and "ended" in one step.
+  void PushLast(int c, std::vector<std::string> items) {
+    items.push_back("E");
+    channels[static_cast<size_t>(c)]->PushLastBatch(MakeBatch(items));
+  }
+  // What a task does: the priority lanes before every step.
+  void Drain() {
+    for (;;) {
+      gate->PollPriority();
+      if (gate->RunStep() != internal::TaskInput::Step::kMore) break;
+    }
+  }
+  SubtaskMetrics metrics;
+  std::vector<std::unique_ptr<Channel<int>>> channels;
+  Recorder rec;
+  std::unique_ptr<InputGate<int>> gate;
+};
+
+TEST(UnalignedGate, ThePriorityBarrierOvertakesTheQueuedBatchesWhichBecomeChannelState) {
+  GateFixture f(1);
+  f.Push(0, {"1", "2", "3"});
+  f.Push(0, {"4", "W7", "5"});
+  f.PushWithBarrier(0, {"6"}, 1);
+  // The channel is over capacity (a barrier never waits for room) and the
+  // consumer has processed nothing yet.
+  EXPECT_EQ(f.channels[0]->SizeApprox(), 3u);
+  f.gate->PollPriority();
+  // Snapshot first, then the channel state is complete at once: every batch
+  // up to the marker was recorded where it is, none processed.
+  EXPECT_EQ(f.rec.events, (Events{"SNAP1", "STATE1"}));
+  EXPECT_EQ(f.channels[0]->SizeApprox(), 3u);  // still queued: back-pressure is unchanged
+  ASSERT_FALSE(f.rec.channel_state[1].empty());
+  // Then the records are processed in order, the marker changes nothing.
+  f.Push(0, {"8"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"SNAP1", "STATE1", "1", "2", "3", "4", "W7", "5", "6", "8"}));
+
+  // Restored, the channel state comes before the new input.
+  GateFixture g(1);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[1]).ok());
+  g.Push(0, {"9"});
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"1", "2", "3", "4", "W7", "5", "6", "9"}));
+}
+
+TEST(UnalignedGate, OtherChannelsAreRecordedUntilTheirBarrierAndNothingIsBlocked) {
+  GateFixture f(2);
+  f.Push(1, {"10", "11"});
+  f.PushWithBarrier(0, {"1", "2"}, 5);
+  f.Drain();
+  // Snapshot at the first barrier; channel 1 is not blocked, and what it
+  // delivers before its barrier is channel state.
+  EXPECT_EQ(f.rec.events, (Events{"SNAP5", "1", "2", "10", "11"}));
+  EXPECT_FALSE(f.gate->blocked(1));
+  f.Push(1, {"12"});
+  f.PushWithBarrier(1, {"W3", "13"}, 5);
+  f.Push(1, {"14"});
+  f.Drain();
+  // (W3 stays in the valve: channel 0 has no watermark yet.)
+  EXPECT_EQ(f.rec.events, (Events{"SNAP5", "1", "2", "10", "11", "STATE5", "12", "13", "14"}));
+
+  // The state: channel 0's 1, 2; channel 1's 10, 11 (recorded as
+  // delivered), 12, W3, 13 (captured from the queue); 14 is after the
+  // barrier.  Restored, each channel replays its own, in order.
+  GateFixture g(2);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[5]).ok());
+  g.Drain();
+  Events ch0, ch1;
+  for (const std::string& e : g.rec.events) {
+    if (e == "1" || e == "2")
+      ch0.push_back(e);
+    else
+      ch1.push_back(e);
+  }
+  EXPECT_EQ(ch0, (Events{"1", "2"}));
+  // W3 reaches the chain only once both channels are past it (the valve).
+  EXPECT_EQ(ch1, (Events{"10", "11", "12", "13"}));
+}
+
+TEST(UnalignedGate, AMarkerReadBeforeItsPriorityBarrierStartsTheCheckpointThere) {
+  GateFixture f(2);
+  f.Push(1, {"20"});
+  // The gate reads the batch before it checks the priority lane: records
+  // before the marker are processed before the snapshot.
+  f.PushWithBarrier(0, {"1", "2"}, 3);
+  f.gate->RunStep();  // channel 0 first
+  EXPECT_EQ(f.rec.events, (Events{"1", "2", "SNAP3"}));
+  f.Drain();
+  f.PushWithBarrier(1, {}, 3);
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"1", "2", "SNAP3", "20", "STATE3"}));
+  // Channel 0 had nothing in flight; channel 1 had 20.
+  GateFixture g(2);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[3]).ok());
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"20"}));
+}
+
+TEST(UnalignedGate, AChannelThatEndsBeforeItsBarrierCompletesItsChannelState) {
+  GateFixture f(2);
+  f.PushWithBarrier(0, {"1"}, 2);
+  f.Push(1, {"7", "E"});
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"SNAP2", "1", "7", "STATE2"}));
+  GateFixture g(2);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[2]).ok());
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"1", "7"}));
+}
+
+TEST(UnalignedGate, AChannelWhoseProducerEndedIsStoredUpToItsEndAtOnce) {
+  GateFixture f(2);
+  f.Push(1, {"7", "8"});
+  f.PushLast(1, {"9"});
+  f.PushWithBarrier(0, {"1"}, 4);
+  f.gate->PollPriority();
+  // No barrier will come on channel 1 (its producer has ended): its queue
+  // up to the end is channel state at once, not once it has drained.
+  EXPECT_EQ(f.rec.events, (Events{"SNAP4", "STATE4"}));
+  f.Drain();
+  EXPECT_EQ(f.rec.events, (Events{"SNAP4", "STATE4", "1", "7", "8", "9"}));
+  GateFixture g(2);
+  ASSERT_TRUE(g.gate->RestoreChannelState(f.rec.channel_state[4]).ok());
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"1", "7", "8", "9"}));
+}
+
+TEST(UnalignedGate, DamagedChannelStateIsRefused) {
+  GateFixture f(1);
+  f.PushWithBarrier(0, {"1", "2"}, 1);
+  f.Drain();
+  std::string bytes = f.rec.channel_state[1];
+  ASSERT_FALSE(bytes.empty());
+  GateFixture g(1);
+  absl::Status s = g.gate->RestoreChannelState(bytes.substr(0, bytes.size() - 3));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  GateFixture h(1);
+  s = h.gate->RestoreChannelState("not channel state");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+}
+
+// --- whole jobs under back-pressure -----------------------------------------
+
+// Counts its records (its state) and passes them on.
+class PassCounter final : public OneInputOperator<int64_t, int64_t> {
+ public:
+  void ProcessElement(int64_t&& v, Timestamp ts) override {
+    ++count_;
+    output().Collect(std::move(v), ts);
+  }
+  void SnapshotState(internal::StateWriter& w) override { w.PutI64(count_); }
+  void RestoreState(internal::StateReader& r) override { count_ = r.GetI64("count"); }
+
+ private:
+  int64_t count_ = 0;
+};
+
+struct Cut {
+  int64_t emitted = 0;     // by the sources, from their positions
+  int64_t counted = 0;     // by the counters
+  int64_t in_flight = 0;   // records in the counters' channel state
+  bool any_state = false;  // some subtask has channel state
+};
+
+// The records in a channel state (internal/input_gate.cc's format; int64
+// records).
+int64_t RecordsIn(const std::string& channel_state) {
+  if (channel_state.empty()) return 0;
+  internal::StateReader r(channel_state);
+  r.GetU32();
+  r.GetU32();
+  int64_t records = 0;
+  const uint64_t channels = r.GetVarint();
+  for (uint64_t i = 0; i < channels && r.ok(); ++i) {
+    r.GetVarint();
+    const uint64_t entries = r.GetVarint();
+    internal::StateReader e(r.GetBytes());
+    for (uint64_t k = 0; k < entries && e.ok(); ++k) {
+      if (e.GetU8() == 0) {
+        e.GetI64();
+        e.GetI64();
+        ++records;
+      } else {
+        e.GetU8();
+        e.GetVarint();
+        e.GetI64();
+      }
+    }
+    EXPECT_TRUE(e.AtEnd()) << e.error();
+  }
+  EXPECT_TRUE(r.AtEnd()) << r.error();
+  return records;
+}
+
+Cut ReadCut(const internal::LoadedCheckpoint& chk) {
+  Cut cut;
+  for (const auto& [name, bytes] : chk.states) {
+    absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) continue;
+    if (s->has_source) {
+      internal::StateReader r(s->input_state);
+      const int64_t next = r.GetI64();
+      cut.emitted += (next - s->subtask) / s->parallelism;
+    }
+    cut.any_state = cut.any_state || !s->channel_state.empty();
+    for (const auto& op : s->operators) {
+      if (op.name != "Counter") continue;
+      internal::StateReader r(op.state);
+      cut.counted += r.GetI64();
+      cut.in_flight += RecordsIn(s->channel_state);
+    }
+  }
+  return cut;
+}
+
+struct CheckpointSeen {
+  int64_t id = 0;
+  int64_t sink_seen = 0;  // records the sink had processed when the checkpoint completed
+};
+
+// Source (p 2) -> key_by -> Counter (p 2) -> a slow sink (p 1), with small
+// batches and channels so that the channels are full (back-pressure).
+// Triggers checkpoints one after the other while the job runs; for each, what
+// the sink had processed when it was complete.
+std::vector<CheckpointSeen> RunSlowSinkJob(bool unaligned, const std::string& dir, int64_t n) {
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(3).set_batch_size(16).set_channel_capacity(2);
+  env.enable_checkpointing(Duration(0), dir, /*retain=*/1000);
+  if (unaligned) env.enable_unaligned_checkpoints();
+  auto sink_seen = std::make_shared<std::atomic<int64_t>>(0);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n)
+      .set_parallelism(2)
+      .key_by([](const int64_t& v) { return v % 97; })
+      .transform<int64_t>("Counter",
+                          [] { return std::unique_ptr<OperatorBase>(new PassCounter()); })
+      .set_parallelism(2)
+      .add_sink(
+          [sink_seen](int64_t&&, Timestamp) {
+            // The slow sink: real time is the subject here (back-pressure).
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            sink_seen->fetch_add(1, std::memory_order_relaxed);
+          },
+          "Slow Sink")
+      .set_parallelism(1);
+  JobClient client = env.execute_async(unaligned ? "unaligned" : "aligned");
+  std::vector<CheckpointSeen> seen;
+  while (!client.done()) {
+    const int64_t id = client.trigger_checkpoint();
+    if (id < 0) break;
+    EXPECT_TRUE(client.wait_for_checkpoint(id, Duration(60'000))) << "checkpoint " << id;
+    seen.push_back(CheckpointSeen{id, sink_seen->load(std::memory_order_relaxed)});
+    if (seen.size() >= 8) break;
+  }
+  client.cancel();
+  bool hung = false;
+  testing::WaitWithWatchdog(client, &hung);
+  EXPECT_FALSE(hung);
+  return seen;
+}
+
+TEST(UnalignedJob, UnderBackPressureACheckpointCompletesBeforeTheRecordsBeforeItsBarrierDrain) {
+  const int64_t n = 200'000;  // more than the run lets through: cancelled after 8 checkpoints
+  for (bool unaligned : {false, true}) {
+    SCOPED_TRACE(unaligned ? "unaligned" : "aligned");
+    testing::TempDir dir;
+    const std::vector<CheckpointSeen> seen = RunSlowSinkJob(unaligned, dir.path(), n);
+    ASSERT_GE(seen.size(), 3u);
+    internal::CheckpointStorage storage(dir.path());
+    int ahead_of_the_sink = 0, with_state = 0;
+    for (const CheckpointSeen& c : seen) {
+      absl::StatusOr<internal::LoadedCheckpoint> chk = storage.Load(storage.CheckpointPath(c.id));
+      ASSERT_TRUE(chk.ok()) << chk.status();
+      const Cut cut = ReadCut(*chk);
+      // A consistent cut: every record the sources had emitted is counted or
+      // in flight in the channel state, exactly once.
+      EXPECT_EQ(cut.emitted, cut.counted + cut.in_flight) << "checkpoint " << c.id;
+      if (!unaligned) {
+        EXPECT_FALSE(cut.any_state);
+        // Aligned: the sink had processed every record before the barrier
+        // before the checkpoint could complete.
+        EXPECT_GE(c.sink_seen, cut.emitted) << "checkpoint " << c.id;
+      }
+      with_state += cut.in_flight > 0 ? 1 : 0;
+      ahead_of_the_sink += c.sink_seen < cut.emitted ? 1 : 0;
+    }
+    if (unaligned) {
+      // The barriers overtook records queued in the full channels: they are
+      // in the checkpoints, and the checkpoints completed before the sink
+      // had processed them.
+      EXPECT_GT(with_state, 0);
+      EXPECT_GT(ahead_of_the_sink, 0);
+    }
+  }
+}
+
+// --- exactly once -------------------------------------------------------------
+
+std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden) {
+  std::vector<int64_t> values;
+  *hidden = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.') {
+      ++*hidden;
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) values.push_back(std::stoll(line));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+struct Failures {
+  std::mutex mu;
+  std::set<int64_t> pending;
+  std::set<int64_t> thrown;
+};
+
+// A keyed running sum into exactly-once files, with a slow map before the
+// sink (back-pressure) and a map that may throw.  `two_inputs`: the records
+// come half from each of two sources through a two-input operator (its gate
+// stores the channel state of both inputs), and, their order being free, the
+// records themselves are written instead of running sums.
+void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n,
+                 std::shared_ptr<Failures> failures, int slow_us, int tail_parallelism = 2,
+                 bool two_inputs = false) {
+  env.set_batch_size(16).set_channel_capacity(2);
+  DataStream<int64_t> input =
+      env.from_generator<int64_t>([](int64_t i) { return i; }, n).set_parallelism(1);
+  if (two_inputs) {
+    const int64_t half = n / 2;
+    input =
+        env.from_generator<int64_t>([](int64_t i) { return i; }, half)
+            .set_parallelism(1)
+            .connect(env.from_generator<int64_t>([half](int64_t i) { return half + i; }, n - half)
+                         .set_parallelism(1))
+            .map([](const int64_t& v) { return v; }, [](const int64_t& v) { return v; })
+            .set_parallelism(2)
+            .name("Co Map")
+            .rebalance();
+  }
+  DataStream<int64_t> mapped =
+      input
+          .map([failures](const int64_t& v) -> int64_t {
+            if (failures) {
+              std::lock_guard<std::mutex> lock(failures->mu);
+              if (failures->pending.erase(v) > 0) {
+                failures->thrown.insert(v);
+                throw std::runtime_error("injected failure at record " + std::to_string(v));
+              }
+            }
+            return v;
+          })
+          .set_parallelism(1)
+          .name("Flaky Map");
+  DataStream<int64_t> sums =
+      two_inputs ? mapped
+                 : mapped.key_by([](const int64_t& v) { return v % 7; })
+                       .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+                       .set_parallelism(3);
+  sums.rebalance()
+      .map([slow_us](const int64_t& v) -> int64_t {
+        if (slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
+        return v;
+      })
+      .set_parallelism(tail_parallelism)
+      .name("Slow Map")
+      .sink_to_files(out, [](const int64_t& v) { return std::to_string(v); })
+      .set_parallelism(tail_parallelism);
+}
+
+std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
+  testing::TempDir out;
+  StreamExecutionEnvironment env;
+  BuildSumJob(env, out.path(), n, nullptr, 0, 2, two_inputs);
+  JobResult r = env.execute("clean");
+  EXPECT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  return ReadCommitted(out.path(), &hidden);
+}
+
+void CancelRestoreRun(bool two_inputs) {
+  const int64_t n = 6'000;
+  const std::vector<int64_t> expected = CleanRun(n, two_inputs);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(n));
+  const int reps = testing::StressIterations(2);
+  // The task whose channel state the restored checkpoint must have.
+  const std::string task = two_inputs ? "Co Map" : "";
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir chk;
+    testing::TempDir out;
+    int64_t restore_id = -1;
+    {
+      StreamExecutionEnvironment env;
+      env.set_worker_threads(3);
+      env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
+      env.enable_unaligned_checkpoints();
+      BuildSumJob(env, out.path(), n, nullptr, 200, 2, two_inputs);
+      JobClient client = env.execute_async("first");
+      internal::CheckpointStorage storage(chk.path());
+      // Checkpoints until one has records in flight; then the job "fails".
+      while (!client.done() && restore_id < 0) {
+        const int64_t id = client.trigger_checkpoint();
+        if (id < 0) break;
+        ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+        absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
+        ASSERT_TRUE(c.ok()) << c.status();
+        for (const auto& [name, bytes] : c->states) {
+          absl::StatusOr<internal::SubtaskSnapshot> s =
+              internal::DecodeSubtaskSnapshot(bytes, name);
+          ASSERT_TRUE(s.ok());
+          if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
+            restore_id = id;
+        }
+      }
+      client.cancel();
+      bool hung = false;
+      testing::WaitWithWatchdog(client, &hung);
+      ASSERT_FALSE(hung);
+    }
+    ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
+    StreamExecutionEnvironment env;
+    env.set_worker_threads(3);
+    env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
+    env.enable_unaligned_checkpoints();
+    env.restore_from(internal::CheckpointStorage(chk.path()).CheckpointPath(restore_id).string());
+    BuildSumJob(env, out.path(), n, nullptr, 0, 2, two_inputs);
+    JobResult r = env.execute("restored");
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(r.checkpoints.restored_id, restore_id);
+    int hidden = 0;
+    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(hidden, 0);
+  }
+}
+
+TEST(UnalignedJob, CancelledUnderBackPressureAndRestoredFromChannelStateCommitsTheCleanOutput) {
+  CancelRestoreRun(/*two_inputs=*/false);
+}
+
+TEST(UnalignedJob, TheSameThroughATwoInputOperator) { CancelRestoreRun(/*two_inputs=*/true); }
+
+TEST(UnalignedJob, AMapThrowingAtFiveRandomRecordsRestartsToTheFailureFreeOutput) {
+  const int64_t n = 6'000;
+  const std::vector<int64_t> expected = CleanRun(n);
+  const int reps = testing::StressIterations(2);
+  for (int rep = 0; rep < reps; ++rep) {
+    std::mt19937_64 rng(777 + rep);
+    auto failures = std::make_shared<Failures>();
+    while (failures->pending.size() < 5)
+      failures->pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    const std::set<int64_t> chosen = failures->pending;
+    testing::TempDir chk;
+    testing::TempDir out;
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(20), chk.path());
+    env.enable_unaligned_checkpoints();
+    env.set_restart_strategy(RestartStrategies::fixed_delay_restart(10, Duration(5)));
+    BuildSumJob(env, out.path(), n, failures, 50);
+    JobResult r = env.execute("flaky");
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(failures->thrown, chosen);
+    EXPECT_EQ(r.restarts.num_restarts, 5);
+    int hidden = 0;
+    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(hidden, 0);
+  }
+}
+
+TEST(UnalignedJob, RestoringChannelStateAtAnotherParallelismIsRefused) {
+  const int64_t n = 6'000;
+  testing::TempDir chk;
+  testing::TempDir out;
+  int64_t restore_id = -1;
+  {
+    StreamExecutionEnvironment env;
+    env.set_worker_threads(3);
+    env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
+    env.enable_unaligned_checkpoints();
+    BuildSumJob(env, out.path(), n, nullptr, 200);
+    JobClient client = env.execute_async("first");
+    internal::CheckpointStorage storage(chk.path());
+    while (!client.done() && restore_id < 0) {
+      const int64_t id = client.trigger_checkpoint();
+      if (id < 0) break;
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
+      ASSERT_TRUE(c.ok()) << c.status();
+      for (const auto& [name, bytes] : c->states) {
+        absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+        ASSERT_TRUE(s.ok());
+        // The slow map's channel state (task 3, after the rebalance).
+        if (!s->channel_state.empty() && s->task_name.find("Slow Map") != std::string::npos)
+          restore_id = id;
+      }
+    }
+    client.cancel();
+    bool hung = false;
+    testing::WaitWithWatchdog(client, &hung);
+    ASSERT_FALSE(hung);
+  }
+  ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
+  // The slow map at 3 instead of 2: its channels changed.
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
+  env.restore_from(internal::CheckpointStorage(chk.path()).CheckpointPath(restore_id).string());
+  BuildSumJob(env, out.path(), n, nullptr, 0, /*tail_parallelism=*/3);
+  JobResult r = env.execute("rescaled");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("has channel state (records in flight, stored by an unaligned "
+                                   "checkpoint)"));
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("rescaling with channel state is not done"));
+}
+
+TEST(UnalignedJob, SavepointsStayAligned) {
+  testing::TempDir chk;
+  testing::TempDir sp;
+  testing::TempDir out;
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(3);
+  env.enable_checkpointing(Duration(0), chk.path());
+  env.enable_unaligned_checkpoints();
+  BuildSumJob(env, out.path(), 200'000, nullptr, 100);
+  JobClient client = env.execute_async("savepoint");
+  int savepoints = 0;
+  for (int i = 0; i < 3 && !client.done(); ++i) {
+    absl::StatusOr<std::string> path = client.trigger_savepoint(sp.path());
+    ASSERT_TRUE(path.ok()) << path.status();
+    ++savepoints;
+    internal::CheckpointStorage storage(sp.path());
+    absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(*path);
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (const auto& [name, bytes] : c->states) {
+      absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+      ASSERT_TRUE(s.ok());
+      EXPECT_TRUE(s->channel_state.empty()) << name;
+    }
+  }
+  client.cancel();
+  bool hung = false;
+  testing::WaitWithWatchdog(client, &hung);
+  ASSERT_FALSE(hung);
+  EXPECT_GT(savepoints, 0);
+}
+
+}  // namespace
+}  // namespace tidemark
