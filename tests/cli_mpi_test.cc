@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -575,15 +576,17 @@ TEST(MpiRestart, TheFlagRestartsEveryRankAndRankZeroSaysEachRestartOnce) {
 // Stop-with-savepoint with drain across ranks: rank 0's coordinator ends
 // the input of every source (on any rank); the savepoint holds the final
 // state and every rank's job ends OK with the committed output of the
-// records read, exactly once.  Without drain it is refused and the job goes
-// on.
+// records read, exactly once.  A stop without drain before it, whose
+// savepoint cannot be written, fails and the job goes on (its sources read
+// on: no record is lost).
 TEST(MpiSavepoint, StopWithDrainEndsEveryRankWithTheSavepointAndExactOutput) {
   testing::TempDir dir;
   MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB,
                     {"drain", dir.Path("out"), dir.Path("chk"), dir.Path("sp")}, 120s);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("nodrain UNIMPLEMENTED: stop-with-savepoint: not supported without "
-                               "drain for a job across MPI ranks"));
+  EXPECT_THAT(r.err, HasSubstr("nodrain ")) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("nodrain OK"))) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(dir.Path("sp") + "-file")) << r.err;
   EXPECT_THAT(r.err, HasSubstr("drain rank 1 status OK savepoint -")) << r.err;
   const size_t at = r.err.find("drain rank 0 status OK savepoint ");
   ASSERT_NE(at, std::string::npos) << r.err;
@@ -601,6 +604,107 @@ TEST(MpiSavepoint, StopWithDrainEndsEveryRankWithTheSavepointAndExactOutput) {
     want.push_back(std::to_string(sums[v % 14] += v));
   std::sort(want.begin(), want.end());
   EXPECT_TRUE(got == want) << got.size() << " lines";
+}
+
+// --- stop-with-savepoint without drain across ranks (docs/distribution.md) ---
+
+// The committed "key,window start,sum" lines of `mpi_job stop` / `resume`
+// run to the end without a stop: records 0..39999, key v % 14, tumbling
+// windows of 500 (event time = the record), sorted as CommittedLines.
+std::vector<std::string> WindowJobOutput() {
+  std::map<std::pair<int64_t, int64_t>, int64_t> sums;
+  for (int64_t v = 0; v < 40'000; ++v) sums[{v % 14, v / 500 * 500}] += v;
+  std::vector<std::string> lines;
+  for (const auto& [kw, sum] : sums)
+    lines.push_back(absl::StrCat(kw.first, ",", kw.second, ",", sum));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// `mpi_job stop` on 2 ranks; returns the savepoint's directory (empty on
+// failure, with the test failed) and the committed lines in *committed.
+std::string StopOnTwoRanks(const testing::TempDir& dir, const std::string& out,
+                           std::vector<std::string>* committed) {
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"stop", out, dir.Path("chk"), dir.Path("sp")}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string key = "stop rank 0 status OK savepoint ";
+  const size_t at = r.err.find(key);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  const std::string savepoint = r.err.substr(from, r.err.find(' ', from) - from);
+  // Both ranks ended OK, stopped with the same savepoint (rank 1 heard it
+  // from rank 0), not cancelled.
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(key, savepoint, " stopped ", savepoint, "\n")));
+  EXPECT_THAT(
+      r.err, HasSubstr(absl::StrCat("stop rank 1 status OK savepoint - stopped ", savepoint, "\n")))
+      << r.err;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(savepoint) / "_manifest")) << savepoint;
+  int hidden = 0;
+  *committed = testing::CommittedLines(out, &hidden);
+  return savepoint;
+}
+
+// Stopped without drain on 2 ranks: the savepoint is complete on every rank
+// (the windows of both ranks' subtasks), no MAX watermark fired the open
+// windows (every committed window has its full sum, and some are missing),
+// and both ranks end OK.  Restored on 2 ranks at parallelism 2 and on 1
+// rank at parallelism 3, the committed output equals a run without the stop.
+TEST(MpiSavepoint,
+     StopWithoutDrainOnTwoRanksThenRestoreOnTwoAndOneRankGivesTheUninterruptedOutput) {
+  testing::TempDir dir;
+  const std::vector<std::string> expected = WindowJobOutput();
+  std::vector<std::string> before;
+  const std::string savepoint = StopOnTwoRanks(dir, dir.Path("out"), &before);
+  ASSERT_FALSE(savepoint.empty());
+  ASSERT_FALSE(before.empty());
+  EXPECT_LT(before.size(), expected.size());
+  for (const std::string& line : before)
+    EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), line))
+        << line << ": a window fired before it was complete";
+  // The same output directory goes on: once on 2 ranks, once on 1.
+  std::filesystem::copy(dir.Path("out"), dir.Path("out1"),
+                        std::filesystem::copy_options::recursive);
+  for (const auto& [ranks, parallelism, out] :
+       {std::tuple{2, 2, dir.Path("out")}, std::tuple{1, 3, dir.Path("out1")}}) {
+    MpiRun r = RunMpi(ranks, TIDEMARK_MPI_JOB,
+                      {"resume", out, dir.Path(absl::StrCat("chk", ranks)), savepoint,
+                       std::to_string(parallelism)},
+                      120s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (int rank = 0; rank < ranks; ++rank)
+      EXPECT_THAT(r.err, HasSubstr(absl::StrCat("resume rank ", rank, " status OK restored ")))
+          << r.err;
+    int hidden = 0;
+    const std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+    EXPECT_EQ(hidden, 0);
+    EXPECT_EQ(got.size(), expected.size()) << ranks << " ranks";
+    EXPECT_TRUE(got == expected) << ranks << " ranks";
+  }
+}
+
+// A rank whose subtask fails while the savepoint is taken (its source's
+// snapshot throws on rank 1): the stop fails at once with the cause (it does
+// not wait for its 30 s timeout), every rank's job fails naming rank 1, and
+// no savepoint is left.
+TEST(MpiSavepoint, ARankFailingDuringStopWithoutDrainFailsTheStopAndEveryRankWithTheCause) {
+  testing::TempDir dir;
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"stopfail", dir.Path("chk"), dir.Path("sp")}, 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("stopfail ABORTED: savepoint: the job failed before it was "
+                               "complete: rank 1: task 'Source: fails-in-snapshot' (subtask 1 of "
+                               "2) failed: snapshot failed on purpose"))
+      << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("stopfail rank ", rank,
+                                              " status ABORTED: rank 1: task 'Source: "
+                                              "fails-in-snapshot' (subtask 1 of 2) failed: "
+                                              "snapshot failed on purpose")))
+        << r.err;
+  }
+  std::error_code ec;
+  EXPECT_TRUE(!std::filesystem::exists(dir.Path("sp"), ec) ||
+              std::filesystem::is_empty(dir.Path("sp"), ec));
 }
 
 TEST(MpiFailure, ARankThatCrashesEndsTheJobOnEveryRankWithinTenSeconds) {

@@ -108,6 +108,8 @@ class MpiExchange final : public RemoteExchange {
   // exchange with every rank (see the top) and returns the job's status
   // across ranks (the first failure of any rank, naming it), with `hooks`.
   absl::Status Finish(const absl::Status& local, const FinishHooks& hooks) override;
+  // Rank 0: stop-with-savepoint without drain (remote_exchange.h).
+  void StopWithSavepoint(int64_t id, const std::string& path) override;
 
   const ClusterInfo& cluster() const override { return cluster_; }
   // The task names in the plan's order, for sorting the gathered metrics.
@@ -135,7 +137,8 @@ class MpiExchange final : public RemoteExchange {
   bool ReportLocalFailure();
   void Post(int peer, int tag, std::string bytes);
   void FailJob(const absl::Status& s);
-  bool failed() const;  // this rank or another reported a failure
+  bool failed() const;   // this rank or another reported a failure
+  bool stopped() const;  // the job was stopped with a savepoint (rank 0 said so)
 
   const ClusterInfo cluster_;
   const size_t capacity_;
@@ -151,6 +154,10 @@ class MpiExchange final : public RemoteExchange {
   std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
   std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
   bool local_at_most_once_ = false;
+  // Stop-with-savepoint without drain: set on rank 0 by StopWithSavepoint,
+  // elsewhere by the thread on kStop; from then on no batch is sent,
+  // received or waited for, and the local job's end is no failure.
+  std::atomic<bool> stopping_{false};
   TaskHost* job_ = nullptr;
   std::thread thread_;
 
@@ -161,6 +168,7 @@ class MpiExchange final : public RemoteExchange {
   std::string lines_ ABSL_GUARDED_BY(mu_);  // ForwardLineToRank0's, for the thread to send
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status local_status_ ABSL_GUARDED_BY(mu_);  // the local job's, set by Finish()
+  std::string stop_path_ ABSL_GUARDED_BY(mu_);      // the savepoint the job stopped with
   // Messages other threads queued (peer, tag, bytes).
   std::vector<std::tuple<int, int, std::string>> outbox_ ABSL_GUARDED_BY(mu_);
 
