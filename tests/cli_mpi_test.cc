@@ -707,6 +707,88 @@ TEST(MpiSavepoint, ARankFailingDuringStopWithoutDrainFailsTheStopAndEveryRankWit
               std::filesystem::is_empty(dir.Path("sp"), ec));
 }
 
+// The CLI under mpirun: the launcher forwards SIGUSR1 and SIGUSR2 to every
+// rank; rank 0 takes the savepoint (the job goes on), then stops the job
+// with one (every rank ends OK, the open windows unfired); the other rank
+// says nothing.  Restored on 3 ranks at parallelism 3, the open windows go
+// on from the savepoint's counts.
+TEST(MpiSavepoint, TheCliTakesASavepointOnSigusr1AndStopsWithoutDrainOnSigusr2UnderMpirun) {
+  testing::TempDir dir;
+  const std::vector<std::string> job = {"run",
+                                        "--input=-",
+                                        "--fields=key,ts",
+                                        "--aggregate=count",
+                                        "--window=tumbling:5s",
+                                        "--watermark-interval=per-record",
+                                        "--parallelism=2"};
+  std::vector<std::string> all = MpirunArgs(2);
+  all.push_back(TIDEMARK_BINARY);
+  all.insert(all.end(), job.begin(), job.end());
+  for (const std::string& a :
+       {"--savepoint-dir=" + dir.Path("sp"), std::string("--savepoint-on=SIGUSR1"),
+        std::string("--stop-with-savepoint-on=SIGUSR2")})
+    all.push_back(a);
+  int in[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  CliProcess mpirun(TIDEMARK_MPIEXEC, all, in[0]);
+  close(in[0]);
+  ASSERT_TRUE(mpirun.started());
+  // Four keys: window subtasks on both ranks hold state.
+  const std::string lines = "a,1000\nb,1000\nc,1000\nd,1000\na,6000\nb,6000\nc,6000\nd,6000\n";
+  ASSERT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  for (const char* key : {"<a>", "<b>", "<c>", "<d>"})
+    ASSERT_TRUE(mpirun.WaitForOut(absl::StrCat(key, "--count: 1"), 60s)) << mpirun.err();
+  ASSERT_EQ(kill(mpirun.pid(), SIGUSR1), 0);
+  ASSERT_TRUE(mpirun.WaitForErr(" complete\n", 60s)) << mpirun.err();
+  ASSERT_EQ(kill(mpirun.pid(), SIGUSR2), 0);
+  const int code = mpirun.Wait(60s);
+  close(in[1]);
+  ASSERT_NE(code, CliProcess::kTimedOut) << mpirun.err();
+  EXPECT_EQ(code, 0) << mpirun.err();
+  const std::string err = mpirun.err();
+  // Rank 0 alone speaks: one of each line, no failure from rank 1.
+  for (const std::string said :
+       {"tidemark: SIGUSR1: taking a savepoint into ", "tidemark: SIGUSR2: stopping the job"}) {
+    std::vector<std::string> parts = absl::StrSplit(err, said);
+    EXPECT_EQ(parts.size(), 2u) << said << "\n" << err;
+  }
+  EXPECT_THAT(err, Not(HasSubstr("savepoint failed"))) << err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(err, m, std::regex("tidemark: savepoint (\\S+) complete; the job stops")))
+      << err;
+  const std::string savepoint = m[1];
+  EXPECT_THAT(err, HasSubstr(", stopped with savepoint " + savepoint)) << err;
+  // The windows [5 s, 10 s) did not fire.
+  EXPECT_THAT(mpirun.out(), Not(HasSubstr("00:00:05--"))) << mpirun.out();
+  // Restored on 3 ranks with the window at parallelism 3 (under mpirun the
+  // CLI prints at rank 0, from a print task of its own, so the job differs
+  // from one process's, where print is chained to the window: a savepoint
+  // of one restores under mpirun, on any number of ranks): [5 s, 10 s)
+  // holds each key's record of the savepoint, and a's one more.
+  std::vector<std::string> again = MpirunArgs(3);
+  again.push_back(TIDEMARK_BINARY);
+  again.insert(again.end(), job.begin(), job.end());
+  again.back() = "--parallelism=3";
+  again.push_back("--restore=" + savepoint);
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  CliProcess restored(TIDEMARK_MPIEXEC, again, in[0]);
+  close(in[0]);
+  ASSERT_EQ(write(in[1], "a,8000\n", 7), 7);
+  close(in[1]);
+  ASSERT_EQ(restored.Wait(60s), 0) << restored.err();
+  EXPECT_THAT(restored.err(), HasSubstr("(" + savepoint + ")")) << restored.err();
+  std::vector<std::string> got;
+  for (const std::string& l : Lines(restored.out())) got.push_back(l.substr(l.find("window:")));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<a>--count: 2",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<b>--count: 1",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<c>--count: 1",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<d>--count: 1"}))
+      << restored.out();
+}
+
 TEST(MpiFailure, ARankThatCrashesEndsTheJobOnEveryRankWithinTenSeconds) {
   MpiRun r = RunMpi(3, TIDEMARK_MPI_JOB, {"crash", "2"}, 60s);
   EXPECT_NE(r.exit_code, 0);
