@@ -38,6 +38,13 @@
 // no message of one job is ever left for the next, then gather every rank's
 // metrics (JobResult::metrics holds every subtask of the job on every rank).
 //
+// Stop-with-savepoint without drain (StopWithSavepoint): once the savepoint
+// is complete and every task was told, rank 0 sends every rank the stop;
+// each ends its job OK once its tasks heard, the exchanges move no more
+// batches (what is in flight is after the savepoint's barrier) and the end
+// is reported as no failure.  A rank's failure before that fails the
+// savepoint and the job as any failure does.
+//
 // Every job gets its own communicator (MPI_Comm_idup of MPI_COMM_WORLD) and
 // the ranks check that they built the same plan; both with a deadline, so a
 // rank that never starts the job is an error, not a hang.
