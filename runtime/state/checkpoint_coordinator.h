@@ -38,12 +38,13 @@
 // the sources stop reading after its barrier and the operators are told it
 // is complete (the two-phase-commit sinks commit); with drain the sources
 // end their input first (the MAX watermark fires every window), and the
-// savepoint is made of the subtasks' final snapshots.
+// savepoint is made of the subtasks' final snapshots.  A job that fails or
+// is cancelled meanwhile ends the savepoint at once (AbortSavepoint).
 //
 // Thread safety: Acknowledge and SubtaskFinished from any task thread;
 // everything else from the thread that owns the job, before Start / after
-// Stop, except TriggerCheckpoint, TakeSavepoint, AwaitCompleted and Summary
-// (any thread).
+// Stop, except TriggerCheckpoint, TakeSavepoint, AbortSavepoint,
+// AwaitCompleted and Summary (any thread).
 #ifndef TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 #define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 
