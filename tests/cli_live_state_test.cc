@@ -169,6 +169,26 @@ TEST(LiveState, CheckpointsComeFromTheSummary) {
   EXPECT_THAT(state.StateJson(), HasSubstr("\"last_failure\":\"checkpoint 2: disk full\""));
 }
 
+// numRestarts and the last cause (issue 26 item 4): from the "restart" events
+// the CLI's restart listener publishes; none before the first.
+TEST(LiveState, RestartsCountAndTheLastCauseComeFromTheRestartEvents) {
+  LiveState state(absl::UTCTimeZone());
+  EXPECT_THAT(state.StateJson(),
+              HasSubstr("\"restarts\":{\"num_restarts\":0,\"last_cause\":null}"));
+  for (int n : {1, 2}) {
+    state.Publish(cli::LiveEvent{
+        "restart",
+        10.0 * n,
+        -1,
+        -1,
+        {{"restart", absl::StrCat(n)}, {"cause", absl::StrCat("\"map failed at ", n, "\"")}}});
+  }
+  EXPECT_THAT(state.StateJson(),
+              HasSubstr("\"restarts\":{\"num_restarts\":2,\"last_cause\":\"map failed at 2\"}"));
+  // And the feed has both events.
+  EXPECT_THAT(state.EventsJson(0, 100), HasSubstr("\"cause\":\"map failed at 1\""));
+}
+
 // The graph of a real plan: a generator at parallelism 2, key_by into a reduce
 // at 3 (HASH: each map subtask reads both generator subtasks), rebalance into
 // a sink at 1, and a forward chain (the reduce's filter).

@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -588,15 +589,17 @@ TEST(MpiUnaligned, UnalignedCheckpointsAreRefusedAcrossRanks) {
 // Stop-with-savepoint with drain across ranks: rank 0's coordinator ends
 // the input of every source (on any rank); the savepoint holds the final
 // state and every rank's job ends OK with the committed output of the
-// records read, exactly once.  Without drain it is refused and the job goes
-// on.
+// records read, exactly once.  A stop without drain before it, whose
+// savepoint cannot be written, fails and the job goes on (its sources read
+// on: no record is lost).
 TEST(MpiSavepoint, StopWithDrainEndsEveryRankWithTheSavepointAndExactOutput) {
   testing::TempDir dir;
   MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB,
                     {"drain", dir.Path("out"), dir.Path("chk"), dir.Path("sp")}, 120s);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("nodrain UNIMPLEMENTED: stop-with-savepoint: not supported without "
-                               "drain for a job across MPI ranks"));
+  EXPECT_THAT(r.err, HasSubstr("nodrain ")) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("nodrain OK"))) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(dir.Path("sp") + "-file")) << r.err;
   EXPECT_THAT(r.err, HasSubstr("drain rank 1 status OK savepoint -")) << r.err;
   const size_t at = r.err.find("drain rank 0 status OK savepoint ");
   ASSERT_NE(at, std::string::npos) << r.err;
@@ -614,6 +617,189 @@ TEST(MpiSavepoint, StopWithDrainEndsEveryRankWithTheSavepointAndExactOutput) {
     want.push_back(std::to_string(sums[v % 14] += v));
   std::sort(want.begin(), want.end());
   EXPECT_TRUE(got == want) << got.size() << " lines";
+}
+
+// --- stop-with-savepoint without drain across ranks (docs/distribution.md) ---
+
+// The committed "key,window start,sum" lines of `mpi_job stop` / `resume`
+// run to the end without a stop: records 0..39999, key v % 14, tumbling
+// windows of 500 (event time = the record), sorted as CommittedLines.
+std::vector<std::string> WindowJobOutput() {
+  std::map<std::pair<int64_t, int64_t>, int64_t> sums;
+  for (int64_t v = 0; v < 40'000; ++v) sums[{v % 14, v / 500 * 500}] += v;
+  std::vector<std::string> lines;
+  for (const auto& [kw, sum] : sums)
+    lines.push_back(absl::StrCat(kw.first, ",", kw.second, ",", sum));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// `mpi_job stop` on 2 ranks; returns the savepoint's directory (empty on
+// failure, with the test failed) and the committed lines in *committed.
+std::string StopOnTwoRanks(const testing::TempDir& dir, const std::string& out,
+                           std::vector<std::string>* committed) {
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"stop", out, dir.Path("chk"), dir.Path("sp")}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string key = "stop rank 0 status OK savepoint ";
+  const size_t at = r.err.find(key);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  if (at == std::string::npos) return "";
+  const size_t from = at + key.size();
+  const std::string savepoint = r.err.substr(from, r.err.find(' ', from) - from);
+  // Both ranks ended OK, stopped with the same savepoint (rank 1 heard it
+  // from rank 0), not cancelled.
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat(key, savepoint, " stopped ", savepoint, "\n")));
+  EXPECT_THAT(
+      r.err, HasSubstr(absl::StrCat("stop rank 1 status OK savepoint - stopped ", savepoint, "\n")))
+      << r.err;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(savepoint) / "_manifest")) << savepoint;
+  int hidden = 0;
+  *committed = testing::CommittedLines(out, &hidden);
+  return savepoint;
+}
+
+// Stopped without drain on 2 ranks: the savepoint is complete on every rank
+// (the windows of both ranks' subtasks), no MAX watermark fired the open
+// windows (every committed window has its full sum, and some are missing),
+// and both ranks end OK.  Restored on 2 ranks at parallelism 2 and on 1
+// rank at parallelism 3, the committed output equals a run without the stop.
+TEST(MpiSavepoint,
+     StopWithoutDrainOnTwoRanksThenRestoreOnTwoAndOneRankGivesTheUninterruptedOutput) {
+  testing::TempDir dir;
+  const std::vector<std::string> expected = WindowJobOutput();
+  std::vector<std::string> before;
+  const std::string savepoint = StopOnTwoRanks(dir, dir.Path("out"), &before);
+  ASSERT_FALSE(savepoint.empty());
+  ASSERT_FALSE(before.empty());
+  EXPECT_LT(before.size(), expected.size());
+  for (const std::string& line : before)
+    EXPECT_TRUE(std::binary_search(expected.begin(), expected.end(), line))
+        << line << ": a window fired before it was complete";
+  // The same output directory goes on: once on 2 ranks, once on 1.
+  std::filesystem::copy(dir.Path("out"), dir.Path("out1"),
+                        std::filesystem::copy_options::recursive);
+  for (const auto& [ranks, parallelism, out] :
+       {std::tuple{2, 2, dir.Path("out")}, std::tuple{1, 3, dir.Path("out1")}}) {
+    MpiRun r = RunMpi(ranks, TIDEMARK_MPI_JOB,
+                      {"resume", out, dir.Path(absl::StrCat("chk", ranks)), savepoint,
+                       std::to_string(parallelism)},
+                      120s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (int rank = 0; rank < ranks; ++rank)
+      EXPECT_THAT(r.err, HasSubstr(absl::StrCat("resume rank ", rank, " status OK restored ")))
+          << r.err;
+    int hidden = 0;
+    const std::vector<std::string> got = testing::CommittedLines(out, &hidden);
+    EXPECT_EQ(hidden, 0);
+    EXPECT_EQ(got.size(), expected.size()) << ranks << " ranks";
+    EXPECT_TRUE(got == expected) << ranks << " ranks";
+  }
+}
+
+// A rank whose subtask fails while the savepoint is taken (its source's
+// snapshot throws on rank 1): the stop fails at once with the cause (it does
+// not wait for its 30 s timeout), every rank's job fails naming rank 1, and
+// no savepoint is left.
+TEST(MpiSavepoint, ARankFailingDuringStopWithoutDrainFailsTheStopAndEveryRankWithTheCause) {
+  testing::TempDir dir;
+  MpiRun r = RunMpi(2, TIDEMARK_MPI_JOB, {"stopfail", dir.Path("chk"), dir.Path("sp")}, 60s);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("stopfail ABORTED: savepoint: the job failed before it was "
+                               "complete: rank 1: task 'Source: fails-in-snapshot' (subtask 1 of "
+                               "2) failed: snapshot failed on purpose"))
+      << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("stopfail rank ", rank,
+                                              " status ABORTED: rank 1: task 'Source: "
+                                              "fails-in-snapshot' (subtask 1 of 2) failed: "
+                                              "snapshot failed on purpose")))
+        << r.err;
+  }
+  std::error_code ec;
+  EXPECT_TRUE(!std::filesystem::exists(dir.Path("sp"), ec) ||
+              std::filesystem::is_empty(dir.Path("sp"), ec));
+}
+
+// The CLI under mpirun: the launcher forwards SIGUSR1 and SIGUSR2 to every
+// rank; rank 0 takes the savepoint (the job goes on), then stops the job
+// with one (every rank ends OK, the open windows unfired); the other rank
+// says nothing.  Restored on 3 ranks at parallelism 3, the open windows go
+// on from the savepoint's counts.
+TEST(MpiSavepoint, TheCliTakesASavepointOnSigusr1AndStopsWithoutDrainOnSigusr2UnderMpirun) {
+  testing::TempDir dir;
+  const std::vector<std::string> job = {"run",
+                                        "--input=-",
+                                        "--fields=key,ts",
+                                        "--aggregate=count",
+                                        "--window=tumbling:5s",
+                                        "--watermark-interval=per-record",
+                                        "--parallelism=2"};
+  std::vector<std::string> all = MpirunArgs(2);
+  all.push_back(TIDEMARK_BINARY);
+  all.insert(all.end(), job.begin(), job.end());
+  for (const std::string& a :
+       {"--savepoint-dir=" + dir.Path("sp"), std::string("--savepoint-on=SIGUSR1"),
+        std::string("--stop-with-savepoint-on=SIGUSR2")})
+    all.push_back(a);
+  int in[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  CliProcess mpirun(TIDEMARK_MPIEXEC, all, in[0]);
+  close(in[0]);
+  ASSERT_TRUE(mpirun.started());
+  // Four keys: window subtasks on both ranks hold state.
+  const std::string lines = "a,1000\nb,1000\nc,1000\nd,1000\na,6000\nb,6000\nc,6000\nd,6000\n";
+  ASSERT_EQ(write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  for (const char* key : {"<a>", "<b>", "<c>", "<d>"})
+    ASSERT_TRUE(mpirun.WaitForOut(absl::StrCat(key, "--count: 1"), 60s)) << mpirun.err();
+  ASSERT_EQ(kill(mpirun.pid(), SIGUSR1), 0);
+  ASSERT_TRUE(mpirun.WaitForErr(" complete\n", 60s)) << mpirun.err();
+  ASSERT_EQ(kill(mpirun.pid(), SIGUSR2), 0);
+  const int code = mpirun.Wait(60s);
+  close(in[1]);
+  ASSERT_NE(code, CliProcess::kTimedOut) << mpirun.err();
+  EXPECT_EQ(code, 0) << mpirun.err();
+  const std::string err = mpirun.err();
+  // Rank 0 alone speaks: one of each line, no failure from rank 1.
+  for (const std::string said :
+       {"tidemark: SIGUSR1: taking a savepoint into ", "tidemark: SIGUSR2: stopping the job"}) {
+    std::vector<std::string> parts = absl::StrSplit(err, said);
+    EXPECT_EQ(parts.size(), 2u) << said << "\n" << err;
+  }
+  EXPECT_THAT(err, Not(HasSubstr("savepoint failed"))) << err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(err, m, std::regex("tidemark: savepoint (\\S+) complete; the job stops")))
+      << err;
+  const std::string savepoint = m[1];
+  EXPECT_THAT(err, HasSubstr(", stopped with savepoint " + savepoint)) << err;
+  // The windows [5 s, 10 s) did not fire.
+  EXPECT_THAT(mpirun.out(), Not(HasSubstr("00:00:05--"))) << mpirun.out();
+  // Restored on 3 ranks with the window at parallelism 3 (under mpirun the
+  // CLI prints at rank 0, from a print task of its own, so the job differs
+  // from one process's, where print is chained to the window: a savepoint
+  // of one restores under mpirun, on any number of ranks): [5 s, 10 s)
+  // holds each key's record of the savepoint, and a's one more.
+  std::vector<std::string> again = MpirunArgs(3);
+  again.push_back(TIDEMARK_BINARY);
+  again.insert(again.end(), job.begin(), job.end());
+  again.back() = "--parallelism=3";
+  again.push_back("--restore=" + savepoint);
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  CliProcess restored(TIDEMARK_MPIEXEC, again, in[0]);
+  close(in[0]);
+  ASSERT_EQ(write(in[1], "a,8000\n", 7), 7);
+  close(in[1]);
+  ASSERT_EQ(restored.Wait(60s), 0) << restored.err();
+  EXPECT_THAT(restored.err(), HasSubstr("(" + savepoint + ")")) << restored.err();
+  std::vector<std::string> got;
+  for (const std::string& l : Lines(restored.out())) got.push_back(l.substr(l.find("window:")));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<a>--count: 2",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<b>--count: 1",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<c>--count: 1",
+                     "window:[1970-01-01 00:00:05--1970-01-01 00:00:10]-<d>--count: 1"}))
+      << restored.out();
 }
 
 TEST(MpiFailure, ARankThatCrashesEndsTheJobOnEveryRankWithinTenSeconds) {

@@ -384,6 +384,68 @@ TEST(SavepointStorage, RetentionAndTheStrayScanLeaveASavepointInTheCheckpointDir
   EXPECT_EQ(savepoint.Commit(2, {}, {*f}).code(), absl::StatusCode::kAlreadyExists);
 }
 
+// Records forever, one a millisecond; its snapshot (the first is the
+// savepoint's: no periodic checkpoints) throws.
+class FailsInSnapshot final : public Source<int64_t> {
+ public:
+  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    out.CollectWithTimestamp(int64_t{next_}, next_);
+    ++next_;
+    return PollStatus::kNothingAvailable;
+  }
+  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter&) const override {
+    throw std::runtime_error("snapshot failed on purpose");
+  }
+
+ private:
+  const Clock* clock_ = nullptr;
+  int64_t next_ = 0;
+};
+
+// A job that fails while its savepoint is taken ends the savepoint at once
+// with the job's error: the caller (here the thread that would call wait())
+// does not wait for the savepoint's timeout.  Before, it waited the whole
+// timeout and said "not complete within the timeout".
+TEST(Savepoint, AJobFailingDuringItsSavepointFailsTheSavepointAtOnceWithTheCause) {
+  for (const bool stop : {false, true}) {
+    testing::TempDir dir;
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    auto progress = std::make_shared<Progress>();
+    env.add_source<int64_t>([] { return std::make_unique<FailsInSnapshot>(); }, "fails")
+        .map([progress](const int64_t& v) {
+          progress->Add();
+          return v;
+        })
+        .add_sink([](int64_t&&) {});
+    JobClient client = env.execute_async("fails in its savepoint");
+    ASSERT_TRUE(progress->WaitFor(10));
+    // A timeout far beyond the test's: the failure, not the timeout, ends it.
+    const Duration timeout(3'600'000);
+    absl::StatusOr<std::string> path =
+        stop ? client.stop_with_savepoint(dir.Path("sp"), false, timeout)
+             : client.trigger_savepoint(dir.Path("sp"), timeout);
+    ASSERT_FALSE(path.ok());
+    EXPECT_EQ(path.status().code(), absl::StatusCode::kAborted) << path.status();
+    EXPECT_NE(std::string(path.status().message())
+                  .find("savepoint: the job failed before it was complete: "),
+              std::string::npos)
+        << path.status();
+    EXPECT_NE(std::string(path.status().message()).find("snapshot failed on purpose"),
+              std::string::npos)
+        << path.status();
+    JobResult r = client.wait();
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(r.checkpoints.stopped_with_savepoint.empty());
+    std::error_code ec;
+    EXPECT_TRUE(!fs::exists(dir.Path("sp"), ec) || fs::is_empty(dir.Path("sp"), ec));
+  }
+}
+
 TEST(Savepoint, NeedsCheckpointing) {
   testing::TempDir dir;
   StreamExecutionEnvironment env;

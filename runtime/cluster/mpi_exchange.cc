@@ -36,6 +36,13 @@ enum Tag : int {
   // Stop-with-savepoint with drain: rank 0 to a source's rank, (u32 task,
   // u32 subtask, i64 0); the source ends its input now
   kEndInput = 11,
+  // Stop-with-savepoint without drain: rank 0 to a source's rank, (u32 task,
+  // u32 subtask, i64 n): the source reads nothing after checkpoint n's
+  // barrier (n = CheckpointParticipant::kNoSuspend: it reads on)
+  kSuspend = 12,
+  // Rank 0 to every rank, (i64 n, bytes path): savepoint n is complete and
+  // every task was told (kComplete, sent before); the job ends OK
+  kStop = 13,
 };
 
 // How long the ranks wait for each other at the start of a job, and for the
@@ -112,8 +119,11 @@ class MpiExchange::RemoteTask final : public CheckpointParticipant {
   bool replayable() const override { return true; }
   void RequestCheckpoint(int64_t id) override { x_->Queue(rank_, kTrigger, Message(id)); }
   void NotifyCheckpointComplete(int64_t id) override { x_->Queue(rank_, kComplete, Message(id)); }
-  // Stop-with-savepoint with drain (the coordinator calls it on sources).
+  // Stop-with-savepoint (the coordinator calls them on sources): with
+  // drain, and without (the source's rank suspends it after the barrier).
   void EndInputNow() override { x_->Queue(rank_, kEndInput, Message(0)); }
+  bool can_stop() const override { return true; }
+  void SuspendAfter(int64_t id) override { x_->Queue(rank_, kSuspend, Message(id)); }
 
  private:
   std::string Message(int64_t id) const {
@@ -367,7 +377,9 @@ bool MpiExchange::Receive() {
     StateReader r(recv_buffer_);
     switch (st.MPI_TAG) {
       case kData: {
-        if (failed()) break;  // the job is over: nobody will read it
+        // The job is over (failed, or stopped with a savepoint: what comes
+        // now is after its barrier): nobody will read it.
+        if (failed() || stopped()) break;
         const uint32_t id = r.GetU32("channel");
         auto it = by_id_.find(id);
         Link* l = it == by_id_.end() ? nullptr : it->second;
@@ -430,7 +442,20 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
     if (r.ok() && alignment_ != nullptr) alignment_->RemoteReport(from, group, minimum);
     return;
   }
-  if (tag == kTrigger || tag == kComplete || tag == kEndInput) {
+  if (tag == kStop) {
+    const int64_t id = r.GetI64("savepoint");
+    std::string path(r.GetBytes("path"));
+    if (!r.ok()) return;
+    {
+      MutexLock lock(&mu_);
+      stop_path_ = path;
+    }
+    // Before the job is told: its cancellation is then no failure to report.
+    stopping_.store(true, std::memory_order_release);
+    job_->StopAfterSavepoint(id, std::move(path));
+    return;
+  }
+  if (tag == kTrigger || tag == kComplete || tag == kEndInput || tag == kSuspend) {
     const int task = static_cast<int>(r.GetU32("task"));
     const int subtask = static_cast<int>(r.GetU32("subtask"));
     const int64_t id = r.GetI64("checkpoint");
@@ -440,6 +465,8 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
       it->second->RequestCheckpoint(id);
     } else if (tag == kEndInput) {
       it->second->EndInputNow();
+    } else if (tag == kSuspend) {
+      it->second->SuspendAfter(id);
     } else {
       it->second->NotifyCheckpointComplete(id);
     }
@@ -461,6 +488,24 @@ void MpiExchange::Deliver(int from, int tag, std::string_view bytes) {
 
 bool MpiExchange::failed() const { return !remote_failure_.ok() || reported_failure_; }
 
+bool MpiExchange::stopped() const { return stopping_.load(std::memory_order_acquire); }
+
+void MpiExchange::StopWithSavepoint(int64_t id, const std::string& path) {
+  std::string b;
+  StateWriter w(&b);
+  w.PutI64(id);
+  w.PutBytes(path);
+  {
+    MutexLock lock(&mu_);
+    stop_path_ = path;
+  }
+  stopping_.store(true, std::memory_order_release);
+  // After the kComplete messages the coordinator queued (one outbox, in
+  // order; MPI keeps the order between two ranks).
+  for (int peer = 0; peer < cluster_.size; ++peer)
+    if (peer != cluster_.rank) Queue(peer, kStop, b);
+}
+
 bool MpiExchange::ReportLocalFailure() {
   if (failed()) return false;
   absl::Status s;
@@ -470,6 +515,8 @@ bool MpiExchange::ReportLocalFailure() {
   }
   if (s.ok() && job_->cancelled()) {
     s = job_->FirstError();
+    // Stopped with a savepoint: every rank ends OK.
+    if (s.ok() && stopped()) return false;
     if (s.ok()) s = absl::CancelledError("job cancelled");
   }
   if (s.ok()) return false;
@@ -509,14 +556,14 @@ void MpiExchange::Loop() {
     progress |= ReportLocalFailure();
     if (!was_failed && failed() && !reported_failure_)
       failed_since_ = std::chrono::steady_clock::now();
-    if (!failed()) {
+    if (!failed() && !stopped()) {
       progress |= SendOutbound();
       progress |= GrantCredits();
     }
     progress |= CompleteSends();
     if (finishing) {
       bool drained = true;
-      if (!failed()) {
+      if (!failed() && !stopped()) {
         for (auto& l : outbound_) drained = drained && l->channel->SizeApprox() == 0;
       }
       {
@@ -584,7 +631,13 @@ absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& h
   }
   // Every rank has said goodbye: each knows of every failure, so all take
   // the same branch here.  The final checkpoint, written by rank 0.
-  if (hooks.final_checkpoint && status.ok()) {
+  // A job stopped with a savepoint has none (every rank heard of the stop
+  // before rank 0's goodbye, so all take the same branch).
+  if (hooks.stopped_with_savepoint != nullptr && stopped()) {
+    MutexLock lock(&mu_);
+    *hooks.stopped_with_savepoint = stop_path_;
+  }
+  if (hooks.final_checkpoint && status.ok() && !stopped()) {
     int64_t id = cluster_.rank == 0 ? hooks.final_checkpoint() : -1;
     MPI_Bcast(&id, 1, MPI_INT64_T, 0, comm_->comm);
     *hooks.final_checkpoint_id = id;

@@ -38,6 +38,13 @@
 // no message of one job is ever left for the next, then gather every rank's
 // metrics (JobResult::metrics holds every subtask of the job on every rank).
 //
+// Stop-with-savepoint without drain (StopWithSavepoint): once the savepoint
+// is complete and every task was told, rank 0 sends every rank the stop;
+// each ends its job OK once its tasks heard, the exchanges move no more
+// batches (what is in flight is after the savepoint's barrier) and the end
+// is reported as no failure.  A rank's failure before that fails the
+// savepoint and the job as any failure does.
+//
 // Every job gets its own communicator (MPI_Comm_idup of MPI_COMM_WORLD) and
 // the ranks check that they built the same plan; both with a deadline, so a
 // rank that never starts the job is an error, not a hang.
@@ -108,6 +115,8 @@ class MpiExchange final : public RemoteExchange {
   // exchange with every rank (see the top) and returns the job's status
   // across ranks (the first failure of any rank, naming it), with `hooks`.
   absl::Status Finish(const absl::Status& local, const FinishHooks& hooks) override;
+  // Rank 0: stop-with-savepoint without drain (remote_exchange.h).
+  void StopWithSavepoint(int64_t id, const std::string& path) override;
 
   const ClusterInfo& cluster() const override { return cluster_; }
   // The task names in the plan's order, for sorting the gathered metrics.
@@ -135,7 +144,8 @@ class MpiExchange final : public RemoteExchange {
   bool ReportLocalFailure();
   void Post(int peer, int tag, std::string bytes);
   void FailJob(const absl::Status& s);
-  bool failed() const;  // this rank or another reported a failure
+  bool failed() const;   // this rank or another reported a failure
+  bool stopped() const;  // the job was stopped with a savepoint (rank 0 said so)
 
   const ClusterInfo cluster_;
   const size_t capacity_;
@@ -151,6 +161,10 @@ class MpiExchange final : public RemoteExchange {
   std::map<std::pair<int, int>, CheckpointParticipant*> local_tasks_;
   std::vector<std::unique_ptr<RemoteTask>> remote_tasks_;
   bool local_at_most_once_ = false;
+  // Stop-with-savepoint without drain: set on rank 0 by StopWithSavepoint,
+  // elsewhere by the thread on kStop; from then on no batch is sent,
+  // received or waited for, and the local job's end is no failure.
+  std::atomic<bool> stopping_{false};
   TaskHost* job_ = nullptr;
   std::thread thread_;
 
@@ -161,6 +175,7 @@ class MpiExchange final : public RemoteExchange {
   std::string lines_ ABSL_GUARDED_BY(mu_);  // ForwardLineToRank0's, for the thread to send
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status local_status_ ABSL_GUARDED_BY(mu_);  // the local job's, set by Finish()
+  std::string stop_path_ ABSL_GUARDED_BY(mu_);      // the savepoint the job stopped with
   // Messages other threads queued (peer, tag, bytes).
   std::vector<std::tuple<int, int, std::string>> outbox_ ABSL_GUARDED_BY(mu_);
 

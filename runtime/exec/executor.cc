@@ -111,14 +111,49 @@ void JobExecution::Start() {
 }
 
 void JobExecution::TaskFinished(Task*) {
-  internal::MutexLock lock(&mu_);
-  if (--remaining_ == 0) done_cv_.SignalAll();
-  notified_cv_.SignalAll();
+  {
+    internal::MutexLock lock(&mu_);
+    if (--remaining_ == 0) done_cv_.SignalAll();
+    notified_cv_.SignalAll();
+  }
+  MaybeStopAfterSavepoint();
 }
 
 void JobExecution::CheckpointNotified(int64_t) {
-  internal::MutexLock lock(&mu_);
-  notified_cv_.SignalAll();
+  {
+    internal::MutexLock lock(&mu_);
+    notified_cv_.SignalAll();
+  }
+  MaybeStopAfterSavepoint();
+}
+
+bool JobExecution::AllHeardLocked(int64_t id) const {
+  for (const auto& t : tasks_) {
+    if (t->notified_checkpoint() < id && t->lifecycle() == TaskLifecycle::kRunning) return false;
+  }
+  return true;
+}
+
+void JobExecution::StopAfterSavepoint(int64_t id, std::string path) {
+  {
+    internal::MutexLock lock(&mu_);
+    if (stop_after_id_ >= 0) return;
+    stop_after_id_ = id;
+    stop_after_path_ = std::move(path);
+  }
+  MaybeStopAfterSavepoint();
+}
+
+void JobExecution::MaybeStopAfterSavepoint() {
+  {
+    internal::MutexLock lock(&mu_);
+    if (stop_after_id_ < 0 || stop_after_done_ || !AllHeardLocked(stop_after_id_)) return;
+    stop_after_done_ = true;
+    if (!first_error_.ok()) return;  // failed first: the failure stands
+    stopped_with_savepoint_ = stop_after_path_;
+    if (remaining_ == 0) return;  // every task had finished
+  }
+  Cancel();
 }
 
 bool JobExecution::done() const {
@@ -128,12 +163,23 @@ bool JobExecution::done() const {
 
 void JobExecution::Cancel() {
   cancelled_.store(true, std::memory_order_release);
+  absl::Status error;
   {
     // Before Start() the tasks cannot be notified yet; they see the flag at
     // their first slice.
     internal::MutexLock lock(&mu_);
     notified_cv_.SignalAll();
+    error = first_error_;
     if (!started_) return;
+  }
+  // A savepoint being taken fails now: its caller (perhaps the thread that
+  // would call Wait()) does not wait for its timeout.
+  if (coordinator_) {
+    coordinator_->AbortSavepoint(
+        error.ok() ? absl::CancelledError("savepoint: the job was cancelled before it was complete")
+                   : absl::Status(error.code(),
+                                  absl::StrCat("savepoint: the job failed before it was complete: ",
+                                               error.message())));
   }
   for (auto& t : tasks_) t->Notify();
 }
@@ -206,12 +252,19 @@ JobResult JobExecution::Wait() {
   std::vector<SubtaskMetricsSnapshot> all_metrics;
   if (exchange_) {
     absl::Status local = FirstError();
-    if (local.ok() && cancelled()) local = absl::CancelledError("job cancelled");
+    bool stopped;
+    {
+      MutexLock lock(&mu_);
+      stopped = !stopped_with_savepoint_.empty();
+    }
+    if (local.ok() && cancelled() && !stopped) local = absl::CancelledError("job cancelled");
     all_metrics = Metrics();
     int64_t final_id = -1;
     FinishHooks hooks;
     hooks.metrics = &all_metrics;
     hooks.network = &result.network;
+    std::string stopped_path;
+    hooks.stopped_with_savepoint = &stopped_path;
     if (checkpointing_) {
       if (coordinator_)
         hooks.final_checkpoint = final_checkpoint;
@@ -224,6 +277,12 @@ JobResult JobExecution::Wait() {
     distributed = exchange_->Finish(local, hooks);
     if (!distributed.ok()) {
       Fail(distributed);
+    } else if (!stopped_path.empty()) {
+      // Stopped with a savepoint (on rank 0): no final checkpoint; a rank
+      // whose tasks had all finished before it heard is stopped too.
+      MutexLock lock(&mu_);
+      if (first_error_.ok() && stopped_with_savepoint_.empty())
+        stopped_with_savepoint_ = stopped_path;
     } else if (checkpointing_) {
       if (final_id < 0) {
         Fail(absl::DataLossError(
@@ -290,20 +349,21 @@ absl::StatusOr<std::string> JobExecution::StopWithSavepoint(const std::string& d
   // was pending for it) before the job is ended.  The coordinator has told
   // them all; each hears at its next slice (CheckpointNotified), unless it
   // has finished.
+  bool stopped = false;
   {
     MutexLock lock(&mu_);
-    auto all_heard = [&] {
-      for (const auto& t : tasks_) {
-        if (t->notified_checkpoint() < sp->id && t->lifecycle() == TaskLifecycle::kRunning)
-          return false;
-      }
-      return true;
-    };
-    while (!all_heard() && !cancelled()) {
+    while (!AllHeardLocked(sp->id) && !cancelled()) {
       if (notified_cv_.WaitUntil(&mu_, deadline)) break;
     }
-    if (first_error_.ok()) stopped_with_savepoint_ = sp->path;
+    if (first_error_.ok()) {
+      stopped_with_savepoint_ = sp->path;
+      stopped = true;
+    }
   }
+  // Across ranks: every other rank ends its job OK once its tasks heard
+  // (they were told before this message), rather than taking rank 0's end
+  // for a failure.
+  if (stopped && exchange_) exchange_->StopWithSavepoint(sp->id, sp->path);
   Cancel();
   return sp->path;
 }

@@ -96,6 +96,7 @@ class JobExecution final : public TaskHost,
   void Fail(const absl::Status& status) override;
   void Notice(std::string line) override;
   void CheckpointNotified(int64_t id) override;
+  void StopAfterSavepoint(int64_t id, std::string path) override;
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   // The flag behind cancelled(), for the tasks' per-record checks.
   const std::atomic<bool>* cancel_flag() const override { return &cancelled_; }
@@ -122,6 +123,10 @@ class JobExecution final : public TaskHost,
   void TaskFinished(Task* task) override;
   // Stops the timer and joins the dedicated threads.
   void StopThreads();
+  // Every running task has heard that checkpoint `id` is complete?
+  bool AllHeardLocked(int64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // StopAfterSavepoint: ends the job once every task has heard.
+  void MaybeStopAfterSavepoint() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Before tasks_: outlives the tasks' SourceAlignments that it points to.
   AlignmentCoordinator alignment_;
@@ -148,6 +153,10 @@ class JobExecution final : public TaskHost,
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> notices_ ABSL_GUARDED_BY(mu_);
   std::string stopped_with_savepoint_ ABSL_GUARDED_BY(mu_);  // its path
+  // StopAfterSavepoint's (a rank other than 0): -1 none.
+  int64_t stop_after_id_ ABSL_GUARDED_BY(mu_) = -1;
+  std::string stop_after_path_ ABSL_GUARDED_BY(mu_);
+  bool stop_after_done_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point start_time_;
   const Clock* watched_clock_ = nullptr;
   int64_t clock_listener_ = -1;

@@ -45,6 +45,10 @@ struct FinishHooks {
   // out: rank 0's (the coordinator's), at-most-once if any rank's is.
   std::function<CheckpointSummary()> checkpoint_summary;
   CheckpointSummary* checkpoints = nullptr;
+  // Out: the savepoint the job was stopped with (stop-with-savepoint without
+  // drain, StopWithSavepoint below), the same on every rank; empty when it
+  // was not.  Such a job has no final checkpoint.
+  std::string* stopped_with_savepoint = nullptr;
 };
 
 // One per job and rank (the contract: runtime/cluster/mpi_exchange.h).
@@ -69,6 +73,16 @@ class RemoteExchange : public CheckpointAcknowledger {
   // --- running (JobExecution) ---
   virtual void Start(TaskHost* job) = 0;
   virtual absl::Status Finish(const absl::Status& local, const FinishHooks& hooks) = 0;
+  // Rank 0, stop-with-savepoint without drain: savepoint `id` (at `path`) is
+  // complete and every task was told (the other ranks' after the messages
+  // telling them, in order).  Every other rank then ends its job OK once its
+  // tasks heard (TaskHost::StopAfterSavepoint); records still in remote
+  // channels (after the savepoint's barrier) are dropped, and no rank takes
+  // the job's end as a failure.  Any thread.
+  virtual void StopWithSavepoint(int64_t id, const std::string& path) {
+    (void)id;
+    (void)path;
+  }
   virtual const ClusterInfo& cluster() const = 0;
 };
 

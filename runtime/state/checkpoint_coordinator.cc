@@ -225,14 +225,16 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
     MutexLock lock(&mu_);
     if (savepoint_) return absl::FailedPreconditionError("savepoint: one is being taken already");
     if (stopping_) return absl::FailedPreconditionError("savepoint: the job is being stopped");
-    // Draining ends the sources' input (relayed to other ranks by their
-    // stand-ins); stopping without drain needs every subtask here.
+    // Draining ends the sources' input, stopping without drain suspends them
+    // after the savepoint's barrier: both relayed to other ranks by their
+    // stand-ins (mpi_exchange.h).
     if (mode == SavepointMode::kStop) {
       for (auto& [task, key] : tasks_) {
         if (!task->can_stop()) {
-          return absl::UnimplementedError(
-              "stop-with-savepoint: not supported without drain for a job across MPI ranks "
-              "(stop it with drain, or take a savepoint and cancel the job)");
+          return absl::UnimplementedError(absl::StrCat(
+              "stop-with-savepoint: subtask ", key.second, " of task ", key.first,
+              " cannot be stopped without drain (stop it with drain, or take a savepoint and "
+              "cancel the job)"));
         }
       }
     }
@@ -318,6 +320,24 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
   }
   if (!r.status.ok()) return r.status;
   return Savepoint{r.id, r.path};
+}
+
+void CheckpointCoordinator::AbortSavepoint(const absl::Status& why) {
+  std::string abandoned;
+  int64_t id = -1;
+  {
+    MutexLock lock(&mu_);
+    if (!savepoint_ || savepoint_->done || savepoint_->started) return;
+    if (persisting_ && persisting_id_ == savepoint_->id) return;  // the disk decides
+    if (pending_ && pending_->id == savepoint_->id && !pending_->savepoint_path.empty()) {
+      abandoned = pending_->savepoint_path;
+      id = pending_->id;
+      pending_.reset();  // late acknowledgements find nothing
+    }
+    FinishSavepointLocked(why);
+  }
+  cv_.SignalAll();
+  if (!abandoned.empty()) CheckpointStorage::ForSavepoint(abandoned).Abort(id);
 }
 
 int64_t CheckpointCoordinator::TriggerCheckpoint() {

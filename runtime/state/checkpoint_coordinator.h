@@ -38,12 +38,13 @@
 // the sources stop reading after its barrier and the operators are told it
 // is complete (the two-phase-commit sinks commit); with drain the sources
 // end their input first (the MAX watermark fires every window), and the
-// savepoint is made of the subtasks' final snapshots.
+// savepoint is made of the subtasks' final snapshots.  A job that fails or
+// is cancelled meanwhile ends the savepoint at once (AbortSavepoint).
 //
 // Thread safety: Acknowledge and SubtaskFinished from any task thread;
 // everything else from the thread that owns the job, before Start / after
-// Stop, except TriggerCheckpoint, TakeSavepoint, AwaitCompleted and Summary
-// (any thread).
+// Stop, except TriggerCheckpoint, TakeSavepoint, AbortSavepoint,
+// AwaitCompleted and Summary (any thread).
 #ifndef TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 #define TM_RUNTIME_CHECKPOINT_COORDINATOR_H_
 
@@ -123,10 +124,19 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // caller ends the job once the tasks have been told.  kStopAndDrain: the
   // sources end their input now; the savepoint is written once every subtask
   // has finished (across ranks too: a source's stand-in relays it).  kStop
-  // needs every subtask in this process (UNIMPLEMENTED across ranks).
+  // across ranks: a source's stand-in relays the suspension (and its lifting
+  // when the savepoint fails), and "complete" reaches every rank's tasks;
+  // the savepoint is complete only once every subtask of every rank has
+  // acknowledged it, and until then no source stops for good.
   absl::StatusOr<Savepoint> TakeSavepoint(const std::string& dir, SavepointMode mode,
                                           std::chrono::milliseconds timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The job failed or was cancelled (any thread): a savepoint being taken
+  // fails now with `why`, its pending checkpoint abandoned, rather than
+  // waiting for its timeout (the tasks that would acknowledge it are ending;
+  // across ranks, a rank's failure reaches rank 0 as the job's).  One being
+  // written is let finish.
+  void AbortSavepoint(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until checkpoint `id` is complete and durable (true) or the
   // timeout passes (false).
   bool AwaitCompleted(int64_t id, std::chrono::milliseconds timeout) ABSL_LOCKS_EXCLUDED(mu_);

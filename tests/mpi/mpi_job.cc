@@ -42,6 +42,26 @@
 //       none, fixed-delay (10 attempts, 100 ms) or failure-rate (2 failures in a minute, no delay).
 //       Every rank prints one line on stderr: "restart rank R status S restarts N told T failures F
 //       restored C last <cause>" (C: the checkpoint the last attempt restored, -1 none).
+//   mpi_job drain OUT CHK SAVEPOINTS
+//       Records 0, 1, ... (20 000 a second, on rank 0) through a map at
+//       parallelism 2 into a keyed running sum; after 600 ms rank 0 stops the
+//       job without drain into a directory under a file (it fails, the job
+//       goes on: "nodrain <error>"), then with drain.  Every rank prints "drain rank R status S
+//       savepoint P".
+//   mpi_job stop OUT CHK SAVEPOINTS
+//       The window job below (WindowJob) at parallelism 2; after 600 ms rank 0
+//       stops it with a savepoint without drain.  Every rank prints "stop rank
+//       R status S savepoint P stopped Q" (P: what stop_with_savepoint
+//       returned, rank 0 only; Q: the job result's stopped_with_savepoint).
+//   mpi_job resume OUT CHK SAVEPOINT P
+//       The same job at parallelism P restored from SAVEPOINT, to the end of
+//       its records.  Every rank prints "resume rank R status S restored ID".
+//   mpi_job stopfail CHK SAVEPOINTS
+//       A source at parallelism `size` whose subtask on rank 1 fails in its
+//       snapshot; no periodic checkpoint, so the first snapshot is the
+//       savepoint of rank 0's stop without drain.  Rank 0 prints "stopfail
+//       <what stop_with_savepoint returned>"; every rank prints "stopfail
+//       rank R status S".
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -573,10 +593,13 @@ int Drain(const std::string& out, const std::string& chk, const std::string& sav
   std::string path = "-";
   if (cluster.rank == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));  // real time: records flow
-    absl::StatusOr<std::string> refused =
-        client.stop_with_savepoint(savepoints, false, Duration(30'000));
+    // A stop without drain whose savepoint cannot be written (its directory
+    // would be under a file) fails, and the job goes on.
+    const std::string file = savepoints + "-file";
+    std::ofstream(file) << "not a directory\n";
+    absl::StatusOr<std::string> failed = client.stop_with_savepoint(file, false, Duration(30'000));
     const std::string line =
-        absl::StrCat("nodrain ", refused.ok() ? "OK" : refused.status().ToString(), "\n");
+        absl::StrCat("nodrain ", failed.ok() ? "OK" : failed.status().ToString(), "\n");
     if (write(2, line.data(), line.size()) < 0) return 4;
     absl::StatusOr<std::string> sp = client.stop_with_savepoint(savepoints, true, Duration(30'000));
     path = sp.ok() ? *sp : sp.status().ToString();
@@ -585,6 +608,126 @@ int Drain(const std::string& out, const std::string& chk, const std::string& sav
   const std::string line =
       absl::StrCat("drain rank ", cluster.rank, " status ",
                    r.status.ok() ? "OK" : r.status.ToString(), " savepoint ", path, "\n");
+  if (write(2, line.data(), line.size()) < 0) return 4;
+  return r.ok() ? 0 : 3;
+}
+
+// Records 0..kWindowRecords-1 (20 000 a second, on rank 0), event time =
+// the record, keyed by v % 14 into tumbling windows of 500 ms summed at
+// parallelism P, written exactly once as "key,window start,sum" to OUT.
+// The records are in order, so none is late whenever the watermarks come:
+// the output does not depend on timing.
+constexpr int64_t kWindowRecords = 40'000;
+
+void WindowJob(StreamExecutionEnvironment& env, const std::string& out, int parallelism) {
+  using KV = std::pair<int64_t, int64_t>;  // key, value
+  env.set_parallelism(parallelism);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, kWindowRecords, 20'000.0)
+      .set_parallelism(1)
+      .uid("src")
+      .assign_timestamps_and_watermarks(
+          WatermarkStrategy<int64_t>::for_monotonous_timestamps().with_timestamp_assigner(
+              [](const int64_t& v, Timestamp) { return v; }))
+      .set_parallelism(1)
+      .uid("ts")
+      .map([](const int64_t& v) {
+        return KV{v % 14, v};
+      })
+      .uid("kv")
+      .key_by([](const KV& kv) { return kv.first; })
+      .window(TumblingEventTimeWindows::of(Duration(500)))
+      .process([](const int64_t& key, const TimeWindow& w, const std::vector<KV>& items,
+                  WindowContext&, Collector<std::string>& out) {
+        int64_t sum = 0;
+        for (const KV& kv : items) sum += kv.second;
+        out.collect(absl::StrCat(key, ",", w.start, ",", sum));
+      })
+      .uid("sums")
+      .sink_to_files(out, [](const std::string& line) { return line; })
+      .uid("sink");
+}
+
+int Stop(const std::string& out, const std::string& chk, const std::string& savepoints) {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(100), chk);
+  WindowJob(env, out, 2);
+  JobClient client = env.execute_async("stop");
+  std::string path = "-";
+  if (cluster.rank == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // real time: records flow
+    absl::StatusOr<std::string> sp =
+        client.stop_with_savepoint(savepoints, /*drain=*/false, Duration(30'000));
+    path = sp.ok() ? *sp : sp.status().ToString();
+  }
+  JobResult r = client.wait();
+  const std::string line = absl::StrCat(
+      "stop rank ", cluster.rank, " status ", r.status.ok() ? "OK" : r.status.ToString(),
+      " savepoint ", path, " stopped ",
+      r.checkpoints.stopped_with_savepoint.empty() ? "-" : r.checkpoints.stopped_with_savepoint,
+      "\n");
+  if (write(2, line.data(), line.size()) < 0) return 4;
+  return r.ok() ? 0 : 3;
+}
+
+int Resume(const std::string& out, const std::string& chk, const std::string& savepoint,
+           int parallelism) {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(100), chk).restore_from(savepoint);
+  WindowJob(env, out, parallelism);
+  JobResult r = env.execute("resume");
+  const std::string line = absl::StrCat("resume rank ", cluster.rank, " status ",
+                                        r.status.ok() ? "OK" : r.status.ToString(), " restored ",
+                                        r.checkpoints.restored_id, "\n");
+  if (write(2, line.data(), line.size()) < 0) return 4;
+  return r.ok() ? 0 : 3;
+}
+
+// One record every millisecond, forever; the subtask on rank 1 fails in its
+// snapshot.
+class FailsInSnapshot final : public Source<int64_t> {
+ public:
+  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    out.CollectWithTimestamp(int64_t{next_}, next_);
+    ++next_;
+    return PollStatus::kNothingAvailable;
+  }
+  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override {
+    if (ThisCluster().rank == 1) throw std::runtime_error("snapshot failed on purpose");
+    w.PutI64(next_);
+  }
+  void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64("next"); }
+
+ private:
+  const Clock* clock_ = nullptr;
+  int64_t next_ = 0;
+};
+
+int StopFail(const std::string& chk, const std::string& savepoints) {
+  const ClusterInfo cluster = ThisCluster();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(cluster.size);
+  env.enable_checkpointing(Duration(3'600'000), chk);  // none but the savepoint
+  env.add_source<int64_t>([] { return std::make_unique<FailsInSnapshot>(); }, "fails-in-snapshot")
+      .rebalance()
+      .map([](const int64_t& v) { return v; })
+      .add_sink([](int64_t&&) {});
+  JobClient client = env.execute_async("stopfail");
+  if (cluster.rank == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // real time: records flow
+    absl::StatusOr<std::string> sp =
+        client.stop_with_savepoint(savepoints, /*drain=*/false, Duration(30'000));
+    const std::string line =
+        absl::StrCat("stopfail ", sp.ok() ? "OK " + *sp : sp.status().ToString(), "\n");
+    if (write(2, line.data(), line.size()) < 0) return 4;
+  }
+  JobResult r = client.wait();
+  const std::string line = absl::StrCat("stopfail rank ", cluster.rank, " status ",
+                                        r.status.ok() ? "OK" : r.status.ToString(), "\n");
   if (write(2, line.data(), line.size()) < 0) return 4;
   return r.ok() ? 0 : 3;
 }
@@ -605,9 +748,14 @@ int main(int argc, char** argv) {
   if (mode == "nocodec") return NoCodec();
   if (mode == "generalized") return Generalized();
   if (mode == "drain" && argc == 5) return Drain(argv[2], argv[3], argv[4]);
+  if (mode == "stop" && argc == 5) return Stop(argv[2], argv[3], argv[4]);
+  if (mode == "resume" && argc == 6) return Resume(argv[2], argv[3], argv[4], std::stoi(argv[5]));
+  if (mode == "stopfail" && argc == 4) return StopFail(argv[2], argv[3]);
   if (mode == "restart" && argc == 6) return Restart(argv[2], argv[3], argv[4], argv[5]);
   std::cerr << "usage: mpi_job differential KIND FIRST COUNT | backpressure FILE | usertype | "
                "nocodec | generalized | fail RANK | crash RANK | restart none|fixed|rate OUT CHK "
-               "RECORDS | drain OUT CHK SAVEPOINTS\n";
+               "RECORDS | drain OUT CHK SAVEPOINTS | stop OUT CHK SAVEPOINTS | resume OUT CHK "
+               "SAVEPOINT P | "
+               "stopfail CHK SAVEPOINTS\n";
   return 2;
 }

@@ -227,6 +227,16 @@ void LiveState::Publish(const LiveEvent& e) {
     for (const auto& [name, value] : e.fields)
       if (name == "paused") sources_[e.subtask].paused = value == "true";
   }
+  if (e.kind == "restart") {
+    // numRestarts and the last cause (the restart listener's event, whose
+    // "cause" is JSON already).
+    for (const auto& [name, value] : e.fields) {
+      int64_t n = 0;
+      if (name == "restart" && absl::SimpleAtoi(value, &n))
+        num_restarts_ = std::max(num_restarts_, n);
+      if (name == "cause") last_restart_cause_ = value;
+    }
+  }
   Append(e);
 }
 
@@ -573,6 +583,8 @@ std::string LiveState::StateJson() const {
                   ",\"graph\":", GraphJson(metrics),
                   ",\"generalized_watermarks\":", GeneralizedJson(nullptr, -1),
                   ",\"checkpoints\":", CheckpointsJson(checkpoints),
+                  ",\"restarts\":{\"num_restarts\":", num_restarts_,
+                  ",\"last_cause\":", last_restart_cause_, "}",
                   ",\"history\":", history_.Json(ended_ms_ >= 0 ? ended_ms_ : now), "}");
   return j;
 }
@@ -1088,6 +1100,8 @@ constexpr const char* kLiveGraphScript = R"JS(
     function row(k, v, cls) {
       body.appendChild(el('tr', {'class': cls || ''}, [el('th', {}, [k]), el('td', {'class': 'v'}, [String(v)])]));
     }
+    var r = s.restarts || {num_restarts: 0};
+    if (r.num_restarts > 0) row('numRestarts', r.num_restarts + ', last cause: ' + r.last_cause, 'restarts flag on');
     if (!c.enabled) { row('checkpointing', 'off (--checkpoint-dir turns it on)'); return; }
     t.setAttribute('data-in-progress', c.in_progress);
     t.setAttribute('data-completed', c.completed);

@@ -146,7 +146,8 @@ class LiveState final : public TimelineObserver {
   void SetEnded(const std::string& status, const std::string& message);
 
   // {"status", "t_ms", "sources": [...], "windows": [...], "totals", ...,
-  // "graph", "checkpoints", "history"} (docs/timeline.md, "The live view").
+  // "graph", "checkpoints", "restarts": {"num_restarts", "last_cause"},
+  // "history"} (docs/timeline.md, "The live view").
   std::string StateJson() const;
   // {"next", "dropped", "events": [...]}: up to `max` events from seq `since`.
   std::string EventsJson(uint64_t since, size_t max) const;
@@ -211,6 +212,10 @@ class LiveState final : public TimelineObserver {
   std::function<CheckpointSummary()> checkpoints_ ABSL_GUARDED_BY(mu_);
   LiveGraph graph_ ABSL_GUARDED_BY(mu_);
   WatermarkHistory history_ ABSL_GUARDED_BY(mu_);
+  // From the "restart" events (Publish): numRestarts and the last cause
+  // (JSON; null before the first).
+  int64_t num_restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_restart_cause_ ABSL_GUARDED_BY(mu_) = "null";
 };
 
 // Splits --serve=HOST:PORT ("[::1]:PORT" for IPv6) and refuses any host

@@ -531,6 +531,10 @@ class SignalWatcher {
   // On the watcher's thread: starts the savepoint `sig` asks for on a
   // thread of its own, unless one is being taken.
   void Savepoint(int sig) {
+    // Under mpirun the launcher forwards the signal to every rank: rank 0,
+    // which has the checkpoint coordinator, takes the savepoint for the job
+    // (and a stop reaches the other ranks from it); the others say nothing.
+    if (ThisCluster().rank != 0) return;
     std::optional<JobClient> client;
     {
       internal::MutexLock lock(&mu_);
@@ -740,8 +744,6 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         "to take one)");
   }
   if (o.drain && stop_signal == 0) return fail("--drain needs --stop-with-savepoint-on");
-  if (stop_signal > 0 && cluster.distributed())
-    return fail("--stop-with-savepoint-on: not supported under mpirun");
   if (!o.restore.empty() && o.checkpoint_dir.empty() && o.restore == "latest")
     return fail("--restore=latest needs --checkpoint-dir");
   if (o.tolerable_failed_checkpoints < 0)

@@ -29,6 +29,14 @@ class TaskHost {
   // A task's operators have heard that checkpoint `id` is complete (on the
   // task's thread; stop-with-savepoint waits for it).  Thread-safe.
   virtual void CheckpointNotified(int64_t id) { (void)id; }
+  // A job across ranks (a rank other than 0): rank 0 stopped the job with
+  // savepoint `id` at `path` (stop-with-savepoint without drain; its tasks
+  // have been told it is complete).  The job ends OK, as on rank 0, once
+  // every task here has heard of it.  Does not block.  Thread-safe.
+  virtual void StopAfterSavepoint(int64_t id, std::string path) {
+    (void)id;
+    (void)path;
+  }
 
  protected:
   ~TaskHost() = default;
