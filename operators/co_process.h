@@ -340,8 +340,7 @@ class BroadcastContext {
   void ForEachKey(std::string_view name, Make make, Fn& fn) {
     auto& table = state_->template Table<Stored>(name);
     std::vector<K> keys;
-    keys.reserve(table.map.size());
-    for (const auto& [k, v] : table.map) keys.push_back(k);
+    table.ForEachEntry([&keys](const K& k, const Stored&) { keys.push_back(k); });
     for (const K& k : keys) {
       auto s = make(&table, &k);
       fn(k, s);
