@@ -66,6 +66,14 @@
 // tidemark::StateCodec (runtime/state/state_codec.h) compiles and works, and
 // throws at Snapshot with the type's name.
 //
+// Asynchronous snapshots: a table made by HandleTable on the heap (only the
+// handles touch it) is encoded off the task thread.  Its snapshot freezes
+// the entries into copy-on-write layers (StateTable::SnapshotBlobs), the
+// task copies an entry up before writing it while a snapshot reads, and
+// KeyedStateStore::Trim folds the layers back between records.  Such a
+// table's `map` then holds only part of its entries: read it through the
+// handles or ForEachEntry.
+//
 // Key groups (KeyGroupRange): the key -> key group function is key_by's
 // (partitioning/key_groups.h).  Key types with a KeyHash of their own
 // (a user specialisation of tidemark::KeyHash, not seen here) are not
@@ -498,6 +506,10 @@ class StateTable final : public StateTableBase {
           std::shared_ptr<const void> guard;  // declared first: released last
           std::vector<std::shared_ptr<const Layer>> layers;
         };
+        // An operator that never calls Trim still keeps few layers: fold
+        // them here once no snapshot reads (the work is the entries written
+        // since, not the table).
+        if (layers_.size() >= 4 && Idle()) FoldAll();
         auto view = std::make_shared<View>();
         view->guard = Freeze();
         view->layers.assign(layers_.begin(), layers_.end());
