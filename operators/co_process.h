@@ -340,8 +340,7 @@ class BroadcastContext {
   void ForEachKey(std::string_view name, Make make, Fn& fn) {
     auto& table = state_->template Table<Stored>(name);
     std::vector<K> keys;
-    keys.reserve(table.map.size());
-    for (const auto& [k, v] : table.map) keys.push_back(k);
+    table.ForEachEntry([&keys](const K& k, const Stored&) { keys.push_back(k); });
     for (const K& k : keys) {
       auto s = make(&table, &k);
       fn(k, s);
@@ -543,12 +542,14 @@ class KeyedCoProcessOperator final
     pctx_->Set(&key, ts, TimeDomain::kEventTime);
     this->collector_->set_timestamp(ts);
     f_.process_element1(static_cast<const A&>(v), *pctx_, *this->collector_);
+    this->state_.Trim();
   }
   void ProcessElement2(B&& v, Timestamp ts) override {
     const K key = key2_(static_cast<const B&>(v));
     pctx_->Set(&key, ts, TimeDomain::kEventTime);
     this->collector_->set_timestamp(ts);
     f_.process_element2(static_cast<const B&>(v), *pctx_, *this->collector_);
+    this->state_.Trim();
   }
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     pctx_->Set(&key, t, domain);
@@ -556,6 +557,7 @@ class KeyedCoProcessOperator final
     if constexpr (requires { f_.on_timer(t, *pctx_, *this->collector_); }) {
       f_.on_timer(t, *pctx_, *this->collector_);
     }
+    this->state_.Trim();
   }
 
  private:
@@ -587,11 +589,13 @@ class KeyedBroadcastProcessOperator final
     rctx_->Set(&key, ts, TimeDomain::kEventTime);
     this->collector_->set_timestamp(ts);
     f_.process_element(static_cast<const A&>(v), *rctx_, *this->collector_);
+    this->state_.Trim();
   }
   void ProcessElement2(B&& v, Timestamp ts) override {
     bctx_->set_timestamp(ts);
     this->collector_->set_timestamp(ts);
     f_.process_broadcast_element(static_cast<const B&>(v), *bctx_, *this->collector_);
+    this->state_.Trim();
   }
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     rctx_->Set(&key, t, domain);
@@ -599,6 +603,7 @@ class KeyedBroadcastProcessOperator final
     if constexpr (requires { f_.on_timer(t, *rctx_, *this->collector_); }) {
       f_.on_timer(t, *rctx_, *this->collector_);
     }
+    this->state_.Trim();
   }
   void SnapshotState(StateWriter& w) override {
     Base::SnapshotState(w);

@@ -1,11 +1,14 @@
 // Asynchronous snapshots (docs/checkpoints.md, "The snapshot's phases"):
 // StateWriter's deferred parts, the copy-on-write SlotList and
 // TimeWindowTable (operators/window/time_window_table.h), and a concurrency
-// test that writes a table on one thread while another encodes its snapshot.
+// test that writes a table on one thread while another encodes its snapshot;
+// the same for the keyed state of handles (KeyedStateStore's copy-on-write
+// layers, operators/keyed/keyed_state_store.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -13,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/window/time_window_table.h"
 #include "tidemark/runtime/state/detail/snapshot_pool.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -22,6 +26,7 @@ namespace {
 
 using internal::AsyncSnapshots;
 using internal::CowEpoch;
+using internal::KeyedStateStore;
 using internal::KeyGroupRange;
 using internal::SlotList;
 using internal::SnapshotPool;
@@ -245,6 +250,191 @@ TEST(TimeWindowTableSnapshot, ConcurrentWritesNeverReachASnapshotBeingEncoded) {
   EXPECT_EQ(done.load(std::memory_order_acquire), kSnapshots);
   for (int s = 0; s < kSnapshots; ++s) ASSERT_EQ(got[s], expected[s]) << "snapshot " << s;
   EXPECT_EQ(t.live_snapshots(), 0);
+}
+
+// --- KeyedStateStore: copy-on-write layers of handle tables -------------------
+
+using Store = KeyedStateStore<int64_t>;
+struct KeyedContents {
+  std::map<int64_t, int64_t> values;
+  std::map<int64_t, std::vector<int64_t>> lists;
+  std::map<int64_t, std::map<int64_t, int64_t>> maps;
+  std::map<int64_t, int64_t> sums;
+  friend bool operator==(const KeyedContents&, const KeyedContents&) = default;
+};
+
+KeyedContents Dump(Store& s) {
+  KeyedContents c;
+  s.HandleTable<int64_t>("v").ForEachEntry([&](int64_t k, int64_t v) { c.values[k] = v; });
+  s.HandleTable<std::vector<int64_t>>("l").ForEachEntry(
+      [&](int64_t k, const std::vector<int64_t>& v) { c.lists[k] = v; });
+  s.HandleTable<std::map<int64_t, int64_t>>("m").ForEachEntry(
+      [&](int64_t k, const std::map<int64_t, int64_t>& v) { c.maps[k] = v; });
+  s.HandleTable<int64_t>("sum").ForEachEntry([&](int64_t k, int64_t v) { c.sums[k] = v; });
+  return c;
+}
+
+KeyedContents DecodeStore(const std::string& bytes) {
+  Store back;
+  StateReader r(bytes);
+  back.Restore(r, KeyGroupRange::All());
+  EXPECT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r.AtEnd());
+  return Dump(back);
+}
+
+// One random change through the handles: a value put or cleared, a list
+// appended to or cleared, a map entry put or removed, a reducing add.
+void MutateOnce(Store& s, std::mt19937_64& rng, int64_t keys) {
+  int64_t key = static_cast<int64_t>(rng() % static_cast<uint64_t>(keys));
+  const int64_t x = static_cast<int64_t>(rng() % 1000);
+  ValueState<int64_t, int64_t> v(&s.HandleTable<int64_t>("v"), &key);
+  ListState<int64_t, int64_t> l(&s.HandleTable<std::vector<int64_t>>("l"), &key);
+  MapState<int64_t, int64_t, int64_t> m(&s.HandleTable<std::map<int64_t, int64_t>>("m"), &key);
+  auto plus = [](int64_t a, int64_t b) { return a + b; };
+  ReducingState<int64_t, int64_t, decltype(plus)> sum(&s.HandleTable<int64_t>("sum"), &key, plus);
+  switch (rng() % 8) {
+    case 0:
+    case 1:
+      v.update(v.value_or(0) + x);
+      break;
+    case 2:
+      v.clear();
+      break;
+    case 3:
+      l.add(x);
+      break;
+    case 4:
+      if (x % 4 == 0)
+        l.clear();
+      else
+        l.mutable_list().push_back(-x);
+      break;
+    case 5:
+      m.put(x % 16, x);
+      break;
+    case 6:
+      m.remove(x % 16);
+      break;
+    default:
+      sum.add(x);
+      break;
+  }
+}
+
+std::string StoreSnapshot(Store& s, int key_group_hint = 0) {
+  StateWriter w;
+  w.set_key_group_hint(key_group_hint);
+  s.Snapshot(w, "test");
+  return w.Release();  // the deferred parts run here, at once
+}
+
+TEST(KeyedStateSnapshot, TheDeferredPartEncodesTheStateAsItWasAtTheSnapshot) {
+  Store s;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) MutateOnce(s, rng, 3000);
+  KeyedContents at_barrier = Dump(s);
+  ASSERT_FALSE(at_barrier.values.empty());
+  ASSERT_FALSE(at_barrier.maps.empty());
+
+  for (int hint : {0, 128}) {
+    StateWriter w;
+    w.set_key_group_hint(hint);
+    s.Snapshot(w, "test");
+    auto parts = w.TakeDeferred();
+    ASSERT_EQ(parts.size(), 4u) << "one deferred part per handle table";
+    std::string sync = w.Release();
+    EXPECT_LT(sync.size(), 64u) << "the synchronous part encodes no entry";
+    // After the barrier: puts, clears, list and map changes, new keys.
+    for (int i = 0; i < 20000; ++i) MutateOnce(s, rng, 4000);
+    for (int i = 0; i < 1000; ++i) s.Trim();  // folds nothing: the snapshot still reads
+    EXPECT_GT(s.HandleTable<int64_t>("v").num_layers(), 0u);
+    const KeyedContents after = Dump(s);
+    EXPECT_NE(after, at_barrier);
+
+    const std::string bytes = StateWriter::CompleteDeferred(std::move(sync), std::move(parts));
+    EXPECT_EQ(DecodeStore(bytes), at_barrier) << "key group hint " << hint;
+
+    // No snapshot reads any more: Trim folds the layers back into one map,
+    // and the state is the one written.
+    for (int i = 0; i < 100000 && s.HandleTable<int64_t>("v").num_layers() > 0; ++i) s.Trim();
+    EXPECT_EQ(s.HandleTable<int64_t>("v").num_layers(), 0u);
+    EXPECT_EQ((s.HandleTable<std::map<int64_t, int64_t>>("m").num_layers()), 0u);
+    EXPECT_EQ(Dump(s), after);
+    EXPECT_EQ(DecodeStore(StoreSnapshot(s)), after);
+    // Back to the barrier state for the next round.
+    Store back;
+    StateReader r(bytes);
+    back.Restore(r, KeyGroupRange::All());
+    EXPECT_EQ(Dump(back), at_barrier);
+    for (int i = 0; i < 20000; ++i) MutateOnce(s, rng, 3000);
+    at_barrier = Dump(s);
+  }
+}
+
+TEST(KeyedStateSnapshot, SnapshotsTakenWhileOthersStillReadStackLayersAndStayExact) {
+  Store s;
+  std::mt19937_64 rng(11);
+  std::vector<KeyedContents> expected;
+  std::vector<std::pair<std::string, std::vector<StateWriter::Deferred>>> pending;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 5000; ++i) MutateOnce(s, rng, 2000);
+    expected.push_back(Dump(s));
+    StateWriter w;
+    s.Snapshot(w, "test");
+    auto parts = w.TakeDeferred();
+    pending.emplace_back(w.Release(), std::move(parts));
+  }
+  EXPECT_GE(s.HandleTable<int64_t>("v").num_layers(), 5u);
+  const KeyedContents now = Dump(s);
+  // Completed out of order.
+  for (int i : {3, 0, 4, 1, 2}) {
+    EXPECT_EQ(DecodeStore(StateWriter::CompleteDeferred(std::move(pending[i].first),
+                                                        std::move(pending[i].second))),
+              expected[i])
+        << "snapshot " << i;
+  }
+  for (int i = 0; i < 1000000 && s.HandleTable<int64_t>("v").num_layers() > 0; ++i) s.Trim();
+  EXPECT_EQ(s.HandleTable<int64_t>("v").num_layers(), 0u);
+  EXPECT_EQ(Dump(s), now);
+}
+
+// Concurrency: the task thread (here) keeps changing keyed state through the
+// handles -- and folding layers between changes (Trim), writing in place once
+// no snapshot reads -- while the snapshot pool encodes the snapshot taken at
+// each barrier; each must decode to the state at its barrier.
+TEST(KeyedStateSnapshot, ConcurrentWritesNeverReachASnapshotBeingEncoded) {
+  constexpr int kSnapshots = 60;
+  Store s;
+  std::mt19937_64 rng(26);
+  for (int i = 0; i < 6000; ++i) MutateOnce(s, rng, 2500);
+
+  SnapshotPool pool(2);
+  AsyncSnapshots in_flight;
+  std::vector<KeyedContents> expected(kSnapshots);
+  std::vector<std::string> got(kSnapshots);
+  for (int n = 0; n < kSnapshots; ++n) {
+    expected[n] = Dump(s);
+    StateWriter w;
+    w.set_key_group_hint(n % 2 == 0 ? 0 : 64);
+    s.Snapshot(w, "test");
+    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
+    auto sync = std::make_shared<std::string>(w.Release());
+    in_flight.Begin();
+    pool.Submit([&, n, parts, sync] {
+      got[n] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
+      parts->clear();
+      in_flight.End();
+    });
+    const int writes = 1000 + static_cast<int>(rng() % 3000);
+    for (int i = 0; i < writes; ++i) {
+      MutateOnce(s, rng, 3000);
+      s.Trim();
+    }
+  }
+  in_flight.AwaitAll();
+  for (int n = 0; n < kSnapshots; ++n)
+    ASSERT_EQ(DecodeStore(got[n]), expected[n]) << "snapshot " << n;
 }
 
 // A table whose values cannot be copied keeps the synchronous encoding.

@@ -196,6 +196,44 @@ TEST(KeyedProcessOperatorTest, SnapshotAndRestore) {
                                  stream_record(std::string("EVENT:1777"), 6), watermark(6)}));
 }
 
+// Keyed state read through the harness is the same before and after a
+// snapshot (which freezes the tables into copy-on-write layers, issue 26
+// item 1), and after writes that follow it.
+struct MapCountingFunction : KeyedProcessFunction<int, int, std::string> {
+  void process_element(const int& v, Context& ctx, Collector<std::string>&) override {
+    auto counts = ctx.get_map_state<int, int>("counts");
+    counts.put(v, counts.get(v).value_or(0) + 1);
+    ctx.get_list_state<int>("all").add(v);
+  }
+};
+
+TEST(KeyedProcessOperatorTest, StateReadsTheSameAfterASnapshot) {
+  using Counts = std::map<int, int>;
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+        MapCountingFunction(), Identity);
+    h.open();
+    h.process_element(5, 1);
+    h.process_element(5, 2);
+    h.process_element(8, 2);
+    snapshot = h.snapshot();
+    EXPECT_EQ((h.get_map_state<int, int>(5, "counts")), (Counts{{5, 2}}));
+    EXPECT_EQ(h.get_list_state<int>(5, "all"), (std::vector<int>{5, 5}));
+    h.process_element(5, 3);
+    EXPECT_EQ((h.get_map_state<int, int>(5, "counts")), (Counts{{5, 3}}));
+    EXPECT_EQ((h.get_map_state<int, int>(8, "counts")), (Counts{{8, 1}}));
+    EXPECT_EQ(h.get_list_state<int>(5, "all"), (std::vector<int>{5, 5, 5}));
+    h.close();
+  }
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      MapCountingFunction(), Identity);
+  h.initialize_state(snapshot);
+  h.open();
+  EXPECT_EQ((h.get_map_state<int, int>(5, "counts")), (Counts{{5, 2}}));
+  EXPECT_EQ(h.get_list_state<int>(5, "all"), (std::vector<int>{5, 5}));
+}
+
 // --- KeyedCoProcessOperatorTest -----------------------------------------
 
 auto IntToString = [](const int& v) { return std::to_string(v); };

@@ -486,9 +486,9 @@ class KeyedStateReader {
   }
   template <typename UK, typename UV>
   std::map<UK, UV> get_map_state(const K& key, std::string_view name) {
-    auto& table = Store().template Table<std::map<UK, UV>>(name);
-    auto it = table.map.find(key);
-    return it == table.map.end() ? std::map<UK, UV>{} : it->second;
+    // Through the handle: after a snapshot the entries may sit in the
+    // table's copy-on-write layers, not in its map.
+    return MapState<K, UK, UV>(&Store().template Table<std::map<UK, UV>>(name), &key).entries();
   }
 
  private:

@@ -66,6 +66,14 @@
 // tidemark::StateCodec (runtime/state/state_codec.h) compiles and works, and
 // throws at Snapshot with the type's name.
 //
+// Asynchronous snapshots: a table made by HandleTable on the heap (only the
+// handles touch it) is encoded off the task thread.  Its snapshot freezes
+// the entries into copy-on-write layers (StateTable::SnapshotBlobs), the
+// task copies an entry up before writing it while a snapshot reads, and
+// KeyedStateStore::Trim folds the layers back between records.  Such a
+// table's `map` then holds only part of its entries: read it through the
+// handles or ForEachEntry.
+//
 // Key groups (KeyGroupRange): the key -> key group function is key_by's
 // (partitioning/key_groups.h).  Key types with a KeyHash of their own
 // (a user specialisation of tidemark::KeyHash, not seen here) are not
@@ -88,6 +96,7 @@
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -100,6 +109,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/state/kv_store.h"
@@ -368,6 +378,11 @@ class StateTableBase {
   virtual bool on_kv() const = 0;
   virtual void Trim() = 0;
   virtual void FlushKv() = 0;
+  // Asynchronous snapshots (StateTable's SnapshotBlobs ... num_layers).
+  virtual void SnapshotBlobs(StateWriter& w, std::string_view where) = 0;
+  virtual void EnableCopyOnWrite() = 0;
+  virtual bool copy_on_write() const = 0;
+  virtual size_t num_layers() const = 0;
   virtual const std::string& kv_prefix() const = 0;
 };
 
@@ -391,16 +406,28 @@ class StateTable final : public StateTableBase {
   // The entry of (key, ns), null when none.  On RocksDB (kv != null) `map`
   // is a cache of deserialised entries in front of the store: a miss reads
   // the store and caches what it finds.
+  // The entry is written through the pointer: with copy-on-write layers
+  // (below) an entry a snapshot reads is copied up first.
   V* Find(const K& key, const N& ns) {
     auto it = map.find(KeyOf(key, ns));
     if (it != map.end()) return &it->second;
+    if (!layers_.empty()) [[unlikely]]
+      return FindBelow(KeyOf(key, ns), /*for_write=*/true);
     if (kv == nullptr) [[likely]]
       return nullptr;
     return KvLoad(key, ns);
   }
+  // Find for reading only: never copies an entry up.
+  const V* Peek(const K& key, const N& ns) {
+    if (layers_.empty()) [[likely]]
+      return Find(key, ns);
+    auto it = map.find(KeyOf(key, ns));
+    if (it != map.end()) return &it->second;
+    return FindBelow(KeyOf(key, ns), /*for_write=*/false);
+  }
   // The entry of (key, ns), value-initialised when none.
   V& GetOrCreate(const K& key, const N& ns) {
-    if (kv != nullptr) {
+    if (kv != nullptr || !layers_.empty()) {
       if (V* v = Find(key, ns)) return *v;
     }
     return map[KeyOf(key, ns)];
@@ -408,7 +435,7 @@ class StateTable final : public StateTableBase {
   // The entry of (key, ns), made from `init` when none; whether it was.
   template <typename Init>
   std::pair<V*, bool> TryEmplace(const K& key, const N& ns, Init&& init) {
-    if (kv != nullptr) {
+    if (kv != nullptr || !layers_.empty()) {
       if (V* v = Find(key, ns)) return {v, false};
     }
     auto [it, inserted] = map.try_emplace(KeyOf(key, ns), std::forward<Init>(init));
@@ -416,10 +443,27 @@ class StateTable final : public StateTableBase {
   }
   void Erase(const K& key, const N& ns) {
     map.erase(KeyOf(key, ns));
+    if (!layers_.empty()) [[unlikely]]
+      erased_.insert(EntryKey(KeyOf(key, ns)));
     if (kv != nullptr) kv->Delete(KvKey(key, ns));
+  }
+  // f(entry key, value) for every entry, in no particular order (the
+  // copy-on-write layers included).  f must not change the table.
+  template <typename F>
+  void ForEachEntry(F&& f) const {
+    if (layers_.empty()) {
+      for (const auto& [ek, v] : map) f(ek, v);
+      return;
+    }
+    std::vector<LevelRef> levels{{&map, &erased_}};
+    for (size_t i = layers_.size(); i-- > 0;)
+      levels.push_back({&layers_[i]->map, &layers_[i]->erased});
+    ForEachVisible(levels, [&](const typename Map::value_type& e) { f(e.first, e.second); });
   }
 
   static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N> && HasStateCodec<V>;
+  static constexpr bool kCopyable =
+      std::is_copy_constructible_v<V> && std::is_copy_constructible_v<EntryKey>;
 
   // Puts the table on RocksDB (see "State backends" in the file comment):
   // its entries live in `store` under keys that start with `prefix`, and
@@ -440,11 +484,9 @@ class StateTable final : public StateTableBase {
     }
   }
   bool on_kv() const override { return kv != nullptr; }
-  // Between records: writes the cached entries back when there are more than
-  // the cache holds.  No reference into the table may be held across it.
-  void Trim() override {
-    if (map.size() > kv_cache_entries_) FlushKv();
-  }
+  // Trim (below, between records): on RocksDB, writes the cached entries
+  // back when there are more than the cache holds.  No reference into the
+  // table may be held across it.
   // Writes every cached entry back to the store and empties the cache.
   void FlushKv() override {
     if constexpr (kEncodable) {
@@ -473,20 +515,17 @@ class StateTable final : public StateTableBase {
       KvScanEntries(w, *kv->Snapshot(), kv_prefix_);
       return;
     }
-    if constexpr (kEncodable && kIsTtlStorage<V>) {
-      if (ttl.snapshot_cleanup && ttl.clock != nullptr) return SnapshotLive(w);
-    }
     if constexpr (kEncodable) {
-      w.PutVarint(map.size());
-      for (const auto& [ek, v] : map) {
-        if constexpr (kVoid) {
-          Encode(w, ek);
-        } else {
-          Encode(w, ek.first);
-          Encode(w, ek.second);
-        }
-        Encode(w, v);
+      std::optional<Timestamp> live_at;
+      if constexpr (kIsTtlStorage<V>) {
+        if (ttl.snapshot_cleanup && ttl.clock != nullptr) live_at = ttl.clock->NowMillis();
       }
+      if (!layers_.empty()) {
+        std::vector<const Entry*> entries;
+        ForEachEntryPtr([&](const Entry& e) { entries.push_back(&e); });
+        return WriteEntries(w, entries, live_at, ttl.ttl);
+      }
+      WriteEntries(w, map, live_at, ttl.ttl);
     } else {
       ThrowFirstMissingCodec<K, N, V>(where);
     }
@@ -497,41 +536,101 @@ class StateTable final : public StateTableBase {
         if (ttl.snapshot_cleanup && ttl.clock != nullptr) return false;
       }
       if (max_parallelism <= 0) return false;
-      std::vector<std::vector<const typename Map::value_type*>> groups(
-          static_cast<size_t>(max_parallelism));
-      for (const auto& e : map) {
-        const K& key = [&]() -> const K& {
-          if constexpr (kVoid) {
-            return e.first;
-          } else {
-            return e.first.first;
-          }
-        }();
-        groups[static_cast<size_t>(ComputeKeyGroup(KeyHash<K>{}(key), max_parallelism))].push_back(
-            &e);
-      }
-      for (const auto& g : groups) {
-        if (g.empty()) continue;
-        std::string bytes;
-        StateWriter w(&bytes);
-        w.PutVarint(g.size());
-        for (const auto* e : g) {
-          if constexpr (kVoid) {
-            Encode(w, e->first);
-          } else {
-            Encode(w, e->first.first);
-            Encode(w, e->first.second);
-          }
-          Encode(w, e->second);
-        }
-        blobs->push_back(std::move(bytes));
-      }
-      if (blobs->empty()) blobs->push_back(std::string(1, '\0'));  // no entries
+      std::vector<const Entry*> entries;
+      ForEachEntryPtr([&](const Entry& e) { entries.push_back(&e); });
+      GroupBlobs(entries, max_parallelism, blobs);
       return true;
     } else {
       return false;
     }
   }
+
+  // Asynchronous snapshots (docs/checkpoints.md "The snapshot's phases"):
+  // a table that only handles touch (KeyedStateStore::HandleTable on the
+  // heap) keeps its entries in copy-on-write layers while snapshots read
+  // them.  The synchronous part of a snapshot freezes the entries written
+  // since the last one (`map` and the tombstones move into a new layer:
+  // O(1)) and takes shared pointers to every layer; the encoding is
+  // deferred.  While a snapshot reads, the task writes an entry of a frozen
+  // layer only after copying it up into `map` (Find), and an erase leaves a
+  // tombstone; once no snapshot reads, it writes frozen entries in place and
+  // Trim folds the layers back into one map, a few entries per call.  The
+  // bytes are those of Snapshot / SnapshotByKeyGroup.
+  bool copy_on_write() const override { return cow_; }
+  void EnableCopyOnWrite() override {
+    if constexpr (kCopyable) {
+      if (kv == nullptr) cow_ = true;
+    }
+  }
+  // Writes the table's blobs (a count, then each as PutBytes) as
+  // KeyedStateStore::Snapshot does; deferred when copy-on-write is on.
+  void SnapshotBlobs(StateWriter& w, std::string_view where) override {
+    if constexpr (kEncodable) {
+      if (cow_) {
+        std::optional<Timestamp> live_at;
+        if constexpr (kIsTtlStorage<V>) {
+          if (ttl.snapshot_cleanup && ttl.clock != nullptr) live_at = ttl.clock->NowMillis();
+        }
+        struct View {
+          std::shared_ptr<const void> guard;  // declared first: released last
+          std::vector<std::shared_ptr<const Layer>> layers;
+        };
+        // An operator that never calls Trim still keeps few layers: fold
+        // them here once no snapshot reads (the work is the entries written
+        // since, not the table).
+        if (layers_.size() >= 4 && Idle()) FoldAll();
+        auto view = std::make_shared<View>();
+        view->guard = Freeze();
+        view->layers.assign(layers_.begin(), layers_.end());
+        const int hint = KeyGroupComputable<K> && !live_at ? w.key_group_hint() : 0;
+        const int64_t ttl_ms = ttl.ttl;
+        w.Defer([view = std::move(view), hint, live_at, ttl_ms](StateWriter& out) {
+          std::vector<LevelRef> levels;
+          for (size_t i = view->layers.size(); i-- > 0;)
+            levels.push_back({&view->layers[i]->map, &view->layers[i]->erased});
+          std::vector<const Entry*> entries;
+          ForEachVisible(levels, [&](const Entry& e) { entries.push_back(&e); });
+          if (hint > 0) {
+            std::vector<std::string> blobs;
+            GroupBlobs(entries, hint, &blobs);
+            out.PutVarint(blobs.size());
+            for (const std::string& b : blobs) out.PutBytes(b);
+            return;
+          }
+          std::string bytes;
+          StateWriter tw(&bytes);
+          WriteEntries(tw, entries, live_at, ttl_ms);
+          out.PutVarint(1);
+          out.PutBytes(bytes);
+        });
+        return;
+      }
+    }
+    if (std::vector<std::string> groups; w.key_group_hint() > 0 && kv == nullptr &&
+                                         SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
+      w.PutVarint(groups.size());
+      for (const std::string& b : groups) w.PutBytes(b);
+      return;
+    }
+    std::string bytes;
+    StateWriter tw(&bytes);
+    Snapshot(tw, where);
+    w.PutVarint(1);
+    w.PutBytes(bytes);
+  }
+  // Between records: folds up to `budget` entries of the layers back into
+  // one map when no snapshot reads them.
+  void Trim() override {
+    if (!layers_.empty() && Idle()) Fold(kFoldBudget);
+    if (kv != nullptr && map.size() > kv_cache_entries_) FlushKv();
+  }
+  // Frozen layers (for tests).
+  size_t num_layers() const override { return layers_.size(); }
+  // Folds every layer now (tests; no snapshot may read).
+  void FoldAll() {
+    while (!layers_.empty()) Fold(~size_t{0});
+  }
+
   void Restore(StateReader& r, const KeyGroupRange& range) override {
     if constexpr (kEncodable) {
       FlushKv();
@@ -623,46 +722,242 @@ class StateTable final : public StateTableBase {
   size_t kv_cache_entries_ = 16384;
   uint64_t kv_restored_ = 0;
 
-  // Cleanup in full snapshot: only the entries (list elements, map entries)
-  // that have not expired are written; the table itself keeps them.
-  void SnapshotLive(StateWriter& w) const {
-    const Timestamp now = ttl.clock->NowMillis();
-    auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl.ttl, now); };
-    auto any_live = [&](const V& v) {
-      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
-        return live(v);
-      } else {
-        for (const auto& e : v)
-          if (live(TtlStorage<V>::Element(e))) return true;
-        return false;
-      }
-    };
-    size_t n = 0;
-    for (const auto& [ek, v] : map) n += any_live(v) ? 1 : 0;
-    w.PutVarint(n);
-    for (const auto& [ek, v] : map) {
-      if (!any_live(v)) continue;
+  using Entry = typename Map::value_type;
+  using ErasedSet = absl::flat_hash_set<EntryKey>;
+  // A frozen level of the table (see SnapshotBlobs): entries written since
+  // the level below was frozen, and tombstones of keys below erased since.
+  struct Layer {
+    Map map;
+    ErasedSet erased;
+  };
+  struct LevelRef {
+    const Map* map;
+    const ErasedSet* erased;
+  };
+  static constexpr size_t kFoldBudget = 32;
+
+  static const Entry& Deref(const Entry& e) { return e; }
+  static const Entry& Deref(const Entry* e) { return *e; }
+  static void EncodeEntry(StateWriter& w, const Entry& e) {
+    if constexpr (kEncodable) {
       if constexpr (kVoid) {
-        Encode(w, ek);
+        Encode(w, e.first);
       } else {
-        Encode(w, ek.first);
-        Encode(w, ek.second);
+        Encode(w, e.first.first);
+        Encode(w, e.first.second);
       }
-      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
-        Encode(w, v);
-      } else {
-        // The container codecs' format: a count, then the elements.
-        size_t m = 0;
-        for (const auto& e : v) m += live(TtlStorage<V>::Element(e)) ? 1 : 0;
-        w.PutVarint(m);
-        for (const auto& e : v) {
-          if (!live(TtlStorage<V>::Element(e))) continue;
-          if constexpr (TtlStorage<V>::kKind == TtlKind::kMap) Encode(w, e.first);
-          Encode(w, TtlStorage<V>::Element(e));
+      Encode(w, e.second);
+    }
+  }
+  // A count, then the entries of `entries` (a Map, or pointers to entries);
+  // with `live_at` (cleanup in full snapshot) only those not expired then.
+  template <typename Range>
+  static void WriteEntries(StateWriter& w, const Range& entries, std::optional<Timestamp> live_at,
+                           int64_t ttl_ms) {
+    if constexpr (kEncodable && kIsTtlStorage<V>) {
+      if (live_at) return WriteLive(w, entries, *live_at, ttl_ms);
+    }
+    (void)live_at, (void)ttl_ms;
+    w.PutVarint(entries.size());
+    for (const auto& e : entries) EncodeEntry(w, Deref(e));
+  }
+  // One blob per non-empty key group (SnapshotByKeyGroup).
+  static void GroupBlobs(const std::vector<const Entry*>& entries, int max_parallelism,
+                         std::vector<std::string>* blobs) {
+    if constexpr (KeyGroupComputable<K>) {
+      std::vector<std::vector<const Entry*>> groups(static_cast<size_t>(max_parallelism));
+      for (const Entry* e : entries) {
+        const K& key = [&]() -> const K& {
+          if constexpr (kVoid) {
+            return e->first;
+          } else {
+            return e->first.first;
+          }
+        }();
+        groups[static_cast<size_t>(ComputeKeyGroup(KeyHash<K>{}(key), max_parallelism))].push_back(
+            e);
+      }
+      for (const auto& g : groups) {
+        if (g.empty()) continue;
+        std::string bytes;
+        StateWriter w(&bytes);
+        w.PutVarint(g.size());
+        for (const Entry* e : g) EncodeEntry(w, *e);
+        blobs->push_back(std::move(bytes));
+      }
+    }
+    if (blobs->empty()) blobs->push_back(std::string(1, '\0'));  // no entries
+  }
+
+  // Cleanup in full snapshot: only the entries (list elements, map entries)
+  // that have not expired at `now` are written; the table itself keeps them.
+  template <typename Range>
+  static void WriteLive(StateWriter& w, const Range& entries, Timestamp now, int64_t ttl_ms) {
+    if constexpr (kEncodable && kIsTtlStorage<V>) {
+      auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl_ms, now); };
+      auto any_live = [&](const V& v) {
+        if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+          return live(v);
+        } else {
+          for (const auto& e : v)
+            if (live(TtlStorage<V>::Element(e))) return true;
+          return false;
+        }
+      };
+      size_t n = 0;
+      for (const auto& e : entries) n += any_live(Deref(e).second) ? 1 : 0;
+      w.PutVarint(n);
+      for (const auto& ep : entries) {
+        const Entry& entry = Deref(ep);
+        const V& v = entry.second;
+        if (!any_live(v)) continue;
+        if constexpr (kVoid) {
+          Encode(w, entry.first);
+        } else {
+          Encode(w, entry.first.first);
+          Encode(w, entry.first.second);
+        }
+        if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+          Encode(w, v);
+        } else {
+          // The container codecs' format: a count, then the elements.
+          size_t m = 0;
+          for (const auto& e : v) m += live(TtlStorage<V>::Element(e)) ? 1 : 0;
+          w.PutVarint(m);
+          for (const auto& e : v) {
+            if (!live(TtlStorage<V>::Element(e))) continue;
+            if constexpr (TtlStorage<V>::kKind == TtlKind::kMap) Encode(w, e.first);
+            Encode(w, TtlStorage<V>::Element(e));
+          }
         }
       }
     }
   }
+
+  // f(entry) for every entry visible through `top_first` (the topmost
+  // level first): an entry is hidden by the same key's entry or tombstone
+  // in a level above.
+  template <typename F>
+  static void ForEachVisible(const std::vector<LevelRef>& top_first, F&& f) {
+    for (size_t i = 0; i < top_first.size(); ++i) {
+      for (const Entry& e : *top_first[i].map) {
+        bool hidden = false;
+        for (size_t j = 0; j < i && !hidden; ++j)
+          hidden = top_first[j].map->contains(e.first) || top_first[j].erased->contains(e.first);
+        if (!hidden) f(e);
+      }
+    }
+  }
+  template <typename F>
+  void ForEachEntryPtr(F&& f) const {
+    if (layers_.empty()) {
+      for (const Entry& e : map) f(e);
+      return;
+    }
+    std::vector<LevelRef> levels{{&map, &erased_}};
+    for (size_t i = layers_.size(); i-- > 0;)
+      levels.push_back({&layers_[i]->map, &layers_[i]->erased});
+    ForEachVisible(levels, f);
+  }
+
+  // Whether no snapshot reads the layers (acquire: its reads happen before
+  // the task's writes that follow).
+  bool Idle() const { return readers_->load(std::memory_order_acquire) == 0; }
+  // The synchronous part of a snapshot: `map` and the tombstones become a
+  // frozen layer; returns the guard the snapshot holds while it reads.
+  std::shared_ptr<const void> Freeze() {
+    if (!map.empty() || !erased_.empty()) {
+      auto layer = std::make_shared<Layer>();
+      layer->map = std::move(map);
+      layer->erased = std::move(erased_);
+      map = Map();
+      erased_ = ErasedSet();
+      if (layers_.empty()) layer->erased.clear();  // nothing below to hide
+      layers_.push_back(std::move(layer));
+    }
+    readers_->fetch_add(1, std::memory_order_relaxed);
+    struct Guard {
+      explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
+      Guard(const Guard&) = delete;
+      Guard& operator=(const Guard&) = delete;
+      ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
+      const std::shared_ptr<std::atomic<int>> readers;
+    };
+    return std::make_shared<const Guard>(readers_);
+  }
+  // The visible entry of `ek` below `map`; for writing, copied up into `map`
+  // while a snapshot reads the layers (else written in place).
+  V* FindBelow(const EntryKey& ek, bool for_write) {
+    if (!erased_.empty() && erased_.contains(ek)) return nullptr;
+    for (size_t i = layers_.size(); i-- > 0;) {
+      Layer& l = *layers_[i];
+      auto it = l.map.find(ek);
+      if (it != l.map.end()) {
+        if (!for_write || Idle()) return &it->second;
+        if constexpr (kCopyable) {
+          return &map.emplace(ek, it->second).first->second;
+        } else {
+          return &it->second;  // never: copy-on-write needs copies
+        }
+      }
+      if (!l.erased.empty() && l.erased.contains(ek)) return nullptr;
+    }
+    return nullptr;
+  }
+  // Moves up to `budget` entries or tombstones of the layer above the base
+  // into the base (no snapshot reads them); when only the base is left,
+  // `map` and the tombstones become a layer to fold, or, when they are
+  // small, are folded at once and the base becomes `map` again.
+  void Fold(size_t budget) {
+    if (layers_.size() == 1) {
+      Layer& base = *layers_[0];
+      if (map.size() + erased_.size() > 4 * kFoldBudget && budget != ~size_t{0}) {
+        auto layer = std::make_shared<Layer>();
+        layer->map = std::move(map);
+        layer->erased = std::move(erased_);
+        map = Map();
+        erased_ = ErasedSet();
+        layers_.push_back(std::move(layer));
+        fold_started_ = false;
+        return;
+      }
+      for (const EntryKey& ek : erased_) base.map.erase(ek);
+      if constexpr (kCopyable)
+        for (auto& [ek, v] : map) base.map.insert_or_assign(ek, std::move(v));
+      map = std::move(base.map);
+      erased_ = ErasedSet();
+      layers_.clear();
+      return;
+    }
+    Layer& base = *layers_[0];
+    Layer& up = *layers_[1];
+    if (!fold_started_) {
+      // Tombstones first (then entries), so an entry written after its erase
+      // wins.
+      for (const EntryKey& ek : up.erased) base.map.erase(ek);
+      up.erased.clear();
+      fold_it_ = up.map.begin();
+      fold_started_ = true;
+    }
+    for (size_t n = 0; n < budget && fold_it_ != up.map.end(); ++n) {
+      auto cur = fold_it_++;
+      if constexpr (kCopyable) base.map.insert_or_assign(cur->first, std::move(cur->second));
+      up.map.erase(cur);
+    }
+    if (fold_it_ == up.map.end()) {
+      layers_.erase(layers_.begin() + 1);
+      fold_started_ = false;
+    }
+  }
+
+  // Copy-on-write (SnapshotBlobs): frozen layers, the base first; the
+  // tombstones of keys of the layers erased since the last freeze.
+  bool cow_ = false;
+  std::vector<std::shared_ptr<Layer>> layers_;
+  ErasedSet erased_;
+  std::shared_ptr<std::atomic<int>> readers_ = std::make_shared<std::atomic<int>>(0);
+  bool fold_started_ = false;
+  typename Map::iterator fold_it_;
 };
 
 // Every named state of one operator instance.
@@ -675,14 +970,14 @@ class KeyedStateStore {
 
   template <typename V, typename N = VoidNamespace>
   StateTable<K, N, V>& Table(std::string_view name) {
-    return TableOn<V, N>(name, /*on_kv=*/false);
+    return TableOn<V, N>(name, /*on_kv=*/false, /*handles=*/false);
   }
   // Table, on RocksDB when the store has one (UseBackend): for the tables
   // that only handles (ValueState ...) touch, through Find, GetOrCreate,
   // TryEmplace and Erase, never `map` directly.
   template <typename V, typename N = VoidNamespace>
   StateTable<K, N, V>& HandleTable(std::string_view name) {
-    return TableOn<V, N>(name, kv_ != nullptr);
+    return TableOn<V, N>(name, kv_ != nullptr, /*handles=*/true);
   }
   size_t num_tables() const { return tables_.size(); }
 
@@ -717,7 +1012,17 @@ class KeyedStateStore {
   // Between records (the operator calls it after each record and timer):
   // on RocksDB, writes back the cached entries of a table whose cache is
   // full.  Nothing on the heap.
+  // On the heap, folds the copy-on-write layers a snapshot left (a few
+  // entries per call, once the snapshot has read them).
   void Trim() {
+    if (layered_) [[unlikely]] {
+      bool any = false;
+      for (StateTableBase* t : cow_tables_) {
+        t->Trim();
+        any = any || t->num_layers() > 0;
+      }
+      layered_ = any;
+    }
     if (kv_ == nullptr) [[likely]]
       return;
     for (StateTableBase* t : kv_tables_) t->Trim();
@@ -729,8 +1034,10 @@ class KeyedStateStore {
   // On RocksDB with a SharedFileSink (a checkpoint into an incremental
   // storage): the tables in the store are not written; one pseudo table
   // (kKvNativeTableName) describes the store's files instead, uploaded off
-  // the task thread (RocksDB's native incremental checkpoint).
-  void Snapshot(StateWriter& w, std::string_view where) const {
+  // the task thread (RocksDB's native incremental checkpoint).  The tables
+  // of handles on the heap are encoded off the task thread
+  // (StateTable::SnapshotBlobs: a copy-on-write view, a deferred part).
+  void Snapshot(StateWriter& w, std::string_view where) {
     std::shared_ptr<KvCheckpoint> native;
     std::shared_ptr<const KvSnapshot> snap;
     if (kv_ != nullptr) {
@@ -756,18 +1063,8 @@ class KeyedStateStore {
     for (const auto& [name, table] : tables_) {
       if (native != nullptr && table->on_kv()) continue;  // in the store's files
       w.PutBytes(name);
-      if (std::vector<std::string> groups; w.key_group_hint() > 0 && !table->on_kv() &&
-                                           table->SnapshotByKeyGroup(w.key_group_hint(), &groups)) {
-        // Incremental checkpoints: one blob per key group (Restore merges
-        // them), so an unchanged key group encodes to the same bytes.  Not
-        // for a table on RocksDB: its map is only a cache (the snapshot of
-        // the store below is in key-group order already).
-        w.PutVarint(groups.size());
-        for (const std::string& b : groups) w.PutBytes(b);
-        continue;
-      }
-      w.PutVarint(1);
       if (table->on_kv()) {
+        w.PutVarint(1);
         w.Defer([snap, prefix = table->kv_prefix()](StateWriter& dw) {
           std::string bytes;
           StateWriter tw(&bytes);
@@ -776,10 +1073,12 @@ class KeyedStateStore {
         });
         continue;
       }
-      std::string bytes;
-      StateWriter tw(&bytes);
-      table->Snapshot(tw, std::string(where) + ", state '" + name + "'");
-      w.PutBytes(bytes);
+      // Incremental checkpoints (w.key_group_hint()): one blob per key group
+      // (Restore merges them), so an unchanged key group encodes to the same
+      // bytes.  Not for a table on RocksDB: its map is only a cache (the
+      // snapshot of the store above is in key-group order already).
+      table->SnapshotBlobs(w, std::string(where) + ", state '" + name + "'");
+      if (table->num_layers() > 0) layered_ = true;
     }
     for (const auto& [name, blobs] : pending_) {
       if (tables_.contains(name)) continue;
@@ -845,7 +1144,7 @@ class KeyedStateStore {
   // `on_kv` (its prefix there: its number, 4 bytes big-endian), then given
   // the restored entries waiting for it.
   template <typename V, typename N>
-  StateTable<K, N, V>& TableOn(std::string_view name, bool on_kv) {
+  StateTable<K, N, V>& TableOn(std::string_view name, bool on_kv, bool handles) {
     auto it = tables_.find(name);
     if (it == tables_.end())
       it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
@@ -859,6 +1158,12 @@ class KeyedStateStore {
       kv_ids_.emplace(std::string(name), id);
       t->AttachKv(kv_.get(), KvTablePrefix(id), max_parallelism_, cache_entries_, name);
       kv_tables_.push_back(t);
+    }
+    if (handles && !on_kv && !t->copy_on_write()) {
+      // Only handles touch it (never `map` directly): its snapshots can read
+      // copy-on-write layers.
+      t->EnableCopyOnWrite();
+      cow_tables_.push_back(t);
     }
     if (!pending_.empty()) ApplyPending(it->first, *t);
     return *t;
@@ -953,6 +1258,10 @@ class KeyedStateStore {
   int max_parallelism_ = 0;
   size_t cache_entries_ = 16384;
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
+  // Tables with copy-on-write snapshots (TableOn), and whether one may have
+  // layers to fold (Trim).
+  std::vector<StateTableBase*> cow_tables_;
+  bool layered_ = false;
   // Restored bytes of tables not created yet, by name.
   std::map<std::string, std::vector<std::string>, std::less<>> pending_;
   KeyGroupRange range_;  // of the last Restore
@@ -970,6 +1279,8 @@ class BoundState {
 
  protected:
   V* find() const { return table_->Find(*key_, *ns_); }
+  // For reading only (copies no entry a snapshot reads).
+  const V* peek() const { return table_->Peek(*key_, *ns_); }
   V& get_or_create() { return table_->GetOrCreate(*key_, *ns_); }
   template <typename Init>
   std::pair<V*, bool> try_emplace(Init&& init) {
@@ -989,11 +1300,11 @@ class ValueState : public internal::BoundState<K, N, V> {
   using internal::BoundState<K, N, V>::BoundState;
   // nullopt when the key has none.
   std::optional<V> value() const {
-    const V* v = this->find();
+    const V* v = this->peek();
     return v == nullptr ? std::nullopt : std::optional<V>(*v);
   }
   V value_or(V dflt) const {
-    const V* v = this->find();
+    const V* v = this->peek();
     return v == nullptr ? std::move(dflt) : *v;
   }
   void update(V v) { this->get_or_create() = std::move(v); }
@@ -1006,7 +1317,7 @@ class ListState : public internal::BoundState<K, N, std::vector<V>> {
   using internal::BoundState<K, N, std::vector<V>>::BoundState;
   const std::vector<V>& get() const {
     static const std::vector<V> kEmpty;
-    const std::vector<V>* v = this->find();
+    const std::vector<V>* v = this->peek();
     return v == nullptr ? kEmpty : *v;
   }
   void add(V v) { this->get_or_create().push_back(std::move(v)); }
@@ -1038,7 +1349,7 @@ class ReducingState : public internal::BoundState<K, N, V> {
     if (!inserted) *cur = f_(static_cast<const V&>(*cur), v);
   }
   std::optional<V> get() const {
-    const V* v = this->find();
+    const V* v = this->peek();
     return v == nullptr ? std::nullopt : std::optional<V>(*v);
   }
 
@@ -1061,7 +1372,7 @@ class AggregatingState : public internal::BoundState<K, N, internal::Accumulator
     *acc = agg_.add(v, std::move(*acc));
   }
   std::optional<internal::AggregateResultOf<Agg>> get() const {
-    const Acc* acc = this->find();
+    const Acc* acc = this->peek();
     if (acc == nullptr) return std::nullopt;
     return agg_.get_result(*acc);
   }
@@ -1080,7 +1391,7 @@ class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
 
   // nullopt when `uk` has no mapping.
   std::optional<UV> get(const UK& uk) const {
-    const Map* m = this->find();
+    const Map* m = this->peek();
     if (m == nullptr) return std::nullopt;
     auto it = m->find(uk);
     return it == m->end() ? std::nullopt : std::optional<UV>(it->second);
@@ -1092,7 +1403,7 @@ class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
     for (const auto& [uk, uv] : entries) put(uk, uv);
   }
   bool contains(const UK& uk) const {
-    const Map* m = this->find();
+    const Map* m = this->peek();
     return m != nullptr && m->contains(uk);
   }
   // Drops the mapping of `uk` (none: no-op); the last one drops the key's map.
@@ -1105,7 +1416,7 @@ class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
   // The mappings, in UK order.
   const Map& entries() const {
     static const Map kEmpty;
-    const Map* m = this->find();
+    const Map* m = this->peek();
     return m == nullptr ? kEmpty : *m;
   }
   std::vector<UK> keys() const {
@@ -1118,7 +1429,7 @@ class MapState : public internal::BoundState<K, N, std::map<UK, UV>> {
     for (const auto& [uk, uv] : entries()) out.push_back(uv);
     return out;
   }
-  bool is_empty() const { return this->find() == nullptr; }
+  bool is_empty() const { return this->peek() == nullptr; }
 };
 
 // --- state time-to-live ------------------------------------------------------

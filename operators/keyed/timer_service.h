@@ -517,7 +517,7 @@ class KeyedStateIntrospection {
 // under the operator's name and restored for the instance's key groups
 // (runtime/core/operator.h).
 template <typename K, typename N>
-void SnapshotKeyed(StateWriter& w, const OperatorContext& ctx, const KeyedStateStore<K>& state,
+void SnapshotKeyed(StateWriter& w, const OperatorContext& ctx, KeyedStateStore<K>& state,
                    const KeyedTimerService<K, N>& timers) {
   const std::string where = "operator '" + ctx.operator_name() + "'";
   state.Snapshot(w, where);
