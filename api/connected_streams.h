@@ -56,7 +56,7 @@ DataStream<Out> AddTwoInputNode(const DataStream<A>& first, const DataStream<B>&
   auto n = std::make_unique<StreamNode>();
   n->kind = StreamNode::Kind::kOperator;
   n->name = std::move(name);
-  n->out = std::make_shared<TypedNodeOps<Out>>();
+  n->out = NodeOpsOf<Out>();
   n->inputs.push_back(EdgeSpec{StreamAccess::Id(first), ShipStrategy::kDefault, nullptr, 0});
   n->inputs.push_back(EdgeSpec{StreamAccess::Id(second), ShipStrategy::kDefault, nullptr, 1});
   n->make_operator = std::move(factory);

@@ -170,7 +170,7 @@ template <typename T>
 SourceDescriptor<T> collection(std::vector<T> data) {
   auto shared = std::make_shared<const std::vector<T>>(std::move(data));
   return {[shared]() -> std::unique_ptr<Source<T>> {
-            return std::make_unique<CollectionSource<T>>(shared);
+            return std::unique_ptr<Source<T>>(new CollectionSource<T>(shared));
           },
           "Collection Source", /*parallel=*/false, 0};
 }
@@ -180,7 +180,7 @@ SourceDescriptor<T> collection(std::vector<T> data) {
 template <typename T, typename F>
 SourceDescriptor<T> generator(F f, int64_t count, double rate_per_second = 0) {
   return {[f, count, rate_per_second]() -> std::unique_ptr<Source<T>> {
-            return std::make_unique<GeneratorSource<T, F>>(f, count, rate_per_second);
+            return std::unique_ptr<Source<T>>(new GeneratorSource<T, F>(f, count, rate_per_second));
           },
           "Generator", /*parallel=*/true, 0};
 }
@@ -191,7 +191,7 @@ SourceDescriptor<T> lines(typename LineSource<T>::Spec spec,
                           typename LineSource<T>::Parser parser) {
   using Kind = typename LineSource<T>::Spec::Kind;
   SourceDescriptor<T> d{[spec, parser]() -> std::unique_ptr<Source<T>> {
-                          return std::make_unique<LineSource<T>>(spec, parser);
+                          return std::unique_ptr<Source<T>>(new LineSource<T>(spec, parser));
                         },
                         "Lines", spec.kind != Kind::kSocket, 0};
   if (spec.kind == Kind::kFilePerSubtask) d.fixed_parallelism = static_cast<int>(spec.paths.size());
@@ -214,7 +214,7 @@ SourceDescriptor<T> csv(std::vector<std::string> paths, CsvFormat<T> format,
   const int files = static_cast<int>(paths.size());
   std::string name = files == 1 ? "CSV " + paths[0] : "CSV files";
   return {[paths, format, options]() -> std::unique_ptr<Source<T>> {
-            return std::make_unique<CsvSource<T>>(paths, format, options);
+            return std::unique_ptr<Source<T>>(new CsvSource<T>(paths, format, options));
           },
           std::move(name), /*parallel=*/true, files};
 }
@@ -551,11 +551,15 @@ class DataStream {
   template <typename F>
   DataStream<typename internal::MapResult<F, T>::type> map(F f) const {
     using Out = typename internal::MapResult<F, T>::type;
-    return Add<Out>("Map", [f] { return std::make_unique<internal::MapOperator<T, Out, F>>(f); });
+    return Add<Out>("Map", [f] {
+      return std::unique_ptr<OperatorBase>(new internal::MapOperator<T, Out, F>(f));
+    });
   }
   template <typename F>
   DataStream<T> filter(F f) const {
-    return Add<T>("Filter", [f] { return std::make_unique<internal::FilterOperator<T, F>>(f); });
+    return Add<T>("Filter", [f] {
+      return std::unique_ptr<OperatorBase>(new internal::FilterOperator<T, F>(f));
+    });
   }
   // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
   // map, flat_map and process: a function whose record parameter is T&&
@@ -564,8 +568,9 @@ class DataStream {
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
     using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
-    return Add<O>("Flat Map",
-                  [f] { return std::make_unique<internal::FlatMapOperator<T, O, F>>(f); });
+    return Add<O>("Flat Map", [f] {
+      return std::unique_ptr<OperatorBase>(new internal::FlatMapOperator<T, O, F>(f));
+    });
   }
   // Replaces timestamps and watermarks from here on.
   // Flink's ProcessFunction (operators/process.h): f(const T&, ProcessContext&,
@@ -581,7 +586,7 @@ class DataStream {
         "(const In&, ProcessContext&, Collector<Out>&)");
     using Out = internal::FunctionOutput<Function, internal::ProcessElementMember>;
     return this->template Add<Out>("Process", [f]() -> std::unique_ptr<OperatorBase> {
-      return std::make_unique<internal::ProcessOperator<T, Function, Out>>(f);
+      return std::unique_ptr<OperatorBase>(new internal::ProcessOperator<T, Function, Out>(f));
     });
   }
 
@@ -600,7 +605,8 @@ class DataStream {
 
   DataStream<T> assign_timestamps_and_watermarks(WatermarkStrategy<T> strategy) const {
     DataStream<T> s = Add<T>("Timestamps/Watermarks", [strategy] {
-      return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy);
+      return std::unique_ptr<OperatorBase>(
+          new internal::TimestampsAndWatermarksOperator<T>(strategy));
     });
     env_->MarkAssigner(s.id());
     return s;
@@ -634,7 +640,8 @@ class DataStream {
   template <typename PartFn, typename KeyFn>
   DataStream<T> partition_custom(PartFn part, KeyFn key) const {
     auto factory = std::make_shared<internal::PartitionerFactory<T>>([part, key](int n, int, int) {
-      return std::make_unique<internal::CustomPartitioner<T, KeyFn, PartFn>>(key, part, n);
+      return std::unique_ptr<internal::Partitioner<T>>(
+          new internal::CustomPartitioner<T, KeyFn, PartFn>(key, part, n));
     });
     return Partition(internal::ShipStrategy::kCustom, factory);
   }
@@ -652,9 +659,8 @@ class DataStream {
   // The side output `tag` of this stream's operator.
   template <typename U>
   DataStream<U> get_side_output(const OutputTag<U>& tag) const {
-    return DataStream<U>(
-        env_, env_->AddSideOutputNode(id_, tag.id(), std::make_shared<internal::TypedNodeOps<U>>(),
-                                      std::make_shared<internal::TypedNodeOps<U>>()));
+    return DataStream<U>(env_, env_->AddSideOutputNode(id_, tag.id(), internal::NodeOpsOf<U>(),
+                                                       internal::NodeOpsOf<U>()));
   }
 
   // --- sinks ---
@@ -668,27 +674,29 @@ class DataStream {
     if (!fmt) throw std::invalid_argument("print: the formatter is empty");
     std::ostream* out = env_->print_stream();
     return Sink("Print to Std. Out", [sink_name, out, fmt] {
-      return std::make_unique<internal::PrintSinkOperator<T>>(sink_name, out, fmt);
+      return std::unique_ptr<OperatorBase>(new internal::PrintSinkOperator<T>(sink_name, out, fmt));
     });
   }
   std::shared_ptr<CollectedResults<T>> collect() const {
     auto results = std::make_shared<CollectedResults<T>>();
-    Sink("Collect",
-         [results] { return std::make_unique<internal::CollectSinkOperator<T>>(results); });
+    Sink("Collect", [results] {
+      return std::unique_ptr<OperatorBase>(new internal::CollectSinkOperator<T>(results));
+    });
     return results;
   }
   // f(T&&) or f(T&&, Timestamp), called on the sink subtask's thread.
   template <typename F>
   DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
-    return Sink(std::move(sink_name),
-                [f] { return std::make_unique<internal::FunctionSinkOperator<T, F>>(f); });
+    return Sink(std::move(sink_name), [f] {
+      return std::unique_ptr<OperatorBase>(new internal::FunctionSinkOperator<T, F>(f));
+    });
   }
   // A sink of one's own (operators/basic.h, SinkWriter): `make` is called
   // once per subtask for its writer.
   DataStream<T> sink_to(std::function<std::unique_ptr<SinkWriter<T>>()> make,
                         std::string sink_name = "Sink") const {
     return Sink(std::move(sink_name), [make]() -> std::unique_ptr<OperatorBase> {
-      return std::make_unique<internal::WriterSinkOperator<T>>(make());
+      return std::unique_ptr<OperatorBase>(new internal::WriterSinkOperator<T>(make()));
     });
   }
   // Exactly-once files (Flink's FileSink with checkpoints,
@@ -704,7 +712,8 @@ class DataStream {
     if (prefix.empty() || prefix.find('/') != std::string::npos || prefix[0] == '.')
       throw std::invalid_argument("sink_to_files: the prefix must be a plain file name");
     return Sink(std::move(sink_name), [dir, prefix, fmt] {
-      return std::make_unique<internal::ExactlyOnceFileSinkOperator<T>>(dir, prefix, fmt);
+      return std::unique_ptr<OperatorBase>(
+          new internal::ExactlyOnceFileSinkOperator<T>(dir, prefix, fmt));
     });
   }
   // CSV (operators/csv.h, Flink's CsvBulkWriter): exactly-once part files
@@ -718,7 +727,8 @@ class DataStream {
         options.prefix[0] == '.')
       throw std::invalid_argument("sink_to_csv: the prefix must be a plain file name");
     return Sink(std::move(options.sink_name), [dir, prefix = options.prefix, fmt, header] {
-      return std::make_unique<internal::ExactlyOnceFileSinkOperator<T>>(dir, prefix, fmt, header);
+      return std::unique_ptr<OperatorBase>(
+          new internal::ExactlyOnceFileSinkOperator<T>(dir, prefix, fmt, header));
     });
   }
   // CSV into one file `path` (parallelism 1, as write_as_text), the header
@@ -729,7 +739,8 @@ class DataStream {
     std::function<std::string(const T&)> fmt = [format](const T& v) { return format.Format(v); };
     return Sink(std::move(options.sink_name),
                 [path, fmt, header] {
-                  return std::make_unique<internal::TextFileSinkOperator<T>>(path, fmt, header);
+                  return std::unique_ptr<OperatorBase>(
+                      new internal::TextFileSinkOperator<T>(path, fmt, header));
                 })
         .set_parallelism(1);
   }
@@ -740,7 +751,8 @@ class DataStream {
     if (!fmt) throw std::invalid_argument("write_as_text: the formatter is empty");
     return Sink("Text file",
                 [path, fmt] {
-                  return std::make_unique<internal::TextFileSinkOperator<T>>(path, fmt);
+                  return std::unique_ptr<OperatorBase>(
+                      new internal::TextFileSinkOperator<T>(path, fmt));
                 })
         .set_parallelism(1);
   }
@@ -767,10 +779,9 @@ class DataStream {
   template <typename Out>
   DataStream<Out> Add(std::string name, internal::OperatorFactory factory,
                       bool keyed = false) const {
-    return DataStream<Out>(
-        env_,
-        env_->AddOperatorNode(id_, std::move(name), std::make_shared<internal::TypedNodeOps<Out>>(),
-                              std::move(factory), keyed));
+    return DataStream<Out>(env_,
+                           env_->AddOperatorNode(id_, std::move(name), internal::NodeOpsOf<Out>(),
+                                                 std::move(factory), keyed));
   }
   DataStream<T> Sink(std::string name, internal::OperatorFactory factory) const {
     return DataStream<T>(env_, env_->AddOperatorNode(id_, std::move(name), nullptr,
@@ -808,7 +819,8 @@ class KeyedStream {
     return stream_.template Add<T>(
         "Keyed Reduce",
         [key, f] {
-          return std::make_unique<internal::RollingReduceOperator<T, Key, KeyFn, ReduceFn>>(key, f);
+          return std::unique_ptr<OperatorBase>(
+              new internal::RollingReduceOperator<T, Key, KeyFn, ReduceFn>(key, f));
         },
         /*keyed=*/true);
   }
@@ -956,8 +968,8 @@ class KeyedStream {
     return stream_.template Add<T>(
         "Keyed Aggregation",
         [key, f] {
-          return std::make_unique<internal::RollingReduceOperator<T, Key, KeyFn, decltype(f)>>(key,
-                                                                                               f);
+          return std::unique_ptr<OperatorBase>(
+              new internal::RollingReduceOperator<T, Key, KeyFn, decltype(f)>(key, f));
         },
         /*keyed=*/true);
   }
@@ -1078,7 +1090,8 @@ auto DataStream<T>::key_by(KeyFn key) const {
                                     Rejected{});
   } else {
     auto factory = std::make_shared<internal::PartitionerFactory<T>>([key](int n, int, int max_p) {
-      return std::make_unique<internal::KeyGroupPartitioner<T, KeyFn>>(key, n, max_p);
+      return std::unique_ptr<internal::Partitioner<T>>(
+          new internal::KeyGroupPartitioner<T, KeyFn>(key, n, max_p));
     });
     return KeyedStream<T, KeyFn>(Partition(internal::ShipStrategy::kKeyGroups, factory), key);
   }
@@ -1090,11 +1103,11 @@ DataStream<T> StreamExecutionEnvironment::add_source(
   return DataStream<T>(
       this,
       AddSourceNode(
-          std::move(name), std::make_shared<internal::TypedNodeOps<T>>(), parallel,
+          std::move(name), internal::NodeOpsOf<T>(), parallel,
           [factory](const internal::SourceBuildArgs& a) -> std::unique_ptr<internal::TaskInput> {
-            return std::make_unique<internal::SourceDriver<T>>(
+            return std::unique_ptr<internal::TaskInput>(new internal::SourceDriver<T>(
                 factory(), static_cast<Output<T>*>(a.head), a.ctx, a.name, a.signals, a.metrics,
-                a.budget, a.head_op, a.alignment);
+                a.budget, a.head_op, a.alignment));
           }));
 }
 
@@ -1124,8 +1137,9 @@ DataStream<T> StreamExecutionEnvironment::from_source(SourceDescriptor<T> source
   DataStream<T> s = add_source(std::move(source), std::move(name));
   DataStream<T> stamped = s.template transform<T>(
       "Timestamps/Watermarks", [strategy]() -> std::unique_ptr<OneInputOperator<T, T>> {
-        return std::make_unique<internal::TimestampsAndWatermarksOperator<T>>(strategy,
-                                                                              /*per_split=*/true);
+        return std::unique_ptr<OneInputOperator<T, T>>(
+            new internal::TimestampsAndWatermarksOperator<T>(strategy,
+                                                             /*per_split=*/true));
       });
   MarkAssigner(stamped.id(), s.id());
   return stamped;

@@ -353,7 +353,7 @@ class WindowedStream {
     return keyed_.template transform<typename C::OutputType>(
         std::string("Window(") + what + ")",
         [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
-          return std::make_unique<Op>(key, assigner, trigger, contents, config);
+          return std::unique_ptr<OperatorBase>(new Op(key, assigner, trigger, contents, config));
         });
   }
 
@@ -424,7 +424,7 @@ class WindowedStream {
     const size_t max_partials = local_max_partials_;
     DataStream<T> local =
         AddLocalNode<T>("reduce", [key, panes, f, max_partials]() -> std::unique_ptr<OperatorBase> {
-          return std::make_unique<LocalOp>(key, panes, Combiner{f}, max_partials);
+          return std::unique_ptr<OperatorBase>(new LocalOp(key, panes, Combiner{f}, max_partials));
         });
     WindowedStream global(local.key_by(key), assigner_, trigger_, evictor_, config_);
     return global.template Build<C>("reduce", std::move(contents));
@@ -441,7 +441,8 @@ class WindowedStream {
     const size_t max_partials = local_max_partials_;
     DataStream<Carrier> local = AddLocalNode<Carrier>(
         "aggregate", [key, panes, agg, max_partials]() -> std::unique_ptr<OperatorBase> {
-          return std::make_unique<LocalOp>(key, panes, Combiner{agg}, max_partials);
+          return std::unique_ptr<OperatorBase>(
+              new LocalOp(key, panes, Combiner{agg}, max_partials));
         });
     internal::WindowOperatorConfig<Carrier> config;
     config.allowed_lateness = config_.allowed_lateness;

@@ -679,7 +679,9 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
   std::unique_ptr<WatermarkGeneratorBase> NewGenerator() override {
     // Idleness runs on the input activity clock, which stands still while
     // the task is back-pressured (FLINK-35886).
-    return strategy_.CreateGenerator(this->ctx().input_activity_clock());
+    // release(): no converting constructor of unique_ptr instantiated per T.
+    return std::unique_ptr<WatermarkGeneratorBase>(
+        strategy_.CreateGenerator(this->ctx().input_activity_clock()).release());
   }
   void ForwardOut(Timestamp w) override { this->ForwardWatermark(w); }
   void ForwardOutStatus(WatermarkStatus s) override { this->ForwardStatus(s); }

@@ -179,11 +179,11 @@ std::unique_ptr<Partitioner<T>> MakeBuiltinPartitioner(ShipStrategy s, int num_c
                                                        int subtask) {
   switch (s) {
     case ShipStrategy::kForward:
-      return std::make_unique<ForwardPartitioner<T>>();
+      return std::unique_ptr<Partitioner<T>>(new ForwardPartitioner<T>());
     case ShipStrategy::kBroadcast:
-      return std::make_unique<BroadcastPartitioner<T>>();
+      return std::unique_ptr<Partitioner<T>>(new BroadcastPartitioner<T>());
     default:
-      return std::make_unique<RebalancePartitioner<T>>(num_channels, subtask);
+      return std::unique_ptr<Partitioner<T>>(new RebalancePartitioner<T>(num_channels, subtask));
   }
 }
 

@@ -58,21 +58,13 @@ class ManualClock final : public Clock {
     now_.fetch_add(ms, std::memory_order_acq_rel);
     Jumped();
   }
-  int64_t AddJumpListener(std::function<void()> f) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    listeners_.emplace(next_id_, std::move(f));
-    return next_id_++;
-  }
-  void RemoveJumpListener(int64_t id) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    listeners_.erase(id);
-  }
+  // Out of line (clock.cc): inline, the map's members would be
+  // instantiated in every file that includes this one.
+  int64_t AddJumpListener(std::function<void()> f) const override;
+  void RemoveJumpListener(int64_t id) const override;
 
  private:
-  void Jumped() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, f] : listeners_) f();
-  }
+  void Jumped();
 
   std::atomic<Timestamp> now_;
   mutable std::mutex mu_;

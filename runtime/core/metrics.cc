@@ -8,6 +8,15 @@
 
 namespace tidemark {
 
+SubtaskMetrics::SubtaskMetrics(std::string task_name, int subtask, int parallelism,
+                               int num_input_channels)
+    : task_name_(std::move(task_name)),
+      subtask_(subtask),
+      parallelism_(parallelism),
+      channels_(num_input_channels) {}
+
+SubtaskMetrics::~SubtaskMetrics() = default;
+
 internal::Counter* SubtaskMetrics::GetCounter(const std::string& name) {
   internal::MutexLock lock(&mu_);
   auto& c = counters_[name];

@@ -131,11 +131,10 @@ struct InputChannelMetrics {
 // One subtask (one chain of operators at one index).
 class SubtaskMetrics {
  public:
-  SubtaskMetrics(std::string task_name, int subtask, int parallelism, int num_input_channels)
-      : task_name_(std::move(task_name)),
-        subtask_(subtask),
-        parallelism_(parallelism),
-        channels_(num_input_channels) {}
+  // Out of line (metrics.cc), with the destructor: an inline one would
+  // instantiate the maps' members in every file that includes this one.
+  SubtaskMetrics(std::string task_name, int subtask, int parallelism, int num_input_channels);
+  ~SubtaskMetrics();
 
   const std::string& task_name() const { return task_name_; }
   int subtask() const { return subtask_; }

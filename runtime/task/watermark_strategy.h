@@ -244,7 +244,9 @@ class WatermarkStrategy {
   // Watermark = max_ts - d - 1.  Throws std::invalid_argument for d < 0.
   static WatermarkStrategy for_bounded_out_of_orderness(Duration d) {
     if (d.count() < 0) throw std::invalid_argument("maxOutOfOrderness cannot be negative");
-    return for_generator([d] { return std::make_unique<BoundedOutOfOrdernessWatermarks<T>>(d); });
+    return for_generator([d] {
+      return std::unique_ptr<WatermarkGenerator<T>>(new BoundedOutOfOrdernessWatermarks<T>(d));
+    });
   }
   // Watermark = max_ts - 1 (bounded out of orderness with 0 delay).
   static WatermarkStrategy for_monotonous_timestamps() {
@@ -339,11 +341,11 @@ class WatermarkStrategy {
   std::unique_ptr<WatermarkGenerator<T>> CreateGenerator(const Clock* clock) const {
     std::unique_ptr<WatermarkGenerator<T>> g;
     if (factory_) g = factory_();
-    if (!g) g = std::make_unique<NoWatermarks>();
+    if (!g) g.reset(new NoWatermarks());
     if (o_.flush_after.count() > 0)
-      g = std::make_unique<WatermarksWithFlush<T>>(std::move(g), o_.flush_after, clock);
+      g.reset(new WatermarksWithFlush<T>(std::move(g), o_.flush_after, clock));
     if (o_.idleness.count() > 0)
-      g = std::make_unique<WatermarksWithIdleness<T>>(std::move(g), o_.idleness, clock);
+      g.reset(new WatermarksWithIdleness<T>(std::move(g), o_.idleness, clock));
     return g;
   }
   const TimestampAssigner& assigner() const { return assigner_; }

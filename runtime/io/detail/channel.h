@@ -154,7 +154,9 @@ class Channel final : public ChannelBase {
   }
 
  private:
-  std::unique_ptr<BatchBase> NewBatch() const override { return std::make_unique<Batch<T>>(); }
+  std::unique_ptr<BatchBase> NewBatch() const override {
+    return std::unique_ptr<BatchBase>(new Batch<T>());
+  }
   // Every batch of this channel is a Batch<T>.
   static BatchPtr Typed(std::unique_ptr<BatchBase> b) {
     return BatchPtr(static_cast<Batch<T>*>(b.release()));

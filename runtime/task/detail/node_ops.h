@@ -51,7 +51,7 @@ template <typename T>
 class TypedNodeOps final : public NodeOps {
  public:
   std::unique_ptr<ChannelBase> NewChannel(size_t capacity) const override {
-    return std::make_unique<Channel<T>>(capacity);
+    return std::unique_ptr<ChannelBase>(new Channel<T>(capacity));
   }
   std::unique_ptr<OutputBase> NewWriter(const std::vector<ChannelBase*>& channels,
                                         const EdgeSpec& edge, int subtask, int max_p,
@@ -62,38 +62,49 @@ class TypedNodeOps final : public NodeOps {
     const int n = static_cast<int>(channels.size());
     if (edge.partitioner)
       p = static_cast<PartitionerFactory<T>*>(edge.partitioner.get())->Make(n, subtask, max_p);
-    auto w = std::make_unique<ChannelWriter<T>>(
-        channels, std::move(p), WriterRoute{edge.strategy, subtask}, task->config().batch_size,
-        task->signals(), task->metrics(), listener, report, blame);
-    *writer = w.get();
-    return w;
+    auto* w = new ChannelWriter<T>(channels, std::move(p), WriterRoute{edge.strategy, subtask},
+                                   task->config().batch_size, task->signals(), task->metrics(),
+                                   listener, report, blame);
+    std::unique_ptr<OutputBase> owned(w);
+    *writer = w;
+    return owned;
   }
   std::unique_ptr<OutputBase> NewChainOutput(OperatorBase* next,
                                              const OperatorContext* ctx) const override {
-    return std::make_unique<ChainOutput<T>>(static_cast<InputOperator<T>*>(next), ctx);
+    return std::unique_ptr<OutputBase>(
+        new ChainOutput<T>(static_cast<InputOperator<T>*>(next), ctx));
   }
   std::unique_ptr<OutputBase> NewFanOut(const std::vector<OutputBase*>& outs) const override {
-    return std::make_unique<FanOutOutput<T>>(outs);
+    return std::unique_ptr<OutputBase>(new FanOutOutput<T>(outs));
   }
   std::unique_ptr<OutputBase> NewDiscard() const override {
-    return std::make_unique<DiscardOutput<T>>();
+    return std::unique_ptr<OutputBase>(new DiscardOutput<T>());
   }
   std::unique_ptr<TaskInput> NewInputGate(const std::vector<ChannelBase*>& channels,
                                           OutputBase* head, StreamTask* task,
                                           WatermarkListener* listener) const override {
     // A OneInputGate (not an InputGate<T>): no gate class per record type.
-    return std::make_unique<OneInputGate>(GateChannels<T>(channels, static_cast<Output<T>*>(head)),
-                                          task->metrics(), listener, head);
+    return std::unique_ptr<TaskInput>(new OneInputGate(
+        GateChannels<T>(channels, static_cast<Output<T>*>(head)), task->metrics(), listener, head));
   }
   std::unique_ptr<RemoteCodec> NewRemoteCodec() const override {
     if constexpr (HasStateCodec<T>) {
-      return std::make_unique<RemoteBatchCodec<T>>();
+      return std::unique_ptr<RemoteCodec>(new RemoteBatchCodec<T>());
     } else {
       return nullptr;
     }
   }
   std::string TypeName() const override { return internal::TypeName<T>(); }
 };
+
+// The NodeOps of T: one per type, stateless and never freed, handed out
+// without an owner (std::make_shared would instantiate a control block per
+// type in every job: compile cost, issue 24).
+template <typename T>
+std::shared_ptr<NodeOps> NodeOpsOf() {
+  static NodeOps* const ops = new TypedNodeOps<T>();
+  return std::shared_ptr<NodeOps>(std::shared_ptr<NodeOps>(), ops);
+}
 
 // The gate of a two-input operator over inputs of A and B (StreamNode::
 // make_two_input_gate).

@@ -149,7 +149,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   }
   void ReleaseSplit(const std::string& split_id) override { DropSplit(split_id); }
   std::unique_ptr<SplitOutputBase> NewSplitOutput() override {
-    return std::make_unique<SplitOutput>(this);
+    return std::unique_ptr<SplitOutputBase>(new SplitOutput(this));
   }
   [[gnu::noinline]] void FlushRun() override { FlushPending(); }
 
