@@ -74,11 +74,11 @@
 //
 // State backends (docs/checkpoints.md "State backends"): on the heap (the
 // default) a table's entries are its `map`.  On RocksDB (UseBackend, with
-// the job's StateBackend) the tables made by HandleTable (the handles of
-// keyed process functions) live in a KvStore (runtime/state/kv_store.h),
+// the job's StateBackend) the tables made by HandleTable (process function
+// handles, window contents) live in a KvStore (runtime/state/kv_store.h),
 // and `map` is a cache of decoded entries in front of it: Find reads through
 // it, Erase deletes from both, and Trim (between records) writes a full
-// cache back.  Code that reads `map` directly (window contents, the interval
+// cache back.  Code that reads `map` directly (trigger state, the interval
 // join, broadcast state) uses Table, which stays on the heap.  A snapshot of
 // a table on RocksDB has the heap's format, read from a RocksDB snapshot as
 // a deferred part.
