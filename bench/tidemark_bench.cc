@@ -208,8 +208,9 @@ ABSL_FLAG(bool, incremental_checkpoints, false,
           "with --checkpoint_interval_ms: incremental checkpoints (each writes only the state "
           "that changed; the JSON's checkpoint_sizes_bytes lists what each one wrote)");
 ABSL_FLAG(std::string, state_backend, "heap",
-          "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
-          "keep their state on the heap either way)");
+          "where keyed state lives: heap or rocksdb (K1's process state; the window jobs' "
+          "contents, in the general window operator on RocksDB; W1-core's rolling reduce stays "
+          "on the heap either way)");
 ABSL_FLAG(std::string, state_backend_dir, "", "RocksDB's working directory (default: temp)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
