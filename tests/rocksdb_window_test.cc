@@ -5,7 +5,8 @@
 // general WindowOperator, whose per-(key, window) contents live in RocksDB.
 //   - the differential cases (differential_cases.h) against the reference
 //     model, on RocksDB at cache sizes 1, 7 and 16384 entries (tumbling,
-//     sliding, sessions; reduce, aggregate, process; lateness, side output);
+//     sliding, sessions; reduce, aggregate, process; lateness, side output;
+//     local pre-aggregation in front);
 //   - operator by operator: random elements and watermarks into the heap
 //     backend's operator and the RocksDB one, output compared after every
 //     step, with snapshots restored into fresh instances along the way;
@@ -42,6 +43,16 @@ void OnRocksDb(Case& c) {
 }
 TEST(RocksDbWindows, DifferentialTumbling) { RunCases(m::WindowKind::kTumbling, 40, OnRocksDb); }
 TEST(RocksDbWindows, DifferentialSliding) { RunCases(m::WindowKind::kSliding, 30, OnRocksDb); }
+// Local pre-aggregation (window(...).local_aggregation()) in front of the
+// window: its partials go into the general operator on RocksDB.
+TEST(RocksDbWindows, DifferentialTumblingLocalAggregation) {
+  RunCases(m::WindowKind::kTumbling, 20, [](Case& c) {
+    OnRocksDb(c);
+    if (c.function == Function::kProcess) c.function = Function::kReduce;
+    c.window_parallelism = 1 + static_cast<int>(c.seed % 2);
+    c.local_aggregation = c.seed % 4 == 0 ? 2 : kDefaultLocalAggregationMaxPartials;
+  });
+}
 TEST(RocksDbWindows, DifferentialSessions) { RunCases(m::WindowKind::kSession, 30, OnRocksDb); }
 
 // --- operator by operator ---
