@@ -355,9 +355,13 @@ class WindowedStream {
         [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
           return std::make_unique<Op>(key, assigner, trigger, contents, config);
         });
+#ifdef TIDEMARK_ROCKSDB_WINDOWS
     // On RocksDB the general operator, whose contents live in its keyed
     // state store (the specialised ones keep theirs in heap layouts of their
-    // own): the backend is the job's, known when it runs.
+    // own): the backend is the job's, known when it runs.  Only in programs
+    // that link tidemark::rocksdb (which defines TIDEMARK_ROCKSDB_WINDOWS):
+    // the general operator is compiled for them alone (it costs a one-window
+    // job about half again its compile time).
     using General = internal::WindowOperator<T, Key, KeyFn, Assigner, TriggerT, C>;
     if constexpr (!std::is_same_v<Op, General>) {
       internal::StreamAccess::Node(out).make_operator_on_rocksdb =
@@ -365,6 +369,7 @@ class WindowedStream {
         return std::make_unique<General>(key, assigner, trigger, contents, config);
       };
     }
+#endif
     return out;
   }
 
