@@ -350,11 +350,27 @@ class WindowedStream {
     // Validates now, when the job is built.
     Op probe(key, assigner, trigger, contents, config);
     (void)probe;
-    return keyed_.template transform<typename C::OutputType>(
+    DataStream<typename C::OutputType> out = keyed_.template transform<typename C::OutputType>(
         std::string("Window(") + what + ")",
         [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
           return std::unique_ptr<OperatorBase>(new Op(key, assigner, trigger, contents, config));
         });
+#ifdef TIDEMARK_ROCKSDB_WINDOWS
+    // On RocksDB the general operator, whose contents live in its keyed
+    // state store (the specialised ones keep theirs in heap layouts of their
+    // own): the backend is the job's, known when it runs.  Only in programs
+    // that link tidemark::rocksdb (which defines TIDEMARK_ROCKSDB_WINDOWS):
+    // the general operator is compiled for them alone (it costs a one-window
+    // job about half again its compile time).
+    using General = internal::WindowOperator<T, Key, KeyFn, Assigner, TriggerT, C>;
+    if constexpr (!std::is_same_v<Op, General>) {
+      internal::StreamAccess::Node(out).make_operator_on_rocksdb =
+          [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
+        return std::make_unique<General>(key, assigner, trigger, contents, config);
+      };
+    }
+#endif
+    return out;
   }
 
   // Whether local_aggregation() can apply (else the window function throws

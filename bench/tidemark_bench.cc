@@ -214,8 +214,9 @@ ABSL_FLAG(int64_t, sink_delay_us, 0,
           "W1-core and K1: the sink sleeps this many microseconds per record (a slow sink: "
           "back-pressure, to compare aligned and unaligned checkpoints under it)");
 ABSL_FLAG(std::string, state_backend, "heap",
-          "where keyed process state lives: heap or rocksdb (K1; the window jobs and W1-core "
-          "keep their state on the heap either way)");
+          "where keyed state lives: heap or rocksdb (K1's process state; the window jobs' "
+          "contents, in the general window operator on RocksDB; W1-core's rolling reduce stays "
+          "on the heap either way)");
 ABSL_FLAG(std::string, state_backend_dir, "", "RocksDB's working directory (default: temp)");
 ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");

@@ -163,6 +163,9 @@ struct Case {
   // Local pre-aggregation before the key_by (reduce / aggregate, tumbling /
   // sliding only; 0: off), with this bound on the partials held.
   size_t local_aggregation = 0;
+  // Where the window's state lives (rocksdb_window_test: RocksDB, at several
+  // cache sizes).
+  StateBackend backend;
   m::Script script;
 
   std::string Describe() const {
@@ -173,6 +176,8 @@ struct Case {
       << " buffer_timeout=" << buffer_timeout_ms << "ms workers=" << worker_threads
       << " chaining=" << (chaining ? "on" : "off");
     if (local_aggregation > 0) o << " local_aggregation(max_partials=" << local_aggregation << ")";
+    if (backend.is_rocksdb())
+      o << " backend=rocksdb(cache_entries=" << backend.cache_entries << ")";
     o << " rounds=" << script.num_rounds() << " records=" << script.num_records();
     return o.str();
   }
@@ -521,6 +526,7 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks = {}
   env.set_buffer_timeout(Duration(c.buffer_timeout_ms));
   env.set_worker_threads(c.worker_threads);
   env.set_auto_watermark_interval(Duration(0));
+  env.set_state_backend(c.backend);
   if (!c.chaining) env.disable_operator_chaining();
   auto barrier = std::make_shared<RoundBarrier>(c.window_parallelism, c.sources,
                                                 m::ExpectedRoundEnds(c.script));

@@ -232,6 +232,9 @@ struct HarnessOptions {
   int max_parallelism = 128;
   Timestamp processing_time = 0;
   std::string operator_name = "operator-under-test";
+  // Where the operator's keyed state lives (StateBackend::rocksdb(): the
+  // program links tidemark::rocksdb).
+  StateBackend state_backend;
 };
 
 // An operator's state at a checkpoint (Flink's OperatorSubtaskState): the
@@ -389,6 +392,7 @@ class OperatorTestHarnessBase {
         ctx_(options_.operator_name, options_.subtask, options_.parallelism,
              options_.max_parallelism, &metrics_, &timers_, &config_, nullptr) {
     if (op_ == nullptr) throw std::invalid_argument("test harness: no operator");
+    config_.state_backend = options_.state_backend;
     op_->set_output(&main_);
   }
 
@@ -653,7 +657,9 @@ OneInputOperatorTestHarness<In, Out> harness_for(const DataStream<Out>& stream,
     throw std::invalid_argument("harness_for: stream '" + node.name +
                                 "' is not made by a one-input operator");
   if (node.max_parallelism > 0) options.max_parallelism = node.max_parallelism;
-  return OneInputOperatorTestHarness<In, Out>(node.make_operator(), std::move(options));
+  const bool rocksdb = options.state_backend.is_rocksdb() && node.make_operator_on_rocksdb;
+  return OneInputOperatorTestHarness<In, Out>(
+      rocksdb ? node.make_operator_on_rocksdb() : node.make_operator(), std::move(options));
 }
 // The same for a two-input operator (connect, interval join).
 template <typename In1, typename In2, typename Out>

@@ -82,11 +82,11 @@
 //
 // State backends (docs/checkpoints.md "State backends"): on the heap (the
 // default) a table's entries are its `map`.  On RocksDB (UseBackend, with
-// the job's StateBackend) the tables made by HandleTable (the handles of
-// keyed process functions) live in a KvStore (runtime/state/kv_store.h),
+// the job's StateBackend) the tables made by HandleTable (process function
+// handles, window contents) live in a KvStore (runtime/state/kv_store.h),
 // and `map` is a cache of decoded entries in front of it: Find reads through
 // it, Erase deletes from both, and Trim (between records) writes a full
-// cache back.  Code that reads `map` directly (window contents, the interval
+// cache back.  Code that reads `map` directly (trigger state, the interval
 // join, broadcast state) uses Table, which stays on the heap.  A snapshot of
 // a table on RocksDB has the heap's format, read from a RocksDB snapshot as
 // a deferred part.
@@ -508,6 +508,37 @@ class StateTable final : public StateTableBase {
     }
   }
   const std::string& kv_prefix() const override { return kv_prefix_; }
+  // On RocksDB (window contents: their counters and "left open" at close):
+  // f(key, ns) for every entry in the store, after writing the cache back,
+  // in key order; and the number of entries.
+  template <typename F>
+  void ForEachStoredKey(F&& f) {
+    if constexpr (kEncodable) {
+      if (kv == nullptr) return;
+      FlushKv();
+      kv->Snapshot()->Scan(kv_prefix_, [&](std::string_view k, std::string_view) {
+        StateReader r(k.substr(kv_prefix_.size() + 2));
+        K key = Decode<K>(r);
+        N ns = [&] {
+          if constexpr (kVoid) {
+            return N{};
+          } else {
+            return Decode<N>(r);
+          }
+        }();
+        if (!r.ok())
+          throw std::runtime_error("RocksDB state backend: a stored key does not decode");
+        f(std::move(key), std::move(ns));
+      });
+    }
+  }
+  size_t CountStored() {
+    if (kv == nullptr) return map.size();
+    FlushKv();
+    size_t n = 0;
+    kv->Snapshot()->Scan(kv_prefix_, [&](std::string_view, std::string_view) { ++n; });
+    return n;
+  }
 
   void Snapshot(StateWriter& w, std::string_view where) const override {
     if (kv != nullptr) {

@@ -107,6 +107,10 @@ class FastWindowOperator final
   }
   void RestoreState(StateReader& r) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      if (SnapshotHasState(r, kTriggerState)) {
+        r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+        return;
+      }
       this->RestoreKeyedState(r);
       table_.RestoreFrom(r, KeyGroupRange::Of(this->ctx()));
     } else {

@@ -238,6 +238,10 @@ class FastSessionWindowOperator final
   }
   void RestoreState(StateReader& r) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      if (SnapshotHasState(r, kTriggerState)) {
+        r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+        return;
+      }
       this->RestoreKeyedState(r);
       const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
       // (old slot, old generation) -> new slot, for the keys kept.

@@ -241,6 +241,10 @@ class SlicedWindowOperator final
   }
   void RestoreState(StateReader& r) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
+      if (SnapshotHasState(r, kTriggerState)) {
+        r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+        return;
+      }
       this->RestoreKeyedState(r);
       const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
       const bool per_window = Decode<bool>(r);

@@ -31,6 +31,7 @@
 #define TM_OPERATORS_WINDOW_WINDOW_CONTENTS_H_
 
 #include <concepts>
+#include <deque>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -60,42 +61,76 @@ template <typename Derived, typename K, typename W, typename V>
 class KeyWindowContents {
  public:
   using Table = StateTable<K, W, V>;
+  // Binds (again, after KeyedStateStore::UseBackend: then the table moves to
+  // RocksDB when the job's backend is RocksDB) the table.  Every access goes
+  // through the table's Find / TryEmplace / Erase, which read through the
+  // cache on RocksDB.
   void Bind(KeyedStateStore<K>& store) {
-    table_ = &store.template Table<V, W>(kWindowContentsState);
+    table_ = &store.template HandleTable<V, W>(kWindowContentsState);
   }
-  bool Has(const K& key, const W& sw) const {
-    return table_->map.contains(KeyWindow<K, W>(key, sw));
+  bool Has(const K& key, const W& sw) const { return table_->Find(key, sw) != nullptr; }
+  void Clear(const K& key, const W& sw) {
+    if (table_->kv == nullptr) [[likely]] {
+      table_->map.erase(KeyWindow<K, W>(key, sw));
+    } else if (table_->Find(key, sw) != nullptr) {
+      table_->Erase(key, sw);
+      --kv_live_;
+    }
   }
-  void Clear(const K& key, const W& sw) { table_->map.erase(KeyWindow<K, W>(key, sw)); }
   void Merge(const K& key, const W& target, const std::vector<W>& sources) {
     Derived& self = static_cast<Derived&>(*this);
     std::optional<V> merged;
     for (const W& s : sources) {
-      auto it = table_->map.find(KeyWindow<K, W>(key, s));
-      if (it == table_->map.end()) continue;
+      V* v = table_->Find(key, s);
+      if (v == nullptr) continue;
       if (merged) {
-        self.Combine(*merged, std::move(it->second));
+        self.Combine(*merged, std::move(*v));
       } else {
-        merged.emplace(std::move(it->second));
+        merged.emplace(std::move(*v));
       }
-      table_->map.erase(it);
+      Clear(key, s);
     }
     if (!merged) return;
-    auto [it, inserted] = table_->map.try_emplace(KeyWindow<K, W>(key, target), std::move(*merged));
-    if (!inserted) self.Combine(it->second, std::move(*merged));
+    auto [v, inserted] = Emplace(key, target, std::move(*merged));
+    if (!inserted) self.Combine(*v, std::move(*merged));
   }
-  size_t size() const { return table_->map.size(); }
+  // Live (key, window)s: the map's size on the heap; on RocksDB a count kept
+  // as entries come and go (recounted from the store after a restore).
+  size_t size() const { return table_->kv == nullptr ? table_->map.size() : kv_live_; }
+  // f(key, sw) for every (key, window); on RocksDB from a snapshot of the
+  // store (the pairs decoded and kept for the call, as f may keep pointers).
   template <typename F>
   void ForEachKeyWindow(F&& f) const {
-    for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
+    if (table_->kv == nullptr) {
+      for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
+      return;
+    }
+    std::deque<KeyWindow<K, W>> pairs;
+    table_->ForEachStoredKey([&](K key, W w) { pairs.emplace_back(std::move(key), std::move(w)); });
+    for (const auto& [key, w] : pairs) f(key, w);
   }
-  // Bytes of the table (capacity; heap memory owned by the values not seen).
+  // Bytes of the table (capacity; heap memory owned by the values not seen):
+  // on RocksDB those of its cache.
   size_t StateBytes() const {
     return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
   }
+  // After a restore: on RocksDB, counts the entries in the store.
+  void Restored() {
+    if (table_->kv != nullptr) kv_live_ = table_->CountStored();
+  }
 
  protected:
+  // The entry of (key, sw), made from `init` when none; whether it was.
+  template <typename Init>
+  std::pair<V*, bool> Emplace(const K& key, const W& sw, Init&& init) {
+    auto r = table_->TryEmplace(key, sw, std::forward<Init>(init));
+    if (r.second && table_->kv != nullptr) ++kv_live_;
+    return r;
+  }
+  V* Find(const K& key, const W& sw) const { return table_->Find(key, sw); }
+
   Table* table_ = nullptr;  // in the operator's store (Bind)
+  size_t kv_live_ = 0;      // on RocksDB: live entries
 };
 
 template <typename T, typename K, typename W, typename ReduceFn, typename ProcessFn, typename Out>
@@ -128,17 +163,17 @@ class ReduceContents
   }
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
-    auto [it, inserted] = this->table_->map.try_emplace(KeyWindow<K, W>(key, sw), v);
-    if (!inserted) it->second = reduce_(static_cast<const T&>(it->second), v);
+    auto [stored, inserted] = this->Emplace(key, sw, v);
+    if (!inserted) *stored = reduce_(static_cast<const T&>(*stored), v);
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == this->table_->map.end()) return;
+    const T* stored = this->Find(key, sw);
+    if (stored == nullptr) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
-      out.collect(it->second);
+      out.collect(*stored);
     } else {
-      process_(key, window, static_cast<const T&>(it->second), ctx, out);
+      process_(key, window, *stored, ctx, out);
     }
   }
   // Merge (KeyWindowContents): acc := reduce(acc, next).
@@ -183,20 +218,18 @@ class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Ag
   }
 
   void Add(const K& key, const W& sw, const T& v, Timestamp) {
-    KeyWindow<K, W> kw(key, sw);
-    auto it = this->table_->map.find(kw);
-    if (it == this->table_->map.end())
-      it = this->table_->map.emplace(std::move(kw), agg_.create_accumulator()).first;
-    it->second = agg_.add(v, std::move(it->second));
+    Acc* acc = this->Find(key, sw);
+    if (acc == nullptr) acc = this->Emplace(key, sw, agg_.create_accumulator()).first;
+    *acc = agg_.add(v, std::move(*acc));
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == this->table_->map.end()) return;
+    const Acc* acc = this->Find(key, sw);
+    if (acc == nullptr) return;
     if constexpr (std::is_same_v<ProcessFn, NoProcessFunction>) {
-      out.collect(agg_.get_result(static_cast<const Acc&>(it->second)));
+      out.collect(agg_.get_result(*acc));
     } else {
-      auto result = agg_.get_result(static_cast<const Acc&>(it->second));
+      auto result = agg_.get_result(*acc);
       process_(key, window, static_cast<const decltype(result)&>(result), ctx, out);
     }
   }
@@ -216,20 +249,20 @@ class ListContents
   ListContents(Fn f, EvictorT e) : fn_(std::move(f)), evictor_(std::move(e)) {}
 
   void Add(const K& key, const W& sw, const T& v, Timestamp ts) {
-    WindowElements<T>& e = this->table_->map[KeyWindow<K, W>(key, sw)];
+    WindowElements<T>& e = *this->Emplace(key, sw, WindowElements<T>{}).first;
     e.values.push_back(v);
     e.timestamps.push_back(ts);
   }
   void Emit(const K& key, const W& window, const W& sw, Timestamp watermark, WindowContext& ctx,
             Collector<Out>& out) {
-    auto it = this->table_->map.find(KeyWindow<K, W>(key, sw));
-    if (it == this->table_->map.end()) return;
-    // The function may not touch this map; the reference stays valid.
-    WindowElements<T>& e = it->second;
+    WindowElements<T>* found = this->Find(key, sw);
+    if (found == nullptr) return;
+    // The function may not touch this table; the reference stays valid.
+    WindowElements<T>& e = *found;
     evictor_.evict_before(e, window, watermark);
     fn_(key, window, static_cast<const std::vector<T>&>(e.values), ctx, out);
     evictor_.evict_after(e, window, watermark);
-    if (e.empty()) this->table_->map.erase(it);  // as Flink's ListState.update(empty)
+    if (e.empty()) this->Clear(key, sw);  // as Flink's ListState.update(empty)
   }
   // Merge (KeyWindowContents): next's elements appended to acc's.
   void Combine(WindowElements<T>& acc, WindowElements<T>&& next) {

@@ -110,6 +110,11 @@ class WindowOperator final
 
   void Open(OperatorContext& ctx) override {
     this->OpenWindowOperator(ctx);
+    // The contents on the job's state backend (RocksDB: a database of the
+    // instance's own); trigger state, window sets, function state and timers
+    // stay on the heap.
+    this->state_.UseBackend(ctx);
+    contents_.Bind(this->state_);
     timers_.Init(
         &ctx.timers(), [this](const K& key, const W& w, Timestamp t) { OnEventTime(key, w, t); },
         [this](const K& key, const W& w, Timestamp t) { OnProcessingTime(key, w, t); });
@@ -148,6 +153,7 @@ class WindowOperator final
     }
     if (skipped) this->HandleSkippedElement(std::move(value), ts);
     current_key_ = nullptr;
+    this->state_.Trim();
   }
 
   // A run of records: one virtual call, ProcessElement inlined.
@@ -165,7 +171,14 @@ class WindowOperator final
   // function state) is in the keyed state store, so the store and the timers
   // are all there is (window_operator_base.h).
   void SnapshotState(StateWriter& w) override { this->SnapshotKeyedState(w); }
-  void RestoreState(StateReader& r) override { this->RestoreKeyedState(r); }
+  void RestoreState(StateReader& r) override {
+    if (!SnapshotHasState(r, kTriggerState)) {
+      r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+      return;
+    }
+    this->RestoreKeyedState(r);
+    contents_.Restored();
+  }
 
   // See "Left open" in window_operator_base.h.
   void Close() override {
@@ -298,6 +311,7 @@ class WindowOperator final
       }
     }
     current_key_ = nullptr;
+    this->state_.Trim();
   }
   void OnEventTime(const K& key, const W& window, Timestamp t) { OnTimer<true>(key, window, t); }
   void OnProcessingTime(const K& key, const W& window, Timestamp t) {
@@ -346,7 +360,7 @@ class WindowOperator final
       this->state_.template Table<MergingWindowSet>("merging-window-set").map;
   MergingWindowSet::Scratch merge_scratch_;  // sessions only
   absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& trigger_state_ =
-      this->state_.template Table<TriggerState, W>("trigger-state").map;
+      this->state_.template Table<TriggerState, W>(kTriggerState).map;
   TriggerContext trigger_ctx_;
   OnMergeContext merge_ctx_;
   const std::vector<W>* merged_windows_ = nullptr;  // set during on_merge

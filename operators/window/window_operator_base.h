@@ -79,6 +79,33 @@ inline constexpr char kWindowStateBytesAtPeak[] = "windowStateBytesAtPeak";
 inline constexpr char kWindowsNotFiredAtClose[] = "windowsNotFiredAtClose";
 inline constexpr char kWindowKeysNotFiredAtClose[] = "windowKeysNotFiredAtClose";
 
+// The general WindowOperator's trigger state table: its snapshots always
+// hold it, the specialised operators' (FastWindowOperator,
+// SlicedWindowOperator, FastSessionWindowOperator) never.
+inline constexpr char kTriggerState[] = "trigger-state";
+// Whether the keyed state store's part of a snapshot at `r` (KeyedStateStore::
+// Snapshot's format: a count of tables, each a name and blobs) has a table
+// `name`; `r` itself is not moved.
+inline bool SnapshotHasState(const StateReader& r, std::string_view name) {
+  StateReader p = r;
+  const uint64_t n = p.GetVarint("state tables");
+  for (uint64_t i = 0; i < n && p.ok(); ++i) {
+    const std::string_view table = p.GetBytes("state name");
+    const uint64_t blobs = p.GetVarint("state blobs");
+    for (uint64_t b = 0; b < blobs && p.ok(); ++b) p.GetBytes("state entries");
+    if (p.ok() && table == name) return true;
+  }
+  return false;
+}
+// On RocksDB a window job runs the general WindowOperator (its contents in
+// its keyed state store), on the heap a specialised one where it applies:
+// their snapshots differ, and one does not restore into the other.
+inline constexpr char kWindowLayoutMismatch[] =
+    "the checkpoint holds this window's state in another operator's layout: a window with the "
+    "default trigger and reduce / aggregate runs the general WindowOperator on the RocksDB "
+    "state backend and a specialised one on the heap, so its checkpoints restore on the backend "
+    "that took them only (docs/checkpoints.md, \"State backends\")";
+
 // Settings common to every window operator.
 // Counts distinct keys, held by pointer (they must outlive it), hashed and
 // compared through `hash` and `eq`: one set type for every key type, compiled

@@ -19,8 +19,8 @@ namespace tidemark {
 // Where keyed state lives (docs/checkpoints.md "State backends"): on the heap
 // (Flink's HashMapStateBackend, the default) or in an embedded RocksDB per
 // operator instance (Flink's EmbeddedRocksDBStateBackend; the program links
-// tidemark::rocksdb).  On RocksDB the state of keyed process functions lives
-// on disk, serialised with tidemark::StateCodec; each state keeps at most
+// tidemark::rocksdb).  On RocksDB the state of keyed process functions and
+// the contents of keyed windows live on disk, serialised with tidemark::StateCodec; each state keeps at most
 // `cache_entries` deserialised entries in memory between records.
 struct StateBackend {
   enum class Kind { kHeap, kRocksDb };

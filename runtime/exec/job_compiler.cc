@@ -574,7 +574,11 @@ void JobCompiler::WireChainOperators(SubtaskWiring& w) const {
       w.source_head = main;
       break;
     }
-    std::unique_ptr<OperatorBase> op = node.make_operator();
+    std::unique_ptr<OperatorBase> op = node.make_operator_on_rocksdb &&
+                                               options_.config != nullptr &&
+                                               options_.config->state_backend.is_rocksdb()
+                                           ? node.make_operator_on_rocksdb()
+                                           : node.make_operator();
     op->set_output(main);
     for (auto& [tag, side_ops] : node.side_outs) {
       std::vector<OutputBase*> outs;

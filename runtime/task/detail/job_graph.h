@@ -78,6 +78,13 @@ struct StreamNode {
   std::map<std::string, std::shared_ptr<NodeOps>> side_outs;  // by tag
   std::string side_tag;                                       // kSideOutput
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
+  // The operator to make instead when the job's state backend is RocksDB
+  // (JobConfig::state_backend); empty: make_operator whatever the backend.
+  // Window operators whose heap layout is specialised (window-major, sliced,
+  // key-major sessions) set it to the general WindowOperator, whose contents
+  // live in its keyed state store and so on RocksDB (docs/checkpoints.md,
+  // "State backends").
+  std::function<std::unique_ptr<OperatorBase>()> make_operator_on_rocksdb;
   std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
   // Two-input operators: builds the task's gate over both inputs' channels
   // (the edges' gate_input says which is which); such a node heads a task.

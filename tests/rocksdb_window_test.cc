@@ -1,0 +1,424 @@
+// tests/rocksdb_window_test.cc
+//
+// Window contents on the RocksDB state backend (issue 26, item 3;
+// docs/checkpoints.md "State backends"): on RocksDB a window job runs the
+// general WindowOperator, whose per-(key, window) contents live in RocksDB.
+//   - the differential cases (differential_cases.h) against the reference
+//     model, on RocksDB at cache sizes 1, 7 and 16384 entries (tumbling,
+//     sliding, sessions; reduce, aggregate, process; lateness, side output;
+//     local pre-aggregation in front);
+//   - operator by operator: random elements and watermarks into the heap
+//     backend's operator and the RocksDB one, output compared after every
+//     step, with snapshots restored into fresh instances along the way;
+//   - jobs: checkpoints restored at another parallelism on RocksDB, and
+//     across backends (a process window: the same operator on both); a
+//     reduce window's checkpoint refused by the other backend, saying why;
+//   - a window job whose state is several times its memory limit completes
+//     on RocksDB with the output of the heap backend without a limit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "differential_cases.h"
+#include "test_util.h"
+#include "tidemark/testing/harness.h"
+
+namespace tidemark {
+using namespace internal;
+namespace {
+
+// --- the differential cases on RocksDB ---
+
+void OnRocksDb(Case& c) {
+  static const size_t kCache[] = {1, 7, 16384};
+  c.backend = StateBackend::rocksdb();
+  c.backend.cache_entries = kCache[c.seed % 3];
+}
+TEST(RocksDbWindows, DifferentialTumbling) { RunCases(m::WindowKind::kTumbling, 40, OnRocksDb); }
+TEST(RocksDbWindows, DifferentialSliding) { RunCases(m::WindowKind::kSliding, 30, OnRocksDb); }
+// Local pre-aggregation (window(...).local_aggregation()) in front of the
+// window: its partials go into the general operator on RocksDB.
+TEST(RocksDbWindows, DifferentialTumblingLocalAggregation) {
+  RunCases(m::WindowKind::kTumbling, 20, [](Case& c) {
+    OnRocksDb(c);
+    if (c.function == Function::kProcess) c.function = Function::kReduce;
+    c.window_parallelism = 1 + static_cast<int>(c.seed % 2);
+    c.local_aggregation = c.seed % 4 == 0 ? 2 : kDefaultLocalAggregationMaxPartials;
+  });
+}
+TEST(RocksDbWindows, DifferentialSessions) { RunCases(m::WindowKind::kSession, 30, OnRocksDb); }
+
+// --- operator by operator ---
+
+using Rec = std::tuple<int64_t, int64_t, int64_t>;           // key, timestamp, value
+using Out = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // key, start, end, sum
+using Harness = harness::OneInputOperatorTestHarness<Rec, Out>;
+
+int64_t KeyOf(const Rec& r) { return std::get<0>(r); }
+Rec Sum(const Rec& a, const Rec& b) {
+  return Rec{std::get<0>(a), std::get<1>(a), std::get<2>(a) + std::get<2>(b)};
+}
+struct RecSum {
+  int64_t create_accumulator() const { return 0; }
+  int64_t add(const Rec& r, int64_t acc) const { return acc + std::get<2>(r); }
+  int64_t get_result(int64_t acc) const { return acc; }
+  int64_t merge(int64_t a, int64_t b) const { return a + b; }
+};
+
+enum class Job { kTumblingReduce, kSlidingAggregate, kSessionProcess, kSessionReduce };
+
+// The window stream of `job` (the operator a job would run; the harness
+// picks the RocksDB one when its options say RocksDB).
+DataStream<Out> Build(StreamExecutionEnvironment& env, Job job) {
+  auto keyed = env.from_generator<Rec>([](int64_t) { return Rec{}; }, 0).key_by([](const Rec& r) {
+    return KeyOf(r);
+  });
+  auto emit = [](const int64_t& key, const TimeWindow& w, const auto& v, WindowContext&,
+                 Collector<Out>& out) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Rec>) {
+      out.collect(Out{key, w.start, w.end, std::get<2>(v)});
+    } else {
+      out.collect(Out{key, w.start, w.end, v});
+    }
+  };
+  switch (job) {
+    case Job::kTumblingReduce:
+      return keyed.window(TumblingEventTimeWindows::of(Duration(10)))
+          .allowed_lateness(Duration(15))
+          .template reduce<Out>(&Sum, emit);
+    case Job::kSlidingAggregate:
+      return keyed.window(SlidingEventTimeWindows::of(Duration(20), Duration(5)))
+          .template aggregate<Out>(RecSum{}, emit);
+    case Job::kSessionProcess:
+      return keyed.window(EventTimeSessionWindows::with_gap(Duration(4)))
+          .allowed_lateness(Duration(5))
+          .process([](const int64_t& key, const TimeWindow& w, const std::vector<Rec>& recs,
+                      WindowContext&, Collector<Out>& out) {
+            int64_t sum = 0;
+            for (const Rec& r : recs) sum += std::get<2>(r) * 1000 + std::get<1>(r) % 7;
+            out.collect(Out{key, w.start, w.end, sum});
+          });
+    case Job::kSessionReduce:
+      return keyed.window(EventTimeSessionWindows::with_gap(Duration(4)))
+          .template reduce<Out>(&Sum, emit);
+  }
+  throw std::logic_error("job");
+}
+
+harness::HarnessOptions Options(const StateBackend& backend) {
+  harness::HarnessOptions o;
+  o.state_backend = backend;
+  return o;
+}
+
+// One operator of `job` in a harness, restored from `from` (unless null)
+// and open.
+struct Instance {
+  StreamExecutionEnvironment env;
+  Harness h;
+  Instance(Job job, const StateBackend& backend, const harness::OperatorSnapshot* from)
+      : h(harness::harness_for<Rec>(Build(env, job), Options(backend))) {
+    if (from != nullptr) h.initialize_state(*from);
+    h.open();
+  }
+};
+std::unique_ptr<Instance> Open(Job job, const StateBackend& backend,
+                               const harness::OperatorSnapshot* from) {
+  return std::make_unique<Instance>(job, backend, from);
+}
+
+std::vector<harness::StreamRecord<Out>> TakeSorted(Harness& h) {
+  auto r = h.extract_output_records();
+  h.clear_output();
+  std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.timestamp, a.value) < std::tie(b.timestamp, b.value);
+  });
+  return r;
+}
+
+class RocksDbWindowOperator : public ::testing::TestWithParam<Job> {};
+
+TEST_P(RocksDbWindowOperator, SameOutputAsTheHeapBackendStepByStepAcrossRestores) {
+  const Job job = GetParam();
+  const int seeds = testing::StressIterations(4);
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::mt19937_64 rng(static_cast<uint64_t>(seed));
+    StateBackend rocks = StateBackend::rocksdb();
+    rocks.cache_entries = static_cast<size_t>(seed % 3 == 0 ? 1 : seed % 3 == 1 ? 5 : 16384);
+    std::unique_ptr<Instance> heap_i = Open(job, StateBackend::heap(), nullptr);
+    std::unique_ptr<Instance> kv_i = Open(job, rocks, nullptr);
+    Harness* heap = &heap_i->h;
+    Harness* kv = &kv_i->h;
+    Timestamp wm = 0;
+    int restores = 0;
+    size_t outputs = 0;
+    for (int step = 0; step < 500; ++step) {
+      const int dice = static_cast<int>(rng() % 100);
+      if (dice < 80) {
+        const Rec r{static_cast<int64_t>(rng() % 25), wm + static_cast<int64_t>(rng() % 50) - 20,
+                    static_cast<int64_t>(rng() % 9)};
+        heap->process_element(r, std::get<1>(r));
+        kv->process_element(r, std::get<1>(r));
+      } else if (dice < 97) {
+        wm += static_cast<int64_t>(rng() % 12);
+        heap->process_watermark(wm);
+        kv->process_watermark(wm);
+      } else {
+        // Both restored from their own snapshots (a new RocksDB database).
+        const harness::OperatorSnapshot hs = heap->snapshot(), ks = kv->snapshot();
+        heap_i = Open(job, StateBackend::heap(), &hs);
+        kv_i = Open(job, rocks, &ks);
+        heap = &heap_i->h;
+        kv = &kv_i->h;
+        heap->process_watermark(wm);  // the watermark is not state
+        kv->process_watermark(wm);
+        ++restores;
+      }
+      const auto want = TakeSorted(*heap), got = TakeSorted(*kv);
+      ASSERT_EQ(got, want) << "seed " << seed << " step " << step;
+      outputs += want.size();
+      ASSERT_EQ(kv->counter(kNumLateRecordsDropped), heap->counter(kNumLateRecordsDropped));
+    }
+    heap->end_input();
+    kv->end_input();
+    EXPECT_EQ(TakeSorted(*kv), TakeSorted(*heap)) << "seed " << seed;
+    EXPECT_GT(outputs, 50u);
+    EXPECT_GT(restores, 0);
+    heap->close();
+    kv->close();
+    EXPECT_EQ(kv->counter(kWindowsNotFiredAtClose), heap->counter(kWindowsNotFiredAtClose));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, RocksDbWindowOperator,
+                         ::testing::Values(Job::kTumblingReduce, Job::kSlidingAggregate,
+                                           Job::kSessionProcess, Job::kSessionReduce),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case Job::kTumblingReduce:
+                               return "TumblingReduceWithLateness";
+                             case Job::kSlidingAggregate:
+                               return "SlidingAggregate";
+                             case Job::kSessionProcess:
+                               return "SessionProcessWithLateness";
+                             case Job::kSessionReduce:
+                               return "SessionReduce";
+                           }
+                           return "?";
+                         });
+
+// The operator opens a database in the backend's directory; with a cache of
+// 2 entries, 3 000 live (key, window)s are counted from the store as on the
+// heap, and the window fires all 3 000 sums, as on the heap.
+TEST(RocksDbWindows, ContentsLiveInTheDatabaseNotInMemory) {
+  testing::TempDir dir;
+  StateBackend rocks = StateBackend::rocksdb(dir.Path("db"));
+  rocks.cache_entries = 2;
+  std::unique_ptr<Instance> kv_i = Open(Job::kTumblingReduce, rocks, nullptr);
+  std::unique_ptr<Instance> heap_i = Open(Job::kTumblingReduce, StateBackend::heap(), nullptr);
+  Harness& kv = kv_i->h;
+  Harness& heap = heap_i->h;
+  size_t databases = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.Path("db")))
+    databases += e.is_directory() ? 1 : 0;
+  EXPECT_EQ(databases, 1u);
+  for (int64_t i = 0; i < 3000; ++i) {
+    kv.process_element(Rec{i, 3, 1}, 3);
+    heap.process_element(Rec{i, 3, 1}, 3);
+    kv.process_element(Rec{i, 4, 2}, 4);
+    heap.process_element(Rec{i, 4, 2}, 4);
+  }
+  kv.process_watermark(5);  // nothing fires; the counters see the state
+  heap.process_watermark(5);
+  EXPECT_EQ(kv.counter(kWindowPeakLiveKeyWindows), 3000);
+  EXPECT_EQ(heap.counter(kWindowPeakLiveKeyWindows), 3000);
+  kv.process_watermark(9);
+  heap.process_watermark(9);
+  const auto got = TakeSorted(kv);
+  ASSERT_EQ(got.size(), 3000u);
+  EXPECT_EQ(got, TakeSorted(heap));
+  for (const auto& r : got) EXPECT_EQ(std::get<3>(r.value), 3);
+  kv.close();
+}
+
+// --- jobs: checkpoints, restore and rescale ---
+
+using JobRec = std::tuple<int64_t, int64_t, int64_t>;  // key, timestamp, value
+
+// generator -> timestamps -> key_by -> tumbling 1 s window (p = window_p):
+// a reduce (sum) or a process function over the list -> file sink (chained
+// to the window): "key,window,sum" lines.
+void BuildWindowJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n, double rate,
+                    int window_p, bool process,
+                    std::shared_ptr<testing::Progress> progress = nullptr) {
+  auto windowed = env.from_generator<JobRec>(
+                         [](int64_t i) {
+                           return JobRec{i % 37, i / 4, 1 + i % 5};
+                         },
+                         n, rate)
+                      .set_parallelism(2)
+                      .assign_timestamps_and_watermarks(
+                          WatermarkStrategy<JobRec>::for_bounded_out_of_orderness(Duration(20))
+                              .with_timestamp_assigner(
+                                  [](const JobRec& r, Timestamp) { return std::get<1>(r); }))
+                      .set_parallelism(2)
+                      .key_by([](const JobRec& r) { return std::get<0>(r); })
+                      .window(TumblingEventTimeWindows::of(Duration(1000)));
+  auto sums = process ? windowed.process([](const int64_t& key, const TimeWindow& w,
+                                            const std::vector<JobRec>& recs, WindowContext&,
+                                            Collector<JobRec>& o) {
+    int64_t sum = 0;
+    for (const JobRec& r : recs) sum += std::get<2>(r);
+    o.collect(JobRec{key, w.start, sum});
+  })
+                      : windowed.reduce([](const JobRec& a, const JobRec& b) {
+                          return JobRec{std::get<0>(a), std::min(std::get<1>(a), std::get<1>(b)),
+                                        std::get<2>(a) + std::get<2>(b)};
+                        });
+  sums.name("Sums")
+      .set_parallelism(window_p)
+      .sink_to_files(out,
+                     [progress](const JobRec& r) {
+                       if (progress) progress->Add();
+                       return absl::StrCat(std::get<0>(r), ",", std::get<1>(r) / 1000, ",",
+                                           std::get<2>(r));
+                     })
+      .set_parallelism(window_p);
+}
+
+StateBackend Backend(bool rocksdb, const testing::TempDir& dir) {
+  if (!rocksdb) return StateBackend::heap();
+  StateBackend b = StateBackend::rocksdb(dir.Path("rocksdb"));
+  b.cache_entries = 16;
+  return b;
+}
+
+// Runs the job with checkpoints until two completed, cancels it, restores
+// it at parallelism `to` on the other settings; returns the restored run's
+// result and the lines committed by both.
+JobResult RunRestored(const testing::TempDir& dir, const std::string& name, bool process,
+                      bool from_rocksdb, int from, bool to_rocksdb, int to,
+                      std::vector<std::string>* lines) {
+  const int64_t n = 120'000;
+  const std::string out = dir.Path(name + "-out"), chk = dir.Path(name + "-chk");
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk);
+    env.set_state_backend(Backend(from_rocksdb, dir));
+    auto progress = std::make_shared<testing::Progress>();
+    BuildWindowJob(env, out, n, 50'000.0, from, process, progress);
+    JobClient client = env.execute_async("before");
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_TRUE(progress->WaitFor(300 * (k + 1)));
+      const int64_t id = client.trigger_checkpoint();
+      EXPECT_GE(id, 0);
+      EXPECT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    }
+    client.cancel();
+    JobResult r = client.wait();
+    EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  }
+  int hidden = 0;
+  const size_t before = testing::CommittedLines(out, &hidden).size();
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk).restore_from("latest");
+  env.set_state_backend(Backend(to_rocksdb, dir));
+  BuildWindowJob(env, out, n, 0, to, process);
+  JobResult r = env.execute("after");
+  *lines = testing::CommittedLines(out, &hidden);
+  if (r.ok()) EXPECT_EQ(hidden, 0);  // a refused restore leaves the first run's
+  EXPECT_GT(before, 0u);
+  return r;
+}
+
+std::vector<std::string> Reference(const testing::TempDir& dir, bool process) {
+  StreamExecutionEnvironment env;
+  BuildWindowJob(env, dir.Path(process ? "ref-process" : "ref-reduce"), 120'000, 0, 2, process);
+  JobResult r = env.execute("reference");
+  EXPECT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  return testing::CommittedLines(dir.Path(process ? "ref-process" : "ref-reduce"), &hidden);
+}
+
+TEST(RocksDbWindows, ReduceWindowRestoredOnRocksDbAtAnotherParallelismCommitsExactlyOnce) {
+  testing::TempDir dir;
+  const std::vector<std::string> expected = Reference(dir, /*process=*/false);  // heap
+  ASSERT_GT(expected.size(), 1000u);
+  std::vector<std::string> got;
+  JobResult r = RunRestored(dir, "up", false, true, 2, true, 3, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_GE(r.checkpoints.restored_id, 2);
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
+  r = RunRestored(dir, "down", false, true, 3, true, 1, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
+}
+
+TEST(RocksDbWindows, ProcessWindowCheckpointsRestoreAcrossBackends) {
+  testing::TempDir dir;
+  const std::vector<std::string> expected = Reference(dir, /*process=*/true);
+  ASSERT_GT(expected.size(), 1000u);
+  std::vector<std::string> got;
+  JobResult r = RunRestored(dir, "to-heap", true, true, 3, false, 1, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
+  r = RunRestored(dir, "to-rocksdb", true, false, 1, true, 2, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
+}
+
+TEST(RocksDbWindows, ReduceWindowCheckpointOfOneBackendIsRefusedByTheOtherSayingWhy) {
+  testing::TempDir dir;
+  std::vector<std::string> got;
+  JobResult r = RunRestored(dir, "refused", false, true, 2, false, 2, &got);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status.ToString().find("another operator's layout"), std::string::npos) << r.status;
+  EXPECT_NE(r.status.ToString().find("Sums"), std::string::npos) << r.status;
+  r = RunRestored(dir, "refused-back", false, false, 2, true, 2, &got);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status.ToString().find("another operator's layout"), std::string::npos) << r.status;
+}
+
+// --- state larger than the memory the job may use ---
+
+// Runs rocksdb_memory_job's window job with `backend` (60 000 keys, 240 MB
+// of window contents) under `limit_kb` of virtual memory (none: 0); see
+// rocksdb_state_test's RunLimited.
+std::string RunLimited(const std::string& backend, int64_t limit_kb, int* rc) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "tm-rocksdb-window").string();
+  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
+  const std::string cmd = "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " +
+                          TIDEMARK_MEMORY_JOB + " window-" + backend + " 60000 120000 2000 " + dir +
+                          "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
+
+TEST(RocksDbWindows, WindowStateSeveralTimesTheMemoryLimitCompletesOnRocksDbOnly) {
+  constexpr int64_t kLimitKb = 96 * 1024;
+  int rc_heap = 0, rc_rocks = 0, rc_free = 0;
+  const std::string heap_limited = RunLimited("heap", kLimitKb, &rc_heap);
+  EXPECT_NE(rc_heap, 0) << heap_limited.substr(0, 2000);
+  EXPECT_NE(heap_limited.find("bad_alloc"), std::string::npos) << heap_limited.substr(0, 2000);
+  const std::string rocks_limited = RunLimited("rocksdb", kLimitKb, &rc_rocks);
+  EXPECT_EQ(rc_rocks, 0) << rocks_limited.substr(0, 2000);
+  const std::string heap_free = RunLimited("heap", 0, &rc_free);
+  ASSERT_EQ(rc_free, 0) << heap_free.substr(0, 2000);
+  EXPECT_NE(heap_free.find("\n59999 2 4000 "), std::string::npos) << heap_free.substr(0, 300);
+  EXPECT_EQ(rocks_limited, heap_free);
+}
+
+}  // namespace
+}  // namespace tidemark
