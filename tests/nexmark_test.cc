@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
@@ -64,7 +65,7 @@ TEST(NexmarkGenerator, ProportionsIdsAndTimesFollowTheModel) {
       EXPECT_GE(b->price, 100);
       if ((b->bidder - nexmark::kFirstPersonId) % 100 == 1) ++hot_bidders;
       bid_bytes += 32 + static_cast<int64_t>(b->extra.size());
-      if (b->channel.rfind("channel-", 0) != 0) ++hot_channels;
+      if (b->channel.view().rfind("channel-", 0) != 0) ++hot_channels;
     }
   }
   // 1 : 3 : 46 of every 50 events.
@@ -88,6 +89,92 @@ TEST(NexmarkGenerator, EventsAreAFunctionOfTheirNumber) {
   EXPECT_EQ(nexmark::FormatDateTime(a.config().base_time), "2015-07-15 00:00:00.000");
   EXPECT_EQ(nexmark::FormatDate(a.config().base_time + 86400000 - 1), "2015-07-15");
   EXPECT_EQ(nexmark::FormatHourMinute(a.config().base_time + 3723000), "01:02");
+}
+
+// Event times at a rate that is a multiple of 1000 take the one-division
+// path; they equal the general formula base + floor(floor(n * 1e6 / rate) / 1000).
+TEST(NexmarkGenerator, EventTimesAtAWholeRateMatchTheGeneralFormula) {
+  for (double rate : {1e3, 1e7, 3e6, 123000.0}) {
+    GeneratorConfig c;
+    c.events_per_second = rate;
+    Generator gen(c);
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{9999}, int64_t{10000}, int64_t{123456789},
+                      int64_t{99999999999}}) {
+      const __int128 us = static_cast<__int128>(n) * 1000000 / static_cast<int64_t>(rate);
+      EXPECT_EQ(gen.TimestampOf(n), c.base_time + static_cast<int64_t>(us / 1000))
+          << "rate " << rate << " n " << n;
+    }
+  }
+}
+
+// PriceOf computes llround(pow(10, 6u) * 100) without pow: the same value for
+// every draw, including those next to a rounding boundary.
+TEST(NexmarkGenerator, PriceWithoutPowIsPowsDrawForDraw) {
+  auto by_pow = [](double u) { return std::llround(std::pow(10.0, u * 6.0) * 100.0); };
+  uint64_t s = 12345;
+  for (int i = 0; i < 2000000; ++i) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(s >> 11) * 0x1.0p-53;
+    ASSERT_EQ(nexmark::PriceOf(u), by_pow(u)) << "u " << u;
+  }
+  // Draws whose price lies next to k + 1/2 cents, k over the whole range,
+  // and their neighbours a few ulps away; the ends of the range.
+  for (double k = 100; k < 1e8; k = k * 1.013 + 1) {
+    const double u0 = std::log10((std::floor(k) + 0.5) / 100.0) / 6.0;
+    double u = u0;
+    for (int step = 0; step < 8; ++step) u = std::nextafter(u, 0.0);
+    for (int step = 0; step < 16; ++step, u = std::nextafter(u, 1.0))
+      if (u >= 0 && u < 1) ASSERT_EQ(nexmark::PriceOf(u), by_pow(u)) << "u " << u;
+  }
+  EXPECT_EQ(nexmark::PriceOf(0.0), 100);
+  const double top = std::nextafter(1.0, 0.0);
+  EXPECT_EQ(nexmark::PriceOf(top), by_pow(top));
+}
+
+// A bid's channel, url and extra are views of the generator's pools (no
+// copy per bid, nor per copy of the bid); its extra is letters; a bid decoded
+// from state owns its text and is equal, with the same hash.
+TEST(NexmarkGenerator, BidTextIsSharedAndSurvivesACheckpointAsItsOwnCopy) {
+  Generator gen(SmallConfig(5000));
+  int bids = 0;
+  for (int64_t n = 0; n < 5000; ++n) {
+    const Event e = gen.Make(n);
+    const nexmark::Bid* b = e.bid();
+    if (!b) continue;
+    ++bids;
+    EXPECT_FALSE(b->channel.owned());
+    EXPECT_FALSE(b->url.owned());
+    EXPECT_FALSE(b->extra.owned());
+    for (char c : b->extra) ASSERT_TRUE(c >= 'a' && c <= 'z') << b->extra.str();
+    const nexmark::Bid copy = *b;
+    EXPECT_EQ(copy.url.data(), b->url.data());
+    EXPECT_EQ(copy.extra.data(), b->extra.data());
+    std::string bytes;
+    tidemark::internal::StateWriter w(&bytes);
+    tidemark::internal::Encode(w, *b);
+    tidemark::internal::StateReader r(bytes);
+    const nexmark::Bid back = tidemark::internal::Decode<nexmark::Bid>(r);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(back, *b);
+    EXPECT_TRUE(back.url.owned());
+    EXPECT_NE(back.url.data(), b->url.data());
+    EXPECT_EQ(nexmark::RowHash(back), nexmark::RowHash(*b));
+    EXPECT_EQ(b->url.Hash(), nexmark::HashBytes(b->url.view()));
+    EXPECT_EQ(b->channel.Hash(), nexmark::HashBytes(b->channel.view()));
+  }
+  EXPECT_GT(bids, 4000);
+  // Person and auction extras are letters too, about the average sizes.
+  int64_t auction_bytes = 0, auctions = 0;
+  for (int64_t n = 0; n < 5000; ++n) {
+    const Event e = gen.Make(n);
+    if (const nexmark::Auction* a = e.auction()) {
+      ++auctions;
+      for (char c : a->extra) ASSERT_TRUE(c >= 'a' && c <= 'z');
+      auction_bytes += 8 + static_cast<int64_t>(a->itemName.size() + a->description.size()) + 40 +
+                       static_cast<int64_t>(a->extra.size());
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(auction_bytes) / auctions, 500, 25);
 }
 
 // A SourceOutput that keeps what it is given.

@@ -36,10 +36,11 @@ constexpr int Len(const T (&)[N]) {
 }
 }  // namespace
 
+namespace {
 // SplitMix64: a fast, well-mixed stream from a 64-bit seed (the event number).
-class Generator::Random {
+class SplitMix {
  public:
-  explicit Random(uint64_t seed) : s_(seed * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL) {}
+  explicit SplitMix(uint64_t seed) : s_(seed * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL) {}
   uint64_t Next() {
     uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -56,6 +57,38 @@ class Generator::Random {
 
  private:
   uint64_t s_;
+};
+
+// What every generator shares, made once per process from fixed seeds and
+// never changed after (a bid's channel, url and extra are views of it):
+// nexmark-flink's BidGenerator channel and url caches, and the letters that
+// `extra` is cut from.
+struct GenPools {
+  std::vector<std::string> hot_urls;       // of the 4 hot channels
+  std::vector<std::string> channel_names;  // "channel-<i>"
+  std::vector<std::string> channel_urls;   // channel-<i> -> its url
+  // The hot channels' names and urls as views with their hashes.
+  struct Hot {
+    Text name, url;
+  };
+  std::vector<Hot> hot;
+  // Channel i's url and both hashes in 32 bytes (the table a bid picks from
+  // at random, 320 KB, stays in a core's L2); its name is at names + 16 i.
+  struct alignas(32) Channel {
+    const char* url;
+    uint64_t url_hash, name_hash;
+    uint32_t url_size, name_size;
+  };
+  std::vector<Channel> channels;
+  std::string names;    // 16 bytes per channel
+  std::string letters;  // kLetterPoolSize uniform random 'a'..'z'
+};
+const GenPools& Pools();
+}  // namespace
+
+class Generator::Random : public SplitMix {
+ public:
+  using SplitMix::SplitMix;
 };
 
 namespace {
@@ -105,20 +138,31 @@ std::string NextExactString(R& r, int length) {
   }
   return s;
 }
-// StringsGenerator.nextExtra: pads current_size to about desired (+-20%).
+// StringsGenerator.nextExtra: pads current_size to about desired (+-20%),
+// with `desired` random letters: a slice, at an offset drawn from the event's
+// own stream, of one buffer of pseudorandom letters made once per process
+// from a fixed seed (Pools()), so that it costs neither an allocation nor a
+// draw per letter and is still a function of the event number.  A length
+// beyond half the buffer (an average size set above 512 KiB) is drawn letter
+// by letter into its own copy.
 template <typename R>
-std::string NextExtra(R& r, int current_size, int desired_average_size) {
+Text NextExtra(R& r, int current_size, int desired_average_size) {
   if (current_size > desired_average_size) return {};
   int desired = desired_average_size - current_size;
   const int delta = static_cast<int>(std::lround(desired * 0.2));
   const int min_size = desired - delta;
   desired = min_size + r.NextInt(2 * delta + 1);
-  return NextExactString(r, desired);
+  if (desired <= 0) return {};
+  const std::string& letters = Pools().letters;
+  const size_t len = static_cast<size_t>(desired);
+  if (len > letters.size() / 2) return Text(NextExactString(r, desired));
+  const size_t at = static_cast<size_t>(r.NextLong(static_cast<int64_t>(letters.size() - len + 1)));
+  return Text::View(std::string_view(letters).substr(at, len));
 }
 // PriceGenerator.nextPrice: cents, log-uniform over [1, 1e6) dollars.
 template <typename R>
 int64_t NextPrice(R& r) {
-  return std::llround(std::pow(10.0, r.NextDouble() * 6.0) * 100.0);
+  return PriceOf(r.NextDouble());
 }
 template <typename R>
 std::string BaseUrl(R& r) {
@@ -134,7 +178,84 @@ int32_t ReverseBits(int32_t v) {
   }
   return static_cast<int32_t>(out);
 }
+
+// 64 KiB: large enough that extras cut from it at random offsets do not
+// repeat a pattern a query could see, small enough to stay in a core's L2
+// (1 MiB was: reading the slices to digest them then missed the caches).
+constexpr size_t kLetterPoolSize = size_t{1} << 16;
+
+const GenPools& Pools() {
+  // Built in place and never freed: views of it live as long as the process.
+  static const GenPools* const pools = [] {
+    auto* pp = new GenPools;
+    GenPools& p = *pp;
+    // The caches as the generator made them per instance before: the same
+    // seed and order, so the same urls.
+    SplitMix r(0x6e65786d61726bULL);
+    for (int i = 0; i < Len(kHotChannels); ++i) p.hot_urls.push_back(BaseUrl(r));
+    p.channel_names.reserve(kChannelsNumber);
+    p.channel_urls.reserve(kChannelsNumber);
+    for (int i = 0; i < kChannelsNumber; ++i) {
+      p.channel_names.push_back("channel-" + std::to_string(i));
+      std::string url = BaseUrl(r);
+      if (r.NextInt(10) > 0) url += "&channel_id=" + std::to_string(std::abs(ReverseBits(i)));
+      p.channel_urls.push_back(std::move(url));
+    }
+    SplitMix letters(0x6c657474657273ULL);
+    p.letters = NextExactString(letters, static_cast<int>(kLetterPoolSize));
+    auto text = [](std::string_view s) { return Text::View(s, HashBytes(s)); };
+    for (int i = 0; i < Len(kHotChannels); ++i)
+      p.hot.push_back({text(kHotChannels[i]), text(p.hot_urls[i])});
+    p.names.assign(16 * static_cast<size_t>(kChannelsNumber), '\0');
+    for (int i = 0; i < kChannelsNumber; ++i) {
+      const std::string& name = p.channel_names[i];
+      const std::string& url = p.channel_urls[i];
+      name.copy(p.names.data() + 16 * i, 16);
+      p.channels.push_back({url.data(), HashBytes(url), HashBytes(name),
+                            static_cast<uint32_t>(url.size()), static_cast<uint32_t>(name.size())});
+    }
+    return pp;
+  }();
+  return *pools;
+}
+
+// 10^(j / 256), j = 0 .. 255, and 100 * 10^k, k = 0 .. 5 (exact).
+struct PriceTables {
+  double frac[256];
+  double whole[6];
+  PriceTables() {
+    for (int j = 0; j < 256; ++j) frac[j] = std::pow(10.0, j / 256.0);
+    double w = 100.0;
+    for (int k = 0; k < 6; ++k, w *= 10.0) whole[k] = w;
+  }
+};
+const PriceTables kPriceTables;
 }  // namespace
+
+// llround(pow(10, 6u) * 100) without pow: x = 6u = k + j / 256 + f / 256
+// (k, j whole, f in [0, 1): x * 256 is exact), 10^x = 10^k * 10^(j / 256) *
+// e^(f ln 10 / 256), the last by its Taylor polynomial to degree 6 (argument
+// below 0.009: remainder below 1e-18).  The product is within a few ulps of
+// pow's (below 1e-7 at the largest price, 1e8 cents); only where it lies
+// within 1e-6 of a rounding boundary (about 2 draws in a million) is pow
+// itself asked, so the result is pow's, draw for draw (the test compares
+// them over millions of draws).
+int64_t PriceOf(double u) {
+  const double x = u * 6.0;
+  const double y = x * 256.0;
+  const int i = static_cast<int>(y);
+  if (i < 0 || i >= 6 * 256) return std::llround(std::pow(10.0, x) * 100.0);
+  const double g = (y - i) * (2.302585092994045684 / 256.0);
+  // Estrin's scheme: three short chains instead of one of six.
+  const double g2 = g * g;
+  const double e = (1.0 + g) + g2 * ((1.0 / 2 + g * (1.0 / 6)) +
+                                     g2 * ((1.0 / 24 + g * (1.0 / 120)) + g2 * (1.0 / 720)));
+  const double v = kPriceTables.whole[i >> 8] * kPriceTables.frac[i & 255] * e;
+  const int64_t whole = static_cast<int64_t>(v);  // v >= 99.99..., positive
+  const double frac = v - static_cast<double>(whole);
+  if (frac > 0.5 - 1e-6 && frac < 0.5 + 1e-6) return std::llround(std::pow(10.0, x) * 100.0);
+  return whole + (frac > 0.5 ? 1 : 0);
+}
 
 Generator::Generator(GeneratorConfig config) : config_(config) {
   if (config_.events_per_second <= 0)
@@ -143,19 +264,19 @@ Generator::Generator(GeneratorConfig config) : config_(config) {
     throw std::invalid_argument("nexmark: every proportion must be at least 1");
   // The channel and url caches (nexmark-flink's BidGenerator), from a fixed
   // seed so that every process generates the same events.
-  Random r(0x6e65786d61726bULL);
-  for (int i = 0; i < Len(kHotChannels); ++i) hot_urls_.push_back(BaseUrl(r));
-  channel_urls_.reserve(kChannelsNumber);
-  for (int i = 0; i < kChannelsNumber; ++i) {
-    std::string url = BaseUrl(r);
-    if (r.NextInt(10) > 0) url += "&channel_id=" + std::to_string(std::abs(ReverseBits(i)));
-    channel_urls_.push_back(std::move(url));
-  }
+  Pools();
+  // Event times: base + floor(floor(n * 1e6 / rate) / 1000) ms, which is
+  // floor(n / (rate / 1000)) when the rate is a whole multiple of 1000 (one
+  // 64-bit division per event instead of a 128-bit one).
+  const double rate = config_.events_per_second;
+  if (rate == std::floor(rate) && rate < 9e15 && std::fmod(rate, 1000.0) == 0)
+    ms_divisor_ = static_cast<int64_t>(rate) / 1000;
 }
 
 int64_t Generator::TimestampOf(int64_t n) const {
   // base + n * inter-event delay (us) / 1000, in exact integer arithmetic
   // when the rate is whole.
+  if (ms_divisor_ > 0 && n >= 0) return config_.base_time + n / ms_divisor_;
   const double rate = config_.events_per_second;
   if (rate == std::floor(rate) && rate < 9e15) {
     const int64_t r = static_cast<int64_t>(rate);
@@ -188,22 +309,23 @@ int64_t Generator::LastBase0AuctionId(int64_t n) const {
   return epoch * config_.auction_proportion + offset;
 }
 
-int64_t Generator::NextBase0PersonId(int64_t n, Random& r) const {
-  const int64_t num_people = LastBase0PersonId(n) + 1;
+int64_t Generator::NextBase0PersonId(int64_t last_person, Random& r) const {
+  const int64_t num_people = last_person + 1;
   const int64_t active = std::min<int64_t>(num_people, config_.num_active_people);
   const int64_t k = r.NextLong(active + kPersonIdLead);
   return num_people - active + k;
 }
 
-int64_t Generator::NextBase0AuctionId(int64_t n, Random& r) const {
-  const int64_t max_auction = LastBase0AuctionId(n);
+int64_t Generator::NextBase0AuctionId(int64_t last_auction, Random& r) const {
+  const int64_t max_auction = last_auction;
   const int64_t min_auction = std::max<int64_t>(max_auction - config_.num_in_flight_auctions, 0);
   return min_auction + r.NextLong(max_auction - min_auction + 1 + kAuctionIdLead);
 }
 
-Event Generator::Make(int64_t n) const {
+Event Generator::Make(int64_t n) const { return Make(n, TimestampOf(n)); }
+
+Event Generator::Make(int64_t n, int64_t ts) const {
   Random r(static_cast<uint64_t>(n));
-  const int64_t ts = TimestampOf(n);
   const int64_t rem = n % config_.total_proportion();
   if (rem < config_.person_proportion) return Event{MakePerson(n, ts, r)};
   if (rem < config_.person_proportion + config_.auction_proportion)
@@ -233,11 +355,12 @@ Person Generator::MakePerson(int64_t n, int64_t ts, Random& r) const {
 Auction Generator::MakeAuction(int64_t n, int64_t ts, Random& r) const {
   Auction a;
   a.id = LastBase0AuctionId(n) + kFirstAuctionId;
+  const int64_t last_person = LastBase0PersonId(n);
   int64_t seller;
   if (r.NextInt(config_.hot_sellers_ratio) > 0) {
-    seller = (LastBase0PersonId(n) / kHotSellerRatio100) * kHotSellerRatio100;
+    seller = (last_person / kHotSellerRatio100) * kHotSellerRatio100;
   } else {
-    seller = NextBase0PersonId(n, r);
+    seller = NextBase0PersonId(last_person, r);
   }
   a.seller = seller + kFirstPersonId;
   a.category = kFirstCategoryId + r.NextInt(kNumCategories);
@@ -260,29 +383,33 @@ Auction Generator::MakeAuction(int64_t n, int64_t ts, Random& r) const {
 
 Bid Generator::MakeBid(int64_t n, int64_t ts, Random& r) const {
   Bid b;
+  const int64_t last_auction = LastBase0AuctionId(n);
+  const int64_t last_person = LastBase0PersonId(n);
   int64_t auction;
   if (r.NextInt(config_.hot_auction_ratio) > 0) {
-    auction = (LastBase0AuctionId(n) / kHotAuctionRatio100) * kHotAuctionRatio100;
+    auction = (last_auction / kHotAuctionRatio100) * kHotAuctionRatio100;
   } else {
-    auction = NextBase0AuctionId(n, r);
+    auction = NextBase0AuctionId(last_auction, r);
   }
   b.auction = auction + kFirstAuctionId;
   int64_t bidder;
   if (r.NextInt(config_.hot_bidders_ratio) > 0) {
-    bidder = (LastBase0PersonId(n) / kHotBidderRatio100) * kHotBidderRatio100 + 1;
+    bidder = (last_person / kHotBidderRatio100) * kHotBidderRatio100 + 1;
   } else {
-    bidder = NextBase0PersonId(n, r);
+    bidder = NextBase0PersonId(last_person, r);
   }
   b.bidder = bidder + kFirstPersonId;
   b.price = NextPrice(r);
+  const GenPools& pools = Pools();
   if (r.NextInt(kHotChannelsRatio) > 0) {
     const int i = r.NextInt(Len(kHotChannels));
-    b.channel = kHotChannels[i];
-    b.url = hot_urls_[i];
+    b.channel = pools.hot[i].name;
+    b.url = pools.hot[i].url;
   } else {
     const int i = r.NextInt(kChannelsNumber);
-    b.channel = "channel-" + std::to_string(i);
-    b.url = channel_urls_[i];
+    const GenPools::Channel& c = pools.channels[i];
+    b.channel = Text::View(std::string_view(pools.names.data() + 16 * i, c.name_size), c.name_hash);
+    b.url = Text::View(std::string_view(c.url, c.url_size), c.url_hash);
   }
   b.dateTime = Millis{ts};
   b.extra = NextExtra(r, 32, config_.avg_bid_byte_size);
@@ -301,7 +428,7 @@ tidemark::PollStatus NexmarkSource::Poll(tidemark::SourceOutput<Event>& out, siz
   for (size_t i = 0; i < budget; ++i) {
     if (count > 0 && next_ >= count) break;
     const int64_t ts = gen_->TimestampOf(next_);
-    out.CollectWithTimestamp(gen_->Make(next_), ts);
+    out.CollectWithTimestamp(gen_->Make(next_, ts), ts);
     next_ += stride_;
     if (out.Backpressured()) break;
   }

@@ -18,7 +18,8 @@
 //     2, else channel-<0..9999>, each with a fixed url, 9 in 10 of them with
 //     "&channel_id=<reversed id>";
 //   - `extra` pads each record to about the average sizes 200 / 500 / 100
-//     bytes (+-20%);
+//     bytes (+-20%): random letters, a slice of a 64 KiB buffer of random
+//     letters made once per process (see NextExtra in generator.cc);
 //   - event n's time is base_time + n * 1e6 / rate microseconds (one
 //     generator at `rate` events per second, the events split over the
 //     subtasks), so that event times do not depend on the parallelism.
@@ -70,6 +71,8 @@ class Generator {
   const GeneratorConfig& config() const { return config_; }
   // Event number n (0-based).
   Event Make(int64_t n) const;
+  // The same, its time ts = TimestampOf(n) known.
+  Event Make(int64_t n, int64_t ts) const;
   // Its event time (ms).
   int64_t TimestampOf(int64_t n) const;
 
@@ -82,13 +85,18 @@ class Generator {
   Person MakePerson(int64_t n, int64_t ts, Random& r) const;
   Auction MakeAuction(int64_t n, int64_t ts, Random& r) const;
   Bid MakeBid(int64_t n, int64_t ts, Random& r) const;
-  int64_t NextBase0PersonId(int64_t n, Random& r) const;
-  int64_t NextBase0AuctionId(int64_t n, Random& r) const;
+  // From LastBase0PersonId(n) / LastBase0AuctionId(n), computed once per event.
+  int64_t NextBase0PersonId(int64_t last_person, Random& r) const;
+  int64_t NextBase0AuctionId(int64_t last_auction, Random& r) const;
 
   GeneratorConfig config_;
-  std::vector<std::string> hot_urls_;
-  std::vector<std::string> channel_urls_;  // channel-<i> -> its url
+  int64_t ms_divisor_ = 0;  // rate / 1000 when that is whole, else 0
 };
+
+// PriceGenerator.nextPrice for the uniform draw u in [0, 1): cents,
+// log-uniform over [1, 1e6) dollars; exactly llround(pow(10, 6u) * 100),
+// computed without pow.
+int64_t PriceOf(double u);
 
 // The generator as a checkpointable tidemark source: subtask i of p emits
 // events i, i + p, ... with their event times; its position is the next

@@ -14,6 +14,7 @@
 #ifndef TM_BENCH_NEXMARK_MODEL_H_
 #define TM_BENCH_NEXMARK_MODEL_H_
 
+#include <compare>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -33,6 +34,107 @@ struct Millis {
   int64_t ms = 0;
   friend bool operator==(const Millis&, const Millis&) = default;
   friend auto operator<=>(const Millis&, const Millis&) = default;
+};
+
+// The text of the generated fields that every bid carries (channel, url,
+// extra): an immutable string that is either a view of characters living as
+// long as the process (the generator's pools: the channel names, their urls,
+// and one buffer of pseudorandom letters that each `extra` is a slice of) or
+// its own heap copy (text from anywhere else: decoded from a checkpoint or
+// another rank, built by a query).  Copying a view copies two words, so a bid
+// costs no allocation to generate, to move or to copy into a result row.  A
+// view of a pool entry also carries the entry's hash (HashBytes of its
+// characters, computed once per process), so that digesting a bid does not
+// read its url from a pool of 10 000.
+uint64_t HashBytes(std::string_view s);
+class Text {
+ public:
+  Text() = default;
+  // A copy of `s` (owned).
+  explicit Text(std::string_view s) { Assign(s); }
+  // A view of `s`, whose characters must outlive every copy (static pools).
+  static Text View(std::string_view s) {
+    Text t;
+    t.data_ = s.data();
+    t.size_ = static_cast<uint32_t>(s.size());
+    return t;
+  }
+  // The same, with hash == HashBytes(s) known.
+  static Text View(std::string_view s, uint64_t hash) {
+    Text t = View(s);
+    t.hash_ = hash;
+    t.hashed_ = true;
+    return t;
+  }
+  Text(const Text& o) : hashed_(o.hashed_), hash_(o.hash_) {
+    if (o.owned_) {
+      Assign(o.view());
+    } else {
+      data_ = o.data_;
+      size_ = o.size_;
+    }
+  }
+  Text(Text&& o) noexcept
+      : data_(o.data_), size_(o.size_), owned_(o.owned_), hashed_(o.hashed_), hash_(o.hash_) {
+    o.data_ = "";
+    o.size_ = 0;
+    o.owned_ = false;
+    o.hashed_ = false;
+  }
+  Text& operator=(const Text& o) {
+    if (this != &o) {
+      Text t(o);
+      Swap(t);
+    }
+    return *this;
+  }
+  Text& operator=(Text&& o) noexcept {
+    Text t(std::move(o));
+    Swap(t);
+    return *this;
+  }
+  ~Text() {
+    if (owned_) delete[] data_;
+  }
+
+  std::string_view view() const { return std::string_view(data_, size_); }
+  operator std::string_view() const { return view(); }  // NOLINT: implicit by design
+  std::string str() const { return std::string(data_, size_); }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const char* begin() const { return data_; }
+  const char* end() const { return data_ + size_; }
+  char operator[](size_t i) const { return data_[i]; }
+  bool owned() const { return owned_; }
+  // HashBytes(view()).
+  uint64_t Hash() const { return hashed_ ? hash_ : HashBytes(view()); }
+
+  friend bool operator==(const Text& a, const Text& b) { return a.view() == b.view(); }
+  friend bool operator==(const Text& a, std::string_view b) { return a.view() == b; }
+  friend auto operator<=>(const Text& a, const Text& b) { return a.view() <=> b.view(); }
+
+ private:
+  void Assign(std::string_view s) {
+    if (s.empty()) return;
+    char* p = new char[s.size()];
+    std::memcpy(p, s.data(), s.size());
+    data_ = p;
+    size_ = static_cast<uint32_t>(s.size());
+    owned_ = true;
+  }
+  void Swap(Text& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(owned_, o.owned_);
+    std::swap(hash_, o.hash_);
+    std::swap(hashed_, o.hashed_);
+  }
+  const char* data_ = "";
+  uint32_t size_ = 0;  // text of 4 GiB or more is not generated
+  bool owned_ = false;
+  bool hashed_ = false;
+  uint64_t hash_ = 0;
 };
 
 #define NEXMARK_FIELDS(...)                                \
@@ -59,7 +161,7 @@ struct Person {
   std::string city;
   std::string state;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   NEXMARK_FIELDS(id, name, emailAddress, creditCard, city, state, dateTime, extra);
 };
 
@@ -73,7 +175,7 @@ struct Auction {
   Millis expires;
   int64_t seller = 0;
   int64_t category = 0;
-  std::string extra;
+  Text extra;
   NEXMARK_FIELDS(id, itemName, description, initialBid, reserve, dateTime, expires, seller,
                  category, extra);
 };
@@ -82,10 +184,10 @@ struct Bid {
   int64_t auction = 0;
   int64_t bidder = 0;
   int64_t price = 0;
-  std::string channel;
-  std::string url;
+  Text channel;
+  Text url;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra);
 };
 
@@ -118,7 +220,6 @@ inline uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-uint64_t HashBytes(std::string_view s);
 
 namespace detail {
 inline void AppendValue(std::string& out, int64_t v) { out += std::to_string(v); }
@@ -126,6 +227,7 @@ inline void AppendValue(std::string& out, int v) { out += std::to_string(v); }
 inline void AppendValue(std::string& out, bool v) { out += v ? "true" : "false"; }
 void AppendValue(std::string& out, double v);
 inline void AppendValue(std::string& out, const std::string& v) { AppendJsonString(out, v); }
+inline void AppendValue(std::string& out, const Text& v) { AppendJsonString(out, v.view()); }
 inline void AppendValue(std::string& out, const Millis& v) {
   AppendJsonString(out, FormatDateTime(v.ms));
 }
@@ -165,12 +267,16 @@ inline uint64_t HashValue(double v) {
   return Mix(b);
 }
 inline uint64_t HashValue(const std::string& v) { return HashBytes(v); }
+inline uint64_t HashValue(const Text& v) { return v.Hash(); }
 inline uint64_t HashValue(const Millis& v) { return Mix(static_cast<uint64_t>(v.ms) ^ 0x5555); }
+// The fields' hashes are independent of each other (they run in parallel);
+// only a multiply-add chains them, in field order, before one final mix.
 template <Row R>
 uint64_t HashValue(const R& r) {
   uint64_t h = 0x1234567;
-  std::apply([&](const auto&... f) { ((h = Mix(h * 31 + HashValue(f))), ...); }, r.Tie());
-  return h;
+  std::apply([&](const auto&... f) { ((h = h * 0x9e3779b97f4a7c15ULL + HashValue(f)), ...); },
+             r.Tie());
+  return Mix(h);
 }
 }  // namespace detail
 
@@ -199,6 +305,13 @@ struct tidemark::StateCodec<T, std::enable_if_t<nexmark::Row<T>>> {
         [&](auto&... f) { ((f = internal::Decode<std::remove_reference_t<decltype(f)>>(r)), ...); },
         v.Tie());
     return v;
+  }
+};
+template <>
+struct tidemark::StateCodec<nexmark::Text> {
+  static void Encode(internal::StateWriter& w, const nexmark::Text& v) { w.PutBytes(v.view()); }
+  static nexmark::Text Decode(internal::StateReader& r) {
+    return nexmark::Text(r.GetBytes("text"));
   }
 };
 template <>

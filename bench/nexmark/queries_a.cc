@@ -21,7 +21,7 @@ struct Q1 {
   int64_t bidder = 0;
   double price = 0;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   NEXMARK_FIELDS(auction, bidder, price, dateTime, extra);
 };
 Q1 ToQ1(const Bid& b) { return Q1{b.auction, b.bidder, 0.908 * b.price, b.dateTime, b.extra}; }
@@ -265,7 +265,7 @@ struct Q7 {
   int64_t price = 0;
   int64_t bidder = 0;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   NEXMARK_FIELDS(auction, price, bidder, dateTime, extra);
 };
 // The highest price and every bid at it.
@@ -317,10 +317,10 @@ struct Q9 {
   int64_t initialBid = 0, reserve = 0;
   Millis dateTime, expires;
   int64_t seller = 0, category = 0;
-  std::string extra;
+  Text extra;
   int64_t auction = 0, bidder = 0, price = 0;
   Millis bid_dateTime;
-  std::string bid_extra;
+  Text bid_extra;
   NEXMARK_FIELDS(id, itemName, description, initialBid, reserve, dateTime, expires, seller,
                  category, extra, auction, bidder, price, bid_dateTime, bid_extra);
 };
@@ -361,7 +361,7 @@ struct AuctionBidJoin : tidemark::KeyedCoProcessFunction<int64_t, Auction, Bid, 
 struct Q10 {
   int64_t auction = 0, bidder = 0, price = 0;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   std::string dt;  // DATE_FORMAT(dateTime, 'yyyy-MM-dd')
   std::string hm;  // DATE_FORMAT(dateTime, 'HH:mm')
   NEXMARK_FIELDS(auction, bidder, price, dateTime, extra, dt, hm);

@@ -112,7 +112,7 @@ struct Q14 {
   double price = 0;
   std::string bidTimeType;
   Millis dateTime;
-  std::string extra;
+  Text extra;
   int64_t c_counts = 0;
   NEXMARK_FIELDS(auction, bidder, price, bidTimeType, dateTime, extra, c_counts);
 };
@@ -237,13 +237,14 @@ bool DearerFirst(const Bid& a, const Bid& b) {
 // --- q20 ---------------------------------------------------------------------
 struct Q20 {
   int64_t auction = 0, bidder = 0, price = 0;
-  std::string channel, url;
+  Text channel, url;
   Millis dateTime;
-  std::string extra, itemName, description;
+  Text extra;
+  std::string itemName, description;
   int64_t initialBid = 0, reserve = 0;
   Millis auction_dateTime, expires;
   int64_t seller = 0, category = 0;
-  std::string auction_extra;
+  Text auction_extra;
   NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra, itemName, description,
                  initialBid, reserve, auction_dateTime, expires, seller, category, auction_extra);
 };
@@ -279,25 +280,27 @@ struct ExpandBid : tidemark::KeyedCoProcessFunction<int64_t, Bid, Auction, Q20> 
 // --- q21, q22 --------------------------------------------------------------
 struct Q21 {
   int64_t auction = 0, bidder = 0, price = 0;
-  std::string channel, channel_id;
+  Text channel;
+  std::string channel_id;
   NEXMARK_FIELDS(auction, bidder, price, channel, channel_id);
 };
 // REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match.
-std::optional<std::string> ChannelIdOf(const std::string& url) {
-  static const std::string kKey = "channel_id=";
+std::optional<std::string> ChannelIdOf(std::string_view url) {
+  constexpr std::string_view kKey = "channel_id=";
   size_t pos = 0;
-  while ((pos = url.find(kKey, pos)) != std::string::npos) {
+  while ((pos = url.find(kKey, pos)) != std::string_view::npos) {
     if (pos == 0 || url[pos - 1] == '&') {
       const size_t b = pos + kKey.size();
       const size_t e = url.find('&', b);
-      return url.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      return std::string(
+          url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
     }
     ++pos;
   }
   return std::nullopt;
 }
 std::optional<Q21> ToQ21(const Bid& b) {
-  std::string lower = b.channel;
+  std::string lower(b.channel.view());
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string id;
   if (lower == "apple") {
@@ -317,19 +320,20 @@ std::optional<Q21> ToQ21(const Bid& b) {
 }
 struct Q22 {
   int64_t auction = 0, bidder = 0, price = 0;
-  std::string channel, dir1, dir2, dir3;
+  Text channel;
+  std::string dir1, dir2, dir3;
   NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
 };
 // SPLIT_INDEX(s, '/', i): the i-th piece (0-based), "" when there is none.
-std::string SplitIndex(const std::string& s, int index) {
+std::string SplitIndex(std::string_view s, int index) {
   size_t b = 0;
   for (int i = 0; i < index; ++i) {
     b = s.find('/', b);
-    if (b == std::string::npos) return {};
+    if (b == std::string_view::npos) return {};
     ++b;
   }
   const size_t e = s.find('/', b);
-  return s.substr(b, e == std::string::npos ? std::string::npos : e - b);
+  return std::string(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
 }
 Q22 ToQ22(const Bid& b) {
   return Q22{
@@ -462,11 +466,12 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
               CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
               CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
             });
-        SinkChangelog(
-            Bids(e)
-                .key_by([](const Bid& b) { return Key(b.channel, FormatDate(b.dateTime.ms)); })
-                .process(f),
-            rs);
+        SinkChangelog(Bids(e)
+                          .key_by([](const Bid& b) {
+                            return Key(b.channel.str(), FormatDate(b.dateTime.ms));
+                          })
+                          .process(f),
+                      rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
         struct G {
@@ -476,7 +481,7 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
         std::map<std::pair<std::string, std::string>, G> groups;
         ForEachBid(gen, [&](const Bid& b) {
           const std::string day = FormatDate(b.dateTime.ms);
-          G& g = groups[{b.channel, day}];
+          G& g = groups[{b.channel.str(), day}];
           const int rank = PriceRank(b.price);
           g.row.channel = b.channel;
           g.row.day = day;
