@@ -20,8 +20,8 @@ namespace tidemark {
 // (Flink's HashMapStateBackend, the default) or in an embedded RocksDB per
 // operator instance (Flink's EmbeddedRocksDBStateBackend; the program links
 // tidemark::rocksdb).  On RocksDB the state of keyed process functions and
-// the contents of keyed windows live on disk, serialised with tidemark::StateCodec; each state keeps at most
-// `cache_entries` deserialised entries in memory between records.
+// the contents of keyed windows live on disk, serialised with tidemark::StateCodec; each state
+// keeps at most `cache_entries` deserialised entries in memory between records.
 struct StateBackend {
   enum class Kind { kHeap, kRocksDb };
   Kind kind = Kind::kHeap;
