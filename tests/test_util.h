@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -72,6 +73,34 @@ inline std::vector<std::string> CommittedLines(const std::string& dir, int* hidd
   std::sort(lines.begin(), lines.end());
   return lines;
 }
+
+// The committed lines of `dir` (see CommittedLines) read as integers, in
+// numeric order; *hidden, when given, counts the hidden files.
+inline std::vector<int64_t> CommittedInts(const std::string& dir, int* hidden = nullptr) {
+  int ignored = 0;
+  std::vector<int64_t> values;
+  for (const std::string& line : CommittedLines(dir, hidden ? hidden : &ignored)) {
+    values.push_back(std::stoll(line));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// Record values at which a test's map throws, each once (shared by every
+// attempt of a restarting job).
+struct InjectedFailures {
+  std::mutex mu;
+  std::set<int64_t> pending;
+  std::set<int64_t> thrown;
+  // Throws if `v` is pending (and moves it to `thrown`).
+  void MaybeThrow(int64_t v) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (pending.erase(v) > 0) {
+      thrown.insert(v);
+      throw std::runtime_error("injected failure at record " + std::to_string(v));
+    }
+  }
+};
 
 // A fresh directory under the system's temporary directory, removed with
 // everything in it when the object goes.
