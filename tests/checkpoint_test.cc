@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gate_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
@@ -52,37 +53,8 @@ struct Recorder final : Output<int>, internal::BarrierHandler {
   }
 };
 
-// One batch: ints are records; "B<n>" a barrier, "E" the end, "I"/"A" idle /
-// active, "W<t>" a watermark.
-std::unique_ptr<Batch<int>> MakeBatch(const std::vector<std::string>& items) {
-  auto b = std::make_unique<Batch<int>>();
-  for (const std::string& it : items) {
-    if (it[0] == 'B') {
-      b->AddControl(ControlKind::kBarrier, std::stoll(it.substr(1)));
-    } else if (it == "E") {
-      b->AddControl(ControlKind::kEndOfInput, 0);
-    } else if (it == "I" || it == "A") {
-      b->AddControl(ControlKind::kStatus, it == "I" ? 1 : 0);
-    } else if (it[0] == 'W') {
-      b->AddControl(ControlKind::kWatermark, std::stoll(it.substr(1)));
-    } else {
-      b->records.push_back(Record<int>{std::stoi(it), 0});
-    }
-  }
-  return b;
-}
-
-struct GateFixture {
-  explicit GateFixture(int n) : metrics("gate", 0, 1, n) {
-    for (int i = 0; i < n; ++i) channels.push_back(std::make_unique<Channel<int>>(16));
-    std::vector<Channel<int>*> raw;
-    for (auto& c : channels) raw.push_back(c.get());
-    gate = std::make_unique<InputGate<int>>(raw, &rec, &metrics, nullptr);
-    gate->SetBarrierHandler(&rec);
-  }
-  void Push(int c, const std::vector<std::string>& items) {
-    channels[static_cast<size_t>(c)]->Push(MakeBatch(items));
-  }
+struct GateFixture : testing::GateFixtureBase<Recorder> {
+  explicit GateFixture(int n) : GateFixtureBase(n, 16) {}
   // Steps until nothing is left; returns the last step's result.
   internal::TaskInput::Step Drain() {
     internal::TaskInput::Step s;
@@ -90,10 +62,6 @@ struct GateFixture {
     }
     return s;
   }
-  SubtaskMetrics metrics;
-  std::vector<std::unique_ptr<Channel<int>>> channels;
-  Recorder rec;
-  std::unique_ptr<InputGate<int>> gate;
 };
 
 using Events = std::vector<std::string>;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gate_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test_util.h"
@@ -70,46 +71,19 @@ struct Recorder final : Output<int>, internal::BarrierHandler {
   }
 };
 
-// One batch: ints are records; "M<n>" the in-band marker of unaligned
-// barrier n, "E" the end, "W<t>" a watermark.
-std::unique_ptr<Batch<int>> MakeBatch(const std::vector<std::string>& items) {
-  auto b = std::make_unique<Batch<int>>();
-  for (const std::string& it : items) {
-    if (it[0] == 'M') {
-      b->AddControl(ControlKind::kBarrier, std::stoll(it.substr(1)), internal::kUnalignedBarrier);
-    } else if (it == "E") {
-      b->AddControl(ControlKind::kEndOfInput, 0);
-    } else if (it[0] == 'W') {
-      b->AddControl(ControlKind::kWatermark, std::stoll(it.substr(1)));
-    } else {
-      b->records.push_back(Record<int>{std::stoi(it), 0});
-    }
-  }
-  return b;
-}
-
-struct GateFixture {
-  explicit GateFixture(int n) : metrics("gate", 0, 1, n) {
-    for (int i = 0; i < n; ++i) channels.push_back(std::make_unique<Channel<int>>(2));
-    std::vector<Channel<int>*> raw;
-    for (auto& c : channels) raw.push_back(c.get());
-    gate = std::make_unique<InputGate<int>>(raw, &rec, &metrics, nullptr);
-    gate->SetBarrierHandler(&rec);
-  }
-  void Push(int c, const std::vector<std::string>& items) {
-    channels[static_cast<size_t>(c)]->Push(MakeBatch(items));
-  }
+struct GateFixture : testing::GateFixtureBase<Recorder> {
+  explicit GateFixture(int n) : GateFixtureBase(n, 2) {}
   // What a writer does for an unaligned barrier: the last batch, ending in
   // the marker, and the priority barrier in one step.
   void PushWithBarrier(int c, std::vector<std::string> items, int64_t id) {
     items.push_back("M" + std::to_string(id));
-    channels[static_cast<size_t>(c)]->PushBatchWithPriorityBarrier(MakeBatch(items), id);
+    channels[static_cast<size_t>(c)]->PushBatchWithPriorityBarrier(testing::MakeBatch(items), id);
   }
   // What a writer does at the end of input: the last batch, ending in the
   // end, and "ended" in one step.
   void PushLast(int c, std::vector<std::string> items) {
     items.push_back("E");
-    channels[static_cast<size_t>(c)]->PushLastBatch(MakeBatch(items));
+    channels[static_cast<size_t>(c)]->PushLastBatch(testing::MakeBatch(items));
   }
   // What a task does: the priority lanes before every step.
   void Drain() {
@@ -118,10 +92,6 @@ struct GateFixture {
       if (gate->RunStep() != internal::TaskInput::Step::kMore) break;
     }
   }
-  SubtaskMetrics metrics;
-  std::vector<std::unique_ptr<Channel<int>>> channels;
-  Recorder rec;
-  std::unique_ptr<InputGate<int>> gate;
 };
 
 TEST(UnalignedGate, ThePriorityBarrierOvertakesTheQueuedBatchesWhichBecomeChannelState) {
