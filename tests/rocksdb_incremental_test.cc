@@ -84,7 +84,7 @@ struct Taken {
 
 // Checkpoint `id` of `store` into `storage`, committed: what a subtask's
 // snapshot and the coordinator do.
-Taken Checkpoint(const KeyedStateStore<Key>& store, const CheckpointStorage& storage, int64_t id) {
+Taken Checkpoint(KeyedStateStore<Key>& store, const CheckpointStorage& storage, int64_t id) {
   std::shared_ptr<SharedFileSink> sink = storage.SharedFileSinkFor(id);
   EXPECT_NE(sink, nullptr);
   StateWriter w;

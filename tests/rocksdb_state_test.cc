@@ -159,7 +159,7 @@ std::vector<std::string> Contents(const std::string& snapshot) {
   return out;
 }
 
-std::string Snap(const KeyedStateStore<Key>& store) {
+std::string Snap(KeyedStateStore<Key>& store) {
   StateWriter w;
   store.Snapshot(w, "test");
   return w.Release();
