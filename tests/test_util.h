@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,24 @@ struct InjectedFailures {
     }
   }
 };
+
+// Runs the shell command `command` (a program and its arguments) under a
+// limit of `limit_kb` of virtual memory (none: 0), with 1 MB thread stacks
+// and one malloc arena, so that the limit bounds the data rather than
+// address space reserved by each thread; returns its output (stdout and
+// stderr) and sets *rc to its status as pclose gives it.
+inline std::string RunUnderMemoryLimit(const std::string& command, int64_t limit_kb, int* rc) {
+  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
+  const std::string cmd =
+      "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " + command + "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
 
 // A fresh directory under the system's temporary directory, removed with
 // everything in it when the object goes.
