@@ -332,6 +332,17 @@ void BuildCountJob(StreamExecutionEnvironment& env, const std::string& out, int6
       .set_parallelism(p);
 }
 
+// The committed lines of BuildCountJob over `n` records into `out`, run once
+// without a stop: what every stopped and restored run must commit.
+void ReferenceRun(const std::string& out, int64_t n, std::vector<std::string>* lines) {
+  StreamExecutionEnvironment env;
+  BuildCountJob(env, out, n, 0);
+  JobResult r = env.execute("reference");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  *lines = testing::CommittedLines(out, &hidden);
+}
+
 // A job on RocksDB with incremental checkpoints checkpoints natively (SST
 // files in DIR/shared), and a savepoint it takes is self-contained: with
 // the checkpoint directory deleted, it restores into the heap backend and
@@ -340,15 +351,8 @@ TEST(RocksDbNativeIncremental, AJobsCheckpointsAreNativeAndItsSavepointIsSelfCon
   const int64_t n = 30'000;
   testing::TempDir dir;
   std::vector<std::string> expected;
-  {
-    StreamExecutionEnvironment env;
-    BuildCountJob(env, dir.Path("ref"), n, 0);
-    JobResult r = env.execute("reference");
-    ASSERT_TRUE(r.ok()) << r.status;
-    int hidden = 0;
-    expected = testing::CommittedLines(dir.Path("ref"), &hidden);
-    ASSERT_EQ(expected.size(), static_cast<size_t>(n));
-  }
+  ASSERT_NO_FATAL_FAILURE(ReferenceRun(dir.Path("ref"), n, &expected));
+  ASSERT_EQ(expected.size(), static_cast<size_t>(n));
   const std::string chk = dir.Path("chk"), out = dir.Path("out");
   std::string savepoint;
   {
@@ -403,14 +407,7 @@ TEST(RocksDbNativeIncremental, AJobRescaledFromNativeCheckpointsCommitsExactlyOn
   const int64_t n = 30'000;
   testing::TempDir dir;
   std::vector<std::string> expected;
-  {
-    StreamExecutionEnvironment env;
-    BuildCountJob(env, dir.Path("ref"), n, 0);
-    JobResult r = env.execute("reference");
-    ASSERT_TRUE(r.ok()) << r.status;
-    int hidden = 0;
-    expected = testing::CommittedLines(dir.Path("ref"), &hidden);
-  }
+  ASSERT_NO_FATAL_FAILURE(ReferenceRun(dir.Path("ref"), n, &expected));
   const std::string chk = dir.Path("chk"), out = dir.Path("out");
   const int parallelism[] = {2, 3};
   for (int run = 0; run < 2; ++run) {
