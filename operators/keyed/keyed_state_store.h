@@ -391,6 +391,14 @@ template <typename K, typename N, typename V>
 class StateTable final : public StateTableBase {
  public:
   static constexpr bool kVoid = std::is_same_v<N, VoidNamespace>;
+  // The namespace of an encoded key (none stored for VoidNamespace).
+  static N DecodeNamespace(StateReader& r) {
+    if constexpr (kVoid) {
+      return N{};
+    } else {
+      return Decode<N>(r);
+    }
+  }
   using EntryKey = std::conditional_t<kVoid, K, KeyWindow<K, N>>;
   using Map = absl::flat_hash_map<EntryKey, V>;
 
@@ -519,13 +527,7 @@ class StateTable final : public StateTableBase {
       kv->Snapshot()->Scan(kv_prefix_, [&](std::string_view k, std::string_view) {
         StateReader r(k.substr(kv_prefix_.size() + 2));
         K key = Decode<K>(r);
-        N ns = [&] {
-          if constexpr (kVoid) {
-            return N{};
-          } else {
-            return Decode<N>(r);
-          }
-        }();
+        N ns = DecodeNamespace(r);
         if (!r.ok())
           throw std::runtime_error("RocksDB state backend: a stored key does not decode");
         f(std::move(key), std::move(ns));
@@ -668,13 +670,7 @@ class StateTable final : public StateTableBase {
       const uint64_t n = r.GetCount("state entries");
       for (uint64_t i = 0; i < n && r.ok(); ++i) {
         K key = Decode<K>(r);
-        N ns = [&] {
-          if constexpr (kVoid) {
-            return N{};
-          } else {
-            return Decode<N>(r);
-          }
-        }();
+        N ns = DecodeNamespace(r);
         V v = Decode<V>(r);
         if (!r.ok()) return;
         if (!range.Contains(key)) continue;
