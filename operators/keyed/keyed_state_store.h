@@ -386,6 +386,21 @@ class StateTableBase {
   virtual const std::string& kv_prefix() const = 0;
 };
 
+// Counts one more snapshot reader in `readers` for as long as the returned
+// guard lives (copy-on-write tables keep what a live snapshot reads).
+inline std::shared_ptr<const void> SnapshotReaderGuard(
+    const std::shared_ptr<std::atomic<int>>& readers) {
+  readers->fetch_add(1, std::memory_order_relaxed);
+  struct Guard {
+    explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
+    const std::shared_ptr<std::atomic<int>> readers;
+  };
+  return std::make_shared<const Guard>(readers);
+}
+
 // One named state: V per (key, namespace).
 template <typename K, typename N, typename V>
 class StateTable final : public StateTableBase {
@@ -902,15 +917,7 @@ class StateTable final : public StateTableBase {
       if (layers_.empty()) layer->erased.clear();  // nothing below to hide
       layers_.push_back(std::move(layer));
     }
-    readers_->fetch_add(1, std::memory_order_relaxed);
-    struct Guard {
-      explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
-      Guard(const Guard&) = delete;
-      Guard& operator=(const Guard&) = delete;
-      ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
-      const std::shared_ptr<std::atomic<int>> readers;
-    };
-    return std::make_shared<const Guard>(readers_);
+    return SnapshotReaderGuard(readers_);
   }
   // The visible entry of `ek` below `map`; for writing, copied up into `map`
   // while a snapshot reads the layers (else written in place).
