@@ -430,6 +430,38 @@ std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
   return testing::CommittedInts(out.path(), &hidden);
 }
 
+// Runs BuildSumJob (`n` records, the slow map at 200 us) with unaligned
+// checkpoints into `chk`, checkpointing until one holds channel state of a
+// task whose name contains `task`, then cancels the job ("fails" it);
+// *restore_id is that checkpoint (-1: none before the job ended).
+void CheckpointUntilChannelState(const std::string& chk, const std::string& out, int64_t n,
+                                 bool two_inputs, const std::string& task, int64_t* restore_id) {
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(3);
+  env.enable_checkpointing(Duration(0), chk, /*retain=*/1000);
+  env.enable_unaligned_checkpoints();
+  BuildSumJob(env, out, n, nullptr, 200, 2, two_inputs);
+  JobClient client = env.execute_async("first");
+  internal::CheckpointStorage storage(chk);
+  while (!client.done() && *restore_id < 0) {
+    const int64_t id = client.trigger_checkpoint();
+    if (id < 0) break;
+    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (const auto& [name, bytes] : c->states) {
+      absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+      ASSERT_TRUE(s.ok());
+      if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
+        *restore_id = id;
+    }
+  }
+  client.cancel();
+  bool hung = false;
+  testing::WaitWithWatchdog(client, &hung);
+  ASSERT_FALSE(hung);
+}
+
 void CancelRestoreRun(bool two_inputs) {
   const int64_t n = 6'000;
   const std::vector<int64_t> expected = CleanRun(n, two_inputs);
@@ -441,34 +473,8 @@ void CancelRestoreRun(bool two_inputs) {
     testing::TempDir chk;
     testing::TempDir out;
     int64_t restore_id = -1;
-    {
-      StreamExecutionEnvironment env;
-      env.set_worker_threads(3);
-      env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
-      env.enable_unaligned_checkpoints();
-      BuildSumJob(env, out.path(), n, nullptr, 200, 2, two_inputs);
-      JobClient client = env.execute_async("first");
-      internal::CheckpointStorage storage(chk.path());
-      // Checkpoints until one has records in flight; then the job "fails".
-      while (!client.done() && restore_id < 0) {
-        const int64_t id = client.trigger_checkpoint();
-        if (id < 0) break;
-        ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
-        absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
-        ASSERT_TRUE(c.ok()) << c.status();
-        for (const auto& [name, bytes] : c->states) {
-          absl::StatusOr<internal::SubtaskSnapshot> s =
-              internal::DecodeSubtaskSnapshot(bytes, name);
-          ASSERT_TRUE(s.ok());
-          if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
-            restore_id = id;
-        }
-      }
-      client.cancel();
-      bool hung = false;
-      testing::WaitWithWatchdog(client, &hung);
-      ASSERT_FALSE(hung);
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        CheckpointUntilChannelState(chk.path(), out.path(), n, two_inputs, task, &restore_id));
     ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
     StreamExecutionEnvironment env;
     env.set_worker_threads(3);
@@ -523,33 +529,9 @@ TEST(UnalignedJob, RestoringChannelStateAtAnotherParallelismIsRefused) {
   testing::TempDir chk;
   testing::TempDir out;
   int64_t restore_id = -1;
-  {
-    StreamExecutionEnvironment env;
-    env.set_worker_threads(3);
-    env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
-    env.enable_unaligned_checkpoints();
-    BuildSumJob(env, out.path(), n, nullptr, 200);
-    JobClient client = env.execute_async("first");
-    internal::CheckpointStorage storage(chk.path());
-    while (!client.done() && restore_id < 0) {
-      const int64_t id = client.trigger_checkpoint();
-      if (id < 0) break;
-      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
-      absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
-      ASSERT_TRUE(c.ok()) << c.status();
-      for (const auto& [name, bytes] : c->states) {
-        absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
-        ASSERT_TRUE(s.ok());
-        // The slow map's channel state (task 3, after the rebalance).
-        if (!s->channel_state.empty() && s->task_name.find("Slow Map") != std::string::npos)
-          restore_id = id;
-      }
-    }
-    client.cancel();
-    bool hung = false;
-    testing::WaitWithWatchdog(client, &hung);
-    ASSERT_FALSE(hung);
-  }
+  // The slow map's channel state (task 3, after the rebalance).
+  ASSERT_NO_FATAL_FAILURE(
+      CheckpointUntilChannelState(chk.path(), out.path(), n, false, "Slow Map", &restore_id));
   ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
   // The slow map at 3 instead of 2: its channels changed.
   StreamExecutionEnvironment env;
