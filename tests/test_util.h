@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "tidemark/api/environment.h"
 
 namespace tidemark::testing {
@@ -166,6 +167,16 @@ struct Progress {
     return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
   }
 };
+
+// Waits until `progress` has counted `lines`, then takes a checkpoint of
+// `client` and waits for it to complete; a fatal test failure if any step
+// fails (call it inside ASSERT_NO_FATAL_FAILURE).
+inline void CheckpointAfter(JobClient& client, Progress& progress, int64_t lines) {
+  ASSERT_TRUE(progress.WaitFor(lines));
+  const int64_t id = client.trigger_checkpoint();
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+}
 
 }  // namespace tidemark::testing
 
