@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "failing_source.h"
 #include "test_util.h"
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
 #include "tidemark/runtime/state/checkpoint_storage.h"
@@ -384,27 +385,6 @@ TEST(SavepointStorage, RetentionAndTheStrayScanLeaveASavepointInTheCheckpointDir
   EXPECT_EQ(savepoint.Commit(2, {}, {*f}).code(), absl::StatusCode::kAlreadyExists);
 }
 
-// Records forever, one a millisecond; its snapshot (the first is the
-// savepoint's: no periodic checkpoints) throws.
-class FailsInSnapshot final : public Source<int64_t> {
- public:
-  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
-  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
-    out.CollectWithTimestamp(int64_t{next_}, next_);
-    ++next_;
-    return PollStatus::kNothingAvailable;
-  }
-  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
-  bool Replayable() const override { return true; }
-  void SnapshotPosition(internal::StateWriter&) const override {
-    throw std::runtime_error("snapshot failed on purpose");
-  }
-
- private:
-  const Clock* clock_ = nullptr;
-  int64_t next_ = 0;
-};
-
 // A job that fails while its savepoint is taken ends the savepoint at once
 // with the job's error: the caller (here the thread that would call wait())
 // does not wait for the savepoint's timeout.  Before, it waited the whole
@@ -416,7 +396,8 @@ TEST(Savepoint, AJobFailingDuringItsSavepointFailsTheSavepointAtOnceWithTheCause
     env.set_parallelism(1);
     env.enable_checkpointing(Duration(0), dir.Path("chk"));
     auto progress = std::make_shared<Progress>();
-    env.add_source<int64_t>([] { return std::make_unique<FailsInSnapshot>(); }, "fails")
+    env.add_source<int64_t>(
+           [] { return std::make_unique<testing::FailsInSnapshot>([] { return true; }); }, "fails")
         .map([progress](const int64_t& v) {
           progress->Add();
           return v;

@@ -80,6 +80,7 @@
 
 #include "absl/strings/str_split.h"
 #include "differential_cases.h"
+#include "failing_source.h"
 #include "tidemark/runtime/cluster/mpi_cluster.h"
 
 namespace tidemark {
@@ -684,35 +685,17 @@ int Resume(const std::string& out, const std::string& chk, const std::string& sa
   return r.ok() ? 0 : 3;
 }
 
-// One record every millisecond, forever; the subtask on rank 1 fails in its
-// snapshot.
-class FailsInSnapshot final : public Source<int64_t> {
- public:
-  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
-  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
-    out.CollectWithTimestamp(int64_t{next_}, next_);
-    ++next_;
-    return PollStatus::kNothingAvailable;
-  }
-  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
-  bool Replayable() const override { return true; }
-  void SnapshotPosition(internal::StateWriter& w) const override {
-    if (ThisCluster().rank == 1) throw std::runtime_error("snapshot failed on purpose");
-    w.PutI64(next_);
-  }
-  void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64("next"); }
-
- private:
-  const Clock* clock_ = nullptr;
-  int64_t next_ = 0;
-};
-
 int StopFail(const std::string& chk, const std::string& savepoints) {
   const ClusterInfo cluster = ThisCluster();
   StreamExecutionEnvironment env;
   env.set_parallelism(cluster.size);
   env.enable_checkpointing(Duration(3'600'000), chk);  // none but the savepoint
-  env.add_source<int64_t>([] { return std::make_unique<FailsInSnapshot>(); }, "fails-in-snapshot")
+  env.add_source<int64_t>(
+         [] {
+           return std::make_unique<testing::FailsInSnapshot>(
+               [] { return ThisCluster().rank == 1; });
+         },
+         "fails-in-snapshot")
       .rebalance()
       .map([](const int64_t& v) { return v; })
       .add_sink([](int64_t&&) {});
