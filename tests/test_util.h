@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -94,6 +95,11 @@ struct InjectedFailures {
   std::mutex mu;
   std::set<int64_t> pending;
   std::set<int64_t> thrown;
+  // Makes `count` distinct values in [0, n), drawn from `rng`, pending.
+  void PickRandom(std::mt19937_64& rng, int64_t n, size_t count) {
+    while (pending.size() < count)
+      pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+  }
   // Throws if `v` is pending (and moves it to `thrown`).
   void MaybeThrow(int64_t v) {
     std::lock_guard<std::mutex> lock(mu);

@@ -504,8 +504,7 @@ TEST(UnalignedJob, AMapThrowingAtFiveRandomRecordsRestartsToTheFailureFreeOutput
   for (int rep = 0; rep < reps; ++rep) {
     std::mt19937_64 rng(777 + rep);
     auto failures = std::make_shared<testing::InjectedFailures>();
-    while (failures->pending.size() < 5)
-      failures->pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    failures->PickRandom(rng, n, 5);
     const std::set<int64_t> chosen = failures->pending;
     testing::TempDir chk;
     testing::TempDir out;
