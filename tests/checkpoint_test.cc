@@ -525,25 +525,6 @@ TEST(CheckpointJob, RestoreIntoAnotherJobIsRefusedWithAClearError) {
 
 // --- the exactly-once file sink ------------------------------------------------
 
-// Every line of the visible files in `dir`, and how many hidden files there
-// are.
-std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden = nullptr) {
-  std::vector<int64_t> values;
-  if (hidden) *hidden = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name[0] == '.') {
-      if (hidden) ++*hidden;
-      continue;
-    }
-    std::ifstream in(e.path());
-    std::string line;
-    while (std::getline(in, line)) values.push_back(std::stoll(line));
-  }
-  std::sort(values.begin(), values.end());
-  return values;
-}
-
 std::vector<int64_t> Iota(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
@@ -567,7 +548,7 @@ TEST(FileSink, WithoutCheckpointingCommitsAtTheEnd) {
   JobResult r = env.execute("files");
   ASSERT_TRUE(r.ok()) << r.status;
   int hidden = 0;
-  EXPECT_EQ(ReadCommitted(out.path(), &hidden), Iota(50'000));
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(50'000));
   EXPECT_EQ(hidden, 0);
 }
 
@@ -591,7 +572,7 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
       client.cancel();
       JobResult r = client.wait();
       EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
-      visible_after_cancel = ReadCommitted(out.path());
+      visible_after_cancel = testing::CommittedInts(out.path());
     }
     // What is visible is a prefix of each source's records, no duplicates,
     // and less than everything.
@@ -605,7 +586,7 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
     ASSERT_TRUE(r.ok()) << r.status;
     EXPECT_GE(r.checkpoints.restored_id, 1);
     int hidden = 0;
-    EXPECT_EQ(ReadCommitted(out.path(), &hidden), Iota(n)) << "rep " << rep;
+    EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(n)) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
 }

@@ -370,10 +370,8 @@ TEST(IncrementalJob, RestoredAndRescaledFromIncrementalChainsCommitsExactlyOnce)
     JobClient client = env.execute_async(absl::StrCat("run ", run));
     for (int k = 0; k < 3; ++k) {
       // Past the first kKeys records: only key group 17 changes.
-      ASSERT_TRUE(progress->WaitFor(run == 0 ? kKeys + 2'000 * (k + 1) : 2'000 * (k + 1)));
-      const int64_t id = client.trigger_checkpoint();
-      ASSERT_GE(id, 0);
-      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(
+          client, *progress, run == 0 ? kKeys + 2'000 * (k + 1) : 2'000 * (k + 1)));
     }
     client.cancel();
     JobResult r = client.wait();

@@ -102,10 +102,7 @@ TEST_P(Rescale, KeyedWindowJobRestoredAtAnotherParallelismCommitsExactlyOnce) {
       JobClient client = env.execute_async("before");
       for (int k = 0; k < 2 + rep; ++k) {
         // Windows have fired since the last checkpoint: parts to commit.
-        ASSERT_TRUE(progress->WaitFor(300 * (k + 1)));
-        const int64_t id = client.trigger_checkpoint();
-        ASSERT_GE(id, 0);
-        ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+        ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(client, *progress, 300 * (k + 1)));
       }
       client.cancel();
       JobResult r = client.wait();

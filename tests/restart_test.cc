@@ -21,46 +21,14 @@
 namespace tidemark {
 namespace {
 
-// Every line of the visible files in `dir`, sorted, and how many hidden
-// (in-progress or pending) files there are.
-std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden) {
-  std::vector<int64_t> values;
-  *hidden = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name[0] == '.') {
-      ++*hidden;
-      continue;
-    }
-    std::ifstream in(e.path());
-    std::string line;
-    while (std::getline(in, line)) values.push_back(std::stoll(line));
-  }
-  std::sort(values.begin(), values.end());
-  return values;
-}
-
-// Record ids at which the map throws, each once (shared by every attempt).
-struct Failures {
-  std::mutex mu;
-  std::set<int64_t> pending;
-  std::set<int64_t> thrown;
-};
-
 // One source, a map that may throw, a keyed running sum (state a restore must
 // bring back exactly) and exactly-once files.
 void BuildJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n, double rate,
-              std::shared_ptr<Failures> failures) {
+              std::shared_ptr<testing::InjectedFailures> failures) {
   env.from_generator<int64_t>([](int64_t i) { return i; }, n, rate)
       .set_parallelism(1)
       .map([failures](const int64_t& v) -> int64_t {
-        if (failures) {
-          std::lock_guard<std::mutex> lock(failures->mu);
-          if (failures->pending.erase(v) > 0) {
-            failures->thrown.insert(v);
-            throw std::runtime_error("injected failure at record " + std::to_string(v));
-          }
-        }
+        if (failures) failures->MaybeThrow(v);
         return v;
       })
       .set_parallelism(1)
@@ -82,15 +50,14 @@ TEST(Restart, AMapThrowingAtFiveRandomRecordsEndsWithTheFailureFreeOutput) {
     ASSERT_TRUE(r.ok()) << r.status;
   }
   int hidden = 0;
-  const std::vector<int64_t> expected = ReadCommitted(clean_out.path(), &hidden);
+  const std::vector<int64_t> expected = testing::CommittedInts(clean_out.path(), &hidden);
   ASSERT_EQ(expected.size(), static_cast<size_t>(n));
 
   const int reps = testing::StressIterations(2);
   for (int rep = 0; rep < reps; ++rep) {
     std::mt19937_64 rng(1234 + rep);
-    auto failures = std::make_shared<Failures>();
-    while (failures->pending.size() < 5)
-      failures->pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    auto failures = std::make_shared<testing::InjectedFailures>();
+    failures->PickRandom(rng, n, 5);
     const std::set<int64_t> chosen = failures->pending;
 
     testing::TempDir chk;
@@ -119,7 +86,7 @@ TEST(Restart, AMapThrowingAtFiveRandomRecordsEndsWithTheFailureFreeOutput) {
     // before any checkpoint completed); either way the output must be exact.
     std::cout << "rep " << rep << ": the last attempt restored checkpoint "
               << r.checkpoints.restored_id << "\n";
-    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), expected) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
 }
@@ -148,7 +115,7 @@ TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {
 
 TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
   testing::TempDir out;
-  auto failures = std::make_shared<Failures>();
+  auto failures = std::make_shared<testing::InjectedFailures>();
   failures->pending = {700};
   StreamExecutionEnvironment env;
   env.set_restart_strategy(
@@ -164,7 +131,8 @@ TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
   BuildJob(env2, clean.path(), 2'000, 0, nullptr);
   ASSERT_TRUE(env2.execute("clean").ok());
   int hidden = 0, clean_hidden = 0;
-  EXPECT_EQ(ReadCommitted(out.path(), &hidden), ReadCommitted(clean.path(), &clean_hidden));
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden),
+            testing::CommittedInts(clean.path(), &clean_hidden));
   EXPECT_EQ(hidden, 0);
 }
 

@@ -363,10 +363,7 @@ TEST(RocksDbNativeIncremental, AJobsCheckpointsAreNativeAndItsSavepointIsSelfCon
     BuildCountJob(env, out, n, 20'000.0, progress);
     JobClient client = env.execute_async("on rocksdb");
     for (int k = 1; k <= 2; ++k) {
-      ASSERT_TRUE(progress->WaitFor(3'000 * k));
-      const int64_t id = client.trigger_checkpoint();
-      ASSERT_GE(id, 0);
-      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(client, *progress, 3'000 * k));
     }
     absl::StatusOr<std::string> sp = client.trigger_savepoint(dir.Path("sp"));
     ASSERT_TRUE(sp.ok()) << sp.status();
@@ -419,10 +416,7 @@ TEST(RocksDbNativeIncremental, AJobRescaledFromNativeCheckpointsCommitsExactlyOn
     BuildCountJob(env, out, n, 20'000.0, progress, parallelism[run]);
     JobClient client = env.execute_async(absl::StrCat("run ", run));
     for (int k = 1; k <= 2; ++k) {
-      ASSERT_TRUE(progress->WaitFor(2'000 * k));
-      const int64_t id = client.trigger_checkpoint();
-      ASSERT_GE(id, 0);
-      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(client, *progress, 2'000 * k));
     }
     client.cancel();
     JobResult r = client.wait();

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/tidemark.h"
 
@@ -299,22 +300,12 @@ TEST(RocksDbStateBackend, KeyedProcessJobEqualsHeapAtParallelismOneAndThree) {
 // --- state larger than the memory the job may use ---
 
 // Runs rocksdb_memory_job with `backend` (60 000 keys of 4 000 bytes: 240 MB
-// of state) under a limit of `limit_kb` of virtual memory (none: 0), with
-// 1 MB thread stacks and one malloc arena, so that the limit bounds the data
-// rather than address space reserved by each thread.
+// of state) under a limit of `limit_kb` of virtual memory (none: 0); see
+// testing::RunUnderMemoryLimit.
 std::string RunLimited(const std::string& backend, int64_t limit_kb, int* rc) {
   const std::string dir = (std::filesystem::temp_directory_path() / "tm-rocksdb-limit").string();
-  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
-  const std::string cmd = "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " +
-                          TIDEMARK_MEMORY_JOB + " " + backend + " 60000 120000 2000 " + dir +
-                          "' 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = pclose(p);
-  return out;
+  return testing::RunUnderMemoryLimit(
+      std::string(TIDEMARK_MEMORY_JOB) + " " + backend + " 60000 120000 2000 " + dir, limit_kb, rc);
 }
 
 TEST(RocksDbStateBackend, StateSeveralTimesTheMemoryLimitCompletesOnRocksDbOnly) {

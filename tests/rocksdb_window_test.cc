@@ -390,20 +390,12 @@ TEST(RocksDbWindows, ReduceWindowCheckpointOfOneBackendIsRefusedByTheOtherSaying
 
 // Runs rocksdb_memory_job's window job with `backend` (60 000 keys, 240 MB
 // of window contents) under `limit_kb` of virtual memory (none: 0); see
-// rocksdb_state_test's RunLimited.
+// testing::RunUnderMemoryLimit.
 std::string RunLimited(const std::string& backend, int64_t limit_kb, int* rc) {
   const std::string dir = (std::filesystem::temp_directory_path() / "tm-rocksdb-window").string();
-  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
-  const std::string cmd = "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " +
-                          TIDEMARK_MEMORY_JOB + " window-" + backend + " 60000 120000 2000 " + dir +
-                          "' 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = pclose(p);
-  return out;
+  return testing::RunUnderMemoryLimit(
+      std::string(TIDEMARK_MEMORY_JOB) + " window-" + backend + " 60000 120000 2000 " + dir,
+      limit_kb, rc);
 }
 
 // Disabled: under ulimit -v 96 MB the RocksDB run aborts about one time in three

@@ -6,16 +6,20 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "tidemark/api/environment.h"
 
 namespace tidemark::testing {
@@ -73,6 +77,57 @@ inline std::vector<std::string> CommittedLines(const std::string& dir, int* hidd
   return lines;
 }
 
+// The committed lines of `dir` (see CommittedLines) read as integers, in
+// numeric order; *hidden, when given, counts the hidden files.
+inline std::vector<int64_t> CommittedInts(const std::string& dir, int* hidden = nullptr) {
+  int ignored = 0;
+  std::vector<int64_t> values;
+  for (const std::string& line : CommittedLines(dir, hidden ? hidden : &ignored)) {
+    values.push_back(std::stoll(line));
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+// Record values at which a test's map throws, each once (shared by every
+// attempt of a restarting job).
+struct InjectedFailures {
+  std::mutex mu;
+  std::set<int64_t> pending;
+  std::set<int64_t> thrown;
+  // Makes `count` distinct values in [0, n), drawn from `rng`, pending.
+  void PickRandom(std::mt19937_64& rng, int64_t n, size_t count) {
+    while (pending.size() < count)
+      pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+  }
+  // Throws if `v` is pending (and moves it to `thrown`).
+  void MaybeThrow(int64_t v) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (pending.erase(v) > 0) {
+      thrown.insert(v);
+      throw std::runtime_error("injected failure at record " + std::to_string(v));
+    }
+  }
+};
+
+// Runs the shell command `command` (a program and its arguments) under a
+// limit of `limit_kb` of virtual memory (none: 0), with 1 MB thread stacks
+// and one malloc arena, so that the limit bounds the data rather than
+// address space reserved by each thread; returns its output (stdout and
+// stderr) and sets *rc to its status as pclose gives it.
+inline std::string RunUnderMemoryLimit(const std::string& command, int64_t limit_kb, int* rc) {
+  const std::string limit = limit_kb > 0 ? "ulimit -v " + std::to_string(limit_kb) + "; " : "";
+  const std::string cmd =
+      "MALLOC_ARENA_MAX=1 bash -c 'ulimit -s 1024; " + limit + "exec " + command + "' 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
+
 // A fresh directory under the system's temporary directory, removed with
 // everything in it when the object goes.
 class TempDir {
@@ -118,6 +173,16 @@ struct Progress {
     return cv.wait_for(lock, std::chrono::seconds(60), [&] { return lines >= at_least; });
   }
 };
+
+// Waits until `progress` has counted `lines`, then takes a checkpoint of
+// `client` and waits for it to complete; a fatal test failure if any step
+// fails (call it inside ASSERT_NO_FATAL_FAILURE).
+inline void CheckpointAfter(JobClient& client, Progress& progress, int64_t lines) {
+  ASSERT_TRUE(progress.WaitFor(lines));
+  const int64_t id = client.trigger_checkpoint();
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+}
 
 }  // namespace tidemark::testing
 

@@ -374,37 +374,14 @@ TEST(UnalignedJob, UnderBackPressureACheckpointCompletesBeforeTheRecordsBeforeIt
 
 // --- exactly once -------------------------------------------------------------
 
-std::vector<int64_t> ReadCommitted(const std::string& dir, int* hidden) {
-  std::vector<int64_t> values;
-  *hidden = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name[0] == '.') {
-      ++*hidden;
-      continue;
-    }
-    std::ifstream in(e.path());
-    std::string line;
-    while (std::getline(in, line)) values.push_back(std::stoll(line));
-  }
-  std::sort(values.begin(), values.end());
-  return values;
-}
-
-struct Failures {
-  std::mutex mu;
-  std::set<int64_t> pending;
-  std::set<int64_t> thrown;
-};
-
 // A keyed running sum into exactly-once files, with a slow map before the
 // sink (back-pressure) and a map that may throw.  `two_inputs`: the records
 // come half from each of two sources through a two-input operator (its gate
 // stores the channel state of both inputs), and, their order being free, the
 // records themselves are written instead of running sums.
 void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n,
-                 std::shared_ptr<Failures> failures, int slow_us, int tail_parallelism = 2,
-                 bool two_inputs = false) {
+                 std::shared_ptr<testing::InjectedFailures> failures, int slow_us,
+                 int tail_parallelism = 2, bool two_inputs = false) {
   env.set_batch_size(16).set_channel_capacity(2);
   DataStream<int64_t> input =
       env.from_generator<int64_t>([](int64_t i) { return i; }, n).set_parallelism(1);
@@ -420,20 +397,13 @@ void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_
             .name("Co Map")
             .rebalance();
   }
-  DataStream<int64_t> mapped =
-      input
-          .map([failures](const int64_t& v) -> int64_t {
-            if (failures) {
-              std::lock_guard<std::mutex> lock(failures->mu);
-              if (failures->pending.erase(v) > 0) {
-                failures->thrown.insert(v);
-                throw std::runtime_error("injected failure at record " + std::to_string(v));
-              }
-            }
-            return v;
-          })
-          .set_parallelism(1)
-          .name("Flaky Map");
+  DataStream<int64_t> mapped = input
+                                   .map([failures](const int64_t& v) -> int64_t {
+                                     if (failures) failures->MaybeThrow(v);
+                                     return v;
+                                   })
+                                   .set_parallelism(1)
+                                   .name("Flaky Map");
   DataStream<int64_t> sums =
       two_inputs ? mapped
                  : mapped.key_by([](const int64_t& v) { return v % 7; })
@@ -457,7 +427,39 @@ std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
   JobResult r = env.execute("clean");
   EXPECT_TRUE(r.ok()) << r.status;
   int hidden = 0;
-  return ReadCommitted(out.path(), &hidden);
+  return testing::CommittedInts(out.path(), &hidden);
+}
+
+// Runs BuildSumJob (`n` records, the slow map at 200 us) with unaligned
+// checkpoints into `chk`, checkpointing until one holds channel state of a
+// task whose name contains `task`, then cancels the job ("fails" it);
+// *restore_id is that checkpoint (-1: none before the job ended).
+void CheckpointUntilChannelState(const std::string& chk, const std::string& out, int64_t n,
+                                 bool two_inputs, const std::string& task, int64_t* restore_id) {
+  StreamExecutionEnvironment env;
+  env.set_worker_threads(3);
+  env.enable_checkpointing(Duration(0), chk, /*retain=*/1000);
+  env.enable_unaligned_checkpoints();
+  BuildSumJob(env, out, n, nullptr, 200, 2, two_inputs);
+  JobClient client = env.execute_async("first");
+  internal::CheckpointStorage storage(chk);
+  while (!client.done() && *restore_id < 0) {
+    const int64_t id = client.trigger_checkpoint();
+    if (id < 0) break;
+    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (const auto& [name, bytes] : c->states) {
+      absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
+      ASSERT_TRUE(s.ok());
+      if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
+        *restore_id = id;
+    }
+  }
+  client.cancel();
+  bool hung = false;
+  testing::WaitWithWatchdog(client, &hung);
+  ASSERT_FALSE(hung);
 }
 
 // Runs BuildSumJob (`n` records, the slow map at 200 us) with unaligned
@@ -516,7 +518,7 @@ void CancelRestoreRun(bool two_inputs) {
     ASSERT_TRUE(r.ok()) << r.status;
     EXPECT_EQ(r.checkpoints.restored_id, restore_id);
     int hidden = 0;
-    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), expected) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
 }
@@ -533,9 +535,8 @@ TEST(UnalignedJob, AMapThrowingAtFiveRandomRecordsRestartsToTheFailureFreeOutput
   const int reps = testing::StressIterations(2);
   for (int rep = 0; rep < reps; ++rep) {
     std::mt19937_64 rng(777 + rep);
-    auto failures = std::make_shared<Failures>();
-    while (failures->pending.size() < 5)
-      failures->pending.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    auto failures = std::make_shared<testing::InjectedFailures>();
+    failures->PickRandom(rng, n, 5);
     const std::set<int64_t> chosen = failures->pending;
     testing::TempDir chk;
     testing::TempDir out;
@@ -549,7 +550,7 @@ TEST(UnalignedJob, AMapThrowingAtFiveRandomRecordsRestartsToTheFailureFreeOutput
     EXPECT_EQ(failures->thrown, chosen);
     EXPECT_EQ(r.restarts.num_restarts, 5);
     int hidden = 0;
-    EXPECT_EQ(ReadCommitted(out.path(), &hidden), expected) << "rep " << rep;
+    EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), expected) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
 }

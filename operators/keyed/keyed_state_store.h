@@ -386,11 +386,34 @@ class StateTableBase {
   virtual const std::string& kv_prefix() const = 0;
 };
 
+// Counts one more snapshot reader in `readers` for as long as the returned
+// guard lives (copy-on-write tables keep what a live snapshot reads).
+inline std::shared_ptr<const void> SnapshotReaderGuard(
+    const std::shared_ptr<std::atomic<int>>& readers) {
+  readers->fetch_add(1, std::memory_order_relaxed);
+  struct Guard {
+    explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
+    const std::shared_ptr<std::atomic<int>> readers;
+  };
+  return std::make_shared<const Guard>(readers);
+}
+
 // One named state: V per (key, namespace).
 template <typename K, typename N, typename V>
 class StateTable final : public StateTableBase {
  public:
   static constexpr bool kVoid = std::is_same_v<N, VoidNamespace>;
+  // The namespace of an encoded key (none stored for VoidNamespace).
+  static N DecodeNamespace(StateReader& r) {
+    if constexpr (kVoid) {
+      return N{};
+    } else {
+      return Decode<N>(r);
+    }
+  }
   using EntryKey = std::conditional_t<kVoid, K, KeyWindow<K, N>>;
   using Map = absl::flat_hash_map<EntryKey, V>;
 
@@ -519,13 +542,7 @@ class StateTable final : public StateTableBase {
       kv->Snapshot()->Scan(kv_prefix_, [&](std::string_view k, std::string_view) {
         StateReader r(k.substr(kv_prefix_.size() + 2));
         K key = Decode<K>(r);
-        N ns = [&] {
-          if constexpr (kVoid) {
-            return N{};
-          } else {
-            return Decode<N>(r);
-          }
-        }();
+        N ns = DecodeNamespace(r);
         if (!r.ok())
           throw std::runtime_error("RocksDB state backend: a stored key does not decode");
         f(std::move(key), std::move(ns));
@@ -668,13 +685,7 @@ class StateTable final : public StateTableBase {
       const uint64_t n = r.GetCount("state entries");
       for (uint64_t i = 0; i < n && r.ok(); ++i) {
         K key = Decode<K>(r);
-        N ns = [&] {
-          if constexpr (kVoid) {
-            return N{};
-          } else {
-            return Decode<N>(r);
-          }
-        }();
+        N ns = DecodeNamespace(r);
         V v = Decode<V>(r);
         if (!r.ok()) return;
         if (!range.Contains(key)) continue;
@@ -906,15 +917,7 @@ class StateTable final : public StateTableBase {
       if (layers_.empty()) layer->erased.clear();  // nothing below to hide
       layers_.push_back(std::move(layer));
     }
-    readers_->fetch_add(1, std::memory_order_relaxed);
-    struct Guard {
-      explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
-      Guard(const Guard&) = delete;
-      Guard& operator=(const Guard&) = delete;
-      ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
-      const std::shared_ptr<std::atomic<int>> readers;
-    };
-    return std::make_shared<const Guard>(readers_);
+    return SnapshotReaderGuard(readers_);
   }
   // The visible entry of `ek` below `map`; for writing, copied up into `map`
   // while a snapshot reads the layers (else written in place).

@@ -108,15 +108,7 @@ class CowEpoch {
   // returned guard lives.
   std::shared_ptr<const void> BeginSnapshot() {
     required_ = ++version_;
-    readers_->fetch_add(1, std::memory_order_relaxed);
-    struct Guard {
-      explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
-      Guard(const Guard&) = delete;
-      Guard& operator=(const Guard&) = delete;
-      ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
-      const std::shared_ptr<std::atomic<int>> readers;
-    };
-    return std::make_shared<const Guard>(readers_);
+    return SnapshotReaderGuard(readers_);
   }
   // Snapshots that still read (for tests).
   int live_snapshots() const { return readers_->load(std::memory_order_acquire); }

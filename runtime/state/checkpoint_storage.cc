@@ -660,19 +660,42 @@ std::vector<size_t> ContentDefinedCuts(std::string_view bytes) {
   return cuts;
 }
 
-absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, std::string_view name,
-                                                                  std::string_view bytes) const {
-  const std::string where = absl::StrCat("checkpoint ", id, ": write shared file: ");
+namespace {
+
+// Where WriteSharedFile and WriteSharedFileFrom write file `name` of
+// checkpoint `id`: the file's name in the shared directory (created here),
+// its path and the temporary path it is written to first.
+struct SharedTarget {
+  std::string file;
+  fs::path path;
+  fs::path tmp;
+};
+
+absl::StatusOr<SharedTarget> PrepareSharedTarget(const fs::path& shared, int64_t id,
+                                                 std::string_view name, const std::string& where) {
   if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
   if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
-  const fs::path shared = SharedDir();
   std::error_code ec;
   fs::create_directories(shared, ec);
   if (ec) return Prefixed(FsErrorStatus("create directory", shared, ec), where);
-  const std::string file = absl::StrCat(id, "-", ToAbsl(name));
-  const fs::path tmp = shared / absl::StrCat(".", file, ".tmp");
+  SharedTarget t;
+  t.file = absl::StrCat(id, "-", ToAbsl(name));
+  t.path = shared / t.file;
+  t.tmp = shared / absl::StrCat(".", t.file, ".tmp");
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, std::string_view name,
+                                                                  std::string_view bytes) const {
+  const std::string where = absl::StrCat("checkpoint ", id, ": write shared file: ");
+  absl::StatusOr<SharedTarget> target = PrepareSharedTarget(SharedDir(), id, name, where);
+  if (!target.ok()) return target.status();
+  const std::string& file = target->file;
+  const fs::path& tmp = target->tmp;
   if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
-  if (absl::Status s = WriteFileAtomically(tmp, shared / file, bytes); !s.ok()) {
+  if (absl::Status s = WriteFileAtomically(tmp, target->path, bytes); !s.ok()) {
     return Prefixed(s, where);
   }
   {
@@ -881,15 +904,12 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(
 absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
     int64_t id, std::string_view name, const std::filesystem::path& local) const {
   const std::string where = absl::StrCat("checkpoint ", id, ": write shared file: ");
-  if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
-  if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
-  const fs::path shared = SharedDir();
+  absl::StatusOr<SharedTarget> target = PrepareSharedTarget(SharedDir(), id, name, where);
+  if (!target.ok()) return target.status();
+  const std::string& file = target->file;
+  const fs::path& tmp = target->tmp;
+  const fs::path& path = target->path;
   std::error_code ec;
-  fs::create_directories(shared, ec);
-  if (ec) return Prefixed(FsErrorStatus("create directory", shared, ec), where);
-  const std::string file = absl::StrCat(id, "-", ToAbsl(name));
-  const fs::path tmp = shared / absl::StrCat(".", file, ".tmp");
-  const fs::path path = shared / file;
   if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
   fs::remove(tmp, ec);
   ec.clear();
