@@ -462,38 +462,6 @@ void CheckpointUntilChannelState(const std::string& chk, const std::string& out,
   ASSERT_FALSE(hung);
 }
 
-// Runs BuildSumJob (`n` records, the slow map at 200 us) with unaligned
-// checkpoints into `chk`, checkpointing until one holds channel state of a
-// task whose name contains `task`, then cancels the job ("fails" it);
-// *restore_id is that checkpoint (-1: none before the job ended).
-void CheckpointUntilChannelState(const std::string& chk, const std::string& out, int64_t n,
-                                 bool two_inputs, const std::string& task, int64_t* restore_id) {
-  StreamExecutionEnvironment env;
-  env.set_worker_threads(3);
-  env.enable_checkpointing(Duration(0), chk, /*retain=*/1000);
-  env.enable_unaligned_checkpoints();
-  BuildSumJob(env, out, n, nullptr, 200, 2, two_inputs);
-  JobClient client = env.execute_async("first");
-  internal::CheckpointStorage storage(chk);
-  while (!client.done() && *restore_id < 0) {
-    const int64_t id = client.trigger_checkpoint();
-    if (id < 0) break;
-    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
-    absl::StatusOr<internal::LoadedCheckpoint> c = storage.Load(storage.CheckpointPath(id));
-    ASSERT_TRUE(c.ok()) << c.status();
-    for (const auto& [name, bytes] : c->states) {
-      absl::StatusOr<internal::SubtaskSnapshot> s = internal::DecodeSubtaskSnapshot(bytes, name);
-      ASSERT_TRUE(s.ok());
-      if (!s->channel_state.empty() && s->task_name.find(task) != std::string::npos)
-        *restore_id = id;
-    }
-  }
-  client.cancel();
-  bool hung = false;
-  testing::WaitWithWatchdog(client, &hung);
-  ASSERT_FALSE(hung);
-}
-
 void CancelRestoreRun(bool two_inputs) {
   const int64_t n = 6'000;
   const std::vector<int64_t> expected = CleanRun(n, two_inputs);
