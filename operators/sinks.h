@@ -7,9 +7,9 @@
 
 #include <functional>
 #include <iosfwd>
-#include <iostream>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <utility>

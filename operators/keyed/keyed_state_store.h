@@ -274,17 +274,9 @@ namespace internal {
 // stored key is the prefix, 2 bytes of key group, then the encoded key and
 // namespace, as Snapshot writes them; a stored value is the encoded value:
 // the bytes are copied, nothing is decoded.
-inline void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix) {
-  std::string body;
-  uint64_t n = 0;
-  snap.Scan(prefix, [&](std::string_view k, std::string_view v) {
-    body.append(k.substr(prefix.size() + 2));
-    body.append(v);
-    ++n;
-  });
-  w.PutVarint(n);
-  w.PutRaw(body.data(), body.size());
-}
+// (keyed_state_store.cc, as the native checkpoint's codec below: compile
+// cost, issue 24.)
+void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix);
 
 // The store key prefix of the table numbered `id` (4 bytes, big-endian).
 inline std::string KvTablePrefix(uint32_t id) {
@@ -304,55 +296,8 @@ struct KvNativeDescriptor {
   std::vector<KvNativeFile> files;
 };
 inline constexpr uint32_t kKvNativeMagic = 0x544d524e;  // "TMRN"
-inline std::string EncodeKvNative(const KvNativeDescriptor& d) {
-  std::string out;
-  StateWriter w(&out);
-  w.PutU32(kKvNativeMagic);
-  w.PutVarint(1);  // version
-  w.PutBytes(d.shared_dir);
-  w.PutVarint(static_cast<uint64_t>(d.first));
-  w.PutVarint(static_cast<uint64_t>(d.last + 1));
-  w.PutVarint(static_cast<uint64_t>(d.max_parallelism));
-  w.PutVarint(d.tables.size());
-  for (const auto& [name, id] : d.tables) {
-    w.PutBytes(name);
-    w.PutU32(id);
-  }
-  w.PutVarint(d.files.size());
-  for (const KvNativeFile& f : d.files) {
-    w.PutBytes(f.local);
-    w.PutBytes(f.shared);
-    w.PutVarint(f.size);
-  }
-  return out;
-}
-inline KvNativeDescriptor DecodeKvNative(StateReader& r) {
-  KvNativeDescriptor d;
-  if (r.GetU32("native checkpoint magic") != kKvNativeMagic && r.ok())
-    r.Fail("not a native RocksDB checkpoint description (bad magic)");
-  if (const uint64_t v = r.GetVarint("native checkpoint version"); r.ok() && v != 1)
-    r.Fail("native RocksDB checkpoint format version " + std::to_string(v) +
-           ", this build reads 1");
-  d.shared_dir = std::string(r.GetBytes("shared directory"));
-  d.first = static_cast<int>(r.GetVarint("first key group"));
-  d.last = static_cast<int>(r.GetVarint("last key group")) - 1;
-  d.max_parallelism = static_cast<int>(r.GetVarint("max parallelism"));
-  const uint64_t nt = r.GetCount("native tables");
-  for (uint64_t i = 0; i < nt && r.ok(); ++i) {
-    std::string name(r.GetBytes("table name"));
-    const uint32_t id = r.GetU32("table number");
-    d.tables.emplace_back(std::move(name), id);
-  }
-  const uint64_t nf = r.GetCount("native files");
-  for (uint64_t i = 0; i < nf && r.ok(); ++i) {
-    KvNativeFile f;
-    f.local = std::string(r.GetBytes("file name"));
-    f.shared = std::string(r.GetBytes("shared file name"));
-    f.size = r.GetVarint("file size");
-    d.files.push_back(std::move(f));
-  }
-  return d;
-}
+std::string EncodeKvNative(const KvNativeDescriptor& d);
+KvNativeDescriptor DecodeKvNative(StateReader& r);
 
 class StateTableBase {
  public:
@@ -1140,7 +1085,7 @@ class KeyedStateStore {
       w.PutVarint(1);
       w.Defer([native, sink = w.shared_file_sink(), d = std::move(d)](StateWriter& dw) mutable {
         d.files = native->Upload(*sink);
-        d.shared_dir = sink->shared_dir().string();
+        d.shared_dir = sink->shared_dir();
         native.reset();  // the local copy goes now
         dw.PutBytes(EncodeKvNative(d));
       });

@@ -77,41 +77,22 @@ class TriggerState {
     entries_.push_back(Entry{std::string(name), std::any(std::move(init)), &EncodeAny<V>, {}});
     return *std::any_cast<V>(&entries_.back().value);
   }
-  void Erase(std::string_view name) {
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].name == name) {
-        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
-        return;
-      }
-    }
-  }
+  // Out of line (triggers.cc), with the copies and the destructor: inline,
+  // they instantiated the vector of entries in every job (compile cost,
+  // issue 24).
+  void Erase(std::string_view name);
   bool empty() const { return entries_.empty(); }
 
   // --- checkpoints (StateCodec<TriggerState>) ---
-  void EncodeTo(StateWriter& w) const {
-    w.PutVarint(entries_.size());
-    for (const Entry& e : entries_) {
-      w.PutBytes(e.name);
-      if (e.bytes) {
-        w.PutBytes(*e.bytes);
-      } else {
-        std::string bytes;
-        StateWriter vw(&bytes);
-        e.encode(vw, e.value, e.name);
-        w.PutBytes(bytes);
-      }
-    }
-  }
-  static TriggerState DecodeFrom(StateReader& r) {
-    TriggerState s;
-    const uint64_t n = r.GetCount("trigger state entries");
-    for (uint64_t i = 0; i < n && r.ok(); ++i) {
-      std::string name(r.GetBytes("trigger state name"));
-      std::string bytes(r.GetBytes("trigger state value"));
-      s.entries_.push_back(Entry{std::move(name), {}, nullptr, std::move(bytes)});
-    }
-    return s;
-  }
+  void EncodeTo(StateWriter& w) const;
+  static TriggerState DecodeFrom(StateReader& r);
+
+  TriggerState();
+  TriggerState(const TriggerState&);
+  TriggerState(TriggerState&&) noexcept;
+  TriggerState& operator=(const TriggerState&);
+  TriggerState& operator=(TriggerState&&) noexcept;
+  ~TriggerState();
 
  private:
   struct Entry {

@@ -10,7 +10,6 @@
 
 #include <functional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -39,6 +38,10 @@ template <typename T>
 constexpr bool kFormattable = std::is_arithmetic_v<T> || std::is_convertible_v<T, std::string> ||
                               IsTupleLike<T>::value || IsStreamable<T>::value;
 
+// The text `write` puts on a stream for `value` (format.cc): out of line,
+// so that <sstream> is not in the reach of every job (compile cost, issue 24).
+std::string StreamedText(void (*write)(std::ostream& os, const void* value), const void* value);
+
 template <typename T>
 std::string Format(const T& v) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -57,9 +60,8 @@ std::string Format(const T& v) {
         v);
     return out + ")";
   } else if constexpr (IsStreamable<T>::value) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
+    return StreamedText([](std::ostream& os, const void* p) { os << *static_cast<const T*>(p); },
+                        &v);
   } else {
     static_assert(IsStreamable<T>::value,
                   "tidemark::Format: give this type an operator<< or pass a formatter");

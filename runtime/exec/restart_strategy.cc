@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <random>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -28,9 +28,7 @@
 #define TM_RUNTIME_RESTART_STRATEGY_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "absl/status/statusor.h"

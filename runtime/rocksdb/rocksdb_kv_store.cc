@@ -203,7 +203,7 @@ class RocksDbCheckpoint final : public KvCheckpoint {
           continue;
         }
       }
-      f.shared = sink.Upload(dir_ / f.local, db_->uid + "-" + f.local);
+      f.shared = sink.Upload((dir_ / f.local).string(), db_->uid + "-" + f.local);
     }
     // Only this checkpoint's SST files can be in later ones (a file a
     // compaction deleted never comes back).
@@ -260,7 +260,8 @@ class RocksDbKvStore final : public KvStore {
     return std::make_unique<RocksDbCheckpoint>(db_, std::move(dir));
   }
 
-  void RestoreFiles(const fs::path& shared_dir, const std::vector<KvNativeFile>& files) override {
+  void RestoreFiles(const std::string& shared_dir,
+                    const std::vector<KvNativeFile>& files) override {
     if (db_.use_count() != 1)
       throw std::logic_error("RocksDB state backend: restoring files into a store in use");
     batch_.Clear();
@@ -331,7 +332,7 @@ void OpenFromFiles(Db& db, const fs::path& shared_dir, const std::vector<KvNativ
   db.uploaded = std::move(uploaded);
 }
 
-std::unique_ptr<KvStore> OpenRocksDbFiles(const fs::path& shared_dir,
+std::unique_ptr<KvStore> OpenRocksDbFiles(const std::string& shared_dir,
                                           const std::vector<KvNativeFile>& files) {
   static std::atomic<int> counter{0};
   auto db = std::make_shared<Db>();

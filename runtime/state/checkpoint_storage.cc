@@ -579,10 +579,10 @@ class StorageSharedFileSink final : public SharedFileSink {
   StorageSharedFileSink(const CheckpointStorage* storage, int64_t id)
       : storage_(storage), id_(id) {}
   int64_t checkpoint_id() const override { return id_; }
-  std::filesystem::path shared_dir() const override {
-    return std::filesystem::absolute(storage_->SharedDir());
+  std::string shared_dir() const override {
+    return std::filesystem::absolute(storage_->SharedDir()).string();
   }
-  std::string Upload(const std::filesystem::path& local, std::string_view name) override {
+  std::string Upload(const std::string& local, std::string_view name) override {
     absl::StatusOr<SharedChunkRef> r = storage_->WriteSharedFileFrom(id_, name, local);
     if (!r.ok()) throw std::runtime_error(std::string(r.status().message()));
     MutexLock lock(&mu_);

@@ -23,7 +23,7 @@ std::unique_ptr<KvStore> OpenKvStore(const StateBackend& backend, std::string_vi
 
 void RegisterKvFilesFactory(KvFilesFactory factory) { g_files_factory.store(factory); }
 
-std::unique_ptr<KvStore> OpenKvStoreFiles(const std::filesystem::path& shared_dir,
+std::unique_ptr<KvStore> OpenKvStoreFiles(const std::string& shared_dir,
                                           const std::vector<KvNativeFile>& files) {
   KvFilesFactory f = g_files_factory.load();
   if (f == nullptr)

@@ -16,7 +16,6 @@
 #define TM_RUNTIME_STATE_KV_STORE_H_
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -57,10 +56,12 @@ class SharedFileSink {
   virtual ~SharedFileSink() = default;
   virtual int64_t checkpoint_id() const = 0;
   // The storage's shared directory (absolute), which restores read from.
-  virtual std::filesystem::path shared_dir() const = 0;
+  // Paths are strings in this file: <filesystem> here would be in the
+  // reach of every job (tidemark.h; compile cost, issue 24).
+  virtual std::string shared_dir() const = 0;
   // Hard-links (or copies) the local file `local` into the shared directory
   // as "<checkpoint id>-<name>", durably; returns that name.
-  virtual std::string Upload(const std::filesystem::path& local, std::string_view name) = 0;
+  virtual std::string Upload(const std::string& local, std::string_view name) = 0;
   // Refers to shared file `shared` uploaded by an earlier checkpoint, when
   // it is still there with `size` bytes; false (nothing referred) if not.
   virtual bool Reuse(std::string_view shared, uint64_t size) = 0;
@@ -105,7 +106,7 @@ class KvStore {
   // Replaces the store's contents (it must hold nothing yet) by the files of
   // a native checkpoint, read from `shared_dir`; they count as uploaded, so
   // the next checkpoint refers to them.  Throws on failure.
-  virtual void RestoreFiles(const std::filesystem::path& /*shared_dir*/,
+  virtual void RestoreFiles(const std::string& /*shared_dir*/,
                             const std::vector<KvNativeFile>& /*files*/) {
     throw std::runtime_error("this state backend cannot restore native checkpoint files");
   }
@@ -127,9 +128,9 @@ void RegisterKvStoreFactory(KvStoreFactory factory);
 // directory removed with the store), to read key-group ranges from: a
 // restore at another parallelism, or into the heap backend.  Throws when no
 // implementation is linked.
-std::unique_ptr<KvStore> OpenKvStoreFiles(const std::filesystem::path& shared_dir,
+std::unique_ptr<KvStore> OpenKvStoreFiles(const std::string& shared_dir,
                                           const std::vector<KvNativeFile>& files);
-using KvFilesFactory = std::unique_ptr<KvStore> (*)(const std::filesystem::path& shared_dir,
+using KvFilesFactory = std::unique_ptr<KvStore> (*)(const std::string& shared_dir,
                                                     const std::vector<KvNativeFile>& files);
 void RegisterKvFilesFactory(KvFilesFactory factory);
 

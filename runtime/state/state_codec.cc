@@ -9,6 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tidemark::internal {
 namespace {
@@ -69,6 +72,39 @@ std::runtime_error NoStateCodecErrorFor(std::string_view where, const std::strin
   return std::runtime_error(std::string(where) + ": type " + type_name +
                             " has no tidemark::StateCodec: specialise it to checkpoint this job "
                             "(see runtime/state/state_codec.h)");
+}
+
+// StateWriter's members that touch the deferred parts (state_codec.h).
+StateWriter::StateWriter() : out_(&own_) {}
+StateWriter::StateWriter(std::string* out) : out_(out) {}
+StateWriter::~StateWriter() = default;
+
+void StateWriter::Defer(DeferredPart part) {
+  if (out_ != &own_) {
+    part(*this);
+    return;
+  }
+  deferred_.push_back(Deferred{out_->size(), std::move(part)});
+}
+
+std::vector<StateWriter::Deferred> StateWriter::TakeDeferred() {
+  return std::exchange(deferred_, {});
+}
+
+void StateWriter::RunDeferredNow() { *out_ = CompleteDeferred(std::move(*out_), TakeDeferred()); }
+
+std::string StateWriter::CompleteDeferred(std::string sync, std::vector<Deferred> parts) {
+  if (parts.empty()) return sync;
+  StateWriter w;
+  size_t from = 0;
+  for (Deferred& d : parts) {
+    w.out_->append(sync, from, d.at - from);
+    from = d.at;
+    d.part(w);
+    d.part = nullptr;  // frees what it held (a snapshot's view) now
+  }
+  w.out_->append(sync, from, std::string::npos);
+  return w.Release();  // parts that deferred parts of their own
 }
 
 }  // namespace tidemark::internal

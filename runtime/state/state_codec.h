@@ -114,8 +114,12 @@ class StateWriter {
     DeferredPart part;
   };
 
-  StateWriter() : out_(&own_) {}
-  explicit StateWriter(std::string* out) : out_(out) {}
+  // Out of line (state_codec.cc), as are the deferred parts' members below:
+  // inline, they instantiated the vector of parts in every job (compile
+  // cost, issue 24).
+  StateWriter();
+  explicit StateWriter(std::string* out);
+  ~StateWriter();
   StateWriter(const StateWriter&) = delete;
   StateWriter& operator=(const StateWriter&) = delete;
 
@@ -161,17 +165,11 @@ class StateWriter {
   const std::shared_ptr<SharedFileSink>& shared_file_sink() const { return sink_; }
 
   // Appends part's bytes here later (see the class comment).
-  void Defer(DeferredPart part) {
-    if (out_ != &own_) {
-      part(*this);
-      return;
-    }
-    deferred_.push_back(Deferred{out_->size(), std::move(part)});
-  }
+  void Defer(DeferredPart part);
   bool has_deferred() const { return !deferred_.empty(); }
   // The pending parts, in order; the writer then holds only the synchronous
   // bytes, into which CompleteDeferred inserts the parts' output.
-  std::vector<Deferred> TakeDeferred() { return std::exchange(deferred_, {}); }
+  std::vector<Deferred> TakeDeferred();
 
   // The size so far (pending deferred parts not counted).
   size_t size() const { return out_->size(); }
@@ -188,24 +186,13 @@ class StateWriter {
 
  private:
   void RunDeferred() {
-    if (!deferred_.empty()) *out_ = CompleteDeferred(std::move(*out_), TakeDeferred());
+    if (!deferred_.empty()) RunDeferredNow();
   }
+  void RunDeferredNow();
 
  public:
   // `sync` with the output of every part inserted at its position.
-  static std::string CompleteDeferred(std::string sync, std::vector<Deferred> parts) {
-    if (parts.empty()) return sync;
-    StateWriter w;
-    size_t from = 0;
-    for (Deferred& d : parts) {
-      w.out_->append(sync, from, d.at - from);
-      from = d.at;
-      d.part(w);
-      d.part = nullptr;  // frees what it held (a snapshot's view) now
-    }
-    w.out_->append(sync, from, std::string::npos);
-    return w.Release();  // parts that deferred parts of their own
-  }
+  static std::string CompleteDeferred(std::string sync, std::vector<Deferred> parts);
 
  private:
   std::string own_;

@@ -15,11 +15,26 @@
 #include "tidemark/partitioning/partitioner.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/io/detail/channel.h"
+#include "tidemark/runtime/io/detail/channel_writer.h"
+#include "tidemark/runtime/io/detail/input_gate.h"
 #include "tidemark/runtime/io/detail/remote_codec.h"
+#include "tidemark/runtime/task/detail/chain_output.h"
 #include "tidemark/runtime/task/detail/job_graph.h"
-#include "tidemark/runtime/task/detail/stream_task.h"
+#include "tidemark/runtime/task/source.h"
 
 namespace tidemark::internal {
+
+class StreamTask;
+class SourceAlignment;
+
+// What the typed operations below need of the task they wire
+// (stream_task.cc): out of line, so that this header, which every job
+// includes, does not include stream_task.h and what it reaches (compile
+// cost, issue 24).
+size_t TaskBatchSize(const StreamTask* task);
+WriterSignals* TaskSignals(StreamTask* task);
+SubtaskMetrics* TaskMetrics(StreamTask* task);
+void TaskAddOutputObject(StreamTask* task, std::unique_ptr<OutputBase> out);
 
 // Operations on streams of one element type, for the executor.
 class NodeOps {
@@ -63,7 +78,7 @@ class TypedNodeOps final : public NodeOps {
     if (edge.partitioner)
       p = static_cast<PartitionerFactory<T>*>(edge.partitioner.get())->Make(n, subtask, max_p);
     auto* w = new ChannelWriter<T>(channels, std::move(p), WriterRoute{edge.strategy, subtask},
-                                   task->config().batch_size, task->signals(), task->metrics(),
+                                   TaskBatchSize(task), TaskSignals(task), TaskMetrics(task),
                                    listener, report, blame);
     std::unique_ptr<OutputBase> owned(w);
     *writer = w;
@@ -84,8 +99,9 @@ class TypedNodeOps final : public NodeOps {
                                           OutputBase* head, StreamTask* task,
                                           WatermarkListener* listener) const override {
     // A OneInputGate (not an InputGate<T>): no gate class per record type.
-    return std::unique_ptr<TaskInput>(new OneInputGate(
-        GateChannels<T>(channels, static_cast<Output<T>*>(head)), task->metrics(), listener, head));
+    return std::unique_ptr<TaskInput>(
+        new OneInputGate(GateChannels<T>(channels, static_cast<Output<T>*>(head)),
+                         TaskMetrics(task), listener, head));
   }
   std::unique_ptr<RemoteCodec> NewRemoteCodec() const override {
     if constexpr (HasStateCodec<T>) {
@@ -114,9 +130,9 @@ std::unique_ptr<TaskInput> MakeTwoInputGate(const TwoInputGateArgs& args) {
   auto h1 = std::make_unique<TwoInputHeadOutput<0, A, B>>(op, args.head_ctx);
   auto h2 = std::make_unique<TwoInputHeadOutput<1, A, B>>(op, args.head_ctx);
   auto gate = std::make_unique<TwoInputGate<A, B>>(args.first, args.second, h1.get(), h2.get(),
-                                                   h1.get(), args.task->metrics(), args.listener);
-  args.task->AddOutputObject(std::move(h1));
-  args.task->AddOutputObject(std::move(h2));
+                                                   h1.get(), TaskMetrics(args.task), args.listener);
+  TaskAddOutputObject(args.task, std::move(h1));
+  TaskAddOutputObject(args.task, std::move(h2));
   return gate;
 }
 

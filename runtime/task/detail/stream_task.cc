@@ -6,11 +6,20 @@
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/runtime/state/kv_store.h"
 #include "tidemark/runtime/state/state_codec.h"
+#include "tidemark/runtime/task/detail/node_ops.h"
 
 namespace tidemark::internal {
 namespace {
 constexpr int kStepsPerSlice = 32;
 }  // namespace
+
+// For node_ops.h (which does not include stream_task.h).
+size_t TaskBatchSize(const StreamTask* task) { return task->config().batch_size; }
+WriterSignals* TaskSignals(StreamTask* task) { return task->signals(); }
+SubtaskMetrics* TaskMetrics(StreamTask* task) { return task->metrics(); }
+void TaskAddOutputObject(StreamTask* task, std::unique_ptr<OutputBase> out) {
+  task->AddOutputObject(std::move(out));
+}
 
 StreamTask::StreamTask(std::string name, TaskHost* host, std::unique_ptr<SubtaskMetrics> metrics,
                        const Clock* clock, const JobConfig* config)
