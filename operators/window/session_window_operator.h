@@ -91,7 +91,21 @@
 // new slots (generation 0) and their entries follow them; the state counts
 // are recomputed.
 //
-// Thread safety: none needed; one task thread calls every method.
+// Asynchronous snapshots (docs/checkpoints.md, "The snapshot's phases"): the
+// keys' states live in a copy-on-write SlotList (time_window_table.h; chunks
+// of 256 slots) and the timer entries in a queue copy-on-write per timestamp
+// bucket (TimerEntryQueue), under one CowEpoch.  SnapshotState takes a view
+// of both (one pointer per chunk and per bucket) and defers the encoding
+// (StateWriter::Defer) to the snapshot threads.  While the view is read, the
+// first write to a key of a chunk copies the chunk (each key's sessions,
+// orphans and general form with it) and the first push to a bucket copies
+// its entries not popped; new keys and new buckets copy nothing.  The bytes
+// are those of the format above (keys in slot order), so restore, rescaling
+// and savepoints are unchanged.  A key or value type that cannot be copied
+// is encoded on the task thread.
+//
+// Thread safety: one task thread calls every method; a snapshot's deferred
+// part reads its view on a snapshot thread.
 #ifndef TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_SESSION_WINDOW_OPERATOR_H_
 
@@ -109,6 +123,7 @@
 #include "tidemark/operators/window/fast_window_operator.h"
 #include "tidemark/operators/window/merging_window_set.h"
 #include "tidemark/operators/window/time_window.h"
+#include "tidemark/operators/window/time_window_table.h"
 #include "tidemark/operators/window/triggers.h"
 #include "tidemark/operators/window/window_operator_base.h"
 #include "tidemark/runtime/core/operator.h"
@@ -123,10 +138,172 @@ inline constexpr bool FastSessionWindowOperatorApplies = Assigner::kIsEventTime&
         std::is_same_v<TriggerT, EventTimeTrigger>&& SingleValueContents<Contents>;
 
 // The event-time timer entries of FastSessionWindowOperator: TimerQueue's
-// buckets by timestamp (operators/keyed/timer_service.h), without its set of
-// live triples: the operator decides whether an entry is live.
+// buckets by timestamp (TimestampBuckets, operators/keyed/timer_service.h),
+// without its set of live triples (the operator decides whether an entry is
+// live), and copy-on-write per bucket for asynchronous snapshots: Share()
+// returns a View of the entries not popped yet that never changes, whatever
+// the queue does afterwards.  Entries are only appended to a bucket and
+// popped from its front, so a bucket's entries vector is written only by a
+// push; a push to a bucket that a live snapshot may read (CowEpoch, as
+// SlotList's chunks: time_window_table.h) first copies the entries not
+// popped into a new vector, and a bucket released while a snapshot reads it
+// leaves its vector to the snapshot.  Entry is trivially copyable.
+//
+// Thread safety: the task thread owns the queue; a View may be read on any
+// thread (under its snapshot's CowEpoch guard).
 template <typename Entry>
-using TimerEntryQueue = TimestampBuckets<Entry>;
+class TimerEntryQueue {
+  static_assert(std::is_trivially_copyable_v<Entry>);
+  using Entries = std::vector<Entry>;
+
+ public:
+  // The entries not popped at Share(), by bucket.
+  class View {
+   public:
+    // f(ts, entry) for every entry, in (ts, push) order.
+    template <typename F>
+    void ForEachInOrder(F&& f) const {
+      std::vector<size_t> order(buckets_.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&](size_t a, size_t b) { return buckets_[a].ts < buckets_[b].ts; });
+      for (size_t i : order) {
+        const SharedBucket& b = buckets_[i];
+        for (size_t j = b.head; j < b.end; ++j) f(b.ts, static_cast<const Entry&>((*b.entries)[j]));
+      }
+    }
+
+   private:
+    friend class TimerEntryQueue;
+    struct SharedBucket {
+      Timestamp ts;
+      std::shared_ptr<const Entries> entries;
+      size_t head, end;  // the entries [head, end) of *entries
+    };
+    std::vector<SharedBucket> buckets_;
+  };
+
+  void Push(Timestamp ts, const Entry& e, CowEpoch& epoch) {
+    Bucket& b = BucketFor(ts, epoch);
+    if (epoch.MustCopy(b.version)) [[unlikely]]
+      CopyBucket(b, epoch.version());
+    b.entries->push_back(e);
+  }
+  bool empty() const { return times_.empty(); }
+  Timestamp front_time() const { return times_.front().first; }
+  // f(ts, entry) for every entry with ts <= limit, in (ts, push) order,
+  // including entries f pushes.
+  template <typename F>
+  void PopUpTo(Timestamp limit, CowEpoch& epoch, F&& f) {
+    while (!empty() && front_time() <= limit) {
+      const Timestamp ts = front_time();
+      Bucket& b = buckets_[times_.front().second];
+      const Entry e = (*b.entries)[b.head++];
+      if (b.head == b.entries->size()) ReleaseFront(epoch);
+      f(ts, e);
+    }
+  }
+  // The entries not popped yet (see the class comment; call
+  // CowEpoch::BeginSnapshot first when the view outlives the next push).
+  // Copies one pointer per bucket.
+  View Share() const {
+    View v;
+    v.buckets_.reserve(times_.size());
+    for (const auto& [ts, slot] : times_) {
+      const Bucket& b = buckets_[slot];
+      v.buckets_.push_back(typename View::SharedBucket{ts, b.entries, b.head, b.entries->size()});
+    }
+    return v;
+  }
+  // Bytes allocated: the buckets, their entries, index and heap.
+  size_t StateBytes() const {
+    size_t bytes = times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
+                   index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
+                   buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t);
+    for (const Bucket& b : buckets_)
+      if (b.entries) bytes += sizeof(Entries) + b.entries->capacity() * sizeof(Entry);
+    return bytes;
+  }
+
+ private:
+  // Pushes of one timestamp, in order; entries before `head` are popped.  A
+  // bucket in the heap has an entry not popped.  `entries` is made with
+  // CowEpoch version `version`.
+  struct Bucket {
+    size_t head = 0;
+    uint64_t version = 0;
+    std::shared_ptr<Entries> entries;
+  };
+  static constexpr uint32_t kNoSlot = ~uint32_t{0};
+  // Released buckets keep their memory for the next timestamp up to this.
+  static constexpr size_t kKeepCapacity = 4096;
+  static constexpr size_t kCacheSize = 256;
+  struct CacheEntry {
+    Timestamp ts = 0;
+    uint32_t slot = kNoSlot;
+  };
+
+  static bool Later(const std::pair<Timestamp, uint32_t>& a,
+                    const std::pair<Timestamp, uint32_t>& b) {
+    return a.first > b.first;  // "a is later than b" makes a min-heap
+  }
+  Bucket& BucketFor(Timestamp ts, const CowEpoch& epoch) {
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot != kNoSlot && c.ts == ts) return buckets_[c.slot];
+    auto [it, inserted] = index_.try_emplace(ts, kNoSlot);
+    if (inserted) {
+      uint32_t slot;
+      if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+      } else {
+        slot = static_cast<uint32_t>(buckets_.size());
+        buckets_.emplace_back();
+      }
+      Bucket& b = buckets_[slot];
+      if (!b.entries) b.entries = std::make_shared<Entries>();
+      b.version = epoch.version();  // a kept vector no snapshot reads, or a new one
+      it->second = slot;
+      times_.emplace_back(ts, slot);
+      std::push_heap(times_.begin(), times_.end(), Later);
+    }
+    c.ts = ts;
+    c.slot = it->second;
+    return buckets_[c.slot];
+  }
+  // The bucket's entries not popped, into a vector of its own (the old one
+  // stays with the snapshots that share it).
+  [[gnu::noinline]] static void CopyBucket(Bucket& b, uint64_t version) {
+    auto copy = std::make_shared<Entries>();
+    copy->reserve(std::max<size_t>(2 * (b.entries->size() - b.head), 4));
+    copy->assign(b.entries->begin() + static_cast<std::ptrdiff_t>(b.head), b.entries->end());
+    b.entries = std::move(copy);
+    b.head = 0;
+    b.version = version;
+  }
+  void ReleaseFront(CowEpoch& epoch) {
+    const auto [ts, slot] = times_.front();
+    std::pop_heap(times_.begin(), times_.end(), Later);
+    times_.pop_back();
+    index_.erase(ts);
+    Bucket& b = buckets_[slot];
+    b.head = 0;
+    if (epoch.MustCopy(b.version) || b.entries->capacity() > kKeepCapacity) {
+      b.entries.reset();  // a snapshot may still read it, or too large to keep
+    } else {
+      b.entries->clear();
+    }
+    free_.push_back(slot);
+    CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
+    if (c.slot == slot) c.slot = kNoSlot;
+  }
+
+  std::vector<Bucket> buckets_;
+  std::vector<uint32_t> free_;  // slots of released buckets
+  absl::flat_hash_map<Timestamp, uint32_t> index_;
+  std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
+  std::array<CacheEntry, kCacheSize> cache_{};
+};
 
 // T: input; K: key; KeyFn: const T& -> K; Assigner: a session assigner
 // (assigners.h); Contents: ReduceContents / AggregateContents
@@ -156,7 +333,7 @@ class FastSessionWindowOperator final
     bool skipped = true;
     const uint32_t slot = SlotOf(key);
     for (const W& w : windows_) {
-      KeyState& ks = keys_[slot];
+      KeyState& ks = Key(slot);
       if (!ks.general && w.start > w.end) ToGeneral(ks);  // a wrapped window: the sweep
       const bool accepted = ks.general ? AddGeneral(ks, slot, w, static_cast<const T&>(value))
                                        : AddSorted(ks, slot, w, static_cast<const T&>(value));
@@ -175,9 +352,9 @@ class FastSessionWindowOperator final
   void ProcessWatermark(Timestamp watermark) override {
     this->NoteStateSize(num_windows_with_contents(), [this] { return StateBytes(); });
     timers_.AdvanceWatermark(watermark);
-    queue_.PopUpTo(watermark, [this](Timestamp t, const TimerEntry& e) {
-      KeyState& ks = keys_[e.slot];
-      if (ks.gen != e.gen) return;  // the slot was freed since: stale
+    queue_.PopUpTo(watermark, cow_, [this](Timestamp t, const TimerEntry& e) {
+      if (keys_[e.slot].gen != e.gen) return;  // the slot was freed since: stale
+      KeyState& ks = Key(e.slot);
       if (ks.general) {
         if (RemoveTimer(*ks.general, e.window, t)) OnEventTimeGeneral(e.slot, e.window, t);
       } else {
@@ -188,49 +365,25 @@ class FastSessionWindowOperator final
     this->ForwardWatermark(watermark);
   }
 
-  // See "Checkpoints" in the file comment.
+  // See "Checkpoints" and "Asynchronous snapshots" in the file comment.
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
       this->SnapshotKeyedState(w);
-      w.PutVarint(index_.size());
-      for (const auto& [k, slot] : index_) {
-        const KeyState& ks = keys_[slot];
-        Encode(w, slot);
-        Encode(w, ks.gen);
-        Encode(w, ks.key);
-        Encode(w, ks.general != nullptr);
-        if (ks.general) {
-          Encode(w, ks.general->set);
-          Encode(w, ks.general->contents);
-          Encode(w, ks.general->timers);
-          continue;
-        }
-        w.PutVarint(ks.sessions.size() - ks.head);
-        for (size_t i = ks.head; i < ks.sessions.size(); ++i) {
-          const Session& ss = ks.sessions[i];
-          Encode(w, ss.window);
-          Encode(w, ss.state_window);
-          Encode(w, ss.trigger_timer);
-          Encode(w, ss.cleanup_timer);
-          Encode(w, ss.has_value);
-          if (ss.has_value) Encode(w, ss.store.value);
-        }
-        if (ks.orphans) {
-          Encode(w, *ks.orphans);
-        } else {
-          w.PutVarint(0);
-        }
-      }
-      std::vector<std::pair<Timestamp, TimerEntry>> entries;
-      queue_.ForEachInOrder([&](Timestamp ts, const TimerEntry& e) {
-        if (keys_[e.slot].gen == e.gen) entries.emplace_back(ts, e);
-      });
-      w.PutVarint(entries.size());
-      for (const auto& [ts, e] : entries) {
-        Encode(w, ts);
-        Encode(w, e.slot);
-        Encode(w, e.gen);
-        Encode(w, e.window);
+      if constexpr (kCopyableState) {
+        struct View {
+          std::shared_ptr<const void> guard;  // keeps the chunks and buckets unwritten
+          typename SlotList<KeyState>::View keys;
+          typename TimerEntryQueue<TimerEntry>::View timers;
+        };
+        auto view = std::make_shared<View>();
+        view->guard = cow_.BeginSnapshot();
+        view->keys = keys_.Share();
+        view->timers = queue_.Share();
+        w.Defer([view = std::move(view)](StateWriter& out) {
+          EncodeState(out, view->keys, view->timers);
+        });
+      } else {
+        EncodeState(w, keys_, queue_.Share());
       }
     } else {
       ThrowFirstMissingCodec<K, Value>(this->StateWhere());
@@ -275,7 +428,7 @@ class FastSessionWindowOperator final
         if (!r.ok() || !range.Contains(key)) continue;
         const uint32_t slot = SlotOf(key);
         slots[{old_slot, old_gen}] = slot;
-        KeyState& ks = keys_[slot];
+        KeyState& ks = Key(slot);
         if (general) {
           live_contents_ += g->contents.size();
           live_timers_ += g->timers.size();
@@ -301,7 +454,7 @@ class FastSessionWindowOperator final
         if (!r.ok()) break;
         auto it = slots.find(std::make_pair(old_slot, old_gen));
         if (it == slots.end()) continue;
-        queue_.Push(ts, TimerEntry{it->second, keys_[it->second].gen, window});
+        queue_.Push(ts, TimerEntry{it->second, keys_[it->second].gen, window}, cow_);
       }
     } else {
       r.Fail(this->StateWhere() + ": state without tidemark::StateCodec cannot be restored");
@@ -347,6 +500,8 @@ class FastSessionWindowOperator final
     }
     return bytes;
   }
+  // Snapshots whose deferred part still reads the state (for tests).
+  int live_snapshots() const { return cow_.live_snapshots(); }
   size_t num_keys_with_sessions() const {
     size_t n = 0;
     for (const auto& [k, slot] : index_) {
@@ -407,6 +562,13 @@ class FastSessionWindowOperator final
   };
   struct MovableSession : SessionOf<false> {
     using SessionOf<false>::SessionOf;
+    // For copy-on-write (a chunk of keys_ a snapshot reads, when written).
+    MovableSession(const MovableSession& o) requires std::is_copy_constructible_v<Value>
+        : SessionOf<false>(o.window, o.state_window) {
+      this->trigger_timer = o.trigger_timer;
+      this->cleanup_timer = o.cleanup_timer;
+      if (o.has_value) this->Emplace(static_cast<const Value&>(o.store.value));
+    }
     MovableSession(MovableSession&& o) noexcept(std::is_nothrow_move_constructible_v<Value>)
         : SessionOf<false>(o.window, o.state_window) {
       this->trigger_timer = o.trigger_timer;
@@ -438,10 +600,25 @@ class FastSessionWindowOperator final
     std::vector<std::pair<W, Value>> contents;    // state window -> value
     std::vector<std::pair<W, Timestamp>> timers;  // live timers
   };
+  // Whether the keys' state can be copied, hence snapshotted asynchronously.
+  static constexpr bool kCopyableState =
+      std::is_copy_constructible_v<K> && std::is_copy_constructible_v<Value>;
   struct KeyState {
     explicit KeyState(const K& k) : key(k) {}
+    KeyState(KeyState&&) noexcept = default;
+    // A copy (copy-on-write of a chunk of keys_) without the sessions taken
+    // from the front.
+    KeyState(const KeyState& o) requires kCopyableState
+        : key(o.key),
+          gen(o.gen),
+          used(o.used),
+          sessions(o.sessions.begin() + static_cast<std::ptrdiff_t>(o.head), o.sessions.end()),
+          orphans(o.orphans ? std::make_unique<std::vector<std::pair<W, Value>>>(*o.orphans)
+                            : nullptr),
+          general(o.general ? std::make_unique<GeneralState>(*o.general) : nullptr) {}
     K key;
     uint32_t gen = 0;  // changes when the slot is freed
+    bool used = true;  // false while the slot is free
     // Sorted form: in-flight windows by start (disjoint, not touching) and
     // the contents of state windows no window maps to any more.
     // sessions[head..] are in flight; those before head were taken from
@@ -460,6 +637,68 @@ class FastSessionWindowOperator final
 
   // --- slots ---
 
+  // The state of `slot`, to be written: copied first (with its chunk) while
+  // a snapshot reads it.  References into it stay valid until the next
+  // snapshot.
+  KeyState& Key(uint32_t slot) { return keys_.Mutable(slot, cow_); }
+
+  // The state after SnapshotKeyedState's (see "Checkpoints" in the file
+  // comment) from `keys` (keys_ or a view of it) and the timer entries.
+  // Static: it may run on a snapshot thread after the operator is gone.
+  template <typename Keys>
+  static void EncodeState(StateWriter& w, const Keys& keys,
+                          const typename TimerEntryQueue<TimerEntry>::View& timers) {
+    std::vector<uint32_t> gens;  // by slot
+    gens.reserve(keys.size());
+    uint64_t used = 0;
+    keys.ForEach([&](const KeyState& ks) {
+      gens.push_back(ks.gen);
+      used += ks.used;
+    });
+    w.PutVarint(used);
+    uint32_t slot = 0;
+    keys.ForEach([&](const KeyState& ks) {
+      const uint32_t this_slot = slot++;
+      if (!ks.used) return;
+      Encode(w, this_slot);
+      Encode(w, ks.gen);
+      Encode(w, ks.key);
+      Encode(w, ks.general != nullptr);
+      if (ks.general) {
+        Encode(w, ks.general->set);
+        Encode(w, ks.general->contents);
+        Encode(w, ks.general->timers);
+        return;
+      }
+      w.PutVarint(ks.sessions.size() - ks.head);
+      for (size_t i = ks.head; i < ks.sessions.size(); ++i) {
+        const Session& ss = ks.sessions[i];
+        Encode(w, ss.window);
+        Encode(w, ss.state_window);
+        Encode(w, ss.trigger_timer);
+        Encode(w, ss.cleanup_timer);
+        Encode(w, ss.has_value);
+        if (ss.has_value) Encode(w, ss.store.value);
+      }
+      if (ks.orphans) {
+        Encode(w, *ks.orphans);
+      } else {
+        w.PutVarint(0);
+      }
+    });
+    // The entries of slots not freed since (the others can never fire).
+    uint64_t live = 0;
+    timers.ForEachInOrder([&](Timestamp, const TimerEntry& e) { live += gens[e.slot] == e.gen; });
+    w.PutVarint(live);
+    timers.ForEachInOrder([&](Timestamp ts, const TimerEntry& e) {
+      if (gens[e.slot] != e.gen) return;
+      Encode(w, ts);
+      Encode(w, e.slot);
+      Encode(w, e.gen);
+      Encode(w, e.window);
+    });
+  }
+
   // The slot of `key`, created when absent.
   uint32_t SlotOf(const K& key) {
     auto [it, inserted] = index_.try_emplace(key, 0);
@@ -468,27 +707,30 @@ class FastSessionWindowOperator final
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
-      keys_[slot].key = key;
+      KeyState& ks = Key(slot);
+      ks.key = key;
+      ks.used = true;
     } else {
-      slot = static_cast<uint32_t>(keys_.size());
-      keys_.emplace_back(key);
+      slot = keys_.size();
+      keys_.push_back(KeyState(key), cow_.version());
     }
     it->second = slot;
     return slot;
   }
   // Frees the slot of a key with no window, contents or timer left.
   void MaybeFree(uint32_t slot) {
-    KeyState& ks = keys_[slot];
-    if (ks.general) {
-      const GeneralState& g = *ks.general;
+    const KeyState& now = keys_[slot];
+    if (now.general) {
+      const GeneralState& g = *now.general;
       if (!g.set.empty() || !g.contents.empty() || !g.timers.empty()) return;
-      ks.general.reset();
-    } else if (ks.sessions.size() > ks.head || ks.orphans) {
+    } else if (now.sessions.size() > now.head || now.orphans) {
       return;
-    } else {
-      ks.sessions.clear();
-      ks.head = 0;
     }
+    KeyState& ks = Key(slot);
+    ks.general.reset();
+    ks.sessions.clear();
+    ks.head = 0;
+    ks.used = false;
     index_.erase(ks.key);
     ++ks.gen;
     free_.push_back(slot);
@@ -583,7 +825,7 @@ class FastSessionWindowOperator final
     if (live) return;
     live = true;
     ++live_timers_;
-    queue_.Push(t, TimerEntry{slot, gen, s.window});
+    queue_.Push(t, TimerEntry{slot, gen, s.window}, cow_);
   }
   // Deletes timer (session window, t); returns whether it was live.
   bool TakeTimer(Session& s, Timestamp t) {
@@ -710,7 +952,7 @@ class FastSessionWindowOperator final
   // WindowOperator's onEventTime for the live timer (session i, t), already
   // taken.
   void OnEventTimeSorted(uint32_t slot, size_t i, Timestamp t) {
-    KeyState& ks = keys_[slot];
+    KeyState& ks = Key(slot);
     Session& s = ks.sessions[i];
     current_key_ = &ks.key;
     if (t == s.window.max_timestamp() && s.has_value) EmitValue(ks.key, s.window, s.store.value);
@@ -757,7 +999,7 @@ class FastSessionWindowOperator final
       if (ts == t && w == window) return;
     g.timers.emplace_back(window, t);
     ++live_timers_;
-    queue_.Push(t, TimerEntry{slot, gen, window});
+    queue_.Push(t, TimerEntry{slot, gen, window}, cow_);
   }
   bool RemoveTimer(GeneralState& g, const W& window, Timestamp t) {
     for (size_t i = 0; i < g.timers.size(); ++i) {
@@ -834,7 +1076,7 @@ class FastSessionWindowOperator final
   }
 
   void OnEventTimeGeneral(uint32_t slot, const W& window, Timestamp t) {
-    KeyState& ks = keys_[slot];
+    KeyState& ks = Key(slot);
     GeneralState& g = *ks.general;
     current_key_ = &ks.key;
     if (const W* sw = g.set.get_state_window(window)) {  // else merged away
@@ -857,9 +1099,12 @@ class FastSessionWindowOperator final
   KeyFn key_;
   Assigner assigner_;
   absl::flat_hash_map<K, uint32_t> index_;  // key -> slot in keys_
-  std::vector<KeyState> keys_;
+  // The keys' state by slot and the timer entries, copy-on-write while a
+  // snapshot reads them (cow_).
+  SlotList<KeyState> keys_;
   std::vector<uint32_t> free_;  // freed slots
   TimerEntryQueue<TimerEntry> queue_;
+  CowEpoch cow_;
   MergingWindowSet::Scratch merge_scratch_;
   size_t live_contents_ = 0;
   size_t live_timers_ = 0;
