@@ -25,6 +25,10 @@
 //            Baseline: open windows in a std::map<start, flat_hash_map<key,
 //            sum>>, each emitted when the watermark reaches its max timestamp
 //            (end - 1), the rest at the end of the input.
+//   K2       W4's sums (1 000 000 keys) in a keyed process function: MapState
+//            of (window max timestamp -> sum) per key and one event-time timer
+//            per (key, window) that emits and removes the sum (many timers).
+//            Baseline: W1's.
 //   W2       sliding event-time window (--window_ms every --slide_ms, default
 //            slide window_ms / 10) reduce sum.  Baseline: as W1, each record
 //            added to each of the size / slide windows it belongs to.
@@ -1018,6 +1022,48 @@ JobRun RunW1(const Options& o) {
                       ResultCapacityHint(o, o.window_ms, 1));
 }
 
+// --- K2: W1 as a keyed process function with one event-time timer per (key, window) ------
+// Sums per (key, window end) in MapState and an event-time timer at each
+// window's max timestamp that emits the key's sum and removes it: the timers
+// (one per key and open window, 1 000 000 keys by default) are the state a
+// checkpoint of this job is mostly made of.  Baseline: W1's.
+
+struct TimerWindowSumFunction : KeyedProcessFunction<int64_t, Event, Event> {
+  int64_t window_ms = 0;
+  void process_element(const Event& e, Context& ctx, Collector<Event>& out) override {
+    (void)out;
+    const Timestamp max_ts = WindowStart(e.ts, window_ms) + window_ms - 1;
+    auto sums = ctx.get_map_state<int64_t, int64_t>("sums");
+    sums.put(max_ts, sums.get(max_ts).value_or(0) + e.value);
+    ctx.timer_service().register_event_time_timer(max_ts);
+  }
+  void on_timer(Timestamp ts, OnTimerContext& ctx, Collector<Event>& out) override {
+    auto sums = ctx.get_map_state<int64_t, int64_t>("sums");
+    const std::optional<int64_t> sum = sums.get(ts);
+    if (!sum) return;
+    sums.remove(ts);
+    out.collect(Event{ctx.get_current_key(), *sum, ts});
+  }
+};
+
+JobRun RunK2(const Options& o) {
+  StreamExecutionEnvironment env;
+  Configure(env, o);
+  auto registry =
+      std::make_shared<WindowSinkRegistry>(o.windows, ResultCapacityHint(o, o.window_ms, 1));
+  env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
+  TimerWindowSumFunction f;
+  f.window_ms = o.window_ms;
+  TimestampedSource(env, o, BoundedOutOfOrderness(o))
+      .key_by(EventKey{})
+      .process(f)
+      .name(WindowOperatorName(o, "timers"))
+      .set_parallelism(o.windows)
+      .add_sink(WindowResultSink{registry}, "Discarding sink")
+      .set_parallelism(o.windows);
+  return Execute(env, registry);
+}
+
 // The plain loop: open windows by start, each a key -> sum table; a window is
 // emitted (moved to the results) once the bounded-out-of-orderness watermark
 // (max_ts - delay - 1) reaches its max timestamp, as the job's operator
@@ -1398,6 +1444,13 @@ constexpr JobSpec kJobs[] = {
      .run = &RunW1,
      .baseline = &BaselineW1,
      .windows = WindowKind::kTumbling},
+    {.name = "K2",
+     .description = "W4 as a keyed process function: sums in MapState, one event-time timer "
+                    "per (key, window) that emits the window's sum",
+     .run = &RunK2,
+     .baseline = &BaselineW1,
+     .windows = WindowKind::kTumbling,
+     .default_keys = 1'000'000},
     {.name = "W2",
      .description = "W1 with a sliding event-time window (--window_ms every --slide_ms)",
      .run = &RunW2,

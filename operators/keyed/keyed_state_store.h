@@ -110,6 +110,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "tidemark/operators/keyed/cow_epoch.h"
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/state/kv_store.h"
@@ -330,21 +331,6 @@ class StateTableBase {
   virtual size_t num_layers() const = 0;
   virtual const std::string& kv_prefix() const = 0;
 };
-
-// Counts one more snapshot reader in `readers` for as long as the returned
-// guard lives (copy-on-write tables keep what a live snapshot reads).
-inline std::shared_ptr<const void> SnapshotReaderGuard(
-    const std::shared_ptr<std::atomic<int>>& readers) {
-  readers->fetch_add(1, std::memory_order_relaxed);
-  struct Guard {
-    explicit Guard(std::shared_ptr<std::atomic<int>> r) : readers(std::move(r)) {}
-    Guard(const Guard&) = delete;
-    Guard& operator=(const Guard&) = delete;
-    ~Guard() { readers->fetch_sub(1, std::memory_order_release); }
-    const std::shared_ptr<std::atomic<int>> readers;
-  };
-  return std::make_shared<const Guard>(readers);
-}
 
 // One named state: V per (key, namespace).
 template <typename K, typename N, typename V>

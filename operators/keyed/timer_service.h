@@ -20,15 +20,17 @@
 // onProcessingTime) the keyed timers up to that time fire, and it is re-armed
 // at the next one, which fires in the same FireDue when it is due too.
 //
-// Implementation: per domain a hash set of the live triples plus the
+// Implementation: per domain a hash map of the live triples plus the
 // registrations in timestamp order: per timestamp a bucket of (key, namespace)
 // entries in registration order, the buckets in a binary min-heap of
 // timestamps (window timers cluster on few timestamps, so registering and
-// firing cost no heap operation per timer).  Deletion only removes from the
-// set; an entry whose triple is not in the set when it is reached is skipped
-// (lazy deletion), so delete is O(1) and a re-registered timer fires once
-// (at its earliest remaining entry: the order is that of a heap of
-// (timestamp, registration number) entries with lazy deletion).
+// firing cost no heap operation per timer; TimerBuckets, timer_buckets.h).
+// Deletion only removes from the map; an entry whose triple is not in the map
+// when it is reached is skipped (lazy deletion), so delete is O(1) and a
+// re-registered timer fires once (at its earliest remaining entry: the order
+// is that of a heap of (timestamp, registration number) entries with lazy
+// deletion).  Each live triple also flags one of its entries (the map holds
+// its position), for snapshots: deleting or firing the timer clears the flag.
 //
 // Checkpoints: Snapshot(w) writes, per domain, every registration still in
 // the queue (live or stale, in (timestamp, registration) order) and the set of
@@ -36,8 +38,15 @@
 // may be called more than once, merging).  Stale entries are kept because
 // they matter: a deleted timer registered again fires at its earliest entry.
 // The watermark is not part of it (it restarts at MIN, as Flink's).
+// Asynchronous (docs/checkpoints.md "The snapshot's phases"): the synchronous
+// part takes a copy-on-write view of the buckets (per bucket its range of
+// entries and one pointer per chunk; O(buckets + chunks)), and the snapshot
+// threads encode the entries and, from their flags, the live set.  While a
+// snapshot reads, clearing a flag copies its chunk first, new entries are
+// appended past the view, and popped entries are copied out, not moved.
 //
-// Thread safety: none; one operator instance, one task thread.
+// Thread safety: none; one operator instance, one task thread (a snapshot's
+// deferred part reads only chunks the task no longer writes).
 #ifndef TM_OPERATORS_KEYED_TIMER_SERVICE_H_
 #define TM_OPERATORS_KEYED_TIMER_SERVICE_H_
 
@@ -54,6 +63,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
+#include "tidemark/operators/keyed/timer_buckets.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -220,17 +230,26 @@ class TimerQueue {
   // Returns true when the timer was not registered yet.
   bool Add(const K& key, const N& ns, Timestamp ts) {
     if (CacheHolds(key, ns, ts) && cache_live_) return false;
-    const bool inserted = live_.emplace(ts, key, ns).second;
+    auto [it, inserted] = live_.try_emplace(std::make_tuple(ts, key, ns));
     Remember(key, ns, ts, true);
     if (!inserted) return false;
-    queue_.Push(ts, Entry{key, ns});
+    try {
+      it->second = queue_.Push(ts, Entry{key, ns, true});
+    } catch (...) {
+      live_.erase(it);
+      cache_valid_ = false;
+      throw;
+    }
     return true;
   }
   bool Remove(const K& key, const N& ns, Timestamp ts) {
     if (CacheHolds(key, ns, ts) && !cache_live_) return false;
-    const bool erased = live_.erase(std::make_tuple(ts, key, ns)) != 0;
+    auto it = live_.find(std::make_tuple(ts, key, ns));
     Remember(key, ns, ts, false);
-    return erased;
+    if (it == live_.end()) return false;
+    queue_.Mutable(it->second).live = false;
+    live_.erase(it);
+    return true;
   }
   bool Contains(const K& key, const N& ns, Timestamp ts) const {
     if (CacheHolds(key, ns, ts)) return cache_live_;
@@ -252,9 +271,15 @@ class TimerQueue {
     while (!queue_.empty()) {
       const Timestamp ts = queue_.front_time();
       if (ts > limit) break;
+      const BucketPos at = queue_.front_pos();
       Entry e = queue_.PopFront();
       // A stale entry (deleted, or fired through an earlier entry) is skipped.
-      if (live_.erase(std::make_tuple(ts, e.key, e.ns)) == 0) continue;
+      auto it = live_.find(std::make_tuple(ts, e.key, e.ns));
+      if (it == live_.end()) continue;
+      // The timer's flagged entry is a later one of this bucket (it was
+      // registered again after a delete): no snapshot sees it live any more.
+      if (it->second != at) queue_.Mutable(it->second).live = false;
+      live_.erase(it);
       Remember(e.key, e.ns, ts, false);
       fire(e.key, e.ns, ts);
     }
@@ -264,25 +289,45 @@ class TimerQueue {
   // Bytes allocated: the buckets, their index and heap, and the set of live
   // timers (capacity).
   size_t StateBytes() const {
-    return queue_.StateBytes() + live_.capacity() * (sizeof(std::tuple<Timestamp, K, N>) + 1);
+    return queue_.StateBytes() +
+           live_.capacity() * (sizeof(typename decltype(live_)::value_type) + 1);
   }
 
-  // See "Checkpoints" in the file comment.  K and N have codecs.
-  void SnapshotTo(StateWriter& w) const {
-    w.PutVarint(queue_.num_buckets());
-    queue_.ForEachBucketInOrder([&](Timestamp ts, std::span<const Entry> entries) {
-      Encode(w, ts);
-      w.PutVarint(entries.size());
-      for (const Entry& e : entries) {
-        Encode(w, e.key);
-        Encode(w, e.ns);
+  // See "Checkpoints" in the file comment.  K and N have codecs.  The
+  // synchronous part takes a copy-on-write view of the buckets (O(buckets +
+  // chunks)); the encoding is deferred (StateWriter::Defer): every entry of
+  // each bucket, then the live timers (the flagged entries).
+  void SnapshotTo(StateWriter& w) {
+    w.Defer([view = std::make_shared<const typename TimerBuckets<Entry>::View>(queue_.Share())](
+                StateWriter& out) {
+      const auto& buckets = view->buckets();
+      out.PutVarint(buckets.size());
+      size_t live = 0;
+      for (const auto& b : buckets) {
+        Encode(out, b.ts);
+        out.PutVarint(b.count());
+        b.ForEach([&](const Entry& e) {
+          Encode(out, e.key);
+          Encode(out, e.ns);
+          live += e.live ? 1 : 0;
+        });
+      }
+      // As std::tuple<Timestamp, K, N>'s codec writes the set's elements.
+      out.PutVarint(live);
+      for (const auto& b : buckets) {
+        b.ForEach([&](const Entry& e) {
+          if (!e.live) return;
+          Encode(out, b.ts);
+          Encode(out, e.key);
+          Encode(out, e.ns);
+        });
       }
     });
-    w.PutVarint(live_.size());
-    for (const auto& t : live_) Encode(w, t);
   }
   void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
     cache_valid_ = false;
+    // The last entry restored of each timer, to flag those that are live.
+    absl::flat_hash_map<std::tuple<Timestamp, K, N>, BucketPos> last;
     const uint64_t nb = r.GetCount("timer buckets");
     for (uint64_t i = 0; i < nb && r.ok(); ++i) {
       const auto ts = Decode<Timestamp>(r);
@@ -291,29 +336,46 @@ class TimerQueue {
         K key = Decode<K>(r);
         N ns = Decode<N>(r);
         if (!r.ok() || !range.Contains(key)) continue;
-        queue_.Push(ts, Entry{std::move(key), std::move(ns)});
+        const BucketPos pos = queue_.Push(ts, Entry{key, ns, false});
+        last.insert_or_assign(std::make_tuple(ts, std::move(key), std::move(ns)), pos);
       }
     }
     const uint64_t nl = r.GetCount("live timers");
     for (uint64_t i = 0; i < nl && r.ok(); ++i) {
       auto t = Decode<std::tuple<Timestamp, K, N>>(r);
-      if (r.ok() && range.Contains(std::get<1>(t))) live_.insert(std::move(t));
+      if (!r.ok() || !range.Contains(std::get<1>(t))) continue;
+      auto [it, inserted] = live_.try_emplace(t);
+      if (!inserted) continue;
+      if (auto l = last.find(t); l != last.end()) {
+        it->second = l->second;
+        queue_.Mutable(l->second).live = true;
+      } else {
+        // A live timer without an entry (not written so): one of its own.
+        it->second = queue_.Push(std::get<0>(t), Entry{std::get<1>(t), std::get<2>(t), true});
+      }
     }
   }
+  // Snapshots whose deferred part still reads the buckets (for tests).
+  int live_snapshots() const { return queue_.live_snapshots(); }
 
   // All live timers as (ts, key, ns), sorted by timestamp (for tests).
   std::vector<std::tuple<Timestamp, K, N>> Snapshot() const {
-    std::vector<std::tuple<Timestamp, K, N>> out(live_.begin(), live_.end());
+    std::vector<std::tuple<Timestamp, K, N>> out;
+    out.reserve(live_.size());
+    for (const auto& [t, pos] : live_) out.push_back(t);
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
     return out;
   }
 
  private:
-  // One registration (its timestamp is its bucket's).
+  // One registration (its timestamp is its bucket's).  `live`: this entry
+  // stands for the live timer in snapshots (each live timer flags one of
+  // its entries, the one live_ points to).
   struct Entry {
     K key;
     N ns;
+    bool live = false;
   };
   // The last (ts, key, ns) added, removed or fired and whether it is live,
   // for small trivially copyable keys and namespaces: a window operator
@@ -358,8 +420,9 @@ class TimerQueue {
 
   // The registrations (live and stale) by timestamp; timers fire in
   // (timestamp, registration) order.
-  TimestampBuckets<Entry> queue_;
-  absl::flat_hash_set<std::tuple<Timestamp, K, N>> live_;
+  TimerBuckets<Entry> queue_;
+  // The live timers, each with the position of its flagged entry.
+  absl::flat_hash_map<std::tuple<Timestamp, K, N>, BucketPos> live_;
   [[no_unique_address]] std::conditional_t<kCache, Cache, NoCache> cache_;
   bool cache_valid_ = false;
   bool cache_live_ = false;
@@ -416,7 +479,7 @@ class KeyedTimerService {
   static constexpr bool kEncodable = HasStateCodec<K> && HasStateCodec<N>;
   // See "Checkpoints" in the file comment; `where` names the operator in
   // the error thrown when K or N has no codec.
-  void Snapshot(StateWriter& w, std::string_view where) const {
+  void Snapshot(StateWriter& w, std::string_view where) {
     if constexpr (kEncodable) {
       event_.SnapshotTo(w);
       processing_.SnapshotTo(w);
@@ -518,7 +581,7 @@ class KeyedStateIntrospection {
 // (runtime/core/operator.h).
 template <typename K, typename N>
 void SnapshotKeyed(StateWriter& w, const OperatorContext& ctx, KeyedStateStore<K>& state,
-                   const KeyedTimerService<K, N>& timers) {
+                   KeyedTimerService<K, N>& timers) {
   const std::string where = "operator '" + ctx.operator_name() + "'";
   state.Snapshot(w, where);
   timers.Snapshot(w, where);

@@ -50,12 +50,14 @@
 //     when that overflows: then never, as in the fast operator); a pane is
 //     dropped with the newest window that holds it, the last one to need it.
 //
-// State, pane-major: per pane a hash table key -> (value, arrival number of
-// the key's first record in the pane); the panes by start, with a small cache
-// of recent ones (a record nearly always goes to one of the newest two, whose
-// tables stay in cache); per window with contents the number of its keys.  A
-// window's firing merges its panes' tables into a scratch table (keys by
-// first arrival, then sorted), and dropping panes frees whole tables.
+// State, pane-major: per pane its (key, arrival number of the key's first
+// record in the pane, value) slots, in arrival order, in chunks that never
+// move, with a hash index of their positions by key (TimeWindowTable's layout,
+// time_window_table.h: SlotList and PositionIndex); the panes by start, with a
+// small cache of recent ones (a record nearly always goes to one of the newest
+// two, whose tables stay in cache); per window with contents the number of its
+// keys.  A window's firing merges its panes' slots into a scratch table (keys
+// by first arrival, then sorted), and dropping panes frees whole tables.
 //
 // Counters: windowPeakLiveKeyWindows counts (key, window) pairs, as the
 // per-window path would hold them: per window the number of keys with a
@@ -81,9 +83,16 @@
 // a restore that keeps only some key groups counts right); per-window, the
 // window-major table.  A sliced snapshot restored into an operator that has
 // gone per-window is turned into its table, a per-window one turns a sliced
-// operator per-window first.
+// operator per-window first.  Asynchronous (docs/checkpoints.md "The
+// snapshot's phases"): the synchronous part takes a copy-on-write view (one
+// pointer per chunk of each pane's slots, the windows' flags copied) and the
+// snapshot threads encode it; while a snapshot reads, the task's first write to
+// a chunk the view holds copies the chunk (CowEpoch), new keys are appended
+// past the view, and a dropped pane lives on in the view.  Same bytes as a
+// synchronous encoding; slots that cannot be copied are encoded at once.
 //
-// Thread safety: none needed; one task thread calls every method.
+// Thread safety: one task thread calls every method; a snapshot's deferred
+// part reads only the chunks its view holds, which the task never writes.
 #ifndef TM_OPERATORS_WINDOW_SLICED_WINDOW_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_SLICED_WINDOW_OPERATOR_H_
 
@@ -91,6 +100,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -180,13 +190,12 @@ class SlicedWindowOperator final
     const K key = key_(static_cast<const T&>(value));
     Pane& pane = GetPane(start);
     // One probe; the value is made only when the key is new in the pane.
-    auto [it, inserted] = pane.table.try_emplace(key, LazyEntry{[&] {
-                                                   return Entry{seq_++, contents_.NewValue(value)};
-                                                 }});
-    if (!inserted) [[likely]] {
-      contents_.AddTo(it->second.value, value);
+    const HashedKey hk{&key, HashKey(key)};
+    if (const uint32_t* pos = pane.index.Find(hk, hk.hash)) [[likely]] {
+      contents_.AddTo(pane.slots.Mutable(*pos, cow_).value, value);
     } else {
-      AddKeyToWindows(key, start, newest);
+      AddToPane(pane, hk, seq_++, [&] { return contents_.NewValue(value); });
+      AddKeyToWindows(hk, start, newest);
     }
     // EventTimeTrigger.on_element: the windows the watermark has reached
     // fire for this key at once (each window of ts ends after ts).
@@ -219,22 +228,22 @@ class SlicedWindowOperator final
         table_.SnapshotTo(w);
         return;
       }
-      w.PutVarint(panes_.size());
-      for (const auto& [start, pane] : panes_) {
-        Encode(w, start);
-        w.PutVarint(pane.table.size());
-        for (const auto& [key, entry] : pane.table) {
-          Encode(w, key);
-          Encode(w, entry.seq);
-          Encode(w, entry.value);
-        }
+      // A copy-on-write view of the panes (one pointer per chunk of slots)
+      // and a copy of the windows' flags; encoded off the task thread when
+      // the slots can be copied (docs/checkpoints.md "The snapshot's
+      // phases"), the same bytes either way.
+      auto view = std::make_shared<SlicedView>();
+      if constexpr (std::is_copy_constructible_v<PaneSlot>) view->guard = cow_.BeginSnapshot();
+      view->panes.reserve(panes_.size());
+      for (const auto& [start, pane] : panes_) view->panes.emplace_back(start, pane.slots.Share());
+      view->windows.reserve(open_.size());
+      for (const auto& [start, info] : open_) view->windows.emplace_back(start, info.fired);
+      view->seq = seq_;
+      if constexpr (std::is_copy_constructible_v<PaneSlot>) {
+        w.Defer([view = std::move(view)](StateWriter& out) { EncodeSliced(out, *view); });
+      } else {
+        EncodeSliced(w, *view);
       }
-      w.PutVarint(open_.size());
-      for (const auto& [start, info] : open_) {
-        Encode(w, start);
-        Encode(w, info.fired);
-      }
-      Encode(w, seq_);
     } else {
       ThrowFirstMissingCodec<K, Value>(this->StateWhere());
     }
@@ -287,9 +296,11 @@ class SlicedWindowOperator final
   // (key, pane) pairs held.
   size_t num_panes() const {
     size_t n = 0;
-    for (const auto& [start, pane] : panes_) n += pane.table.size();
+    for (const auto& [start, pane] : panes_) n += pane.slots.size();
     return n;
   }
+  // Snapshots whose deferred part still reads the panes (for tests).
+  int live_snapshots() const { return cow_.live_snapshots(); }
   bool sliced() const { return !per_window_; }
   // Bytes allocated for the panes, the per-window key counts and the timers.
   size_t StateBytes() const {
@@ -297,7 +308,8 @@ class SlicedWindowOperator final
     size_t bytes = 0;
     for (const auto& [start, pane] : panes_) {
       bytes += sizeof(typename decltype(panes_)::value_type) + 4 * sizeof(void*);
-      bytes += pane.table.capacity() * (sizeof(typename PaneTable::value_type) + 1);
+      bytes += pane.slots.capacity() * sizeof(PaneSlot) + pane.slots.num_chunks() * sizeof(void*);
+      bytes += pane.index.AllocatedBytes();
     }
     bytes += open_.size() * (sizeof(typename decltype(open_)::value_type) + 4 * sizeof(void*));
     return bytes;
@@ -311,23 +323,70 @@ class SlicedWindowOperator final
   using Base::TimersPerKey;
 
   // One key's value in one pane, with the arrival number of its first record.
-  struct Entry {
+  struct PaneSlot {
+    K key;
     uint64_t seq;
     Value value;
   };
-  // Converts to the Entry make() returns, for try_emplace.
-  template <typename F>
-  struct LazyEntry {
-    F make;
-    operator Entry() const { return make(); }  // NOLINT(google-explicit-constructor)
+  using PaneSlots = SlotList<PaneSlot>;
+  // A key with its hash, computed once per record (PositionIndex's lookup
+  // type, as in TimeWindowTable).
+  struct HashedKey {
+    const K* key;
+    size_t hash;
+    bool Matches(const void* slots, uint32_t pos) const {
+      return (*static_cast<const PaneSlots*>(slots))[pos].key == *key;
+    }
   };
-  // (Clang before 17 does not deduce an aggregate's template arguments.)
-  template <typename F>
-  LazyEntry(F) -> LazyEntry<F>;
-  using PaneTable = absl::flat_hash_map<K, Entry>;
+  static size_t HashKey(const K& key) { return absl::Hash<K>{}(key); }
+  static size_t HashAt(const void* slots, uint32_t pos) {
+    return HashKey((*static_cast<const PaneSlots*>(slots))[pos].key);
+  }
+  static void PrefetchAt(const void* slots, uint32_t pos) {
+    __builtin_prefetch(&(*static_cast<const PaneSlots*>(slots))[pos].key);
+  }
+  // A pane's keys and values: the slots in order of each key's first record
+  // in the pane (chunks that never move, copied on write while a snapshot
+  // reads them), and their positions hashed by key (TimeWindowTable's
+  // layout, time_window_table.h).
   struct Pane {
-    PaneTable table;
+    Pane() : index(&slots, &HashAt, &PrefetchAt) {}
+    Pane(const Pane&) = delete;
+    Pane& operator=(const Pane&) = delete;
+    // The slot of the key, null when none (for reading).
+    const PaneSlot* Find(const HashedKey& hk) {
+      const uint32_t* pos = index.Find(hk, hk.hash);
+      return pos == nullptr ? nullptr : &slots[*pos];
+    }
+    PaneSlots slots;
+    PositionIndex index;
   };
+  // What a snapshot's deferred part encodes (SnapshotState).
+  struct SlicedView {
+    std::shared_ptr<const void> guard;  // keeps the chunks unwritten; released last
+    std::vector<std::pair<Timestamp, typename PaneSlots::View>> panes;
+    std::vector<std::pair<Timestamp, bool>> windows;  // (start, fired)
+    uint64_t seq = 0;
+  };
+  // The sliced checkpoint format (see "Checkpoints" in the file comment).
+  static void EncodeSliced(StateWriter& w, const SlicedView& v) {
+    w.PutVarint(v.panes.size());
+    for (const auto& [start, slots] : v.panes) {
+      Encode(w, start);
+      w.PutVarint(slots.size());
+      slots.ForEach([&](const PaneSlot& slot) {
+        Encode(w, slot.key);
+        Encode(w, slot.seq);
+        Encode(w, slot.value);
+      });
+    }
+    w.PutVarint(v.windows.size());
+    for (const auto& [start, fired] : v.windows) {
+      Encode(w, start);
+      Encode(w, fired);
+    }
+    Encode(w, v.seq);
+  }
   struct WindowInfo {
     size_t keys = 0;     // keys with a record in the window
     bool fired = false;  // the watermark has reached its max timestamp
@@ -359,7 +418,7 @@ class SlicedWindowOperator final
     auto [it, created] = panes_.try_emplace(start);
     // Sized like the last pane dropped: no rehash as a pane fills in a steady
     // stream.
-    if (created) it->second.table.reserve(last_pane_keys_);
+    if (created) it->second.index.Reserve(last_pane_keys_);
     cached = {start, &it->second};
     return it->second;
   }
@@ -367,11 +426,25 @@ class SlicedWindowOperator final
     return static_cast<size_t>((static_cast<uint64_t>(start) * 0x9e3779b97f4a7c15ull) >> 61);
   }
 
+  // A new (key, pane): its slot, then its position in the index (make() may
+  // throw: a user function).
+  template <typename Make>
+  [[gnu::noinline]] void AddToPane(Pane& pane, const HashedKey& hk, uint64_t seq, Make&& make) {
+    const uint32_t next = pane.slots.size();
+    pane.slots.push_back(PaneSlot{*hk.key, seq, make()}, cow_.version());
+    try {
+      pane.index.InsertNew(next, hk.hash);
+    } catch (...) {
+      pane.slots.pop_back();
+      throw;
+    }
+  }
+
   // A new (key, pane): the key's windows that hold the pane but none of the
   // key's other panes (the nearest before and after it suffice: windows are
   // intervals) and are not late gain the key.  Newest first, down to the
   // first late one.
-  void AddKeyToWindows(const K& key, Timestamp start, Timestamp newest) {
+  void AddKeyToWindows(const HashedKey& key, Timestamp start, Timestamp newest) {
     // The nearest panes holding the key that share a window with this one:
     // before it down to start - size, after it up to newest + size; MIN and
     // MAX for none (no pane starts there: panes lie in the sliced range).
@@ -381,13 +454,13 @@ class SlicedWindowOperator final
     for (auto it = here; it != panes_.begin();) {
       --it;
       if (it->first <= start - size_) break;
-      if (it->second.table.contains(key)) {
+      if (it->second.Find(key) != nullptr) {
         prev = it->first;
         break;
       }
     }
     for (auto it = std::next(here); it != panes_.end() && it->first < newest + size_; ++it) {
-      if (it->second.table.contains(key)) {
+      if (it->second.Find(key) != nullptr) {
         next = it->first;
         break;
       }
@@ -416,16 +489,16 @@ class SlicedWindowOperator final
     scratch_.reserve(last);
     const Timestamp end = s + size_;
     for (auto it = panes_.lower_bound(s); it != panes_.end() && it->first < end; ++it) {
-      for (const auto& [key, entry] : it->second.table) {
-        auto [pos, inserted] = scratch_.try_emplace(&key, merged_.size());
+      it->second.slots.ForEach([&](const PaneSlot& slot) {
+        auto [pos, inserted] = scratch_.try_emplace(&slot.key, merged_.size());
         if (inserted) {
-          merged_.push_back(Merged{&key, entry.seq, entry.value});
+          merged_.push_back(Merged{&slot.key, slot.seq, slot.value});
         } else {
           Merged& m = merged_[pos->second];
-          contents_.MergeValue(m.value, entry.value);
-          m.seq = std::min(m.seq, entry.seq);
+          contents_.MergeValue(m.value, slot.value);
+          m.seq = std::min(m.seq, slot.seq);
         }
-      }
+      });
     }
     std::sort(merged_.begin(), merged_.end(),
               [](const Merged& a, const Merged& b) { return a.seq < b.seq; });
@@ -436,18 +509,19 @@ class SlicedWindowOperator final
   // with the merge of the key's panes in it.
   void FireForElement(const K& key, Timestamp ts, Timestamp newest) {
     const Timestamp watermark = timers_.current_watermark();
+    const HashedKey hk{&key, HashKey(key)};
     for (Timestamp s = newest; s > ts - size_; s -= slide_) {
       const W w = Window(s);
       if (this->IsWindowLate(w)) break;
       if (w.max_timestamp() > watermark) continue;
       std::optional<Value> acc;
       for (auto it = panes_.lower_bound(s); it != panes_.end() && it->first < s + size_; ++it) {
-        auto e = it->second.table.find(key);
-        if (e == it->second.table.end()) continue;
+        const PaneSlot* e = it->second.Find(hk);
+        if (e == nullptr) continue;
         if (acc) {
-          contents_.MergeValue(*acc, e->second.value);
+          contents_.MergeValue(*acc, e->value);
         } else {
-          acc.emplace(e->second.value);
+          acc.emplace(e->value);
         }
       }
       if (!acc) continue;  // cannot happen: the record's pane is in it
@@ -481,7 +555,8 @@ class SlicedWindowOperator final
       }
       if (this->HasWindowFunctionState()) {
         for (auto p = panes_.lower_bound(it->first); p != panes_.end() && p->first < w.end; ++p)
-          for (const auto& [key, entry] : p->second.table) this->DropWindowFunctionState(key, w);
+          p->second.slots.ForEach(
+              [&](const PaneSlot& slot) { this->DropWindowFunctionState(slot.key, w); });
       }
       live_pairs_ -= it->second.keys;
       it = open_.erase(it);
@@ -498,7 +573,7 @@ class SlicedWindowOperator final
     for (auto it = panes_.begin(); it != panes_.end() && it->first < keep_from;) {
       for (auto& c : cache_)
         if (c.pane == &it->second) c = {};
-      last_pane_keys_ = it->second.table.size();
+      last_pane_keys_ = it->second.slots.size();
       it = panes_.erase(it);
     }
   }
@@ -518,7 +593,15 @@ class SlicedWindowOperator final
         const auto seq = Decode<uint64_t>(r);
         Value value = Decode<Value>(r);
         if (!r.ok() || !range.Contains(key)) continue;
-        panes_[start].table.insert_or_assign(std::move(key), Entry{seq, std::move(value)});
+        Pane& pane = panes_[start];
+        const HashedKey hk{&key, HashKey(key)};
+        if (const uint32_t* pos = pane.index.Find(hk, hk.hash)) {
+          PaneSlot& slot = pane.slots.Mutable(*pos, cow_);
+          slot.seq = seq;
+          slot.value = std::move(value);
+        } else {
+          AddToPane(pane, hk, seq, [&] { return std::move(value); });
+        }
       }
     }
     const uint64_t nw = r.GetCount("windows");
@@ -538,7 +621,7 @@ class SlicedWindowOperator final
       keys.clear();
       for (auto p = panes_.lower_bound(it->first);
            p != panes_.end() && p->first < it->first + size_; ++p)
-        for (const auto& [key, entry] : p->second.table) keys.insert(key);
+        p->second.slots.ForEach([&](const PaneSlot& slot) { keys.insert(slot.key); });
       if (keys.empty()) {
         it = open_.erase(it);
         continue;
@@ -595,6 +678,7 @@ class SlicedWindowOperator final
   size_t live_pairs_ = 0;                 // sum of open_'s keys
   size_t last_pane_keys_ = 0;             // keys of the last pane dropped
   uint64_t seq_ = 0;                      // arrival number of the next new (key, pane)
+  CowEpoch cow_;  // copy-on-write of the panes' slots while a snapshot reads them
   // Scratch of MergeWindow.
   std::vector<Merged> merged_;
   absl::flat_hash_map<const K*, size_t, KeyPtrHash, KeyPtrEq> scratch_;
