@@ -1,6 +1,6 @@
 // runtime/state/state_codec.cc: CRC-32C (Castagnoli).  On x86-64 with SSE 4.2
 // (checked once at run time) the crc32 instruction, eight bytes a step, about
-// 3.5 times the table; elsewhere table-driven, eight bytes a step ("slicing by
+// five times the table; elsewhere table-driven, eight bytes a step ("slicing by
 // 8").  Both give the same values.  Abseil 20220623 has no absl/crc.
 //
 // Thread-safety: Crc32c is a pure function; its tables are built at compile
