@@ -393,6 +393,14 @@ class TimeWindowTable {
       for (const auto& [k, win] : windows_)
         view->windows.push_back(WindowView{win.window, win.fired, win.slots.Share()});
       w.Defer([view = std::move(view)](StateWriter& out) {
+        // One allocation for the whole encoding (exact for keys and values
+        // written as their raw bytes, as int64_t and plain structs are; at
+        // most 512 MiB at first, a guess is no reason to fail).
+        size_t slots = 0;
+        for (const WindowView& win : view->windows) slots += win.slots.size();
+        out.Reserve(std::min<size_t>(size_t{512} << 20,
+                                     16 + view->windows.size() * (sizeof(TimeWindow) + 16) +
+                                         slots * (sizeof(K) + sizeof(V))));
         out.PutVarint(view->windows.size());
         for (const WindowView& win : view->windows) {
           Encode(out, win.window);

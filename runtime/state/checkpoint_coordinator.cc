@@ -26,8 +26,23 @@ std::string SubtaskStateFileName(int task_index, int subtask) {
   return absl::StrCat(task_index, "-", subtask, ".state");
 }
 
-std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
-  StateWriter w;
+std::vector<std::string_view> EncodeSubtaskSnapshotPieces(const SubtaskSnapshot& s,
+                                                          std::deque<std::string>* scratch) {
+  std::vector<std::string_view> pieces;
+  std::string buf;  // the small parts since the last large one
+  StateWriter w(&buf);
+  // PutBytes, with bytes past a few KB referred to rather than copied.
+  auto put_bytes = [&](const std::string& bytes) {
+    if (bytes.size() < 4096) {
+      w.PutBytes(bytes);
+      return;
+    }
+    w.PutVarint(bytes.size());
+    scratch->push_back(std::move(buf));  // a deque: earlier pieces stay where they are
+    buf.clear();
+    pieces.emplace_back(scratch->back());
+    pieces.emplace_back(bytes);
+  };
   w.PutU32(kSnapshotMagic);
   w.PutU32(kSnapshotVersion);
   w.PutI64(s.checkpoint_id);
@@ -37,16 +52,31 @@ std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
   w.PutVarint(static_cast<uint64_t>(s.parallelism));
   w.PutU8(s.finished ? 1 : 0);
   w.PutU8(s.has_source ? 1 : 0);
-  w.PutBytes(s.input_state);
+  put_bytes(s.input_state);
   w.PutVarint(s.operators.size());
   for (const OperatorSnapshot& op : s.operators) {
     w.PutBytes(op.name);
-    w.PutBytes(op.state);
+    put_bytes(op.state);
   }
   // Unaligned checkpoints: the channel state, only when there is one (so
   // every other file is as before).
-  if (!s.channel_state.empty()) w.PutBytes(s.channel_state);
-  return w.Release();
+  if (!s.channel_state.empty()) put_bytes(s.channel_state);
+  if (!buf.empty()) {
+    scratch->push_back(std::move(buf));
+    pieces.emplace_back(scratch->back());
+  }
+  return pieces;
+}
+
+std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
+  std::deque<std::string> scratch;
+  const std::vector<std::string_view> pieces = EncodeSubtaskSnapshotPieces(s, &scratch);
+  size_t size = 0;
+  for (std::string_view p : pieces) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (std::string_view p : pieces) out.append(p);
+  return out;
 }
 
 absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
@@ -540,8 +570,10 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
     }
     for (const SubtaskSnapshot& s : snapshots) {
       if (!status.ok()) break;
-      absl::StatusOr<StateFileInfo> f = target.WriteState(
-          id, SubtaskStateFileName(s.task_index, s.subtask), EncodeSubtaskSnapshot(s));
+      std::deque<std::string> scratch;
+      absl::StatusOr<StateFileInfo> f =
+          target.WriteState(id, SubtaskStateFileName(s.task_index, s.subtask),
+                            EncodeSubtaskSnapshotPieces(s, &scratch));
       if (!f.ok()) {
         status = f.status();
         break;
@@ -582,8 +614,11 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
         referred.push_back(std::move(r));
         state_bytes += static_cast<int64_t>(size);
       }
+      // Written from the snapshot's own strings, not from one copy of them
+      // all (the same bytes).
+      std::deque<std::string> scratch;
       absl::StatusOr<StateFileInfo> f =
-          storage_->WriteState(id, name, EncodeSubtaskSnapshot(s), referred);
+          storage_->WriteState(id, name, EncodeSubtaskSnapshotPieces(s, &scratch), referred);
       if (!f.ok()) {
         status = f.status();
         break;
@@ -604,8 +639,11 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
     if (status.ok()) status = storage_->Commit(id, metadata, files);
     if (!status.ok()) storage_->Abort(id);
   } else {
-    for (const SubtaskSnapshot& s : snapshots)
-      bytes += static_cast<int64_t>(EncodeSubtaskSnapshot(s).size());
+    for (const SubtaskSnapshot& s : snapshots) {
+      std::deque<std::string> scratch;
+      for (std::string_view piece : EncodeSubtaskSnapshotPieces(s, &scratch))
+        bytes += static_cast<int64_t>(piece.size());
+    }
     state_bytes = bytes;
   }
   const double ms =

@@ -50,11 +50,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -73,6 +75,12 @@ std::string SubtaskStateFileName(int task_index, int subtask);
 // A subtask snapshot as stored in its state file, and back (the error names
 // `file` and what is wrong).
 std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s);
+// The same bytes as pieces, in order, without copying the large ones: the
+// state strings of `s` are referred to (s must outlive the pieces), the small
+// encoded parts between them are kept in `scratch`.  EncodeSubtaskSnapshot is
+// their concatenation.
+std::vector<std::string_view> EncodeSubtaskSnapshotPieces(const SubtaskSnapshot& s,
+                                                          std::deque<std::string>* scratch);
 absl::StatusOr<SubtaskSnapshot> DecodeSubtaskSnapshot(std::string_view bytes,
                                                       const std::string& file);
 

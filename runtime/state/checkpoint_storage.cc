@@ -82,21 +82,37 @@ absl::Status FsyncDir(const fs::path& dir) {
 // Writes `bytes` to `tmp`, fsyncs it and renames it to `path`: afterwards
 // `path` holds all of `bytes` or (after a crash) is as it was.  The rename is
 // durable once the directory is fsynced.
+//
+// The bytes are `pieces` one after the other.  With `crc`, their CRC-32C is
+// computed on the way, a slice at a time just before the slice is written,
+// so the bytes are read from memory once.
 absl::Status WriteFileAtomically(const fs::path& tmp, const fs::path& path,
-                                 std::string_view bytes) {
+                                 const std::vector<std::string_view>& pieces,
+                                 uint32_t* crc = nullptr) {
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return ErrnoError("create", tmp, errno);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return ErrnoError("write", tmp, err);
+  constexpr size_t kSlice = size_t{256} << 10;  // stays in the core's cache
+  uint32_t c = 0;
+  for (std::string_view bytes : pieces) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const size_t slice = std::min(kSlice, bytes.size() - done);
+      if (crc != nullptr) c = Crc32c(bytes.data() + done, slice, c);
+      size_t slice_done = 0;
+      while (slice_done < slice) {
+        const ssize_t n = ::write(fd.get(), bytes.data() + done + slice_done, slice - slice_done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          const int err = errno;
+          ::unlink(tmp.c_str());
+          return ErrnoError("write", tmp, err);
+        }
+        slice_done += static_cast<size_t>(n);
+      }
+      done += slice;
     }
-    done += static_cast<size_t>(n);
   }
+  if (crc != nullptr) *crc = c;
   if (::fsync(fd.get()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
@@ -113,6 +129,11 @@ absl::Status WriteFileAtomically(const fs::path& tmp, const fs::path& path,
     return ErrnoError(absl::StrCat("rename ", tmp.string(), " to"), path, err);
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const fs::path& tmp, const fs::path& path,
+                                 std::string_view bytes) {
+  return WriteFileAtomically(tmp, path, std::vector<std::string_view>{bytes});
 }
 
 absl::Status ReadFile(const fs::path& path, std::string* out) {
@@ -713,7 +734,8 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateRefs(
     for (const SharedChunkRef& r : refs) chunks_->pending_files[id].insert(r.file);
     for (const SharedChunkRef& r : files_referred) chunks_->pending_files[id].insert(r.file);
   }
-  absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, EncodeRefs(refs, files_referred));
+  const std::string encoded = EncodeRefs(refs, files_referred);
+  absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, {encoded});
   if (!info.ok()) return info;
   info->full_size = 0;
   for (const SharedChunkRef& r : refs) info->full_size += r.size;
@@ -898,7 +920,21 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(
         absl::StrCat("checkpoint ", id, ": write state: ", ToAbsl(name),
                      " refers to shared files, but the storage is not incremental"));
   }
-  return WriteStateFile(id, name, bytes);
+  return WriteStateFile(id, name, std::vector<std::string_view>{bytes});
+}
+
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteState(
+    int64_t id, std::string_view name, const std::vector<std::string_view>& pieces,
+    const std::vector<SharedChunkRef>& files_referred) const {
+  if (incremental_ || !files_referred.empty()) {
+    std::string bytes;
+    size_t size = 0;
+    for (std::string_view p : pieces) size += p.size();
+    bytes.reserve(size);
+    for (std::string_view p : pieces) bytes.append(p);
+    return WriteState(id, name, std::string_view(bytes), files_referred);
+  }
+  return WriteStateFile(id, name, pieces);
 }
 
 absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
@@ -958,8 +994,8 @@ bool CheckpointStorage::ReuseSharedFile(int64_t id, std::string_view file, uint6
   return false;
 }
 
-absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateFile(int64_t id, std::string_view name,
-                                                                std::string_view bytes) const {
+absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateFile(
+    int64_t id, std::string_view name, const std::vector<std::string_view>& pieces) const {
   const std::string where = absl::StrCat("checkpoint ", id, ": write state: ");
   if (id < 0) return absl::InvalidArgumentError(absl::StrCat(where, "negative checkpoint id"));
   if (absl::Status s = ValidateName(name); !s.ok()) return Prefixed(s, where);
@@ -970,8 +1006,13 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateFile(int64_t id, std:
   const fs::path path = chk / name;
   const fs::path tmp = chk / absl::StrCat(".", ToAbsl(name), ".tmp");
   if (absl::Status s = Inject("write", tmp); !s.ok()) return Prefixed(s, where);
-  if (absl::Status s = WriteFileAtomically(tmp, path, bytes); !s.ok()) return Prefixed(s, where);
-  return StateFileInfo{std::string(name), bytes.size(), Crc32c(bytes), 0, bytes.size()};
+  uint32_t crc = 0;
+  if (absl::Status s = WriteFileAtomically(tmp, path, pieces, &crc); !s.ok()) {
+    return Prefixed(s, where);
+  }
+  size_t size = 0;
+  for (std::string_view p : pieces) size += p.size();
+  return StateFileInfo{std::string(name), size, crc, 0, size};
 }
 
 absl::Status CheckpointStorage::Commit(int64_t id,

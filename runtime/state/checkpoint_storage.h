@@ -172,6 +172,12 @@ class CheckpointStorage {
   absl::StatusOr<StateFileInfo> WriteState(
       int64_t id, std::string_view name, std::string_view bytes,
       const std::vector<SharedChunkRef>& files_referred = {}) const;
+  // The same, for the bytes that are `pieces` one after the other: a full
+  // checkpoint writes them as they are, without joining them first (an
+  // incremental one joins them to cut its chunks).
+  absl::StatusOr<StateFileInfo> WriteState(
+      int64_t id, std::string_view name, const std::vector<std::string_view>& pieces,
+      const std::vector<SharedChunkRef>& files_referred = {}) const;
 
   // Makes checkpoint `id` complete: checks that every file in `files` is
   // there with its size, writes the manifest (last, atomically), then deletes
@@ -237,7 +243,7 @@ class CheckpointStorage {
   }
 
   absl::StatusOr<StateFileInfo> WriteStateFile(int64_t id, std::string_view name,
-                                               std::string_view bytes) const;
+                                               const std::vector<std::string_view>& pieces) const;
   absl::StatusOr<StateFileInfo> WriteIncremental(
       int64_t id, std::string_view name, std::string_view bytes,
       const std::vector<SharedChunkRef>& files_referred) const;

@@ -1,5 +1,7 @@
-// runtime/state/state_codec.cc: CRC-32C (Castagnoli), table-driven, eight bytes a
-// step ("slicing by 8").  Abseil 20220623 has no absl/crc.
+// runtime/state/state_codec.cc: CRC-32C (Castagnoli).  On x86-64 with SSE 4.2
+// (checked once at run time) the crc32 instruction, eight bytes a step, about
+// five times the table; elsewhere table-driven, eight bytes a step ("slicing by
+// 8").  Both give the same values.  Abseil 20220623 has no absl/crc.
 //
 // Thread-safety: Crc32c is a pure function; its tables are built at compile
 // time.
@@ -12,6 +14,11 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define TM_CRC32C_HW 1
+#endif
 
 namespace tidemark::internal {
 namespace {
@@ -42,11 +49,44 @@ inline uint32_t LoadLittleEndian32(const uint8_t* p) {
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
+uint32_t Crc32cTable(const uint8_t* p, size_t n, uint32_t c);
+
+#ifdef TM_CRC32C_HW
+// The same CRC with the SSE 4.2 crc32 instruction (its polynomial is
+// Castagnoli's, reflected, without the inversions, which stay here).
+[[gnu::target("sse4.2")]] uint32_t Crc32cSse42(const uint8_t* p, size_t n, uint32_t c) {
+  uint64_t c64 = c;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = _mm_crc32_u64(c64, v);
+    p += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c64);
+  while (n-- > 0) c32 = _mm_crc32_u8(c32, *p++);
+  return c32;
+}
+
+const bool kHaveSse42 = [] {
+  __builtin_cpu_init();  // may run before libgcc's own initialisation
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
+#endif
+
 }  // namespace
 
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
-  uint32_t c = ~crc;
+#ifdef TM_CRC32C_HW
+  if (kHaveSse42) return ~Crc32cSse42(p, n, ~crc);
+#endif
+  return ~Crc32cTable(p, n, ~crc);
+}
+
+namespace {
+// `c` and the result without the inversions.
+uint32_t Crc32cTable(const uint8_t* p, size_t n, uint32_t c) {
   while (n >= 8) {
     const uint32_t lo = LoadLittleEndian32(p) ^ c;
     const uint32_t hi = LoadLittleEndian32(p + 4);
@@ -57,8 +97,9 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
     n -= 8;
   }
   while (n-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xff];
-  return ~c;
+  return c;
 }
+}  // namespace
 
 std::string TypeNameFromSignature(std::string_view s) {
   const size_t b = s.find("T = ");

@@ -171,6 +171,12 @@ class StateWriter {
   // bytes, into which CompleteDeferred inserts the parts' output.
   std::vector<Deferred> TakeDeferred();
 
+  // Room for `more` bytes past the current end, allocated at once (an
+  // estimate: writing past it grows the string as usual).  For a deferred
+  // part that knows roughly how much it writes, so that a large encoding is
+  // not copied each time its string doubles.
+  void Reserve(size_t more) { out_->reserve(out_->size() + more); }
+
   // The size so far (pending deferred parts not counted).
   size_t size() const { return out_->size(); }
   const std::string& data() {
