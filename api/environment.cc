@@ -610,6 +610,7 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_tolerable_checkpoint
 }
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_state_backend(StateBackend backend) {
+  if (backend.is_rocksdb()) backend.rocksdb_options.Validate();
   config_.state_backend = std::move(backend);
   return *this;
 }
