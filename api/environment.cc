@@ -610,6 +610,7 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_tolerable_checkpoint
 }
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_state_backend(StateBackend backend) {
+  if (backend.is_rocksdb()) backend.rocksdb_options.Validate();
   config_.state_backend = std::move(backend);
   return *this;
 }
@@ -764,6 +765,8 @@ absl::StatusOr<std::string> StreamExecutionEnvironment::ExplainPlan() const {
   absl::StatusOr<PhysicalPlan> plan = Plan();
   if (!plan.ok()) return plan.status();
   std::string text = plan->Explain();
+  for (const std::string& w : plan->StateBackendWarnings(config_.state_backend))
+    absl::StrAppend(&text, "Warning: ", w, "\n");
   const ClusterInfo cluster = ThisCluster();
   if (cluster.distributed()) {
     // Where every subtask runs (runtime/exec/cluster.h).
@@ -793,6 +796,9 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
   // (by one rank).
   if (absl::StatusOr<PhysicalPlan> plan = Plan(); plan.ok() && ThisCluster().rank == 0) {
     for (const std::string& w : plan->AssignerWarnings())
+      std::cerr << "tidemark: warning: " << w << "\n";
+    // A window whose contents stay on the heap on RocksDB: once per operator.
+    for (const std::string& w : plan->StateBackendWarnings(config_.state_backend))
       std::cerr << "tidemark: warning: " << w << "\n";
   }
   if (restart_strategy_.kind != RestartStrategyConfiguration::Kind::kNone) {

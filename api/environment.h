@@ -302,9 +302,11 @@ class StreamExecutionEnvironment {
   // StateBackend::heap() (Flink's HashMapStateBackend, the default) or
   // StateBackend::rocksdb(dir) (EmbeddedRocksDBStateBackend; the program
   // links tidemark::rocksdb, else the job fails at start saying so).  On
-  // RocksDB the state of keyed process functions lives on disk; window
-  // contents and the other operators' state stay on the heap.  Checkpoints
-  // have the same format on both: a job restores from either.
+  // RocksDB the state of keyed process functions and window contents live
+  // on disk; the other operators' state stays on the heap.  RocksDB's own
+  // memory per operator instance: backend.rocksdb_options (memtables, block
+  // cache, open files; std::invalid_argument here for a value out of range).
+  // Checkpoints have the same format on both: a job restores from either.
   StreamExecutionEnvironment& set_state_backend(StateBackend backend);
   // Told of every failed checkpoint when it fails, on the checkpoint
   // coordinator's thread: its id and a line naming it and what went wrong

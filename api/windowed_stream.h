@@ -369,6 +369,14 @@ class WindowedStream {
         return std::make_unique<General>(key, assigner, trigger, contents, config);
       };
     }
+#else
+    // Without it a specialised operator keeps its contents on the heap on
+    // every backend; the job says so at start when its backend is RocksDB
+    // (PhysicalPlan::StateBackendWarnings).
+    if constexpr (!std::is_same_v<Op,
+                                  internal::WindowOperator<T, Key, KeyFn, Assigner, TriggerT, C>>) {
+      internal::StreamAccess::Node(out).window_contents_on_heap_only = true;
+    }
 #endif
     return out;
   }

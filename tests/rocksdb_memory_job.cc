@@ -6,11 +6,18 @@
 // the state is window contents instead: one tumbling window over every
 // record, a reduce appending the payloads per key, fired at the end; per key
 // "key records length checksum".
-//   rocksdb_memory_job [window-]heap|[window-]rocksdb KEYS RECORDS PAYLOAD [DIR]
+//   rocksdb_memory_job [window-]heap|[window-]rocksdb KEYS RECORDS PAYLOAD [DIR] [FLAGS]
+// Flags: --write-buffer-size=BYTES, --max-write-buffer-number=N,
+// --block-cache-size=BYTES, --max-open-files=N, --cache-index-and-filter-blocks
+// (StateBackend::rocksdb_options), --cache-entries=N (default 256),
+// --batch-size=RECORDS (the job's batch size), --peak-file=PATH (writes
+// "VmPeak VmHWM" in kB from /proc/self/status there at the end, so a test
+// can size its memory limit from what the run really used).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -79,24 +86,72 @@ std::shared_ptr<CollectedResults<std::string>> WindowJob(StreamExecutionEnvironm
           })
       .collect();
 }
+
+// "VmPeak VmHWM" in kB, from /proc/self/status.
+std::string PeakMemory() {
+  std::ifstream in("/proc/self/status");
+  std::string line, peak = "?", hwm = "?";
+  while (std::getline(in, line)) {
+    auto value = [&line] {
+      std::string v = line.substr(line.find(':') + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v.substr(0, v.find(' '));
+    };
+    if (line.rfind("VmPeak:", 0) == 0) peak = value();
+    if (line.rfind("VmHWM:", 0) == 0) hwm = value();
+  }
+  return peak + " " + hwm;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::cerr << "usage: rocksdb_memory_job heap|rocksdb KEYS RECORDS PAYLOAD [DIR]\n";
+  std::vector<std::string> args, flags;
+  for (int i = 1; i < argc; ++i)
+    (std::string(argv[i]).rfind("--", 0) == 0 ? flags : args).push_back(argv[i]);
+  if (args.size() < 4) {
+    std::cerr << "usage: rocksdb_memory_job [window-]heap|[window-]rocksdb KEYS RECORDS PAYLOAD "
+                 "[DIR] [FLAGS]\n";
     return 2;
   }
-  std::string backend = argv[1];
+  std::string backend = args[0];
   const bool window = backend.rfind("window-", 0) == 0;
   if (window) backend = backend.substr(7);
-  const int64_t keys = std::atoll(argv[2]);
-  const int64_t records = std::atoll(argv[3]);
+  const int64_t keys = std::atoll(args[1].c_str());
+  const int64_t records = std::atoll(args[2].c_str());
   Append f;
-  f.payload = static_cast<size_t>(std::atoll(argv[4]));
+  f.payload = static_cast<size_t>(std::atoll(args[3].c_str()));
   StreamExecutionEnvironment env;
   env.set_parallelism(1);
-  StateBackend rocks = StateBackend::rocksdb(argc > 5 ? argv[5] : "");
+  StateBackend rocks = StateBackend::rocksdb(args.size() > 4 ? args[4] : "");
   rocks.cache_entries = 256;  // of 4 000-byte values: 1 MB
+  std::string peak_file;
+  for (const std::string& flag : flags) {
+    const size_t eq = flag.find('=');
+    const std::string name = flag.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : flag.substr(eq + 1);
+    const int64_t n = std::atoll(value.c_str());
+    RocksDbOptions& o = rocks.rocksdb_options;
+    if (name == "--write-buffer-size") {
+      o.write_buffer_size = static_cast<size_t>(n);
+    } else if (name == "--max-write-buffer-number") {
+      o.max_write_buffer_number = static_cast<int>(n);
+    } else if (name == "--block-cache-size") {
+      o.block_cache_size = static_cast<size_t>(n);
+    } else if (name == "--max-open-files") {
+      o.max_open_files = static_cast<int>(n);
+    } else if (name == "--cache-index-and-filter-blocks") {
+      o.cache_index_and_filter_blocks = true;
+    } else if (name == "--cache-entries") {
+      rocks.cache_entries = static_cast<size_t>(n);
+    } else if (name == "--batch-size") {
+      env.set_batch_size(static_cast<size_t>(n));
+    } else if (name == "--peak-file") {
+      peak_file = value;
+    } else {
+      std::cerr << "rocksdb_memory_job: unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
   env.set_state_backend(backend == "rocksdb" ? rocks : StateBackend::heap());
   auto results =
       window
@@ -118,5 +173,6 @@ int main(int argc, char** argv) {
   std::sort(out.begin(), out.end());
   for (const std::string& line : out) std::cout << line << "\n";
   std::cout << "done\n";
+  if (!peak_file.empty()) std::ofstream(peak_file) << PeakMemory() << "\n";
   return 0;
 }

@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -286,6 +289,58 @@ std::vector<std::string> RunJob(int parallelism, StateBackend backend) {
   for (const auto& item : results->items()) out.push_back(item.value);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// StateBackend::rocksdb_options reach the database (RocksDB writes the
+// options it runs with into the OPTIONS file of its directory), and a value
+// out of range is refused when the job is set up, naming it.
+TEST(RocksDbStateBackend, RocksDbOptionsReachTheDatabaseAndBadOnesAreRefused) {
+  StateBackend b = StateBackend::rocksdb();
+  b.rocksdb_options.write_buffer_size = 2 << 20;
+  b.rocksdb_options.max_write_buffer_number = 3;
+  b.rocksdb_options.block_cache_size = 1 << 20;
+  b.rocksdb_options.max_open_files = 64;
+  b.rocksdb_options.max_background_jobs = 1;
+  b.rocksdb_options.cache_index_and_filter_blocks = true;
+  std::unique_ptr<KvStore> store = OpenKvStore(b, "options");
+  std::string options;
+  for (const auto& e : std::filesystem::directory_iterator(store->path())) {
+    if (e.path().filename().string().rfind("OPTIONS-", 0) != 0) continue;
+    std::ifstream in(e.path());
+    options.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_FALSE(options.empty());
+  for (const char* want :
+       {"write_buffer_size=2097152", "max_write_buffer_number=3", "max_open_files=64",
+        "max_background_jobs=1", "cache_index_and_filter_blocks=true"})
+    EXPECT_NE(options.find(std::string("\n  ") + want + "\n"), std::string::npos) << want;
+  store.reset();
+
+  auto refused = [](void (*change)(RocksDbOptions&)) {
+    StateBackend bad = StateBackend::rocksdb();
+    change(bad.rocksdb_options);
+    StreamExecutionEnvironment env;
+    try {
+      env.set_state_backend(bad);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused([](RocksDbOptions& o) { o.write_buffer_size = 1000; }),
+            "RocksDbOptions::write_buffer_size must be at least 64 KiB, not 1000");
+  EXPECT_NE(refused([](RocksDbOptions& o) {
+              o.max_write_buffer_number = 1;
+            }).find("RocksDbOptions::max_write_buffer_number must be at least 2"),
+            std::string::npos);
+  EXPECT_EQ(refused([](RocksDbOptions& o) { o.max_open_files = 5; }),
+            "RocksDbOptions::max_open_files must be -1 or at least 20, not 5");
+  EXPECT_NE(refused([](RocksDbOptions& o) {
+              o.max_background_jobs = 0;
+            }).find("RocksDbOptions::max_background_jobs"),
+            std::string::npos);
+  EXPECT_EQ(refused([](RocksDbOptions& o) { o.max_open_files = -1; }), "accepted");
+  EXPECT_EQ(refused([](RocksDbOptions&) {}), "accepted");
 }
 
 TEST(RocksDbStateBackend, KeyedProcessJobEqualsHeapAtParallelismOneAndThree) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,41 @@ namespace tidemark {
 // tidemark::rocksdb).  On RocksDB the state of keyed process functions and
 // the contents of keyed windows live on disk, serialised with tidemark::StateCodec; each state
 // keeps at most `cache_entries` deserialised entries in memory between records.
+//
+// RocksDB's own memory, per database (one per operator instance), as Flink's
+// state.backend.rocksdb.* options (docs/checkpoints.md "State backends",
+// "RocksDB's memory"): about max_write_buffer_number * write_buffer_size of
+// memtables plus block_cache_size of cached blocks plus the index and filter
+// blocks of the open files (in the block cache when
+// cache_index_and_filter_blocks), whatever the state's size.  The defaults
+// are tidemark's (Flink's are 64 MB memtables and 8 MB of cache).
+struct RocksDbOptions {
+  size_t write_buffer_size = 8 << 20;  // state.backend.rocksdb.writebuffer.size
+  int max_write_buffer_number = 2;     // state.backend.rocksdb.writebuffer.count
+  size_t block_cache_size = 8 << 20;   // state.backend.rocksdb.block.cache-size
+  int max_open_files = 256;            // state.backend.rocksdb.files.open (-1: no limit)
+  int max_background_jobs = 2;         // state.backend.rocksdb.thread.num
+  // Index and filter blocks in the block cache, so that block_cache_size
+  // bounds them too (Flink does so when its RocksDB memory is managed);
+  // false: held beside the cache by each open file.
+  bool cache_index_and_filter_blocks = false;
+  // Throws std::invalid_argument naming the first value out of range.
+  void Validate() const {
+    auto bad = [](const char* what, const std::string& why) {
+      throw std::invalid_argument(std::string("RocksDbOptions::") + what + " " + why);
+    };
+    if (write_buffer_size < (64 << 10))
+      bad("write_buffer_size", "must be at least 64 KiB, not " + std::to_string(write_buffer_size));
+    if (max_write_buffer_number < 2)
+      bad("max_write_buffer_number", "must be at least 2 (one to fill while one is flushed), not " +
+                                         std::to_string(max_write_buffer_number));
+    if (max_open_files != -1 && max_open_files < 20)  // RocksDB raises less to 20
+      bad("max_open_files", "must be -1 or at least 20, not " + std::to_string(max_open_files));
+    if (max_background_jobs < 1)
+      bad("max_background_jobs", "must be at least 1, not " + std::to_string(max_background_jobs));
+  }
+};
+
 struct StateBackend {
   enum class Kind { kHeap, kRocksDb };
   Kind kind = Kind::kHeap;
@@ -29,6 +65,7 @@ struct StateBackend {
   // it, deleted when the instance ends); empty: the system's temp directory.
   std::string dir;
   size_t cache_entries = 16384;
+  RocksDbOptions rocksdb_options;  // RocksDB only
 
   static StateBackend heap() { return StateBackend{}; }
   static StateBackend hash_map() { return heap(); }

@@ -129,6 +129,23 @@ std::vector<std::string> PhysicalPlan::AssignerWarnings() const {
   return out;
 }
 
+std::vector<std::string> PhysicalPlan::StateBackendWarnings(const StateBackend& backend) const {
+  std::vector<std::string> out;
+  if (!backend.is_rocksdb()) return out;
+  for (const PlanNode& node : nodes) {
+    if (!node.window_contents_on_heap_only) continue;
+    out.push_back(absl::StrCat(
+        "window operator '", node.name, "' (p=", node.parallelism,
+        ") keeps its contents on the heap although the job's state backend is RocksDB: the code "
+        "that built it (window(...)) was compiled without TIDEMARK_ROCKSDB_WINDOWS; link "
+        "tidemark::rocksdb, which defines it, to the target that compiles that code "
+        "(target_link_libraries(<target> PRIVATE tidemark::rocksdb)) and rebuild. Until then its "
+        "contents take heap memory, and its checkpoints have the heap operator's layout, which "
+        "the window refuses once it runs on RocksDB (docs/checkpoints.md, \"State backends\")"));
+  }
+  return out;
+}
+
 JobCompiler::JobCompiler(const std::vector<std::unique_ptr<StreamNode>>& nodes,
                          JobCompilerOptions options)
     : nodes_(nodes), options_(options) {}
@@ -181,6 +198,7 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     pn.parallelism = p;
     pn.max_parallelism = max_p;
     pn.assigns_timestamps = node.assigns_timestamps;
+    pn.window_contents_on_heap_only = node.window_contents_on_heap_only;
   }
   return absl::OkStatus();
 }

@@ -73,10 +73,11 @@ struct PlanNode {
   StreamNode::Kind kind = StreamNode::Kind::kOperator;
   int parallelism = 0;
   int max_parallelism = 0;
-  std::vector<int> inputs;          // indices into PhysicalPlan::edges, in input order
-  int chain = -1;                   // index into PhysicalPlan::chains
-  int position = -1;                // position in that chain (0: the head)
-  bool assigns_timestamps = false;  // StreamNode::assigns_timestamps
+  std::vector<int> inputs;                    // indices into PhysicalPlan::edges, in input order
+  int chain = -1;                             // index into PhysicalPlan::chains
+  int position = -1;                          // position in that chain (0: the head)
+  bool assigns_timestamps = false;            // StreamNode::assigns_timestamps
+  bool window_contents_on_heap_only = false;  // StreamNode's
 
   bool physical() const {
     return kind == StreamNode::Kind::kSource || kind == StreamNode::Kind::kOperator;
@@ -145,6 +146,12 @@ struct PhysicalPlan {
   // watermarks, and what is late, differ from a generator in the source
   // subtask (Flink's fromSource), which is what the sentence recommends.
   std::vector<std::string> AssignerWarnings() const;
+  // On the RocksDB state backend: one sentence per window operator that
+  // keeps its contents on the heap because the code that built it was
+  // compiled without TIDEMARK_ROCKSDB_WINDOWS
+  // (StreamNode::window_contents_on_heap_only), naming it and what to link.
+  // Empty on the heap backend.
+  std::vector<std::string> StateBackendWarnings(const StateBackend& backend) const;
 };
 
 class JobCompiler {

@@ -5,8 +5,8 @@
 // instance's store and the last snapshot of it are gone.  Writes skip the
 // write-ahead log: the job's checkpoints, not RocksDB, make state durable
 // (as Flink's RocksDB backend).  Small memtables and block cache keep the
-// memory an instance uses bounded (a few tens of MB), whatever the state's
-// size.
+// memory an instance uses bounded (a few tens of MB by default, less with
+// smaller StateBackend::rocksdb_options), whatever the state's size.
 #include "tidemark/runtime/rocksdb/rocksdb_kv_store.h"
 
 #include <unistd.h>
@@ -46,6 +46,7 @@ namespace fs = std::filesystem;
 struct Db {
   std::unique_ptr<rocksdb::DB> db;
   std::filesystem::path path;
+  RocksDbOptions options;  // the backend's (defaults for a store read from files)
   // Native checkpoints: a name no other database uses (shared files are
   // "<id>-<uid>-<file>"), and the SST files already in the shared directory
   // (local name -> shared name and size).  SST files never change once
@@ -76,15 +77,22 @@ std::string NewUid() {
   return buf;
 }
 
-rocksdb::Options MakeOptions() {
+// RocksDB's options from the backend's RocksDbOptions (job_config.h): the
+// memory a database may use is about max_write_buffer_number memtables of
+// write_buffer_size, the block cache, and the index and filter blocks of
+// the open files (inside the cache when cache_index_and_filter_blocks).
+rocksdb::Options MakeOptions(const RocksDbOptions& o) {
+  o.Validate();
   rocksdb::Options options;
-  options.write_buffer_size = 8 << 20;
-  options.max_write_buffer_number = 2;
-  options.max_background_jobs = 2;
-  options.max_open_files = 256;
+  options.write_buffer_size = o.write_buffer_size;
+  options.max_write_buffer_number = o.max_write_buffer_number;
+  options.max_background_jobs = o.max_background_jobs;
+  options.max_open_files = o.max_open_files;
   options.compression = rocksdb::kNoCompression;
   rocksdb::BlockBasedTableOptions table;
-  table.block_cache = rocksdb::NewLRUCache(8 << 20);
+  table.block_cache = rocksdb::NewLRUCache(o.block_cache_size);
+  table.cache_index_and_filter_blocks = o.cache_index_and_filter_blocks;
+  table.pin_l0_filter_and_index_blocks_in_cache = o.cache_index_and_filter_blocks;
   // A key the state has never held (a new key's first record) is answered
   // by the filters, not by reading every level.
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
@@ -285,13 +293,14 @@ std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_vi
   name += "-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   auto db = std::make_shared<Db>();
   db->uid = NewUid();
+  db->options = backend.rocksdb_options;
   db->path = base / name;
   std::error_code ec;
   std::filesystem::create_directories(db->path, ec);
   if (ec)
     throw std::runtime_error("RocksDB state backend: cannot create " + db->path.string() + ": " +
                              ec.message());
-  rocksdb::Options options = MakeOptions();
+  rocksdb::Options options = MakeOptions(db->options);
   options.create_if_missing = true;
   options.error_if_exists = true;
   rocksdb::DB* raw = nullptr;
@@ -323,7 +332,7 @@ void OpenFromFiles(Db& db, const fs::path& shared_dir, const std::vector<KvNativ
     LinkOrCopy(from, db.path / f.local, IsSst(f.local));
     if (IsSst(f.local)) uploaded[f.local] = {f.shared, f.size};
   }
-  rocksdb::Options options = MakeOptions();
+  rocksdb::Options options = MakeOptions(db.options);
   options.create_if_missing = false;
   rocksdb::DB* raw = nullptr;
   Check(rocksdb::DB::Open(options, db.path.string(), &raw), db, "opening restored files");

@@ -85,6 +85,12 @@ struct StreamNode {
   // live in its keyed state store and so on RocksDB (docs/checkpoints.md,
   // "State backends").
   std::function<std::unique_ptr<OperatorBase>()> make_operator_on_rocksdb;
+  // A window operator with a specialised heap layout built where
+  // TIDEMARK_ROCKSDB_WINDOWS was not defined (the translation unit that built
+  // it does not link tidemark::rocksdb), so make_operator_on_rocksdb is
+  // empty: on RocksDB its contents stay on the heap, which the job says at
+  // start (PhysicalPlan::StateBackendWarnings).
+  bool window_contents_on_heap_only = false;
   std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)> make_source;
   // Two-input operators: builds the task's gate over both inputs' channels
   // (the edges' gate_input says which is which); such a node heads a task.
