@@ -240,7 +240,7 @@ struct Q20 {
   Text channel, url;
   Millis dateTime;
   Text extra;
-  std::string itemName, description;
+  Text itemName, description;
   int64_t initialBid = 0, reserve = 0;
   Millis auction_dateTime, expires;
   int64_t seller = 0, category = 0;
