@@ -284,39 +284,54 @@ struct Q21 {
   std::string channel_id;
   NEXMARK_FIELDS(auction, bidder, price, channel, channel_id);
 };
-// REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match.
-std::optional<std::string> ChannelIdOf(std::string_view url) {
+// REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match
+// (a view of `url`).
+std::optional<std::string_view> ChannelIdOf(std::string_view url) {
   constexpr std::string_view kKey = "channel_id=";
   size_t pos = 0;
   while ((pos = url.find(kKey, pos)) != std::string_view::npos) {
     if (pos == 0 || url[pos - 1] == '&') {
       const size_t b = pos + kKey.size();
       const size_t e = url.find('&', b);
-      return std::string(
-          url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+      return url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
     }
     ++pos;
   }
   return std::nullopt;
 }
-std::optional<Q21> ToQ21(const Bid& b) {
-  std::string lower(b.channel.view());
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string id;
-  if (lower == "apple") {
-    id = "0";
-  } else if (lower == "google") {
-    id = "1";
-  } else if (lower == "facebook") {
-    id = "2";
-  } else if (lower == "baidu") {
-    id = "3";
-  } else if (auto x = ChannelIdOf(b.url)) {
-    id = *x;
-  } else {
-    return std::nullopt;
+// LOWER(s) = lower, for `lower` in lower case ASCII letters: without a
+// lower-cased copy of s (an ASCII byte c lowers to lower[i] exactly when
+// (c | 0x20) == lower[i], lower[i] being a letter).
+bool LowerEquals(std::string_view s, std::string_view lower) {
+  if (s.size() != lower.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if ((s[i] | 0x20) != lower[i]) return false;
+  return true;
+}
+// CASE LOWER(channel) WHEN 'apple' THEN '0' WHEN 'google' THEN '1' WHEN
+// 'facebook' THEN '2' WHEN 'baidu' THEN '3' ELSE REGEXP_EXTRACT(...) END.
+std::optional<std::string_view> Q21ChannelId(const Bid& b) {
+  const std::string_view c = b.channel.view();
+  switch (c.size()) {
+    case 5:
+      if (LowerEquals(c, "apple")) return "0";
+      if (LowerEquals(c, "baidu")) return "3";
+      break;
+    case 6:
+      if (LowerEquals(c, "google")) return "1";
+      break;
+    case 8:
+      if (LowerEquals(c, "facebook")) return "2";
+      break;
+    default:
+      break;
   }
-  return Q21{b.auction, b.bidder, b.price, b.channel, id};
+  return ChannelIdOf(b.url.view());
+}
+std::optional<Q21> ToQ21(const Bid& b) {
+  const std::optional<std::string_view> id = Q21ChannelId(b);
+  if (!id) return std::nullopt;
+  return Q21{b.auction, b.bidder, b.price, b.channel, std::string(*id)};
 }
 struct Q22 {
   int64_t auction = 0, bidder = 0, price = 0;
@@ -324,21 +339,23 @@ struct Q22 {
   std::string dir1, dir2, dir3;
   NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
 };
-// SPLIT_INDEX(s, '/', i): the i-th piece (0-based), "" when there is none.
-std::string SplitIndex(std::string_view s, int index) {
-  size_t b = 0;
-  for (int i = 0; i < index; ++i) {
-    b = s.find('/', b);
-    if (b == std::string_view::npos) return {};
-    ++b;
-  }
-  const size_t e = s.find('/', b);
-  return std::string(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
-}
+// SPLIT_INDEX(s, '/', i) for i = 3, 4, 5 in one pass: the i-th piece
+// (0-based), "" when there is none.
 Q22 ToQ22(const Bid& b) {
+  std::string_view dirs[3];
+  const std::string_view s = b.url.view();
+  size_t from = 0;
+  for (int piece = 0; piece <= 5; ++piece) {
+    const size_t e = s.find('/', from);
+    if (piece >= 3)
+      dirs[piece - 3] =
+          s.substr(from, e == std::string_view::npos ? std::string_view::npos : e - from);
+    if (e == std::string_view::npos) break;
+    from = e + 1;
+  }
   return Q22{
-      b.auction,           b.bidder, b.price, b.channel, SplitIndex(b.url, 3), SplitIndex(b.url, 4),
-      SplitIndex(b.url, 5)};
+      b.auction,           b.bidder, b.price, b.channel, std::string(dirs[0]), std::string(dirs[1]),
+      std::string(dirs[2])};
 }
 
 template <typename F>
