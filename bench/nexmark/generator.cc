@@ -54,6 +54,8 @@ class SplitMix {
   }
   int NextInt(int n) { return static_cast<int>(NextLong(n)); }
   double NextDouble() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  // The stream after k more draws (as k calls of Next, in O(1)).
+  void Skip(uint64_t k) { s_ += k * 0x9e3779b97f4a7c15ULL; }
 
  private:
   uint64_t s_;
@@ -82,6 +84,10 @@ struct GenPools {
   std::vector<Channel> channels;
   std::string names;    // 16 bytes per channel
   std::string letters;  // kLetterPoolSize uniform random 'a'..'z'
+  // kLetterPoolSize characters of StringsGenerator.nextString's alphabet:
+  // one in 13 a space, the others a uniform letter (names, emails, item
+  // names and descriptions are slices of it).
+  std::string words;
 };
 const GenPools& Pools();
 }  // namespace
@@ -138,6 +144,32 @@ std::string NextExactString(R& r, int length) {
   }
   return s;
 }
+// The characters of NextString's alphabet, `n` of them, drawn as NextString
+// draws them (the pool StringsGenerator's strings are cut from).
+template <typename R>
+std::string NextWordCharacters(R& r, size_t n, char special = ' ') {
+  std::string s(n, 'a');
+  char* p = s.data();
+  char* const end = p + n;
+  while (p < end) {
+    uint64_t x = r.Next();
+    for (int k = 0; k < 6 && p < end; ++k) {
+      const unsigned __int128 m = static_cast<unsigned __int128>(x) * 338;
+      x = static_cast<uint64_t>(m);
+      const int d = static_cast<int>(m >> 64);
+      *p++ = d < 26 ? special : static_cast<char>('a' + (d - 26) % 26);
+    }
+  }
+  return s;
+}
+// StringsGenerator.nextString for the events: the same length draw as
+// NextString, then a slice of that length of Pools().words (characters drawn
+// as NextString draws them) at an offset from the first of the draws
+// NextString took for its letters, trimmed of spaces; the stream is then
+// advanced past the draws NextString took (Skip), so that every later draw
+// of the event (its ids, prices, times) is the same as with NextString.  No
+// draw per letter, no allocation: a view of the pool.
+std::string_view NextWords(SplitMix& r, int max_length);
 // StringsGenerator.nextExtra: pads current_size to about desired (+-20%),
 // with `desired` random letters: a slice, at an offset drawn from the event's
 // own stream, of one buffer of pseudorandom letters made once per process
@@ -203,6 +235,8 @@ const GenPools& Pools() {
     }
     SplitMix letters(0x6c657474657273ULL);
     p.letters = NextExactString(letters, static_cast<int>(kLetterPoolSize));
+    SplitMix words(0x776f726473ULL);
+    p.words = NextWordCharacters(words, kLetterPoolSize);
     auto text = [](std::string_view s) { return Text::View(s, HashBytes(s)); };
     for (int i = 0; i < Len(kHotChannels); ++i)
       p.hot.push_back({text(kHotChannels[i]), text(p.hot_urls[i])});
@@ -217,6 +251,20 @@ const GenPools& Pools() {
     return pp;
   }();
   return *pools;
+}
+
+std::string_view NextWords(SplitMix& r, int max_length) {
+  const int len = kMinStringLength + r.NextInt(max_length - kMinStringLength);
+  const uint64_t x = r.Next();
+  r.Skip(static_cast<uint64_t>((len + 5) / 6 - 1));
+  const std::string& words = Pools().words;
+  const size_t n = static_cast<size_t>(len);
+  const size_t at = static_cast<size_t>(
+      (static_cast<unsigned __int128>(x) * static_cast<uint64_t>(words.size() - n + 1)) >> 64);
+  std::string_view s(words.data() + at, n);
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
 }
 
 // 10^(j / 256), j = 0 .. 255, and 100 * 10^k, k = 0 .. 5 (exact).
@@ -271,12 +319,52 @@ Generator::Generator(GeneratorConfig config) : config_(config) {
   const double rate = config_.events_per_second;
   if (rate == std::floor(rate) && rate < 9e15 && std::fmod(rate, 1000.0) == 0)
     ms_divisor_ = static_cast<int64_t>(rate) / 1000;
+  if (ms_divisor_ > 0) ms_div_ = Divisor(static_cast<uint64_t>(ms_divisor_));
+  total_div_ = Divisor(static_cast<uint64_t>(config_.total_proportion()));
+  // The bids' extras (NextBidExtra): NextExtra's lengths for a bid, and
+  // kBidExtraSlots slices of the letter pool per length with their hashes.
+  const int avg = config_.avg_bid_byte_size;
+  if (avg >= kBidFixedSize) {
+    const int desired = avg - kBidFixedSize;
+    const int delta = static_cast<int>(std::lround(desired * 0.2));
+    const int max_len = desired + delta;
+    if (max_len <= static_cast<int>(kLetterPoolSize / 2)) {
+      bid_extra_min_ = desired - delta;
+      bid_extra_lengths_ = 2 * delta + 1;
+      const std::string& letters = Pools().letters;
+      bid_extra_hash_.resize(static_cast<size_t>(bid_extra_lengths_) * kBidExtraSlots);
+      for (int i = 0; i < bid_extra_lengths_; ++i) {
+        const int len = bid_extra_min_ + i;
+        if (len <= 0) continue;
+        for (int slot = 0; slot < kBidExtraSlots; ++slot)
+          bid_extra_hash_[static_cast<size_t>(i) * kBidExtraSlots + static_cast<size_t>(slot)] =
+              HashBytes(std::string_view(letters.data() + BidExtraOffset(len, slot),
+                                         static_cast<size_t>(len)));
+      }
+    }
+  }
+}
+
+size_t Generator::BidExtraOffset(int len, int slot) {
+  // Slots start kSlotStride bytes apart in the first half of the pool,
+  // shifted by the length so that slices of one slot differ beyond their
+  // length.
+  constexpr size_t kSlotStride = kLetterPoolSize / 2 / kBidExtraSlots;
+  return static_cast<size_t>(slot) * kSlotStride + static_cast<size_t>(len) * 13 % kSlotStride;
+}
+
+Generator::Divisor::Divisor(uint64_t d) : d_(d) {
+  if (d >= 2) {
+    m_ = static_cast<uint64_t>((static_cast<unsigned __int128>(1) << 64) / d) + 1;
+    limit_ = ~uint64_t{0} / d;
+  }
 }
 
 int64_t Generator::TimestampOf(int64_t n) const {
   // base + n * inter-event delay (us) / 1000, in exact integer arithmetic
   // when the rate is whole.
-  if (ms_divisor_ > 0 && n >= 0) return config_.base_time + n / ms_divisor_;
+  if (ms_divisor_ > 0 && n >= 0)
+    return config_.base_time + static_cast<int64_t>(ms_div_.Of(static_cast<uint64_t>(n)));
   const double rate = config_.events_per_second;
   if (rate == std::floor(rate) && rate < 9e15) {
     const int64_t r = static_cast<int64_t>(rate);
@@ -288,16 +376,16 @@ int64_t Generator::TimestampOf(int64_t n) const {
 
 int64_t Generator::LastBase0PersonId(int64_t n) const {
   const int total = config_.total_proportion();
-  const int64_t epoch = n / total;
-  int64_t offset = n % total;
+  const int64_t epoch = n >= 0 ? static_cast<int64_t>(total_div_.Of(n)) : n / total;
+  int64_t offset = n - epoch * total;
   if (offset >= config_.person_proportion) offset = config_.person_proportion - 1;
   return epoch * config_.person_proportion + offset;
 }
 
 int64_t Generator::LastBase0AuctionId(int64_t n) const {
   const int total = config_.total_proportion();
-  int64_t epoch = n / total;
-  int64_t offset = n % total;
+  int64_t epoch = n >= 0 ? static_cast<int64_t>(total_div_.Of(n)) : n / total;
+  int64_t offset = n - epoch * total;
   if (offset < config_.person_proportion) {
     --epoch;  // about to generate a person: the last epoch's last auction
     offset = config_.auction_proportion - 1;
@@ -326,23 +414,44 @@ Event Generator::Make(int64_t n) const { return Make(n, TimestampOf(n)); }
 
 Event Generator::Make(int64_t n, int64_t ts) const {
   Random r(static_cast<uint64_t>(n));
-  const int64_t rem = n % config_.total_proportion();
+  const int total = config_.total_proportion();
+  const int64_t rem = n >= 0 ? n - static_cast<int64_t>(total_div_.Of(n)) * total : n % total;
   if (rem < config_.person_proportion) return Event{MakePerson(n, ts, r)};
   if (rem < config_.person_proportion + config_.auction_proportion)
     return Event{MakeAuction(n, ts, r)};
-  return Event{MakeBid(n, ts, r)};
+  // The bid built in place, in the event that is returned (no move of it).
+  Event e{std::variant<Person, Auction, Bid>(std::in_place_type<Bid>)};
+  MakeBid(n, ts, r, *std::get_if<Bid>(&e.v));
+  return e;
 }
 
 Person Generator::MakePerson(int64_t n, int64_t ts, Random& r) const {
   Person p;
   p.id = LastBase0PersonId(n) + kFirstPersonId;
-  p.name = std::string(kFirstNames[r.NextInt(Len(kFirstNames))]) + " " +
-           kLastNames[r.NextInt(Len(kLastNames))];
-  p.emailAddress = NextString(r, 7) + "@" + NextString(r, 5) + ".com";
-  char cc[24];
-  std::snprintf(cc, sizeof cc, "%04d %04d %04d %04d", r.NextInt(10000), r.NextInt(10000),
-                r.NextInt(10000), r.NextInt(10000));
-  p.creditCard = cc;
+  const char* first = kFirstNames[r.NextInt(Len(kFirstNames))];
+  p.name.append(first).append(1, ' ').append(kLastNames[r.NextInt(Len(kLastNames))]);
+  {
+    // name@domain.com: at most 6 + 1 + 4 + 4 characters (no allocation).
+    char buf[32];
+    const std::string_view user = NextWords(r, 7);
+    const std::string_view domain = NextWords(r, 5);
+    char* q = std::copy(user.begin(), user.end(), buf);
+    *q++ = '@';
+    q = std::copy(domain.begin(), domain.end(), q);
+    q = std::copy_n(".com", 4, q);
+    p.emailAddress.assign(buf, q);
+  }
+  {
+    // "%04d %04d %04d %04d", the groups drawn in order.
+    char cc[19];
+    for (int g = 0; g < 4; ++g) {
+      int v = r.NextInt(10000);
+      char* d = cc + 5 * g;
+      for (int k = 3; k >= 0; --k, v /= 10) d[k] = static_cast<char>('0' + v % 10);
+      if (g < 3) d[4] = ' ';
+    }
+    p.creditCard.assign(cc, sizeof cc);
+  }
   p.city = kUsCities[r.NextInt(Len(kUsCities))];
   p.state = kUsStates[r.NextInt(Len(kUsStates))];
   p.dateTime = Millis{ts};
@@ -373,16 +482,15 @@ Auction Generator::MakeAuction(int64_t n, int64_t ts, Random& r) const {
   const int64_t horizon = TimestampOf(n + events_for_auctions) - ts;
   a.dateTime = Millis{ts};
   a.expires = Millis{ts + 1 + r.NextLong(std::max<int64_t>(horizon * 2, 1))};
-  a.itemName = NextString(r, 20);
-  a.description = NextString(r, 100);
+  a.itemName = Text::View(NextWords(r, 20));
+  a.description = Text::View(NextWords(r, 100));
   a.reserve = a.initialBid + NextPrice(r);
   const int size = 8 + static_cast<int>(a.itemName.size() + a.description.size()) + 8 * 5;
   a.extra = NextExtra(r, size, config_.avg_auction_byte_size);
   return a;
 }
 
-Bid Generator::MakeBid(int64_t n, int64_t ts, Random& r) const {
-  Bid b;
+void Generator::MakeBid(int64_t n, int64_t ts, Random& r, Bid& b) const {
   const int64_t last_auction = LastBase0AuctionId(n);
   const int64_t last_person = LastBase0PersonId(n);
   int64_t auction;
@@ -412,8 +520,18 @@ Bid Generator::MakeBid(int64_t n, int64_t ts, Random& r) const {
     b.url = Text::View(std::string_view(c.url, c.url_size), c.url_hash);
   }
   b.dateTime = Millis{ts};
-  b.extra = NextExtra(r, 32, config_.avg_bid_byte_size);
-  return b;
+  b.extra = NextBidExtra(r);
+}
+
+Text Generator::NextBidExtra(Random& r) const {
+  if (bid_extra_hash_.empty()) return NextExtra(r, kBidFixedSize, config_.avg_bid_byte_size);
+  const int len = bid_extra_min_ + r.NextInt(bid_extra_lengths_);
+  if (len <= 0) return {};
+  const int slot = r.NextInt(kBidExtraSlots);
+  return Text::View(std::string_view(Pools().letters.data() + BidExtraOffset(len, slot),
+                                     static_cast<size_t>(len)),
+                    bid_extra_hash_[static_cast<size_t>(len - bid_extra_min_) * kBidExtraSlots +
+                                    static_cast<size_t>(slot)]);
 }
 
 // --- the source ---------------------------------------------------------------

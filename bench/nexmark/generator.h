@@ -19,7 +19,14 @@
 //     "&channel_id=<reversed id>";
 //   - `extra` pads each record to about the average sizes 200 / 500 / 100
 //     bytes (+-20%): random letters, a slice of a 64 KiB buffer of random
-//     letters made once per process (see NextExtra in generator.cc);
+//     letters made once per process (see NextExtra in generator.cc); a
+//     bid's is one of 256 slices per length whose hashes are computed once
+//     (NextBidExtra);
+//   - names, emails, item names and descriptions: StringsGenerator's
+//     nextString (3 .. max - 1 characters, one in 13 a space, trimmed) as a
+//     slice of a 64 KiB buffer of such characters (NextWords), the event's
+//     stream advanced as if drawn letter by letter, so that its ids, prices
+//     and times do not depend on how its strings are made;
 //   - event n's time is base_time + n * 1e6 / rate microseconds (one
 //     generator at `rate` events per second, the events split over the
 //     subtasks), so that event times do not depend on the parallelism.
@@ -84,13 +91,39 @@ class Generator {
   class Random;
   Person MakePerson(int64_t n, int64_t ts, Random& r) const;
   Auction MakeAuction(int64_t n, int64_t ts, Random& r) const;
-  Bid MakeBid(int64_t n, int64_t ts, Random& r) const;
+  void MakeBid(int64_t n, int64_t ts, Random& r, Bid& b) const;
+  // StringsGenerator.nextExtra for a bid (whose other fields count 32
+  // bytes): NextExtra's length draw, then one of kBidExtraSlots slices of
+  // that length of the letter pool, whose hashes were computed once.
+  Text NextBidExtra(Random& r) const;
+  static size_t BidExtraOffset(int len, int slot);
+  static constexpr int kBidFixedSize = 32;
+  static constexpr int kBidExtraSlots = 256;
   // From LastBase0PersonId(n) / LastBase0AuctionId(n), computed once per event.
   int64_t NextBase0PersonId(int64_t last_person, Random& r) const;
   int64_t NextBase0AuctionId(int64_t last_auction, Random& r) const;
 
+  // n / d for a fixed d and n >= 0 with one multiplication, exact where
+  // n * d < 2^64 (floor(n * ceil(2^64 / d) / 2^64): the error n / 2^64 is
+  // below 1 / d), a division beyond.
+  class Divisor {
+   public:
+    Divisor() = default;
+    explicit Divisor(uint64_t d);
+    uint64_t Of(uint64_t n) const {
+      if (n <= limit_) return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * m_) >> 64);
+      return n / d_;
+    }
+
+   private:
+    uint64_t d_ = 1, m_ = 0, limit_ = 0;  // d < 2: n <= 0 by the product, else n / d
+  };
+
   GeneratorConfig config_;
   int64_t ms_divisor_ = 0;  // rate / 1000 when that is whole, else 0
+  Divisor ms_div_, total_div_;
+  int bid_extra_min_ = 0, bid_extra_lengths_ = 0;
+  std::vector<uint64_t> bid_extra_hash_;  // empty: NextExtra (sizes beyond the pool's half)
 };
 
 // PriceGenerator.nextPrice for the uniform draw u in [0, 1): cents,

@@ -37,9 +37,11 @@ struct Millis {
 };
 
 // The text of the generated fields that every bid carries (channel, url,
-// extra): an immutable string that is either a view of characters living as
+// extra), and of an auction's item name, description and extra and a
+// person's extra: an immutable string that is either a view of characters living as
 // long as the process (the generator's pools: the channel names, their urls,
-// and one buffer of pseudorandom letters that each `extra` is a slice of) or
+// one buffer of pseudorandom letters that each `extra` is a slice of, one of
+// words with spaces that item names and descriptions are slices of) or
 // its own heap copy (text from anywhere else: decoded from a checkpoint or
 // another rank, built by a query).  Copying a view copies two words, so a bid
 // costs no allocation to generate, to move or to copy into a result row.  A
@@ -167,8 +169,8 @@ struct Person {
 
 struct Auction {
   int64_t id = 0;
-  std::string itemName;
-  std::string description;
+  Text itemName;
+  Text description;
   int64_t initialBid = 0;
   int64_t reserve = 0;
   Millis dateTime;

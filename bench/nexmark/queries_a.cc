@@ -313,7 +313,7 @@ int64_t TumbleStart(int64_t t, int64_t size) { return t - ((t % size) + size) % 
 // --- q9 ----------------------------------------------------------------------
 struct Q9 {
   int64_t id = 0;
-  std::string itemName, description;
+  Text itemName, description;
   int64_t initialBid = 0, reserve = 0;
   Millis dateTime, expires;
   int64_t seller = 0, category = 0;

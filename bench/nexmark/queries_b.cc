@@ -172,33 +172,49 @@ struct Q17 {
   NEXMARK_FIELDS(auction, day, bids, min_price, max_price, avg_price, sum_price);
 };
 
+// A group's row, and whether a change of it waits for the next watermark
+// (a timer at the watermark + 1 is registered for it).
+template <typename R>
+struct GroupRow {
+  R row;
+  bool pending = false;
+  NEXMARK_FIELDS(row, pending);
+};
+
 // Keeps the group's row up to date per record and emits its change (delete
 // of the last emitted row, insert of the new one) once per watermark advance
 // (an event-time mini-batch, as Flink's runs use mini-batches): the final
-// table is the same as with one change per record.
+// table is the same as with one change per record.  The first change of a
+// group after it was emitted registers the timer; later ones see `pending`
+// (the timer at the old watermark + 1 has not fired, so the watermark has
+// not advanced since) and register none.
 template <typename K, typename Row, typename Update>
 struct GroupAggregate : tidemark::KeyedProcessFunction<K, Bid, Changelog<Row>> {
   using Ctx = KeyedProcessContext<K>;
   explicit GroupAggregate(Update u) : update(std::move(u)) {}
   void process_element(const Bid& b, Ctx& ctx, Collector<Changelog<Row>>& out) override {
     (void)out;
-    auto row = ctx.template get_state<Row>("row");
-    Row r = row.value_or(Row{});
-    update(b, r, ctx);
-    row.update(std::move(r));
-    const Timestamp w = ctx.current_watermark();
-    ctx.timer_service().register_event_time_timer(w + 1);
+    auto state = ctx.template get_state<GroupRow<Row>>("row");
+    GroupRow<Row> g = state.value_or(GroupRow<Row>{});
+    update(b, g.row, ctx);
+    if (!g.pending) {
+      g.pending = true;
+      ctx.timer_service().register_event_time_timer(ctx.current_watermark() + 1);
+    }
+    state.update(std::move(g));
   }
   void on_timer(Timestamp, Ctx& ctx, Collector<Changelog<Row>>& out) override {
-    auto row = ctx.template get_state<Row>("row").value();
+    auto state = ctx.template get_state<GroupRow<Row>>("row");
+    std::optional<GroupRow<Row>> g = state.value();
+    if (!g) return;
+    g->pending = false;
+    state.update(*g);
     auto sent = ctx.template get_state<Row>("sent");
     auto last = sent.value();
-    if (last && row && *last == *row) return;
+    if (last && *last == g->row) return;
     if (last) out.collect({RowKind::kDelete, *last});
-    if (row) {
-      out.collect({RowKind::kInsert, *row});
-      sent.update(*row);
-    }
+    out.collect({RowKind::kInsert, g->row});
+    sent.update(std::move(g->row));
   }
   Update update;
 };
@@ -240,7 +256,7 @@ struct Q20 {
   Text channel, url;
   Millis dateTime;
   Text extra;
-  std::string itemName, description;
+  Text itemName, description;
   int64_t initialBid = 0, reserve = 0;
   Millis auction_dateTime, expires;
   int64_t seller = 0, category = 0;
@@ -284,39 +300,54 @@ struct Q21 {
   std::string channel_id;
   NEXMARK_FIELDS(auction, bidder, price, channel, channel_id);
 };
-// REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match.
-std::optional<std::string> ChannelIdOf(std::string_view url) {
+// REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), nullopt when no match
+// (a view of `url`).
+std::optional<std::string_view> ChannelIdOf(std::string_view url) {
   constexpr std::string_view kKey = "channel_id=";
   size_t pos = 0;
   while ((pos = url.find(kKey, pos)) != std::string_view::npos) {
     if (pos == 0 || url[pos - 1] == '&') {
       const size_t b = pos + kKey.size();
       const size_t e = url.find('&', b);
-      return std::string(
-          url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+      return url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
     }
     ++pos;
   }
   return std::nullopt;
 }
-std::optional<Q21> ToQ21(const Bid& b) {
-  std::string lower(b.channel.view());
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string id;
-  if (lower == "apple") {
-    id = "0";
-  } else if (lower == "google") {
-    id = "1";
-  } else if (lower == "facebook") {
-    id = "2";
-  } else if (lower == "baidu") {
-    id = "3";
-  } else if (auto x = ChannelIdOf(b.url)) {
-    id = *x;
-  } else {
-    return std::nullopt;
+// LOWER(s) = lower, for `lower` in lower case ASCII letters: without a
+// lower-cased copy of s (an ASCII byte c lowers to lower[i] exactly when
+// (c | 0x20) == lower[i], lower[i] being a letter).
+bool LowerEquals(std::string_view s, std::string_view lower) {
+  if (s.size() != lower.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if ((s[i] | 0x20) != lower[i]) return false;
+  return true;
+}
+// CASE LOWER(channel) WHEN 'apple' THEN '0' WHEN 'google' THEN '1' WHEN
+// 'facebook' THEN '2' WHEN 'baidu' THEN '3' ELSE REGEXP_EXTRACT(...) END.
+std::optional<std::string_view> Q21ChannelId(const Bid& b) {
+  const std::string_view c = b.channel.view();
+  switch (c.size()) {
+    case 5:
+      if (LowerEquals(c, "apple")) return "0";
+      if (LowerEquals(c, "baidu")) return "3";
+      break;
+    case 6:
+      if (LowerEquals(c, "google")) return "1";
+      break;
+    case 8:
+      if (LowerEquals(c, "facebook")) return "2";
+      break;
+    default:
+      break;
   }
-  return Q21{b.auction, b.bidder, b.price, b.channel, id};
+  return ChannelIdOf(b.url.view());
+}
+std::optional<Q21> ToQ21(const Bid& b) {
+  const std::optional<std::string_view> id = Q21ChannelId(b);
+  if (!id) return std::nullopt;
+  return Q21{b.auction, b.bidder, b.price, b.channel, std::string(*id)};
 }
 struct Q22 {
   int64_t auction = 0, bidder = 0, price = 0;
@@ -324,21 +355,23 @@ struct Q22 {
   std::string dir1, dir2, dir3;
   NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
 };
-// SPLIT_INDEX(s, '/', i): the i-th piece (0-based), "" when there is none.
-std::string SplitIndex(std::string_view s, int index) {
-  size_t b = 0;
-  for (int i = 0; i < index; ++i) {
-    b = s.find('/', b);
-    if (b == std::string_view::npos) return {};
-    ++b;
-  }
-  const size_t e = s.find('/', b);
-  return std::string(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
-}
+// SPLIT_INDEX(s, '/', i) for i = 3, 4, 5 in one pass: the i-th piece
+// (0-based), "" when there is none.
 Q22 ToQ22(const Bid& b) {
+  std::string_view dirs[3];
+  const std::string_view s = b.url.view();
+  size_t from = 0;
+  for (int piece = 0; piece <= 5; ++piece) {
+    const size_t e = s.find('/', from);
+    if (piece >= 3)
+      dirs[piece - 3] =
+          s.substr(from, e == std::string_view::npos ? std::string_view::npos : e - from);
+    if (e == std::string_view::npos) break;
+    from = e + 1;
+  }
   return Q22{
-      b.auction,           b.bidder, b.price, b.channel, SplitIndex(b.url, 3), SplitIndex(b.url, 4),
-      SplitIndex(b.url, 5)};
+      b.auction,           b.bidder, b.price, b.channel, std::string(dirs[0]), std::string(dirs[1]),
+      std::string(dirs[2])};
 }
 
 template <typename F>
@@ -423,28 +456,28 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q15", true, 72e3, "per day: bids, distinct bidders and auctions per price band (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto f = MakeGroupAggregate<std::string, Q15>(
-            [](const Bid& b, Q15& r, KeyedProcessContext<std::string>& ctx) {
+        auto f = MakeGroupAggregate<int64_t, Q15>(
+            [](const Bid& b, Q15& r, KeyedProcessContext<int64_t>& ctx) {
               const int rank = PriceRank(b.price);
-              r.day = ctx.get_current_key();
+              if (r.day.empty()) r.day = DayString(ctx.get_current_key());
               r.bids.Add(rank);
               CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
               CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
             });
-        SinkChangelog(
-            Bids(e).key_by([](const Bid& b) { return FormatDate(b.dateTime.ms); }).process(f), rs);
+        SinkChangelog(Bids(e).key_by([](const Bid& b) { return DayOf(b.dateTime.ms); }).process(f),
+                      rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
         struct G {
           Q15 row;
           std::unordered_map<int64_t, uint8_t> bidders, auctions;
         };
-        std::map<std::string, G> groups;
+        std::map<int64_t, G> groups;
         ForEachBid(gen, [&](const Bid& b) {
-          const std::string day = FormatDate(b.dateTime.ms);
+          const int64_t day = DayOf(b.dateTime.ms);
           G& g = groups[day];
           const int rank = PriceRank(b.price);
-          g.row.day = day;
+          if (g.row.day.empty()) g.row.day = DayString(day);
           g.row.bids.Add(rank);
           AddDistinct(g.bidders[b.bidder], rank, g.row.bidders);
           AddDistinct(g.auctions[b.auction], rank, g.row.auctions);
@@ -496,12 +529,12 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q17", true, 117e3, "per auction and day: bids per band, min/max/avg/sum price (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        using Key = std::pair<int64_t, std::string>;
+        using Key = std::pair<int64_t, int64_t>;  // auction, DayOf(dateTime)
         auto f =
             MakeGroupAggregate<Key, Q17>([](const Bid& b, Q17& r, KeyedProcessContext<Key>& ctx) {
               if (r.bids.total == 0) {
                 r.auction = ctx.get_current_key().first;
-                r.day = ctx.get_current_key().second;
+                r.day = DayString(ctx.get_current_key().second);
                 r.min_price = r.max_price = b.price;
               }
               r.bids.Add(PriceRank(b.price));
@@ -510,21 +543,20 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
               r.sum_price += b.price;
               r.avg_price = r.sum_price / r.bids.total;
             });
-        SinkChangelog(
-            Bids(e)
-                .key_by([](const Bid& b) { return Key(b.auction, FormatDate(b.dateTime.ms)); })
-                .process(f),
-            rs);
+        SinkChangelog(Bids(e)
+                          .key_by([](const Bid& b) { return Key(b.auction, DayOf(b.dateTime.ms)); })
+                          .process(f),
+                      rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
-        std::map<std::pair<int64_t, std::string>, Q17> groups;
+        std::map<std::pair<int64_t, int64_t>, Q17> groups;
         ForEachBid(gen, [&](const Bid& b) {
-          const std::string day = FormatDate(b.dateTime.ms);
+          const int64_t day = DayOf(b.dateTime.ms);
           auto [it, fresh] = groups.try_emplace({b.auction, day});
           Q17& r = it->second;
           if (fresh) {
             r.auction = b.auction;
-            r.day = day;
+            r.day = DayString(day);
             r.min_price = r.max_price = b.price;
           }
           r.bids.Add(PriceRank(b.price));

@@ -111,6 +111,14 @@ void ForEachEvent(const Generator& gen, F f) {
   for (int64_t i = 0; i < n; ++i) f(gen.Make(i));
 }
 
+// The day of an event time (ms, UTC) as days since the epoch: q15 and q17
+// group by DATE_FORMAT(dateTime, 'yyyy-MM-dd'), which maps days one to one,
+// so they key by this number and format a group's day once (DayString).
+inline int64_t DayOf(int64_t ms) {
+  return ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+}
+inline std::string DayString(int64_t day) { return FormatDate(day * 86400000); }
+
 // Flink's price bands of q15-q17.
 inline int PriceRank(int64_t price) { return price < 10000 ? 1 : price < 1000000 ? 2 : 3; }
 
