@@ -1,7 +1,7 @@
 // operators/keyed/timer_buckets.h
 //
 // TimerBuckets<Entry>: the registrations of a TimerQueue (timer_service.h)
-// by timestamp, as TimestampBuckets (same file) keeps them -- per timestamp a
+// and of FastSessionWindowOperator's timers by timestamp -- per timestamp a
 // bucket of entries in the order they were pushed, the buckets in a binary
 // min-heap of timestamps, a small direct-mapped cache of recent timestamps'
 // buckets -- with the entries of a bucket in chunks that never move (4, 8,
