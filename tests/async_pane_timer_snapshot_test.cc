@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "async_snapshot_util.h"
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/keyed/timer_service.h"
 #include "tidemark/runtime/state/detail/snapshot_pool.h"
@@ -128,15 +129,8 @@ TEST(SlicedWindowSnapshot, ConcurrentRecordsAndFiringsNeverReachASnapshotBeingEn
     expected[s] = SyncBytes(*h);
     StateWriter w;
     h->base().SnapshotState(w);
-    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
-    ASSERT_FALSE(parts->empty());
-    auto sync = std::make_shared<std::string>(w.Release());
-    in_flight.Begin();
-    pool.Submit([&, s, parts, sync] {
-      got[s] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
-      parts->clear();
-      in_flight.End();
-    });
+    ASSERT_TRUE(w.has_deferred());
+    testing::CompleteOnPool(w, pool, in_flight, &got[s]);
     // Records up to 400 ms out of order around `now`, then the watermark.
     const int n = 1000 + static_cast<int>(rng() % 3000);
     Feed(*h, rng, n, 2500, now - 400, 500);
@@ -287,14 +281,7 @@ TEST(TimerSnapshot, ConcurrentRegistrationsDeletesAndFiringsNeverReachASnapshotB
     live[s] = model;
     StateWriter w;
     q.SnapshotTo(w);
-    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
-    auto sync = std::make_shared<std::string>(w.Release());
-    in_flight.Begin();
-    pool.Submit([&, s, parts, sync] {
-      got[s] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
-      parts->clear();
-      in_flight.End();
-    });
+    testing::CompleteOnPool(w, pool, in_flight, &got[s]);
     MutateTimers(q, model, rng, 500 + static_cast<int>(rng() % 2000), &wm);
   }
   in_flight.AwaitAll();

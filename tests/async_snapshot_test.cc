@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "async_snapshot_util.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/window/time_window_table.h"
 #include "tidemark/runtime/state/detail/snapshot_pool.h"
@@ -224,15 +225,7 @@ TEST(TimeWindowTableSnapshot, ConcurrentWritesNeverReachASnapshotBeingEncoded) {
     expected[s] = SyncEncoding(t);
     StateWriter w;
     t.SnapshotTo(w);
-    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
-    auto sync = std::make_shared<std::string>(w.Release());
-    in_flight.Begin();
-    pool.Submit([&, s, parts, sync] {
-      got[s] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
-      parts->clear();
-      done.fetch_add(1, std::memory_order_release);
-      in_flight.End();
-    });
+    testing::CompleteOnPool(w, pool, in_flight, &got[s], &done);
     // Writes while the pool encodes: every slot of the newest windows, new
     // keys, sometimes a new window and the oldest one dropped.
     const int writes = 2000 + static_cast<int>(rng() % 4000);
@@ -418,14 +411,7 @@ TEST(KeyedStateSnapshot, ConcurrentWritesNeverReachASnapshotBeingEncoded) {
     StateWriter w;
     w.set_key_group_hint(n % 2 == 0 ? 0 : 64);
     s.Snapshot(w, "test");
-    auto parts = std::make_shared<std::vector<StateWriter::Deferred>>(w.TakeDeferred());
-    auto sync = std::make_shared<std::string>(w.Release());
-    in_flight.Begin();
-    pool.Submit([&, n, parts, sync] {
-      got[n] = StateWriter::CompleteDeferred(std::move(*sync), std::move(*parts));
-      parts->clear();
-      in_flight.End();
-    });
+    testing::CompleteOnPool(w, pool, in_flight, &got[n]);
     const int writes = 1000 + static_cast<int>(rng() % 3000);
     for (int i = 0; i < writes; ++i) {
       MutateOnce(s, rng, 3000);
