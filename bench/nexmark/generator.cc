@@ -108,6 +108,20 @@ inline char NextDigitLetter(uint64_t& x) {
   x = static_cast<uint64_t>(m);
   return static_cast<char>('a' + static_cast<int>(m >> 64));
 }
+// Fills [p, end) with characters of NextString's alphabet (`special` one
+// time in 13, else a letter), six from each draw of `r`.
+template <typename R>
+void FillWordCharacters(R& r, char* p, char* const end, char special) {
+  while (p < end) {
+    uint64_t x = r.Next();
+    for (int k = 0; k < 6 && p < end; ++k) {
+      const unsigned __int128 m = static_cast<unsigned __int128>(x) * 338;
+      x = static_cast<uint64_t>(m);
+      const int d = static_cast<int>(m >> 64);
+      *p++ = d < 26 ? special : static_cast<char>('a' + (d - 26) % 26);
+    }
+  }
+}
 // StringsGenerator.nextString: 3 .. max_length - 1 letters, one in 13 the
 // special character, trimmed of spaces.  Each character is one digit in base
 // 338 = 13 * 26 of a draw (6 per draw): digits below 26 (1 in 13) are the
@@ -118,15 +132,7 @@ std::string NextString(R& r, int max_length, char special = ' ') {
   char buf[128];
   char* const end = buf + std::min<int>(len, sizeof buf);
   char* p = buf;
-  while (p < end) {
-    uint64_t x = r.Next();
-    for (int k = 0; k < 6 && p < end; ++k) {
-      const unsigned __int128 m = static_cast<unsigned __int128>(x) * 338;
-      x = static_cast<uint64_t>(m);
-      const int d = static_cast<int>(m >> 64);
-      *p++ = d < 26 ? special : static_cast<char>('a' + (d - 26) % 26);
-    }
-  }
+  FillWordCharacters(r, p, end, special);
   const char* b = buf;
   const char* e = end;
   while (b < e && *b == ' ') ++b;
@@ -151,15 +157,7 @@ std::string NextWordCharacters(R& r, size_t n, char special = ' ') {
   std::string s(n, 'a');
   char* p = s.data();
   char* const end = p + n;
-  while (p < end) {
-    uint64_t x = r.Next();
-    for (int k = 0; k < 6 && p < end; ++k) {
-      const unsigned __int128 m = static_cast<unsigned __int128>(x) * 338;
-      x = static_cast<uint64_t>(m);
-      const int d = static_cast<int>(m >> 64);
-      *p++ = d < 26 ? special : static_cast<char>('a' + (d - 26) % 26);
-    }
-  }
+  FillWordCharacters(r, p, end, special);
   return s;
 }
 // StringsGenerator.nextString for the events: the same length draw as
