@@ -70,7 +70,10 @@ struct StateBackend {
   static StateBackend heap() { return StateBackend{}; }
   static StateBackend hash_map() { return heap(); }
   static StateBackend rocksdb(std::string dir = "") {
-    return StateBackend{Kind::kRocksDb, std::move(dir)};
+    StateBackend b;
+    b.kind = Kind::kRocksDb;
+    b.dir = std::move(dir);
+    return b;
   }
   static StateBackend embedded_rocksdb(std::string dir = "") { return rocksdb(std::move(dir)); }
   bool is_rocksdb() const { return kind == Kind::kRocksDb; }

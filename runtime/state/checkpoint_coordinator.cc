@@ -68,6 +68,18 @@ std::vector<std::string_view> EncodeSubtaskSnapshotPieces(const SubtaskSnapshot&
   return pieces;
 }
 
+namespace {
+// The large strings of snapshots no longer needed, back to the encoding
+// buffers' pool (state_codec.h, TakeEncodeBuffer).
+void RecycleSnapshotBuffers(std::vector<SubtaskSnapshot> snapshots) {
+  for (SubtaskSnapshot& s : snapshots) {
+    RecycleEncodeBuffer(std::move(s.input_state));
+    for (OperatorSnapshot& op : s.operators) RecycleEncodeBuffer(std::move(op.state));
+    RecycleEncodeBuffer(std::move(s.channel_state));
+  }
+}
+}  // namespace
+
 std::string EncodeSubtaskSnapshot(const SubtaskSnapshot& s) {
   std::deque<std::string> scratch;
   const std::vector<std::string_view> pieces = EncodeSubtaskSnapshotPieces(s, &scratch);
@@ -190,6 +202,8 @@ void CheckpointCoordinator::Stop() {
   // A drained stop-with-savepoint whose subtasks finished after the
   // thread's last look: made of their final snapshots, here.
   PersistFinalSavepoint();
+  // The encodings' buffers kept for the next checkpoint are not needed now.
+  ReleaseEncodeBuffers();
   {
     MutexLock lock(&mu_);
     if (savepoint_ && !savepoint_->done) {
@@ -595,6 +609,7 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
       }
     }
     cv_.SignalAll();
+    RecycleSnapshotBuffers(std::move(snapshots));
     if (status.ok() && notify_tasks) {
       for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);
     }
@@ -665,11 +680,12 @@ bool CheckpointCoordinator::Persist(Pending p, bool notify_tasks) {
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count();
       summary_.last_alignment_ms = alignment_ms;
-      last_completed_ = std::move(snapshots);
+      std::swap(last_completed_, snapshots);  // the dropped ones are recycled below
       failed_in_a_row_ = 0;
     }
   }
   cv_.SignalAll();
+  RecycleSnapshotBuffers(std::move(snapshots));
   if (!status.ok()) RecordFailure(id, std::string(status.message()), /*final=*/!notify_tasks);
   if (status.ok() && notify_tasks) {
     for (auto& [task, key] : tasks_) task->NotifyCheckpointComplete(id);

@@ -307,6 +307,12 @@ class AsyncStateWriter {
   std::thread thread_;  // last: starts after the fields above
 };
 
+// For tests: state files written with O_DIRECT (4 MiB and more) get EINVAL
+// from the write after `after_writes` direct writes of 1 MiB each, as on a
+// file system that refuses direct I/O, so the page-cache fallback runs; -1
+// (the default) turns it off.  Process-wide.
+void RefuseDirectWritesForTesting(int after_writes);
+
 }  // namespace tidemark::internal
 
 #endif  // TM_RUNTIME_CHECKPOINT_STORAGE_H_

@@ -4,9 +4,10 @@
 // 8").  Both give the same values.  Abseil 20220623 has no absl/crc.
 //
 // Thread-safety: Crc32c is a pure function; its tables are built at compile
-// time.
+// time.  The encoding buffers' pool (TakeEncodeBuffer ...) is behind a mutex.
 #include "tidemark/runtime/state/state_codec.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tidemark/runtime/core/detail/mutex.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
@@ -146,6 +149,89 @@ std::string StateWriter::CompleteDeferred(std::string sync, std::vector<Deferred
   }
   w.out_->append(sync, from, std::string::npos);
   return w.Release();  // parts that deferred parts of their own
+}
+
+namespace {
+constexpr size_t kPooledMin = size_t{1} << 20;
+constexpr size_t kPooledMax = size_t{512} << 20;
+
+struct EncodeBufferPool {
+  Mutex mu;
+  std::vector<std::string> buffers ABSL_GUARDED_BY(mu);
+  size_t bytes ABSL_GUARDED_BY(mu) = 0;  // their capacities
+};
+EncodeBufferPool& Pool() {
+  static EncodeBufferPool* const pool = new EncodeBufferPool;
+  return *pool;
+}
+}  // namespace
+
+std::string TakeEncodeBuffer(size_t min_capacity) {
+  EncodeBufferPool& pool = Pool();
+  std::string out;
+  MutexLock lock(&pool.mu);
+  // The smallest that is large enough.
+  auto best = pool.buffers.end();
+  for (auto it = pool.buffers.begin(); it != pool.buffers.end(); ++it) {
+    if (it->capacity() >= min_capacity &&
+        (best == pool.buffers.end() || it->capacity() < best->capacity())) {
+      best = it;
+    }
+  }
+  if (best == pool.buffers.end()) return out;
+  out = std::move(*best);
+  pool.buffers.erase(best);
+  pool.bytes -= out.capacity();
+  out.clear();
+  return out;
+}
+
+void StateWriter::ReserveFromPool(size_t want) {
+  if (want >= kPooledMin) {
+    std::string b = TakeEncodeBuffer(want);
+    if (b.capacity() >= want) {
+      b.append(*out_);
+      out_->swap(b);
+      return;  // `b`, the old buffer, is under the pool's minimum or given up
+    }
+    // None large enough: a quarter more than asked, so that the next
+    // checkpoint's encoding, often a little larger, fits in this one (pages
+    // reserved and never written are not touched).
+    out_->reserve(want + want / 4);
+    return;
+  }
+  out_->reserve(want);
+}
+
+void RecycleEncodeBuffer(std::string&& buffer) {
+  if (buffer.capacity() < kPooledMin) return;
+  std::string kept = std::move(buffer);
+  EncodeBufferPool& pool = Pool();
+  {
+    MutexLock lock(&pool.mu);
+    if (pool.bytes + kept.capacity() <= kPooledMax) {
+      pool.bytes += kept.capacity();
+      pool.buffers.push_back(std::move(kept));
+      return;
+    }
+  }
+  // Full: `kept` is freed here, outside the lock.
+}
+
+void ReleaseEncodeBuffers() {
+  std::vector<std::string> dropped;
+  EncodeBufferPool& pool = Pool();
+  {
+    MutexLock lock(&pool.mu);
+    dropped.swap(pool.buffers);
+    pool.bytes = 0;
+  }
+}
+
+size_t PooledEncodeBufferBytes() {
+  EncodeBufferPool& pool = Pool();
+  MutexLock lock(&pool.mu);
+  return pool.bytes;
 }
 
 }  // namespace tidemark::internal

@@ -175,7 +175,12 @@ class StateWriter {
   // estimate: writing past it grows the string as usual).  For a deferred
   // part that knows roughly how much it writes, so that a large encoding is
   // not copied each time its string doubles.
-  void Reserve(size_t more) { out_->reserve(out_->size() + more); }
+  // A large reservation comes from the encoding buffers' pool
+  // (TakeEncodeBuffer) when it holds one large enough.
+  void Reserve(size_t more) {
+    const size_t want = out_->size() + more;
+    if (want > out_->capacity()) ReserveFromPool(want);
+  }
 
   // The size so far (pending deferred parts not counted).
   size_t size() const { return out_->size(); }
@@ -195,6 +200,7 @@ class StateWriter {
     if (!deferred_.empty()) RunDeferredNow();
   }
   void RunDeferredNow();
+  void ReserveFromPool(size_t want);
 
  public:
   // `sync` with the output of every part inserted at its position.
@@ -207,6 +213,23 @@ class StateWriter {
   int key_group_hint_ = 0;
   std::shared_ptr<SharedFileSink> sink_;
 };
+
+// Buffers for the encodings of the asynchronous part of snapshots (issue 26
+// item 1; state_codec.cc).  A checkpoint of W4 encodes about 100 MB each
+// second into fresh strings; on a VM whose page faults are slow the first
+// touch of those pages cost more CPU than the encoding itself.  The
+// checkpoint coordinator hands the buffers of the checkpoint it drops back
+// here, and the next large encoding (one that calls StateWriter::Reserve,
+// as the window tables' do) writes into one, so steady checkpoints touch
+// memory that is already mapped.  Only buffers of
+// 1 MiB or more are kept, at most 512 MiB in all; the coordinator releases
+// them when it stops.  TakeEncodeBuffer gives the smallest kept buffer of at
+// least `min_capacity` bytes, emptied (an empty string when none is), as
+// StateWriter::Reserve does for a large reservation.  Thread-safe.
+std::string TakeEncodeBuffer(size_t min_capacity);
+void RecycleEncodeBuffer(std::string&& buffer);
+void ReleaseEncodeBuffers();
+size_t PooledEncodeBufferBytes();
 
 // Reads what a StateWriter wrote, from a view the caller keeps alive.  Every
 // Get takes what is being read, for the error message.
