@@ -204,6 +204,31 @@ TEST(TimeWindowTableSnapshot, TheDeferredPartEncodesTheTableAsItWasAtTheSnapshot
   EXPECT_EQ(SyncEncoding(back), at_barrier);
 }
 
+// The deferred encoding of a large table writes into a buffer recycled from
+// an earlier checkpoint (state_codec.h, TakeEncodeBuffer): the pool's buffer
+// is taken (its old bytes gone) and the encoding is byte for byte the
+// synchronous one.
+TEST(TimeWindowTableSnapshot, ALargeEncodingWritesIntoARecycledBufferExactly) {
+  internal::ReleaseEncodeBuffers();
+  Table t;
+  for (int64_t k = 0; k < 100000; ++k) Add(t, k, k % 4, k * 7);  // ~1.6 MB encoded
+  const std::string at_barrier = SyncEncoding(t);
+  ASSERT_GT(at_barrier.size(), size_t{1} << 20);
+  std::string old(size_t{4} << 20, 'Z');  // a dropped checkpoint's bytes
+  const char* old_data = old.data();
+  internal::RecycleEncodeBuffer(std::move(old));
+  ASSERT_EQ(internal::PooledEncodeBufferBytes(), size_t{4} << 20);
+
+  StateWriter w;
+  t.SnapshotTo(w);
+  auto parts = w.TakeDeferred();
+  ASSERT_FALSE(parts.empty());
+  const std::string done = StateWriter::CompleteDeferred(w.Release(), std::move(parts));
+  EXPECT_EQ(done.data(), old_data) << "the encoding went into the recycled buffer";
+  EXPECT_EQ(internal::PooledEncodeBufferBytes(), 0u);
+  EXPECT_EQ(done, at_barrier);
+}
+
 // Concurrency: the task thread (here) keeps writing the table -- updating
 // values, adding keys and windows, dropping the oldest window -- while the
 // snapshot pool encodes the snapshot taken at each "barrier"; each

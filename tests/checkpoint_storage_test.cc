@@ -420,8 +420,10 @@ TEST_F(CheckpointStorageTest, WriteCommitLoadLatestRoundTrip) {
 // State files of 4 MiB and more are written with O_DIRECT through a
 // staging buffer (checkpoint_storage.cc): sizes that are not a multiple of
 // the buffer or of the alignment, pieces that straddle the buffer's end,
-// and a file system that refuses O_DIRECT (tmpfs, where there is one) all
-// read back byte for byte, with the same CRC as a buffered write.
+// /dev/shm (tmpfs, which refuses O_DIRECT before Linux 6.6), and a file
+// system that refuses direct writes at the first or the third write (the
+// page-cache fallback from there: RefuseDirectWritesForTesting) all read
+// back byte for byte, with the CRC of the whole.
 TEST_F(CheckpointStorageTest, LargeStateFilesWrittenDirectlyReadBackExactly) {
   std::vector<fs::path> dirs = {dir_};
   std::error_code ec;
