@@ -313,8 +313,10 @@ void MutateOnce(Store& s, std::mt19937_64& rng, int64_t keys) {
   ReducingState<int64_t, int64_t, decltype(plus)> sum(&s.HandleTable<int64_t>("sum"), &key, plus);
   switch (rng() % 8) {
     case 0:
-    case 1:
       v.update(v.value_or(0) + x);
+      break;
+    case 1:
+      v.mutable_value() += x;  // in place: copies the entry a snapshot reads
       break;
     case 2:
       v.clear();

@@ -273,6 +273,28 @@ TEST(KeyedStateStore, MutableListChangesTheKeysListInPlace) {
   EXPECT_EQ(store.Table<std::vector<std::string>>("l").map.size(), 1u);
 }
 
+TEST(KeyedStateStore, MutableValueChangesTheKeysValueInPlace) {
+  KeyedStateStore<int> store;
+  int key = 1;
+  ValueState<int, std::string> v(&store.Table<std::string>("v"), &key);
+  EXPECT_FALSE(v.value().has_value());
+  std::string& s = v.mutable_value();  // created empty: the key has a value now
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(v.value(), std::optional<std::string>(""));
+  s += "ab";
+  EXPECT_EQ(v.value(), std::optional<std::string>("ab"));
+  EXPECT_EQ(&v.mutable_value(), &s);  // the same value, not a copy
+  key = 2;                            // another key's value is its own
+  EXPECT_FALSE(v.value().has_value());
+  v.mutable_value() = "c";
+  key = 1;
+  EXPECT_EQ(v.value(), std::optional<std::string>("ab"));
+  v.clear();
+  EXPECT_FALSE(v.value().has_value());
+  key = 2;
+  EXPECT_EQ(v.value_or("none"), "c");
+}
+
 TEST(MapState, DistinctItemsPerKeyAtParallelismOneAndThree) {
   const std::vector<std::string> expected = PlainDistinct();
   ASSERT_EQ(expected.size(), 275u * kKeys + kKeys);  // 275 distinct items per key

@@ -70,7 +70,12 @@ struct Driver {
     const std::string k = std::to_string(key) + ": ";
     switch (op) {
       case 0:
-        v.update("v" + std::to_string(x));
+        if (x % 3 == 0)
+          v.update("v" + std::to_string(x));
+        else if (x % 3 == 1)
+          v.mutable_value() = "m" + std::to_string(x);  // in place, written back by Trim
+        else
+          v.mutable_value() += "+";  // appends to what the key has, or to ""
         break;
       case 1:
         reads.push_back(k + v.value_or("none"));

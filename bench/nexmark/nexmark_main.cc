@@ -115,6 +115,17 @@ void WriteRows(const std::string& path, const std::vector<std::string>& rows) {
 
 }  // namespace
 
+// jemalloc's options, when the program is linked with it (TIDEMARK_JEMALLOC;
+// MALLOC_CONF in the environment still overrides them): transparent huge
+// pages for its memory, since the system's THP mode is often "madvise".  The
+// large keyed tables (q16-q19: a hash table that doubles as it grows) then
+// take a page fault per 2 MiB instead of per 4 KiB; on the 2-core VMs here a
+// fault costs about 10 us, and these faults were 15-25% of q17's and q18's
+// CPU (bench/RESULTS.md).  The single-thread loops run in the same process
+// with the same allocator.
+extern "C" const char* malloc_conf;
+const char* malloc_conf = "thp:always";
+
 int main(int argc, char** argv) {
   // --checkpoint-interval and --checkpoint_interval alike.
   std::vector<std::string> args(argv, argv + argc);

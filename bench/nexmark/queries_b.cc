@@ -172,49 +172,54 @@ struct Q17 {
   NEXMARK_FIELDS(auction, day, bids, min_price, max_price, avg_price, sum_price);
 };
 
-// A group's row, and whether a change of it waits for the next watermark
-// (a timer at the watermark + 1 is registered for it).
+// A group's row, whether a change of it waits for the next watermark (a
+// timer at the watermark + 1 is registered for it) and whether a row of it
+// was emitted.
 template <typename R>
 struct GroupRow {
   R row;
   bool pending = false;
-  NEXMARK_FIELDS(row, pending);
+  bool emitted = false;
+  NEXMARK_FIELDS(row, pending, emitted);
 };
 
 // Keeps the group's row up to date per record and emits its change (delete
 // of the last emitted row, insert of the new one) once per watermark advance
 // (an event-time mini-batch, as Flink's runs use mini-batches): the final
 // table is the same as with one change per record.  The first change of a
-// group after it was emitted registers the timer; later ones see `pending`
-// (the timer at the old watermark + 1 has not fired, so the watermark has
-// not advanced since) and register none.
+// group after it was emitted registers the timer and keeps the row as it was
+// emitted (state "emitted", held only while the change waits, as Flink's
+// mini-batch derives the retraction from the accumulator before the batch);
+// later ones see `pending` (the timer at the old watermark + 1 has not
+// fired, so the watermark has not advanced since) and register none.  The
+// row changes in place (ValueState::mutable_value): one lookup per record.
 template <typename K, typename Row, typename Update>
 struct GroupAggregate : tidemark::KeyedProcessFunction<K, Bid, Changelog<Row>> {
   using Ctx = KeyedProcessContext<K>;
   explicit GroupAggregate(Update u) : update(std::move(u)) {}
   void process_element(const Bid& b, Ctx& ctx, Collector<Changelog<Row>>& out) override {
     (void)out;
-    auto state = ctx.template get_state<GroupRow<Row>>("row");
-    GroupRow<Row> g = state.value_or(GroupRow<Row>{});
-    update(b, g.row, ctx);
+    GroupRow<Row>& g = ctx.template get_state<GroupRow<Row>>("row").mutable_value();
     if (!g.pending) {
       g.pending = true;
+      if (g.emitted) ctx.template get_state<Row>("emitted").update(g.row);
       ctx.timer_service().register_event_time_timer(ctx.current_watermark() + 1);
     }
-    state.update(std::move(g));
+    update(b, g.row, ctx);
   }
   void on_timer(Timestamp, Ctx& ctx, Collector<Changelog<Row>>& out) override {
-    auto state = ctx.template get_state<GroupRow<Row>>("row");
-    std::optional<GroupRow<Row>> g = state.value();
-    if (!g) return;
-    g->pending = false;
-    state.update(*g);
-    auto sent = ctx.template get_state<Row>("sent");
-    auto last = sent.value();
-    if (last && *last == g->row) return;
-    if (last) out.collect({RowKind::kDelete, *last});
-    out.collect({RowKind::kInsert, g->row});
-    sent.update(std::move(g->row));
+    GroupRow<Row>& g = ctx.template get_state<GroupRow<Row>>("row").mutable_value();
+    if (!g.pending) return;  // (a timer is only registered for a pending row)
+    g.pending = false;
+    if (g.emitted) {
+      auto before = ctx.template get_state<Row>("emitted");
+      std::optional<Row> last = before.value();
+      before.clear();
+      if (last && *last == g.row) return;
+      if (last) out.collect({RowKind::kDelete, std::move(*last)});
+    }
+    g.emitted = true;
+    out.collect({RowKind::kInsert, g.row});
   }
   Update update;
 };

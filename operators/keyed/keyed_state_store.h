@@ -96,7 +96,9 @@
 #define TM_OPERATORS_KEYED_KEYED_STATE_STORE_H_
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <concepts>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1110,6 +1112,31 @@ class KeyedStateStore {
   // the restored entries waiting for it.
   template <typename V, typename N>
   StateTable<K, N, V>& TableOn(std::string_view name, bool on_kv, bool handles) {
+    // A function looks its few states up by name per record: the tables
+    // found last answer without a walk of tables_ and without a dynamic_cast
+    // (a table, once made, is never replaced or removed, and a name that is
+    // in tables_ has no bytes waiting in pending_).
+    const void* type = &TableTypeTag<StateTable<K, N, V>>::id;
+    for (const RecentTable& r : recent_) {
+      if (r.type == type && r.on_kv == on_kv && r.handles == handles && r.name == name)
+        return *static_cast<StateTable<K, N, V>*>(r.table);
+    }
+    StateTable<K, N, V>& t = FindOrMakeTable<V, N>(name, on_kv, handles);
+    RecentTable& slot = recent_[next_recent_];
+    next_recent_ = (next_recent_ + 1) % kRecentTables;
+    slot.name.assign(name);
+    slot.type = type;
+    slot.table = &t;
+    slot.on_kv = on_kv;
+    slot.handles = handles;
+    return t;
+  }
+  template <typename T>
+  struct TableTypeTag {
+    static constexpr char id = 0;
+  };
+  template <typename V, typename N>
+  StateTable<K, N, V>& FindOrMakeTable(std::string_view name, bool on_kv, bool handles) {
     auto it = tables_.find(name);
     if (it == tables_.end())
       it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
@@ -1229,6 +1256,18 @@ class KeyedStateStore {
   bool layered_ = false;
   // Restored bytes of tables not created yet, by name.
   std::map<std::string, std::vector<std::string>, std::less<>> pending_;
+  // The tables TableOn found last (replaced in turn); an empty name with a
+  // null type matches no lookup.
+  struct RecentTable {
+    std::string name;
+    const void* type = nullptr;
+    StateTableBase* table = nullptr;
+    bool on_kv = false;
+    bool handles = false;
+  };
+  static constexpr size_t kRecentTables = 8;
+  std::array<RecentTable, kRecentTables> recent_;
+  size_t next_recent_ = 0;
   KeyGroupRange range_;  // of the last Restore
 };
 
@@ -1273,6 +1312,12 @@ class ValueState : public internal::BoundState<K, N, V> {
     return v == nullptr ? std::move(dflt) : *v;
   }
   void update(V v) { this->get_or_create() = std::move(v); }
+  // The value itself, to change in place, as Flink's heap backend hands out
+  // the stored object: value-initialised (V{}) when the key has none, which
+  // gives the key a value from here on (clear() removes it).  One lookup
+  // instead of value() and update()'s two, and no copy of V per record.
+  // Valid until this operator next reads or writes state of this name.
+  V& mutable_value() requires std::default_initializable<V> { return this->get_or_create(); }
 };
 
 // The list of the current key (ListState).
