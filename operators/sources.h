@@ -43,12 +43,19 @@ class CollectionSource final : public Source<T> {
     stride_ = static_cast<size_t>(ctx.parallelism);
   }
   PollStatus Poll(SourceOutput<T>& out, size_t budget) override {
-    for (size_t n = 0; n < budget && index_ < data_->size(); ++n) {
-      const size_t i = index_;
-      index_ += stride_;  // before a break: the element is emitted exactly once
+    // The position stays in a register while the loop runs and is written
+    // back once per poll (SnapshotPosition is called between polls): a
+    // subtask's source is a small object, likely on the same cache line as
+    // another subtask's, and a write per element made both threads wait on
+    // that line.
+    size_t index = index_;
+    for (size_t n = 0; n < budget && index < data_->size(); ++n) {
+      const size_t i = index;
+      index += stride_;  // before a break: the element is emitted exactly once
       out.Collect(T((*data_)[i]));
       if (out.Backpressured()) break;
     }
+    index_ = index;
     return index_ < data_->size() ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
   }
   bool Replayable() const override { return true; }
@@ -134,19 +141,21 @@ class GeneratorSource final : public Source<T> {
       budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
     }
     size_t n = 0;
+    int64_t next = next_;  // written back once per poll, as CollectionSource's
     for (; n < budget; ++n) {
-      if (count_ >= 0 && next_ >= count_) break;
+      if (count_ >= 0 && next >= count_) break;
       if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
-        f_(next_, out);  // the function emits itself (may attach timestamps)
+        f_(next, out);  // the function emits itself (may attach timestamps)
       } else {
-        out.Collect(f_(next_));
+        out.Collect(f_(next));
       }
-      next_ += stride_;
+      next += stride_;
       if (out.Backpressured()) {
         ++n;
         break;
       }
     }
+    next_ = next;
     if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
     if (pacer_.limited()) {
       pacer_.Emitted(static_cast<int64_t>(n));

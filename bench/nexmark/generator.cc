@@ -541,13 +541,15 @@ void NexmarkSource::Open(const tidemark::SourceContext& ctx) {
 
 tidemark::PollStatus NexmarkSource::Poll(tidemark::SourceOutput<Event>& out, size_t budget) {
   const int64_t count = gen_->config().events;
+  int64_t next = next_;  // written back once per poll (see the class)
   for (size_t i = 0; i < budget; ++i) {
-    if (count > 0 && next_ >= count) break;
-    const int64_t ts = gen_->TimestampOf(next_);
-    out.CollectWithTimestamp(gen_->Make(next_, ts), ts);
-    next_ += stride_;
+    if (count > 0 && next >= count) break;
+    const int64_t ts = gen_->TimestampOf(next);
+    out.CollectWithTimestamp(gen_->Make(next, ts), ts);
+    next += stride_;
     if (out.Backpressured()) break;
   }
+  next_ = next;
   if (count > 0 && next_ >= count) return tidemark::PollStatus::kEndOfInput;
   return tidemark::PollStatus::kMoreAvailable;
 }

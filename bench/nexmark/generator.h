@@ -134,7 +134,12 @@ int64_t PriceOf(double u);
 // The generator as a checkpointable tidemark source: subtask i of p emits
 // events i, i + p, ... with their event times; its position is the next
 // index.
-class NexmarkSource final : public tidemark::Source<Event> {
+// Each subtask's source on a cache line of its own, and its position kept in
+// a register while it polls: two subtasks' sources allocated side by side
+// shared a line that both wrote once per event (the position), which cost
+// the cheap queries up to a third of their CPU, depending on where the
+// allocator put the two (bench/RESULTS.md, 2026-12-04).
+class alignas(64) NexmarkSource final : public tidemark::Source<Event> {
  public:
   explicit NexmarkSource(std::shared_ptr<const Generator> gen) : gen_(std::move(gen)) {}
   void Open(const tidemark::SourceContext& ctx) override;
