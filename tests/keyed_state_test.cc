@@ -295,6 +295,37 @@ TEST(KeyedStateStore, MutableValueChangesTheKeysValueInPlace) {
   EXPECT_EQ(v.value_or("none"), "c");
 }
 
+// TableOn answers repeated lookups from the tables it found last: each name
+// still gets its own table, the same one every time, whether it is among the
+// last eight or was pushed out; a name asked for with another type throws
+// even when it was just found.
+TEST(KeyedStateStore, StatesByNameKeepTheirTablesThroughTheRecentLookups) {
+  KeyedStateStore<int> store;
+  int key = 7;
+  constexpr int kNames = 20;  // more than the lookups kept
+  std::vector<StateTable<int, VoidNamespace, int64_t>*> first(kNames);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kNames; ++i) {
+      const std::string name = "s" + std::to_string(i);  // a new string each time
+      auto& t = store.HandleTable<int64_t>(name);
+      if (round == 0) first[i] = &t;
+      EXPECT_EQ(&t, first[i]) << name << " in round " << round;
+      ValueState<int, int64_t> v(&t, &key);
+      v.mutable_value() += i;  // round r leaves (r + 1) * i
+    }
+  }
+  EXPECT_EQ(store.num_tables(), static_cast<size_t>(kNames));
+  for (int i = 0; i < kNames; ++i) {
+    ValueState<int, int64_t> v(&store.HandleTable<int64_t>("s" + std::to_string(i)), &key);
+    EXPECT_EQ(v.value(), std::optional<int64_t>(3 * i)) << "s" << i;
+  }
+  store.HandleTable<int64_t>("s19");  // among the last found
+  EXPECT_THROW(store.HandleTable<std::string>("s19"), std::logic_error);
+  EXPECT_THROW(store.HandleTable<std::string>("s0"), std::logic_error);
+  // Same name and type through Table (not handles) is the same table.
+  EXPECT_EQ(&store.Table<int64_t>("s19"), first[19]);
+}
+
 TEST(MapState, DistinctItemsPerKeyAtParallelismOneAndThree) {
   const std::vector<std::string> expected = PlainDistinct();
   ASSERT_EQ(expected.size(), 275u * kKeys + kKeys);  // 275 distinct items per key
