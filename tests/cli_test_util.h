@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -196,7 +197,25 @@ class CliProcess {
   // status, or 128 + signal when a signal ended it, or kTimedOut when it was
   // still running at the deadline (it is then killed).
   static constexpr int kTimedOut = -2;
+  static constexpr int kRunning = -3;
+  // Reads stdout and stderr until they end and reaps the process, as Wait
+  // does, but leaves it running at the deadline: kRunning then.
+  int WaitAtMost(std::chrono::seconds limit) {
+    if (exit_code_ != kRunning) return exit_code_;
+    const auto deadline = Clock::now() + limit;
+    while (out_fd_ >= 0 || err_fd_ >= 0) {
+      if (!ReadSome(deadline)) return kRunning;
+    }
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (Clock::now() >= deadline) return kRunning;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the child
+    }
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
   int Wait(std::chrono::seconds limit) {
+    if (exit_code_ != kRunning) return exit_code_;
     const auto deadline = Clock::now() + limit;
     while (out_fd_ >= 0 || err_fd_ >= 0) {
       if (!ReadSome(deadline)) {
@@ -213,8 +232,6 @@ class CliProcess {
   }
 
  private:
-  static constexpr int kRunning = -3;
-
   // One poll and read of whatever is ready; false at the deadline.
   bool ReadSome(Clock::time_point deadline, bool read_out = true) {
     const auto left =
