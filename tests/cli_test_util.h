@@ -200,7 +200,7 @@ class CliProcess {
   static constexpr int kRunning = -3;
   // Reads stdout and stderr until they end and reaps the process, as Wait
   // does, but leaves it running at the deadline: kRunning then.
-  int WaitAtMost(std::chrono::seconds limit) {
+  int WaitAtMost(std::chrono::milliseconds limit) {
     if (exit_code_ != kRunning) return exit_code_;
     const auto deadline = Clock::now() + limit;
     while (out_fd_ >= 0 || err_fd_ >= 0) {
