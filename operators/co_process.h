@@ -315,7 +315,7 @@ class BroadcastContext {
   }
   template <typename UK, typename UV, typename Fn>
   void apply_to_keyed_map_state(std::string_view name, Fn fn) {
-    ForEachKey<std::map<UK, UV>>(
+    ForEachKey<typename MapState<K, UK, UV>::Storage>(
         name, [](auto* table, const K* k) { return MapState<K, UK, UV>(table, k); }, fn);
   }
   template <typename V, typename F, typename Fn>

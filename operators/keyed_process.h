@@ -144,7 +144,8 @@ class KeyedProcessContext {
   }
   template <typename UK, typename UV>
   MapState<K, UK, UV> get_map_state(std::string_view name) {
-    return MapState<K, UK, UV>(&state_->template HandleTable<std::map<UK, UV>>(name), key_);
+    return MapState<K, UK, UV>(
+        &state_->template HandleTable<typename MapState<K, UK, UV>::Storage>(name), key_);
   }
 
   // The same with a time to live (Flink's StateTtlConfig, in processing

@@ -286,8 +286,10 @@ KeyedContents Dump(Store& s) {
   s.HandleTable<int64_t>("v").ForEachEntry([&](int64_t k, int64_t v) { c.values[k] = v; });
   s.HandleTable<std::vector<int64_t>>("l").ForEachEntry(
       [&](int64_t k, const std::vector<int64_t>& v) { c.lists[k] = v; });
-  s.HandleTable<std::map<int64_t, int64_t>>("m").ForEachEntry(
-      [&](int64_t k, const std::map<int64_t, int64_t>& v) { c.maps[k] = v; });
+  s.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("m").ForEachEntry(
+      [&](int64_t k, const MapState<int64_t, int64_t, int64_t>::Storage& v) {
+        c.maps[k] = std::map<int64_t, int64_t>(v.begin(), v.end());
+      });
   s.HandleTable<int64_t>("sum").ForEachEntry([&](int64_t k, int64_t v) { c.sums[k] = v; });
   return c;
 }
@@ -308,7 +310,8 @@ void MutateOnce(Store& s, std::mt19937_64& rng, int64_t keys) {
   const int64_t x = static_cast<int64_t>(rng() % 1000);
   ValueState<int64_t, int64_t> v(&s.HandleTable<int64_t>("v"), &key);
   ListState<int64_t, int64_t> l(&s.HandleTable<std::vector<int64_t>>("l"), &key);
-  MapState<int64_t, int64_t, int64_t> m(&s.HandleTable<std::map<int64_t, int64_t>>("m"), &key);
+  MapState<int64_t, int64_t, int64_t> m(
+      &s.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("m"), &key);
   auto plus = [](int64_t a, int64_t b) { return a + b; };
   ReducingState<int64_t, int64_t, decltype(plus)> sum(&s.HandleTable<int64_t>("sum"), &key, plus);
   switch (rng() % 8) {
@@ -379,7 +382,7 @@ TEST(KeyedStateSnapshot, TheDeferredPartEncodesTheStateAsItWasAtTheSnapshot) {
     // and the state is the one written.
     for (int i = 0; i < 100000 && s.HandleTable<int64_t>("v").num_layers() > 0; ++i) s.Trim();
     EXPECT_EQ(s.HandleTable<int64_t>("v").num_layers(), 0u);
-    EXPECT_EQ((s.HandleTable<std::map<int64_t, int64_t>>("m").num_layers()), 0u);
+    EXPECT_EQ((s.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("m").num_layers()), 0u);
     EXPECT_EQ(Dump(s), after);
     EXPECT_EQ(DecodeStore(StoreSnapshot(s)), after);
     // Back to the barrier state for the next round.

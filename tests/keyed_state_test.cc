@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-using Items = std::map<std::string, int>;
+using Items = MapState<std::string, std::string, int>::Storage;
 
 TEST(MapState, EmptyUntilPut) {
   KeyedStateStore<std::string> store;
@@ -43,6 +43,59 @@ TEST(MapState, EmptyUntilPut) {
   m.clear();
   EXPECT_TRUE(m.is_empty());
   EXPECT_EQ(store.Table<Items>("m").map.size(), 0u);
+}
+
+// A user key without a hash (only operator<): kept in a std::map, as before.
+struct OrderedOnly {
+  int v = 0;
+  bool operator<(const OrderedOnly& o) const { return v < o.v; }
+};
+
+TEST(MapState, HashableUserKeysAreHashedOthersOrdered) {
+  static_assert(
+      std::is_same_v<MapState<int, std::string, int>::Storage, HashedMap<std::string, int>>);
+  static_assert(std::is_same_v<MapState<int, int64_t, int>::Storage, HashedMap<int64_t, int>>);
+  static_assert(std::is_same_v<MapState<int, std::pair<int, std::string>, int>::Storage,
+                               HashedMap<std::pair<int, std::string>, int>>);
+  static_assert(
+      std::is_same_v<MapState<int, OrderedOnly, int>::Storage, std::map<OrderedOnly, int>>);
+  KeyedStateStore<int> store;
+  const int key = 1;
+  MapState<int, OrderedOnly, int> m(&store.Table<std::map<OrderedOnly, int>>("m"), &key);
+  m.put(OrderedOnly{3}, 30);
+  m.put(OrderedOnly{1}, 10);
+  EXPECT_EQ(m.get(OrderedOnly{3}), 30);
+  ASSERT_EQ(m.entries().size(), 2u);
+  EXPECT_EQ(m.entries().begin()->first.v, 1);
+  m.remove(OrderedOnly{1});
+  EXPECT_EQ(m.keys().size(), 1u);
+}
+
+// The hashed map's bytes: in key order, so equal for equal maps however they
+// were filled, and the same as a std::map's (checkpoints of either restore
+// into the other).
+TEST(MapState, HashedEntriesEncodeInKeyOrderAsAStdMapDoes) {
+  std::map<int64_t, std::string> ordered;
+  HashedMap<int64_t, std::string> up, down;
+  for (int64_t i = 0; i < 1000; ++i) {
+    ordered[i * 7919 % 1009] = std::to_string(i);
+    up.insert_or_assign(i * 7919 % 1009, std::to_string(i));
+  }
+  for (int64_t i = 999; i >= 0; --i) down.insert_or_assign(i * 7919 % 1009, std::to_string(i));
+  down.rehash(4096);  // another capacity, another iteration order
+  auto bytes = [](const auto& m) {
+    std::string out;
+    StateWriter w(&out);
+    Encode(w, m);
+    return out;
+  };
+  EXPECT_EQ(bytes(up), bytes(ordered));
+  EXPECT_EQ(bytes(down), bytes(ordered));
+  const std::string b = bytes(ordered);
+  StateReader r(b);
+  const HashedMap<int64_t, std::string> back = Decode<HashedMap<int64_t, std::string>>(r);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(back == up);
 }
 
 TEST(MapState, PutGetContainsOverwriteAndOrder) {

@@ -61,7 +61,8 @@ void Put(KeyedStateStore<Key>& store, Key k, int version) {
   Key key = k;
   ValueState<Key, std::string> v(&store.HandleTable<std::string>("value"), &key);
   v.update(Payload(k, version));
-  MapState<Key, int64_t, int64_t> m(&store.HandleTable<std::map<int64_t, int64_t>>("map"), &key);
+  MapState<Key, int64_t, int64_t> m(
+      &store.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("map"), &key);
   m.put(k % 5, version);
   store.Trim();
 }
@@ -69,7 +70,8 @@ void Put(KeyedStateStore<Key>& store, Key k, int version) {
 std::optional<std::string> Get(KeyedStateStore<Key>& store, Key k) {
   Key key = k;
   ValueState<Key, std::string> v(&store.HandleTable<std::string>("value"), &key);
-  MapState<Key, int64_t, int64_t> m(&store.HandleTable<std::map<int64_t, int64_t>>("map"), &key);
+  MapState<Key, int64_t, int64_t> m(
+      &store.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("map"), &key);
   std::optional<std::string> s = v.value();
   if (!s) return s;
   return *s + "|" + std::to_string(m.get(k % 5).value_or(-1));

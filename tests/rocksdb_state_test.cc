@@ -33,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Key = int64_t;
-using Items = std::map<std::string, int64_t>;
+using Items = MapState<int64_t, std::string, int64_t>::Storage;
 
 struct Avg {
   std::pair<int64_t, int64_t> create_accumulator() const { return {0, 0}; }
@@ -156,7 +156,9 @@ std::vector<std::string> Contents(const std::string& snapshot) {
   }
   for (const auto& [k, v] : heap.Table<Items>("map").map) {
     std::string s = "map " + std::to_string(k);
-    for (const auto& [uk, uv] : v) s += " " + uk + "=" + std::to_string(uv);
+    // In key order: the hash map's own order is its own.
+    for (const auto& [uk, uv] : std::map<std::string, int64_t>(v.begin(), v.end()))
+      s += " " + uk + "=" + std::to_string(uv);
     out.push_back(s);
   }
   for (const auto& [k, v] : heap.Table<int64_t>("reducing").map)

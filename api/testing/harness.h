@@ -492,7 +492,8 @@ class KeyedStateReader {
   std::map<UK, UV> get_map_state(const K& key, std::string_view name) {
     // Through the handle: after a snapshot the entries may sit in the
     // table's copy-on-write layers, not in its map.
-    return MapState<K, UK, UV>(&Store().template Table<std::map<UK, UV>>(name), &key).entries();
+    using M = MapState<K, UK, UV>;
+    return std::map<UK, UV>(M(&Store().template Table<typename M::Storage>(name), &key).entries());
   }
 
  private:
