@@ -12,7 +12,13 @@
 // A record equal in rank to one already kept ranks after it (first come,
 // first kept), so for a deterministic result `less` should be a total order.
 // Applying the changelog in order (insert adds one row, delete removes one
-// equal row) gives the current top n of every key.
+// equal row) gives the current top n of every key.  The rows are the list
+// state "top-n rows", in rank order; with n = 1 that state is instead a
+// value state holding an optional row, as Flink's deduplication keeps one
+// row per key (one lookup per record, no list).  Its bytes are those of a
+// list of at most one row (a count of 0 or 1 is the optional's tag), so
+// checkpoints of either layout restore into the other
+// (TopN.TopOneStateHasTheBytesOfAOneRowList).
 //
 // OVER ... ROWS BETWEEN `preceding` PRECEDING AND CURRENT ROW ordered by event
 // time (Flink's RowTimeRowsBoundedPrecedingFunction): records of a key wait
@@ -87,6 +93,16 @@ class TopNFunction {
   // The record is moved in (the operator owns it): one copy goes into the
   // key's list, which changes in place, the record itself on as the insert.
   void process_element(T&& v, KeyedProcessContext<K>& ctx, Collector<Changelog<T>>& out) {
+    if (n_ == 1) {  // deduplication: the key's one row, changed in place
+      std::optional<T>& cur =
+          ctx.template get_state<std::optional<T>>("top-n rows").mutable_value();
+      if (cur && !less_(v, *cur)) return;
+      std::optional<T> pushed = std::move(cur);
+      cur.emplace(v);
+      out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
+      if (pushed) out.collect(Changelog<T>{RowKind::kDelete, std::move(*pushed)});
+      return;
+    }
     auto state = ctx.template get_list_state<T>("top-n rows");
     const std::vector<T>& cur = state.get();
     // Not better than the worst of a full top n: nothing changes.

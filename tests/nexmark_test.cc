@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -286,6 +287,41 @@ TEST(TopN, TopOneByTimeIsDeduplicationKeepingTheLastRow) {
   for (int64_t i = 1000 - 37; i < 1000; ++i) want[{"k" + std::to_string(i % 37), i}] = 1;
   std::erase_if(table, [](const auto& e) { return e.second == 0; });
   EXPECT_EQ(table, want);
+}
+
+// n = 1 keeps one row per key in a value state (not a list): the same
+// changelog as the list would give.  A row equal in rank to the kept one
+// ranks after it (first come, first kept), and a worse row changes nothing.
+TEST(TopN, TopOneKeepsTheFirstOfEqualRowsAndIgnoresWorseOnes) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto out =
+      env.from_collection(
+             std::vector<KV>{{"a", 5}, {"a", 3}, {"b", 2}, {"a", 5}, {"a", 8}, {"b", 2}, {"a", 1}})
+          .key_by([](const KV& kv) { return kv.first; })
+          .top_n(1, [](const KV& x, const KV& y) { return x.second > y.second; })
+          .collect();
+  ASSERT_TRUE(env.execute("top-1").ok());
+  std::vector<Changelog<KV>> got;
+  for (const auto& item : out->items()) got.push_back(item.value);
+  using C = Changelog<KV>;
+  const RowKind I = RowKind::kInsert, D = RowKind::kDelete;
+  EXPECT_EQ(got, (std::vector<C>{C{I, {"a", 5}}, C{I, {"b", 2}}, C{I, {"a", 8}}, C{D, {"a", 5}}}));
+}
+
+// top_n(1) keeps its row as std::optional<T> under the name the list of
+// top_n(n) has: restoring a checkpoint of either layout into the other relies
+// on these bytes being equal.
+TEST(TopN, TopOneStateHasTheBytesOfAOneRowList) {
+  auto bytes = [](const auto& v) {
+    std::string out;
+    tidemark::internal::StateWriter w(&out);
+    tidemark::internal::Encode(w, v);
+    return out;
+  };
+  const KV row{"k", 42};
+  EXPECT_EQ(bytes(std::optional<KV>(row)), bytes(std::vector<KV>{row}));
+  EXPECT_EQ(bytes(std::optional<KV>()), bytes(std::vector<KV>{}));
 }
 
 struct SumAgg {
