@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -199,10 +200,11 @@ class CliProcess {
   static constexpr int kTimedOut = -2;
   static constexpr int kRunning = -3;
   // Reads stdout and stderr until they end and reaps the process, as Wait
-  // does, but leaves it running at the deadline: kRunning then.
+  // does, but leaves it running at the deadline: kRunning then.  A limit of
+  // 0 still looks once (1 ms).
   int WaitAtMost(std::chrono::milliseconds limit) {
     if (exit_code_ != kRunning) return exit_code_;
-    const auto deadline = Clock::now() + limit;
+    const auto deadline = Clock::now() + std::max(limit, std::chrono::milliseconds(1));
     while (out_fd_ >= 0 || err_fd_ >= 0) {
       if (!ReadSome(deadline)) return kRunning;
     }

@@ -310,8 +310,9 @@ TEST(TopN, TopOneKeepsTheFirstOfEqualRowsAndIgnoresWorseOnes) {
 }
 
 // top_n(1) keeps its row as std::optional<T> under the name the list of
-// top_n(n) has: restoring a checkpoint of either layout into the other relies
-// on these bytes being equal.
+// top_n(n) has: a keyed store snapshotted with one layout restores into the
+// other (checkpoints taken before the top-1 layout, and after it by an older
+// build), because the bytes are equal and the store keeps no type names.
 TEST(TopN, TopOneStateHasTheBytesOfAOneRowList) {
   auto bytes = [](const auto& v) {
     std::string out;
@@ -322,6 +323,35 @@ TEST(TopN, TopOneStateHasTheBytesOfAOneRowList) {
   const KV row{"k", 42};
   EXPECT_EQ(bytes(std::optional<KV>(row)), bytes(std::vector<KV>{row}));
   EXPECT_EQ(bytes(std::optional<KV>()), bytes(std::vector<KV>{}));
+
+  using tidemark::internal::KeyedStateStore;
+  auto snapshot = [](KeyedStateStore<std::string>& s) {
+    tidemark::internal::StateWriter w;
+    s.Snapshot(w, "test");
+    return w.Release();
+  };
+  auto restore = [](KeyedStateStore<std::string>& s, const std::string& b) {
+    tidemark::internal::StateReader r(b);
+    s.Restore(r, tidemark::internal::KeyGroupRange::All());
+    EXPECT_TRUE(r.ok()) << r.error();
+  };
+  const std::string key = "a";
+  // The list layout into the optional one.
+  KeyedStateStore<std::string> lists;
+  tidemark::ListState<std::string, KV>(&lists.HandleTable<std::vector<KV>>("top-n rows"), &key)
+      .add(row);
+  KeyedStateStore<std::string> optionals;
+  restore(optionals, snapshot(lists));
+  tidemark::ValueState<std::string, std::optional<KV>> one(
+      &optionals.HandleTable<std::optional<KV>>("top-n rows"), &key);
+  EXPECT_EQ(one.value(), std::optional<std::optional<KV>>(row));
+  // And back.
+  KeyedStateStore<std::string> again;
+  restore(again, snapshot(optionals));
+  const std::vector<KV> back =
+      tidemark::ListState<std::string, KV>(&again.HandleTable<std::vector<KV>>("top-n rows"), &key)
+          .get();
+  EXPECT_EQ(back, std::vector<KV>{row});
 }
 
 struct SumAgg {
