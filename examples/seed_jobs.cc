@@ -68,6 +68,15 @@ inline auto SensorId() {
   return [](const WaterSensor& s) { return s.id; };
 }
 
+// S3-S6: WaterSensor lines, forBoundedOutOfOrderness(2 s), keyed by id.
+auto SensorsBy2sOutOfOrderness(const DataStream<std::string>& lines, const SeedOptions& o) {
+  return StampWaterSensors(
+             lines, MaybePerRecord(WatermarkStrategy<WaterSensor>::for_bounded_out_of_orderness(
+                                       std::chrono::seconds(2)),
+                                   o))
+      .key_by(SensorId());
+}
+
 using FiringHook = std::function<void(const std::string&, const TimeWindow&, Timestamp)>;
 
 inline void ReportFiring(const FiringHook& on_fire, const std::string& key,
@@ -171,12 +180,7 @@ std::string FormatS2Trace(const std::string& thread_id, const std::string& key,
 // S3 (document 001, 3.1): WaterSensor lines; forBoundedOutOfOrderness(2 s);
 // tumbling 5 s; reduce summing vc.
 DataStream<WaterSensor> BuildS3(const DataStream<std::string>& lines, const SeedOptions& o) {
-  return internal::StampWaterSensors(
-             lines,
-             internal::MaybePerRecord(WatermarkStrategy<WaterSensor>::for_bounded_out_of_orderness(
-                                          std::chrono::seconds(2)),
-                                      o))
-      .key_by(internal::SensorId())
+  return internal::SensorsBy2sOutOfOrderness(lines, o)
       .window(TumblingEventTimeWindows::of(std::chrono::seconds(5)))
       .reduce(SumVc, internal::SumVcReporting(o));
 }
@@ -187,12 +191,7 @@ SeedStreams<WaterSensor, WaterSensor> BuildS4(const DataStream<std::string>& lin
                                               const SeedOptions& o) {
   const OutputTag<WaterSensor> side("Side");
   DataStream<WaterSensor> results =
-      internal::StampWaterSensors(
-          lines,
-          internal::MaybePerRecord(
-              WatermarkStrategy<WaterSensor>::for_bounded_out_of_orderness(std::chrono::seconds(2)),
-              o))
-          .key_by(internal::SensorId())
+      internal::SensorsBy2sOutOfOrderness(lines, o)
           .window(TumblingEventTimeWindows::of(std::chrono::seconds(5)))
           .allowed_lateness(std::chrono::seconds(2))
           .side_output_late_data(side)
@@ -202,24 +201,14 @@ SeedStreams<WaterSensor, WaterSensor> BuildS4(const DataStream<std::string>& lin
 
 // S5 (document 001, 3.3): sliding 6 s every 2 s, otherwise as S3.
 DataStream<WaterSensor> BuildS5(const DataStream<std::string>& lines, const SeedOptions& o) {
-  return internal::StampWaterSensors(
-             lines,
-             internal::MaybePerRecord(WatermarkStrategy<WaterSensor>::for_bounded_out_of_orderness(
-                                          std::chrono::seconds(2)),
-                                      o))
-      .key_by(internal::SensorId())
+  return internal::SensorsBy2sOutOfOrderness(lines, o)
       .window(SlidingEventTimeWindows::of(std::chrono::seconds(6), std::chrono::seconds(2)))
       .reduce(SumVc, internal::SumVcReporting(o));
 }
 
 // S6 (document 001, 3.4): session windows with a 5 s gap, otherwise as S3.
 DataStream<WaterSensor> BuildS6(const DataStream<std::string>& lines, const SeedOptions& o) {
-  return internal::StampWaterSensors(
-             lines,
-             internal::MaybePerRecord(WatermarkStrategy<WaterSensor>::for_bounded_out_of_orderness(
-                                          std::chrono::seconds(2)),
-                                      o))
-      .key_by(internal::SensorId())
+  return internal::SensorsBy2sOutOfOrderness(lines, o)
       .window(EventTimeSessionWindows::with_gap(std::chrono::seconds(5)))
       .reduce(SumVc, internal::SumVcReporting(o));
 }
