@@ -68,6 +68,15 @@ inline auto SensorId() {
   return [](const WaterSensor& s) { return s.id; };
 }
 
+// S1 and S2: the times of a window's elements, sorted.
+std::vector<Timestamp> SortedTimes(const std::vector<KeyedEvent>& input) {
+  std::vector<Timestamp> times;
+  times.reserve(input.size());
+  for (const KeyedEvent& e : input) times.push_back(e.second);
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
 // S3-S6: WaterSensor lines, forBoundedOutOfOrderness(2 s), keyed by id.
 auto SensorsBy2sOutOfOrderness(const DataStream<std::string>& lines, const SeedOptions& o) {
   return StampWaterSensors(
@@ -118,10 +127,7 @@ SeedStreams<std::string, KeyedEvent> BuildS1(const DataStream<std::string>& line
                                 const std::vector<KeyedEvent>& input, WindowContext& ctx,
                                 Collector<std::string>& out) {
         internal::ReportFiring(on_fire, key, window, ctx);
-        std::vector<Timestamp> times;
-        times.reserve(input.size());
-        for (const KeyedEvent& e : input) times.push_back(e.second);
-        std::sort(times.begin(), times.end());
+        const std::vector<Timestamp> times = internal::SortedTimes(input);
         out.collect(
             absl::StrCat(internal::TupleKey(key), ",", times.size(), ",",
                          FormatMillis(times.front(), tz), ",", FormatMillis(times.back(), tz), ",",
@@ -156,10 +162,7 @@ DataStream<std::string> BuildS2(const DataStream<std::string>& lines, const Seed
                                     const std::vector<KeyedEvent>& input, WindowContext& ctx,
                                     Collector<std::string>& out) {
             internal::ReportFiring(on_fire, key, window, ctx);
-            std::vector<Timestamp> times;
-            times.reserve(input.size());
-            for (const KeyedEvent& e : input) times.push_back(e.second);
-            std::sort(times.begin(), times.end());
+            const std::vector<Timestamp> times = internal::SortedTimes(input);
             out.collect(absl::StrCat(
                 "聚合数据的key为：", internal::TupleKey(key), ",窗口当中数据的条数为：",
                 times.size(), ",窗口当中第一条数据为：", FormatMillis(times.front(), tz),
