@@ -78,23 +78,39 @@ struct SeedStreams {
   std::optional<DataStream<Late>> late;
 };
 
-// The jobs (examples/seed_jobs.cc: compiled once, not in every program that
-// includes this header).
+// The jobs (examples/seed_jobs.cc, whose comments give each document's
+// details: compiled once, not in every program that includes this header).
+
+// S1 (document 000): lines "key,epoch_ms"; the hand-written periodic watermark
+// max_ts - 10 s; tumbling 3 s; the window prints "(key),count,first,last,
+// start,end".  `late` is set when options.side_output_late_data is.
 SeedStreams<std::string, KeyedEvent> BuildS1(const DataStream<std::string>& lines,
                                              const SeedOptions& o);
 // The line document 000 prints for every record (its extractTimestamp).
 std::string FormatS1Trace(const std::string& key, const WatermarkTrace& t,
                           const absl::TimeZone& tz);
+// S2 (document 004): lines "key epoch_ms"; the same generator; tumbling 10 s;
+// the window prints the document's Chinese sentence.
 DataStream<std::string> BuildS2(const DataStream<std::string>& lines, const SeedOptions& o);
 // The line document 004 prints for every record; the document's thread id is
 // Java's Thread.getId(), here whatever id the caller passes.
 std::string FormatS2Trace(const std::string& thread_id, const std::string& key,
                           const WatermarkTrace& t, const absl::TimeZone& tz);
+// S3 (document 001, 3.1): WaterSensor lines; forBoundedOutOfOrderness(2 s);
+// tumbling 5 s; reduce summing vc.
 DataStream<WaterSensor> BuildS3(const DataStream<std::string>& lines, const SeedOptions& o);
+// S4 (document 001, 3.2): S3 with allowedLateness(2 s) and the late data on
+// the side output "Side" (`late`).
 SeedStreams<WaterSensor, WaterSensor> BuildS4(const DataStream<std::string>& lines,
                                               const SeedOptions& o);
+// S5 (document 001, 3.3): sliding 6 s every 2 s, otherwise as S3.
 DataStream<WaterSensor> BuildS5(const DataStream<std::string>& lines, const SeedOptions& o);
+// S6 (document 001, 3.4): session windows with a 5 s gap, otherwise as S3.
 DataStream<WaterSensor> BuildS6(const DataStream<std::string>& lines, const SeedOptions& o);
+// S7 (document 001, 4.2): the hand-written punctuated generator (max_ts - 2 s
+// on every record); tumbling 5 s; sum of vc.  kPeriodic runs the document's
+// periodic twin (4.1) instead, which needs per_record_watermarks to behave as
+// typed input.
 enum class S7Generator { kPunctuated, kPeriodic };
 DataStream<WaterSensor> BuildS7(const DataStream<std::string>& lines, const SeedOptions& o,
                                 S7Generator kind = S7Generator::kPunctuated);
@@ -102,6 +118,10 @@ DataStream<WaterSensor> BuildS7(const DataStream<std::string>& lines, const Seed
 // MyPeriod on every periodic emission.
 inline constexpr char kS7EventLine[] = "取数据中最大的时间戳";
 std::string FormatS7PeriodicLine(Timestamp watermark);
+// S8 (document 002): lines "sid,callType,yyyy-MM-dd HH:mm:ss[.SSS],duration"
+// in options.tz; only callType "success"; forBoundedOutOfOrderness(0); key
+// sid; tumbling 5 s; allowedLateness from the options; the window prints
+// "window:[start--end]-<sid>--总时长：N".
 DataStream<std::string> BuildS8(const DataStream<std::string>& lines, const SeedOptions& o);
 
 }  // namespace tidemark::seeds

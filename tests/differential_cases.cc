@@ -19,6 +19,8 @@
 namespace tidemark {
 inline namespace differential {
 
+namespace {  // helpers of this file
+
 Fire MakeFire(int64_t key, const TimeWindow& w, int64_t count, int64_t sum, uint64_t h,
               WindowContext& ctx) {
   Fire f;
@@ -34,6 +36,8 @@ Fire MakeFire(int64_t key, const TimeWindow& w, int64_t count, int64_t sum, uint
   return f;
 }
 
+}  // namespace
+
 const char* Name(Function f) {
   switch (f) {
     case Function::kAggregate:
@@ -46,6 +50,8 @@ const char* Name(Function f) {
   return "?";
 }
 
+namespace {  // helpers of this file
+
 int64_t Uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {  // inclusive
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
@@ -55,6 +61,8 @@ int64_t LogUniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
       std::log(static_cast<double>(lo)), std::log(static_cast<double>(hi) + 1))(rng);
   return std::clamp<int64_t>(static_cast<int64_t>(std::exp(x)), lo, hi);
 }
+
+}  // namespace
 
 // Makes the case of `seed`; `kind` forces the window kind.
 Case Generate(uint64_t seed, m::WindowKind kind) {
@@ -195,6 +203,8 @@ Case Generate(uint64_t seed, m::WindowKind kind) {
   }
   return c;
 }
+
+namespace {  // helpers of this file
 
 // The scripted source.
 
@@ -342,6 +352,8 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks) {
   return a;
 }
 
+}  // namespace
+
 Actual Run(const Case& c, const RunHooks& hooks) {
   switch (c.spec.kind) {
     case m::WindowKind::kTumbling:
@@ -363,6 +375,8 @@ Actual Run(const Case& c, const RunHooks& hooks) {
 
 using FireKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // key, start, end, count
 
+namespace {  // helpers of this file
+
 // The determined parts of the model's result, for comparing interleavings.
 std::vector<std::string> Normalize(const m::Result& r) {
   std::vector<std::string> out;
@@ -379,6 +393,8 @@ std::vector<std::string> Normalize(const m::Result& r) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+}  // namespace
 
 // Differences between the runtime and the model (empty: agree).
 std::vector<std::string> Compare(const Case& c, const m::Result& want, const Actual& got) {

@@ -27,7 +27,7 @@ cmake --build build/thread-safety -j "$jobs" --target tidemark_api tidemark_cli
 # build takes about a fifth less time than with full debug info (-g).  -O1:
 # this build is most of CI's time, and most of it is the tests' own files,
 # each of which instantiates whole jobs for its lambdas; -O1 compiles them
-# about a quarter faster than -O2 (bench/RESULTS.md, "CI's build").  Speed is
+# in 0.7-0.9 of their -O2 time (bench/RESULTS.md, "CI's build").  Speed is
 # measured on the Release build (tools/bench.sh), never on this one.
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
