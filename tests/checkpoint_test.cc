@@ -562,7 +562,7 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
     {
       StreamExecutionEnvironment env;
       env.enable_checkpointing(Duration(0), chk.path());
-      BuildFileJob(env, out.path(), n, 150'000.0);
+      BuildFileJob(env, out.path(), n, 15'000.0);
       JobClient client = env.execute_async("files");
       for (int k = 0; k < 2 + rep; ++k) {
         const int64_t id = client.trigger_checkpoint();

@@ -398,9 +398,10 @@ void DamagedNewestTry(Damage damage, bool* rolled_back) {
       parts_before.push_back(e.path().string());
   internal::CheckpointStorage storage(dir.Path("chk"));
   std::vector<int64_t> ids = storage.ListCheckpointIds();
-  // The final checkpoint and at least one taken while the input was read
-  // (otherwise there is nothing to fall back to: the run is too quick).
-  ASSERT_GE(ids.size(), 2u);
+  // The final checkpoint and at least one taken while the input was read;
+  // otherwise (the run was quicker than a periodic checkpoint) there is
+  // nothing to fall back to, and the caller tries again.
+  if (ids.size() < 2) return;
   const int64_t newest = ids.back();
   const fs::path chk = storage.CheckpointPath(newest);
   const std::string state = (chk / "0-0.state").string();

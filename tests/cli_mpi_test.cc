@@ -439,7 +439,7 @@ TEST(MpiBackpressure, ABlockedConsumerStopsItsProducerOnAnotherRank) {
 TEST(MpiFailure, AnExceptionOnOneRankFailsTheJobOnEveryRankNamingRankOperatorAndSubtask) {
   MpiRun r = RunMpi(3, TIDEMARK_MPI_JOB, {"fail", "1"}, 60s);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.seconds, 10) << r.err;
+  EXPECT_LT(r.seconds, 30) << r.err;  // not the 60 s of a hang (mpirun start-up included)
   // Every rank's job failed with rank 1's error.
   for (int rank = 0; rank < 3; ++rank) {
     const std::string want = absl::StrCat("status rank ", rank, ": ");

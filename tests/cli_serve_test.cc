@@ -217,7 +217,7 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
                                    "--parallelism=2",
                                    "--watermarks=bounded:0s",
                                    "--watermark-interval=20ms",
-                                   "--idleness=300ms",
+                                   "--idleness=2s",  // far above a stall of the writer
                                    "--window=tumbling:1s",
                                    "--serve=127.0.0.1:0",
                                    "--serve-linger=120s"};
@@ -263,7 +263,7 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
       if (!inputs.Write(0, absl::StrCat("a", t0 % 5, ",", t0)) ||
           !inputs.Write(1, absl::StrCat("b", ts1 % 5, ",", ts1)))
         return;
-      std::this_thread::sleep_for(50ms);  // the writer's pace (idleness is 300 ms)
+      std::this_thread::sleep_for(50ms);  // the writer's pace (idleness is 2 s)
     }
   });
   deadline = std::chrono::steady_clock::now() + 60s;

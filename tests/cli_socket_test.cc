@@ -2,12 +2,15 @@
 // listens on 127.0.0.1 like `nc -lk`, `tidemark run --socket` connects, and
 // the test types the records with a pace (150 ms) longer than the periodic
 // watermark interval (50 ms), so the real periodic generator emits a
-// watermark between every two records.  Real time is the subject here, so the
-// writer sleeps between records; nothing else waits on time.
+// watermark between every two records; the test also waits for that
+// watermark (--trace=watermarks) before it types the next record, so a
+// stalled process cannot read two records in one go.  Real time is the
+// subject here, so the writer keeps the pace; nothing else waits on time.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,31 +41,45 @@ TEST(CliSocketTest, S1OverASocketWithThePeriodicGenerator) {
   ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const int port = ntohs(addr.sin_port);
 
-  std::thread writer([listener] {
-    const int conn = accept(listener, nullptr, nullptr);
-    if (conn < 0) return;
-    for (int64_t ts : {1538359882000, 1538359886000, 1538359892000, 1538359893000, 1538359894000,
-                       1538359896000, 1538359897000, 1538359899000, 1538359891000, 1538359903000}) {
-      const std::string line = absl::StrCat("0001,", ts, "\n");
-      if (write(conn, line.data(), line.size()) < 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    }
-    close(conn);
-  });
-  testing::CliRun r = testing::RunTidemark(
+  testing::CliProcess p(
       {"run", absl::StrCat("--socket=127.0.0.1:", port), "--fields=key,ts", "--watermarks=lag:10s",
        "--watermark-interval=50ms", "--window=tumbling:3s", "--aggregate=list",
-       "--timezone=Asia/Shanghai", "--output=jsonl", "--summary=false"});
-  writer.join();
+       "--timezone=Asia/Shanghai", "--output=jsonl", "--trace=watermarks", "--summary=false"},
+      -1);
+  ASSERT_TRUE(p.started());
+  pollfd ready{listener, POLLIN, 0};
+  ASSERT_EQ(poll(&ready, 1, 60'000), 1) << "tidemark never connected";
+  const int conn = accept(listener, nullptr, nullptr);
+  ASSERT_GE(conn, 0);
+  int64_t max_ts = INT64_MIN;
+  for (int64_t ts : {1538359882000, 1538359886000, 1538359892000, 1538359893000, 1538359894000,
+                     1538359896000, 1538359897000, 1538359899000, 1538359891000, 1538359903000}) {
+    const auto written = std::chrono::steady_clock::now();
+    const std::string line = absl::StrCat("0001,", ts, "\n");
+    ASSERT_EQ(write(conn, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    // The periodic generator's watermark after this record (max - 10 s) is
+    // out before the next record is typed, whatever the scheduling: the
+    // document's table has one watermark per record.
+    if (ts > max_ts) {
+      max_ts = ts;
+      ASSERT_TRUE(p.WaitForOut(
+          absl::StrCat("\"kind\":\"source_watermark\",\"subtask\":0,\"watermark\":", ts - 10'000,
+                       ","),
+          std::chrono::seconds(60)))
+          << p.out() << p.err();
+    }
+    std::this_thread::sleep_until(written + std::chrono::milliseconds(150));  // the pace
+  }
+  close(conn);
   close(listener);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<std::string> lines = r.OutLines();
+  ASSERT_EQ(p.Wait(std::chrono::seconds(60)), 0) << p.err();
+  const std::vector<std::string> lines = absl::StrSplit(p.out(), '\n', absl::SkipEmpty());
   // The three windows of the document fire on time, while the input is still
   // open, in this order; the rest fire at the end of input.
   std::vector<std::string> on_time;
   for (const auto& l : lines)
     if (l.find("\"on_time\"") != std::string::npos) on_time.push_back(l);
-  ASSERT_EQ(on_time.size(), 3u) << r.out;
+  ASSERT_EQ(on_time.size(), 3u) << p.out();
   EXPECT_THAT(on_time[0],
               ::testing::HasSubstr("\"start\":1538359881000,\"end\":1538359884000,\"first\":"
                                    "1538359882000,\"last\":1538359882000,\"count\":1"));

@@ -21,6 +21,7 @@ struct Journal {
   std::map<int, std::vector<int64_t>> flushed;  // records, in the order flushed
   std::map<int, int> opens, closes, end_flushes, checkpoint_flushes;
   int64_t flushed_at_first_checkpoint = -1;  // records flushed in all by then
+  std::atomic<int64_t> written{0};           // records handed to write()
 };
 
 // Buffers records and hands them to the journal when flushed.
@@ -32,7 +33,10 @@ class BufferingWriter final : public SinkWriter<int64_t> {
     std::lock_guard<std::mutex> lock(j_->mu);
     ++j_->opens[subtask_];
   }
-  void write(const int64_t& v, Timestamp) override { buffer_.push_back(v); }
+  void write(const int64_t& v, Timestamp) override {
+    buffer_.push_back(v);
+    j_->written.fetch_add(1, std::memory_order_relaxed);
+  }
   void flush(bool end_of_input) override {
     std::lock_guard<std::mutex> lock(j_->mu);
     auto& out = j_->flushed[subtask_];
@@ -76,12 +80,15 @@ TEST(SinkWriter, FlushedBeforeEachCheckpointsSnapshot) {
   StreamExecutionEnvironment env;
   env.set_parallelism(1);
   env.enable_checkpointing(Duration(0));  // in memory, triggered below
-  // 2000 records a second for about half a second: checkpoints land mid-stream.
-  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000, 2000).sink_to([&j] {
+  // 1000 records a second for about a second: checkpoints land mid-stream.
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000, 1000).sink_to([&j] {
     return std::make_unique<BufferingWriter>(&j);
   });
   JobClient job = env.execute_async("checkpointed writer");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the pace: records flow
+  // Records reach the writer before the checkpoint is triggered.
+  for (int waits = 0; waits < 6000 && j.written.load() < 20; ++waits)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the writer
+  ASSERT_GE(j.written.load(), 20);
   int64_t id = -1;
   for (int tries = 0; tries < 200 && id < 0; ++tries) {
     id = job.trigger_checkpoint();

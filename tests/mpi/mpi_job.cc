@@ -594,6 +594,10 @@ int Drain(const std::string& out, const std::string& chk, const std::string& sav
   std::string path = "-";
   if (cluster.rank == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));  // real time: records flow
+    // And the job is under way on every rank (a slow start under load): two
+    // checkpoints complete, so windows have fired and parts are committed.
+    for (int i = 0; i < 3000 && client.checkpoints().completed < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the job
     // A stop without drain whose savepoint cannot be written (its directory
     // would be under a file) fails, and the job goes on.
     const std::string file = savepoints + "-file";
@@ -657,6 +661,10 @@ int Stop(const std::string& out, const std::string& chk, const std::string& save
   std::string path = "-";
   if (cluster.rank == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));  // real time: records flow
+    // And the job is under way on every rank (a slow start under load): two
+    // checkpoints complete, so windows have fired and parts are committed.
+    for (int i = 0; i < 3000 && client.checkpoints().completed < 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling the job
     absl::StatusOr<std::string> sp =
         client.stop_with_savepoint(savepoints, /*drain=*/false, Duration(30'000));
     path = sp.ok() ? *sp : sp.status().ToString();
