@@ -1,0 +1,2 @@
+// The translation unit that builds the tests' precompiled header
+// (tests/CMakeLists.txt, TIDEMARK_TEST_PCH).
