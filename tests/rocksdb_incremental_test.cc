@@ -362,7 +362,7 @@ TEST(RocksDbNativeIncremental, AJobsCheckpointsAreNativeAndItsSavepointIsSelfCon
     env.enable_checkpointing(Duration(0), chk).enable_incremental_checkpoints();
     env.set_state_backend(StateBackend::rocksdb());
     auto progress = std::make_shared<testing::Progress>();
-    BuildCountJob(env, out, n, 20'000.0, progress);
+    BuildCountJob(env, out, n, 10'000.0, progress);  // slow: room for three operations
     JobClient client = env.execute_async("on rocksdb");
     for (int k = 1; k <= 2; ++k) {
       ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(client, *progress, 3'000 * k));

@@ -318,7 +318,7 @@ JobResult RunRestored(const testing::TempDir& dir, const std::string& name, bool
     env.enable_checkpointing(Duration(0), chk);
     env.set_state_backend(Backend(from_rocksdb, dir));
     auto progress = std::make_shared<testing::Progress>();
-    BuildWindowJob(env, out, n, 50'000.0, from, process, progress);
+    BuildWindowJob(env, out, n, 25'000.0, from, process, progress);
     JobClient client = env.execute_async("before");
     for (int k = 0; k < 2; ++k) {
       EXPECT_TRUE(progress->WaitFor(300 * (k + 1)));

@@ -143,7 +143,7 @@ TEST(Savepoint, TriggeredTheJobGoesOnAndARestoreFromItCommitsTheUninterruptedOut
     env.enable_checkpointing(Duration(0), chk, /*retain=*/1);
     auto progress = std::make_shared<Progress>();
     JobShape paced = shape;
-    paced.rate = 60'000.0;
+    paced.rate = 30'000.0;
     BuildJob(env, out, n, paced, progress);
     JobClient client = env.execute_async("before");
     ASSERT_TRUE(progress->WaitFor(300));
