@@ -420,13 +420,12 @@ class TumblingProcessingTimeWindows {
 
  private:
   TumblingProcessingTimeWindows(int64_t size, int64_t offset, WindowStagger stagger)
-      : size_(size), offset_(offset), effective_(size, offset, stagger) {}
+      : size_(size), effective_(size, offset, stagger) {}
   int64_t EffectiveOffset(Timestamp processing_time) const {
     return effective_.Get(processing_time);
   }
   int64_t size_;
-  int64_t offset_;
-  internal::StaggeredOffset effective_;
+  internal::StaggeredOffset effective_;  // the offset, staggered or not
 };
 
 // Sliding windows of processing time.

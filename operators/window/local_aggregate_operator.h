@@ -200,7 +200,7 @@ class LocalAggregateOperator final
     size_flushes_ = ctx.counter(kLocalAggregationSizeFlushes);
   }
 
-  void ProcessElement(T&& value, Timestamp ts) {
+  void ProcessElement(T&& value, Timestamp ts) override {
     if (ts < cur_start_ || ts >= cur_end_ || cur_ == nullptr) [[unlikely]] {
       if (!FindPane(ts)) {
         PassAlone(std::move(value), ts);
