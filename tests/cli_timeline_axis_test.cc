@@ -79,8 +79,8 @@ TEST(CliTimelineAxis, RecordsReadSpreadAFileOverThePage) {
   WriteFile(in, Lines(605, "k", 40));
   testing::CliRun r =
       testing::RunTidemark({"run", "--input=" + in, "--fields=key,ts", "--window=tumbling:1s",
-                            "--watermark-interval=per-record", "--rate=500/s",
-                            "--timeline=" + page, "--timeline-axis=records"});
+                            "--watermark-interval=per-record", "--rate=500/s", "--timeline=" + page,
+                            "--timeline-axis=records"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string html = ReadFile(page);
   EXPECT_THAT(html, HasSubstr("records read (all sources together)"));
