@@ -127,6 +127,7 @@
 // the job (the high-water mark is reset before each job run where the kernel
 // allows it, see /proc/self/clear_refs).
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -215,9 +216,10 @@ ABSL_FLAG(bool, unaligned_checkpoints, false,
           "with --checkpoint_interval_ms: unaligned checkpoints (barriers overtake the queued "
           "records, which are stored as channel state)");
 ABSL_FLAG(bool, skip_result_merge, false,
-          "window jobs: after the job, count the results but do not build the per-(key, window) "
-          "table (no duplicate check, distinct_keys_out 0): at millions of results it takes "
-          "longer than the job; for timing runs with --skip_baseline");
+          "window jobs: the sinks count the results and time them but do not keep them, and no "
+          "per-(key, window) table is built after the job (no duplicate check, distinct_keys_out "
+          "0): at millions of results that takes longer than the job, and keeping them grows "
+          "the sinks' memory while windows fire; for timing runs with --skip_baseline");
 ABSL_FLAG(int64_t, sink_delay_us, 0,
           "W1-core and K1: the sink sleeps this many microseconds per record (a slow sink: "
           "back-pressure, to compare aligned and unaligned checkpoints under it)");
@@ -911,17 +913,32 @@ class WindowSinkRegistry {
   // Prepares one table per sink subtask with room for its share of
   // `expected_results`, its memory touched now: the job's sinks then append
   // without reallocating or faulting pages in, as a real sink would hand its
-  // results on instead of keeping them.  At most kMaxPreparedBytes in all
-  // are prepared; past that the tables grow as they fill.
+  // results on instead of keeping them.  At most a quarter of the machine's
+  // memory (at least 1 GiB) is prepared in all; past that the tables grow as
+  // they fill, and a growth
+  // (copying the table into new pages) stalls the firing window task and,
+  // through back-pressure, the sources.  With --skip_result_merge the
+  // results are only counted (WindowResultSink) and the tables hold only the
+  // latencies, 8 bytes a result: W4's 36 M results at 5 M keys fit, where the
+  // results themselves (32 bytes each with the latency) outgrew the tables in
+  // the last seconds of the job and made its longest source pause.
   WindowSinkRegistry(int subtasks, size_t expected_results) {
-    static constexpr size_t kMaxPreparedBytes = size_t{1} << 30;
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const size_t max_prepared_bytes = std::max(
+        size_t{1} << 30, pages > 0 && page_size > 0
+                             ? static_cast<size_t>(pages) / 4 * static_cast<size_t>(page_size)
+                             : 0);
     const size_t n = static_cast<size_t>(std::max(1, subtasks));
-    const size_t per_table = std::min(expected_results / n * 5 / 4,
-                                      kMaxPreparedBytes / n / (sizeof(Emitted) + sizeof(double)));
+    const size_t bytes_per_result = (g_skip_result_merge ? 0 : sizeof(Emitted)) + sizeof(double);
+    const size_t per_table =
+        std::min(expected_results / n * 5 / 4, max_prepared_bytes / n / bytes_per_result);
     for (int i = 0; i < subtasks; ++i) {
       auto t = std::make_unique<WindowSinkTable>();
-      t->emitted.resize(per_table);
-      t->emitted.clear();
+      if (!g_skip_result_merge) {
+        t->emitted.resize(per_table);
+        t->emitted.clear();
+      }
       t->latencies_ms.resize(per_table);
       t->latencies_ms.clear();
       spare_.push_back(std::move(t));
@@ -976,7 +993,7 @@ struct WindowResultSink {
       table->refiring = refiring;
     }
     ++table->records;
-    table->emitted.push_back(Emitted{e.key, window_max_ts, e.value});
+    if (!g_skip_result_merge) table->emitted.push_back(Emitted{e.key, window_max_ts, e.value});
     if (tl_fired_by_element) {
       tl_fired_by_element = false;
       ++table->element_firings;
