@@ -56,6 +56,12 @@
 //                                        watermark every 2^19 records, on
 //                                        FastSessionWindowOperator and on
 //                                        the general WindowOperator.
+//   BM_WindowTable_SnapshotEncode/<keys>
+//                                        the asynchronous part of a window
+//                                        table's checkpoint: W4's table (int64
+//                                        keys, 24-byte values) with <keys>
+//                                        keys in each of two windows, encoded
+//                                        (bytes/s = encoded bytes/s).
 //
 // The variants with 1M keys allocate ~100 MB and take a few seconds each;
 // the ctest smoke run leaves them out (--benchmark_filter=-/1000000$).
@@ -798,6 +804,35 @@ void BM_WindowOperator_SessionReduceGeneralPath(benchmark::State& state) {
                             EventTimeSessionWindows::with_gap(Duration(20)), int64_t{1} << 19);
 }
 BENCHMARK(BM_WindowOperator_SessionReduceGeneralPath)->Arg(10000)->Arg(1000000);
+
+// --- the asynchronous part of a window table's snapshot ----------------------
+struct W4Value {
+  int64_t key;
+  int64_t value;
+  int64_t ts;
+};
+
+void BM_WindowTable_SnapshotEncode(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  internal::TimeWindowTable<int64_t, W4Value> table;
+  for (int64_t w = 0; w < 2; ++w)
+    for (int64_t k = 0; k < keys; ++k)
+      table.FindOrCreate(k * 7919, TimeWindow(w * 1000, w * 1000 + 1000), kMinTimestamp,
+                         [&] { return W4Value{k, k, w * 1000}; });
+  size_t bytes = 0;
+  for (auto _ : state) {
+    internal::StateWriter w;
+    table.SnapshotTo(w);
+    auto parts = w.TakeDeferred();
+    std::string out = internal::StateWriter::CompleteDeferred(w.Release(), std::move(parts));
+    bytes += out.size();
+    benchmark::DoNotOptimize(out.data());
+    internal::RecycleEncodeBuffer(std::move(out));  // as the coordinator does
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+  internal::ReleaseEncodeBuffers();
+}
+BENCHMARK(BM_WindowTable_SnapshotEncode)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tidemark
