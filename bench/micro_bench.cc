@@ -817,8 +817,9 @@ void BM_WindowTable_SnapshotEncode(benchmark::State& state) {
   internal::TimeWindowTable<int64_t, W4Value> table;
   for (int64_t w = 0; w < 2; ++w)
     for (int64_t k = 0; k < keys; ++k)
-      table.FindOrCreate(k * 7919, TimeWindow(w * 1000, w * 1000 + 1000), kMinTimestamp,
-                         [&] { return W4Value{k, k, w * 1000}; });
+      table.FindOrCreate(k * 7919, TimeWindow(w * 1000, w * 1000 + 1000), kMinTimestamp, [&] {
+        return W4Value{k, k, w * 1000};
+      });
   size_t bytes = 0;
   for (auto _ : state) {
     internal::StateWriter w;
