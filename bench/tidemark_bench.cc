@@ -915,9 +915,9 @@ class WindowSinkRegistry {
   // without reallocating or faulting pages in, as a real sink would hand its
   // results on instead of keeping them.  At most a quarter of the machine's
   // memory (at least 1 GiB) is prepared in all; past that the tables grow as
-  // they fill, and a growth
-  // (copying the table into new pages) stalls the firing window task and,
-  // through back-pressure, the sources.  With --skip_result_merge the
+  // they fill, and a growth (copying the table into new pages) stalls the
+  // firing window task and, through back-pressure, the sources.  With
+  // --skip_result_merge the
   // results are only counted (WindowResultSink) and the tables hold only the
   // latencies, 8 bytes a result: W4's 36 M results at 5 M keys fit, where the
   // results themselves (32 bytes each with the latency) outgrew the tables in
