@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -70,6 +71,37 @@ TEST(StateWriterDefer, ReleaseAndDataRunPendingPartsAndACallersStringGetsThemAtO
   into.Defer([](StateWriter& out) { out.PutU8('y'); });
   EXPECT_FALSE(into.has_deferred());
   EXPECT_EQ(mine, "xy");
+}
+
+// PutBytesWith writes the bytes PutBytes writes, whatever the guess: lengths
+// whose varints take 1, 2 and 3 bytes, each with guesses of every width.
+TEST(StateWriterPutBytesWith, SameBytesAsPutBytesForAnyGuess) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{127}, size_t{128}, size_t{300}, size_t{16383},
+                   size_t{16384}, size_t{70000}}) {
+    const std::string payload(n, 'p');
+    StateWriter expected;
+    expected.PutU8('<');
+    expected.PutBytes(payload);
+    expected.PutU8('>');
+    for (size_t guess : {size_t{0}, size_t{5}, size_t{200}, size_t{20000}, size_t{3000000}}) {
+      StateWriter w;
+      w.PutU8('<');
+      w.PutBytesWith(guess, [&](StateWriter& out) { out.PutRaw(payload.data(), payload.size()); });
+      w.PutU8('>');
+      ASSERT_EQ(w.data(), expected.data()) << "length " << n << ", guess " << guess;
+      StateReader r(w.data());
+      EXPECT_EQ(r.GetU8(), '<');
+      EXPECT_EQ(r.GetBytes(), payload);
+      EXPECT_EQ(r.GetU8(), '>');
+      EXPECT_TRUE(r.AtEnd());
+    }
+  }
+}
+
+TEST(StateWriterPutBytesWith, ABytesPartThatDefersIsRefused) {
+  StateWriter w;
+  EXPECT_THROW(w.PutBytesWith(4, [](StateWriter& out) { out.Defer([](StateWriter&) {}); }),
+               std::logic_error);
 }
 
 // --- copy-on-write SlotList ---------------------------------------------------

@@ -578,11 +578,9 @@ class StateTable final : public StateTableBase {
             for (const std::string& b : blobs) out.PutBytes(b);
             return;
           }
-          std::string bytes;
-          StateWriter tw(&bytes);
-          WriteEntries(tw, entries, live_at, ttl_ms);
           out.PutVarint(1);
-          out.PutBytes(bytes);
+          out.PutBytesWith(EncodedEstimate(entries.size()),
+                           [&](StateWriter& tw) { WriteEntries(tw, entries, live_at, ttl_ms); });
         });
         return;
       }
@@ -593,12 +591,12 @@ class StateTable final : public StateTableBase {
       for (const std::string& b : groups) w.PutBytes(b);
       return;
     }
-    std::string bytes;
-    StateWriter tw(&bytes);
-    Snapshot(tw, where);
     w.PutVarint(1);
-    w.PutBytes(bytes);
+    w.PutBytesWith(EncodedEstimate(map.size()), [&](StateWriter& tw) { Snapshot(tw, where); });
   }
+  // A guess at the encoded bytes of `n` entries (PutBytesWith): their size
+  // in memory, which is exact for keys and values of fixed size.
+  static size_t EncodedEstimate(size_t n) { return 8 + n * (sizeof(EntryKey) + sizeof(V)); }
   // Between records: folds up to `budget` entries of the layers back into
   // one map when no snapshot reads them.
   void Trim() override {

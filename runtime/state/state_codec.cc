@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,24 @@ void StateWriter::Defer(DeferredPart part) {
     return;
   }
   deferred_.push_back(Deferred{out_->size(), std::move(part)});
+}
+
+void StateWriter::FinishBytesAt(size_t at, size_t width) {
+  const size_t n = out_->size() - at - width;
+  const size_t need = VarintWidth(n);
+  if (need > width) {
+    out_->insert(at + width, need - width, '\0');
+  } else if (need < width) {
+    out_->erase(at + need, width - need);
+  }
+  uint64_t v = n;
+  for (size_t i = 0; i + 1 < need; ++i, v >>= 7)
+    (*out_)[at + i] = static_cast<char>(static_cast<uint8_t>(v) | 0x80);
+  (*out_)[at + need - 1] = static_cast<char>(static_cast<uint8_t>(v));
+}
+
+void StateWriter::ThrowDeferredInsideBytes() {
+  throw std::logic_error("StateWriter::PutBytesWith: the bytes deferred a part of their own");
 }
 
 std::vector<StateWriter::Deferred> StateWriter::TakeDeferred() {

@@ -144,6 +144,31 @@ class StateWriter {
     out_->append(s.data(), s.size());
   }
 
+  // The bytes PutBytes would write for what fill(*this) appends (a varint
+  // length, then them), encoded in place rather than into a string of their
+  // own and copied: for a large state, that string and its copy were fresh
+  // memory as large as the state, twice.  `estimate` is a guess at the
+  // length: room for it is reserved, and the length's varint takes the
+  // guess's width, moved up when the guess was of another width.  `fill`
+  // must not defer parts (std::logic_error).
+  template <typename Fill>
+  void PutBytesWith(size_t estimate, Fill&& fill) {
+    const size_t width = VarintWidth(estimate);
+    const size_t at = out_->size();
+    const size_t parts = deferred_.size();
+    Reserve(width + estimate);
+    out_->append(width, '\0');
+    fill(*this);
+    if (deferred_.size() != parts) ThrowDeferredInsideBytes();
+    FinishBytesAt(at, width);
+  }
+  // The bytes of an unsigned LEB128 varint of v.
+  static size_t VarintWidth(uint64_t v) {
+    size_t n = 1;
+    for (; v >= 0x80; v >>= 7) ++n;
+    return n;
+  }
+
   // Any unsigned integer of 1, 2, 4 or 8 bytes, little-endian.
   template <typename U>
   void PutLittleEndian(U v) {
@@ -201,6 +226,10 @@ class StateWriter {
   }
   void RunDeferredNow();
   void ReserveFromPool(size_t want);
+  // PutBytesWith's end: the length of what follows the `width` bytes kept at
+  // `at`, written there as a varint (the bytes moved when its width differs).
+  void FinishBytesAt(size_t at, size_t width);
+  [[noreturn]] static void ThrowDeferredInsideBytes();
 
  public:
   // `sync` with the output of every part inserted at its position.
