@@ -537,16 +537,18 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(
       QueryDef{"q7", false, 12e3, "highest bid: the bids at the highest price of each 10 s window",
                [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-                 // Locally by auction (parallel), then over all of them.
-                 auto partial = Bids(e)
-                                    .map([](const Bid& b) {
-                                      return Q7{b.auction, b.price, b.bidder, b.dateTime, b.extra};
-                                    })
-                                    .key_by([](const Q7& b) { return b.auction; })
-                                    .window(tidemark::TumblingEventTimeWindows::of(10s))
-                                    .local_aggregation()  // as Flink's local-global aggregation
-                                    .aggregate(MaxBidsAgg());
-                 auto top = partial.window_all(tidemark::TumblingEventTimeWindows::of(10s))
+                 // One group per window (the query has no GROUP BY key): each
+                 // source subtask keeps the window's highest bids (local
+                 // aggregation), and one subtask merges the partials, as
+                 // Flink's plan does (a local window aggregate, then a
+                 // singleton exchange to the global one).
+                 auto top = Bids(e)
+                                .map([](const Bid& b) {
+                                  return Q7{b.auction, b.price, b.bidder, b.dateTime, b.extra};
+                                })
+                                .key_by([](const Q7&) { return int64_t{0}; })
+                                .window(tidemark::TumblingEventTimeWindows::of(10s))
+                                .local_aggregation()  // as Flink's local-global aggregation
                                 .aggregate(MaxBidsAgg())
                                 .flat_map([](const MaxBids& m, Collector<Q7>& out) {
                                   for (const Q7& b : m.bids) out.collect(b);
