@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
         const nexmark::QueryDef* q = nexmark::FindQuery(std::string(name));
         if (!q)
           throw std::invalid_argument("--queries: unknown query '" + std::string(name) +
-                                      "' (q0..q22 or all)");
+                                      "' (q0..q22, q13-broadcast, or all)");
         queries.push_back(q);
       }
     }

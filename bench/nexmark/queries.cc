@@ -7,8 +7,9 @@
 
 namespace nexmark {
 
-void AddQueriesA(std::vector<QueryDef>& qs);  // queries_a.cc: q0-q11
-void AddQueriesB(std::vector<QueryDef>& qs);  // queries_b.cc: q12-q22
+void AddQueriesA(std::vector<QueryDef>& qs);        // queries_a.cc: q0-q11
+void AddQueriesB(std::vector<QueryDef>& qs);        // queries_b.cc: q12-q22
+void AddQueryVariantsB(std::vector<QueryDef>& qs);  // queries_b.cc: q13-broadcast
 
 void ResultSet::Merge(RowAccumulator& acc) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -88,8 +89,19 @@ const std::vector<QueryDef>& Queries() {
   return qs;
 }
 
+const std::vector<QueryDef>& QueryVariants() {
+  static const std::vector<QueryDef> qs = [] {
+    std::vector<QueryDef> v;
+    AddQueryVariantsB(v);
+    return v;
+  }();
+  return qs;
+}
+
 const QueryDef* FindQuery(const std::string& name) {
   for (const QueryDef& q : Queries())
+    if (q.name == name) return &q;
+  for (const QueryDef& q : QueryVariants())
     if (q.name == name) return &q;
   return nullptr;
 }

@@ -117,6 +117,10 @@ struct QueryDef {
 
 // q0 .. q22, in order.
 const std::vector<QueryDef>& Queries();
+// Other plans of some queries, run by name only (not by --queries=all):
+// "q13-broadcast" (q13's join with broadcast state).
+const std::vector<QueryDef>& QueryVariants();
+// A query of Queries() or QueryVariants() by name; null if none.
 const QueryDef* FindQuery(const std::string& name);
 
 // Runs the reference of `q` into a ResultSet.
