@@ -6,9 +6,13 @@
 //       [--checkpoint-interval=10s] [--json] [--dump-events=PATH] [--results=DIR]
 //
 // Per query: the job runs over the generator's events (event i on source
-// subtask i mod p) into a sink keeping an order-independent digest of the
-// rows (append-only queries) or of the final table (updating ones); then the
-// reference loop runs in the same process over the same events.  "Cores" is
+// subtask i mod p) into a blackhole sink that only counts the rows (Nexmark's
+// Flink runs write into a blackhole table), timed; then, untimed, again into
+// a sink keeping an order-independent digest of the rows (append-only
+// queries) or of the final table (updating ones), which is compared with the
+// reference loop's.  The loop runs in the same process over the same events,
+// timed counting its rows as the timed job does.  With --sink=digest the
+// timed run digests (one run of the job).  "Cores" is
 // measured as Nexmark measures it: the process's CPU time during the job over
 // its wall time; Throughput/Cores = events / (Cores * Time).
 //
@@ -58,6 +62,10 @@ ABSL_FLAG(
     std::string, results, "",
     "write each query's results (rows; for updating queries the final table) to DIR/<q>.jsonl");
 ABSL_FLAG(bool, reference, true, "also run the single-threaded reference and compare");
+ABSL_FLAG(std::string, sink, "blackhole",
+          "the timed runs' sink: blackhole (counts the rows, as Nexmark's Flink runs write into a "
+          "blackhole table; the results are then checked in a second, untimed run) or digest "
+          "(hashes every row in the timed run)");
 ABSL_FLAG(bool, require_equal, false,
           "exit 1 when a job fails or its results differ from the reference");
 
@@ -145,7 +153,12 @@ int main(int argc, char** argv) {
   nexmark::GeneratorConfig config;
   std::vector<const nexmark::QueryDef*> queries;
   absl::Duration checkpoint;
+  bool blackhole = true;
   try {
+    const std::string sink = absl::GetFlag(FLAGS_sink);
+    if (sink != "blackhole" && sink != "digest")
+      throw std::invalid_argument("--sink=" + sink + ": blackhole or digest");
+    blackhole = sink == "blackhole";
     config.events = ParseCount(absl::GetFlag(FLAGS_events));
     config.events_per_second = absl::GetFlag(FLAGS_rate);
     const std::string qs = absl::GetFlag(FLAGS_queries);
@@ -191,66 +204,99 @@ int main(int argc, char** argv) {
   const int p = absl::GetFlag(FLAGS_parallelism);
   const bool json = absl::GetFlag(FLAGS_json);
 
+  // One run of q's job into `rs`; its status and checkpoints.
+  struct Ran {
+    bool ok = false;
+    std::string error;
+    tidemark::CheckpointSummary checkpoints;
+  };
+  auto run_job = [&](const nexmark::QueryDef& q, const std::shared_ptr<nexmark::ResultSet>& rs) {
+    Ran ran;
+    tidemark::StreamExecutionEnvironment env;
+    env.set_parallelism(p);
+    if (checkpoint > absl::ZeroDuration())
+      env.enable_checkpointing(absl::ToChronoMilliseconds(checkpoint));
+    q.build(env, nexmark::NexmarkEvents(env, gen), rs);
+    tidemark::JobResult r = env.execute("nexmark " + q.name);
+    ran.ok = r.ok();
+    if (!ran.ok) ran.error = r.status.ToString();
+    ran.checkpoints = r.checkpoints;
+    return ran;
+  };
+  // Every rank's results at rank 0 (collective: every rank calls it for
+  // every run); null on the other ranks.
+  auto gather = [&](std::shared_ptr<nexmark::ResultSet> rs) -> std::shared_ptr<nexmark::ResultSet> {
+    if (!cluster.distributed()) return rs;
+    const std::vector<std::string> parts = tidemark::GatherAtRank0(rs->Encode());
+    if (!rank0) return nullptr;
+    auto merged = std::make_shared<nexmark::ResultSet>(rs->keep_rows(), rs->mode());
+    for (const std::string& part : parts) merged->MergeEncoded(part);
+    return merged;
+  };
+  const nexmark::SinkMode timed_mode =
+      blackhole ? nexmark::SinkMode::kCount : nexmark::SinkMode::kDigest;
+
   std::vector<Measured> all;
   for (const nexmark::QueryDef* q : queries) {
     Measured m;
     m.query = q->name;
     m.events = config.events;
     m.flink = q->flink_per_core;
+    // The timed run: into a blackhole sink that counts the rows (as Nexmark's
+    // Flink runs write into a blackhole table), or into the digest.
+    auto timed = std::make_shared<nexmark::ResultSet>(keep_rows, timed_mode);
     const double c0 = CpuSeconds(), t0 = Now();
-    nexmark::JobRun run;
-    run.results = std::make_shared<nexmark::ResultSet>(keep_rows);
-    tidemark::CheckpointSummary cps;
-    {
-      tidemark::StreamExecutionEnvironment env;
-      env.set_parallelism(p);
-      if (checkpoint > absl::ZeroDuration())
-        env.enable_checkpointing(absl::ToChronoMilliseconds(checkpoint));
-      q->build(env, nexmark::NexmarkEvents(env, gen), run.results);
-      tidemark::JobResult r = env.execute("nexmark " + q->name);
-      run.ok = r.ok();
-      if (!run.ok) run.error = r.status.ToString();
-      cps = r.checkpoints;
-    }
+    const Ran ran = run_job(*q, timed);
     const double t1 = Now(), c1 = CpuSeconds();
     m.seconds = t1 - t0;
     m.cores = (c1 - c0) / std::max(m.seconds, 1e-9);
-    m.ok = run.ok;
-    m.error = run.error;
-    m.rows = run.results->digest().count;
-    m.checkpoints = cps.completed;
-    if (cps.failed > 0) {
+    m.ok = ran.ok;
+    m.error = ran.error;
+    m.checkpoints = ran.checkpoints.completed;
+    if (ran.checkpoints.failed > 0) {
       m.ok = false;
-      m.error = "checkpoint failed: " + cps.last_error;
+      m.error = "checkpoint failed: " + ran.checkpoints.last_error;
     }
-    if (cluster.distributed()) {
-      // Every rank's results at rank 0 (collective: every rank, every query).
-      const std::vector<std::string> parts = tidemark::GatherAtRank0(run.results->Encode());
-      if (!rank0) continue;
-      auto merged = std::make_shared<nexmark::ResultSet>(keep_rows);
-      for (const std::string& part : parts) merged->MergeEncoded(part);
-      run.results = merged;
-      m.rows = run.results->digest().count;
+    timed = gather(timed);
+    // The checked results: the timed run's when it digested them, else a
+    // second, untimed run into the digest (and the rows, with --results).
+    std::shared_ptr<nexmark::ResultSet> checked;
+    const bool check = absl::GetFlag(FLAGS_reference);
+    if (!blackhole) {
+      checked = timed;
+    } else if (check || keep_rows) {
+      checked = std::make_shared<nexmark::ResultSet>(keep_rows, nexmark::SinkMode::kDigest);
+      const Ran again = run_job(*q, checked);
+      if (m.ok && !again.ok) {
+        m.ok = false;
+        m.error = "the checking run failed: " + again.error;
+      }
+      checked = gather(checked);
     }
-    if (keep_rows) WriteRows(results_dir + "/" + q->name + ".jsonl", run.results->Rows());
-    if (absl::GetFlag(FLAGS_reference)) {
+    if (!rank0) continue;
+    m.rows = timed->digest().count;
+    if (keep_rows) WriteRows(results_dir + "/" + q->name + ".jsonl", checked->Rows());
+    if (check) {
       const double rc0 = CpuSeconds(), rt0 = Now();
-      auto want = nexmark::RunReference(*q, *gen, false);
+      auto loop = nexmark::RunReference(*q, *gen, false, timed_mode);
       m.ref_seconds = Now() - rt0;
       m.ref_cpu = CpuSeconds() - rc0;
+      auto want = blackhole ? nexmark::RunReference(*q, *gen, false) : loop;
       m.checked = true;
-      m.equal = run.ok && want->digest() == run.results->digest();
+      // Equal: the digests, and the timed run gave as many rows.
+      m.equal = m.ok && want->digest() == checked->digest() &&
+                timed->digest().count == want->digest().count;
     }
     if (json) {
       std::cout << absl::StrFormat(
           "{\"query\":\"%s\",\"events\":%d,\"parallelism\":%d,\"cores\":%.3f,\"seconds\":%.3f,"
           "\"throughput_per_core\":%.0f,\"reference_per_core\":%.0f,\"flink_per_core\":%.0f,"
           "\"results_equal\":%s,\"result_rows\":%d,\"checkpoint_interval_ms\":%d,"
-          "\"checkpoints\":%d,\"ranks\":%d,\"ok\":%s}\n",
+          "\"checkpoints\":%d,\"ranks\":%d,\"sink\":\"%s\",\"ok\":%s}\n",
           m.query, m.events, p, m.cores, m.seconds, m.throughput_per_core(), m.reference_per_core(),
           m.flink, m.checked ? (m.equal ? "true" : "false") : "null", m.rows,
           absl::ToInt64Milliseconds(checkpoint), m.checkpoints, cluster.size,
-          m.ok ? "true" : "false");
+          blackhole ? "blackhole" : "digest", m.ok ? "true" : "false");
       std::cout.flush();
     }
     if (!m.ok) std::cerr << "tidemark-nexmark: " << q->name << " failed: " << m.error << "\n";
@@ -260,8 +306,10 @@ int main(int argc, char** argv) {
   if (!rank0) return 0;  // rank 0 compared and reports
   if (!json) {
     std::cout << absl::StrFormat(
-        "Nexmark on tidemark: %d events, parallelism %d, checkpoints %s%s\n", config.events, p,
+        "Nexmark on tidemark: %d events, parallelism %d, checkpoints %s, %s sink%s\n",
+        config.events, p,
         checkpoint > absl::ZeroDuration() ? absl::FormatDuration(checkpoint) : std::string("off"),
+        blackhole ? "blackhole" : "digest",
         cluster.distributed() ? absl::StrFormat(", %d MPI ranks", cluster.size) : std::string());
     std::cout << "+-------+------------+-------+---------+-----------------+------------------+----"
                  "--------------+------------------+-------+\n"

@@ -106,9 +106,10 @@ const QueryDef* FindQuery(const std::string& name) {
   return nullptr;
 }
 
-std::shared_ptr<ResultSet> RunReference(const QueryDef& q, const Generator& gen, bool keep_rows) {
-  auto rs = std::make_shared<ResultSet>(keep_rows);
-  RowAccumulator acc(keep_rows);
+std::shared_ptr<ResultSet> RunReference(const QueryDef& q, const Generator& gen, bool keep_rows,
+                                        SinkMode mode) {
+  auto rs = std::make_shared<ResultSet>(keep_rows, mode);
+  RowAccumulator acc(rs->keep_rows(), mode);
   q.reference(gen, acc);
   rs->Merge(acc);
   return rs;

@@ -57,23 +57,32 @@ int64_t DigestWeightOf(const R& r) {
   }
 }
 
+// What a sink (and a reference loop) does with each row: digest it (and keep
+// it as JSON when asked), or only count it, as the blackhole sink of
+// Nexmark's Flink runs consumes rows without looking at them.
+enum class SinkMode { kDigest, kCount };
+
 // Accumulates rows (sign +1: insert, -1: delete) on one thread.
 class RowAccumulator {
  public:
-  explicit RowAccumulator(bool keep_rows) : keep_rows_(keep_rows) {}
+  explicit RowAccumulator(bool keep_rows, SinkMode mode = SinkMode::kDigest)
+      : keep_rows_(keep_rows), count_only_(mode == SinkMode::kCount) {}
   template <Row R>
   void Add(const R& r, int sign = 1) {
     const int64_t w = DigestWeightOf(r) * sign;
-    digest_.sum += Mix(DigestHashOf(r)) * static_cast<uint64_t>(w);
     digest_.count += w;
+    if (count_only_) return;
+    digest_.sum += Mix(DigestHashOf(r)) * static_cast<uint64_t>(w);
     if (keep_rows_) rows_[ToJson(r)] += sign;
   }
   const Digest& digest() const { return digest_; }
   std::map<std::string, int64_t>& rows() { return rows_; }
   bool keep_rows() const { return keep_rows_; }
+  SinkMode mode() const { return count_only_ ? SinkMode::kCount : SinkMode::kDigest; }
 
  private:
   bool keep_rows_;
+  bool count_only_;
   Digest digest_;
   std::map<std::string, int64_t> rows_;  // JSON -> multiplicity
 };
@@ -81,8 +90,11 @@ class RowAccumulator {
 // The results of one run, merged from the sink subtasks.  Thread-safe.
 class ResultSet {
  public:
-  explicit ResultSet(bool keep_rows) : keep_rows_(keep_rows) {}
+  // kCount: the rows are only counted (digest().sum stays 0, no rows kept).
+  explicit ResultSet(bool keep_rows, SinkMode mode = SinkMode::kDigest)
+      : keep_rows_(keep_rows && mode == SinkMode::kDigest), mode_(mode) {}
   bool keep_rows() const { return keep_rows_; }
+  SinkMode mode() const { return mode_; }
   void Merge(RowAccumulator& acc);
   Digest digest() const;
   // The final table as sorted JSON lines, each row as often as it is in the
@@ -97,6 +109,7 @@ class ResultSet {
 
  private:
   bool keep_rows_;
+  SinkMode mode_;
   mutable std::mutex mu_;
   Digest digest_;
   std::map<std::string, int64_t> rows_;
@@ -123,8 +136,9 @@ const std::vector<QueryDef>& QueryVariants();
 // A query of Queries() or QueryVariants() by name; null if none.
 const QueryDef* FindQuery(const std::string& name);
 
-// Runs the reference of `q` into a ResultSet.
-std::shared_ptr<ResultSet> RunReference(const QueryDef& q, const Generator& gen, bool keep_rows);
+// Runs the reference of `q` into a ResultSet (kCount: its rows only counted).
+std::shared_ptr<ResultSet> RunReference(const QueryDef& q, const Generator& gen, bool keep_rows,
+                                        SinkMode mode = SinkMode::kDigest);
 
 // Runs `q` as a tidemark job over `gen`'s events at parallelism `p`;
 // `configure` may change the environment (checkpoints) before execute.

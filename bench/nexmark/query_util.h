@@ -22,7 +22,7 @@ template <Row R>
 class AppendWriter final : public tidemark::SinkWriter<R> {
  public:
   explicit AppendWriter(std::shared_ptr<ResultSet> rs)
-      : rs_(std::move(rs)), acc_(rs_->keep_rows()) {}
+      : rs_(std::move(rs)), acc_(rs_->keep_rows(), rs_->mode()) {}
   void write(const R& r, Timestamp) override { acc_.Add(r, 1); }
   void close() override { rs_->Merge(acc_); }
 
@@ -35,7 +35,7 @@ template <Row R>
 class ChangelogWriter final : public tidemark::SinkWriter<Changelog<R>> {
  public:
   explicit ChangelogWriter(std::shared_ptr<ResultSet> rs)
-      : rs_(std::move(rs)), acc_(rs_->keep_rows()) {}
+      : rs_(std::move(rs)), acc_(rs_->keep_rows(), rs_->mode()) {}
   void write(const Changelog<R>& c, Timestamp) override {
     acc_.Add(c.row, c.kind == RowKind::kInsert ? 1 : -1);
   }
