@@ -311,24 +311,30 @@ int main(int argc, char** argv) {
         checkpoint > absl::ZeroDuration() ? absl::FormatDuration(checkpoint) : std::string("off"),
         blackhole ? "blackhole" : "digest",
         cluster.distributed() ? absl::StrFormat(", %d MPI ranks", cluster.size) : std::string());
-    std::cout << "+-------+------------+-------+---------+-----------------+------------------+----"
-                 "--------------+------------------+-------+\n"
-                 "| Query | Events Num | Cores | Time(s) | Cores * Time(s) | Throughput/Cores | "
-                 "Flink Thr./Cores | 1-thread loop    | Equal |\n"
-                 "+-------+------------+-------+---------+-----------------+------------------+----"
-                 "--------------+------------------+-------+\n";
+    // The query column as wide as the longest name (q13-broadcast).
+    size_t qw = 5;
+    for (const Measured& m : all) qw = std::max(qw, m.query.size());
+    const std::string rule =
+        "+" + std::string(qw + 2, '-') +
+        "+------------+-------+---------+-----------------+------------------+-"
+        "-----------------+------------------+-------+\n";
+    std::cout << rule
+              << absl::StrFormat(
+                     "| %-*s | Events Num | Cores | Time(s) | Cores * Time(s) | "
+                     "Throughput/Cores | Flink Thr./Cores | 1-thread loop    | Equal |\n",
+                     static_cast<int>(qw), "Query")
+              << rule;
     for (const Measured& m : all) {
       std::cout << absl::StrFormat(
-          "| %-5s | %10d | %5.2f | %7.3f | %15.3f | %16s | %16s | %16s | %-5s |\n", m.query,
-          m.events, m.cores, m.seconds, m.cores * m.seconds, Rate(m.throughput_per_core()),
-          Rate(m.flink), Rate(m.reference_per_core()),
+          "| %-*s | %10d | %5.2f | %7.3f | %15.3f | %16s | %16s | %16s | %-5s |\n",
+          static_cast<int>(qw), m.query, m.events, m.cores, m.seconds, m.cores * m.seconds,
+          Rate(m.throughput_per_core()), Rate(m.flink), Rate(m.reference_per_core()),
           !m.ok        ? "FAIL"
           : !m.checked ? "-"
           : m.equal    ? "yes"
                        : "NO");
     }
-    std::cout << "+-------+------------+-------+---------+-----------------+------------------+----"
-                 "--------------+------------------+-------+\n";
+    std::cout << rule;
   }
   bool bad = false;
   for (const Measured& m : all) bad |= !m.ok || (m.checked && !m.equal);
