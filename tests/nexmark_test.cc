@@ -511,6 +511,28 @@ TEST(NexmarkSink, CountModeCountsTheRowsWithoutDigestingThem) {
   }
 }
 
+// A counting accumulator keeps no rows even when asked to, and counts them
+// with their weights and signs as the digesting one does.
+TEST(NexmarkSink, CountingAccumulatorKeepsNoRowsAndCountsWeights) {
+  nexmark::RowAccumulator counting(/*keep_rows=*/true, nexmark::SinkMode::kCount);
+  nexmark::RowAccumulator digesting(/*keep_rows=*/true);
+  nexmark::Person p;
+  p.id = 7;
+  p.name = "Ann";
+  for (auto* acc : {&counting, &digesting}) {
+    acc->Add(p, 1);
+    acc->Add(p, 1);
+    acc->Add(p, -1);
+  }
+  EXPECT_TRUE(counting.rows().empty());
+  EXPECT_EQ(counting.digest().count, 1);
+  EXPECT_EQ(counting.digest().sum, 0u);
+  EXPECT_EQ(counting.mode(), nexmark::SinkMode::kCount);
+  EXPECT_EQ(digesting.rows().size(), 1u);
+  EXPECT_EQ(digesting.digest().count, 1);
+  EXPECT_NE(digesting.digest().sum, 0u);
+}
+
 TEST(NexmarkQueries, AllTwentyThreeAreDefined) {
   ASSERT_EQ(nexmark::Queries().size(), 23u);
   for (int i = 0; i <= 22; ++i) EXPECT_NE(nexmark::FindQuery("q" + std::to_string(i)), nullptr);

@@ -4,6 +4,7 @@
 //
 //   tidemark-nexmark --queries=all --events=10M --parallelism=2
 //       [--checkpoint-interval=10s] [--json] [--dump-events=PATH] [--results=DIR]
+//       [--sink=blackhole|digest]
 //
 // Per query: the job runs over the generator's events (event i on source
 // subtask i mod p) into a blackhole sink that only counts the rows (Nexmark's
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
   for (std::string& a : args) argp.push_back(a.data());
   absl::SetProgramUsageMessage(
       "tidemark-nexmark --queries=all --events=10M --parallelism=2 [--checkpoint-interval=10s] "
-      "[--json] [--dump-events=PATH] [--results=DIR]");
+      "[--json] [--dump-events=PATH] [--results=DIR] [--sink=blackhole|digest]");
   absl::ParseCommandLine(static_cast<int>(argp.size()), argp.data());
 
   nexmark::GeneratorConfig config;
@@ -270,6 +271,9 @@ int main(int argc, char** argv) {
       if (m.ok && !again.ok) {
         m.ok = false;
         m.error = "the checking run failed: " + again.error;
+      } else if (m.ok && again.checkpoints.failed > 0) {
+        m.ok = false;
+        m.error = "a checkpoint of the checking run failed: " + again.checkpoints.last_error;
       }
       checked = gather(checked);
     }
