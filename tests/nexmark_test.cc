@@ -18,6 +18,8 @@
 
 #include "bench/nexmark/generator.h"
 #include "bench/nexmark/queries.h"
+#include "bench/nexmark/query_util.h"
+#include "tidemark/api/testing/harness.h"
 #include "tidemark/runtime/state/state_codec.h"
 #include "tidemark/tidemark.h"
 
@@ -482,6 +484,67 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryWithCheckpoints,
                          ::testing::Values("q3", "q4", "q5", "q6", "q7", "q8", "q9", "q11", "q13",
                                            "q13-broadcast", "q15", "q16", "q17", "q18", "q19",
                                            "q20"));
+
+// The local phase of q17's two-phase aggregate (LocalGroupCombine,
+// query_util.h) alone in the operator test harness: it combines records per
+// group key and sends the partials on before each watermark it forwards,
+// before a checkpoint barrier (so a snapshot holds nothing of it), when it
+// holds max_groups groups, and at the end of the input; the partials merge
+// to the records' totals.
+TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
+  using In = std::pair<int64_t, int64_t>;           // group, value
+  using P = std::tuple<int64_t, int64_t, int64_t>;  // group, records, sum
+  auto key = [](const In& r) { return r.first; };
+  auto add = [](const In& r, P& p, bool fresh) {
+    if (fresh) p = P{r.first, 0, 0};
+    std::get<1>(p) += 1;
+    std::get<2>(p) += r.second;
+  };
+  using Op = nexmark::LocalGroupCombine<In, int64_t, P, decltype(key), decltype(add)>;
+  using tidemark::harness::stream_record;
+  using tidemark::harness::watermark;
+  tidemark::harness::OneInputOperatorTestHarness<In, P> h(std::make_unique<Op>(key, add, 3));
+  h.open();
+  // Two groups, combined; nothing is sent until the watermark, which follows them.
+  h.process_element({1, 10}, 100);
+  h.process_element({2, 5}, 101);
+  h.process_element({1, 7}, 103);
+  EXPECT_TRUE(h.get_output().empty());
+  h.process_watermark(200);
+  auto out = h.get_output();
+  ASSERT_EQ(out.size(), 3u);
+  std::vector<std::tuple<int64_t, int64_t, int64_t, tidemark::Timestamp>> got;
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(out[i].value.has_value());
+    const auto& [g, n, sum] = *out[i].value;
+    got.emplace_back(g, n, sum, out[i].ts);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (decltype(got){{1, 2, 17, 103}, {2, 1, 5, 101}}))
+      << "per group its count, sum and latest timestamp";
+  EXPECT_EQ(out[2], tidemark::harness::Emitted<P>(watermark(200)));
+  // A barrier: the partials go first, and the snapshot holds no state.
+  h.clear_output();
+  h.process_element({3, 1}, 300);
+  auto snap = h.snapshot(1);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<P>{{3, 1, 1}}));
+  EXPECT_TRUE(snap.bytes.empty()) << "nothing held at a checkpoint";
+  // The third group makes it send its partials at once.
+  h.clear_output();
+  h.process_element({4, 1}, 400);
+  h.process_element({5, 1}, 401);
+  EXPECT_TRUE(h.get_output().empty());
+  h.process_element({6, 1}, 402);
+  EXPECT_EQ(h.extract_output_values().size(), 3u) << "max_groups = 3 reached";
+  // The end of the input sends the rest.
+  h.clear_output();
+  h.process_element({7, 2}, 500);
+  h.end_input();
+  auto rest = h.extract_output_values();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0], (P{7, 1, 2}));
+  h.close();
+}
 
 // The blackhole sink of the timed runs (SinkMode::kCount) counts every row
 // (with its weight and sign, as the digest does) and digests none: an

@@ -385,15 +385,17 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
         });
       }});
   // q1: currency conversion.
-  qs.push_back(QueryDef{"q1", false, 158e3, "currency conversion: 0.908 * price",
-                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-                          SinkAppend(Bids(e).map([](const Bid& b) { return ToQ1(b); }), rs);
-                        },
-                        [](const Generator& gen, RowAccumulator& out) {
-                          ForEachEvent(gen, [&](const Event& e) {
-                            if (const Bid* b = e.bid()) out.Add(ToQ1(*b));
-                          });
-                        }});
+  qs.push_back(QueryDef{
+      "q1", false, 158e3, "currency conversion: 0.908 * price",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        SinkAppend(BidsFlatMap<Q1>(e, [](Bid&& b, Collector<Q1>& out) { out.collect(ToQ1(b)); }),
+                   rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        ForEachEvent(gen, [&](const Event& e) {
+          if (const Bid* b = e.bid()) out.Add(ToQ1(*b));
+        });
+      }});
   // q2: selection.
   qs.push_back(QueryDef{"q2", false, 175e3, "selection: auction % 123 = 0",
                         [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {

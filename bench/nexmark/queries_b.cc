@@ -1,11 +1,13 @@
 // bench/nexmark/queries_b.cc: q12-q22 and their references (queries.h).
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "bench/nexmark/query_util.h"
 
 namespace nexmark {
@@ -171,6 +173,12 @@ struct BandCounts {
     ++total;
     (rank == 1 ? rank1 : rank == 2 ? rank2 : rank3)++;
   }
+  void Merge(const BandCounts& o) {
+    total += o.total;
+    rank1 += o.rank1;
+    rank2 += o.rank2;
+    rank3 += o.rank3;
+  }
 };
 // Counts `id` in its bands the first time it is seen in each.
 inline void AddDistinct(uint8_t& seen, int rank, BandCounts& c) {
@@ -192,12 +200,48 @@ struct Q16 {
   BandCounts bids, bidders, auctions;
   NEXMARK_FIELDS(channel, day, minute, bids, bidders, auctions);
 };
+// The partials of q15 and q16 (the local phase): the counts, and per bidder
+// and auction the bands it was seen in (AddDistinct's bits), which the
+// global phase merges into its distinct counts.
+using DistinctBits = absl::flat_hash_map<int64_t, uint8_t>;
+struct Q15Partial {
+  int64_t day = 0;
+  BandCounts bids;
+  DistinctBits bidders, auctions;
+  NEXMARK_FIELDS(day, bids, bidders, auctions);
+};
+struct Q16Partial {
+  std::string channel;
+  int64_t day = 0;      // DayOf(dateTime)
+  int64_t last_ms = 0;  // the latest dateTime: its 'HH:mm' is the group's max (one day)
+  BandCounts bids;
+  DistinctBits bidders, auctions;
+  NEXMARK_FIELDS(channel, day, last_ms, bids, bidders, auctions);
+};
+// A bid into a partial's counts and distinct bits; the entries it added.
+inline size_t AddToPartial(int64_t bidder, int64_t auction, int rank, BandCounts& bids,
+                           DistinctBits& bidders, DistinctBits& auctions) {
+  bids.Add(rank);
+  const uint8_t bits = static_cast<uint8_t>(1u | (1u << rank));
+  auto [b, new_bidder] = bidders.try_emplace(bidder, 0);
+  b->second |= bits;
+  auto [a, new_auction] = auctions.try_emplace(auction, 0);
+  a->second |= bits;
+  return (new_bidder ? 1 : 0) + (new_auction ? 1 : 0);
+}
 struct Q17 {
   int64_t auction = 0;
   std::string day;
   BandCounts bids;
   int64_t min_price = 0, max_price = 0, avg_price = 0, sum_price = 0;
   NEXMARK_FIELDS(auction, day, bids, min_price, max_price, avg_price, sum_price);
+};
+// q17's partial aggregate of a group's bids (the local phase).
+struct Q17Partial {
+  int64_t auction = 0, day = 0;
+  BandCounts bids;
+  int64_t min_price = 0, max_price = 0, sum_price = 0;
+  NEXMARK_FIELDS(auction, day, bids, min_price, max_price, sum_price);
 };
 
 // A group's row, whether a change of it waits for the next watermark (a
@@ -211,7 +255,7 @@ struct GroupRow {
   NEXMARK_FIELDS(row, pending, emitted);
 };
 
-// Keeps the group's row up to date per record and emits its change (delete
+// Keeps the group's row up to date per input and emits its change (delete
 // of the last emitted row, insert of the new one) once per watermark advance
 // (an event-time mini-batch, as Flink's runs use mini-batches): the final
 // table is the same as with one change per record.  The first change of a
@@ -221,11 +265,11 @@ struct GroupRow {
 // later ones see `pending` (the timer at the old watermark + 1 has not
 // fired, so the watermark has not advanced since) and register none.  The
 // row changes in place (ValueState::mutable_value): one lookup per record.
-template <typename K, typename Row, typename Update>
-struct GroupAggregate : tidemark::KeyedProcessFunction<K, Bid, Changelog<Row>> {
+template <typename K, typename Row, typename Update, typename In>
+struct GroupAggregate : tidemark::KeyedProcessFunction<K, In, Changelog<Row>> {
   using Ctx = KeyedProcessContext<K>;
   explicit GroupAggregate(Update u) : update(std::move(u)) {}
-  void process_element(const Bid& b, Ctx& ctx, Collector<Changelog<Row>>& out) override {
+  void process_element(const In& b, Ctx& ctx, Collector<Changelog<Row>>& out) override {
     (void)out;
     GroupRow<Row>& g = ctx.template get_state<GroupRow<Row>>("row").mutable_value();
     if (!g.pending) {
@@ -251,18 +295,26 @@ struct GroupAggregate : tidemark::KeyedProcessFunction<K, Bid, Changelog<Row>> {
   }
   Update update;
 };
-template <typename K, typename Row, typename Update>
-GroupAggregate<K, Row, Update> MakeGroupAggregate(Update u) {
-  return GroupAggregate<K, Row, Update>(std::move(u));
+// In: what it aggregates, a local phase's partials (LocalCombine).
+template <typename K, typename Row, typename In, typename Update>
+GroupAggregate<K, Row, Update, In> MakeGroupAggregate(Update u) {
+  return GroupAggregate<K, Row, Update, In>(std::move(u));
 }
 
+// A partial's distinct bits into the group's: the bands each id is new in.
 template <typename Ctx>
-void CountDistinct(Ctx& ctx, const char* name, int64_t id, int rank, BandCounts& c) {
+void MergeDistinct(Ctx& ctx, const char* name, const DistinctBits& ids, BandCounts& c) {
   auto seen = ctx.template get_map_state<int64_t, uint8_t>(name);
-  uint8_t s = seen.get(id).value_or(0);
-  const uint8_t before = s;
-  AddDistinct(s, rank, c);
-  if (s != before) seen.put(id, s);
+  for (const auto& [id, bits] : ids) {
+    const uint8_t s = seen.get(id).value_or(0);
+    const uint8_t fresh = static_cast<uint8_t>(bits & ~s);
+    if (fresh == 0) continue;
+    if (fresh & 1) ++c.total;
+    if (fresh & 2) ++c.rank1;
+    if (fresh & 4) ++c.rank2;
+    if (fresh & 8) ++c.rank3;
+    seen.put(id, static_cast<uint8_t>(s | bits));
+  }
 }
 
 // --- q18, q19 ---------------------------------------------------------------
@@ -440,8 +492,8 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q12", false, 76e3, "bids per bidder per 10 s of processing time (checked per bidder)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto w = Bids(e)
-                     .key_by([](const Bid& b) { return b.bidder; })
+        auto w = BidColumns(e, [](Bid&& b) { return Bidder{b.bidder}; })
+                     .key_by([](const Bidder& b) { return b.bidder; })
                      .window(tidemark::TumblingProcessingTimeWindows::of(10s))
                      .trigger(ProcessingTimeOrEndTrigger())
                      .template aggregate<Q12>(
@@ -469,9 +521,11 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{"q14", false, 161e3,
                         "bids in a price band with their time-of-day type and 'c' count",
                         [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-                          SinkAppend(Bids(e).flat_map([](const Bid& b, Collector<Q14>& out) {
-                            if (auto r = ToQ14(b)) out.collect(std::move(*r));
-                          }),
+                          SinkAppend(BidsFlatMap<Q14>(e,
+                                                      [](Bid&& b, Collector<Q14>& out) {
+                                                        if (auto r = ToQ14(b))
+                                                          out.collect(std::move(*r));
+                                                      }),
                                      rs);
                         },
                         [](const Generator& gen, RowAccumulator& out) {
@@ -483,16 +537,23 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q15", true, 72e3, "per day: bids, distinct bidders and auctions per price band (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto f = MakeGroupAggregate<int64_t, Q15>(
-            [](const Bid& b, Q15& r, KeyedProcessContext<int64_t>& ctx) {
-              const int rank = PriceRank(b.price);
-              if (r.day.empty()) r.day = DayString(ctx.get_current_key());
-              r.bids.Add(rank);
-              CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
-              CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
+        // Two phases, as Flink's run plans it (mini-batch on): the local one
+        // carries the distinct ids it saw, the global one merges them.
+        auto local = LocalCombine<BidNumbers, Q15Partial>(
+            BidColumns(e, BidNumbers::Of), [](const BidNumbers& b) { return DayOf(b.dateTime.ms); },
+            [](const BidNumbers& b, Q15Partial& p, bool fresh) -> size_t {
+              if (fresh) p.day = DayOf(b.dateTime.ms);
+              return AddToPartial(b.bidder, b.auction, PriceRank(b.price), p.bids, p.bidders,
+                                  p.auctions);
             });
-        SinkChangelog(Bids(e).key_by([](const Bid& b) { return DayOf(b.dateTime.ms); }).process(f),
-                      rs);
+        auto f = MakeGroupAggregate<int64_t, Q15, Q15Partial>(
+            [](const Q15Partial& p, Q15& r, KeyedProcessContext<int64_t>& ctx) {
+              if (r.day.empty()) r.day = DayString(p.day);
+              r.bids.Merge(p.bids);
+              MergeDistinct(ctx, "bidders", p.bidders, r.bidders);
+              MergeDistinct(ctx, "auctions", p.auctions, r.auctions);
+            });
+        SinkChangelog(local.key_by([](const Q15Partial& p) { return p.day; }).process(f), rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
         struct G {
@@ -515,23 +576,34 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q16", true, 19e3, "per channel and day: q15's statistics and the last minute (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        using Key = std::pair<std::string, std::string>;
-        auto f =
-            MakeGroupAggregate<Key, Q16>([](const Bid& b, Q16& r, KeyedProcessContext<Key>& ctx) {
-              const int rank = PriceRank(b.price);
-              r.channel = ctx.get_current_key().first;
-              r.day = ctx.get_current_key().second;
-              r.minute = std::max(r.minute, FormatHourMinute(b.dateTime.ms));
-              r.bids.Add(rank);
-              CountDistinct(ctx, "bidders", b.bidder, rank, r.bidders);
-              CountDistinct(ctx, "auctions", b.auction, rank, r.auctions);
+        // Keyed by the channel and the day's number (its date formatted once
+        // per group, as q15 and q17 do): the same groups as by the two strings.
+        using Key = std::pair<std::string, int64_t>;
+        auto local = LocalCombine<BidChannelNumbers, Q16Partial>(
+            BidColumns(e, BidChannelNumbers::Of),
+            [](const BidChannelNumbers& b) { return Key(b.channel.str(), DayOf(b.dateTime.ms)); },
+            [](const BidChannelNumbers& b, Q16Partial& p, bool fresh) -> size_t {
+              if (fresh) {
+                p.channel = b.channel.str();
+                p.day = DayOf(b.dateTime.ms);
+              }
+              p.last_ms = fresh ? b.dateTime.ms : std::max(p.last_ms, b.dateTime.ms);
+              return AddToPartial(b.bidder, b.auction, PriceRank(b.price), p.bids, p.bidders,
+                                  p.auctions);
             });
-        SinkChangelog(Bids(e)
-                          .key_by([](const Bid& b) {
-                            return Key(b.channel.str(), FormatDate(b.dateTime.ms));
-                          })
-                          .process(f),
-                      rs);
+        auto f = MakeGroupAggregate<Key, Q16, Q16Partial>(
+            [](const Q16Partial& p, Q16& r, KeyedProcessContext<Key>& ctx) {
+              if (r.bids.total == 0) {
+                r.channel = p.channel;
+                r.day = DayString(p.day);
+              }
+              r.minute = std::max(r.minute, FormatHourMinute(p.last_ms));
+              r.bids.Merge(p.bids);
+              MergeDistinct(ctx, "bidders", p.bidders, r.bidders);
+              MergeDistinct(ctx, "auctions", p.auctions, r.auctions);
+            });
+        SinkChangelog(
+            local.key_by([](const Q16Partial& p) { return Key(p.channel, p.day); }).process(f), rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
         struct G {
@@ -557,23 +629,38 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
       "q17", true, 117e3, "per auction and day: bids per band, min/max/avg/sum price (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
         using Key = std::pair<int64_t, int64_t>;  // auction, DayOf(dateTime)
-        auto f =
-            MakeGroupAggregate<Key, Q17>([](const Bid& b, Q17& r, KeyedProcessContext<Key>& ctx) {
-              if (r.bids.total == 0) {
-                r.auction = ctx.get_current_key().first;
-                r.day = DayString(ctx.get_current_key().second);
-                r.min_price = r.max_price = b.price;
+        // Two phases, as Flink's run plans it: a local aggregate per
+        // subtask before the shuffle, the global one after it.
+        auto local = LocalCombine<BidNumbers, Q17Partial>(
+            BidColumns(e, BidNumbers::Of),
+            [](const BidNumbers& b) { return Key(b.auction, DayOf(b.dateTime.ms)); },
+            [](const BidNumbers& b, Q17Partial& p, bool fresh) {
+              if (fresh) {
+                p.auction = b.auction;
+                p.day = DayOf(b.dateTime.ms);
+                p.min_price = p.max_price = b.price;
               }
-              r.bids.Add(PriceRank(b.price));
-              r.min_price = std::min(r.min_price, b.price);
-              r.max_price = std::max(r.max_price, b.price);
-              r.sum_price += b.price;
+              p.bids.Add(PriceRank(b.price));
+              p.min_price = std::min(p.min_price, b.price);
+              p.max_price = std::max(p.max_price, b.price);
+              p.sum_price += b.price;
+            });
+        auto f = MakeGroupAggregate<Key, Q17, Q17Partial>(
+            [](const Q17Partial& p, Q17& r, KeyedProcessContext<Key>&) {
+              if (r.bids.total == 0) {
+                r.auction = p.auction;
+                r.day = DayString(p.day);
+                r.min_price = p.min_price;
+                r.max_price = p.max_price;
+              }
+              r.bids.Merge(p.bids);
+              r.min_price = std::min(r.min_price, p.min_price);
+              r.max_price = std::max(r.max_price, p.max_price);
+              r.sum_price += p.sum_price;
               r.avg_price = r.sum_price / r.bids.total;
             });
-        SinkChangelog(Bids(e)
-                          .key_by([](const Bid& b) { return Key(b.auction, DayOf(b.dateTime.ms)); })
-                          .process(f),
-                      rs);
+        SinkChangelog(
+            local.key_by([](const Q17Partial& p) { return Key(p.auction, p.day); }).process(f), rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
         std::map<std::pair<int64_t, int64_t>, Q17> groups;
@@ -652,9 +739,11 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{"q21", false, 98e3,
                         "bids with a channel id from the channel name or the url",
                         [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-                          SinkAppend(Bids(e).flat_map([](const Bid& b, Collector<Q21>& out) {
-                            if (auto r = ToQ21(b)) out.collect(std::move(*r));
-                          }),
+                          SinkAppend(BidsFlatMap<Q21>(e,
+                                                      [](Bid&& b, Collector<Q21>& out) {
+                                                        if (auto r = ToQ21(b))
+                                                          out.collect(std::move(*r));
+                                                      }),
                                      rs);
                         },
                         [](const Generator& gen, RowAccumulator& out) {
@@ -663,13 +752,15 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
                           });
                         }});
   // q22: url directories (SPLIT_INDEX).
-  qs.push_back(QueryDef{"q22", false, 130e3, "bids with the first three directories of their url",
-                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-                          SinkAppend(Bids(e).map([](const Bid& b) { return ToQ22(b); }), rs);
-                        },
-                        [](const Generator& gen, RowAccumulator& out) {
-                          ForEachBid(gen, [&](const Bid& b) { out.Add(ToQ22(b)); });
-                        }});
+  qs.push_back(QueryDef{
+      "q22", false, 130e3, "bids with the first three directories of their url",
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        SinkAppend(BidsFlatMap<Q22>(e, [](Bid&& b, Collector<Q22>& out) { out.collect(ToQ22(b)); }),
+                   rs);
+      },
+      [](const Generator& gen, RowAccumulator& out) {
+        ForEachBid(gen, [&](const Bid& b) { out.Add(ToQ22(b)); });
+      }});
 }
 
 void AddQueryVariantsB(std::vector<QueryDef>& qs) {

@@ -3,10 +3,13 @@
 #ifndef TM_BENCH_NEXMARK_QUERY_UTIL_H_
 #define TM_BENCH_NEXMARK_QUERY_UTIL_H_
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "bench/nexmark/queries.h"
 #include "tidemark/tidemark.h"
 
@@ -70,6 +73,123 @@ inline DataStream<Bid> Bids(const DataStream<Event>& e) {
       })
       .name("Bids");
 }
+// fn(Bid&&, Collector<R>&) on each bid, in the flat_map that takes the bids
+// out of the events: one operator chained to the source, as Flink's planner
+// fuses a query's projections, filters and scalar functions into one Calc
+// chained to the source (Bids(e).map(f) moved each bid once more and ran a
+// second operator).
+template <typename R, typename Fn>
+DataStream<R> BidsFlatMap(const DataStream<Event>& e, Fn fn, const char* name = "Bids") {
+  return e
+      .flat_map([fn](Event&& ev, Collector<R>& out) mutable {
+        if (Bid* b = std::get_if<Bid>(&ev.v)) fn(std::move(*b), out);
+      })
+      .name(name);
+}
+// The columns of each bid that a query reads (`project(Bid&&)` returns
+// them), projected there, before any shuffle, as Flink plans it: its
+// exchanges carry only those columns (for q12 the bidder, not the three
+// strings of the whole bid).
+template <typename Project>
+auto BidColumns(const DataStream<Event>& e, Project project) {
+  using R = std::invoke_result_t<Project&, Bid&&>;
+  return BidsFlatMap<R>(
+      e, [project](Bid&& b, Collector<R>& out) mutable { out.collect(project(std::move(b))); },
+      "Bids (projected)");
+}
+// The numeric columns of a bid (q12, q15, q17).
+struct BidNumbers {
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  int64_t price = 0;
+  Millis dateTime;
+  NEXMARK_FIELDS(auction, bidder, price, dateTime);
+  static BidNumbers Of(Bid&& b) { return BidNumbers{b.auction, b.bidder, b.price, b.dateTime}; }
+};
+// The same and the channel (q16).
+struct BidChannelNumbers {
+  Text channel;
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  int64_t price = 0;
+  Millis dateTime;
+  NEXMARK_FIELDS(channel, auction, bidder, price, dateTime);
+  static BidChannelNumbers Of(Bid&& b) {
+    return BidChannelNumbers{std::move(b.channel), b.auction, b.bidder, b.price, b.dateTime};
+  }
+};
+// The bidder alone (q12).
+struct Bidder {
+  int64_t bidder = 0;
+  NEXMARK_FIELDS(bidder);
+};
+
+// The local phase of a two-phase group aggregate (Flink's
+// MiniBatchLocalGroupAggFunction, which Nexmark's Flink runs use: mini-batch
+// on, so the planner's AUTO agg-phase strategy splits q17's aggregate into a
+// local and a global one): chained before the shuffle, it combines its
+// subtask's records per group key into partials and sends the partials on
+// (when it holds `max_held` entries, before each watermark it forwards,
+// before each checkpoint barrier and at the end of the input), so it holds no
+// state at a checkpoint.  (Flink's also sends them when its mini-batch's
+// latency, 2 s in Nexmark's configuration, has passed in processing time;
+// this one waits for the next watermark, which Nexmark's sources send every
+// 200 ms.)  The global phase merges the partials into the
+// group's row; any split of a group's records into partials gives the same
+// row, since every aggregate merged is associative and commutative (counts,
+// min, max, sum, and the union of distinct values, which a partial carries
+// as a map, as Flink's local distinct aggregates do).  key(in) -> K;
+// add(in, partial, fresh) folds a record in and returns the entries it added
+// (void: a group is one entry).
+template <typename In, typename K, typename P, typename KeyFn, typename AddFn>
+class LocalGroupCombine final : public tidemark::OneInputOperator<In, P> {
+ public:
+  LocalGroupCombine(KeyFn key, AddFn add, size_t max_held)
+      : key_(std::move(key)), add_(std::move(add)), max_held_(max_held) {}
+  void ProcessElement(In&& in, Timestamp ts) override {
+    auto [it, fresh] = groups_.try_emplace(key_(in));
+    if constexpr (std::is_void_v<std::invoke_result_t<AddFn&, const In&, P&, bool>>) {
+      add_(in, it->second.partial, fresh);
+      held_ += fresh ? 1 : 0;
+    } else {
+      held_ += add_(in, it->second.partial, fresh);
+    }
+    it->second.ts = std::max(fresh ? ts : it->second.ts, ts);
+    if (held_ >= max_held_) Flush();
+  }
+  void ProcessWatermark(Timestamp watermark) override {
+    Flush();
+    tidemark::OneInputOperator<In, P>::ProcessWatermark(watermark);
+  }
+  void PrepareSnapshotPreBarrier(int64_t) override { Flush(); }
+  void Finish() override { Flush(); }
+
+ private:
+  struct Entry {
+    P partial;
+    Timestamp ts = 0;
+  };
+  void Flush() {
+    for (auto& [k, e] : groups_) this->output().Collect(std::move(e.partial), e.ts);
+    groups_.clear();
+    held_ = 0;
+  }
+  KeyFn key_;
+  AddFn add_;
+  size_t max_held_;
+  size_t held_ = 0;
+  absl::flat_hash_map<K, Entry> groups_;
+};
+template <typename In, typename P, typename KeyFn, typename AddFn>
+DataStream<P> LocalCombine(const DataStream<In>& s, KeyFn key, AddFn add, size_t max_held = 4096) {
+  using K = std::invoke_result_t<KeyFn&, const In&>;
+  return s.template transform<P>(
+      "LocalGroupAggregate",
+      [key, add, max_held]() -> std::unique_ptr<tidemark::OneInputOperator<In, P>> {
+        return std::make_unique<LocalGroupCombine<In, K, P, KeyFn, AddFn>>(key, add, max_held);
+      });
+}
+
 inline DataStream<Auction> Auctions(const DataStream<Event>& e) {
   return e
       .flat_map([](Event&& ev, Collector<Auction>& out) {
