@@ -126,19 +126,19 @@ struct Bidder {
 
 // The local phase of a two-phase group aggregate (Flink's
 // MiniBatchLocalGroupAggFunction, which Nexmark's Flink runs use: mini-batch
-// on, so the planner's AUTO agg-phase strategy splits q17's aggregate into a
-// local and a global one): chained before the shuffle, it combines its
-// subtask's records per group key into partials and sends the partials on
-// (when it holds `max_held` entries, before each watermark it forwards,
-// before each checkpoint barrier and at the end of the input), so it holds no
-// state at a checkpoint.  (Flink's also sends them when its mini-batch's
-// latency, 2 s in Nexmark's configuration, has passed in processing time;
-// this one waits for the next watermark, which Nexmark's sources send every
-// 200 ms.)  The global phase merges the partials into the
+// on, so the planner's AUTO agg-phase strategy splits the group aggregates of
+// q15-q17 into a local and a global one).  Chained before the shuffle, it
+// combines its subtask's records per group key into partials and sends the
+// partials on when it holds `max_held` entries, before each watermark it
+// forwards, before each checkpoint barrier and at the end of the input, so it
+// holds no state at a checkpoint.  (Flink's also sends them when its
+// mini-batch's latency, 2 s in Nexmark's configuration, has passed in
+// processing time; this one waits for the next watermark, which Nexmark's
+// sources send every 200 ms.)  The global phase merges the partials into the
 // group's row; any split of a group's records into partials gives the same
 // row, since every aggregate merged is associative and commutative (counts,
-// min, max, sum, and the union of distinct values, which a partial carries
-// as a map, as Flink's local distinct aggregates do).  key(in) -> K;
+// min, max, sum, and the union of distinct values, which a partial carries as
+// a map, as Flink's local distinct aggregates do).  key(in) -> K;
 // add(in, partial, fresh) folds a record in and returns the entries it added
 // (void: a group is one entry).
 template <typename In, typename K, typename P, typename KeyFn, typename AddFn>
