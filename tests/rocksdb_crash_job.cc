@@ -5,7 +5,9 @@
 // started again, its committed output must equal a run never killed.
 // Each record adds its value to its key's ValueState and MapState and
 // appends to its ListState; every record emits "key,count,sum,list size".
-//   rocksdb_crash_job heap|rocksdb full|incremental CHK OUT RECORDS RATE PARALLELISM
+//   rocksdb_crash_job heap|rocksdb full|incremental CHK OUT RECORDS RATE PARALLELISM [DBDIR]
+// DBDIR: where RocksDB's working directories go (default: the system's temp
+// directory); a killed run leaves its own there.
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -44,7 +46,7 @@ struct Count : KeyedProcessFunction<int64_t, Rec, std::string> {
 int main(int argc, char** argv) {
   if (argc < 8) {
     std::cerr << "usage: rocksdb_crash_job heap|rocksdb full|incremental CHK OUT RECORDS RATE "
-                 "PARALLELISM\n";
+                 "PARALLELISM [DBDIR]\n";
     return 2;
   }
   const bool rocksdb = std::string(argv[1]) == "rocksdb";
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
   const int p = std::atoi(argv[7]);
   StreamExecutionEnvironment env;
   if (rocksdb) {
-    StateBackend b = StateBackend::rocksdb();
+    StateBackend b = StateBackend::rocksdb(argc > 8 ? argv[8] : "");
     b.cache_entries = 64;  // entries go to RocksDB and back all the time
     env.set_state_backend(b);
   }

@@ -471,8 +471,11 @@ TEST_P(RocksDbCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactly
   int hidden = 0;
   const std::vector<std::string> expected = testing::CommittedLines(dir.Path("ref"), &hidden);
   ASSERT_EQ(expected.size(), 60'000u);
-  const std::vector<std::string> args = JobArgs("rocksdb", c.incremental ? "incremental" : "full",
-                                                dir.Path("chk"), dir.Path("out"), 40'000);
+  std::vector<std::string> args = JobArgs("rocksdb", c.incremental ? "incremental" : "full",
+                                          dir.Path("chk"), dir.Path("out"), 40'000);
+  // The killed runs' RocksDB directories stay in the test's own directory
+  // (removed with it), not in the system's temp directory.
+  args.push_back(dir.Path("rocksdb"));
   std::mt19937 rng(c.incremental ? 11 : 5);
   const int kills = testing::StressIterations(c.kills);
   int killed = 0, episodes = 0, restores = 0;

@@ -8,6 +8,7 @@
 // 1 and 3; and a job whose state is several times the memory it may use
 // fails on the heap and completes on RocksDB with the heap's results.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -296,6 +297,41 @@ std::vector<std::string> RunJob(int parallelism, StateBackend backend) {
   for (const auto& item : results->items()) out.push_back(item.value);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// A process killed with -9 leaves its database directory behind, and pids
+// are reused: a later process must not open a database it finds under the
+// name it picks.  The directories the next stores would have been given
+// before (owner-pid-counter) are taken here by databases left behind, as a
+// killed process with this pid would leave them; the stores still open,
+// empty, each in a directory of its own.  (CI hit this in the RocksDB crash
+// test: "exists (error_if_exists is true)".)
+TEST(RocksDbStateBackend, ADatabaseLeftBehindByAKilledProcessWithTheSamePidIsNotOpened) {
+  namespace fs = std::filesystem;
+  const fs::path base =
+      fs::temp_directory_path() / ("tidemark-rocksdb-stale-test-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  const StateBackend b = StateBackend::rocksdb(base.string());
+  // The counter the store names end with so far: "stale-<pid>-<n>...".
+  std::unique_ptr<KvStore> probe = OpenKvStore(b, "stale");
+  const std::string probe_name = fs::path(probe->path()).filename().string();
+  const std::string prefix = "stale-" + std::to_string(::getpid()) + "-";
+  ASSERT_EQ(probe_name.rfind(prefix, 0), 0u) << probe_name;
+  const int n = std::stoi(probe_name.substr(prefix.size()));
+  probe.reset();
+  for (int k = n + 1; k <= n + 4; ++k) {
+    const fs::path stale = base / (prefix + std::to_string(k));
+    fs::create_directories(stale);
+    std::ofstream(stale / "CURRENT") << "MANIFEST-000001\n";  // a database's marker
+  }
+  for (int k = n + 1; k <= n + 4; ++k) {
+    std::unique_ptr<KvStore> store;
+    ASSERT_NO_THROW(store = OpenKvStore(b, "stale")) << "store " << k;
+    EXPECT_TRUE(fs::exists(fs::path(store->path()) / "CURRENT"));
+    EXPECT_NE(fs::path(store->path()).filename().string(), prefix + std::to_string(k))
+        << "a fresh directory, not the one left behind";
+  }
+  fs::remove_all(base);
 }
 
 // StateBackend::rocksdb_options reach the database (RocksDB writes the

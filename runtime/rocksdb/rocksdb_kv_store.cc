@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -294,12 +296,23 @@ std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_vi
   auto db = std::make_shared<Db>();
   db->uid = NewUid();
   db->options = backend.rocksdb_options;
-  db->path = base / name;
   std::error_code ec;
-  std::filesystem::create_directories(db->path, ec);
+  std::filesystem::create_directories(base, ec);
   if (ec)
-    throw std::runtime_error("RocksDB state backend: cannot create " + db->path.string() + ": " +
+    throw std::runtime_error("RocksDB state backend: cannot create " + base.string() + ": " +
                              ec.message());
+  // A directory of its own, made new (mkdtemp: a random suffix, retried until
+  // no such name exists): a process killed with -9 leaves its directory
+  // behind, and a later process given the same pid would otherwise find a
+  // database under the same name and fail to open (error_if_exists), as
+  // Flink's instance directories carry a random UUID for the same reason.
+  std::string dir = (base / (name + "-XXXXXX")).string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    const int err = errno;
+    throw std::runtime_error("RocksDB state backend: cannot create a directory in " +
+                             base.string() + ": " + std::generic_category().message(err));
+  }
+  db->path = dir;
   rocksdb::Options options = MakeOptions(db->options);
   options.create_if_missing = true;
   options.error_if_exists = true;
