@@ -112,7 +112,11 @@ TEST_P(CliCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactlyOnce
   run_args.push_back("--checkpoint-interval=30ms");
   run_args.push_back("--restore=latest");
   if (c.incremental) run_args.push_back("--incremental-checkpoints");
-  if (c.rocksdb) run_args.push_back("--state-backend=rocksdb");
+  if (c.rocksdb) {
+    run_args.push_back("--state-backend=rocksdb");
+    // The killed runs' RocksDB directories stay in the test's own directory.
+    run_args.push_back("--state-backend-dir=" + dir.Path("rocksdb"));
+  }
   if (c.unaligned) run_args.push_back("--unaligned-checkpoints");
   std::mt19937 rng(static_cast<unsigned>(c.parallelism * 131 + c.window[1] + c.incremental +
                                          7 * c.rocksdb + 11 * c.unaligned));
