@@ -485,12 +485,13 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryWithCheckpoints,
                                            "q13-broadcast", "q15", "q16", "q17", "q18", "q19",
                                            "q20"));
 
-// The local phase of q17's two-phase aggregate (LocalGroupCombine,
+// The local phase of q15-q17's two-phase aggregates (LocalGroupCombine,
 // query_util.h) alone in the operator test harness: it combines records per
 // group key and sends the partials on before each watermark it forwards,
 // before a checkpoint barrier (so a snapshot holds nothing of it), when it
-// holds max_groups groups, and at the end of the input; the partials merge
-// to the records' totals.
+// holds max_held entries (groups, or what its add counts: q15/q16's
+// distinct ids), and at the end of the input; the partials merge to the
+// records' totals.
 TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
   using In = std::pair<int64_t, int64_t>;           // group, value
   using P = std::tuple<int64_t, int64_t, int64_t>;  // group, records, sum
@@ -501,7 +502,6 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
     std::get<2>(p) += r.second;
   };
   using Op = nexmark::LocalGroupCombine<In, int64_t, P, decltype(key), decltype(add)>;
-  using tidemark::harness::stream_record;
   using tidemark::harness::watermark;
   tidemark::harness::OneInputOperatorTestHarness<In, P> h(std::make_unique<Op>(key, add, 3));
   h.open();
@@ -535,7 +535,7 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
   h.process_element({5, 1}, 401);
   EXPECT_TRUE(h.get_output().empty());
   h.process_element({6, 1}, 402);
-  EXPECT_EQ(h.extract_output_values().size(), 3u) << "max_groups = 3 reached";
+  EXPECT_EQ(h.extract_output_values().size(), 3u) << "max_held = 3 groups reached";
   // The end of the input sends the rest.
   h.clear_output();
   h.process_element({7, 2}, 500);
@@ -544,6 +544,24 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0], (P{7, 1, 2}));
   h.close();
+
+  // An add that counts entries of its own (as q15's distinct ids): the
+  // limit counts what it returns, here 2 per record, so the second record
+  // of one group reaches max_held = 4.
+  auto add_two = [](const In& r, P& p, bool fresh) -> size_t {
+    if (fresh) p = P{r.first, 0, 0};
+    std::get<1>(p) += 1;
+    std::get<2>(p) += r.second;
+    return 2;
+  };
+  using Op2 = nexmark::LocalGroupCombine<In, int64_t, P, decltype(key), decltype(add_two)>;
+  tidemark::harness::OneInputOperatorTestHarness<In, P> h2(std::make_unique<Op2>(key, add_two, 4));
+  h2.open();
+  h2.process_element({1, 1}, 10);
+  EXPECT_TRUE(h2.get_output().empty());
+  h2.process_element({1, 2}, 11);
+  EXPECT_EQ(h2.extract_output_values(), (std::vector<P>{{1, 2, 3}})) << "4 entries held";
+  h2.close();
 }
 
 // The blackhole sink of the timed runs (SinkMode::kCount) counts every row
