@@ -46,10 +46,36 @@ inline std::string ShellQuote(const std::string& s) {
   return q + "'";
 }
 
+// The folder TempPath's files go in: made once per test process under
+// $TEST_TMPDIR (else the system's temporary directory) and removed with
+// everything in it when that process exits, so that runs leave nothing
+// behind (they used to leave about 80 files, 17 MB, in /tmp each: outputs,
+// fifos, Chromium profiles).  A forked child that exits does not remove it.
+inline const std::string& ProcessTempDir() {
+  static const struct Dir {
+    std::string path;
+    pid_t owner = getpid();
+    Dir() {
+      const char* env = std::getenv("TEST_TMPDIR");
+      const std::string base = env ? env : std::filesystem::temp_directory_path().string();
+      std::string tmpl = base + "/tidemark-test-" + std::to_string(owner) + "-XXXXXX";
+      if (mkdtemp(tmpl.data()) == nullptr) {
+        std::perror(("mkdtemp " + tmpl).c_str());
+        std::abort();
+      }
+      path = tmpl;
+    }
+    ~Dir() {
+      if (getpid() != owner) return;
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
+
 inline std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string base = dir ? dir : "/tmp";
-  return base + "/tidemark_" + std::to_string(getpid()) + "_" + name;
+  return ProcessTempDir() + "/tidemark_" + name;
 }
 
 inline std::string ReadFile(const std::string& path) {
