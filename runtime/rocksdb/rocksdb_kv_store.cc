@@ -284,11 +284,31 @@ class RocksDbKvStore final : public KvStore {
   rocksdb::WriteBatch batch_;
 };
 
+// A directory of its own for one database, made new under `base` (mkdtemp: a
+// random suffix, retried until no such name exists): a process killed with -9
+// leaves its directory behind, and a later process given the same pid would
+// otherwise find a database under the same name and fail to open
+// (error_if_exists), or, restoring, delete one in use; Flink's instance
+// directories carry a random UUID for the same reason.
+fs::path MakeInstanceDir(const fs::path& base, const std::string& name) {
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (ec)
+    throw std::runtime_error("RocksDB state backend: cannot create " + base.string() + ": " +
+                             ec.message());
+  std::string dir = (base / (name + "-XXXXXX")).string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    const int err = errno;
+    throw std::runtime_error("RocksDB state backend: cannot create a directory in " +
+                             base.string() + ": " + std::generic_category().message(err));
+  }
+  return dir;
+}
+
 std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_view owner) {
   static std::atomic<int> counter{0};
-  std::filesystem::path base = backend.dir.empty()
-                                   ? std::filesystem::temp_directory_path() / "tidemark-rocksdb"
-                                   : std::filesystem::path(backend.dir);
+  const fs::path base =
+      backend.dir.empty() ? fs::temp_directory_path() / "tidemark-rocksdb" : fs::path(backend.dir);
   std::string name;
   for (char c : owner) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   if (name.size() > 60) name.resize(60);
@@ -296,23 +316,7 @@ std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_vi
   auto db = std::make_shared<Db>();
   db->uid = NewUid();
   db->options = backend.rocksdb_options;
-  std::error_code ec;
-  std::filesystem::create_directories(base, ec);
-  if (ec)
-    throw std::runtime_error("RocksDB state backend: cannot create " + base.string() + ": " +
-                             ec.message());
-  // A directory of its own, made new (mkdtemp: a random suffix, retried until
-  // no such name exists): a process killed with -9 leaves its directory
-  // behind, and a later process given the same pid would otherwise find a
-  // database under the same name and fail to open (error_if_exists), as
-  // Flink's instance directories carry a random UUID for the same reason.
-  std::string dir = (base / (name + "-XXXXXX")).string();
-  if (::mkdtemp(dir.data()) == nullptr) {
-    const int err = errno;
-    throw std::runtime_error("RocksDB state backend: cannot create a directory in " +
-                             base.string() + ": " + std::generic_category().message(err));
-  }
-  db->path = dir;
+  db->path = MakeInstanceDir(base, name);
   rocksdb::Options options = MakeOptions(db->options);
   options.create_if_missing = true;
   options.error_if_exists = true;
@@ -359,8 +363,9 @@ std::unique_ptr<KvStore> OpenRocksDbFiles(const std::string& shared_dir,
   static std::atomic<int> counter{0};
   auto db = std::make_shared<Db>();
   db->uid = NewUid();
-  db->path = fs::temp_directory_path() / "tidemark-rocksdb" /
-             ("restore-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
+  db->path = MakeInstanceDir(
+      fs::temp_directory_path() / "tidemark-rocksdb",
+      "restore-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
   OpenFromFiles(*db, shared_dir, files);
   return std::make_unique<RocksDbKvStore>(std::move(db));
 }
