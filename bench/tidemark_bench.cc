@@ -162,6 +162,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/prime_memory.h"
 #include "tidemark/tidemark.h"
 
 #if __has_include("operators/window/windows.h")
@@ -232,6 +233,11 @@ ABSL_FLAG(int, repeat, 1, "run job and baseline this many times; report the best
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the table");
 ABSL_FLAG(bool, require_equal, false, "exit with status 1 when the results differ");
 ABSL_FLAG(bool, skip_baseline, false, "do not run the baseline loop");
+ABSL_FLAG(double, prime_memory_gb, 0,
+          "before each timed run (the job's and the baseline's), touch and release this many GB "
+          "of fresh memory (huge pages; not timed), so that the run's first touches of new "
+          "memory cost what they cost on a host that does not take freed memory back "
+          "(bench/prime_memory.h); 0: off");
 ABSL_FLAG(bool, local_aggregation, false,
           "W1, W2, W4, W5, W6: pre-aggregate per (key, window) in the source subtasks before the "
           "key_by (WindowedStream::local_aggregation)");
@@ -1776,7 +1782,9 @@ int Main() {
   double best_base_rate = -1;
   bool all_equal = true;
   std::string error;
+  const double prime_gb = absl::GetFlag(FLAGS_prime_memory_gb);
   for (int r = 0; r < repeat; ++r) {
+    PrimeMemory(prime_gb);
     JobRun jr = job->run(o);
     if (!jr.ok) {
       error = jr.error;
@@ -1789,6 +1797,7 @@ int Main() {
     bool equal = (jr.expected_sink_records < 0 || jr.sink_records == jr.expected_sink_records) &&
                  !jr.duplicate_keys && jr.late_dropped == 0;
     if (run_baseline) {
+      PrimeMemory(prime_gb);
       const double base_cpu0 = ProcessCpuSeconds();
       BaselineRun br = job->baseline(o);
       br.cpu_seconds = ProcessCpuSeconds() - base_cpu0;

@@ -4,7 +4,7 @@
 //
 //   tidemark-nexmark --queries=all --events=10M --parallelism=2
 //       [--checkpoint-interval=10s] [--json] [--dump-events=PATH] [--results=DIR]
-//       [--sink=blackhole|digest]
+//       [--sink=blackhole|digest] [--prime-memory-gb=G]
 //
 // Per query: the job runs over the generator's events (event i on source
 // subtask i mod p) into a blackhole sink that only counts the rows (Nexmark's
@@ -16,6 +16,12 @@
 // timed run digests (one run of the job).  "Cores" is
 // measured as Nexmark measures it: the process's CPU time during the job over
 // its wall time; Throughput/Cores = events / (Cores * Time).
+//
+// --prime-memory-gb=G touches and releases G GB of fresh memory before each
+// timed run, untimed: on a host whose hypervisor takes freed memory back (this
+// project's VMs), the first touch of new memory otherwise costs a memory-heavy
+// query (q16, q18, q19) up to half its speed, depending on what ran before it
+// (bench/RESULTS.md, "the host takes freed memory back").
 //
 // Flags may be written with '-' or '_' (--checkpoint-interval or
 // --checkpoint_interval).
@@ -49,6 +55,7 @@
 #include "absl/time/time.h"
 #include "bench/nexmark/generator.h"
 #include "bench/nexmark/queries.h"
+#include "bench/prime_memory.h"
 #include "tidemark/tidemark.h"
 
 ABSL_FLAG(std::string, queries, "all", "comma-separated queries (q0..q22), or all");
@@ -69,9 +76,13 @@ ABSL_FLAG(std::string, sink, "blackhole",
           "(hashes every row in the timed run)");
 ABSL_FLAG(bool, require_equal, false,
           "exit 1 when a job fails or its results differ from the reference");
+ABSL_FLAG(double, prime_memory_gb, 0,
+          "before each timed run (the job's and the loop's), touch and release this many GB of "
+          "fresh memory (huge pages; not timed), so that the run's first touches of new memory "
+          "cost what they cost on a host that does not take freed memory back (this VM's "
+          "hypervisor does: bench/RESULTS.md, \"the host takes freed memory back\"); 0: off");
 
 namespace {
-
 double CpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -246,6 +257,7 @@ int main(int argc, char** argv) {
     // The timed run: into a blackhole sink that counts the rows (as Nexmark's
     // Flink runs write into a blackhole table), or into the digest.
     auto timed = std::make_shared<nexmark::ResultSet>(keep_rows, timed_mode);
+    tidemark::bench::PrimeMemory(absl::GetFlag(FLAGS_prime_memory_gb));
     const double c0 = CpuSeconds(), t0 = Now();
     const Ran ran = run_job(*q, timed);
     const double t1 = Now(), c1 = CpuSeconds();
@@ -281,6 +293,7 @@ int main(int argc, char** argv) {
     m.rows = timed->digest().count;
     if (keep_rows) WriteRows(results_dir + "/" + q->name + ".jsonl", checked->Rows());
     if (check) {
+      tidemark::bench::PrimeMemory(absl::GetFlag(FLAGS_prime_memory_gb));  // as for the timed run
       const double rc0 = CpuSeconds(), rt0 = Now();
       auto loop = nexmark::RunReference(*q, *gen, false, timed_mode);
       m.ref_seconds = Now() - rt0;
