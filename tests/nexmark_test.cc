@@ -492,7 +492,7 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryWithCheckpoints,
 // holds max_held entries (groups, or what its add counts: q15/q16's
 // distinct ids), and at the end of the input; the partials merge to the
 // records' totals.
-TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
+TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersIdlenessAndTheEnd) {
   using In = std::pair<int64_t, int64_t>;           // group, value
   using P = std::tuple<int64_t, int64_t, int64_t>;  // group, records, sum
   auto key = [](const In& r) { return r.first; };
@@ -536,6 +536,17 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersAndTheEnd) {
   EXPECT_TRUE(h.get_output().empty());
   h.process_element({6, 1}, 402);
   EXPECT_EQ(h.extract_output_values().size(), 3u) << "max_held = 3 groups reached";
+  // An idle input: the partials go before the status, so that nothing waits
+  // for the input to become active again.
+  h.clear_output();
+  h.process_element({8, 4}, 450);
+  h.process_watermark_status(tidemark::WatermarkStatus::kIdle);
+  auto idle = h.get_output();
+  ASSERT_EQ(idle.size(), 2u);
+  ASSERT_TRUE(idle[0].value.has_value());
+  EXPECT_EQ(*idle[0].value, (P{8, 1, 4}));
+  EXPECT_EQ(idle[1].kind, tidemark::harness::Emitted<P>::kStatus) << "then the status";
+  h.process_watermark_status(tidemark::WatermarkStatus::kActive);
   // The end of the input sends the rest.
   h.clear_output();
   h.process_element({7, 2}, 500);

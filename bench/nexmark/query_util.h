@@ -130,11 +130,12 @@ struct Bidder {
 // q15-q17 into a local and a global one).  Chained before the shuffle, it
 // combines its subtask's records per group key into partials and sends the
 // partials on when it holds `max_held` entries, before each watermark it
-// forwards, before each checkpoint barrier and at the end of the input, so it
-// holds no state at a checkpoint.  (Flink's also sends them when its
-// mini-batch's latency, 2 s in Nexmark's configuration, has passed in
-// processing time; this one waits for the next watermark, which Nexmark's
-// sources send every 200 ms.)  The global phase merges the partials into the
+// forwards, before each checkpoint barrier, before it says its input is idle
+// and at the end of the input, so it holds no state at a checkpoint and none
+// while its input is idle.  (Flink's also sends them when its mini-batch's
+// latency, 2 s in Nexmark's configuration, has passed in processing time;
+// this one waits for the next watermark, which Nexmark's sources send every
+// 200 ms, or for idleness.)  The global phase merges the partials into the
 // group's row; any split of a group's records into partials gives the same
 // row, since every aggregate merged is associative and commutative (counts,
 // min, max, sum, and the union of distinct values, which a partial carries as
@@ -160,6 +161,12 @@ class LocalGroupCombine final : public tidemark::OneInputOperator<In, P> {
   void ProcessWatermark(Timestamp watermark) override {
     Flush();
     tidemark::OneInputOperator<In, P>::ProcessWatermark(watermark);
+  }
+  // An idle input sends no watermark for a while: its partials go now, so
+  // that the groups downstream do not wait for it to become active again.
+  void ProcessStatus(tidemark::WatermarkStatus status) override {
+    if (status == tidemark::WatermarkStatus::kIdle) Flush();
+    tidemark::OneInputOperator<In, P>::ProcessStatus(status);
   }
   void PrepareSnapshotPreBarrier(int64_t) override { Flush(); }
   void Finish() override { Flush(); }
