@@ -334,6 +334,32 @@ TEST(RocksDbStateBackend, ADatabaseLeftBehindByAKilledProcessWithTheSamePidIsNot
   fs::remove_all(base);
 }
 
+// The same for the directory a restore from native checkpoint files opens
+// them in (a rescale): it was restore-<pid>-<n>, removed first, so a process
+// with the same pid would delete a database another left, or was using,
+// under that name.  Directories are put under the names the old scheme
+// would give this process; opening files (none here: the open fails) must
+// leave every one of them alone.
+TEST(RocksDbStateBackend, ARestoreNeverDeletesADirectoryUnderTheNameItsPidWouldHaveHadBefore) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / "tidemark-rocksdb";
+  const std::string prefix = "restore-" + std::to_string(::getpid()) + "-";
+  std::vector<fs::path> taken;
+  for (int k = 0; k < 64; ++k) {
+    const fs::path d = base / (prefix + std::to_string(k));
+    if (fs::exists(d)) continue;
+    fs::create_directories(d);
+    std::ofstream(d / "CURRENT") << "MANIFEST-000001\n";
+    taken.push_back(d);
+  }
+  testing::TempDir shared;
+  EXPECT_ANY_THROW(OpenKvStoreFiles(shared.path(), {})) << "no files: nothing to open";
+  for (const fs::path& d : taken) {
+    EXPECT_TRUE(fs::exists(d / "CURRENT")) << d << " was deleted";
+    fs::remove_all(d);
+  }
+}
+
 // StateBackend::rocksdb_options reach the database (RocksDB writes the
 // options it runs with into the OPTIONS file of its directory), and a value
 // out of range is refused when the job is set up, naming it.
