@@ -83,6 +83,7 @@ ABSL_FLAG(double, prime_memory_gb, 0,
           "hypervisor does: bench/RESULTS.md, \"the host takes freed memory back\"); 0: off");
 
 namespace {
+
 double CpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
