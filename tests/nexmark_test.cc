@@ -11,8 +11,10 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -579,6 +581,46 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersIdlenessAndThe
 // (with its weight and sign, as the digest does) and digests none: an
 // append-only query, an updating one and q12 (rows weighted by their count)
 // give the reference's row count and a digest sum of 0.
+// SPLIT_INDEX's pieces (q22) from the one-pass loop against a split of the
+// whole string, on urls, on every string of up to 7 bytes over {a, /}, and
+// on longer random ones.
+TEST(NexmarkSplitPieces, GivesSplitIndexOfEachAskedPieceOrEmpty) {
+  auto split_index = [](std::string_view s, char sep, int index) {
+    std::vector<std::string_view> pieces;
+    size_t from = 0;
+    for (size_t e; (e = s.find(sep, from)) != std::string_view::npos; from = e + 1)
+      pieces.push_back(s.substr(from, e - from));
+    pieces.push_back(s.substr(from));
+    return index < static_cast<int>(pieces.size()) ? pieces[index] : std::string_view();
+  };
+  std::vector<std::string> inputs = {"https://www.nexmark.com/abc_d/e_fgh/ijklm/item.htm?query=1",
+                                     "https://www.nexmark.com/a/b", "https://x/", ""};
+  for (int len = 0; len <= 7; ++len)
+    for (int bits = 0; bits < (1 << len); ++bits) {
+      std::string s;
+      for (int i = 0; i < len; ++i) s += (bits >> i & 1) ? '/' : 'a';
+      inputs.push_back(s);
+    }
+  // Longer ones, across the 16-byte steps: separators at random places.
+  std::mt19937 rng(7);
+  for (int len = 8; len <= 70; ++len)
+    for (int rep = 0; rep < 20; ++rep) {
+      std::string s;
+      for (int i = 0; i < len; ++i) s += rng() % (rep % 4 + 2) == 0 ? '/' : 'a' + rng() % 26;
+      inputs.push_back(s);
+    }
+  for (const std::string& s : inputs)
+    for (int first = 0; first <= 4; ++first)
+      for (int count = 1; count <= 3; ++count) {
+        std::string_view out[3] = {"x", "x", "x"};
+        nexmark::SplitPieces(s, '/', first, count, out);
+        for (int k = 0; k < count; ++k)
+          EXPECT_EQ(out[k], split_index(s, '/', first + k))
+              << "'" << s << "' piece " << first + k << " (first " << first << ", count " << count
+              << ")";
+      }
+}
+
 TEST(NexmarkSink, CountModeCountsTheRowsWithoutDigestingThem) {
   auto gen = std::make_shared<const Generator>(SmallConfig(20000));
   for (const char* name : {"q5", "q12", "q17"}) {

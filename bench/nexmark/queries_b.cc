@@ -440,20 +440,10 @@ struct Q22 {
   std::string dir1, dir2, dir3;
   NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
 };
-// SPLIT_INDEX(s, '/', i) for i = 3, 4, 5 in one pass: the i-th piece
-// (0-based), "" when there is none.
+// SPLIT_INDEX(url, '/', 3), (.., 4), (.., 5).
 Q22 ToQ22(const Bid& b) {
   std::string_view dirs[3];
-  const std::string_view s = b.url.view();
-  size_t from = 0;
-  for (int piece = 0; piece <= 5; ++piece) {
-    const size_t e = s.find('/', from);
-    if (piece >= 3)
-      dirs[piece - 3] =
-          s.substr(from, e == std::string_view::npos ? std::string_view::npos : e - from);
-    if (e == std::string_view::npos) break;
-    from = e + 1;
-  }
+  SplitPieces(b.url.view(), '/', 3, 3, dirs);
   return Q22{
       b.auction,           b.bidder, b.price, b.channel, std::string(dirs[0]), std::string(dirs[1]),
       std::string(dirs[2])};

@@ -6,8 +6,13 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/container/flat_hash_map.h"
 #include "bench/nexmark/queries.h"
@@ -195,6 +200,40 @@ DataStream<P> LocalCombine(const DataStream<In>& s, KeyFn key, AddFn add, size_t
       [key, add, max_held]() -> std::unique_ptr<tidemark::OneInputOperator<In, P>> {
         return std::make_unique<LocalGroupCombine<In, K, P, KeyFn, AddFn>>(key, add, max_held);
       });
+}
+
+// SPLIT_INDEX(s, sep, i) for i = first .. first + count - 1 in one pass
+// (q22): out[k] is piece first + k (0-based), "" where s has fewer pieces
+// (Flink's SQL gives NULL there; the query's rows carry "").  It finds the
+// separators 16 bytes at a time (SSE2) up to the last one needed: q22's
+// memchr per piece took a fifth of its time, and a byte loop, whose branch
+// on each separator the CPU cannot predict, as much.
+inline void SplitPieces(std::string_view s, char sep, int first, int count, std::string_view* out) {
+  for (int k = 0; k < count; ++k) out[k] = std::string_view();
+  const char* const p = s.data();
+  const size_t n = s.size();
+  const int last = first + count - 1;
+  size_t from = 0;
+  int piece = 0;
+  // The separator at `pos` ends piece `piece`; true once the last is out.
+  auto ends_piece = [&](size_t pos) {
+    if (piece >= first) out[piece - first] = std::string_view(p + from, pos - from);
+    from = pos + 1;
+    return ++piece > last;
+  };
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i seps = _mm_set1_epi8(sep);
+  for (; i + 16 <= n; i += 16) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    for (unsigned m = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, seps))); m != 0;
+         m &= m - 1)
+      if (ends_piece(i + static_cast<size_t>(__builtin_ctz(m)))) return;
+  }
+#endif
+  for (; i < n; ++i)
+    if (p[i] == sep && ends_piece(i)) return;
+  if (piece >= first) out[piece - first] = std::string_view(p + from, n - from);
 }
 
 inline DataStream<Auction> Auctions(const DataStream<Event>& e) {
