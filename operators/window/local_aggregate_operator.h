@@ -296,8 +296,7 @@ class LocalAggregateOperator final
     const Timestamp max_ts = PaneMax(it->first);
     if (&it->second == cur_) Uncache();
     batch_.reserve(it->second.size());
-    for (auto& [k, p] : it->second)
-      batch_.push_back(Record<Out>{combiner_.Sent(k, std::move(p)), max_ts});
+    for (auto& [k, p] : it->second) AppendRecord(batch_, combiner_.Sent(k, std::move(p)), max_ts);
     held_ -= it->second.size();
     panes_open_.erase(it);
     sent_count_ += batch_.size();

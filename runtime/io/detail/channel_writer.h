@@ -194,7 +194,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
   void Append(size_t c, T&& v, Timestamp ts) {
     Batch<T>& b = static_cast<Batch<T>&>(*current_[c]);
     if (b.empty()) started_[c] = signals_->now;
-    b.records.push_back(Record<T>{std::move(v), ts});
+    AppendRecord(b.records, std::move(v), ts);
     ++count_;
     if (b.records.size() >= batch_size_) Flush(c);
   }

@@ -381,7 +381,7 @@ class GateChannels : public GateChannelsCore {
   static void DecodeOne(BatchBase& batch, StateReader& r) {
     const Timestamp ts = r.GetI64("record timestamp");
     T v = Decode<T>(r);
-    if (r.ok()) static_cast<Batch<T>&>(batch).records.push_back(Record<T>{std::move(v), ts});
+    if (r.ok()) AppendRecord(static_cast<Batch<T>&>(batch).records, std::move(v), ts);
   }
   static void DeliverRun(OutputBase* head, BatchBase& batch, uint32_t from, uint32_t to) {
     std::span<Record<T>> records(static_cast<Batch<T>&>(batch).records);

@@ -161,7 +161,7 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
       pending_split_ = index;
     }
     ++emitted_;
-    pending_.push_back(Record<T>{std::move(value), ts});
+    AppendRecord(pending_, std::move(value), ts);
     // Aligned, each record goes down the chain at once, so that the check
     // after it (Backpressured) sees the watermark it made, as Flink checks
     // after each record.
