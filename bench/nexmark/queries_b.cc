@@ -437,16 +437,18 @@ std::optional<Q21> ToQ21(const Bid& b) {
 struct Q22 {
   int64_t auction = 0, bidder = 0, price = 0;
   Text channel;
-  std::string dir1, dir2, dir3;
+  Text dir1, dir2, dir3;  // views of the bid's url where it is one (the generator's pool)
   NEXMARK_FIELDS(auction, bidder, price, channel, dir1, dir2, dir3);
 };
 // SPLIT_INDEX(url, '/', 3), (.., 4), (.., 5).
 Q22 ToQ22(const Bid& b) {
   std::string_view dirs[3];
   SplitPieces(b.url.view(), '/', 3, 3, dirs);
-  return Q22{
-      b.auction,           b.bidder, b.price, b.channel, std::string(dirs[0]), std::string(dirs[1]),
-      std::string(dirs[2])};
+  // A piece of a url the bid owns (restored, or from another rank) is a
+  // copy: the bid goes away; one of a pooled url a view.
+  auto piece = [&b](std::string_view d) { return b.url.owned() ? Text(d) : Text::View(d); };
+  return Q22{b.auction,      b.bidder,       b.price,       b.channel,
+             piece(dirs[0]), piece(dirs[1]), piece(dirs[2])};
 }
 
 template <typename F>
