@@ -577,10 +577,6 @@ TEST(NexmarkLocalCombine, SendsItsPartialsBeforeWatermarksBarriersIdlenessAndThe
   h2.close();
 }
 
-// The blackhole sink of the timed runs (SinkMode::kCount) counts every row
-// (with its weight and sign, as the digest does) and digests none: an
-// append-only query, an updating one and q12 (rows weighted by their count)
-// give the reference's row count and a digest sum of 0.
 // SPLIT_INDEX's pieces (q22) from the one-pass loop against a split of the
 // whole string, on urls, on every string of up to 7 bytes over {a, /}, and
 // on longer random ones.
@@ -621,6 +617,30 @@ TEST(NexmarkSplitPieces, GivesSplitIndexOfEachAskedPieceOrEmpty) {
       }
 }
 
+// q22's pieces of a url: views of a pooled url, copies of one the bid owns,
+// which outlive it.
+TEST(NexmarkSplitPieces, PiecesOfAnOwnedUrlAreCopiesAndOfAPooledOneViews) {
+  static const std::string pooled = "https://www.nexmark.com/abc/def/ghi/item.htm";
+  const nexmark::Text view = nexmark::Text::View(pooled);
+  std::string_view dirs[3];
+  nexmark::SplitPieces(view.view(), '/', 3, 3, dirs);
+  const nexmark::Text a = nexmark::PieceOf(view, dirs[0]);
+  EXPECT_EQ(a, "abc");
+  EXPECT_FALSE(a.owned());
+  EXPECT_EQ(a.data(), pooled.data() + 24) << "a view into the pool";
+  std::optional<nexmark::Text> owned(std::in_place, std::string_view(pooled));
+  ASSERT_TRUE(owned->owned());
+  nexmark::SplitPieces(owned->view(), '/', 3, 3, dirs);
+  nexmark::Text b = nexmark::PieceOf(*owned, dirs[1]);
+  owned.reset();  // the bid and its url go away
+  EXPECT_TRUE(b.owned());
+  EXPECT_EQ(b, "def");
+}
+
+// The blackhole sink of the timed runs (SinkMode::kCount) counts every row
+// (with its weight and sign, as the digest does) and digests none: an
+// append-only query, an updating one and q12 (rows weighted by their count)
+// give the reference's row count and a digest sum of 0.
 TEST(NexmarkSink, CountModeCountsTheRowsWithoutDigestingThem) {
   auto gen = std::make_shared<const Generator>(SmallConfig(20000));
   for (const char* name : {"q5", "q12", "q17"}) {

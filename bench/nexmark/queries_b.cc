@@ -444,11 +444,13 @@ struct Q22 {
 Q22 ToQ22(const Bid& b) {
   std::string_view dirs[3];
   SplitPieces(b.url.view(), '/', 3, 3, dirs);
-  // A piece of a url the bid owns (restored, or from another rank) is a
-  // copy: the bid goes away; one of a pooled url a view.
-  auto piece = [&b](std::string_view d) { return b.url.owned() ? Text(d) : Text::View(d); };
-  return Q22{b.auction,      b.bidder,       b.price,       b.channel,
-             piece(dirs[0]), piece(dirs[1]), piece(dirs[2])};
+  return Q22{b.auction,
+             b.bidder,
+             b.price,
+             b.channel,
+             PieceOf(b.url, dirs[0]),
+             PieceOf(b.url, dirs[1]),
+             PieceOf(b.url, dirs[2])};
 }
 
 template <typename F>

@@ -236,6 +236,14 @@ inline void SplitPieces(std::string_view s, char sep, int first, int count, std:
   if (piece >= first) out[piece - first] = std::string_view(p + from, n - from);
 }
 
+// `piece` (a view into `whole`) as a Text of its own: a view as well when
+// `whole` is one (of the generator's static pools), a copy when `whole` owns
+// its characters (restored from a checkpoint, decoded from another rank),
+// which go away with it.
+inline Text PieceOf(const Text& whole, std::string_view piece) {
+  return whole.owned() ? Text(piece) : Text::View(piece);
+}
+
 inline DataStream<Auction> Auctions(const DataStream<Event>& e) {
   return e
       .flat_map([](Event&& ev, Collector<Auction>& out) {
