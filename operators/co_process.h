@@ -403,19 +403,29 @@ template <typename Derived, typename A, typename B, typename Out>
 class BatchedTwoInputOperator : public TwoInputOperator<A, B, Out> {
  public:
   void ProcessBatch1(std::span<Record<A>> records) override {
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<A>& r : records) {
-      ThrowIfCancelled(cancel);
-      static_cast<Derived&>(*this).Derived::ProcessElement1(std::move(r.value), r.timestamp);
-    }
+    Input1 in{static_cast<Derived&>(*this)};
+    ProcessEachInline(in, records, this->ctx().cancel_flag());
   }
   void ProcessBatch2(std::span<Record<B>> records) override {
-    const std::atomic<bool>* cancel = this->ctx().cancel_flag();
-    for (Record<B>& r : records) {
-      ThrowIfCancelled(cancel);
-      static_cast<Derived&>(*this).Derived::ProcessElement2(std::move(r.value), r.timestamp);
-    }
+    Input2 in{static_cast<Derived&>(*this)};
+    ProcessEachInline(in, records, this->ctx().cancel_flag());
   }
+
+ private:
+  // One input of Derived as ProcessEachInline's operator (its PrefetchFor1/2
+  // as PrefetchFor where it has them).
+  struct Input1 {
+    Derived& d;
+    void ProcessElement(A&& v, Timestamp ts) { d.Derived::ProcessElement1(std::move(v), ts); }
+    void PrefetchFor(const A& v) requires requires(Derived& x, const A& a) { x.PrefetchFor1(a); }
+    { d.PrefetchFor1(v); }
+  };
+  struct Input2 {
+    Derived& d;
+    void ProcessElement(B&& v, Timestamp ts) { d.Derived::ProcessElement2(std::move(v), ts); }
+    void PrefetchFor(const B& v) requires requires(Derived& x, const B& b) { x.PrefetchFor2(b); }
+    { d.PrefetchFor2(v); }
+  };
 };
 
 template <typename A, typename B, typename Out, typename F>
@@ -537,6 +547,15 @@ class KeyedCoProcessOperator final
     OpenFunction(f_, ctx);
   }
   void Close() override { CloseFunction(f_); }
+  // A few records ahead (ProcessEachInline): starts loading the record's
+  // state entries, for keys that cost little to select twice (no heap
+  // memory in them).
+  void PrefetchFor1(const A& v) requires std::is_trivially_destructible_v<K> {
+    this->state_.Prefetch(key1_(v));
+  }
+  void PrefetchFor2(const B& v) requires std::is_trivially_destructible_v<K> {
+    this->state_.Prefetch(key2_(v));
+  }
   void ProcessElement1(A&& v, Timestamp ts) override {
     const K key = key1_(static_cast<const A&>(v));
     pctx_->Set(&key, ts, TimeDomain::kEventTime);

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -346,6 +347,64 @@ TEST(KeyedStateStore, MutableValueChangesTheKeysValueInPlace) {
   EXPECT_FALSE(v.value().has_value());
   key = 2;
   EXPECT_EQ(v.value_or("none"), "c");
+}
+
+// Prefetch is a hint: on a table large enough to be prefetched (and on a
+// small one) it creates no entry and changes none, for keys present or not.
+TEST(KeyedStateStore, PrefetchChangesNothing) {
+  using Value = ValueState<int64_t, int64_t>;
+  KeyedStateStore<int64_t> store;
+  auto& big = store.HandleTable<int64_t>("big");
+  auto& small = store.HandleTable<int64_t>("small");
+  const int64_t n = 3 * (int64_t{1} << 14);  // past the size prefetching starts at
+  int64_t key = 0;
+  for (key = 0; key < n; ++key) Value(&big, &key).update(key * 2);
+  key = 1;
+  Value(&small, &key).update(-1);
+  ASSERT_GE(big.map.capacity(), (size_t{1} << 14));
+  for (int64_t k : std::vector<int64_t>{0, n / 2, n - 1, n, -5, 1}) store.Prefetch(k);
+  EXPECT_EQ(big.map.size(), static_cast<size_t>(n));
+  EXPECT_EQ(small.map.size(), 1u);
+  for (key = 0; key < n; key += 997) EXPECT_EQ(Value(&big, &key).value(), key * 2);
+  key = n;
+  EXPECT_FALSE(Value(&big, &key).value().has_value());
+}
+
+// ProcessEachInline tells an operator with PrefetchFor of every record once,
+// before the record is processed and at most kPrefetchAhead records ahead of
+// it, whatever the batch's size.
+TEST(ProcessEachInline, TellsOfEachRecordOnceAndAheadOfIt) {
+  struct Op {
+    std::vector<std::pair<char, int>> calls;  // ('p' prefetch | 'e' element, value)
+    void PrefetchFor(const int& v) { calls.emplace_back('p', v); }
+    void ProcessElement(int&& v, Timestamp) { calls.emplace_back('e', v); }
+  };
+  for (int n = 0; n <= 11; ++n) {
+    Op op;
+    std::vector<Record<int>> batch;
+    for (int i = 0; i < n; ++i) batch.push_back(Record<int>{i, i});
+    ProcessEachInline(op, std::span<Record<int>>(batch), nullptr);
+    std::vector<int> prefetched_at(n, -1), processed_at(n, -1);
+    int processed = 0;
+    for (size_t c = 0; c < op.calls.size(); ++c) {
+      const auto [what, v] = op.calls[c];
+      ASSERT_TRUE(v >= 0 && v < n);
+      if (what == 'p') {
+        EXPECT_EQ(prefetched_at[v], -1) << "record " << v << " prefetched twice (n=" << n << ")";
+        prefetched_at[v] = processed;
+        EXPECT_LE(v, processed + static_cast<int>(kPrefetchAhead))
+            << "too far ahead (n=" << n << ")";
+      } else {
+        EXPECT_EQ(v, processed) << "records in order";
+        processed_at[v] = processed++;
+      }
+    }
+    EXPECT_EQ(processed, n);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_NE(prefetched_at[i], -1) << "record " << i << " never prefetched (n=" << n << ")";
+      EXPECT_LE(prefetched_at[i], processed_at[i]) << "record " << i << " (n=" << n << ")";
+    }
+  }
 }
 
 // TableOn answers repeated lookups from the tables it found last: each name

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -628,6 +630,108 @@ TEST(HarnessTest, MisuseIsAClearError) {
       TriggeringFunction(TimeDomain::kEventTime), Identity);
   k.initialize_state(garbage);
   EXPECT_THROW(k.open(), std::runtime_error);
+}
+
+// --- batches (process_elements), as the task hands records ---------------
+
+// A running sum per key in one value state, on both inputs.
+template <typename K>
+struct RunningSum : KeyedCoProcessFunction<K, int, int, std::string> {
+  using typename KeyedCoProcessFunction<K, int, int, std::string>::Context;
+  void process_element1(const int& v, Context& ctx, Collector<std::string>& out) override {
+    Add(v, ctx, out);
+  }
+  void process_element2(const int& v, Context& ctx, Collector<std::string>& out) override {
+    Add(-v, ctx, out);
+  }
+  static void Add(int v, Context& ctx, Collector<std::string>& out) {
+    int64_t& sum = ctx.template get_state<int64_t>("sum").mutable_value();
+    sum += v;
+    out.collect(std::to_string(v) + "->" + std::to_string(sum));
+  }
+};
+
+// The key selector's calls are counted: a batch of keys that are cheap to
+// select again (no heap memory) selects each record's key twice, once a few
+// records ahead to load its state entry and once to process it; that is how
+// the test sees that the batch path loads ahead (it is not visible in the
+// output, which must equal the one-by-one run's).
+template <typename K>
+std::pair<std::vector<std::string>, int> RunSums(bool batched, std::function<K(int)> key) {
+  auto calls = std::make_shared<int>(0);
+  auto select = [calls, key](const int& v) {
+    ++*calls;
+    return key(v);
+  };
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, int>(
+      RunningSum<K>(), select, select);
+  h.open();
+  std::vector<harness::StreamRecord<int>> in1, in2;
+  for (int i = 0; i < 11; ++i) in1.push_back(stream_record(i * 7 % 13, i));
+  for (int i = 0; i < 6; ++i) in2.push_back(stream_record(i * 5 % 11, 20 + i));
+  if (batched) {
+    h.process_elements1(in1);
+    h.process_elements2(in2);
+    h.process_elements1({});  // an empty batch
+  } else {
+    for (const auto& r : in1) h.process_element1(r.value, r.timestamp);
+    for (const auto& r : in2) h.process_element2(r.value, r.timestamp);
+  }
+  std::vector<std::string> out = h.extract_output_values();
+  h.close();
+  return {out, *calls};
+}
+
+TEST(HarnessBatches, AKeyedCoProcessBatchGivesWhatItsRecordsGiveOneByOne) {
+  const auto by_int = [](int v) { return int64_t{v % 4}; };
+  const auto [one_by_one, one_calls] = RunSums<int64_t>(false, by_int);
+  const auto [batched, batch_calls] = RunSums<int64_t>(true, by_int);
+  ASSERT_EQ(one_by_one.size(), 17u);
+  EXPECT_EQ(batched, one_by_one);
+  EXPECT_EQ(one_calls, 17);
+  EXPECT_EQ(batch_calls, 2 * 17) << "each record's state entry is loaded ahead, on both inputs";
+
+  // A key with heap memory is selected once: selecting it again would cost
+  // an allocation per record.
+  const auto by_string = [](int v) { return std::string(20, static_cast<char>('a' + v % 4)); };
+  const auto [s_one, s_one_calls] = RunSums<std::string>(false, by_string);
+  const auto [s_batched, s_batch_calls] = RunSums<std::string>(true, by_string);
+  EXPECT_EQ(s_batched, s_one);
+  EXPECT_EQ(s_one_calls, 17);
+  EXPECT_EQ(s_batch_calls, 17);
+}
+
+// The same for a keyed process function's one input.
+TEST(HarnessBatches, AKeyedProcessBatchGivesWhatItsRecordsGiveOneByOne) {
+  struct Count : KeyedProcessFunction<int64_t, int, std::string> {
+    void process_element(const int& v, Context& ctx, Collector<std::string>& out) override {
+      int& n = ctx.get_state<int>("n").mutable_value();
+      out.collect(std::to_string(v) + "#" + std::to_string(++n));
+    }
+  };
+  auto run = [](bool batched) {
+    auto calls = std::make_shared<int>(0);
+    auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+        Count(), [calls](const int& v) {
+          ++*calls;
+          return int64_t{v % 3};
+        });
+    h.open();
+    std::vector<harness::StreamRecord<int>> in;
+    for (int i = 0; i < 9; ++i) in.push_back(stream_record(i, i));
+    if (batched) {
+      h.process_elements(in);
+    } else {
+      for (const auto& r : in) h.process_element(r.value, r.timestamp);
+    }
+    return std::make_pair(h.extract_output_values(), *calls);
+  };
+  const auto [one_by_one, one_calls] = run(false);
+  const auto [batched, batch_calls] = run(true);
+  EXPECT_EQ(batched, one_by_one);
+  EXPECT_EQ(one_by_one[8], "8#3");
+  EXPECT_EQ(one_calls, 9);
+  EXPECT_EQ(batch_calls, 18);
 }
 
 // --- the README's example ("Testing your job"), as it is there ----------

@@ -69,6 +69,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -396,6 +397,15 @@ class OperatorTestHarnessBase {
     op_->set_output(&main_);
   }
 
+  // Harness records as the runtime's batch (process_elements).
+  template <typename T>
+  static std::vector<internal::Record<T>> ToBatch(std::vector<StreamRecord<T>> records) {
+    std::vector<internal::Record<T>> batch;
+    batch.reserve(records.size());
+    for (StreamRecord<T>& r : records)
+      batch.push_back(internal::Record<T>{std::move(r.value), r.timestamp});
+    return batch;
+  }
   // Hands `w` to the operator if it advances the watermark (the valve's rule).
   void DeliverWatermark(Timestamp w) {
     if (w <= watermark_) return;
@@ -461,6 +471,15 @@ class OneInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
     input_->ProcessElement(std::move(value), ts);
   }
   void process_element(StreamRecord<In> r) { process_element(std::move(r.value), r.timestamp); }
+  // The records as one batch, as the task hands the operator what arrived
+  // together (Flink's processElements): the runtime's operators take a
+  // batch in one call, and some work on it as a whole (the keyed ones load
+  // the state of the next records while one is processed).
+  void process_elements(std::vector<StreamRecord<In>> records) {
+    this->RequireOpen("process_elements");
+    std::vector<internal::Record<In>> batch = this->ToBatch(std::move(records));
+    input_->ProcessBatch(std::span<internal::Record<In>>(batch));
+  }
   // The input's watermark: fires event-time timers <= w, then (by default
   // operators) forwards it.  Ignored unless it advances.
   void process_watermark(Timestamp w) {
@@ -538,6 +557,18 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
   void process_element2(In2 value, Timestamp ts = kNoTimestamp) {
     this->RequireOpen("process_element2");
     input_->ProcessElement2(std::move(value), ts);
+  }
+  // Each input's records as one batch (OneInputOperatorTestHarness::
+  // process_elements).
+  void process_elements1(std::vector<StreamRecord<In1>> records) {
+    this->RequireOpen("process_elements1");
+    std::vector<internal::Record<In1>> batch = this->ToBatch(std::move(records));
+    input_->ProcessBatch1(std::span<internal::Record<In1>>(batch));
+  }
+  void process_elements2(std::vector<StreamRecord<In2>> records) {
+    this->RequireOpen("process_elements2");
+    std::vector<internal::Record<In2>> batch = this->ToBatch(std::move(records));
+    input_->ProcessBatch2(std::span<internal::Record<In2>>(batch));
   }
   // Each input's watermark; the operator gets the minimum of the two when it
   // advances (the input gate's rule).

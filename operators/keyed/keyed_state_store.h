@@ -332,6 +332,10 @@ class StateTableBase {
   virtual bool copy_on_write() const = 0;
   virtual size_t num_layers() const = 0;
   virtual const std::string& kv_prefix() const = 0;
+  // Starts loading the entry of `key` (a K, the store's key type) without a
+  // namespace, when the table is on the heap and too large for the caches
+  // (KeyedStateStore::Prefetch).  Does nothing for other tables.
+  virtual void Prefetch(const void* key) const = 0;
 };
 
 // One named state: V per (key, namespace).
@@ -440,6 +444,17 @@ class StateTable final : public StateTableBase {
     }
   }
   bool on_kv() const override { return kv != nullptr; }
+  // See StateTableBase::Prefetch.  Below kPrefetchMinCapacity slots the
+  // table is likely in the caches and the second hash would only cost.
+  static constexpr size_t kPrefetchMinCapacity = size_t{1} << 14;
+  void Prefetch(const void* key) const override {
+    if constexpr (kVoid) {
+      if (kv == nullptr && map.capacity() >= kPrefetchMinCapacity)
+        map.prefetch(*static_cast<const K*>(key));
+    } else {
+      (void)key;
+    }
+  }
   // Trim (below, between records): on RocksDB, writes the cached entries
   // back when there are more than the cache holds.  No reference into the
   // table may be held across it.
@@ -993,6 +1008,12 @@ class KeyedStateStore {
   // full.  Nothing on the heap.
   // On the heap, folds the copy-on-write layers a snapshot left (a few
   // entries per call, once the snapshot has read them).
+  // Starts loading `key`'s entries of the process function's large heap
+  // tables, a few records before it is processed (the keyed operators'
+  // PrefetchFor): their lookups otherwise wait on memory one at a time.
+  void Prefetch(const K& key) const {
+    for (const StateTableBase* t : prefetch_tables_) t->Prefetch(&key);
+  }
   void Trim() {
     if (layered_) [[unlikely]] {
       bool any = false;
@@ -1168,6 +1189,7 @@ class KeyedStateStore {
       // copy-on-write layers.
       t->EnableCopyOnWrite();
       cow_tables_.push_back(t);
+      if constexpr (std::is_same_v<N, VoidNamespace>) prefetch_tables_.push_back(t);
     }
     if (!pending_.empty()) ApplyPending(it->first, *t);
     return *t;
@@ -1265,6 +1287,9 @@ class KeyedStateStore {
   // Tables with copy-on-write snapshots (TableOn), and whether one may have
   // layers to fold (Trim).
   std::vector<StateTableBase*> cow_tables_;
+  // The heap tables of process functions' state without a namespace
+  // (Prefetch).
+  std::vector<StateTableBase*> prefetch_tables_;
   bool layered_ = false;
   // Restored bytes of tables not created yet, by name.
   std::map<std::string, std::vector<std::string>, std::less<>> pending_;

@@ -112,8 +112,10 @@ class TimerQueue {
   }
   // Fires, in timestamp order, every live timer with timestamp <= limit,
   // including those added by `fire` itself.  fire(key, ns, ts).
+  // `state`, when given: the keyed state whose entries of the next key to
+  // fire are loaded while this one fires (PrefetchNext).
   template <typename F>
-  void FireUpTo(Timestamp limit, F&& fire) {
+  void FireUpTo(Timestamp limit, F&& fire, const KeyedStateStore<K>* state = nullptr) {
     while (!queue_.empty()) {
       const Timestamp ts = queue_.front_time();
       if (ts > limit) break;
@@ -127,6 +129,7 @@ class TimerQueue {
       if (it->second != at) queue_.Mutable(it->second).live = false;
       live_.erase(it);
       Remember(e.key, e.ns, ts, false);
+      PrefetchNext(limit, state);
       fire(e.key, e.ns, ts);
     }
     DropStale();
@@ -255,6 +258,22 @@ class TimerQueue {
     }
   }
 
+  // Starts loading live_'s slot of the next timer to fire, if it is due,
+  // and its key's entries in `state`, while the callback of this one runs:
+  // timers on many distinct timestamps (one per auction, per session) fire
+  // in an order unrelated to the maps', and each lookup missed the caches.
+  // Only for keys that are cheap to copy into the lookup's tuple (those of
+  // the one-entry cache).
+  void PrefetchNext(Timestamp limit, const KeyedStateStore<K>* state) const {
+    if constexpr (kCache) {
+      if (queue_.empty() || queue_.front_time() > limit) return;
+      const Entry& next = queue_.front();
+      live_.prefetch(std::make_tuple(queue_.front_time(), next.key, next.ns));
+      if (state != nullptr) state->Prefetch(next.key);
+    } else {
+      (void)limit, (void)state;
+    }
+  }
   // Consumes stale entries at the front until the earliest entry is live.
   void DropStale() {
     while (!queue_.empty()) {
@@ -313,10 +332,14 @@ class KeyedTimerService {
     processing_.Remove(key, ns, ts);
   }
 
+  // The keyed state the callbacks read: its entries of the next timer's
+  // key are loaded while a timer fires (TimerQueue::FireUpTo).
+  void PrefetchStateOf(const KeyedStateStore<K>* state) { prefetch_state_ = state; }
+
   // See the file comment.
   void AdvanceWatermark(Timestamp w) {
     watermark_ = w;
-    event_.FireUpTo(w, on_event_time_);
+    event_.FireUpTo(w, on_event_time_, prefetch_state_);
   }
 
   size_t NumEventTimeTimers() const { return event_.size(); }
@@ -359,7 +382,7 @@ class KeyedTimerService {
     physical_time_ = next;
     physical_id_ = pts_->RegisterTimer(next, [this](Timestamp time) {
       physical_id_ = 0;
-      processing_.FireUpTo(time, on_processing_time_);
+      processing_.FireUpTo(time, on_processing_time_, prefetch_state_);
       Arm();
     });
   }
@@ -372,6 +395,7 @@ class KeyedTimerService {
   Callback on_processing_time_;
   int64_t physical_id_ = 0;
   Timestamp physical_time_ = kMaxTimestamp;
+  const KeyedStateStore<K>* prefetch_state_ = nullptr;
 };
 
 // The time an operator without keyed timers sees (FastWindowOperator: its
@@ -448,6 +472,7 @@ void RestoreKeyed(StateReader& r, const OperatorContext& ctx, KeyedStateStore<K>
 template <typename Base, typename K, typename N = VoidNamespace>
 class KeyedOperator : public Base, public TimerIntrospection, public KeyedStateIntrospection<K> {
  public:
+  KeyedOperator() { timers_.PrefetchStateOf(&state_); }
   void ProcessWatermark(Timestamp w) override {
     timers_.AdvanceWatermark(w);
     this->ForwardWatermark(w);

@@ -349,14 +349,33 @@ class TwoInputOperator : public TwoInputOperatorBase<In1, In2> {
 };
 
 namespace internal {
+// How many records ahead a batched loop lets the operator prefetch what a
+// record will read (PrefetchFor): about a memory latency's worth of records.
+inline constexpr size_t kPrefetchAhead = 4;
+
 // The loop of a batched ProcessBatch: op.Op::ProcessElement for each record
 // (a non-virtual call, so it inlines), checking `cancel` before each, so a
-// cancel lands within one user call, as with one element per call.
+// cancel lands within one user call, as with one element per call.  An
+// operator with PrefetchFor(const T&) (the keyed ones: the record's state
+// entries) is told of each record kPrefetchAhead records before it is
+// processed.
 template <typename Op, typename T>
 void ProcessEachInline(Op& op, std::span<Record<T>> records, const std::atomic<bool>* cancel) {
-  for (Record<T>& r : records) {
-    ThrowIfCancelled(cancel);
-    op.Op::ProcessElement(std::move(r.value), r.timestamp);
+  if constexpr (requires(const T& v) { op.PrefetchFor(v); }) {
+    const size_t n = records.size();
+    for (size_t i = 0; i < n && i < kPrefetchAhead; ++i)
+      op.PrefetchFor(static_cast<const T&>(records[i].value));
+    for (size_t i = 0; i < n; ++i) {
+      ThrowIfCancelled(cancel);
+      if (i + kPrefetchAhead < n)
+        op.PrefetchFor(static_cast<const T&>(records[i + kPrefetchAhead].value));
+      op.Op::ProcessElement(std::move(records[i].value), records[i].timestamp);
+    }
+  } else {
+    for (Record<T>& r : records) {
+      ThrowIfCancelled(cancel);
+      op.Op::ProcessElement(std::move(r.value), r.timestamp);
+    }
   }
 }
 
