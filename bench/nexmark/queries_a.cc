@@ -217,36 +217,42 @@ struct Q6 {
   int64_t avg = 0;  // over this and the up to 10 preceding closed auctions
   NEXMARK_FIELDS(seller, auction, closed, avg);
 };
-// Closes each auction at its expiry (event time) with its highest bid.
+// Closes each auction at its expiry (event time) with its highest bid.  An
+// auction's state is one value (one lookup per bid, changed in place), as a
+// Flink user keeps one ValueState of a POJO: what the winner needs of the
+// auction, its highest bid so far, whether it arrived and whether it closed.
+// Bids that arrive before their auction wait in a list.
+struct OpenAuction {
+  int64_t seller = 0, dateTime = 0, expires = 0;
+  int64_t max = -1;  // the highest bid in [dateTime, expires] so far
+  bool known = false, closed = false;
+  NEXMARK_FIELDS(seller, dateTime, expires, max, known, closed);
+};
 struct WinningBid : tidemark::KeyedCoProcessFunction<int64_t, AuctionLite, BidLite, Winner> {
   void process_element1(const AuctionLite& a, Context& ctx, Collector<Winner>&) override {
-    ctx.get_state<AuctionLite>("auction").update(a);
     auto pending = ctx.get_list_state<BidLite>("bids");
     int64_t best = -1;
     for (const BidLite& b : pending.get())
       if (InAuction(a, b.dateTime)) best = std::max(best, b.price);
     pending.clear();
-    if (best >= 0) ctx.get_state<int64_t>("max").update(best);
+    OpenAuction& s = ctx.get_state<OpenAuction>("auction").mutable_value();
+    s = OpenAuction{a.seller, a.dateTime, a.expires, best, true, false};
     ctx.timer_service().register_event_time_timer(a.expires);
   }
   void process_element2(const BidLite& b, Context& ctx, Collector<Winner>&) override {
-    if (ctx.get_state<bool>("closed").value()) return;
-    auto a = ctx.get_state<AuctionLite>("auction").value();
-    if (!a) {
+    OpenAuction& s = ctx.get_state<OpenAuction>("auction").mutable_value();
+    if (s.closed) return;
+    if (!s.known) {
       ctx.get_list_state<BidLite>("bids").add(b);
       return;
     }
-    if (!InAuction(*a, b.dateTime)) return;
-    auto max = ctx.get_state<int64_t>("max");
-    if (max.value_or(-1) < b.price) max.update(b.price);
+    if (s.dateTime <= b.dateTime && b.dateTime <= s.expires) s.max = std::max(s.max, b.price);
   }
   void on_timer(Timestamp t, Context& ctx, Collector<Winner>& out) override {
-    auto a = ctx.get_state<AuctionLite>("auction").value();
-    auto max = ctx.get_state<int64_t>("max");
-    if (a && max.value()) out.collect(Winner{a->seller, a->id, *max.value(), t});
-    ctx.get_state<AuctionLite>("auction").clear();
-    max.clear();
-    ctx.get_state<bool>("closed").update(true);
+    OpenAuction& s = ctx.get_state<OpenAuction>("auction").mutable_value();
+    if (s.known && s.max >= 0) out.collect(Winner{s.seller, ctx.get_current_key(), s.max, t});
+    s = OpenAuction{};
+    s.closed = true;
   }
 };
 struct AvgPrice {
