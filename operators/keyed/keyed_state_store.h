@@ -1003,17 +1003,17 @@ class KeyedStateStore {
   // Whether the last Restore opened the store from a native checkpoint's
   // files (the same key groups: no entry was read).
   bool restored_natively() const { return kv_native_restored_; }
-  // Between records (the operator calls it after each record and timer):
-  // on RocksDB, writes back the cached entries of a table whose cache is
-  // full.  Nothing on the heap.
-  // On the heap, folds the copy-on-write layers a snapshot left (a few
-  // entries per call, once the snapshot has read them).
   // Starts loading `key`'s entries of the process function's large heap
   // tables, a few records before it is processed (the keyed operators'
   // PrefetchFor): their lookups otherwise wait on memory one at a time.
   void Prefetch(const K& key) const {
     for (const StateTableBase* t : prefetch_tables_) t->Prefetch(&key);
   }
+  // Between records (the operator calls it after each record and timer):
+  // on RocksDB, writes back the cached entries of a table whose cache is
+  // full.  Nothing on the heap.
+  // On the heap, folds the copy-on-write layers a snapshot left (a few
+  // entries per call, once the snapshot has read them).
   void Trim() {
     if (layered_) [[unlikely]] {
       bool any = false;
