@@ -25,6 +25,11 @@
 //                                        with_timestamp_assigner function;
 //   BM_RollingReduce/<keys>              KeyedStream::reduce's operator per
 //                                        record (flat_hash_map update + copy);
+//   BM_KeyedProcess_ValueState/<batched>/<keys>
+//                                        a keyed process function's value
+//                                        state per record, one record a call
+//                                        or batches of 256 (the state entries
+//                                        loaded ahead);
 //   BM_PlainLoop_HashMapSum/<keys>       the same sums in a plain loop (what
 //                                        the end-to-end baseline does);
 //   BM_FusedLoop_W1Core/<channels>       W1-core's work fused into one loop;
@@ -421,6 +426,55 @@ void BM_PlainLoop_HashMapSum(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_PlainLoop_HashMapSum)->Arg(10000)->Arg(1000000);
+
+// A keyed process function's value state per record (a running sum kept in
+// place, nothing emitted), records in random key order: per record with
+// ProcessElement (batched 0, what a one-record call does) or in batches of
+// 256 with ProcessBatch (batched 1, what the task does: the operator loads
+// the state entries of the record four ahead, KeyedStateStore::Prefetch).
+// Args: batched, keys.
+struct RunningSumFunction : KeyedProcessFunction<int64_t, Event, Event> {
+  void process_element(const Event& e, Context& ctx, Collector<Event>&) override {
+    ctx.get_state<int64_t>("sum").mutable_value() += e.value;
+  }
+};
+void BM_KeyedProcess_ValueState(benchmark::State& state) {
+  const bool batched = state.range(0) != 0;
+  const int64_t keys = state.range(1);
+  const size_t n = keys > 100000 ? (size_t{1} << 21) : (size_t{1} << 16);
+  const auto ev = Events(n, keys);
+  auto key = [](const Event& e) { return e.key; };
+  OperatorHarness h;
+  OperatorContext ctx = h.Context();
+  KeyedProcessOperator<Event, int64_t, decltype(key), RunningSumFunction, Event> op(
+      key, RunningSumFunction());
+  SumOutput<Event> out;
+  op.set_output(&out);
+  op.Open(ctx);
+  // Every key's entry exists before timing: the table has its final size.
+  for (const Event& e : ev) op.ProcessElement(Event(e), e.ts);
+  constexpr size_t kBatch = 256;
+  std::vector<Record<Event>> batch(kBatch);
+  InputOperator<Event>* in = &op;
+  size_t i = 0;
+  for (auto _ : state) {
+    // The copy in (the same in both modes) stands for the batch's arrival.
+    for (size_t j = 0; j < kBatch; ++j) batch[j] = Record<Event>{ev[(i + j) & (n - 1)], 0};
+    i = (i + kBatch) & (n - 1);
+    if (batched) {
+      in->ProcessBatch(std::span<Record<Event>>(batch));
+    } else {
+      for (Record<Event>& r : batch) in->ProcessElement(std::move(r.value), r.timestamp);
+    }
+  }
+  benchmark::DoNotOptimize(out.sum);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kBatch));
+}
+BENCHMARK(BM_KeyedProcess_ValueState)
+    ->Args({0, 10000})
+    ->Args({1, 10000})
+    ->Args({0, 1000000})
+    ->Args({1, 1000000});
 
 // W1-core's work without the runtime's per-record dispatch: on one thread,
 // generate a record (as tidemark-bench's Input::At does), pick its channel

@@ -419,12 +419,16 @@ class BatchedTwoInputOperator : public TwoInputOperator<A, B, Out> {
     void ProcessElement(A&& v, Timestamp ts) { d.Derived::ProcessElement1(std::move(v), ts); }
     void PrefetchFor(const A& v) requires requires(Derived& x, const A& a) { x.PrefetchFor1(a); }
     { d.PrefetchFor1(v); }
+    bool WantsPrefetch() requires requires(Derived& x) { x.WantsPrefetch(); }
+    { return d.WantsPrefetch(); }
   };
   struct Input2 {
     Derived& d;
     void ProcessElement(B&& v, Timestamp ts) { d.Derived::ProcessElement2(std::move(v), ts); }
     void PrefetchFor(const B& v) requires requires(Derived& x, const B& b) { x.PrefetchFor2(b); }
     { d.PrefetchFor2(v); }
+    bool WantsPrefetch() requires requires(Derived& x) { x.WantsPrefetch(); }
+    { return d.WantsPrefetch(); }
   };
 };
 
@@ -555,6 +559,9 @@ class KeyedCoProcessOperator final
   }
   void PrefetchFor2(const B& v) requires std::is_trivially_destructible_v<K> {
     this->state_.Prefetch(key2_(v));
+  }
+  bool WantsPrefetch() const requires std::is_trivially_destructible_v<K> {
+    return this->state_.WorthPrefetching();
   }
   void ProcessElement1(A&& v, Timestamp ts) override {
     const K key = key1_(static_cast<const A&>(v));

@@ -244,6 +244,9 @@ class KeyedProcessOperator final
   void PrefetchFor(const T& value) requires std::is_trivially_destructible_v<K> {
     state_.Prefetch(key_fn_(value));
   }
+  bool WantsPrefetch() const requires std::is_trivially_destructible_v<K> {
+    return state_.WorthPrefetching();
+  }
   void ProcessElement(T&& value, Timestamp ts) override {
     const K key = key_fn_(static_cast<const T&>(value));
     pctx_->Set(&key, ts, TimeDomain::kEventTime);

@@ -350,18 +350,23 @@ TEST(KeyedStateStore, MutableValueChangesTheKeysValueInPlace) {
 }
 
 // Prefetch is a hint: on a table large enough to be prefetched (and on a
-// small one) it creates no entry and changes none, for keys present or not.
+// small one) it creates no entry and changes none, for keys present or not;
+// only a table past the size loads anything (WorthPrefetching).
 TEST(KeyedStateStore, PrefetchChangesNothing) {
   using Value = ValueState<int64_t, int64_t>;
   KeyedStateStore<int64_t> store;
   auto& big = store.HandleTable<int64_t>("big");
   auto& small = store.HandleTable<int64_t>("small");
+  EXPECT_FALSE(store.WorthPrefetching()) << "no table is large yet";
   const int64_t n = 3 * (int64_t{1} << 14);  // past the size prefetching starts at
   int64_t key = 0;
   for (key = 0; key < n; ++key) Value(&big, &key).update(key * 2);
   key = 1;
   Value(&small, &key).update(-1);
   ASSERT_GE(big.map.capacity(), (size_t{1} << 14));
+  EXPECT_TRUE(big.WorthPrefetching());
+  EXPECT_FALSE(small.WorthPrefetching());
+  EXPECT_TRUE(store.WorthPrefetching());
   for (int64_t k : std::vector<int64_t>{0, n / 2, n - 1, n, -5, 1}) store.Prefetch(k);
   EXPECT_EQ(big.map.size(), static_cast<size_t>(n));
   EXPECT_EQ(small.map.size(), 1u);
@@ -372,13 +377,25 @@ TEST(KeyedStateStore, PrefetchChangesNothing) {
 
 // ProcessEachInline tells an operator with PrefetchFor of every record once,
 // before the record is processed and at most kPrefetchAhead records ahead of
-// it, whatever the batch's size.
+// it, whatever the batch's size, in a batch for which WantsPrefetch() is
+// true; of none when it is false.
 TEST(ProcessEachInline, TellsOfEachRecordOnceAndAheadOfIt) {
   struct Op {
+    bool wants = true;
     std::vector<std::pair<char, int>> calls;  // ('p' prefetch | 'e' element, value)
+    bool WantsPrefetch() const { return wants; }
     void PrefetchFor(const int& v) { calls.emplace_back('p', v); }
     void ProcessElement(int&& v, Timestamp) { calls.emplace_back('e', v); }
   };
+  {
+    Op op;
+    op.wants = false;
+    std::vector<Record<int>> batch;
+    for (int i = 0; i < 9; ++i) batch.push_back(Record<int>{i, i});
+    ProcessEachInline(op, std::span<Record<int>>(batch), nullptr);
+    ASSERT_EQ(op.calls.size(), 9u);
+    for (int i = 0; i < 9; ++i) EXPECT_EQ(op.calls[i], std::make_pair('e', i));
+  }
   for (int n = 0; n <= 11; ++n) {
     Op op;
     std::vector<Record<int>> batch;

@@ -651,13 +651,17 @@ struct RunningSum : KeyedCoProcessFunction<K, int, int, std::string> {
   }
 };
 
-// The key selector's calls are counted: a batch of keys that are cheap to
-// select again (no heap memory) selects each record's key twice, once a few
-// records ahead to load its state entry and once to process it; that is how
-// the test sees that the batch path loads ahead (it is not visible in the
-// output, which must equal the one-by-one run's).
+// The key selector's calls are counted: once the state is too large for the
+// caches, a batch of keys that are cheap to select again (no heap memory)
+// selects each record's key twice, once a few records ahead to load its
+// state entry and once to process it; that is how the test sees that the
+// batch path loads ahead (it is not visible in the output, which must equal
+// the one-by-one run's).  `large`: 20 000 other keys get state first, one by
+// one (uncounted).
+constexpr int kManyKeys = 20000;
 template <typename K>
-std::pair<std::vector<std::string>, int> RunSums(bool batched, std::function<K(int)> key) {
+std::pair<std::vector<std::string>, int> RunSums(bool batched, bool large,
+                                                 std::function<K(int)> key) {
   auto calls = std::make_shared<int>(0);
   auto select = [calls, key](const int& v) {
     ++*calls;
@@ -666,6 +670,11 @@ std::pair<std::vector<std::string>, int> RunSums(bool batched, std::function<K(i
   auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, int>(
       RunningSum<K>(), select, select);
   h.open();
+  if (large) {
+    for (int i = 0; i < kManyKeys; ++i) h.process_element1(1000 + i);
+    h.clear_output();
+    *calls = 0;
+  }
   std::vector<harness::StreamRecord<int>> in1, in2;
   for (int i = 0; i < 11; ++i) in1.push_back(stream_record(i * 7 % 13, i));
   for (int i = 0; i < 6; ++i) in2.push_back(stream_record(i * 5 % 11, 20 + i));
@@ -683,19 +692,26 @@ std::pair<std::vector<std::string>, int> RunSums(bool batched, std::function<K(i
 }
 
 TEST(HarnessBatches, AKeyedCoProcessBatchGivesWhatItsRecordsGiveOneByOne) {
-  const auto by_int = [](int v) { return int64_t{v % 4}; };
-  const auto [one_by_one, one_calls] = RunSums<int64_t>(false, by_int);
-  const auto [batched, batch_calls] = RunSums<int64_t>(true, by_int);
+  const auto by_int = [](int v) { return v < 1000 ? int64_t{v % 4} : int64_t{v}; };
+  const auto [one_by_one, one_calls] = RunSums<int64_t>(false, true, by_int);
+  const auto [batched, batch_calls] = RunSums<int64_t>(true, true, by_int);
   ASSERT_EQ(one_by_one.size(), 17u);
   EXPECT_EQ(batched, one_by_one);
   EXPECT_EQ(one_calls, 17);
   EXPECT_EQ(batch_calls, 2 * 17) << "each record's state entry is loaded ahead, on both inputs";
 
+  // State that fits the caches is not loaded ahead.
+  const auto [small, small_calls] = RunSums<int64_t>(true, false, by_int);
+  EXPECT_EQ(small, one_by_one);
+  EXPECT_EQ(small_calls, 17);
+
   // A key with heap memory is selected once: selecting it again would cost
   // an allocation per record.
-  const auto by_string = [](int v) { return std::string(20, static_cast<char>('a' + v % 4)); };
-  const auto [s_one, s_one_calls] = RunSums<std::string>(false, by_string);
-  const auto [s_batched, s_batch_calls] = RunSums<std::string>(true, by_string);
+  const auto by_string = [](int v) {
+    return v < 1000 ? std::string(20, static_cast<char>('a' + v % 4)) : std::to_string(v);
+  };
+  const auto [s_one, s_one_calls] = RunSums<std::string>(false, true, by_string);
+  const auto [s_batched, s_batch_calls] = RunSums<std::string>(true, true, by_string);
   EXPECT_EQ(s_batched, s_one);
   EXPECT_EQ(s_one_calls, 17);
   EXPECT_EQ(s_batch_calls, 17);
@@ -714,9 +730,12 @@ TEST(HarnessBatches, AKeyedProcessBatchGivesWhatItsRecordsGiveOneByOne) {
     auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
         Count(), [calls](const int& v) {
           ++*calls;
-          return int64_t{v % 3};
+          return v < 1000 ? int64_t{v % 3} : int64_t{v};
         });
     h.open();
+    for (int i = 0; i < kManyKeys; ++i) h.process_element(1000 + i);  // large state
+    h.clear_output();
+    *calls = 0;
     std::vector<harness::StreamRecord<int>> in;
     for (int i = 0; i < 9; ++i) in.push_back(stream_record(i, i));
     if (batched) {

@@ -332,9 +332,11 @@ class StateTableBase {
   virtual bool copy_on_write() const = 0;
   virtual size_t num_layers() const = 0;
   virtual const std::string& kv_prefix() const = 0;
-  // Starts loading the entry of `key` (a K, the store's key type) without a
-  // namespace, when the table is on the heap and too large for the caches
-  // (KeyedStateStore::Prefetch).  Does nothing for other tables.
+  // Whether the table is on the heap, without a namespace and too large for
+  // the caches: Prefetch loads its entries (KeyedStateStore::Prefetch).
+  virtual bool WorthPrefetching() const = 0;
+  // Starts loading the entry of `key` (a K, the store's key type) when
+  // WorthPrefetching(); does nothing otherwise.
   virtual void Prefetch(const void* key) const = 0;
 };
 
@@ -447,10 +449,12 @@ class StateTable final : public StateTableBase {
   // See StateTableBase::Prefetch.  Below kPrefetchMinCapacity slots the
   // table is likely in the caches and the second hash would only cost.
   static constexpr size_t kPrefetchMinCapacity = size_t{1} << 14;
+  bool WorthPrefetching() const override {
+    return kVoid && kv == nullptr && map.capacity() >= kPrefetchMinCapacity;
+  }
   void Prefetch(const void* key) const override {
     if constexpr (kVoid) {
-      if (kv == nullptr && map.capacity() >= kPrefetchMinCapacity)
-        map.prefetch(*static_cast<const K*>(key));
+      if (WorthPrefetching()) map.prefetch(*static_cast<const K*>(key));
     } else {
       (void)key;
     }
@@ -1008,6 +1012,14 @@ class KeyedStateStore {
   // PrefetchFor): their lookups otherwise wait on memory one at a time.
   void Prefetch(const K& key) const {
     for (const StateTableBase* t : prefetch_tables_) t->Prefetch(&key);
+  }
+  // Whether Prefetch would load anything: some table is large enough.  The
+  // keyed operators ask once a batch, so that a function whose state is in
+  // the caches pays nothing per record.
+  bool WorthPrefetching() const {
+    for (const StateTableBase* t : prefetch_tables_)
+      if (t->WorthPrefetching()) return true;
+    return false;
   }
   // Between records (the operator calls it after each record and timer):
   // on RocksDB, writes back the cached entries of a table whose cache is

@@ -56,6 +56,7 @@
 #define TM_RUNTIME_OPERATOR_H_
 
 #include <atomic>
+#include <concepts>
 #include <functional>
 #include <map>
 #include <memory>
@@ -356,26 +357,32 @@ inline constexpr size_t kPrefetchAhead = 4;
 // The loop of a batched ProcessBatch: op.Op::ProcessElement for each record
 // (a non-virtual call, so it inlines), checking `cancel` before each, so a
 // cancel lands within one user call, as with one element per call.  An
-// operator with PrefetchFor(const T&) (the keyed ones: the record's state
-// entries) is told of each record kPrefetchAhead records before it is
-// processed.
+// operator with PrefetchFor(const T&) and WantsPrefetch() (the keyed ones:
+// the record's state entries, when the state is too large for the caches)
+// is told of each record kPrefetchAhead records before it is processed, in
+// the batches for which WantsPrefetch() says so.
 template <typename Op, typename T>
 void ProcessEachInline(Op& op, std::span<Record<T>> records, const std::atomic<bool>* cancel) {
-  if constexpr (requires(const T& v) { op.PrefetchFor(v); }) {
-    const size_t n = records.size();
-    for (size_t i = 0; i < n && i < kPrefetchAhead; ++i)
-      op.PrefetchFor(static_cast<const T&>(records[i].value));
-    for (size_t i = 0; i < n; ++i) {
-      ThrowIfCancelled(cancel);
-      if (i + kPrefetchAhead < n)
-        op.PrefetchFor(static_cast<const T&>(records[i + kPrefetchAhead].value));
-      op.Op::ProcessElement(std::move(records[i].value), records[i].timestamp);
+  if constexpr (requires(const T& v) {
+                  op.PrefetchFor(v);
+                  { op.WantsPrefetch() } -> std::convertible_to<bool>;
+                }) {
+    if (op.WantsPrefetch()) {
+      const size_t n = records.size();
+      for (size_t i = 0; i < n && i < kPrefetchAhead; ++i)
+        op.PrefetchFor(static_cast<const T&>(records[i].value));
+      for (size_t i = 0; i < n; ++i) {
+        ThrowIfCancelled(cancel);
+        if (i + kPrefetchAhead < n)
+          op.PrefetchFor(static_cast<const T&>(records[i + kPrefetchAhead].value));
+        op.Op::ProcessElement(std::move(records[i].value), records[i].timestamp);
+      }
+      return;
     }
-  } else {
-    for (Record<T>& r : records) {
-      ThrowIfCancelled(cancel);
-      op.Op::ProcessElement(std::move(r.value), r.timestamp);
-    }
+  }
+  for (Record<T>& r : records) {
+    ThrowIfCancelled(cancel);
+    op.Op::ProcessElement(std::move(r.value), r.timestamp);
   }
 }
 
