@@ -464,7 +464,11 @@ struct BaselineRun {
 // What the sink subtasks of a job leave behind: per subtask, the number of
 // records and the last value seen per key.  A table belongs to one sink
 // subtask (one thread at a time); the registry lock is taken once per subtask.
-struct SinkTable {
+// Each sink subtask's table is written on its task's thread for every
+// result: a cache line of its own (kSinkTableAlign), so that two tables
+// allocated one after the other do not share one (see WindowSinkTable).
+inline constexpr size_t kSinkTableAlign = 64;
+struct alignas(kSinkTableAlign) SinkTable {
   explicit SinkTable(size_t keys) : last(keys, kUnset) {}
   static constexpr int64_t kUnset = INT64_MIN;
   int64_t records = 0;
@@ -890,7 +894,12 @@ class WindowWatermarkProbe final : public WatermarkListener {
 };
 
 // Per sink subtask: the result of every (key, window) it received.
-struct WindowSinkTable {
+// On cache lines of its own: the registry allocates the tables one after the
+// other, and an 80-byte table shared a line with the next one, so each sink
+// subtask's count and latency appends contended with the other's on every
+// result (on the Intel VM the sink then took 18% of W4's samples instead of
+// 3%).
+struct alignas(kSinkTableAlign) WindowSinkTable {
   int64_t records = 0;
   bool refiring = false;  // a (key, window) may come more than once
   int64_t element_firings = 0;
