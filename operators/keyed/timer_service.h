@@ -263,12 +263,16 @@ class TimerQueue {
   // timers on many distinct timestamps (one per auction, per session) fire
   // in an order unrelated to the maps', and each lookup missed the caches.
   // Only for keys that are cheap to copy into the lookup's tuple (those of
-  // the one-entry cache).
+  // the one-entry cache), and the live set's slot only when the set is too
+  // large for the caches (BM_TimerService_Fire: 1.7-2.2x faster with 1 M
+  // timers, 8% slower with 10 000 when it was loaded always).
+  static constexpr size_t kPrefetchMinCapacity = size_t{1} << 14;
   void PrefetchNext(Timestamp limit, const KeyedStateStore<K>* state) const {
     if constexpr (kCache) {
       if (queue_.empty() || queue_.front_time() > limit) return;
       const Entry& next = queue_.front();
-      live_.prefetch(std::make_tuple(queue_.front_time(), next.key, next.ns));
+      if (live_.capacity() >= kPrefetchMinCapacity)
+        live_.prefetch(std::make_tuple(queue_.front_time(), next.key, next.ns));
       if (state != nullptr) state->Prefetch(next.key);
     } else {
       (void)limit, (void)state;
