@@ -183,7 +183,12 @@ class LocalGroupCombine final : public tidemark::OneInputOperator<In, P> {
   };
   void Flush() {
     for (auto& [k, e] : groups_) this->output().Collect(std::move(e.partial), e.ts);
+    // clear() frees a large table; the next round holds about as many
+    // groups, so the table is made at that size at once instead of growing
+    // to it step by step (each step rehashing every group).
+    const size_t n = groups_.size();
     groups_.clear();
+    groups_.reserve(n);
     held_ = 0;
   }
   KeyFn key_;
