@@ -723,6 +723,29 @@ void BM_TimerService_Fire(benchmark::State& state) {
 }
 BENCHMARK(BM_TimerService_Fire)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMicrosecond);
 
+// A timer per key at a timestamp of its own, fired in order while new ones
+// come (q6's auctions at their expiry, sessions, processing-time timeouts):
+// each iteration registers one; every 1 000 the watermark advances past as
+// many of the oldest, about `keys` timers staying live.  items/s = timers
+// registered and fired/s.
+void BM_TimerService_DistinctTimes(benchmark::State& state) {
+  const int64_t keys = state.range(0);
+  KeyedTimerService<int64_t, VoidNamespace> svc;
+  int64_t fired = 0;
+  svc.Init(
+      nullptr, [&](const int64_t& key, const VoidNamespace&, Timestamp) { fired += key; },
+      [](const int64_t&, const VoidNamespace&, Timestamp) {});
+  int64_t t = 0;
+  for (; t < keys; ++t) svc.RegisterEventTimeTimer(t, VoidNamespace{}, t);
+  for (auto _ : state) {
+    svc.RegisterEventTimeTimer(t, VoidNamespace{}, t);
+    if (++t % 1000 == 0) svc.AdvanceWatermark(t - keys);
+  }
+  benchmark::DoNotOptimize(fired);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TimerService_DistinctTimes)->Arg(1000)->Arg(100000);
+
 // --- the window operator ------------------------------------------------------------------
 
 // EventTimeTrigger under another type name: the window-major

@@ -237,6 +237,65 @@ TEST(TimerSnapshot, TheDeferredPartEncodesTheTimersOfTheBarrier) {
   EXPECT_EQ(q.live_snapshots(), 0);
 }
 
+// A released bucket's first chunk is kept for the next new bucket, unless a
+// snapshot may still read it; what the buckets hold is the same either way.
+TEST(TimerBuckets, ReleasedFirstChunksAreReusedUnlessASnapshotReadsThem) {
+  TimerBuckets<std::string> q;
+  auto push_round = [&](Timestamp from, int n) {
+    for (int i = 0; i < n; ++i) q.Push(from + i, "entry " + std::to_string(from + i));
+  };
+  auto pop_all = [&] {
+    std::vector<std::string> out;
+    while (!q.empty()) out.push_back(q.PopFront());
+    return out;
+  };
+  push_round(0, 1000);
+  EXPECT_EQ(q.spare_chunks(), 0u);
+  const std::vector<std::string> first = pop_all();
+  ASSERT_EQ(first.size(), 1000u);
+  EXPECT_EQ(first.front(), "entry 0");
+  EXPECT_EQ(first.back(), "entry 999");
+  // A chunk is kept while fewer are kept than buckets are left: the first
+  // 500 released.
+  EXPECT_EQ(q.spare_chunks(), 500u);
+
+  // Kept chunks make the next buckets; their entries are the new ones.
+  push_round(5000, 1000);
+  EXPECT_EQ(q.spare_chunks(), 0u);
+  const std::vector<std::string> second = pop_all();
+  ASSERT_EQ(second.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(second[i], "entry " + std::to_string(5000 + i));
+
+  push_round(10000, 1000);
+  for (int i = 0; i < 400; ++i) q.PopFront();
+  EXPECT_EQ(q.spare_chunks(), 400u);
+  pop_all();
+  EXPECT_EQ(q.spare_chunks(), 500u);
+
+  // While a view of a snapshot lives, the buckets it reads are released
+  // without keeping their chunks, and the view reads them unchanged.
+  push_round(20000, 200);
+  EXPECT_EQ(q.spare_chunks(), 300u);
+  {
+    const auto view = q.Share();
+    const size_t spare_at_view = q.spare_chunks();
+    pop_all();
+    EXPECT_EQ(q.spare_chunks(), spare_at_view);
+    push_round(30000, 200);
+    EXPECT_EQ(q.spare_chunks(), 100u);
+    ASSERT_EQ(view.buckets().size(), 200u);
+    for (size_t b = 0; b < 200; ++b) {
+      std::vector<std::string> in;
+      view.buckets()[b].ForEach([&](const std::string& e) { in.push_back(e); });
+      ASSERT_EQ(in, std::vector<std::string>{"entry " + std::to_string(20000 + b)});
+    }
+  }
+  EXPECT_EQ(q.live_snapshots(), 0);
+  // Buckets made after the view are kept again.
+  pop_all();
+  EXPECT_EQ(q.spare_chunks(), 150u);
+}
+
 // A restored queue fires what the original fires, in the same order (stale
 // entries and timers registered again after a delete included).
 TEST(TimerSnapshot, ARestoredQueueFiresAsTheOriginal) {

@@ -15,7 +15,9 @@
 //     while a view may read its chunk); a released bucket's chunks live on in
 //     the views that hold them;
 //   - Mutable(pos) (the timer queue's "live" flag) copies the entry's chunk
-//     first while a snapshot reads it (CowEpoch, cow_epoch.h).
+//     first while a snapshot reads it (CowEpoch, cow_epoch.h);
+//   - a released bucket's first chunk that no snapshot can read is kept
+//     for the next new bucket (at most as many as there are buckets, or 64).
 // Each push returns the entry's position (bucket, index), valid until the
 // entry is popped.
 //
@@ -169,13 +171,16 @@ class TimerBuckets {
   }
   // Snapshots that still read (for tests).
   int live_snapshots() const { return epoch_.live_snapshots(); }
+  // Released first chunks kept for new buckets (for tests).
+  size_t spare_chunks() const { return spare_.size(); }
   // Bytes allocated: the chunks, the buckets, their index and heap.
   size_t StateBytes() const {
     return times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
            index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
            buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
            chunks_ * (sizeof(ChunkRef) + sizeof(Chunk) + 4 * sizeof(void*)) +
-           entry_capacity_ * sizeof(Entry);
+           entry_capacity_ * sizeof(Entry) + spare_.capacity() * sizeof(std::shared_ptr<Chunk>) +
+           spare_.size() * (sizeof(Chunk) + 4 * sizeof(void*) + kFirst * sizeof(Entry));
   }
 
  private:
@@ -219,6 +224,15 @@ class TimerBuckets {
   // A new chunk at the end of `b`, of the current version.
   void AddChunk(Bucket& b) {
     const size_t cap = ChunkSize(b.chunks.size());
+    if (cap == kFirst && !spare_.empty()) {
+      std::shared_ptr<Chunk> owner = std::move(spare_.back());
+      spare_.pop_back();
+      Entry* mem = owner->data;
+      b.chunks.push_back(ChunkRef{mem, std::move(owner), epoch_.version()});
+      entry_capacity_ += cap;
+      ++chunks_;
+      return;
+    }
     std::allocator<Entry> alloc;
     Entry* mem = alloc.allocate(cap);
     std::shared_ptr<Chunk> owner;
@@ -277,7 +291,10 @@ class TimerBuckets {
     times_.pop_back();
     index_.erase(ts);
     Bucket& b = buckets_[slot];
-    for (const ChunkRef& ref : b.chunks) entry_capacity_ -= ref.owner->capacity;
+    for (ChunkRef& ref : b.chunks) {
+      entry_capacity_ -= ref.owner->capacity;
+      Recycle(ref);
+    }
     chunks_ -= b.chunks.size();
     b.chunks.clear();  // views keep the chunks they share
     b.head = 0;
@@ -287,9 +304,26 @@ class TimerBuckets {
     if (c.slot == slot) c.slot = kNoSlot;
   }
 
+  // A released bucket's first chunk is kept for the next new bucket when no
+  // snapshot can read it (the timer queues of q6 and of sessions make a
+  // bucket per timer: two allocations and two frees each otherwise).  At
+  // most as many are kept as there are buckets (or 64): a watermark that
+  // releases thousands of buckets is followed by as many new ones.
+  void Recycle(ChunkRef& ref) {
+    Chunk& c = *ref.owner;
+    if (c.capacity != kFirst || spare_.size() >= std::max(kMinSpare, times_.size()) ||
+        epoch_.MustCopy(ref.version) || ref.owner.use_count() != 1)
+      return;
+    for (uint32_t i = 0; i < c.constructed; ++i) std::destroy_at(c.data + i);
+    c.constructed = 0;
+    spare_.push_back(std::move(ref.owner));
+  }
+
+  static constexpr size_t kMinSpare = 64;
   std::vector<Bucket> buckets_;
-  std::vector<uint32_t> free_;  // slots of released buckets
-  size_t entry_capacity_ = 0;   // the chunks' capacity, in entries
+  std::vector<std::shared_ptr<Chunk>> spare_;  // first chunks to reuse, empty
+  std::vector<uint32_t> free_;                 // slots of released buckets
+  size_t entry_capacity_ = 0;                  // the chunks' capacity, in entries
   size_t chunks_ = 0;
   absl::flat_hash_map<Timestamp, uint32_t> index_;
   std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
