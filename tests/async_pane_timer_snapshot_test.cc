@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -294,6 +295,49 @@ TEST(TimerBuckets, ReleasedFirstChunksAreReusedUnlessASnapshotReadsThem) {
   // Buckets made after the view are kept again.
   pop_all();
   EXPECT_EQ(q.spare_chunks(), 150u);
+}
+
+// Buckets come out in time order however their timestamps were pushed: most
+// after every earlier one (the queue), some before (the heap), some again
+// (an existing bucket), pops in between (the queue's head moves, and its
+// front part is dropped now and then).
+TEST(TimerBuckets, PopsInTimeOrderWhetherPushedInOrderOrNot) {
+  TimerBuckets<int64_t> q;
+  std::multimap<Timestamp, int64_t> model;  // (ts, push number): push order within a ts
+  std::mt19937_64 rng(17);
+  Timestamp next = 0;
+  int64_t n = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int pushes = static_cast<int>(rng() % 300);
+    for (int i = 0; i < pushes; ++i) {
+      Timestamp ts;
+      const uint64_t what = rng() % 10;
+      if (what < 7) {
+        ts = next += 1 + static_cast<Timestamp>(rng() % 3);  // after every earlier one
+      } else if (what < 9 && !model.empty()) {
+        ts = model.begin()->first + static_cast<Timestamp>(rng() % 50);  // earlier, or again
+      } else {
+        ts = next - static_cast<Timestamp>(rng() % 20);
+      }
+      q.Push(ts, n);
+      model.emplace(ts, n++);
+    }
+    const int pops = static_cast<int>(rng() % 300);
+    for (int i = 0; i < pops && !model.empty(); ++i) {
+      ASSERT_FALSE(q.empty());
+      ASSERT_EQ(q.front_time(), model.begin()->first);
+      ASSERT_EQ(q.PopFront(), model.begin()->second);
+      model.erase(model.begin());
+    }
+    ASSERT_EQ(q.empty(), model.empty());
+  }
+  while (!model.empty()) {
+    ASSERT_EQ(q.front_time(), model.begin()->first);
+    ASSERT_EQ(q.PopFront(), model.begin()->second);
+    model.erase(model.begin());
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_GT(n, 20000);
 }
 
 // A restored queue fires what the original fires, in the same order (stale
