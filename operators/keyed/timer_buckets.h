@@ -1,13 +1,11 @@
 // operators/keyed/timer_buckets.h
 //
-// TimerBuckets<Entry>: the registrations of a TimerQueue (timer_service.h)
-// and of FastSessionWindowOperator's timers by timestamp -- per timestamp a
-// bucket of entries in the order they were pushed, the buckets in time order
-// (a queue of those whose timestamp came after every earlier one's, as most
-// timers come, and a binary min-heap of the rest), a small direct-mapped
-// cache of recent timestamps'
-// buckets -- with the entries of a bucket in chunks that never move (4, 8,
-// ..., 128 entries, then 256 a chunk), so that a snapshot can share them
+// TimerBuckets<Entry>: the registrations of a TimerQueue (timer_service.h) by
+// timestamp -- per timestamp a bucket of entries in the order they were
+// pushed, the buckets in time order (TimeOrder, time_order.h), a small
+// direct-mapped cache of recent timestamps' buckets -- with the entries of a
+// bucket in chunks that never move (4, 8, ..., 128 entries, then 256 a
+// chunk), so that a snapshot can share them
 // (asynchronous snapshots, docs/checkpoints.md "The snapshot's phases"):
 //   - Share() takes a copy-on-write view: per bucket its timestamp, the range
 //     of entries not popped yet and one shared pointer per chunk of it;
@@ -40,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "tidemark/operators/keyed/cow_epoch.h"
+#include "tidemark/operators/keyed/time_order.h"
 #include "tidemark/runtime/core/time.h"
 
 namespace tidemark::internal {
@@ -115,22 +114,22 @@ class TimerBuckets {
     ++b.chunks[c].owner->constructed;
     return BucketPos{slot, b.size++};
   }
-  bool empty() const { return run_head_ == run_.size() && times_.empty(); }
+  bool empty() const { return times_.empty(); }
   // The earliest timestamp, its first entry and that entry's position (not
   // empty()).
-  Timestamp front_time() const { return Earliest().first; }
+  Timestamp front_time() const { return times_.front().first; }
   const Entry& front() const {
-    const Bucket& b = buckets_[Earliest().second];
+    const Bucket& b = buckets_[times_.front().second];
     return At(b, b.head);
   }
   BucketPos front_pos() const {
-    const uint32_t slot = Earliest().second;
+    const uint32_t slot = times_.front().second;
     return BucketPos{slot, buckets_[slot].head};
   }
   // Removes the earliest entry and returns it (a copy while a snapshot may
   // read it).
   Entry PopFront() {
-    Bucket& b = buckets_[Earliest().second];
+    Bucket& b = buckets_[times_.front().second];
     const auto [c, off] = Locate(b.head);
     ChunkRef& ref = b.chunks[c];
     Entry e = epoch_.MustCopy(ref.version) ? Entry(static_cast<const Entry&>(ref.data[off]))
@@ -139,7 +138,7 @@ class TimerBuckets {
     return e;
   }
   void DropFront() {
-    Bucket& b = buckets_[Earliest().second];
+    Bucket& b = buckets_[times_.front().second];
     if (++b.head == b.size) ReleaseFront();
   }
   // The entry at `pos` (pushed, not popped), to be written: its chunk is
@@ -151,7 +150,7 @@ class TimerBuckets {
       CopyChunk(b.chunks[c]);
     return b.chunks[c].data[off];
   }
-  size_t num_buckets() const { return run_.size() - run_head_ + times_.size(); }
+  size_t num_buckets() const { return times_.size(); }
   // The view of a snapshot (see the file comment).  O(buckets + chunks).
   View Share() {
     View v;
@@ -167,8 +166,7 @@ class TimerBuckets {
       for (size_t c = first; c <= last; ++c) vb.chunks.push_back(b.chunks[c].owner);
       v.buckets_.push_back(std::move(vb));
     };
-    for (size_t r = run_head_; r < run_.size(); ++r) share(run_[r].first, run_[r].second);
-    for (const auto& [ts, slot] : times_) share(ts, slot);
+    times_.ForEach(share);
     std::sort(v.buckets_.begin(), v.buckets_.end(),
               [](const auto& a, const auto& b) { return a.ts < b.ts; });
     return v;
@@ -179,7 +177,7 @@ class TimerBuckets {
   size_t spare_chunks() const { return spare_.size(); }
   // Bytes allocated: the chunks, the buckets, their index and heap.
   size_t StateBytes() const {
-    return (times_.capacity() + run_.capacity()) * sizeof(std::pair<Timestamp, uint32_t>) +
+    return times_.CapacityBytes() +
            index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
            buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t) +
            chunks_ * (sizeof(ChunkRef) + sizeof(Chunk) + 4 * sizeof(void*)) +
@@ -219,10 +217,6 @@ class TimerBuckets {
   static const Entry& At(const Bucket& b, size_t i) {
     const auto [c, off] = Locate(static_cast<uint32_t>(i));
     return b.chunks[c].data[off];
-  }
-  static bool Later(const std::pair<Timestamp, uint32_t>& a,
-                    const std::pair<Timestamp, uint32_t>& b) {
-    return a.first > b.first;  // "a is later than b" makes a min-heap
   }
 
   // A new chunk at the end of `b`, of the current version.
@@ -282,15 +276,15 @@ class TimerBuckets {
         buckets_.emplace_back();
       }
       it->second = slot;
-      AddTime(ts, slot);
+      times_.Push(ts, slot);
     }
     c.ts = ts;
     c.slot = it->second;
     return c.slot;
   }
   void ReleaseFront() {
-    const auto [ts, slot] = Earliest();
-    PopEarliest();
+    const auto [ts, slot] = times_.front();
+    times_.Pop();
     index_.erase(ts);
     Bucket& b = buckets_[slot];
     for (ChunkRef& ref : b.chunks) {
@@ -304,45 +298,6 @@ class TimerBuckets {
     free_.push_back(slot);
     CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
     if (c.slot == slot) c.slot = kNoSlot;
-  }
-
-  void AddTime(Timestamp ts, uint32_t slot) {
-    if (empty() || ts < earliest_.first) earliest_ = {ts, slot};
-    if (run_head_ == run_.size()) {
-      run_.clear();
-      run_head_ = 0;
-    }
-    if (run_.empty() || ts > run_.back().first) {
-      run_.emplace_back(ts, slot);
-    } else {
-      times_.emplace_back(ts, slot);
-      std::push_heap(times_.begin(), times_.end(), Later);
-    }
-  }
-  // Whether the earliest bucket is run_'s first (not empty()).
-  bool EarliestInRun() const {
-    return run_head_ < run_.size() &&
-           (times_.empty() || run_[run_head_].first < times_.front().first);
-  }
-  // The earliest bucket's (timestamp, slot) (not empty()).
-  const std::pair<Timestamp, uint32_t>& Earliest() const { return earliest_; }
-  void PopEarliest() {
-    PopEarliestFrom();
-    if (!empty()) earliest_ = EarliestInRun() ? run_[run_head_] : times_.front();
-  }
-  void PopEarliestFrom() {
-    if (!EarliestInRun()) {
-      std::pop_heap(times_.begin(), times_.end(), Later);
-      times_.pop_back();
-      return;
-    }
-    if (++run_head_ == run_.size()) {
-      run_.clear();
-      run_head_ = 0;
-    } else if (run_head_ >= 1024 && 2 * run_head_ >= run_.size()) {
-      run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
-      run_head_ = 0;
-    }
   }
 
   // A released bucket's first chunk is kept for the next new bucket when no
@@ -367,14 +322,7 @@ class TimerBuckets {
   size_t entry_capacity_ = 0;                  // the chunks' capacity, in entries
   size_t chunks_ = 0;
   absl::flat_hash_map<Timestamp, uint32_t> index_;
-  // The buckets' (timestamp, slot) in time order: those pushed in ascending
-  // order (a new timestamp after the last one, as timers mostly come) in
-  // run_ from run_head_ on, a queue; the rest in the min-heap times_.
-  // Timestamps are distinct (index_).
-  std::vector<std::pair<Timestamp, uint32_t>> run_;
-  size_t run_head_ = 0;
-  std::vector<std::pair<Timestamp, uint32_t>> times_;
-  std::pair<Timestamp, uint32_t> earliest_{};  // of run_ and times_ (not empty())
+  TimeOrder times_;  // (timestamp, bucket) in time order
   std::array<CacheEntry, kCacheSize> cache_{};
   CowEpoch epoch_;
 };

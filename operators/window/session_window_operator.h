@@ -120,6 +120,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "tidemark/operators/keyed/time_order.h"
 #include "tidemark/operators/window/fast_window_operator.h"
 #include "tidemark/operators/window/merging_window_set.h"
 #include "tidemark/operators/window/time_window.h"
@@ -139,16 +140,15 @@ inline constexpr bool FastSessionWindowOperatorApplies = Assigner::kIsEventTime&
 
 // The event-time timer entries of FastSessionWindowOperator: buckets by
 // timestamp as TimerQueue's (TimerBuckets, operators/keyed/timer_buckets.h),
-// but one vector per bucket (entries are trivially copyable, and a vector
-// pushes and pops about twice as cheaply as TimerBuckets' chunks: W3 lost
-// about 15% on them, bench/RESULTS.md), without the live set (the operator
-// decides whether an entry is live), and copy-on-write per bucket for asynchronous snapshots:
-// Share() returns a View of the entries not popped yet that never changes, whatever the queue does
-// afterwards.  Entries are only appended to a bucket and popped from its front, so a bucket's
-// entries vector is written only by a push; a push to a bucket that a live snapshot may read
-// (CowEpoch, as SlotList's chunks: time_window_table.h) first copies the entries not popped into a
-// new vector, and a bucket released while a snapshot reads it leaves its vector to the snapshot.
-// Entry is trivially copyable.
+// in the same time order (TimeOrder), but one vector per bucket (entries are trivially copyable,
+// and a vector pushes and pops about twice as cheaply as TimerBuckets' chunks: W3 lost about 15% on
+// them, bench/RESULTS.md), without the live set (the operator decides whether an entry is live),
+// and copy-on-write per bucket for asynchronous snapshots: Share() returns a View of the entries
+// not popped yet that never changes, whatever the queue does afterwards.  Entries are only appended
+// to a bucket and popped from its front, so a bucket's entries vector is written only by a push; a
+// push to a bucket that a live snapshot may read (CowEpoch, as SlotList's chunks:
+// time_window_table.h) first copies the entries not popped into a new vector, and a bucket released
+// while a snapshot reads it leaves its vector to the snapshot. Entry is trivially copyable.
 //
 // Thread safety: the task thread owns the queue; a View may be read on any
 // thread (under its snapshot's CowEpoch guard).
@@ -210,15 +210,15 @@ class TimerEntryQueue {
   View Share() const {
     View v;
     v.buckets_.reserve(times_.size());
-    for (const auto& [ts, slot] : times_) {
+    times_.ForEach([&](Timestamp ts, uint32_t slot) {
       const Bucket& b = buckets_[slot];
       v.buckets_.push_back(typename View::SharedBucket{ts, b.entries, b.head, b.entries->size()});
-    }
+    });
     return v;
   }
   // Bytes allocated: the buckets, their entries, index and heap.
   size_t StateBytes() const {
-    size_t bytes = times_.capacity() * sizeof(std::pair<Timestamp, uint32_t>) +
+    size_t bytes = times_.CapacityBytes() +
                    index_.capacity() * (sizeof(std::pair<Timestamp, uint32_t>) + 1) +
                    buckets_.capacity() * sizeof(Bucket) + free_.capacity() * sizeof(uint32_t);
     for (const Bucket& b : buckets_)
@@ -244,10 +244,6 @@ class TimerEntryQueue {
     uint32_t slot = kNoSlot;
   };
 
-  static bool Later(const std::pair<Timestamp, uint32_t>& a,
-                    const std::pair<Timestamp, uint32_t>& b) {
-    return a.first > b.first;  // "a is later than b" makes a min-heap
-  }
   Bucket& BucketFor(Timestamp ts, const CowEpoch& epoch) {
     CacheEntry& c = cache_[static_cast<uint64_t>(ts) & (kCacheSize - 1)];
     if (c.slot != kNoSlot && c.ts == ts) return buckets_[c.slot];
@@ -265,8 +261,7 @@ class TimerEntryQueue {
       if (!b.entries) b.entries = std::make_shared<Entries>();
       b.version = epoch.version();  // a kept vector no snapshot reads, or a new one
       it->second = slot;
-      times_.emplace_back(ts, slot);
-      std::push_heap(times_.begin(), times_.end(), Later);
+      times_.Push(ts, slot);
     }
     c.ts = ts;
     c.slot = it->second;
@@ -284,8 +279,7 @@ class TimerEntryQueue {
   }
   void ReleaseFront(CowEpoch& epoch) {
     const auto [ts, slot] = times_.front();
-    std::pop_heap(times_.begin(), times_.end(), Later);
-    times_.pop_back();
+    times_.Pop();
     index_.erase(ts);
     Bucket& b = buckets_[slot];
     b.head = 0;
@@ -302,7 +296,7 @@ class TimerEntryQueue {
   std::vector<Bucket> buckets_;
   std::vector<uint32_t> free_;  // slots of released buckets
   absl::flat_hash_map<Timestamp, uint32_t> index_;
-  std::vector<std::pair<Timestamp, uint32_t>> times_;  // min-heap of (ts, bucket)
+  TimeOrder times_;  // (timestamp, bucket) in time order
   std::array<CacheEntry, kCacheSize> cache_{};
 };
 
