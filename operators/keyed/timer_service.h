@@ -22,9 +22,11 @@
 //
 // Implementation: per domain a hash map of the live triples plus the
 // registrations in timestamp order: per timestamp a bucket of (key, namespace)
-// entries in registration order, the buckets in a binary min-heap of
-// timestamps (window timers cluster on few timestamps, so registering and
-// firing cost no heap operation per timer; TimerBuckets, timer_buckets.h).
+// entries in registration order, the buckets in timestamp order (a queue of
+// those registered in increasing order, a binary min-heap of the rest:
+// TimeOrder, time_order.h); window timers cluster on few timestamps, so
+// registering and firing cost no heap operation per timer (TimerBuckets,
+// timer_buckets.h).
 // Deletion only removes from the map; an entry whose triple is not in the map
 // when it is reached is skipped (lazy deletion), so delete is O(1) and a
 // re-registered timer fires once (at its earliest remaining entry: the order
