@@ -301,10 +301,12 @@ class TimerBuckets {
   }
 
   // A released bucket's first chunk is kept for the next new bucket when no
-  // snapshot can read it (the timer queues of q6 and of sessions make a
-  // bucket per timer: two allocations and two frees each otherwise).  At
-  // most as many are kept as there are buckets (or 64): a watermark that
-  // releases thousands of buckets is followed by as many new ones.
+  // snapshot can read it (timers at timestamps of their own, as q6's at its
+  // auctions' expiries, make a bucket per timer: two allocations and two
+  // frees each otherwise).  Either check suffices: a chunk no snapshot
+  // requires is held by no view.  At most as many are kept as there are
+  // buckets (or 64): a watermark that releases thousands of buckets is
+  // followed by as many new ones.
   void Recycle(ChunkRef& ref) {
     Chunk& c = *ref.owner;
     if (c.capacity != kFirst || spare_.size() >= std::max(kMinSpare, num_buckets()) ||
