@@ -52,7 +52,7 @@ class CollectionSource final : public Source<T> {
     for (size_t n = 0; n < budget && index < data_->size(); ++n) {
       const size_t i = index;
       index += stride_;  // before a break: the element is emitted exactly once
-      out.Collect(T((*data_)[i]));
+      out.CollectInPlace([&] { return T((*data_)[i]); });
       if (out.Backpressured()) break;
     }
     index_ = index;
@@ -147,7 +147,7 @@ class GeneratorSource final : public Source<T> {
       if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
         f_(next, out);  // the function emits itself (may attach timestamps)
       } else {
-        out.Collect(f_(next));
+        out.CollectInPlace([&] { return f_(next); });
       }
       next += stride_;
       if (out.Backpressured()) {

@@ -545,7 +545,7 @@ tidemark::PollStatus NexmarkSource::Poll(tidemark::SourceOutput<Event>& out, siz
   for (size_t i = 0; i < budget; ++i) {
     if (count > 0 && next >= count) break;
     const int64_t ts = gen_->TimestampOf(next);
-    out.CollectWithTimestamp(gen_->Make(next, ts), ts);
+    out.CollectInPlace([&] { return gen_->Make(next, ts); }, ts);
     next += stride_;
     if (out.Backpressured()) break;
   }

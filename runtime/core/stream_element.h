@@ -43,6 +43,23 @@ inline void AppendRecord(std::vector<Record<T>>& records, U&& value, Timestamp t
 #endif
 }
 
+// Appends the record whose value make() returns, built straight in the
+// batch's slot: the conversion below hands make()'s result (a prvalue) to the
+// slot's initialisation, so the value is neither a temporary nor moved.
+// Without parenthesised aggregate initialisation the value is moved once.
+template <typename T, typename Make>
+inline void AppendMadeRecord(std::vector<Record<T>>& records, Make& make, Timestamp ts) {
+#if defined(__cpp_aggregate_paren_init) && __cpp_aggregate_paren_init >= 201902L
+  struct Made {
+    Make& make;
+    operator T() const { return make(); }  // NOLINT: the point is the implicit conversion
+  };
+  records.emplace_back(Made{make}, ts);
+#else
+  records.push_back(Record<T>{make(), ts});
+#endif
+}
+
 enum class ControlKind : uint8_t {
   kWatermark,   // value = the watermark
   kStatus,      // value = WatermarkStatus (0 active, 1 idle)

@@ -29,9 +29,11 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "tidemark/runtime/core/clock.h"
 #include "tidemark/runtime/core/generalized_watermark.h"
+#include "tidemark/runtime/core/stream_element.h"
 #include "tidemark/runtime/core/time.h"
 
 namespace tidemark {
@@ -43,6 +45,21 @@ class SourceOutput {
   // A record without a timestamp (kNoTimestamp).
   virtual void Collect(T&& value) = 0;
   virtual void CollectWithTimestamp(T&& value, Timestamp ts) = 0;
+  // The record make() returns (make: () -> T), with timestamp `ts`
+  // (kNoTimestamp: none), the same as CollectWithTimestamp(make(), ts) but
+  // built where the output keeps it: inside a job the value is made straight
+  // in the subtask's run of records, without a virtual call or a move of it.
+  // For sources whose records are many or large (a generator, a variant of
+  // events).  make() is called once, before CollectInPlace returns.
+  template <typename Make>
+  void CollectInPlace(Make&& make, Timestamp ts = kNoTimestamp) {
+    if (run_ != nullptr) {
+      internal::AppendMadeRecord(*run_, make, ts);
+      if (run_->size() >= run_limit_) RunFull();
+    } else {
+      CollectWithTimestamp(make(), ts);
+    }
+  }
   // Watermarks produced by the source itself (most sources leave this to a
   // WatermarkStrategy).
   virtual void EmitWatermark(Timestamp watermark) = 0;
@@ -68,6 +85,15 @@ class SourceOutput {
   // The split has ended (Flink's releaseOutputForSplit): it no longer holds
   // the subtask's watermark back.
   virtual void ReleaseSplit(const std::string& split_id) { (void)split_id; }
+
+ protected:
+  // An output that gathers records in a vector (the source driver's run)
+  // points run_ at it while CollectInPlace may append there, and is called
+  // at RunFull() once it holds run_limit_ records.  Null: CollectInPlace
+  // goes through CollectWithTimestamp.
+  std::vector<internal::Record<T>>* run_ = nullptr;
+  size_t run_limit_ = 0;
+  virtual void RunFull() {}
 };
 
 class SubtaskMetrics;  // runtime/core/metrics.h

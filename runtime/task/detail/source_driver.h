@@ -95,8 +95,12 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     // next announcement wakes the task (its timers keep running and report).
     if (Aligned() && alignment_->ShouldPause()) return Step::kNothing;
     const int64_t before = emitted_;
+    // pending_ is empty between polls: it is the run of split -1 (none).
+    pending_split_ = -1;
+    OpenRun();
     const PollStatus st = GuardUserCall(name_, ctx_.subtask_index, ctx_.parallelism,
                                         [&] { return source_->Poll(*this, budget_); });
+    this->run_ = nullptr;
     FlushPending();
     return AfterPoll(st, before);
   }
@@ -159,8 +163,14 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     if (index != pending_split_) {
       FlushPending();
       pending_split_ = index;
+      // CollectInPlace appends to pending_ only while it holds no split's
+      // records.
+      if (index == -1) {
+        OpenRun();
+      } else {
+        this->run_ = nullptr;
+      }
     }
-    ++emitted_;
     AppendRecord(pending_, std::move(value), ts);
     // Aligned, each record goes down the chain at once, so that the check
     // after it (Backpressured) sees the watermark it made, as Flink checks
@@ -174,8 +184,19 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     CollectForSplit(index, std::move(value), ts);
   }
 
+  // CollectInPlace's fast path (SourceOutput<T>::run_): records made
+  // straight in pending_, sent on at kRun.  Not while aligned, where each
+  // record goes down the chain at once.
+  void OpenRun() {
+    if (Aligned()) return;
+    this->run_ = &pending_;
+    this->run_limit_ = kRun;
+  }
+  [[gnu::noinline]] void RunFull() override { FlushPending(); }
+
   void FlushPending() {
     if (pending_.empty()) return;
+    emitted_ += static_cast<int64_t>(pending_.size());
     if (splits_ != nullptr) splits_->SetCurrentSplit(pending_split_);
     head_->CollectBatch(std::span<Record<T>>(pending_));
     pending_.clear();

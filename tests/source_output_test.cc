@@ -1,0 +1,197 @@
+// SourceOutput<T>::CollectInPlace: the record is made straight in the
+// output's run (no move of the value, no virtual call) where the output has
+// one, and is otherwise CollectWithTimestamp(make(), ts).  Inside a job the
+// run is the source driver's, mixed with records collected the other ways,
+// with split outputs and with the source's own watermarks: the order, the
+// timestamps and the records-in count must be as if each had been collected
+// one by one.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/tidemark.h"
+
+namespace tidemark {
+namespace {
+
+// Counts the copies and moves of its values.
+struct Tracked {
+  static inline int copies = 0;
+  static inline int moves = 0;
+  int64_t v = 0;
+  explicit Tracked(int64_t x) : v(x) {}
+  Tracked(const Tracked& o) : v(o.v) { ++copies; }
+  Tracked(Tracked&& o) noexcept : v(o.v) { ++moves; }
+  Tracked& operator=(const Tracked& o) {
+    v = o.v;
+    ++copies;
+    return *this;
+  }
+  Tracked& operator=(Tracked&& o) noexcept {
+    v = o.v;
+    ++moves;
+    return *this;
+  }
+};
+
+// An output that gathers its records as the source driver does: a run of
+// at most `limit`, handed on (here: appended to `sent`) when full.  With
+// limit 0 it has no run and every record takes CollectWithTimestamp.
+class RunOutput final : public SourceOutput<Tracked> {
+ public:
+  explicit RunOutput(size_t limit) {
+    run.reserve(limit);
+    if (limit > 0) {
+      run_ = &run;
+      run_limit_ = limit;
+    }
+  }
+  void Collect(Tracked&& v) override { CollectWithTimestamp(std::move(v), kNoTimestamp); }
+  void CollectWithTimestamp(Tracked&& v, Timestamp ts) override {
+    ++virtual_calls;
+    sent.emplace_back(v.v, ts);
+  }
+  void EmitWatermark(Timestamp) override {}
+  void MarkIdle() override {}
+  bool Backpressured() const override { return false; }
+  void RunFull() override {
+    ++runs_full;
+    for (auto& r : run) sent.emplace_back(r.value.v, r.timestamp);
+    run.clear();
+  }
+
+  std::vector<internal::Record<Tracked>> run;
+  std::vector<std::pair<int64_t, Timestamp>> sent;
+  int virtual_calls = 0;
+  int runs_full = 0;
+};
+
+TEST(SourceOutput, CollectInPlaceMakesTheValueInTheRunAndHandsTheRunOnWhenFull) {
+  Tracked::copies = Tracked::moves = 0;
+  RunOutput out(3);
+  for (int64_t i = 0; i < 7; ++i) out.CollectInPlace([&] { return Tracked(i * 10); }, 100 + i);
+  EXPECT_EQ(out.virtual_calls, 0);
+  EXPECT_EQ(out.runs_full, 2) << "handed on at 3 and 6 records";
+  ASSERT_EQ(out.run.size(), 1u);
+  EXPECT_EQ(out.run[0].value.v, 60);
+  EXPECT_EQ(out.run[0].timestamp, 106);
+  ASSERT_EQ(out.sent.size(), 6u);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(out.sent[i].first, i * 10);
+    EXPECT_EQ(out.sent[i].second, 100 + i);
+  }
+  EXPECT_EQ(Tracked::copies, 0);
+#if defined(__cpp_aggregate_paren_init) && __cpp_aggregate_paren_init >= 201902L
+  EXPECT_EQ(Tracked::moves, 0) << "made in its slot, never moved";
+#else
+  EXPECT_LE(Tracked::moves, 7) << "at most one move each without paren aggregate init";
+#endif
+}
+
+TEST(SourceOutput, WithoutARunCollectInPlaceIsCollectWithTimestamp) {
+  RunOutput out(0);
+  out.CollectInPlace([] { return Tracked(5); }, 50);
+  out.CollectInPlace([] { return Tracked(6); });
+  EXPECT_EQ(out.virtual_calls, 2);
+  EXPECT_EQ(out.runs_full, 0);
+  EXPECT_EQ(out.sent, (std::vector<std::pair<int64_t, Timestamp>>{{5, 50}, {6, kNoTimestamp}}));
+}
+
+// Emits 0 .. n-1 with timestamp 3 * i, each through one of four paths in a
+// fixed pattern: CollectInPlace, Collect, a split's output and
+// CollectInPlace again right after a split's record, with the source's own
+// watermark every 97 records.  Polls stop at `budget`, so runs end at poll
+// boundaries as well as at full runs.
+struct MixedSource final : Source<int64_t> {
+  int64_t n;
+  int64_t i = 0;
+  explicit MixedSource(int64_t count) : n(count) {}
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t budget) override {
+    for (size_t k = 0; k < budget && i < n; ++k, ++i) {
+      const int64_t v = i;
+      switch (i % 13) {
+        case 4:
+          out.CollectWithTimestamp(int64_t{v}, 3 * v);
+          break;
+        case 7:
+        case 8:
+          out.ForSplit(i % 2 == 0 ? "even" : "odd").CollectWithTimestamp(int64_t{v}, 3 * v);
+          break;
+        default:
+          out.CollectInPlace([v] { return v; }, 3 * v);
+      }
+      if (i % 97 == 96) out.EmitWatermark(3 * v);
+    }
+    return i < n ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
+  }
+};
+
+TEST(SourceOutput, InAJobEveryPathKeepsTheOrderTheTimestampsAndTheCount) {
+  constexpr int64_t kCount = 5000;  // about 20 runs of the driver's 256
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto out =
+      env.add_source<int64_t>(
+             [] { return std::unique_ptr<Source<int64_t>>(new MixedSource(kCount)); }, "mixed")
+          .map([](int64_t v) { return v; })
+          .collect();
+  JobResult r = env.execute("mixed");
+  ASSERT_TRUE(r.ok()) << r.status;
+  ASSERT_EQ(out->items().size(), static_cast<size_t>(kCount));
+  for (int64_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(out->items()[i].value, i) << "order at " << i;
+    ASSERT_EQ(out->items()[i].timestamp, 3 * i) << "timestamp at " << i;
+  }
+  int64_t source_records = 0;
+  for (const SubtaskMetricsSnapshot& m : r.metrics)
+    if (m.task_name.find("mixed") != std::string::npos) source_records += m.records_in;
+  EXPECT_EQ(source_records, kCount) << "each record counted once, whichever path it took";
+}
+
+// A slow split ("slow", 10 ms a record) and the source's main output (1 s a
+// record, far ahead), one record each in turn, with a watermark generator
+// per split.  A main record made in place right after a split's record
+// must count for the main output: counted for "slow", it would take slow's
+// watermark far ahead and make slow's next records late.
+struct SlowSplitAndMain final : Source<int64_t> {
+  static constexpr int64_t kEach = 600;
+  int64_t i = 0;
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t budget) override {
+    for (size_t k = 0; k < budget && i < kEach; ++k, ++i) {
+      out.ForSplit("slow").CollectWithTimestamp(int64_t{i}, 10 * i);
+      out.CollectInPlace([v = i] { return 1'000'000 + v; }, 100'000 + 1000 * i);
+    }
+    return i < kEach ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
+  }
+};
+
+TEST(SourceOutput, ARecordMadeInPlaceAfterASplitsRecordCountsForTheMainOutput) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_auto_watermark_interval(Duration(0));
+  auto strategy = WatermarkStrategy<int64_t>::for_bounded_out_of_orderness(Duration(0))
+                      .with_periodic_emit_per_record();
+  OutputTag<int64_t> late("late");
+  auto sums = env.from_source<int64_t>(
+                     [] { return std::unique_ptr<Source<int64_t>>(new SlowSplitAndMain()); },
+                     strategy, "slow and main")
+                  .key_by([](const int64_t& v) { return v >= 1'000'000 ? 1 : 0; })
+                  .window(TumblingEventTimeWindows::of(Duration(1000)))
+                  .side_output_late_data(late)
+                  .reduce([](int64_t a, int64_t b) { return a + b; });
+  auto late_records = sums.get_side_output(late).collect();
+  auto results = sums.collect();
+  JobResult r = env.execute("slow and main");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(late_records->values().empty())
+      << late_records->values().size() << " late, the first " << late_records->values().front();
+  int64_t total = 0;
+  for (int64_t v : results->values()) total += v;
+  const int64_t n = SlowSplitAndMain::kEach;
+  EXPECT_EQ(total, n * (n - 1) / 2 + n * 1'000'000 + n * (n - 1) / 2);
+}
+
+}  // namespace
+}  // namespace tidemark
