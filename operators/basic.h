@@ -18,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -633,6 +634,21 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     const Timestamp now = skew_ >= 0 ? this->ctx().timers().CurrentProcessingTime() : 0;
     WatermarkGenerator<T>& generator = Generator();
     WatermarkOutput& event_out = EventOutput();
+    // The built-in bounded-out-of-orderness generator (monotonous too) only
+    // emits when asked periodically: its OnEvent, called directly, keeps the
+    // maximum and the batch goes on whole.  Exactly that type (a subclass
+    // may emit from OnEvent).
+    if (!per_record && skew_ < 0 &&
+        typeid(generator) == typeid(BoundedOutOfOrdernessWatermarks<T>)) {
+      auto& bounded = static_cast<BoundedOutOfOrdernessWatermarks<T>&>(generator);
+      for (Record<T>& r : records) {
+        ThrowIfCancelled(cancel);
+        if (assigner) r.timestamp = assigner(r.value, r.timestamp);
+        bounded.BoundedOutOfOrdernessWatermarks<T>::OnEvent(r.value, r.timestamp, event_out);
+      }
+      if (!records.empty()) this->output().CollectBatch(records);
+      return;
+    }
     size_t start = 0;
     for (size_t i = 0; i < records.size(); ++i) {
       ThrowIfCancelled(cancel);

@@ -199,6 +199,47 @@ TEST(SplitWatermarks, PerSplitGenerationDropsNothingThatIsOnTimeInItsSplit) {
 }
 
 // ---------------------------------------------------------------------------
+// A batch through the operator: the built-in bounded generator is only asked
+// periodically, so the batch goes on whole; a subclass of it may emit from
+// OnEvent, and is asked at each record, its watermark right after it.
+
+// Emits max_ts - 1 at every record, as a punctuated generator would.
+struct EmitOnEvent final : BoundedOutOfOrdernessWatermarks<int> {
+  EmitOnEvent() : BoundedOutOfOrdernessWatermarks<int>(Duration(0)) {}
+  void OnEvent(const int& v, Timestamp ts, WatermarkOutput& out) override {
+    BoundedOutOfOrdernessWatermarks<int>::OnEvent(v, ts, out);
+    out.EmitWatermark(max_timestamp() - 1);
+  }
+};
+
+std::vector<std::string> RunBatch(WatermarkStrategy<int> strategy) {
+  OperatorHarness<int, int> h(std::make_unique<Op>(
+      std::move(strategy).with_timestamp_assigner([](int v) { return Timestamp{v}; })));
+  h.Open();
+  std::vector<Record<int>> batch{
+      {1000, kNoTimestamp}, {3000, kNoTimestamp}, {2000, kNoTimestamp}, {5000, kNoTimestamp}};
+  h.op<Op>().ProcessBatch(std::span<Record<int>>(batch));
+  h.SetProcessingTime(201);  // the periodic emission
+  std::vector<std::string> seen;
+  for (const auto& e : h.output().events()) {
+    if (e.kind == Emitted<int>::kRecord) seen.push_back(std::to_string(*e.value));
+    if (e.kind == Emitted<int>::kWatermark) seen.push_back("W" + std::to_string(e.ts));
+  }
+  return seen;
+}
+
+TEST(TimestampsAndWatermarksBatch, TheBoundedGeneratorSeesTheWholeBatchAndEmitsPeriodically) {
+  EXPECT_EQ(RunBatch(WatermarkStrategy<int>::for_bounded_out_of_orderness(Duration(0))),
+            (std::vector<std::string>{"1000", "3000", "2000", "5000", "W4999"}));
+}
+
+TEST(TimestampsAndWatermarksBatch, ASubclassThatEmitsOnEventsIsAskedAtEachRecordOfTheBatch) {
+  EXPECT_EQ(RunBatch(WatermarkStrategy<int>::for_generator(
+                [] { return std::unique_ptr<WatermarkGenerator<int>>(new EmitOnEvent()); })),
+            (std::vector<std::string>{"1000", "W999", "3000", "W2999", "2000", "5000", "W4999"}));
+}
+
+// ---------------------------------------------------------------------------
 // The quiet-stream flush.
 
 // The watermarks a TimestampsAndWatermarksOperator emits reach a tumbling
