@@ -7,8 +7,10 @@
 // one by one.
 #include <gtest/gtest.h>
 
+#include <any>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -89,6 +91,18 @@ TEST(SourceOutput, CollectInPlaceMakesTheValueInTheRunAndHandsTheRunOnWhenFull) 
 #else
   EXPECT_LE(Tracked::moves, 7) << "at most one move each without paren aggregate init";
 #endif
+}
+
+// A value type whose constructor takes anything (std::any) must hold make()'s
+// result, not the converter that carries it to the slot.
+TEST(SourceOutput, AValueThatTakesAnyArgumentHoldsWhatMakeReturned) {
+  std::vector<internal::Record<std::any>> run;
+  auto make = [] { return std::any(int64_t{42}); };
+  internal::AppendMadeRecord(run, make, 7);
+  ASSERT_EQ(run.size(), 1u);
+  ASSERT_EQ(run[0].value.type(), typeid(int64_t));
+  EXPECT_EQ(std::any_cast<int64_t>(run[0].value), 42);
+  EXPECT_EQ(run[0].timestamp, 7);
 }
 
 TEST(SourceOutput, WithoutARunCollectInPlaceIsCollectWithTimestamp) {

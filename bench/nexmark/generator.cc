@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "tidemark/runtime/state/state_codec.h"
@@ -538,6 +539,10 @@ void NexmarkSource::Open(const tidemark::SourceContext& ctx) {
   next_ = ctx.subtask_index;
   stride_ = ctx.parallelism;
 }
+
+// CollectInPlace makes each event in the driver's run (AppendMadeRecord's
+// in-place path, which a type constructible from anything would not take).
+static_assert(!std::is_constructible_v<Event, tidemark::internal::NotAValue>);
 
 tidemark::PollStatus NexmarkSource::Poll(tidemark::SourceOutput<Event>& out, size_t budget) {
   const int64_t count = gen_->config().events;

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,21 +44,29 @@ inline void AppendRecord(std::vector<Record<T>>& records, U&& value, Timestamp t
 #endif
 }
 
+// A type that nothing converts to or from, for AppendMadeRecord's check.
+struct NotAValue {};
+
 // Appends the record whose value make() returns, built straight in the
 // batch's slot: the conversion below hands make()'s result (a prvalue) to the
 // slot's initialisation, so the value is neither a temporary nor moved.
-// Without parenthesised aggregate initialisation the value is moved once.
+// A T with a constructor that takes any argument (std::any, a forwarding
+// template) would take the converter itself instead, so such a T, and
+// compilers without parenthesised aggregate initialisation, move the value
+// once.
 template <typename T, typename Make>
 inline void AppendMadeRecord(std::vector<Record<T>>& records, Make& make, Timestamp ts) {
 #if defined(__cpp_aggregate_paren_init) && __cpp_aggregate_paren_init >= 201902L
-  struct Made {
-    Make& make;
-    operator T() const { return make(); }  // NOLINT: the point is the implicit conversion
-  };
-  records.emplace_back(Made{make}, ts);
-#else
-  records.push_back(Record<T>{make(), ts});
+  if constexpr (!std::is_constructible_v<T, NotAValue>) {
+    struct Made {
+      Make& make;
+      operator T() const { return make(); }  // NOLINT: the point is the implicit conversion
+    };
+    records.emplace_back(Made{make}, ts);
+    return;
+  }
 #endif
+  AppendRecord(records, make(), ts);
 }
 
 enum class ControlKind : uint8_t {
