@@ -641,11 +641,14 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     if (!per_record && skew_ < 0 &&
         typeid(generator) == typeid(BoundedOutOfOrdernessWatermarks<T>)) {
       auto& bounded = static_cast<BoundedOutOfOrdernessWatermarks<T>&>(generator);
-      for (Record<T>& r : records) {
-        ThrowIfCancelled(cancel);
-        if (assigner) r.timestamp = assigner(r.value, r.timestamp);
-        bounded.BoundedOutOfOrdernessWatermarks<T>::OnEvent(r.value, r.timestamp, event_out);
+      ThrowIfCancelled(cancel);
+      if (const auto& assign_all = strategy_.batch_assigner()) {
+        assign_all(records);
+      } else if (assigner) {
+        for (Record<T>& r : records) r.timestamp = assigner(r.value, r.timestamp);
       }
+      for (Record<T>& r : records)
+        bounded.BoundedOutOfOrdernessWatermarks<T>::OnEvent(r.value, r.timestamp, event_out);
       if (!records.empty()) this->output().CollectBatch(records);
       return;
     }

@@ -233,6 +233,27 @@ TEST(TimestampsAndWatermarksBatch, TheBoundedGeneratorSeesTheWholeBatchAndEmitsP
             (std::vector<std::string>{"1000", "3000", "2000", "5000", "W4999"}));
 }
 
+// The assigner over a batch: the two-argument form gets each record's own
+// previous timestamp, and a function with state sees the records in order,
+// each once.
+TEST(TimestampsAndWatermarksBatch, TheAssignerSeesEachRecordOnceInOrderWithItsPreviousTimestamp) {
+  auto strategy =
+      WatermarkStrategy<int>::for_bounded_out_of_orderness(Duration(0))
+          .with_timestamp_assigner([calls = 0](const int& v, Timestamp previous) mutable {
+            return previous + v + 1000 * ++calls;
+          });
+  OperatorHarness<int, int> h(std::make_unique<Op>(strategy));
+  h.Open();
+  std::vector<Record<int>> batch{{1, 10}, {2, 20}, {3, 30}};
+  h.op<Op>().ProcessBatch(std::span<Record<int>>(batch));
+  std::vector<Record<int>> second{{4, 40}};
+  h.op<Op>().ProcessBatch(std::span<Record<int>>(second));
+  std::vector<Timestamp> stamps;
+  for (const auto& e : h.output().events())
+    if (e.kind == Emitted<int>::kRecord) stamps.push_back(e.ts);
+  EXPECT_EQ(stamps, (std::vector<Timestamp>{1011, 2022, 3033, 4044}));
+}
+
 TEST(TimestampsAndWatermarksBatch, ASubclassThatEmitsOnEventsIsAskedAtEachRecordOfTheBatch) {
   EXPECT_EQ(RunBatch(WatermarkStrategy<int>::for_generator(
                 [] { return std::unique_ptr<WatermarkGenerator<int>>(new EmitOnEvent()); })),

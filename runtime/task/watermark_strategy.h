@@ -21,11 +21,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/stream_element.h"
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/state/state_codec.h"
 
@@ -240,6 +242,9 @@ class WatermarkStrategy {
  public:
   using GeneratorFactory = std::function<std::unique_ptr<WatermarkGenerator<T>>()>;
   using TimestampAssigner = std::function<Timestamp(const T&, Timestamp previous)>;
+  // The same function over a run of records, its call inlined in the loop:
+  // one indirect call a run instead of one a record.
+  using BatchAssigner = std::function<void(std::span<internal::Record<T>>)>;
 
   // Watermark = max_ts - d - 1.  Throws std::invalid_argument for d < 0.
   static WatermarkStrategy for_bounded_out_of_orderness(Duration d) {
@@ -265,9 +270,18 @@ class WatermarkStrategy {
   template <typename F>
   WatermarkStrategy with_timestamp_assigner(F f) const {
     WatermarkStrategy s = *this;
+    // Each holds its own copy of f; an operator calls only one of them (the
+    // batch form where it takes runs whole), so a function with state sees
+    // every record of its subtask in one copy.
     if constexpr (std::is_invocable_v<F, const T&, Timestamp>) {
+      s.batch_assigner_ = [f](std::span<internal::Record<T>> records) mutable {
+        for (internal::Record<T>& r : records) r.timestamp = f(std::as_const(r.value), r.timestamp);
+      };
       s.assigner_ = std::move(f);
     } else {
+      s.batch_assigner_ = [f](std::span<internal::Record<T>> records) mutable {
+        for (internal::Record<T>& r : records) r.timestamp = f(std::as_const(r.value));
+      };
       s.assigner_ = [f = std::move(f)](const T& v, Timestamp) -> Timestamp { return f(v); };
     }
     return s;
@@ -349,6 +363,7 @@ class WatermarkStrategy {
     return g;
   }
   const TimestampAssigner& assigner() const { return assigner_; }
+  const BatchAssigner& batch_assigner() const { return batch_assigner_; }
   bool periodic_per_record() const { return o_.periodic_per_record; }
   bool aligned() const {
     return !o_.alignment_group.empty() && o_.alignment_drift.count() != kMaxTimestamp;
@@ -369,6 +384,7 @@ class WatermarkStrategy {
 
   GeneratorFactory factory_;
   TimestampAssigner assigner_;
+  BatchAssigner batch_assigner_;  // set with assigner_
   internal::WatermarkStrategyOptions o_;
 };
 
