@@ -165,6 +165,57 @@ TEST(SourceOutput, InAJobEveryPathKeepsTheOrderTheTimestampsAndTheCount) {
   EXPECT_EQ(source_records, kCount) << "each record counted once, whichever path it took";
 }
 
+// 2 000 records made in place in one poll, more than a run holds.
+struct OnePollSource final : Source<int64_t> {
+  static constexpr int64_t kCount = 2000;
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    for (int64_t i = 0; i < kCount; ++i) out.CollectInPlace([i] { return i; }, i);
+    return PollStatus::kEndOfInput;
+  }
+};
+
+// The operator chained to the source: the sizes of the runs it is handed.
+class RunSizes final : public OneInputOperator<int64_t, int64_t> {
+ public:
+  explicit RunSizes(std::shared_ptr<std::vector<size_t>> sizes) : sizes_(std::move(sizes)) {}
+  void ProcessBatch(std::span<internal::Record<int64_t>> records) override {
+    sizes_->push_back(records.size());
+    OneInputOperator<int64_t, int64_t>::ProcessBatch(records);
+  }
+  void ProcessElement(int64_t&& v, Timestamp ts) override { output().Collect(std::move(v), ts); }
+
+ private:
+  std::shared_ptr<std::vector<size_t>> sizes_;
+};
+
+// A full run goes down the chain at once, within a poll: the chain (and a
+// full channel's back-pressure) sees the records 256 at a time, not a
+// poll's worth at its end.
+TEST(SourceOutput, AFullRunGoesDownTheChainWithinThePoll) {
+  auto sizes = std::make_shared<std::vector<size_t>>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto out =
+      env.add_source<int64_t>([] { return std::unique_ptr<Source<int64_t>>(new OnePollSource()); },
+                              "one poll")
+          .transform<int64_t>("run sizes",
+                              [sizes]() -> std::unique_ptr<OneInputOperator<int64_t, int64_t>> {
+                                return std::make_unique<RunSizes>(sizes);
+                              })
+          .collect();
+  JobResult r = env.execute("one poll");
+  ASSERT_TRUE(r.ok()) << r.status;
+  ASSERT_EQ(out->items().size(), static_cast<size_t>(OnePollSource::kCount));
+  ASSERT_FALSE(sizes->empty());
+  size_t total = 0;
+  for (size_t n : *sizes) {
+    EXPECT_LE(n, 256u);
+    total += n;
+  }
+  EXPECT_EQ(total, static_cast<size_t>(OnePollSource::kCount));
+  EXPECT_GE(sizes->size(), 8u);
+}
+
 // A slow split ("slow", 10 ms a record) and the source's main output (1 s a
 // record, far ahead), one record each in turn, with a watermark generator
 // per split.  A main record made in place right after a split's record
