@@ -52,8 +52,7 @@ class CollectionSource final : public Source<T> {
     for (size_t n = 0; n < budget && index < data_->size(); ++n) {
       const size_t i = index;
       index += stride_;  // before a break: the element is emitted exactly once
-      out.CollectInPlace([&] { return T((*data_)[i]); });
-      if (out.Backpressured()) break;
+      if (!out.CollectInPlace([&] { return T((*data_)[i]); })) break;
     }
     index_ = index;
     return index_ < data_->size() ? PollStatus::kMoreAvailable : PollStatus::kEndOfInput;
@@ -144,13 +143,15 @@ class GeneratorSource final : public Source<T> {
     int64_t next = next_;  // written back once per poll, as CollectionSource's
     for (; n < budget; ++n) {
       if (count_ >= 0 && next >= count_) break;
+      bool more = true;
       if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
         f_(next, out);  // the function emits itself (may attach timestamps)
+        more = !out.Backpressured();
       } else {
-        out.CollectInPlace([&] { return f_(next); });
+        more = out.CollectInPlace([&] { return f_(next); });
       }
       next += stride_;
-      if (out.Backpressured()) {
+      if (!more) {
         ++n;
         break;
       }

@@ -342,5 +342,38 @@ TEST(ChannelJob, BackpressureBoundsHowFarTheProducerRunsAhead) {
   EXPECT_GT(max_ahead->load(), 0);
 }
 
+// The same with a generator that returns its records: they are made in the
+// source driver's run (CollectInPlace), which asks for back-pressure only
+// when the run is handed on, so the source may run ahead by one run more.
+TEST(ChannelJob, BackpressureBoundsHowFarAGeneratorOfValuesRunsAhead) {
+  constexpr int kBatch = 16, kCapacity = 2, kCount = 20000, kRun = 256;
+  auto consumed = std::make_shared<std::atomic<int64_t>>(0);
+  auto max_ahead = std::make_shared<std::atomic<int64_t>>(0);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_worker_threads(2).set_batch_size(kBatch).set_channel_capacity(
+      kCapacity);
+  env.from_generator<int64_t>(
+         [consumed, max_ahead](int64_t i) {
+           const int64_t ahead = i - consumed->load();
+           if (ahead > max_ahead->load()) max_ahead->store(ahead);
+           return i;
+         },
+         kCount)
+      .rebalance()
+      .add_sink([consumed](int64_t v) {
+        volatile int64_t x = 0;
+        for (int k = 0; k < 2000; ++k) x = x + k;
+        EXPECT_EQ(v, consumed->load());
+        consumed->fetch_add(1);
+      });
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(consumed->load(), kCount);
+  // as above, plus the run being made when the channel filled
+  const int64_t bound = (kCapacity + 3) * kBatch + kBatch + kRun;
+  EXPECT_LE(max_ahead->load(), bound);
+  EXPECT_GT(max_ahead->load(), 0);
+}
+
 }  // namespace
 }  // namespace tidemark

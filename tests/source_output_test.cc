@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <any>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <typeinfo>
@@ -58,7 +59,10 @@ class RunOutput final : public SourceOutput<Tracked> {
   }
   void EmitWatermark(Timestamp) override {}
   void MarkIdle() override {}
-  bool Backpressured() const override { return false; }
+  bool Backpressured() const override {
+    ++backpressured_calls;
+    return backpressured;
+  }
   void RunFull() override {
     ++runs_full;
     for (auto& r : run) sent.emplace_back(r.value.v, r.timestamp);
@@ -69,7 +73,62 @@ class RunOutput final : public SourceOutput<Tracked> {
   std::vector<std::pair<int64_t, Timestamp>> sent;
   int virtual_calls = 0;
   int runs_full = 0;
+  bool backpressured = false;
+  mutable int backpressured_calls = 0;
 };
+
+// CollectInPlace answers whether to go on.  A record that only joined the
+// run leaves downstream as it was, so the answer is true without asking
+// Backpressured(); when the run is handed on, or without a run, it is
+// !Backpressured().
+TEST(SourceOutput, CollectInPlaceAsksBackpressuredOnlyWhenTheRunIsHandedOn) {
+  RunOutput out(3);
+  out.backpressured = true;  // seen at the next hand-on, not before
+  EXPECT_TRUE(out.CollectInPlace([] { return Tracked(1); }));
+  EXPECT_TRUE(out.CollectInPlace([] { return Tracked(2); }));
+  EXPECT_EQ(out.backpressured_calls, 0);
+  EXPECT_FALSE(out.CollectInPlace([] { return Tracked(3); })) << "the run of 3 was handed on";
+  EXPECT_EQ(out.backpressured_calls, 1);
+  EXPECT_EQ(out.runs_full, 1);
+  out.backpressured = false;
+  EXPECT_TRUE(out.CollectInPlace([] { return Tracked(4); }));
+  EXPECT_TRUE(out.CollectInPlace([] { return Tracked(5); }));
+  EXPECT_TRUE(out.CollectInPlace([] { return Tracked(6); }));
+  EXPECT_EQ(out.backpressured_calls, 2);
+
+  RunOutput direct(0);  // no run: asked at every record
+  EXPECT_TRUE(direct.CollectInPlace([] { return Tracked(1); }));
+  direct.backpressured = true;
+  EXPECT_FALSE(direct.CollectInPlace([] { return Tracked(2); }));
+  EXPECT_EQ(direct.backpressured_calls, 2);
+  EXPECT_EQ(direct.sent.size(), 2u);
+}
+
+// from_generator's and from_collection's sources end their poll at the first
+// hand-on of the run that finds back-pressure, and the next poll goes on
+// from the record after it: none is lost or repeated.
+TEST(SourceOutput, SourcesEndThePollWhenAHandedOnRunFindsBackPressure) {
+  const SourceContext ctx{0, 1, nullptr, nullptr};
+  auto make = [](int64_t i) { return Tracked(i); };
+  GeneratorSource<Tracked, decltype(make)> generator(make, 100, 0);
+  std::vector<Tracked> elements;
+  for (int64_t i = 0; i < 100; ++i) elements.emplace_back(i);
+  CollectionSource<Tracked> collection(
+      std::make_shared<const std::vector<Tracked>>(std::move(elements)));
+  for (Source<Tracked>* source : std::initializer_list<Source<Tracked>*>{&generator, &collection}) {
+    source->Open(ctx);
+    RunOutput out(4);
+    out.backpressured = true;
+    EXPECT_EQ(source->Poll(out, 50), PollStatus::kMoreAvailable);
+    ASSERT_EQ(out.sent.size(), 4u) << "stopped at the first run of 4, not at the budget of 50";
+    out.backpressured = false;
+    EXPECT_EQ(source->Poll(out, 50), PollStatus::kMoreAvailable);
+    ASSERT_EQ(out.sent.size(), 52u) << "48 handed on, 2 in the open run";
+    for (size_t i = 0; i < out.sent.size(); ++i) EXPECT_EQ(out.sent[i].first, int64_t(i));
+    EXPECT_EQ(out.run.size(), 2u);
+    EXPECT_EQ(out.run[0].value.v, 52);
+  }
+}
 
 TEST(SourceOutput, CollectInPlaceMakesTheValueInTheRunAndHandsTheRunOnWhenFull) {
   Tracked::copies = Tracked::moves = 0;

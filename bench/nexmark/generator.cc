@@ -550,9 +550,9 @@ tidemark::PollStatus NexmarkSource::Poll(tidemark::SourceOutput<Event>& out, siz
   for (size_t i = 0; i < budget; ++i) {
     if (count > 0 && next >= count) break;
     const int64_t ts = gen_->TimestampOf(next);
-    out.CollectInPlace([&] { return gen_->Make(next, ts); }, ts);
+    const bool more = out.CollectInPlace([&] { return gen_->Make(next, ts); }, ts);
     next += stride_;
-    if (out.Backpressured()) break;
+    if (!more) break;
   }
   next_ = next;
   if (count > 0 && next_ >= count) return tidemark::PollStatus::kEndOfInput;

@@ -51,14 +51,21 @@ class SourceOutput {
   // in the subtask's run of records, without a virtual call or a move of it.
   // For sources whose records are many or large (a generator, a variant of
   // events).  make() is called once, before CollectInPlace returns.
+  // Returns !Backpressured(): false once the source should stop emitting and
+  // return from Poll.  While the record only joined the run (the run was not
+  // handed on), nothing downstream has seen a record since the last answer,
+  // so it is true without asking the virtual Backpressured(); a cancellation
+  // is then seen when the run is handed on, at most a run's length later.
   template <typename Make>
-  void CollectInPlace(Make&& make, Timestamp ts = kNoTimestamp) {
+  bool CollectInPlace(Make&& make, Timestamp ts = kNoTimestamp) {
     if (run_ != nullptr) {
       internal::AppendMadeRecord(*run_, make, ts);
-      if (run_->size() >= run_limit_) RunFull();
+      if (run_->size() < run_limit_) return true;
+      RunFull();
     } else {
       CollectWithTimestamp(make(), ts);
     }
+    return !Backpressured();
   }
   // Watermarks produced by the source itself (most sources leave this to a
   // WatermarkStrategy).
