@@ -376,6 +376,30 @@ TEST(WindowOperatorTest, TumblingEventTimeWindowsReduceWithRestore) {
   EXPECT_EQ(h.num_event_time_timers(), 0u);
 }
 
+// A staggered tumbling window's offset comes from the processing time when
+// the operator assigns its first window (Flink's WindowStagger.NATURAL):
+// 12 345 ms, so the windows of 1 s start at 345 ms past each second.
+TEST(WindowOperatorTest, NaturallyStaggeredTumblingWindowsTakeTheFirstProcessingTime) {
+  StreamExecutionEnvironment env;
+  DataStream<KV> sums = env.from_collection(std::vector<KV>{})
+                            .key_by(KeyOf)
+                            .window(TumblingEventTimeWindows::of(1s, 0s, WindowStagger::kNatural))
+                            .reduce(Sum);
+  auto h = harness::harness_for<KV>(sums);
+  h.open();
+  h.set_processing_time(12345);
+  h.process_element(KV{"key1", 1}, 5000);  // window [4345, 5345)
+  h.set_processing_time(99999);            // fixed from the first window on
+  h.process_element(KV{"key1", 1}, 5344);
+  h.process_element(KV{"key1", 1}, 5345);  // window [5345, 6345)
+  h.process_watermark(5343);
+  h.process_watermark(5344);
+  h.process_watermark(6344);
+  EXPECT_EQ(h.get_output(),
+            (KVOut{watermark(5343), stream_record(KV{"key1", 2}, 5344), watermark(5344),
+                   stream_record(KV{"key1", 1}, 6344), watermark(6344)}));
+}
+
 // Flink's testReduceSessionWindows, in spirit: sessions with a 3 s gap.
 TEST(WindowOperatorTest, SessionWindowsReduce) {
   StreamExecutionEnvironment env;

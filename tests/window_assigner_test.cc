@@ -85,6 +85,27 @@ TEST(TumblingEventTimeWindows, AssignsWithOffsetsAndNegativeTimestamps) {
   EXPECT_THAT(Assign(daily, 1470902048450), ElementsAre(TimeWindow(1470844800000, 1470931200000)));
 }
 
+// window_of, the operators' path for this one-window assigner, is the one
+// window assign_windows gives, whether the window of the record before is
+// reused or computed, with an offset and at the ends of the range.
+TEST(TumblingEventTimeWindows, WindowOfIsTheOneWindowAssignWindowsGives) {
+  const auto plain = TumblingEventTimeWindows::of(5000ms);
+  const auto off = TumblingEventTimeWindows::of(5000ms, -100ms);
+  for (const auto& assigner : {plain, off}) {
+    const auto by_vector = assigner;  // separate caches of the last window
+    const auto by_value = assigner;
+    for (Timestamp ts :
+         {Timestamp{0}, Timestamp{4899}, Timestamp{4900}, Timestamp{4999}, Timestamp{-1},
+          Timestamp{12345}, Timestamp{12346}, kMaxTimestamp, kMinTimestamp + 1, Timestamp{3}}) {
+      SCOPED_TRACE(ts);
+      const std::vector<TimeWindow> expected = Assign(by_vector, ts);
+      ASSERT_EQ(expected.size(), 1u);
+      EXPECT_EQ(by_value.window_of(ts, 0), expected[0]);
+    }
+    EXPECT_THROW(by_value.window_of(kNoTimestamp, 0), std::runtime_error);
+  }
+}
+
 TEST(TumblingEventTimeWindows, RejectsInvalidParametersWithMessage) {
   EXPECT_THROW(TumblingEventTimeWindows::of(0ms), std::invalid_argument);
   EXPECT_THROW(TumblingEventTimeWindows::of(-1ms), std::invalid_argument);

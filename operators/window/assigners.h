@@ -198,14 +198,18 @@ class TumblingEventTimeWindows {
   }
   template <typename T>
   void assign_windows(const T&, Timestamp ts, Timestamp now, std::vector<TimeWindow>& out) const {
+    out.push_back(window_of(ts, now));
+  }
+  // The one window of a record at `ts` (assign_windows without the vector,
+  // for operators that take single-window assigners apart).
+  TimeWindow window_of(Timestamp ts, Timestamp now) const {
     internal::CheckHasTimestamp(ts);
     // Most records fall into the window of the record before: no division.
-    if (ts >= last_.start && ts < last_.end) [[likely]] {
-      out.push_back(last_);
-      return;
-    }
-    internal::AssignTumbling(ts, size_, EffectiveOffset(now), out);
-    last_ = out.back();  // the offset is fixed once EffectiveOffset has run
+    if (ts >= last_.start && ts < last_.end) [[likely]]
+      return last_;
+    const Timestamp start = GetWindowStartWithOffset(ts, EffectiveOffset(now), size_);
+    last_ = TimeWindow(start, internal::JavaLongAdd(start, size_));
+    return last_;  // the offset is fixed once EffectiveOffset has run
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t size() const { return size_; }

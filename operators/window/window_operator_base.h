@@ -206,9 +206,10 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
   template <typename Assigner>
   void AssignWindows(Assigner& assigner, const T& value, Timestamp ts) {
     windows_.clear();
-    assigner.assign_windows(
-        value, ts, kEventTime ? timers_.slice_processing_time() : timers_.current_processing_time(),
-        windows_);
+    assigner.assign_windows(value, ts, AssignerNow(), windows_);
+  }
+  Timestamp AssignerNow() {
+    return kEventTime ? timers_.slice_processing_time() : timers_.current_processing_time();
   }
 
   bool IsWindowLate(const W& w) const {
@@ -402,17 +403,22 @@ class SingleValueWindowOperator
   void AddToTable(TimeWindowTable<K, Value>& table, Assigner& assigner, const K& key, T&& value,
                   Timestamp ts) {
     this->current_key_ = &key;
-    this->AssignWindows(assigner, static_cast<const T&>(value), ts);
     bool skipped = true;
     const Timestamp watermark = this->timers_.current_watermark();
-    for (const W& w : this->windows_) {
-      if (this->IsWindowLate(w)) continue;
+    auto add = [&](const W& w) {
+      if (this->IsWindowLate(w)) return;
       skipped = false;
       auto [stored, created] =
           table.FindOrCreate(key, w, watermark, [&] { return contents_.NewValue(value); });
       if (!created) contents_.AddTo(*stored, value);
       // Before that, its timer (implicit) will fire it.
       if (w.max_timestamp() <= watermark) EmitByElement(key, w, *stored);
+    };
+    if constexpr (requires { assigner.window_of(ts, ts); }) {
+      add(assigner.window_of(ts, this->AssignerNow()));  // one window a record
+    } else {
+      this->AssignWindows(assigner, static_cast<const T&>(value), ts);
+      for (const W& w : this->windows_) add(w);
     }
     if (skipped) this->HandleSkippedElement(std::move(value), ts);
     this->current_key_ = nullptr;
