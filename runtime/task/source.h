@@ -53,9 +53,10 @@ class SourceOutput {
   // events).  make() is called once, before CollectInPlace returns.
   // Returns !Backpressured(): false once the source should stop emitting and
   // return from Poll.  While the record only joined the run (the run was not
-  // handed on), nothing downstream has seen a record since the last answer,
-  // so it is true without asking the virtual Backpressured(); a cancellation
-  // is then seen when the run is handed on, at most a run's length later.
+  // handed on), it is true without asking the virtual Backpressured(): only
+  // sending records on finds a full channel.  A cancellation, or back-pressure
+  // found when the source's own watermark sent the run on, is then seen at
+  // the next hand-on, at most a run's length (256 records) later.
   template <typename Make>
   bool CollectInPlace(Make&& make, Timestamp ts = kNoTimestamp) {
     if (run_ != nullptr) {
