@@ -30,8 +30,9 @@ g++ -std=c++17 -O3 -DNDEBUG -DNO_DEFAULT_MAPPING -DBLOCKING_MODE -I"$wf/wf" -I"$
   -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1); $(nproc) cores; $(date -u +%FT%TZ)"
 common=(--sources=2 --windows=2 --keys=10000 --records="$records")
-# The same allocator on both sides: tidemark-bench links jemalloc when the
-# build found it (TIDEMARK_JEMALLOC), so WindFlow's program gets it preloaded.
+# The same allocator on both sides: if tidemark-bench links jemalloc (it
+# keeps glibc's malloc since ccc418c, see CMakeLists.txt), WindFlow's program
+# gets it preloaded.
 preload=""
 if jemalloc=$(ldd "$bench" | awk '/libjemalloc/ {print $3}') && [ -n "$jemalloc" ]; then
   preload="$jemalloc"
