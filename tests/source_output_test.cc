@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <any>
+#include <atomic>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -273,6 +275,53 @@ TEST(SourceOutput, AFullRunGoesDownTheChainWithinThePoll) {
   }
   EXPECT_EQ(total, static_cast<size_t>(OnePollSource::kCount));
   EXPECT_GE(sizes->size(), 8u);
+}
+
+// A source that emits its own watermark every 10 records sends its run on
+// each time, so its runs never fill.  The record after each watermark asks
+// Backpressured(): a cancellation stops the poll within 10 records, not at
+// the end of the poll's budget (the batch size, 100 000 here).  The head of
+// the chain is a network writer (rebalance), which does not look at the
+// cancellation itself.
+struct WatermarkEvery10Source final : Source<int64_t> {
+  static constexpr int64_t kCancelAt = 105;
+  std::shared_future<JobClient*> client;
+  std::shared_ptr<std::atomic<int64_t>> made_after_cancel;
+  int64_t i = 0;
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t budget) override {
+    for (size_t n = 0; n < budget; ++n) {
+      const int64_t v = i++;
+      if (v == kCancelAt) client.get()->cancel();
+      if (v > kCancelAt) made_after_cancel->fetch_add(1);
+      if (!out.CollectInPlace([v] { return v; }, v)) return PollStatus::kMoreAvailable;
+      if (v % 10 == 9) out.EmitWatermark(v);
+    }
+    return PollStatus::kMoreAvailable;  // unbounded: only the cancellation ends it
+  }
+};
+
+TEST(SourceOutput, ACancellationIsSeenAtTheRecordAfterTheSourcesOwnWatermark) {
+  std::promise<JobClient*> client_promise;
+  std::shared_future<JobClient*> client = client_promise.get_future().share();
+  auto made_after_cancel = std::make_shared<std::atomic<int64_t>>(0);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_batch_size(100000);
+  env.add_source<int64_t>(
+         [client, made_after_cancel] {
+           auto s = std::make_unique<WatermarkEvery10Source>();
+           s->client = client;
+           s->made_after_cancel = made_after_cancel;
+           return std::unique_ptr<Source<int64_t>>(std::move(s));
+         },
+         "watermark every 10")
+      .rebalance()
+      .add_sink([](int64_t&&) {});
+  JobClient running = env.execute_async("cancelled");
+  client_promise.set_value(&running);
+  running.wait();
+  // Records 106-109, then 110 finds the cancellation (the watermark at 109
+  // sent the run on).  Before, the poll went on to its budget.
+  EXPECT_LE(made_after_cancel->load(), 10);
 }
 
 // A slow split ("slow", 10 ms a record) and the source's main output (1 s a

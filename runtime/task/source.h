@@ -54,9 +54,10 @@ class SourceOutput {
   // Returns !Backpressured(): false once the source should stop emitting and
   // return from Poll.  While the record only joined the run (the run was not
   // handed on), it is true without asking the virtual Backpressured(): only
-  // sending records on finds a full channel.  A cancellation, or back-pressure
-  // found when the source's own watermark sent the run on, is then seen at
-  // the next hand-on, at most a run's length (256 records) later.
+  // sending records on finds a full channel.  A cancellation that arrives
+  // meanwhile is seen at the next hand-on, at most a run's length (256
+  // records) later; after the source's own watermark, idleness or split
+  // release (which send the run on first), at the next record.
   template <typename Make>
   bool CollectInPlace(Make&& make, Timestamp ts = kNoTimestamp) {
     if (run_ != nullptr) {
@@ -97,8 +98,10 @@ class SourceOutput {
  protected:
   // An output that gathers records in a vector (the source driver's run)
   // points run_ at it while CollectInPlace may append there, and is called
-  // at RunFull() once it holds run_limit_ records.  Null: CollectInPlace
-  // goes through CollectWithTimestamp.
+  // at RunFull() once it holds run_limit_ records (the run's length, or less
+  // where the output wants the next record to ask Backpressured(); RunFull
+  // then hands on only a full run).  Null: CollectInPlace goes through
+  // CollectWithTimestamp.
   std::vector<internal::Record<T>>* run_ = nullptr;
   size_t run_limit_ = 0;
   virtual void RunFull() {}

@@ -139,19 +139,25 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   [[gnu::noinline]] void EmitWatermark(Timestamp w) override {
     FlushPending();
     ForwardWatermark(w);
+    AskAtNextRecord();
   }
   [[gnu::noinline]] void MarkIdle() override {
     FlushPending();
     ForwardIdle();
+    AskAtNextRecord();
   }
   [[gnu::noinline]] void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
     FlushPending();
     head_->EmitGeneralizedWatermark(w);
+    AskAtNextRecord();
   }
   SourceOutput<T>& ForSplit(const std::string& split_id) override {
     return static_cast<SplitOutput&>(SplitFor(split_id));
   }
-  void ReleaseSplit(const std::string& split_id) override { DropSplit(split_id); }
+  void ReleaseSplit(const std::string& split_id) override {
+    DropSplit(split_id);
+    AskAtNextRecord();
+  }
   std::unique_ptr<SplitOutputBase> NewSplitOutput() override {
     return std::unique_ptr<SplitOutputBase>(new SplitOutput(this));
   }
@@ -186,13 +192,27 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
 
   // CollectInPlace's fast path (SourceOutput<T>::run_): records made
   // straight in pending_, sent on at kRun.  Not while aligned, where each
-  // record goes down the chain at once.
+  // record goes down the chain at once.  A poll that starts stopped (a
+  // checkpoint barrier between polls found a full channel) asks at its first
+  // record.
   void OpenRun() {
     if (Aligned()) return;
     this->run_ = &pending_;
+    this->run_limit_ = StopRequested() ? 1 : kRun;
+  }
+  // CollectInPlace asks Backpressured() when the run reaches run_limit_:
+  // at kRun the run is sent on; at a lower limit (AskAtNextRecord) it stays,
+  // and only the question is asked.
+  [[gnu::noinline]] void RunFull() override {
+    if (pending_.size() >= kRun) FlushPending();
     this->run_limit_ = kRun;
   }
-  [[gnu::noinline]] void RunFull() override { FlushPending(); }
+  // After the source's own watermark, idleness or split release went down
+  // the chain (and sent the run on before it, which may have found a full
+  // channel or a cancellation), the next CollectInPlace asks: a source that
+  // emits them more often than every kRun records would otherwise never
+  // fill a run, and would go on to the end of its poll's budget.
+  void AskAtNextRecord() { this->run_limit_ = 1; }
 
   void FlushPending() {
     if (pending_.empty()) return;
