@@ -112,6 +112,51 @@ TEST(LocalAggregateOperator, SlidingWindowsCombinePerPaneOfTheGcd) {
   EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
 }
 
+// Near MIN or MAX, Java's wrapping window arithmetic can give a pane's last
+// timestamp, which a partial carries, other windows than its records have
+// (tumbling 10 ms, offset -3: MAX - 5 is in [MAX - 10, MAX), MAX - 1 in
+// [MAX - 4, MIN + 5), a window already late).  Records of panes within
+// window size + slide + |offset| of either end pass alone, unchanged; the
+// rest combine as before.
+TEST(LocalAggregateOperator, RecordsNearTheEndsOfTheRangePassAlone) {
+  auto tumbling =
+      MakeReduce(LocalPanesOf(TumblingEventTimeWindows::of(Duration(10), Duration(-3))));
+  tumbling->process_element(E("a", 1), 0);
+  tumbling->process_element(E("a", 10), kMaxTimestamp - 5);
+  tumbling->process_element(E("a", 20), kMaxTimestamp - 1);
+  tumbling->process_element(E("a", 30), kMaxTimestamp - 30);  // [MAX - 30, MAX - 20): alone
+  tumbling->process_element(E("a", 40), kMaxTimestamp - 40);  // [MAX - 40, MAX - 30): combined
+  EXPECT_EQ(tumbling->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{
+                harness::stream_record(E("a", 10), kMaxTimestamp - 5),
+                harness::stream_record(E("a", 20), kMaxTimestamp - 1),
+                harness::stream_record(E("a", 30), kMaxTimestamp - 30)}));
+  EXPECT_EQ(tumbling->get_operator<ReduceOp>().held_partials(), 2u);
+
+  // Offset 3 at MIN: MIN + 3's pane is [MIN + 1, MIN + 11), but MIN + 1's
+  // window is [MAX - 4, MIN + 5); neither is combined, in either order.
+  auto low = MakeReduce(LocalPanesOf(TumblingEventTimeWindows::of(Duration(10), Duration(3))));
+  low->process_element(E("a", 1), kMinTimestamp + 3);
+  low->process_element(E("a", 10), kMinTimestamp + 1);
+  EXPECT_EQ(low->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{
+                harness::stream_record(E("a", 1), kMinTimestamp + 3),
+                harness::stream_record(E("a", 10), kMinTimestamp + 1)}));
+
+  // Sliding 15 every 10, offset 3: MIN + 1 is in [MAX - 4, MIN + 10), its
+  // pane's last timestamp MIN + 4 in no window.
+  auto sliding = MakeReduce(
+      LocalPanesOf(SlidingEventTimeWindows::of(Duration(15), Duration(10), Duration(3))));
+  sliding->process_element(E("a", 1), kMinTimestamp + 1);
+  EXPECT_EQ(sliding->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{
+                harness::stream_record(E("a", 1), kMinTimestamp + 1)}));
+  EXPECT_EQ(sliding->counter(kLocalAggregationRecordsPassed), 0)
+      << "published at the next watermark";
+  sliding->process_watermark(kMinTimestamp + 100);
+  EXPECT_EQ(sliding->counter(kLocalAggregationRecordsPassed), 1);
+}
+
 TEST(LocalAggregateOperator, TheBoundOnPartialsSendsThemAll) {
   auto h = MakeReduce({10, 0}, /*max_partials=*/2);
   h->process_element(E("a", 1), 1);

@@ -109,6 +109,41 @@ TEST(TumblingEventTimeWindows, WindowOfGivesEachRecordsWindow) {
   EXPECT_THROW(off.window_of(kNoTimestamp, 0), std::runtime_error);
 }
 
+// The window of the record before is reused only where Flink's formula
+// gives it to every timestamp in it.  Within a window of MIN (offset > 0) or
+// MAX (offset < 0), ts - offset wraps as Java's long does, and timestamps of
+// one aligned interval get different windows ([MAX - 4, MIN + 5) for MIN + 1
+// with size 10 and offset 3, [MIN + 1, MIN + 11) for MIN + 3): whatever came
+// before, each record gets the window an assigner that saw nothing else gives.
+TEST(TumblingEventTimeWindows, WindowOfNearTheEndsOfTheRangeIsTheFormulasWhateverCameBefore) {
+  std::vector<Timestamp> ts;
+  for (int64_t d = 1; d <= 40; ++d) {
+    ts.push_back(kMinTimestamp + d);
+    ts.push_back(kMaxTimestamp - d + 1);
+  }
+  ts.push_back(0);
+  int compared = 0;
+  for (int64_t offset : {3, -3, 7, -7, 0}) {
+    const auto of = [&] { return TumblingEventTimeWindows::of(Duration(10), Duration(offset)); };
+    for (Timestamp before : ts) {
+      const auto shared = of();
+      shared.window_of(before, 0);
+      for (Timestamp t : ts) {
+        const TimeWindow fresh = of().window_of(t, 0);
+        ASSERT_EQ(shared.window_of(t, 0), fresh)
+            << "offset " << offset << ", " << t << " after " << before;
+        shared.window_of(before, 0);  // before again, then the next
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 5 * 81 * 81);
+  // Flink's windows at the ends, for the record: size 10, offset 3.
+  const auto a = TumblingEventTimeWindows::of(Duration(10), Duration(3));
+  EXPECT_EQ(a.window_of(kMinTimestamp + 3, 0), TimeWindow(kMinTimestamp + 1, kMinTimestamp + 11));
+  EXPECT_EQ(a.window_of(kMinTimestamp + 1, 0), TimeWindow(kMaxTimestamp - 4, kMinTimestamp + 5));
+}
+
 TEST(TumblingEventTimeWindows, RejectsInvalidParametersWithMessage) {
   EXPECT_THROW(TumblingEventTimeWindows::of(0ms), std::invalid_argument);
   EXPECT_THROW(TumblingEventTimeWindows::of(-1ms), std::invalid_argument);

@@ -207,9 +207,20 @@ class TumblingEventTimeWindows {
     // Most records fall into the window of the record before: no division.
     if (ts >= last_.start && ts < last_.end) [[likely]]
       return last_;
-    const Timestamp start = GetWindowStartWithOffset(ts, EffectiveOffset(now), size_);
-    last_ = TimeWindow(start, internal::JavaLongAdd(start, size_));
-    return last_;  // the offset is fixed once EffectiveOffset has run
+    const int64_t offset = EffectiveOffset(now);  // fixed once it has run
+    const Timestamp start = GetWindowStartWithOffset(ts, offset, size_);
+    const TimeWindow window(start, internal::JavaLongAdd(start, size_));
+    // Kept only if Flink's formula gives this window to every timestamp in
+    // it, which holds where ts - offset wraps for none of them: near MIN
+    // (offset > 0) or MAX (offset < 0) it may wrap, and timestamps of one
+    // interval then get different windows.  An end that wrapped is kept as
+    // it is: such a window is empty, and matches no timestamp.
+    Timestamp first = 0, last = 0;
+    const bool exact =
+        window.start >= window.end || (!__builtin_sub_overflow(window.start, offset, &first) &&
+                                       !__builtin_sub_overflow(window.end - 1, offset, &last));
+    last_ = exact ? window : TimeWindow(0, 0);
+    return window;
   }
   EventTimeTrigger default_trigger() const { return {}; }
   int64_t size() const { return size_; }
@@ -227,7 +238,8 @@ class TumblingEventTimeWindows {
   int64_t offset_;
   internal::StaggeredOffset effective_;
   // The window assigned last (empty at first; an end that wrapped past MAX
-  // makes it empty too, so such windows are always computed).
+  // makes it empty too, so such windows are always computed; and empty after
+  // a window in which ts - offset wraps, see window_of).
   mutable TimeWindow last_{0, 0};
 };
 

@@ -56,6 +56,7 @@
 #ifndef TM_OPERATORS_WINDOW_LOCAL_AGGREGATE_OPERATOR_H_
 #define TM_OPERATORS_WINDOW_LOCAL_AGGREGATE_OPERATOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <numeric>
@@ -97,14 +98,31 @@ struct LocalPanes {
   // slide and the window size then, else 0.
   int64_t gap_slide = 0;
   int64_t window_size = 0;
+  // How far from a pane the window arithmetic of its records reaches (window
+  // size + slide + |offset|; 0: twice the pane plus |offset|, tumbling).
+  // Near MIN or MAX that arithmetic wraps as Java's does, and the records
+  // of one pane may get other windows than its last timestamp, which a
+  // partial carries: records of panes within this of either end pass alone.
+  int64_t reach = 0;
 };
-inline LocalPanes LocalPanesOf(const TumblingEventTimeWindows& a) { return {a.size(), a.offset()}; }
+// a + b + |c| for a, b > 0, saturated at MAX (which makes every pane pass
+// alone: such windows span most of the range).
+inline int64_t LocalPanesReach(int64_t a, int64_t b, int64_t c) {
+  const uint64_t abs_c = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+  const uint64_t sum = static_cast<uint64_t>(a) + static_cast<uint64_t>(b) + abs_c;
+  const uint64_t max = static_cast<uint64_t>(kMaxTimestamp);
+  return sum > max || sum < abs_c ? kMaxTimestamp : static_cast<int64_t>(sum);
+}
+inline LocalPanes LocalPanesOf(const TumblingEventTimeWindows& a) {
+  return {a.size(), a.offset(), 0, 0, LocalPanesReach(a.size(), a.size(), a.offset())};
+}
 inline LocalPanes LocalPanesOf(const SlidingEventTimeWindows& a) {
   LocalPanes p{std::gcd(a.size(), a.slide()), a.offset()};
   if (a.size() < a.slide()) {
     p.gap_slide = a.slide();
     p.window_size = a.size();
   }
+  p.reach = LocalPanesReach(a.size(), a.slide(), a.offset());
   return p;
 }
 
@@ -190,6 +208,7 @@ class LocalAggregateOperator final
     if (panes_.size <= 0) throw std::invalid_argument("local aggregation: pane size must be > 0");
     if (max_partials_ == 0)
       throw std::invalid_argument("local aggregation: the partials' bound must be > 0");
+    panes_.reach = std::max(panes_.reach, LocalPanesReach(panes_.size, panes_.size, panes_.offset));
   }
 
   void Open(OperatorContext& ctx) override {
@@ -274,6 +293,11 @@ class LocalAggregateOperator final
     const Timestamp start = GetWindowStartWithOffset(ts, panes_.offset, panes_.size);
     Timestamp end = 0;
     if (start > ts || __builtin_add_overflow(start, panes_.size, &end)) return false;
+    // Near either end of the range (see LocalPanes::reach): alone.
+    Timestamp below = 0, above = 0;
+    if (__builtin_sub_overflow(start, panes_.reach, &below) ||
+        __builtin_add_overflow(end, panes_.reach, &above))
+      return false;
     if (end - 1 <= last_watermark_) return false;
     if (panes_.gap_slide > 0) {
       // In a gap between windows: no window takes it (see LocalPanes).
