@@ -219,26 +219,25 @@ class LocalAggregateOperator final
     size_flushes_ = ctx.counter(kLocalAggregationSizeFlushes);
   }
 
+  // The common case, a record of the current pane whose key holds a
+  // partial, is small enough to inline into the batch loop; a new pane, a
+  // record that passes alone and a key's first record are out of line.
   void ProcessElement(T&& value, Timestamp ts) override {
-    if (ts < cur_start_ || ts >= cur_end_ || cur_ == nullptr) [[unlikely]] {
+    // The range is empty while no pane is current (Uncache).
+    if (ts < cur_start_ || ts >= cur_end_) [[unlikely]] {
       if (!FindPane(ts)) {
         PassAlone(std::move(value), ts);
         return;
       }
     }
     K key = key_(static_cast<const T&>(value));
-    auto it = cur_->find(key);
-    if (it == cur_->end()) {
-      cur_->emplace(std::move(key), combiner_.Start(std::move(value)));
-      ++held_;
-    } else {
-      combiner_.Add(it->second, std::move(value));
-    }
     ++combined_count_;
-    if (held_ >= max_partials_) [[unlikely]] {
-      size_flushes_->Inc();
-      FlushAll();
+    auto it = cur_->find(key);
+    if (it == cur_->end()) [[unlikely]] {
+      StartPartial(std::move(key), std::move(value));
+      return;
     }
+    combiner_.Add(it->second, std::move(value));
   }
 
   void ProcessWatermark(Timestamp watermark) override {
@@ -285,10 +284,19 @@ class LocalAggregateOperator final
     return end - 1;
   }
 
+  [[gnu::noinline]] void StartPartial(K&& key, T&& value) {
+    cur_->emplace(std::move(key), combiner_.Start(std::move(value)));
+    ++held_;
+    if (held_ >= max_partials_) [[unlikely]] {
+      size_flushes_->Inc();
+      FlushAll();
+    }
+  }
+
   // Points cur_ at ts's pane, creating it; false when the record must pass
   // alone (its pane has ended at or before the last watermark sent, or after
   // idleness, or at the ends of the time range).
-  bool FindPane(Timestamp ts) {
+  [[gnu::noinline]] bool FindPane(Timestamp ts) {
     if (passthrough_ || ts == kNoTimestamp) return false;
     const Timestamp start = GetWindowStartWithOffset(ts, panes_.offset, panes_.size);
     Timestamp end = 0;
@@ -311,7 +319,7 @@ class LocalAggregateOperator final
     return true;
   }
 
-  void PassAlone(T&& value, Timestamp ts) {
+  [[gnu::noinline]] void PassAlone(T&& value, Timestamp ts) {
     ++passed_count_;
     this->output().Collect(combiner_.Raw(std::move(value)), ts);
   }
