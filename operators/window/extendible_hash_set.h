@@ -82,7 +82,7 @@ class ExtendibleHashSet {
   // The element equal to `key` (whose hash is `hash`, as Hash gives it), or
   // null.
   template <typename Key>
-  const V* Find(const Key& key, size_t hash) {
+  [[gnu::always_inline]] const V* Find(const Key& key, size_t hash) {
     Shard* shard = ShardOf(hash);
     auto it = shard->set.find(key);
     return it != shard->set.end() ? &*it : nullptr;
