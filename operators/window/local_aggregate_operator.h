@@ -37,7 +37,16 @@
 //     later panes stay (they are still combinable after W');
 //   - the kMaxWatermark at the end of the input emits every partial before it
 //     goes down; so does a checkpoint barrier (PrepareSnapshotPreBarrier),
-//     so the snapshot holds no partials and the operator has no state;
+//     so the snapshot holds no partials: only W and whether the output went
+//     idle, because the window operator downstream restores its watermark,
+//     and a restored subtask that started again from MIN would combine
+//     records that are late there (a late record within the allowed
+//     lateness then re-fires its window once for several records, and the
+//     late side output gets a partial instead of the records).  Rescaled,
+//     a subtask takes the largest W and any idleness of the old subtasks it
+//     is given (each old W is at least the downstream watermark restored
+//     from it); a state without them (a checkpoint from before they were
+//     kept) makes every record pass alone;
 //   - when the number of partials held reaches `max_partials`, all are
 //     emitted (they are not late downstream: their panes end after W);
 //   - once the subtask's output goes idle, the downstream watermark may pass
@@ -261,6 +270,21 @@ class LocalAggregateOperator final
     FlushAll();
     PublishCounts();
   }
+
+  void SnapshotState(StateWriter& w) override {
+    w.PutI64(last_watermark_);
+    w.PutU8(passthrough_ ? 1 : 0);
+  }
+  void RestoreState(StateReader& r) override {
+    if (r.AtEnd()) {  // kept by a version that had no state here
+      passthrough_ = true;
+      return;
+    }
+    last_watermark_ = std::max(last_watermark_, r.GetI64("local aggregation watermark"));
+    passthrough_ = r.GetU8("local aggregation idle") != 0 || passthrough_;
+  }
+  // Every new subtask gets at least one old state.
+  StateRescaling state_rescaling() const override { return StateRescaling::kKeyGroups; }
 
   void Finish() override {
     FlushAll();  // empty after the kMaxWatermark; kept for safety
