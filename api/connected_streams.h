@@ -367,6 +367,11 @@ class IntervalJoined {
     auto b = bounds_;
     if (b.lower > b.upper)
       throw std::invalid_argument("interval_join: the lower bound is above the upper bound");
+    if ((!b.lower_inclusive && b.lower == kMaxTimestamp) ||
+        (!b.upper_inclusive && b.upper == kMinTimestamp))
+      throw std::invalid_argument(
+          "interval_join: an exclusive bound at the end of the time range (lower MAX or upper "
+          "MIN) has no representable inclusive bound");
     if (!b.lower_inclusive) ++b.lower;
     if (!b.upper_inclusive) --b.upper;
     // (Exclusive bounds may leave an empty interval: nothing joins, as in

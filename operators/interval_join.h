@@ -146,7 +146,7 @@ class IntervalJoinOperator final
   }
   void ProcessElement2(R&& v, Timestamp ts) override {
     const K key = key2_(static_cast<const R&>(v));
-    Join<false>(key, std::move(v), ts, *right_, *left_, -upper_, -lower_);
+    Join<false>(key, std::move(v), ts, *right_, *left_, SatNeg(upper_), SatNeg(lower_));
   }
   // Watermarks (cleanup timers fire first) and checkpoints: KeyedOperator's.
 
@@ -224,18 +224,32 @@ class IntervalJoinOperator final
     }
   }
 
+  // A cleanup timer at t drops every record of its side whose cleanup time
+  // (Join: ts + rel_upper, saturated at MAX, or ts) is at most t.  In the
+  // range where nothing saturates that is the one time t - rel_upper (the
+  // earlier ones had their timers first), as Flink drops it; a time that
+  // saturated at MAX cannot be undone by a subtraction, so at MAX every
+  // record goes (none can join after the last watermark but one at MAX).
   void Cleanup(const K& key, int32_t side, Timestamp t) {
-    if (side == static_cast<int32_t>(JoinSide::kLeft)) {
-      Drop(*left_, key, upper_ <= 0 ? t : t - upper_);
+    const bool left = side == static_cast<int32_t>(JoinSide::kLeft);
+    const Timestamp rel_upper = left ? upper_ : SatNeg(lower_);
+    Timestamp last = t;
+    if (t == kMaxTimestamp) {
+      last = kMaxTimestamp;
+    } else if (rel_upper > 0 && __builtin_sub_overflow(t, rel_upper, &last)) {
+      return;  // below MIN: no record's cleanup time
+    }
+    if (left) {
+      DropUpTo(*left_, key, last);
     } else {
-      Drop(*right_, key, lower_ >= 0 ? t : t + lower_);
+      DropUpTo(*right_, key, last);
     }
   }
   template <typename T>
-  static void Drop(Table<T>& table, const K& key, Timestamp ts) {
+  static void DropUpTo(Table<T>& table, const K& key, Timestamp last) {
     Buffer<T>* buf = table.Find(key, kVoidNamespace);
     if (buf == nullptr) return;
-    buf->erase(ts);
+    buf->erase(buf->begin(), buf->upper_bound(last));
     if (buf->empty()) table.Erase(key, kVoidNamespace);
   }
   static Timestamp SatAdd(Timestamp a, Timestamp b) {
@@ -243,6 +257,10 @@ class IntervalJoinOperator final
     if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kMaxTimestamp : kMinTimestamp;
     return r;
   }
+  // -x, with -MIN saturated at MAX (Java's -Long.MIN_VALUE wraps to MIN and
+  // gives the right side an empty range: Flink then joins no right record
+  // with earlier left ones under between(MIN, x)).
+  static Timestamp SatNeg(Timestamp x) { return x == kMinTimestamp ? kMaxTimestamp : -x; }
 
   KeyFn1 key1_;
   KeyFn2 key2_;

@@ -199,6 +199,53 @@ TEST(IntervalJoinOperator, ACheckpointKeepsBothBuffersAndTheCleanupTimers) {
   EXPECT_EQ(op.buffered_right(), 0u);
 }
 
+// At the ends of the time range (found by a review).  between(MIN, 0): a
+// right record joins the left records at or after it; -MIN used to be
+// undefined (in practice MIN, an empty range) and the right buffer's
+// cleanup dropped another bucket, so right records stayed for good.  And a
+// cleanup time that saturates at MAX (left at MAX - 5 with upper 10) must
+// still drop its records at the last watermark.
+TEST(IntervalJoinOperator, BoundsAndCleanupAtTheEndsOfTheRange) {
+  testing::OperatorHarness<int, std::string> h(MakeJoin(kMinTimestamp, 0));
+  h.Open();
+  JoinOp& op = h.op<JoinOp>();
+  op.ProcessElement1({1, 10}, 10);
+  op.ProcessElement2({1, 5}, 5);  // 10 + MIN <= 5 <= 10 + 0
+  EXPECT_EQ(h.TakeRecords(), (std::vector<std::pair<std::string, Timestamp>>{{"1:10-5", 10}}));
+  op.ProcessElement1({1, 20}, 20);
+  EXPECT_EQ(h.TakeRecords(), (std::vector<std::pair<std::string, Timestamp>>{{"1:20-5", 20}}));
+  h.ProcessWatermark(30);
+  EXPECT_EQ(op.buffered_left(), 0u);
+  EXPECT_EQ(op.buffered_right(), 1u) << "a right record may join any later left one";
+  h.ProcessWatermark(kMaxTimestamp);
+  EXPECT_EQ(op.buffered_right(), 0u);
+
+  testing::OperatorHarness<int, std::string> top(MakeJoin(-5, 10));
+  top.Open();
+  JoinOp& t = top.op<JoinOp>();
+  t.ProcessElement1({1, 5}, kMaxTimestamp - 5);
+  t.ProcessElement2({1, 3}, kMaxTimestamp - 3);
+  EXPECT_EQ(top.TakeRecords().size(), 1u);
+  top.ProcessWatermark(kMaxTimestamp - 1);
+  EXPECT_EQ(t.buffered_left(), 1u) << "its cleanup time saturated at MAX";
+  top.ProcessWatermark(kMaxTimestamp);
+  EXPECT_EQ(t.buffered_left(), 0u);
+  EXPECT_EQ(t.buffered_right(), 0u);
+}
+
+TEST(IntervalJoinApi, RejectsAnExclusiveBoundAtTheEndOfTheRange) {
+  StreamExecutionEnvironment env;
+  auto cs = env.from_collection(std::vector<Click>{{1, 1}});
+  auto vs = env.from_collection(std::vector<View>{{1, 1}});
+  auto f = [](const Click&, const View&, Collector<int>&) {};
+  EXPECT_THROW(cs.key_by(ClickKey)
+                   .interval_join(vs.key_by(ViewKey))
+                   .between(Duration(kMaxTimestamp), Duration(kMaxTimestamp))
+                   .lower_bound_exclusive()
+                   .process(f),
+               std::invalid_argument);
+}
+
 TEST(IntervalJoinApi, RejectsALowerBoundAboveTheUpper) {
   StreamExecutionEnvironment env;
   auto cs = env.from_collection(std::vector<Click>{{1, 1}});
