@@ -9,8 +9,9 @@
 // repeatedly takes the timer with the smallest timestamp while it is <= w and
 // calls the event-time callback with its key, namespace and timestamp.  Timers
 // registered by that callback with a timestamp <= w fire in the same loop.
-// Equal timestamps fire in registration order (Flink leaves that order
-// unspecified; tests must not depend on it).
+// Equal timestamps fire in the order of their first registration: a timer
+// deleted and registered again keeps its first place (Flink leaves that
+// order unspecified; tests must not depend on it).
 //
 // Processing time: a timer at T fires once the subtask's clock has passed T
 // (clock >= T + 1, as every ProcessingTimeService timer; Flink's
