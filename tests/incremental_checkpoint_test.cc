@@ -276,6 +276,26 @@ TEST(IncrementalStorage, AnAbortedCheckpointsSharedFileIsDeletedAndNeverReferred
   EXPECT_EQ(loaded->states.at("0-0.state"), next);
 }
 
+// A task whose write finishes after its checkpoint was aborted (timed out,
+// or failed elsewhere): its new shared file is not kept as pending for good
+// (found by a review: it was, so such files were never deleted), and the
+// next retention deletes it.
+TEST(IncrementalStorage, ASharedFileWrittenAfterItsCheckpointWasAbortedIsDeletedAtTheNextCommit) {
+  testing::TempDir dir;
+  CheckpointStorage storage(dir.Path("chk"));
+  storage.set_incremental(true);
+  ASSERT_TRUE(storage.Commit(1, {}, {Write(storage, 1, "0-0.state", Random(60'000, 1))}).ok());
+  storage.Abort(2);
+  ASSERT_TRUE(storage.WriteState(2, "0-1.state", Random(40'000, 7)).ok());  // late
+  EXPECT_TRUE(SharedFiles(storage).contains("2-0-1.state"));
+  const StateFileInfo f3 = Write(storage, 3, "0-0.state", Random(60'000, 1) + Random(20'000, 3));
+  ASSERT_TRUE(storage.Commit(3, {}, {f3}).ok());
+  EXPECT_EQ(SharedFiles(storage), (std::set<std::string>{"1-0-0.state", "3-0-0.state"}));
+  auto loaded = storage.LoadLatest(nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->id, 3);
+}
+
 TEST(IncrementalStorage, ASavepointStaysFullAndAFullCheckpointBesideIncrementalOnesLoads) {
   testing::TempDir dir;
   CheckpointStorage sp = CheckpointStorage::ForSavepoint(dir.Path("sp"));

@@ -766,6 +766,15 @@ struct CheckpointStorage::ChunkIndex {
   // shared file they refer to (never deleted while they are pending).
   std::map<int64_t, absl::flat_hash_map<ChunkKey, SharedChunkRef>> pending ABSL_GUARDED_BY(mu);
   std::map<int64_t, std::set<std::string>> pending_files ABSL_GUARDED_BY(mu);
+  // The highest id committed or aborted: a write for it or an earlier id
+  // comes from a task that finished after its checkpoint was aborted (timed
+  // out, failed elsewhere), and is not pending: its files go at the next
+  // retention instead of being kept for good.
+  int64_t closed_through ABSL_GUARDED_BY(mu) = -1;
+  bool Closed(int64_t id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return id <= closed_through; }
+  void AddPendingFile(int64_t id, std::string file) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!Closed(id)) pending_files[id].insert(std::move(file));
+  }
 };
 
 CheckpointStorage::CheckpointStorage(std::filesystem::path dir, int retain)
@@ -841,7 +850,7 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, st
   }
   {
     MutexLock lock(&chunks_->mu);
-    chunks_->pending_files[id].insert(file);
+    chunks_->AddPendingFile(id, file);
   }
   return SharedChunkRef{file, 0, bytes.size(), Crc32c(bytes)};
 }
@@ -851,8 +860,8 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateRefs(
     const std::vector<SharedChunkRef>& files_referred) const {
   {
     MutexLock lock(&chunks_->mu);
-    for (const SharedChunkRef& r : refs) chunks_->pending_files[id].insert(r.file);
-    for (const SharedChunkRef& r : files_referred) chunks_->pending_files[id].insert(r.file);
+    for (const SharedChunkRef& r : refs) chunks_->AddPendingFile(id, r.file);
+    for (const SharedChunkRef& r : files_referred) chunks_->AddPendingFile(id, r.file);
   }
   const std::string encoded = EncodeRefs(refs, files_referred);
   absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, {encoded});
@@ -908,8 +917,12 @@ absl::StatusOr<StateFileInfo> CheckpointStorage::WriteIncremental(
   }
   {
     MutexLock lock(&chunks_->mu);
-    auto& pending = chunks_->pending[id];
-    for (const SharedChunkRef& r : fresh) pending.emplace(KeyOf(r), r);
+    if (chunks_->Closed(id)) {
+      chunks_->pending.erase(id);  // aborted meanwhile
+    } else {
+      auto& pending = chunks_->pending[id];
+      for (const SharedChunkRef& r : fresh) pending.emplace(KeyOf(r), r);
+    }
   }
   absl::StatusOr<StateFileInfo> info = WriteStateRefs(id, name, refs, files_referred);
   if (info.ok()) info->shared_bytes = new_bytes.size();
@@ -987,6 +1000,7 @@ void CheckpointStorage::CollectShared(int64_t id) const {
       chunks_->pending.erase(p);
     }
     chunks_->pending_files.erase(id);
+    chunks_->closed_through = std::max(chunks_->closed_through, id);
   }
   const fs::path shared = SharedDir();
   std::error_code ec;
@@ -1091,7 +1105,7 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
   }
   {
     MutexLock lock(&chunks_->mu);
-    chunks_->pending_files[id].insert(file);
+    chunks_->AddPendingFile(id, file);
   }
   return SharedChunkRef{file, 0, size, 0};
 }
@@ -1106,7 +1120,7 @@ bool CheckpointStorage::ReuseSharedFile(int64_t id, std::string_view file, uint6
     // Protected from retention first, then checked.
     {
       MutexLock lock(&chunks_->mu);
-      chunks_->pending_files[id].insert(std::string(file));
+      chunks_->AddPendingFile(id, std::string(file));
     }
     std::error_code ec;
     if (fs::file_size(SharedDir() / file, ec) == size && !ec) return true;
@@ -1219,6 +1233,7 @@ void CheckpointStorage::Abort(int64_t id) const {
     MutexLock lock(&chunks_->mu);
     chunks_->pending.erase(id);
     chunks_->pending_files.erase(id);
+    chunks_->closed_through = std::max(chunks_->closed_through, id);
   }
   const fs::path shared = SharedDir();
   if (!fs::is_directory(shared, ec)) return;
