@@ -8,9 +8,15 @@
 // and an order on time it is Flink's deduplication, keep first or keep last
 // row): per key, the n best records under `less` (less(a, b): a ranks before
 // b), as a changelog.  A record that enters the top n is emitted as
-// Changelog{kInsert, record}; the record it pushes out as {kDelete, record}.
-// A record equal in rank to one already kept ranks after it (first come,
-// first kept), so for a deterministic result `less` should be a total order.
+// Changelog{kInsert, record}, after the record it pushes out as {kDelete,
+// record} (delete first, as Flink's AppendOnlyTopNFunction and its
+// deduplication's update-before / update-after: a sink that applies the
+// changes by key never holds two rows of one key).  A record equal in rank
+// to one already kept ranks after it (first come, first kept), so for a
+// deterministic result `less` should be a total order.  With n = 1 that
+// differs from Flink's keep-last-row deduplication in one case: a row with
+// the same time as the kept one replaces it in Flink (its time is compared
+// with <=) and not here, unless `less` ranks it first by something else.
 // Applying the changelog in order (insert adds one row, delete removes one
 // equal row) gives the current top n of every key.  The rows are the list
 // state "top-n rows", in rank order; with n = 1 that state is instead a
@@ -27,9 +33,13 @@
 // with the aggregate of itself and the up to `preceding` records before it,
 // as std::pair<T, Result>.  The aggregate is an AggregateFunction
 // (create_accumulator, add(const T&, Acc) -> Acc, get_result(const Acc&)),
-// recomputed over the rows in the frame (no retraction needed).  A record not
-// later than the watermark when it arrives is late: it is dropped and counted
-// in the subtask counter "numLateRecordsDropped", as Flink drops it.
+// recomputed over the rows in the frame (no retraction needed).  A record
+// not later than its key's last emitted timestamp (0 before the first, as
+// Flink's lastTriggeringTs starts) is late: it is dropped and counted in the
+// subtask counter "numLateRecordsDropped", as Flink drops it.  A record at
+// or below the watermark but later than that waits for the next watermark,
+// as in Flink.  `preceding` may be SIZE_MAX (every earlier row of the key:
+// UNBOUNDED PRECEDING).
 //
 // Both keep their rows in keyed state (checkpointed when T has a
 // tidemark::StateCodec) and are tested in tests/nexmark_test.cc.
@@ -99,8 +109,8 @@ class TopNFunction {
       if (cur && !less_(v, *cur)) return;
       std::optional<T> pushed = std::move(cur);
       cur.emplace(v);
-      out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
       if (pushed) out.collect(Changelog<T>{RowKind::kDelete, std::move(*pushed)});
+      out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
       return;
     }
     auto state = ctx.template get_list_state<T>("top-n rows");
@@ -116,8 +126,8 @@ class TopNFunction {
       pushed_out.emplace(std::move(rows.back()));
       rows.pop_back();
     }
-    out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
     if (pushed_out) out.collect(Changelog<T>{RowKind::kDelete, std::move(*pushed_out)});
+    out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
   }
 
  private:
@@ -149,7 +159,9 @@ class OverRowsFunction {
     const Timestamp ts = ctx.timestamp();
     if (ts == kNoTimestamp)
       throw std::invalid_argument("over_rows: a record without a timestamp (assign them first)");
-    if (ts <= ctx.current_watermark()) {
+    // Flink's RowTimeRowsBoundedPrecedingFunction: late means not after the
+    // key's last triggering time (per key, from 0), not the watermark.
+    if (ts <= ctx.template get_state<Timestamp>("over last triggering").value().value_or(0)) {
       if (late_) late_->inc();
       return;
     }
@@ -165,13 +177,14 @@ class OverRowsFunction {
     std::optional<std::vector<T>> rows = pending.get(ts);
     if (!rows) return;
     pending.remove(ts);
+    ctx.template get_state<Timestamp>("over last triggering").update(ts);
     std::stable_sort(rows->begin(), rows->end(),
                      [this](const T& a, const T& b) { return tie_(a, b); });
     auto frame_state = ctx.template get_list_state<T>("over frame");
     std::vector<T> frame = frame_state.get();
     for (T& r : *rows) {
       frame.push_back(std::move(r));
-      if (frame.size() > preceding_ + 1) frame.erase(frame.begin());
+      if (frame.size() - 1 > preceding_) frame.erase(frame.begin());  // no + 1: SIZE_MAX
       auto acc = agg_.create_accumulator();
       for (const T& f : frame) acc = agg_.add(f, std::move(acc));
       out.collect(OutputType{frame.back(), agg_.get_result(acc)});

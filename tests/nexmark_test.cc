@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -270,8 +271,10 @@ TEST(TopN, KeepsTheNBestPerKeyAsAChangelog) {
     if (item.value.row.first == "a") a.push_back(item.value);
   using C = Changelog<KV>;
   const RowKind I = RowKind::kInsert, D = RowKind::kDelete;
-  EXPECT_EQ(a, (std::vector<C>{C{I, {"a", 5}}, C{I, {"a", 3}}, C{I, {"a", 9}}, C{D, {"a", 3}},
-                               C{I, {"a", 7}}, C{D, {"a", 5}}}));
+  // A pushed-out row's delete comes before the insert that pushes it out,
+  // as Flink's AppendOnlyTopNFunction sends them.
+  EXPECT_EQ(a, (std::vector<C>{C{I, {"a", 5}}, C{I, {"a", 3}}, C{D, {"a", 3}}, C{I, {"a", 9}},
+                               C{D, {"a", 5}}, C{I, {"a", 7}}}));
 }
 
 TEST(TopN, TopOneByTimeIsDeduplicationKeepingTheLastRow) {
@@ -310,7 +313,7 @@ TEST(TopN, TopOneKeepsTheFirstOfEqualRowsAndIgnoresWorseOnes) {
   for (const auto& item : out->items()) got.push_back(item.value);
   using C = Changelog<KV>;
   const RowKind I = RowKind::kInsert, D = RowKind::kDelete;
-  EXPECT_EQ(got, (std::vector<C>{C{I, {"a", 5}}, C{I, {"b", 2}}, C{I, {"a", 8}}, C{D, {"a", 5}}}));
+  EXPECT_EQ(got, (std::vector<C>{C{I, {"a", 5}}, C{I, {"b", 2}}, C{D, {"a", 5}}, C{I, {"a", 8}}}));
 }
 
 // top_n(1) keeps its row as std::optional<T> under the name the list of
@@ -410,6 +413,40 @@ TEST(OverRows, DropsAndCountsRowsThatArriveBehindTheWatermark) {
   for (const auto& item : out->items()) rows.push_back(item.value.first.second);
   EXPECT_EQ(rows, (std::vector<int64_t>{10, 20, 30}));
   EXPECT_EQ(r.CounterTotal("numLateRecordsDropped"), 1);
+}
+
+// Late is per key, as Flink's RowTimeRowsBoundedPrecedingFunction decides it:
+// a row is dropped when it is not after its key's last emitted timestamp (0
+// before the first), not when it is behind the watermark.  a@50 arrives
+// behind watermark 99 (set by b@100) but key a has emitted nothing: it waits
+// for the next watermark and is emitted (before, it was dropped).  c@0 is
+// not after 0: dropped, as in Flink.  And `preceding` = SIZE_MAX is
+// UNBOUNDED PRECEDING (before, its + 1 wrapped to 0).
+TEST(OverRows, LateIsPerKeyAfterItsLastEmittedRowAndSizeMaxIsUnbounded) {
+  for (size_t preceding : {size_t{1}, std::numeric_limits<size_t>::max()}) {
+    tidemark::StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.set_auto_watermark_interval(0ms);
+    std::vector<KV> in{{"b", 100}, {"a", 50}, {"c", 0}, {"a", 200}, {"a", 300}};
+    auto out = env.from_collection(in)
+                   .assign_timestamps_and_watermarks(
+                       tidemark::WatermarkStrategy<KV>::for_monotonous_timestamps()
+                           .with_periodic_emit_per_record()
+                           .with_timestamp_assigner(
+                               [](const KV& kv, tidemark::Timestamp) { return kv.second; }))
+                   .key_by([](const KV& kv) { return kv.first; })
+                   .over_rows(preceding, SumAgg())
+                   .collect();
+    tidemark::JobResult r = env.execute("per-key late");
+    ASSERT_TRUE(r.ok()) << r.status;
+    std::vector<std::pair<int64_t, int64_t>> a;
+    for (const auto& item : out->items())
+      if (item.value.first.first == "a") a.emplace_back(item.value.first.second, item.value.second);
+    const int64_t last = preceding == 1 ? 500 : 550;  // 200 + 300, or all three
+    EXPECT_EQ(a, (std::vector<std::pair<int64_t, int64_t>>{{50, 50}, {200, 250}, {300, last}}))
+        << "preceding " << preceding;
+    EXPECT_EQ(r.CounterTotal("numLateRecordsDropped"), 1) << "c@0";
+  }
 }
 
 // --- every query against its reference ----------------------------------------
