@@ -723,6 +723,35 @@ TEST(WindowOperator, TimeEvictorKeepsRecentElements) {
   EXPECT_THAT(h->TakeRecords(), ElementsAre(Pair("k[0,10000) 8 9 wm=9999", 9999)));
 }
 
+// As Flink's TimeEvictor (found by a review): nothing is evicted when the
+// first element has no timestamp; the cutoff (newest - size) wraps as Java's
+// long does, so near MIN, or with a size past the timestamps, it wraps to the
+// top of the range and every element goes; an element without a timestamp
+// after one with is an error.
+TEST(WindowOperator, TimeEvictorAsFlinksAtTheEdges) {
+  auto run = [](Duration size, std::vector<Timestamp> ts) {
+    auto h =
+        std::make_unique<OperatorHarness<E, std::string>>(MakeProcessWindowOperator<E, std::string>(
+            KeyOfE{}, GlobalWindows::create(), CountTrigger::of(2), ListAll{}, {},
+            TimeEvictor::of(size)));
+    h->Open();
+    for (size_t i = 0; i < ts.size(); ++i)
+      h->ProcessElement(E("k", static_cast<int>(i) + 1), ts[i]);
+    auto r = h->TakeRecords();
+    return r.empty() ? std::string("none") : r[0].first;
+  };
+  // MIN + 5 - 10 wraps to MAX - 4: both go.
+  EXPECT_THAT(run(10ms, {kMinTimestamp + 1, kMinTimestamp + 5}), ::testing::HasSubstr("k[global] wm"));
+  // The first has no timestamp: both stay.
+  EXPECT_THAT(run(10ms, {kNoTimestamp, 100}), ::testing::HasSubstr(" 1 2 wm"));
+  // -5 - MAX wraps to MAX - 3: both go.
+  EXPECT_THAT(run(Duration(kMaxTimestamp), {-20, -5}), ::testing::HasSubstr("k[global] wm"));
+  // Ordinary: 105 - 10 = 95, the element at 90 goes.
+  EXPECT_THAT(run(10ms, {90, 105}), ::testing::HasSubstr(" 2 wm"));
+  EXPECT_THAT(run(10ms, {90, 105}), ::testing::Not(::testing::HasSubstr(" 1 ")));
+  EXPECT_THROW(run(10ms, {100, kNoTimestamp}), std::runtime_error);
+}
+
 // ---------------------------------------------------------------------------
 // No allocation per record on the reduce / aggregate path
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tidemark/operators/window/time_window.h"
 #include "tidemark/runtime/core/time.h"
 #include "tidemark/runtime/state/state_codec.h"
 
@@ -110,7 +111,11 @@ class CountEvictor {
 };
 
 // Keeps the elements within `window_size` of the newest element's timestamp:
-// removes those with ts <= max_ts - window_size.
+// removes those with ts <= max_ts - window_size, as Flink's TimeEvictor:
+// nothing when the first element has no timestamp, the cutoff in Java's
+// wrapping arithmetic (near MIN, or with a size beyond the timestamps, it
+// wraps to the top of the range and every element goes), and an element
+// without a timestamp after a first one with is an error.
 class TimeEvictor {
  public:
   static TimeEvictor of(Duration window_size, bool do_evict_after = false) {
@@ -131,10 +136,13 @@ class TimeEvictor {
   TimeEvictor(int64_t size, bool after) : size_(size), after_(after) {}
   template <typename T>
   void Evict(WindowElements<T>& e) const {
-    if (e.empty()) return;
+    if (e.empty() || e.timestamps.front() == kNoTimestamp) return;  // Flink's hasTimestamp
+    if (std::find(e.timestamps.begin(), e.timestamps.end(), kNoTimestamp) != e.timestamps.end())
+      throw std::runtime_error(
+          "TimeEvictor: an element of the window has no timestamp (assign timestamps to "
+          "every record, as Flink's TimeEvictor requires)");
     const Timestamp newest = *std::max_element(e.timestamps.begin(), e.timestamps.end());
-    if (newest == kNoTimestamp) return;  // no timestamps: nothing to compare
-    const Timestamp cutoff = SaturatingSub(newest, size_);
+    const Timestamp cutoff = internal::JavaLongSub(newest, size_);
     e.erase_if([cutoff](const T&, Timestamp ts) { return ts <= cutoff; });
   }
   int64_t size_;
