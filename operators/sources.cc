@@ -199,9 +199,16 @@ class FdLineReader final : public LineReader {
   // The line [pos_, line_end) (a trailing '\r' stripped); the next starts at
   // `next`.
   Result TakeLine(size_t line_end, size_t next, std::string_view* line, LineLocation* where) {
-    const size_t start = pos_;
+    size_t start = pos_;
     size_t len = line_end - start;
     if (len > 0 && buf_[start + len - 1] == '\r') --len;
+    // A UTF-8 byte-order mark at the start of the stream is not text (else
+    // it would become part of the first field: a key "\xEF\xBB\xBFa" beside
+    // "a").  Only at offset 0: a split starting mid-file has none.
+    if (offset_ == 0 && len >= 3 && std::memcmp(buf_.data() + start, "\xEF\xBB\xBF", 3) == 0) {
+      start += 3;
+      len -= 3;
+    }
     Consume(next);
     if (len > max_) return OverLong(start, len, static_cast<int64_t>(len), where);
     *line = std::string_view(buf_.data() + start, len);

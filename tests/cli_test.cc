@@ -411,6 +411,35 @@ TEST(CliBadInputTest, EachClassOfMalformedLine) {
   }
 }
 
+// Found by a review: a pattern time past the millisecond range was clamped
+// to MAX (absl's ToUnixMillis saturates), hexadecimal seconds and values were
+// read (the values as rounded doubles), and a UTF-8 byte-order mark became
+// part of the first key.
+TEST(CliBadInputTest, OutOfRangePatternTimesAndHexadecimalAreErrorsAndABomIsNotText) {
+  const std::string far = InputFile("far.txt", {"k,300000000-01-01 00:00:00"});
+  CliRun r =
+      RunTidemark({"run", "--input=" + far, "--fields=key,ts", "--time-format=%Y-%m-%d %H:%M:%S"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(far + ":1: field 'ts': timestamp '300000000-01-01 00:00:00' is "
+                                     "out of range (64-bit milliseconds)"));
+  const std::string hex_s = InputFile("hex_s.txt", {"k,0x10"});
+  r = RunTidemark({"run", "--input=" + hex_s, "--fields=key,ts", "--time-format=s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(hex_s + ":1: field 'ts': timestamp '0x10' is not a number of "
+                                       "seconds"));
+  const std::string hex_v = InputFile("hex_v.txt", {"k,1000,0x7FFFFFFFFFFFFFFF"});
+  r = RunTidemark({"run", "--input=" + hex_v, "--fields=key,ts,value", "--value=value"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(hex_v + ":1: field 'value': '0x7FFFFFFFFFFFFFFF' is not a number"));
+  const std::string bom = InputFile("bom.txt", {"\xEF\xBB\xBFk,1000", "k,2000"});
+  r = RunTidemark(
+      {"run", "--input=" + bom, "--fields=key,ts", "--aggregate=count", "--window=tumbling:10s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(
+      r.OutLines(),
+      ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
+}
+
 TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
   const std::string path =
       InputFile("bad_mix.txt", {"k,1000", "k", "", "k,x", "k,2000", "k,99999999999999999999"});

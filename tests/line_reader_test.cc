@@ -167,6 +167,26 @@ TEST(LineReader, LimitIsTheLineWithoutDelimiterAndCarriageReturn) {
   EXPECT_EQ(reader->Next(&line, &where), LineReader::Result::kEnd);
 }
 
+// A UTF-8 byte-order mark at the start of the file is not part of the first
+// line; one anywhere else is text.
+TEST(LineReader, AByteOrderMarkAtTheStartIsNotText) {
+  TempDir dir;
+  const std::string path = dir.path() + "/bom.txt";
+  WriteParts(path, {{"\xEF\xBB\xBF"
+                     "a,1\n\xEF\xBB\xBF"
+                     "b,2\n"}});
+  auto reader = OpenFileReader(path, 0, 1, false, LineReaderOptions{});
+  std::string_view line;
+  LineLocation where{};
+  ASSERT_EQ(reader->Next(&line, &where), LineReader::Result::kLine);
+  EXPECT_EQ(line, "a,1");
+  ASSERT_EQ(reader->Next(&line, &where), LineReader::Result::kLine);
+  EXPECT_EQ(line,
+            "\xEF\xBB\xBF"
+            "b,2");
+  EXPECT_EQ(where.line_number, 2);
+}
+
 TEST(LineReader, OverLongLineOnAPipeIsReportedBeforeItEnds) {
   // "As soon as it is exceeded": the writer sends 2 MiB of one line and then
   // waits; the reader must report the line while it is still being written,

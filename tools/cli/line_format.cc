@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -119,7 +120,9 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
           absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
     }
     double d = 0;
-    if (!absl::SimpleAtod(text, &d) || !std::isfinite(d) || std::fabs(d) > 9.2e15) {
+    // No hexadecimal ("0x10" would read as 16 seconds): decimal seconds only.
+    if (absl::StrContains(text, 'x') || absl::StrContains(text, 'X') ||
+        !absl::SimpleAtod(text, &d) || !std::isfinite(d) || std::fabs(d) > 9.2e15) {
       return absl::InvalidArgumentError(
           absl::StrCat("timestamp '", text, "' is not a number of seconds"));
     }
@@ -130,6 +133,13 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
   if (!absl::ParseTime(fmt, text, zone_, &t, &err)) {
     return absl::InvalidArgumentError(
         absl::StrCat("timestamp '", text, "' does not match '", fmt, "': ", err));
+  }
+  // ToUnixMillis saturates (a year 300000000, or "infinite-future", which
+  // the parser accepts): out of range is an error, as for milliseconds.
+  if (t <= absl::FromUnixMillis(std::numeric_limits<int64_t>::min()) ||
+      t >= absl::FromUnixMillis(std::numeric_limits<int64_t>::max()) + absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
   }
   return absl::ToUnixMillis(t);
 }
@@ -209,7 +219,10 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
       r.is_integer = true;
       r.value = static_cast<double>(r.int_value);
     } else {
-      if (!absl::SimpleAtod(v, &r.value) || !std::isfinite(r.value)) {
+      // No hexadecimal: "0x7FFFFFFFFFFFFFFF" would be read as a rounded double,
+      // where the same integer in decimal is exact.
+      if (absl::StrContains(v, 'x') || absl::StrContains(v, 'X') ||
+          !absl::SimpleAtod(v, &r.value) || !std::isfinite(r.value)) {
         return absl::InvalidArgumentError(
             absl::StrCat("field '", options_.fields[value_index_], "': '", v, "' is not a number"));
       }
