@@ -179,13 +179,15 @@ bool CsvRecordReader::MapColumns() {
 CsvRecordReader::Result CsvRecordReader::Next() {
   using Header = CsvReadOptions::Header;
   for (;;) {
-    if (!parser_.pending() && reader_->Seekable()) record_start_ = reader_->position();
+    if (!parser_.pending() && !skipping_quoted_ && reader_->Seekable())
+      record_start_ = reader_->position();
     std::string_view line;
     LineLocation where{};
     switch (reader_->Next(&line, &where)) {
       case LineReader::Result::kNothing:
         return Result::kNothing;
       case LineReader::Result::kEnd:
+        skipping_quoted_ = false;  // rejected already
         if (parser_.pending()) {
           parser_.Reset();
           Reject(record_line_, "unterminated quoted field (the file ends inside it)");
@@ -193,15 +195,32 @@ CsvRecordReader::Result CsvRecordReader::Next() {
         return Result::kEnd;
       case LineReader::Result::kOverLong: {
         const OverLongLine& o = reader_->over_long();
+        const bool inside_quotes = parser_.pending() || skipping_quoted_;
         const int64_t at = parser_.pending() ? record_line_ : o.where.line_number;
-        if (!parser_.pending()) record_text_ = std::string(o.prefix);
+        if (!inside_quotes) record_text_ = std::string(o.prefix);
         parser_.Reset();
-        Reject(at,
-               absl::StrCat("record is longer than ", options_.read.max_record_length, " bytes"));
+        if (!skipping_quoted_) {
+          Reject(at,
+                 absl::StrCat("record is longer than ", options_.read.max_record_length, " bytes"));
+        }
+        if (inside_quotes) {
+          // The line's bytes were not kept, so where the quoted field ends
+          // is unknown: going on would read the field's text as records.
+          throw std::runtime_error(
+              absl::StrCat(path_, ":", o.where.line_number, ": a line longer than ",
+                           options_.read.max_record_length,
+                           " bytes inside a quoted field: the end of the record cannot be found"));
+        }
         continue;
       }
       case LineReader::Result::kLine:
         break;
+    }
+    if (skipping_quoted_) {
+      for (char c : line)
+        if (c == options_.quote) skip_in_quote_ = !skip_in_quote_;
+      if (!skip_in_quote_) skipping_quoted_ = false;  // the rejected record ends here
+      continue;
     }
     if (!parser_.pending()) {
       record_line_ = where.line_number;
@@ -220,6 +239,8 @@ CsvRecordReader::Result CsvRecordReader::Next() {
           parser_.Reset();
           Reject(record_line_,
                  absl::StrCat("record is longer than ", options_.read.max_record_length, " bytes"));
+          skipping_quoted_ = true;  // this line ended inside a quoted field
+          skip_in_quote_ = true;
         }
         continue;
       case CsvRecordParser::State::kError:

@@ -249,6 +249,12 @@ class CsvRecordReader {
   std::vector<int> index_;           // kByName: the header column of each format column
   size_t expected_fields_ = 0;       // 0: any
   int64_t record_line_ = 0;          // the first line of the current record
+  // With OnError::kSkip: the rest of a record rejected as too long inside a
+  // quoted field is skipped up to the line where that field (and any other
+  // quoted field opened after it) closes, so that its text is not read as
+  // records; `skip_in_quote_` is the quote state after the last skipped line.
+  bool skipping_quoted_ = false;
+  bool skip_in_quote_ = false;
   LineReader::Position record_start_;
   std::string record_text_;  // the current record's first bytes, for errors
   std::vector<std::string> out_;
