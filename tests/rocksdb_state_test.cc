@@ -449,5 +449,53 @@ TEST(RocksDbStateBackend, StateSeveralTimesTheMemoryLimitCompletesOnRocksDbOnly)
   EXPECT_EQ(rocks_limited, heap_free);
 }
 
+// State TTL's cleanup in full snapshot on RocksDB, as on the heap
+// (state_ttl_test.cc): a snapshot taken after expiry leaves expired values
+// and list elements out.  (Found by a review: the RocksDB snapshot copied the
+// stored bytes, so expired values came back after a restore.)
+TEST(RocksDbState, TtlCleanupInFullSnapshotLeavesExpiredValuesOut) {
+  tidemark::testing::TempDir dir;
+  ManualClock clock(0);
+  auto ttl_of = [](bool cleanup) {
+    auto b = StateTtlConfig::new_builder(Duration(100)).return_expired_if_not_cleaned_up();
+    if (cleanup) b.cleanup_full_snapshot();
+    return b.build();
+  };
+  for (bool cleanup : {true, false}) {
+    const StateTtlConfig ttl = ttl_of(cleanup);
+    KeyedStateStore<int64_t> store;
+    store.UseKvStore(OpenKvStore(StateBackend::rocksdb(dir.Path(cleanup ? "on" : "off")), "ttl"),
+                     128, 16);
+    const int64_t k = 1, j = 2;
+    clock.Set(0);
+    TtlValueState<int64_t, int>(&store.HandleTable<TtlValue<int>>("v"), &k, ttl, &clock).update(10);
+    TtlListState<int64_t, int> l(&store.HandleTable<std::vector<TtlValue<int>>>("l"), &k, ttl,
+                                 &clock);
+    l.add(1);
+    clock.Set(40);
+    TtlValueState<int64_t, int>(&store.HandleTable<TtlValue<int>>("v"), &j, ttl, &clock).update(20);
+    l.add(2);
+    clock.Set(120);  // what was written at 0 has expired, what at 40 has not
+    StateWriter w;
+    store.Snapshot(w, "test");
+    const std::string bytes = w.Release();
+
+    KeyedStateStore<int64_t> heap;
+    StateReader r(bytes);
+    heap.Restore(r, KeyGroupRange::All());
+    ASSERT_TRUE(r.ok()) << r.error();
+    auto value = [&](const int64_t& key) {
+      return TtlValueState<int64_t, int>(&heap.Table<TtlValue<int>>("v"), &key, ttl, &clock)
+          .value();
+    };
+    const std::vector<int> list =
+        TtlListState<int64_t, int>(&heap.Table<std::vector<TtlValue<int>>>("l"), &k, ttl, &clock)
+            .get();
+    EXPECT_EQ(value(k), cleanup ? std::nullopt : std::optional<int>(10)) << cleanup;
+    EXPECT_EQ(value(j), 20);
+    EXPECT_EQ(list, cleanup ? std::vector<int>{2} : (std::vector<int>{1, 2})) << cleanup;
+  }
+}
+
 }  // namespace
 }  // namespace tidemark

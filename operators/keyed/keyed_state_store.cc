@@ -8,10 +8,16 @@
 
 namespace tidemark::internal {
 
-void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix) {
+void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix,
+                   const KvValueFilter& filter) {
   std::string body;
+  std::string kept;
   uint64_t n = 0;
   snap.Scan(prefix, [&](std::string_view k, std::string_view v) {
+    if (filter) {
+      if (!filter(v, &kept)) return;
+      v = kept;
+    }
     body.append(k.substr(prefix.size() + 2));
     body.append(v);
     ++n;

@@ -279,7 +279,12 @@ namespace internal {
 // the bytes are copied, nothing is decoded.
 // (keyed_state_store.cc, as the native checkpoint's codec below: compile
 // cost, issue 24.)
-void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix);
+// What a snapshot writes for a stored value on RocksDB: false drops it,
+// else *out holds the bytes to write (state TTL's full-snapshot cleanup
+// drops expired values and elements).
+using KvValueFilter = std::function<bool(std::string_view value, std::string* out)>;
+void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix,
+                   const KvValueFilter& filter = {});
 
 // The store key prefix of the table numbered `id` (4 bytes, big-endian).
 inline std::string KvTablePrefix(uint32_t id) {
@@ -332,6 +337,9 @@ class StateTableBase {
   virtual bool copy_on_write() const = 0;
   virtual size_t num_layers() const = 0;
   virtual const std::string& kv_prefix() const = 0;
+  // For a table on RocksDB: the filter its snapshot applies to the stored
+  // values (empty: none), taken at the synchronous part.
+  virtual KvValueFilter KvSnapshotFilter() const = 0;
   // Whether the table is on the heap, without a namespace and too large for
   // the caches: Prefetch loads its entries (KeyedStateStore::Prefetch).
   virtual bool WorthPrefetching() const = 0;
@@ -483,6 +491,25 @@ class StateTable final : public StateTableBase {
     }
   }
   const std::string& kv_prefix() const override { return kv_prefix_; }
+  KvValueFilter KvSnapshotFilter() const override {
+    if constexpr (kEncodable && kIsTtlStorage<V>) {
+      if (ttl.snapshot_cleanup && ttl.clock != nullptr) {
+        return [now = ttl.clock->NowMillis(), ttl_ms = ttl.ttl](std::string_view in,
+                                                                std::string* out) {
+          StateReader r(in);
+          const V v = Decode<V>(r);
+          if (!r.ok())
+            throw std::runtime_error("RocksDB state backend: a stored value does not decode");
+          if (!AnyLive(v, now, ttl_ms)) return false;
+          out->clear();
+          StateWriter w(out);
+          EncodeLive(w, v, now, ttl_ms);
+          return true;
+        };
+      }
+    }
+    return {};
+  }
   // On RocksDB (window contents: their counters and "left open" at close):
   // f(key, ns) for every entry in the store, after writing the cache back,
   // in key order; and the number of entries.
@@ -512,7 +539,7 @@ class StateTable final : public StateTableBase {
   void Snapshot(StateWriter& w, std::string_view where) const override {
     if (kv != nullptr) {
       const_cast<StateTable*>(this)->FlushKv();
-      KvScanEntries(w, *kv->Snapshot(), kv_prefix_);
+      KvScanEntries(w, *kv->Snapshot(), kv_prefix_, KvSnapshotFilter());
       return;
     }
     if constexpr (kEncodable) {
@@ -800,41 +827,53 @@ class StateTable final : public StateTableBase {
   template <typename Range>
   static void WriteLive(StateWriter& w, const Range& entries, Timestamp now, int64_t ttl_ms) {
     if constexpr (kEncodable && kIsTtlStorage<V>) {
-      auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl_ms, now); };
-      auto any_live = [&](const V& v) {
-        if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
-          return live(v);
-        } else {
-          for (const auto& e : v)
-            if (live(TtlStorage<V>::Element(e))) return true;
-          return false;
-        }
-      };
       size_t n = 0;
-      for (const auto& e : entries) n += any_live(Deref(e).second) ? 1 : 0;
+      for (const auto& e : entries) n += AnyLive(Deref(e).second, now, ttl_ms) ? 1 : 0;
       w.PutVarint(n);
       for (const auto& ep : entries) {
         const Entry& entry = Deref(ep);
         const V& v = entry.second;
-        if (!any_live(v)) continue;
+        if (!AnyLive(v, now, ttl_ms)) continue;
         if constexpr (kVoid) {
           Encode(w, entry.first);
         } else {
           Encode(w, entry.first.first);
           Encode(w, entry.first.second);
         }
-        if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
-          Encode(w, v);
-        } else {
-          // The container codecs' format: a count, then the elements.
-          size_t m = 0;
-          for (const auto& e : v) m += live(TtlStorage<V>::Element(e)) ? 1 : 0;
-          w.PutVarint(m);
-          for (const auto& e : v) {
-            if (!live(TtlStorage<V>::Element(e))) continue;
-            if constexpr (TtlStorage<V>::kKind == TtlKind::kMap) Encode(w, e.first);
-            Encode(w, TtlStorage<V>::Element(e));
-          }
+        EncodeLive(w, v, now, ttl_ms);
+      }
+    }
+  }
+  // Whether a TTL value (or an element of a TTL list or map) is live at
+  // `now`, and the value with only its live elements.
+  static bool AnyLive(const V& v, Timestamp now, int64_t ttl_ms) {
+    if constexpr (kIsTtlStorage<V>) {
+      auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl_ms, now); };
+      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+        return live(v);
+      } else {
+        for (const auto& e : v)
+          if (live(TtlStorage<V>::Element(e))) return true;
+        return false;
+      }
+    } else {
+      return true;
+    }
+  }
+  static void EncodeLive(StateWriter& w, const V& v, Timestamp now, int64_t ttl_ms) {
+    if constexpr (kEncodable && kIsTtlStorage<V>) {
+      auto live = [&](const auto& tv) { return !TtlExpired(tv.last_access, ttl_ms, now); };
+      if constexpr (TtlStorage<V>::kKind == TtlKind::kValue) {
+        Encode(w, v);
+      } else {
+        // The container codecs' format: a count, then the elements.
+        size_t m = 0;
+        for (const auto& e : v) m += live(TtlStorage<V>::Element(e)) ? 1 : 0;
+        w.PutVarint(m);
+        for (const auto& e : v) {
+          if (!live(TtlStorage<V>::Element(e))) continue;
+          if constexpr (TtlStorage<V>::kKind == TtlKind::kMap) Encode(w, e.first);
+          Encode(w, TtlStorage<V>::Element(e));
         }
       }
     }
@@ -1077,10 +1116,11 @@ class KeyedStateStore {
       w.PutBytes(name);
       if (table->on_kv()) {
         w.PutVarint(1);
-        w.Defer([snap, prefix = table->kv_prefix()](StateWriter& dw) {
+        w.Defer([snap, prefix = table->kv_prefix(),
+                 filter = table->KvSnapshotFilter()](StateWriter& dw) {
           std::string bytes;
           StateWriter tw(&bytes);
-          KvScanEntries(tw, *snap, prefix);
+          KvScanEntries(tw, *snap, prefix, filter);
           dw.PutBytes(bytes);
         });
         continue;
