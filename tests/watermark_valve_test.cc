@@ -48,6 +48,27 @@ TEST(WatermarkValve, InitialState) {
   }
 }
 
+// Restored at another parallelism (RestoreOutput): the channels are at MIN
+// and hold the minimum until they report; one that goes idle first must no
+// longer hold it back (found by a review: the valve only looked for a new
+// minimum when the idle channel was exactly at the last output, so 200
+// waited for the next watermark of channel 0).
+TEST(WatermarkValve, AChannelThatGoesIdleBeforeReportingAfterARescaledRestore) {
+  WatermarkValve v(2);
+  Recorder r;
+  v.RestoreOutput(100);
+  v.InputWatermark(0, 200, r);
+  EXPECT_EQ(r.Pop(), kNothing) << "channel 1 has not reported";
+  v.InputStatus(1, kIdle, r);
+  EXPECT_EQ(r.Pop(), V{"W:200"});
+  v.InputStatus(1, kActive, r);
+  EXPECT_EQ(r.Pop(), kNothing) << "back below the output: it catches up first";
+  v.InputWatermark(1, 150, r);
+  EXPECT_EQ(r.Pop(), kNothing);
+  v.InputWatermark(0, 300, r);
+  EXPECT_EQ(r.Pop(), V{"W:300"});
+}
+
 TEST(WatermarkValve, SingleInputIncreasingWatermarks) {
   WatermarkValve v(1);
   Recorder r;

@@ -47,7 +47,9 @@ void WatermarkValve::InputStatus(int c, WatermarkStatus status, Emitter& out) {
       FindAndOutputMaxAcrossAll(out);
       last_output_status_ = WatermarkStatus::kIdle;
       out.EmitStatus(WatermarkStatus::kIdle);
-    } else if (ch.watermark == last_output_watermark_) {
+    } else if (ch.watermark <= last_output_watermark_) {
+      // It may have held the minimum: at the last output, or (after a
+      // rescaled restore, RestoreOutput) still at MIN below it.
       FindAndOutputNewMin(out);
     }
   } else if (status == WatermarkStatus::kActive && ch.status == WatermarkStatus::kIdle) {
