@@ -390,17 +390,23 @@ TEST(OverRows, AggregatesEachRowWithItsPrecedingRowsInEventTimeOrder) {
                    {1, 1}, {2, 3}, {3, 6}, {4, 9}, {5, 12}, {6, 15}}));
 }
 
+// `in` with each record's value as its timestamp and a monotonous watermark
+// after every record.
+tidemark::DataStream<KV> StampedByValue(tidemark::StreamExecutionEnvironment& env,
+                                        std::vector<KV> in) {
+  return env.from_collection(std::move(in))
+      .assign_timestamps_and_watermarks(
+          tidemark::WatermarkStrategy<KV>::for_monotonous_timestamps()
+              .with_periodic_emit_per_record()
+              .with_timestamp_assigner(
+                  [](const KV& kv, tidemark::Timestamp) { return kv.second; }));
+}
+
 TEST(OverRows, DropsAndCountsRowsThatArriveBehindTheWatermark) {
   tidemark::StreamExecutionEnvironment env;
   env.set_parallelism(1);
   env.set_auto_watermark_interval(0ms);
-  std::vector<KV> in{{"a", 10}, {"a", 20}, {"a", 5}, {"a", 30}};
-  auto out = env.from_collection(in)
-                 .assign_timestamps_and_watermarks(
-                     tidemark::WatermarkStrategy<KV>::for_monotonous_timestamps()
-                         .with_periodic_emit_per_record()
-                         .with_timestamp_assigner(
-                             [](const KV& kv, tidemark::Timestamp) { return kv.second; }))
+  auto out = StampedByValue(env, {{"a", 10}, {"a", 20}, {"a", 5}, {"a", 30}})
                  .process([](const KV& kv, tidemark::ProcessContext&, tidemark::Collector<KV>& o) {
                    o.collect(kv);
                  })
@@ -427,13 +433,7 @@ TEST(OverRows, LateIsPerKeyAfterItsLastEmittedRowAndSizeMaxIsUnbounded) {
     tidemark::StreamExecutionEnvironment env;
     env.set_parallelism(1);
     env.set_auto_watermark_interval(0ms);
-    std::vector<KV> in{{"b", 100}, {"a", 50}, {"c", 0}, {"a", 200}, {"a", 300}};
-    auto out = env.from_collection(in)
-                   .assign_timestamps_and_watermarks(
-                       tidemark::WatermarkStrategy<KV>::for_monotonous_timestamps()
-                           .with_periodic_emit_per_record()
-                           .with_timestamp_assigner(
-                               [](const KV& kv, tidemark::Timestamp) { return kv.second; }))
+    auto out = StampedByValue(env, {{"b", 100}, {"a", 50}, {"c", 0}, {"a", 200}, {"a", 300}})
                    .key_by([](const KV& kv) { return kv.first; })
                    .over_rows(preceding, SumAgg())
                    .collect();
