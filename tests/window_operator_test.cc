@@ -741,7 +741,8 @@ TEST(WindowOperator, TimeEvictorAsFlinksAtTheEdges) {
     return r.empty() ? std::string("none") : r[0].first;
   };
   // MIN + 5 - 10 wraps to MAX - 4: both go.
-  EXPECT_THAT(run(10ms, {kMinTimestamp + 1, kMinTimestamp + 5}), ::testing::HasSubstr("k[global] wm"));
+  EXPECT_THAT(run(10ms, {kMinTimestamp + 1, kMinTimestamp + 5}),
+              ::testing::HasSubstr("k[global] wm"));
   // The first has no timestamp: both stay.
   EXPECT_THAT(run(10ms, {kNoTimestamp, 100}), ::testing::HasSubstr(" 1 2 wm"));
   // -5 - MAX wraps to MAX - 3: both go.

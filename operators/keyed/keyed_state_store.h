@@ -276,12 +276,11 @@ namespace internal {
 // `snap`, in StateTable::Snapshot's format (a count, then the entries).  A
 // stored key is the prefix, 2 bytes of key group, then the encoded key and
 // namespace, as Snapshot writes them; a stored value is the encoded value:
-// the bytes are copied, nothing is decoded.
+// the bytes are copied, nothing is decoded, unless `filter` is given (state
+// TTL's full-snapshot cleanup, StateTable::KvSnapshotFilter): it returns
+// false to drop a value, else puts the bytes to write in *out.
 // (keyed_state_store.cc, as the native checkpoint's codec below: compile
 // cost, issue 24.)
-// What a snapshot writes for a stored value on RocksDB: false drops it,
-// else *out holds the bytes to write (state TTL's full-snapshot cleanup
-// drops expired values and elements).
 using KvValueFilter = std::function<bool(std::string_view value, std::string* out)>;
 void KvScanEntries(StateWriter& w, const KvSnapshot& snap, std::string_view prefix,
                    const KvValueFilter& filter = {});
