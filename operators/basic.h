@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -369,7 +370,7 @@ class RollingReduceOperator final
   void RestoreState(StateReader& r) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<T>) {
       const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
-      for (auto& [k, v] : Decode<absl::flat_hash_map<K, T>>(r))
+      for (auto& [k, v] : Decode<KeyMap<K, T>>(r))
         if (range.Contains(k)) state_.insert_or_assign(k, std::move(v));
     } else {
       r.Fail("operator '" + this->ctx().operator_name() +
@@ -380,7 +381,7 @@ class RollingReduceOperator final
  private:
   KeyFn key_;
   ReduceFn reduce_;
-  absl::flat_hash_map<K, T> state_;
+  KeyMap<K, T> state_;
 };
 
 // The watermark output of TimestampsAndWatermarksOperator (basic.cc): it

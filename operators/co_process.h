@@ -129,12 +129,12 @@ class BroadcastTable final : public BroadcastTableBase {
   }
   void Restore(StateReader& r) override {
     if constexpr (HasStateCodec<UK> && HasStateCodec<UV>) {
-      map = Decode<std::map<UK, UV>>(r);
+      map = Decode<std::map<UK, UV, KeyLess<UK>>>(r);
     } else {
       r.Fail("broadcast state of a type without tidemark::StateCodec cannot be restored");
     }
   }
-  std::map<UK, UV> map;
+  std::map<UK, UV, KeyLess<UK>> map;
 };
 
 // The broadcast states of one operator instance, by name.  A state restored
@@ -216,32 +216,32 @@ struct MapStateDescriptor {
 template <typename UK, typename UV>
 class ReadOnlyBroadcastState {
  public:
-  explicit ReadOnlyBroadcastState(const std::map<UK, UV>* map) : map_(map) {}
+  explicit ReadOnlyBroadcastState(const std::map<UK, UV, KeyLess<UK>>* map) : map_(map) {}
   std::optional<UV> get(const UK& k) const {
     auto it = map_->find(k);
     return it == map_->end() ? std::nullopt : std::optional<UV>(it->second);
   }
   bool contains(const UK& k) const { return map_->contains(k); }
   // In UK order.
-  const std::map<UK, UV>& entries() const { return *map_; }
+  const std::map<UK, UV, KeyLess<UK>>& entries() const { return *map_; }
   bool is_empty() const { return map_->empty(); }
 
  protected:
-  const std::map<UK, UV>* map_;
+  const std::map<UK, UV, KeyLess<UK>>* map_;
 };
 
 // Read and write access (the broadcast side's).
 template <typename UK, typename UV>
 class BroadcastState : public ReadOnlyBroadcastState<UK, UV> {
  public:
-  explicit BroadcastState(std::map<UK, UV>* map)
+  explicit BroadcastState(std::map<UK, UV, KeyLess<UK>>* map)
       : ReadOnlyBroadcastState<UK, UV>(map), mutable_(map) {}
   void put(UK k, UV v) { mutable_->insert_or_assign(std::move(k), std::move(v)); }
   void remove(const UK& k) { mutable_->erase(k); }
   void clear() { mutable_->clear(); }
 
  private:
-  std::map<UK, UV>* mutable_;
+  std::map<UK, UV, KeyLess<UK>>* mutable_;
 };
 
 // The keyed side's context: a KeyedProcessContext (key, keyed state, timers,

@@ -177,8 +177,8 @@ class KeyedProcessContext {
   template <typename UK, typename UV>
   TtlMapState<K, UK, UV> get_map_state(std::string_view name, const StateTtlConfig& ttl) {
     return TtlMapState<K, UK, UV>(
-        &state_->template HandleTable<std::map<UK, internal::TtlValue<UV>>>(name), key_, ttl,
-        clock_);
+        &state_->template HandleTable<std::map<UK, internal::TtlValue<UV>, KeyLess<UK>>>(name),
+        key_, ttl, clock_);
   }
 
   // --- for the operator ---

@@ -58,6 +58,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -302,6 +303,123 @@ struct KeyHash<std::tuple<Ts...>> {
         t);
   }
 };
+
+namespace internal {
+
+// Float.floatToIntBits and Double.doubleToLongBits: the bits, every NaN one.
+inline uint32_t JavaFloatBits(float f) {
+  return std::isnan(f) ? uint32_t{0x7fc00000} : std::bit_cast<uint32_t>(f);
+}
+inline uint64_t JavaDoubleBits(double d) {
+  return std::isnan(d) ? uint64_t{0x7ff8000000000000} : std::bit_cast<uint64_t>(d);
+}
+
+// Whether K is, or holds in a pair or tuple, a float or double: the keys
+// whose Java equals() differs from C++'s ==.
+template <typename K>
+inline constexpr bool kHasFloatingField = std::is_floating_point_v<K>;
+template <typename A, typename B>
+inline constexpr bool kHasFloatingField<std::pair<A, B>> =
+    kHasFloatingField<std::remove_cvref_t<A>> || kHasFloatingField<std::remove_cvref_t<B>>;
+template <typename... Ts>
+inline constexpr bool kHasFloatingField<std::tuple<Ts...>> =
+    (kHasFloatingField<std::remove_cvref_t<Ts>> || ...);
+
+}  // namespace internal
+
+// Java's equals() of the keys KeyHash accepts, the companion of KeyHash:
+// `==`, except that Float and Double compare floatToIntBits and
+// doubleToLongBits, alone or in a pair or tuple.  So every NaN is one key and
+// 0.0 and -0.0 are two, as in Flink (whose heap backend compares keys with
+// equals() and whose RocksDB backend compares their serialised bytes).
+template <typename K>
+struct KeyEquals {
+  bool operator()(const K& a, const K& b) const {
+    if constexpr (std::is_same_v<K, float>) {
+      return internal::JavaFloatBits(a) == internal::JavaFloatBits(b);
+    } else if constexpr (std::is_same_v<K, double>) {
+      return internal::JavaDoubleBits(a) == internal::JavaDoubleBits(b);
+    } else {
+      return a == b;
+    }
+  }
+};
+template <typename A, typename B>
+struct KeyEquals<std::pair<A, B>> {
+  bool operator()(const std::pair<A, B>& a, const std::pair<A, B>& b) const {
+    return KeyEquals<std::remove_cvref_t<A>>{}(a.first, b.first) &&
+           KeyEquals<std::remove_cvref_t<B>>{}(a.second, b.second);
+  }
+};
+template <typename... Ts>
+struct KeyEquals<std::tuple<Ts...>> {
+  bool operator()(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b) const {
+    return Each(a, b, std::index_sequence_for<Ts...>{});
+  }
+
+ private:
+  template <size_t... I>
+  static bool Each(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b,
+                   std::index_sequence<I...>) {
+    return (KeyEquals<std::remove_cvref_t<Ts>>{}(std::get<I>(a), std::get<I>(b)) && ...);
+  }
+};
+
+namespace internal {
+
+// Java's compareTo of the keys KeyEquals compares: Float.compare and
+// Double.compare (-0.0 before 0.0, every NaN one value after +infinity),
+// pairs and tuples field by field.
+template <typename K>
+struct JavaKeyLess {
+  bool operator()(const K& a, const K& b) const {
+    if constexpr (std::is_same_v<K, float>) {
+      return a < b || (!(a > b) && static_cast<int32_t>(JavaFloatBits(a)) <
+                                       static_cast<int32_t>(JavaFloatBits(b)));
+    } else if constexpr (std::is_same_v<K, double>) {
+      return a < b || (!(a > b) && static_cast<int64_t>(JavaDoubleBits(a)) <
+                                       static_cast<int64_t>(JavaDoubleBits(b)));
+    } else {
+      return a < b;
+    }
+  }
+};
+template <typename A, typename B>
+struct JavaKeyLess<std::pair<A, B>> {
+  bool operator()(const std::pair<A, B>& a, const std::pair<A, B>& b) const {
+    if (JavaKeyLess<std::remove_cvref_t<A>>{}(a.first, b.first)) return true;
+    if (!KeyEquals<std::remove_cvref_t<A>>{}(a.first, b.first)) return false;
+    return JavaKeyLess<std::remove_cvref_t<B>>{}(a.second, b.second);
+  }
+};
+template <typename... Ts>
+struct JavaKeyLess<std::tuple<Ts...>> {
+  bool operator()(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b) const {
+    return From<0>(a, b);
+  }
+
+ private:
+  template <size_t I>
+  static bool From(const std::tuple<Ts...>& a, const std::tuple<Ts...>& b) {
+    if constexpr (I == sizeof...(Ts)) {
+      return false;
+    } else {
+      using F = std::remove_cvref_t<std::tuple_element_t<I, std::tuple<Ts...>>>;
+      if (JavaKeyLess<F>{}(std::get<I>(a), std::get<I>(b))) return true;
+      if (!KeyEquals<F>{}(std::get<I>(a), std::get<I>(b))) return false;
+      return From<I + 1>(a, b);
+    }
+  }
+};
+
+}  // namespace internal
+
+// The order of sorted keyed state (MapState's entries, broadcast state):
+// std::less<K>, except for keys with a float or double, which sort as Java
+// compares them, an order in which a NaN key is one key (< is no order there).
+template <typename K>
+using KeyLess =
+    std::conditional_t<internal::kHasFloatingField<K>, internal::JavaKeyLess<K>, std::less<K>>;
 
 // The key group of `key`.
 template <typename K>

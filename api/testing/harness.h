@@ -508,11 +508,12 @@ class KeyedStateReader {
     return ListState<K, V>(&Store().template Table<std::vector<V>>(name), &key).get();
   }
   template <typename UK, typename UV>
-  std::map<UK, UV> get_map_state(const K& key, std::string_view name) {
+  std::map<UK, UV, KeyLess<UK>> get_map_state(const K& key, std::string_view name) {
     // Through the handle: after a snapshot the entries may sit in the
     // table's copy-on-write layers, not in its map.
     using M = MapState<K, UK, UV>;
-    return std::map<UK, UV>(M(&Store().template Table<typename M::Storage>(name), &key).entries());
+    return std::map<UK, UV, KeyLess<UK>>(
+        M(&Store().template Table<typename M::Storage>(name), &key).entries());
   }
 
  private:

@@ -113,6 +113,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "tidemark/operators/keyed/cow_epoch.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/partitioning/key_groups.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/state/kv_store.h"
@@ -361,7 +362,7 @@ class StateTable final : public StateTableBase {
     }
   }
   using EntryKey = std::conditional_t<kVoid, K, KeyWindow<K, N>>;
-  using Map = absl::flat_hash_map<EntryKey, V>;
+  using Map = KeyMap<EntryKey, V>;
 
   // The map key of (key, ns): the key itself (a reference) without a
   // namespace, else the pair.
@@ -755,7 +756,7 @@ class StateTable final : public StateTableBase {
   uint64_t kv_restored_ = 0;
 
   using Entry = typename Map::value_type;
-  using ErasedSet = absl::flat_hash_set<EntryKey>;
+  using ErasedSet = KeySet<EntryKey>;
   // A frozen level of the table (see SnapshotBlobs): entries written since
   // the level below was frozen, and tombstones of keys below erased since.
   struct Layer {
@@ -1491,9 +1492,9 @@ namespace internal {
 // the bytes a std::map of the same entries writes, so checkpoints taken
 // before hash maps restore into them.
 template <typename UK, typename UV>
-class HashedMap : public absl::flat_hash_map<UK, UV> {
+class HashedMap : public KeyMap<UK, UV> {
  public:
-  using absl::flat_hash_map<UK, UV>::flat_hash_map;
+  using KeyMap<UK, UV>::KeyMap;
 };
 
 template <typename UK>
@@ -1504,7 +1505,8 @@ concept HashableUserKey = std::equality_comparable<UK> && requires(const UK& k) 
 // What a MapState<K, UK, UV> stores per key: a HashedMap when UK hashes,
 // else a std::map (UK then needs operator<, as before).
 template <typename UK, typename UV>
-using MapStorage = std::conditional_t<HashableUserKey<UK>, HashedMap<UK, UV>, std::map<UK, UV>>;
+using MapStorage =
+    std::conditional_t<HashableUserKey<UK>, HashedMap<UK, UV>, std::map<UK, UV, KeyLess<UK>>>;
 
 template <typename UK, typename UV>
 struct HasStateCodecTrait<HashedMap<UK, UV>>
@@ -1521,7 +1523,7 @@ struct StateCodec<internal::HashedMap<UK, UV>> {
       sorted.reserve(m.size());
       for (const auto& e : m) sorted.push_back(&e);
       std::sort(sorted.begin(), sorted.end(),
-                [](const auto* a, const auto* b) { return a->first < b->first; });
+                [](const auto* a, const auto* b) { return KeyLess<UK>{}(a->first, b->first); });
       w.PutVarint(sorted.size());
       for (const auto* e : sorted) {
         internal::Encode(w, e->first);
@@ -1577,11 +1579,11 @@ class MapState : public internal::BoundState<K, N, internal::MapStorage<UK, UV>>
   // references stay valid until the map is next changed.
   decltype(auto) entries() const {
     const Map* m = this->peek();
-    if constexpr (std::is_same_v<Map, std::map<UK, UV>>) {
+    if constexpr (std::is_same_v<Map, std::map<UK, UV, KeyLess<UK>>>) {
       static const Map kEmpty;
       return static_cast<const Map&>(m == nullptr ? kEmpty : *m);
     } else {
-      std::map<UK, UV> sorted;
+      std::map<UK, UV, KeyLess<UK>> sorted;
       if (m != nullptr) sorted.insert(m->begin(), m->end());
       return sorted;
     }
@@ -1807,8 +1809,9 @@ class TtlListState : public internal::TtlBoundState<K, N, std::vector<internal::
 // MapState with a time to live per map entry.  entries() returns a copy of
 // the visible mappings, in UK order.
 template <typename K, typename UK, typename UV, typename N = internal::VoidNamespace>
-class TtlMapState : public internal::TtlBoundState<K, N, std::map<UK, internal::TtlValue<UV>>> {
-  using Stored = std::map<UK, internal::TtlValue<UV>>;
+class TtlMapState
+    : public internal::TtlBoundState<K, N, std::map<UK, internal::TtlValue<UV>, KeyLess<UK>>> {
+  using Stored = std::map<UK, internal::TtlValue<UV>, KeyLess<UK>>;
 
  public:
   using internal::TtlBoundState<K, N, Stored>::TtlBoundState;
@@ -1834,8 +1837,8 @@ class TtlMapState : public internal::TtlBoundState<K, N, std::map<UK, internal::
     auto it = m->find(uk);
     if (it != m->end()) Erase(m, it);
   }
-  std::map<UK, UV> entries() {
-    std::map<UK, UV> out;
+  std::map<UK, UV, KeyLess<UK>> entries() {
+    std::map<UK, UV, KeyLess<UK>> out;
     Stored* m = this->find();
     if (m == nullptr) return out;
     const Timestamp t = this->now();

@@ -65,6 +65,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/keyed/timer_buckets.h"
 #include "tidemark/runtime/core/operator.h"
@@ -179,7 +180,7 @@ class TimerQueue {
   void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
     cache_valid_ = false;
     // The last entry restored of each timer, to flag those that are live.
-    absl::flat_hash_map<std::tuple<Timestamp, K, N>, BucketPos> last;
+    KeyMap<std::tuple<Timestamp, K, N>, BucketPos> last;
     const uint64_t nb = r.GetCount("timer buckets");
     for (uint64_t i = 0; i < nb && r.ok(); ++i) {
       const auto ts = Decode<Timestamp>(r);
@@ -246,7 +247,7 @@ class TimerQueue {
 
   bool CacheHolds(const K& key, const N& ns, Timestamp ts) const {
     if constexpr (kCache) {
-      return cache_valid_ && cache_.ts == ts && cache_.key == key && cache_.ns == ns;
+      return cache_valid_ && cache_.ts == ts && HeapKeyEquals(cache_.key, key) && cache_.ns == ns;
     } else {
       return false;
     }
@@ -294,7 +295,7 @@ class TimerQueue {
   // (timestamp, registration) order.
   TimerBuckets<Entry> queue_;
   // The live timers, each with the position of its flagged entry.
-  absl::flat_hash_map<std::tuple<Timestamp, K, N>, BucketPos> live_;
+  KeyMap<std::tuple<Timestamp, K, N>, BucketPos> live_;
   [[no_unique_address]] std::conditional_t<kCache, Cache, NoCache> cache_;
   bool cache_valid_ = false;
   bool cache_live_ = false;

@@ -79,6 +79,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/window/assigners.h"
 #include "tidemark/operators/window/local_aggregate_record.h"
@@ -297,7 +298,7 @@ class LocalAggregateOperator final
   Timestamp last_watermark() const { return last_watermark_; }
 
  private:
-  using Table = absl::flat_hash_map<K, Partial>;
+  using Table = KeyMap<K, Partial>;
   using Panes = std::map<Timestamp, Table>;  // by pane start
 
   // The pane max timestamp (end - 1) of the pane starting at `start`; MIN

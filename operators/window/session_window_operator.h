@@ -120,6 +120,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/time_order.h"
 #include "tidemark/operators/window/fast_window_operator.h"
 #include "tidemark/operators/window/merging_window_set.h"
@@ -1093,7 +1094,7 @@ class FastSessionWindowOperator final
 
   KeyFn key_;
   Assigner assigner_;
-  absl::flat_hash_map<K, uint32_t> index_;  // key -> slot in keys_
+  KeyMap<K, uint32_t> index_;  // key -> slot in keys_
   // The keys' state by slot and the timer entries, copy-on-write while a
   // snapshot reads them (cow_).
   SlotList<KeyState> keys_;

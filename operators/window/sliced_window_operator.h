@@ -110,6 +110,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/window/assigners.h"
 #include "tidemark/operators/window/fast_window_operator.h"
 #include "tidemark/operators/window/time_window.h"
@@ -335,10 +336,10 @@ class SlicedWindowOperator final
     const K* key;
     size_t hash;
     bool Matches(const void* slots, uint32_t pos) const {
-      return (*static_cast<const PaneSlots*>(slots))[pos].key == *key;
+      return HeapKeyEquals((*static_cast<const PaneSlots*>(slots))[pos].key, *key);
     }
   };
-  static size_t HashKey(const K& key) { return absl::Hash<K>{}(key); }
+  static size_t HashKey(const K& key) { return HeapKeyHash(key); }
   static size_t HashAt(const void* slots, uint32_t pos) {
     return HashKey((*static_cast<const PaneSlots*>(slots))[pos].key);
   }
@@ -398,10 +399,10 @@ class SlicedWindowOperator final
     Value value;
   };
   struct KeyPtrHash {
-    size_t operator()(const K* k) const { return absl::Hash<K>{}(*k); }
+    size_t operator()(const K* k) const { return HeapKeyHash(*k); }
   };
   struct KeyPtrEq {
-    bool operator()(const K* a, const K* b) const { return *a == *b; }
+    bool operator()(const K* a, const K* b) const { return HeapKeyEquals(*a, *b); }
   };
 
   static int64_t FloorMod(int64_t a, int64_t m) {
@@ -616,7 +617,7 @@ class SlicedWindowOperator final
     // The key counts, from the panes: a window's keys are those of its panes
     // (every record in a pane of a live window was accepted by it).
     live_pairs_ = 0;
-    absl::flat_hash_set<K> keys;
+    KeySet<K> keys;
     for (auto it = open_.begin(); it != open_.end();) {
       keys.clear();
       for (auto p = panes_.lower_bound(it->first);

@@ -66,6 +66,7 @@
 
 #include "absl/hash/hash.h"
 #include "tidemark/operators/keyed/cow_epoch.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/window/extendible_hash_set.h"
 #include "tidemark/operators/window/time_window.h"
@@ -322,10 +323,10 @@ class TimeWindowTable {
     const K* key;
     size_t hash;
     bool Matches(const void* slots, uint32_t pos) const {
-      return (*static_cast<const SlotList<Slot>*>(slots))[pos].key == *key;
+      return HeapKeyEquals((*static_cast<const SlotList<Slot>*>(slots))[pos].key, *key);
     }
   };
-  static size_t HashKey(const K& key) { return absl::Hash<K>{}(key); }
+  static size_t HashKey(const K& key) { return HeapKeyHash(key); }
   struct Window {
     Window() : index(&slots, &HashAt, &PrefetchAt) {}
     Window(const Window&) = delete;

@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/keyed/timer_service.h"
 #include "tidemark/operators/window/assigners.h"
@@ -356,10 +357,10 @@ class WindowOperator final
 
   // Tables of the keyed state store (WindowOperatorBase::state_).  Sessions
   // only: the in-flight windows per key (Flink's "merging-window-set" state).
-  absl::flat_hash_map<K, MergingWindowSet>& merging_ =
+  KeyMap<K, MergingWindowSet>& merging_ =
       this->state_.template Table<MergingWindowSet>("merging-window-set").map;
   MergingWindowSet::Scratch merge_scratch_;  // sessions only
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>& trigger_state_ =
+  KeyMap<KeyWindow<K, W>, TriggerState>& trigger_state_ =
       this->state_.template Table<TriggerState, W>(kTriggerState).map;
   TriggerContext trigger_ctx_;
   OnMergeContext merge_ctx_;

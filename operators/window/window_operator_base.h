@@ -57,6 +57,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "tidemark/operators/basic.h"
+#include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
 #include "tidemark/operators/keyed/timer_service.h"
 #include "tidemark/operators/window/lateness.h"
@@ -265,9 +266,9 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
     const Timestamp watermark = timers_.current_watermark();
     size_t pairs = 0;
     DistinctKeys keys(
-        [](const void* k) -> size_t { return absl::Hash<K>{}(*static_cast<const K*>(k)); },
+        [](const void* k) -> size_t { return HeapKeyHash(*static_cast<const K*>(k)); },
         [](const void* a, const void* b) {
-          return *static_cast<const K*>(a) == *static_cast<const K*>(b);
+          return HeapKeyEquals(*static_cast<const K*>(a), *static_cast<const K*>(b));
         });
     for_each([&](const K& key, const W& w) {
       if (kEventTime && w.max_timestamp() <= watermark) return;  // has fired
@@ -327,8 +328,8 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
   }
 
   // In state_ (kFunctionState only).
-  absl::flat_hash_map<KeyWindow<K, W>, TriggerState>* function_window_state_ = nullptr;
-  absl::flat_hash_map<K, TriggerState>* function_global_state_ = nullptr;
+  KeyMap<KeyWindow<K, W>, TriggerState>* function_window_state_ = nullptr;
+  KeyMap<K, TriggerState>* function_global_state_ = nullptr;
   size_t peak_live_ = 0;
   Counter* late_dropped_ = nullptr;
   Counter* late_unconsumed_ = nullptr;

@@ -522,8 +522,12 @@ struct StateCodec<T, std::enable_if_t<internal::kIsCodecInteger<T> || std::is_en
     } else if constexpr (std::is_same_v<T, bool>) {
       w.PutU8(v ? 1 : 0);
     } else if constexpr (std::is_floating_point_v<T>) {
+      // As Java's writeFloat/writeDouble (Flink's FloatSerializer and
+      // DoubleSerializer): floatToIntBits/doubleToLongBits, so that every NaN
+      // has one encoding and is one key on RocksDB.
       using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-      w.PutLittleEndian(std::bit_cast<U>(v));
+      constexpr U kNaN = static_cast<U>(sizeof(T) == 4 ? 0x7fc00000ULL : 0x7ff8000000000000ULL);
+      w.PutLittleEndian(v != v ? kNaN : std::bit_cast<U>(v));
     } else {
       w.PutLittleEndian(static_cast<std::make_unsigned_t<T>>(v));
     }
