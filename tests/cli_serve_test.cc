@@ -331,6 +331,57 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
 // an event in the feed, counted in the state's kinds.  Checkpoint 1 is
 // written through a link to /dev/full (a full disk); one failure is
 // tolerated, so the job goes on (its input, a FIFO, stays open meanwhile).
+// Input 0 ends (MAX) while input 1 is idle: the valve leaves the idle
+// channel out, so the windows' minimum is MAX, as in Flink; but input 1 has
+// not ended (its later records come late), and the state says so: the input
+// ended only once every channel is at MAX.
+TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
+  testing::FifoInputs inputs("serveended", 2);
+  ASSERT_TRUE(inputs.ok());
+  std::vector<std::string> args = {"run",
+                                   "--fields=key,ts",
+                                   "--parallelism=2",
+                                   "--watermarks=bounded:0s",
+                                   "--watermark-interval=20ms",
+                                   "--idleness=300ms",
+                                   "--window=tumbling:1s",
+                                   "--serve=127.0.0.1:0",
+                                   "--serve-linger=120s"};
+  for (const std::string& a : inputs.Args()) args.push_back(a);
+  CliProcess p(args, CliProcess::kStdinClosed);
+  ASSERT_TRUE(p.started());
+  ASSERT_TRUE(inputs.Open());
+  int port = 0;
+  ASSERT_TRUE(LiveViewPort(p, &port));
+  auto count = [](const std::string& s, const std::string& re) {
+    const std::regex r(re);
+    return std::distance(std::sregex_iterator(s.begin(), s.end(), r), std::sregex_iterator());
+  };
+  const std::string at_max = "\"aligned\":9223372036854775807,[^{]*\"holding\":-1,";
+  ASSERT_TRUE(inputs.Write(1, "b,100"));
+  ASSERT_TRUE(inputs.Write(0, "a,1000"));
+  inputs.CloseInput(0);
+  std::string state;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (count(state, at_max) != 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_EQ(count(state, at_max), 2) << state;
+  EXPECT_EQ(count(state, "\"input_ended\":false"), 2) << state;
+  EXPECT_EQ(state.find("\"input_ended\":true"), std::string::npos) << state;
+
+  inputs.Close();
+  deadline = std::chrono::steady_clock::now() + 60s;
+  while (state.find("\"status\":\"finished\"") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
+  EXPECT_EQ(count(state, "\"input_ended\":true"), 2) << state;
+}
+
 TEST(CliServe, AFailedCheckpointIsInTheLiveView) {
   const std::string chk = TempPath("serve-chk");
   std::filesystem::remove_all(chk);

@@ -163,7 +163,9 @@ auto SourceWatermark(int64_t w) {
   };
 }
 bool IsSourceIdle(const std::string& l) {
-  return l.find("{\"kind\":\"source_status\",\"subtask\":0,\"idle\":true}") != std::string::npos;
+  // With the time it happened (t_ms), as every trace event.
+  return l.find("{\"kind\":\"source_status\",\"subtask\":0,\"idle\":true,\"t_ms\":") !=
+         std::string::npos;
 }
 
 class CliFifoTest : public ::testing::Test {
@@ -228,7 +230,7 @@ TEST_F(CliFifoTest, QuietFifoGoesIdleWhileItsWriterKeepsItOpen) {
       << absl::StrJoin(child.lines(), "\n") << "\nstderr: " << ReadFile(err_);
   ASSERT_TRUE(WriteLine(w, "k,2000"));  // and active again with a record
   EXPECT_TRUE(child.WaitForLine([](const std::string& l) {
-    return l == "{\"kind\":\"source_status\",\"subtask\":0,\"idle\":false}";
+    return l.rfind("{\"kind\":\"source_status\",\"subtask\":0,\"idle\":false,\"t_ms\":", 0) == 0;
   })) << ReadFile(err_);
   close(w);
   EXPECT_EQ(child.Wait(), 0) << ReadFile(err_);

@@ -440,6 +440,44 @@ TEST(CliBadInputTest, OutOfRangePatternTimesAndHexadecimalAreErrorsAndABomIsNotT
       ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
 }
 
+TEST(CliBadInputTest, AFieldNamedTwiceIsRefused) {
+  const std::string file = InputFile("fields_twice.txt", {"a,1000,x"});
+  CliRun r = RunTidemark({"run", "--input=" + file, "--fields=key,ts,key"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--fields=key,ts,key names 'key' twice"));
+}
+
+// A record's trace line names the input it came from, standard input ("-")
+// too.
+TEST(CliBadInputTest, TraceNamesStandardInputAsItsInput) {
+  const std::string file = InputFile("trace_source_file.txt", {"a,1000"});
+  const std::string in = "b,1000\n";
+  CliRun r = RunTidemark({"run", "--input=" + file, "--input=-", "--fields=key,ts",
+                          "--output=jsonl", "--trace=watermarks", "--watermark-interval=per-record",
+                          "--window=tumbling:5s", "--aggregate=count"},
+                         &in);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int seen = 0;
+  for (const std::string& l : r.OutLines()) {
+    if (l.rfind("{\"kind\":\"record\"", 0) != 0) continue;
+    ++seen;
+    const bool from_stdin = l.find("\"key\":\"b\"") != std::string::npos;
+    EXPECT_THAT(l, HasSubstr(from_stdin ? "\"source\":1," : "\"source\":0,")) << l;
+  }
+  EXPECT_EQ(seen, 2) << r.out;
+}
+
+// "#watermark T" lines make watermarks and are no records: the summary
+// counts them apart, so that records = window records + late ones.
+TEST(CliBadInputTest, WatermarkMarkersAreCountedApartFromRecords) {
+  const std::string path = InputFile("markers_count.txt", {"a,1000", "#watermark 6000", "a,2000"});
+  CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--watermarks=marker",
+                          "--late=side", "--aggregate=count", "--window=tumbling:5s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tidemark: 2 records, 1 window results, 1 late (side output), "
+                               "0 late dropped, 0 bad lines skipped, 1 watermark markers"));
+}
+
 TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
   const std::string path =
       InputFile("bad_mix.txt", {"k,1000", "k", "", "k,x", "k,2000", "k,99999999999999999999"});

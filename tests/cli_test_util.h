@@ -329,8 +329,15 @@ class FifoInputs {
   }
   size_t size() const { return paths_.size(); }
   void Close() {
-    for (int fd : fds_) close(fd);
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
     fds_.clear();
+  }
+  // Ends input `input` alone (its reader sees the end of the file).
+  void CloseInput(size_t input) {
+    int& fd = fds_.at(input);
+    if (fd >= 0) close(fd);
+    fd = -1;
   }
 
  private:

@@ -63,6 +63,15 @@ absl::StatusOr<LineFormat> LineFormat::Make(const LineFormatOptions& o) {
     return static_cast<int>(it - o.fields.begin());
   };
   if (o.fields.empty()) return absl::InvalidArgumentError("--fields must name at least one column");
+  // A name twice would leave which column --key/--timestamp/--value mean to
+  // the first match.
+  for (size_t i = 0; i < o.fields.size(); ++i) {
+    if (std::find(o.fields.begin(), o.fields.begin() + static_cast<std::ptrdiff_t>(i),
+                  o.fields[i]) != o.fields.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return absl::InvalidArgumentError(absl::StrCat("--fields=", absl::StrJoin(o.fields, ","),
+                                                     " names '", o.fields[i], "' twice"));
+    }
+  }
   auto k = index_of(o.key_field, "key");
   if (!k.ok()) return k.status();
   f.key_index_ = *k;

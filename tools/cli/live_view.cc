@@ -512,6 +512,8 @@ std::string LiveState::StateJson() const {
     }
     if (auto it = m.counters.find("numLateRecordsDropped"); it != m.counters.end())
       late_dropped += it->second;
+    if (auto it = m.counters.find(kWatermarkMarkersCounter); it != m.counters.end())
+      records -= it->second;
   }
   const double now =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
@@ -539,9 +541,13 @@ std::string LiveState::StateJson() const {
     bool all_idle = !w.channels.empty();
     for (const auto& [c, ch] : w.channels) all_idle = all_idle && ch.idle;
     // Every channel at its end: nothing holds the minimum back any more.
-    const bool ended = w.aligned == kMaxWatermark;
+    // (The minimum also reaches MAX when the other channels are idle: those
+    // have not ended, and their records will come late.)
+    bool ended = !w.channels.empty();
+    for (const auto& [c, ch] : w.channels) ended = ended && ch.watermark == kMaxWatermark;
     absl::StrAppend(&j, first ? "" : ",", "{\"subtask\":", subtask, ",\"aligned\":", w.aligned,
-                    ",\"aligned_text\":", Time(w.aligned), ",\"holding\":", ended ? -1 : w.holding,
+                    ",\"aligned_text\":", Time(w.aligned),
+                    ",\"holding\":", w.aligned == kMaxWatermark ? -1 : w.holding,
                     ",\"idle\":", Bool(all_idle), ",\"input_ended\":", Bool(ended),
                     ",\"channels\":[");
     first = false;

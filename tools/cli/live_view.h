@@ -51,6 +51,11 @@ struct PhysicalPlan;
 
 namespace tidemark::cli {
 
+// The counter of "#watermark T" marker lines (--watermarks=marker), which
+// the sources read as lines but which are no records: the summary and the
+// live view count the sources' lines less these.
+inline constexpr char kWatermarkMarkersCounter[] = "numWatermarkMarkers";
+
 // One event of the feed.
 struct LiveEvent {
   std::string kind;

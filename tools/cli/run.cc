@@ -378,6 +378,18 @@ DataStream<CliResult> BuildWindows(
 
 std::string KeyOf(const CliRecord& r) { return r.key; }
 
+// Drops the marker lines once they made their watermark, counting them
+// (kWatermarkMarkersCounter).
+struct DropMarkers {
+  void open(const RuntimeContext& ctx) { markers.emplace(ctx.counter(kWatermarkMarkersCounter)); }
+  bool operator()(const CliRecord& r) {
+    if (!r.is_marker()) return true;
+    markers->inc();
+    return false;
+  }
+  std::optional<UserCounter> markers;
+};
+
 const char* SignalName(int sig) {
   switch (sig) {
     case SIGINT:
@@ -986,8 +998,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (dropped == DroppedLine::kFiltered) sh->filtered.fetch_add(1, std::memory_order_relaxed);
       std::optional<CliRecord> rec = *std::move(r);
       if (rec) {
-        for (size_t i = 0; i < inputs.size(); ++i)
-          if (where.source == inputs[i]) rec->source = static_cast<int>(i);
+        // The input it came from (standard input, "-", reads as "<stdin>").
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          if (where.source == (inputs[i] == "-" ? std::string_view("<stdin>") : inputs[i])) {
+            rec->source = static_cast<int>(i);
+            break;
+          }
+        }
       }
       return rec;
     }
@@ -1067,9 +1084,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                       })
                   .set_parallelism(source_p);
   }
-  auto stamped = with_ts.filter([](const CliRecord& r) { return !r.is_marker(); })
-                     .name("Drop markers")
-                     .set_parallelism(source_p);
+  auto stamped = with_ts.filter(DropMarkers()).name("Drop markers").set_parallelism(source_p);
   auto keyed = stamped.key_by(&KeyOf);
 
   std::optional<OutputTag<CliRecord>> late_tag;
@@ -1276,7 +1291,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
     }
     if (o.summary) {
-      int64_t records = 0;
+      // Lines the sources read, less the marker lines (no records).
+      int64_t records = -result.CounterTotal(kWatermarkMarkersCounter);
       for (const auto& m : result.metrics)
         if (m.task_name.rfind("Source", 0) == 0) records += m.records_in;
       err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
@@ -1287,6 +1303,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (o.skip_header) err << ", " << sh->headers.load() << " header lines skipped";
       if (max_future_skew) err << ", " << sh->future.load() << " future (side output)";
       if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
+      if (format_options.markers) {
+        err << ", " << result.CounterTotal(kWatermarkMarkersCounter) << " watermark markers";
+      }
       if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
       if (result.checkpoints.enabled) {
         const CheckpointSummary& c = result.checkpoints;

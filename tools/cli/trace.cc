@@ -1003,19 +1003,22 @@ void TraceRecorder::OnCheckpointBarrier(const std::string& task, int subtask, in
   ev.checkpoint = checkpoint_id;
   ev.source = source;
   ev.alignment_ms = static_cast<double>(alignment_ns) / 1e6;
+  if (rank_ >= 0) ev.rank = source ? source_rank_(subtask) : window_rank_(subtask);
   if (print_trace_) {
     if (format_ == OutputFormat::kJsonl) {
       printer_->Print(absl::StrCat("{\"kind\":\"barrier\",\"task\":\"",
                                    source ? "source" : "window", "\",\"subtask\":", subtask,
+                                   rank_ >= 0 ? absl::StrCat(",\"rank\":", ev.rank) : std::string(),
                                    ",\"checkpoint\":", checkpoint_id,
                                    absl::StrFormat(",\"alignment_ms\":%.3f", ev.alignment_ms),
                                    absl::StrFormat(",\"t_ms\":%.3f", ev.t_ms), "}"));
     } else if (source) {
-      printer_->Print(
-          absl::StrCat("[checkpoint] source subtask ", subtask, " sends barrier ", checkpoint_id));
+      printer_->Print(absl::StrCat("[checkpoint] source subtask ", subtask, RankOf(true, subtask),
+                                   " sends barrier ", checkpoint_id));
     } else {
-      printer_->Print(absl::StrCat("[checkpoint] window subtask ", subtask, " aligned barrier ",
-                                   checkpoint_id, absl::StrFormat(" in %.3f ms", ev.alignment_ms),
+      printer_->Print(absl::StrCat("[checkpoint] window subtask ", subtask, RankOf(false, subtask),
+                                   " aligned barrier ", checkpoint_id,
+                                   absl::StrFormat(" in %.3f ms", ev.alignment_ms),
                                    " and took its snapshot"));
     }
   }
@@ -1051,13 +1054,16 @@ void TraceRecorder::OnOutputStatus(const std::string& task, int subtask, Waterma
   TimelineEvent ev{TimelineEvent::Kind::kSourceIdle, NowMs()};
   ev.subtask = subtask;
   ev.idle = s == WatermarkStatus::kIdle;
+  if (rank_ >= 0) ev.rank = source_rank_(subtask);
   if (print_trace_) {
     if (format_ == OutputFormat::kJsonl) {
       printer_->Print(absl::StrCat("{\"kind\":\"source_status\",\"subtask\":", subtask,
-                                   ",\"idle\":", ev.idle ? "true" : "false", "}"));
+                                   rank_ >= 0 ? absl::StrCat(",\"rank\":", ev.rank) : std::string(),
+                                   ",\"idle\":", ev.idle ? "true" : "false",
+                                   absl::StrFormat(",\"t_ms\":%.3f", ev.t_ms), "}"));
     } else {
-      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, " is ",
-                                   ev.idle ? "idle" : "active"));
+      printer_->Print(absl::StrCat("[watermark] source subtask ", subtask, RankOf(true, subtask),
+                                   " is ", ev.idle ? "idle" : "active"));
     }
   }
   Keep(std::move(ev));
