@@ -677,10 +677,22 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     if (start < records.size()) this->output().CollectBatch(records.subspan(start));
   }
 
+  // Upstream watermarks and statuses are dropped, as Flink's
+  // TimestampsAndWatermarksOperator does, but for the end of input (MAX).
+  // In the source (from_source: per split), they are the source's own
+  // (SourceOutput::EmitWatermark / MarkIdle, of the split the driver made
+  // current) and go where its generator writes, as Flink's
+  // SourceOutputWithWatermarks sends them.
   void ProcessWatermark(Timestamp w) override {
-    if (w == kMaxWatermark) emitter_.EmitWatermark(w);
+    if (w == kMaxWatermark) {
+      emitter_.EmitWatermark(w);
+    } else if (per_split()) {
+      EventOutput().EmitWatermark(w);
+    }
   }
-  void ProcessStatus(WatermarkStatus) override {}
+  void ProcessStatus(WatermarkStatus s) override {
+    if (per_split() && s == WatermarkStatus::kIdle) EventOutput().MarkIdle();
+  }
   void Finish() override { FinishCore(); }
 
   // Checkpoints: the generator's state and what was last sent, so that the

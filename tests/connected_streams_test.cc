@@ -373,27 +373,50 @@ TEST_P(ConnectedStreamsTest, ConnectThenKeyByIsTheSameAsKeyByThenConnect) {
 // An input that goes quiet and marks itself idle does not hold the other
 // back (FLINK-18934): the keyed co-process's timers fire on the other input's
 // watermark alone, while the quiet source stays open.
+// With `watermark`, it sends W(1000) of its own at each poll instead (past
+// every timer of the other input).
 class QuietSource : public Source<int64_t> {
  public:
+  explicit QuietSource(bool watermark = false) : watermark_(watermark) {}
   PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
     if (!sent_) {
       out.CollectWithTimestamp(7, 5);
       sent_ = true;
     }
-    out.MarkIdle();
+    if (watermark_) {
+      out.EmitWatermark(1000);
+    } else {
+      out.MarkIdle();
+    }
     return PollStatus::kNothingAvailable;
   }
   Timestamp RetryAt() const override { return kMaxTimestamp; }
 
  private:
+  bool watermark_;
   bool sent_ = false;
 };
 
-TEST_P(ConnectedStreamsTest, AnIdleInputDoesNotHoldBackTheTimersOfTheOther) {
+// How the quiet input is made: add_source, or from_source with a watermark
+// strategy, whose generator then runs in the source and the source's own
+// idleness and watermarks go where it writes (Flink's
+// SourceOutputWithWatermarks), so they reach the co-process all the same.
+enum class Quiet { kAddSourceIdle, kFromSourceIdle, kFromSourceWatermark };
+
+void IdleInputRun(int parallelism, Quiet how) {
   StreamExecutionEnvironment env;
-  env.set_parallelism(GetParam());
-  auto quiet = env.add_source<int64_t>([] { return std::make_unique<QuietSource>(); }, "quiet",
-                                       /*parallel=*/false);
+  env.set_parallelism(parallelism);
+  const bool watermark = how == Quiet::kFromSourceWatermark;
+  auto factory = [watermark] { return std::make_unique<QuietSource>(watermark); };
+  DataStream<int64_t> quiet =
+      how == Quiet::kAddSourceIdle
+          ? env.add_source<int64_t>(factory, "quiet", /*parallel=*/false)
+          : env.from_source<int64_t>(
+                   factory,
+                   WatermarkStrategy<int64_t>::for_monotonous_timestamps().with_timestamp_assigner(
+                       [](const int64_t&, Timestamp ts) { return ts; }),
+                   "quiet")
+                .set_parallelism(1);
   std::vector<int64_t> ticks;
   for (int64_t t = 0; t < 100; ++t) ticks.push_back(t * 10);
   auto busy = env.from_collection(ticks).assign_timestamps_and_watermarks(
@@ -442,6 +465,16 @@ TEST_P(ConnectedStreamsTest, AnIdleInputDoesNotHoldBackTheTimersOfTheOther) {
   std::vector<int64_t> expected;
   for (int64_t t : ticks) expected.push_back(t + 1);
   EXPECT_EQ(times, expected);
+}
+
+TEST_P(ConnectedStreamsTest, AnIdleInputDoesNotHoldBackTheTimersOfTheOther) {
+  IdleInputRun(GetParam(), Quiet::kAddSourceIdle);
+}
+TEST_P(ConnectedStreamsTest, AnIdleFromSourceInputDoesNotHoldBackTheTimersOfTheOther) {
+  IdleInputRun(GetParam(), Quiet::kFromSourceIdle);
+}
+TEST_P(ConnectedStreamsTest, AFromSourceInputsOwnWatermarkPassesItsGenerators) {
+  IdleInputRun(GetParam(), Quiet::kFromSourceWatermark);
 }
 
 INSTANTIATE_TEST_SUITE_P(Parallelism, ConnectedStreamsTest, ::testing::Values(1, 3));

@@ -70,4 +70,22 @@ void SourceDriverCore::ForwardIdle() {
   head_base_->EmitStatus(WatermarkStatus::kIdle);
 }
 
+void SourceDriverCore::SourceWatermark(int split, Timestamp w) {
+  if (splits_ == nullptr || w == kMaxWatermark) {
+    ForwardWatermark(w);
+    return;
+  }
+  splits_->SetCurrentSplit(split);
+  head_base_->EmitWatermark(w);
+}
+
+void SourceDriverCore::SourceIdle(int split) {
+  if (splits_ == nullptr) {
+    ForwardIdle();
+    return;
+  }
+  splits_->SetCurrentSplit(split);
+  head_base_->EmitStatus(WatermarkStatus::kIdle);
+}
+
 }  // namespace tidemark::internal

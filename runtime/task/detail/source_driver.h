@@ -52,6 +52,12 @@ class SourceDriverCore {
   TaskInput::Step AfterPoll(PollStatus st, int64_t emitted_before);
   void ForwardWatermark(Timestamp w);
   void ForwardIdle();
+  // The source's own watermark or idleness, of split `split` (-1: of the
+  // subtask).  Where the head generates watermarks in the source (from_source,
+  // Flink's SourceOutputWithWatermarks), they go into the output its
+  // generator (the split's, or the subtask's) writes to; else downstream.
+  void SourceWatermark(int split, Timestamp w);
+  void SourceIdle(int split);
   bool StopRequested() const {
     return signals_->backpressured || signals_->cancelled->load(std::memory_order_relaxed);
   }
@@ -136,14 +142,16 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
   [[gnu::noinline]] void CollectWithTimestamp(T&& value, Timestamp ts) override {
     CollectForSplit(-1, std::move(value), ts);
   }
-  [[gnu::noinline]] void EmitWatermark(Timestamp w) override {
+  [[gnu::noinline]] void EmitWatermark(Timestamp w) override { EmitWatermarkOf(-1, w); }
+  [[gnu::noinline]] void MarkIdle() override { MarkIdleOf(-1); }
+  void EmitWatermarkOf(int split, Timestamp w) {
     FlushPending();
-    ForwardWatermark(w);
+    SourceWatermark(split, w);
     AskAtNextRecord();
   }
-  [[gnu::noinline]] void MarkIdle() override {
+  void MarkIdleOf(int split) {
     FlushPending();
-    ForwardIdle();
+    SourceIdle(split);
     AskAtNextRecord();
   }
   [[gnu::noinline]] void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
@@ -230,8 +238,8 @@ class SourceDriver final : public TaskInput, private SourceOutput<T>, private So
     void CollectWithTimestamp(T&& value, Timestamp ts) override {
       d_->CollectForSplitOutOfLine(index, std::move(value), ts);
     }
-    void EmitWatermark(Timestamp w) override { d_->EmitWatermark(w); }
-    void MarkIdle() override { d_->MarkIdle(); }
+    void EmitWatermark(Timestamp w) override { d_->EmitWatermarkOf(index, w); }
+    void MarkIdle() override { d_->MarkIdleOf(index); }
     void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
       d_->EmitGeneralizedWatermark(w);
     }
