@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -444,7 +445,16 @@ int StreamExecutionEnvironment::AddUnionNode(const std::vector<int>& inputs) {
 int StreamExecutionEnvironment::AddSideOutputNode(int input, const std::string& tag,
                                                   std::shared_ptr<NodeOps> producer_side,
                                                   std::shared_ptr<NodeOps> out) {
-  node(input).side_outs[tag] = std::move(producer_side);
+  // As Flink's getSideOutput: one id, one type.
+  auto& side_outs = node(input).side_outs;
+  if (auto it = side_outs.find(tag);
+      it != side_outs.end() && it->second->TypeName() != producer_side->TypeName()) {
+    throw std::invalid_argument(absl::StrCat(
+        "get_side_output('", tag, "'): a side output with this id was already requested with ",
+        "type ", it->second->TypeName(), ", now with ", producer_side->TypeName(),
+        "; side output ids must be unique"));
+  }
+  side_outs[tag] = std::move(producer_side);
   auto n = std::make_unique<StreamNode>();
   n->kind = StreamNode::Kind::kSideOutput;
   n->name = "Side output " + tag;

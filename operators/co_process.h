@@ -284,7 +284,7 @@ class BroadcastContext {
   void output(const OutputTag<V>& tag, V value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
-    static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
+    internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);
   }
   template <typename UK, typename UV>
   BroadcastState<UK, UV> get_broadcast_state(std::string_view name) {

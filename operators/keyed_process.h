@@ -122,7 +122,7 @@ class KeyedProcessContext {
   void output(const OutputTag<V>& tag, V value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
-    static_cast<Output<V>*>(it->second)->Collect(std::move(value), timestamp_);
+    internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);
   }
 
   template <typename V>

@@ -2,11 +2,13 @@
 // ProcessFunction): records, timestamps, the operator's watermark, side
 // outputs of other types through the context (splitting a stream), open and
 // close once per subtask.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,41 @@ TEST(ProcessFunction, SplitsAStreamIntoTheMainOutputAndSideOutputsOfOtherTypes) 
   EXPECT_EQ(values(odd_out), (std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13, 15, 17, 19}));
   EXPECT_EQ(values(neg_out),
             (std::vector<std::string>{"neg:-1", "neg:-2", "neg:-3", "neg:-4", "neg:-5"}));
+}
+
+// One side output id, one type (Flink's getSideOutput refuses a second
+// type; a record of another type fails the job instead of being read as the
+// side output's type).
+TEST(ProcessFunction, ASideOutputIdWithTwoTypesIsRefused) {
+  const OutputTag<std::string> as_string("x");
+  const OutputTag<int64_t> as_int("x");
+  {
+    StreamExecutionEnvironment env;
+    auto o = env.from_collection(std::vector<int64_t>{1, 2, 3})
+                 .process([as_string](const int64_t& v, ProcessContext& ctx, Collector<int64_t>&) {
+                   ctx.output(as_string, std::string("s"));
+                 });
+    o.get_side_output(as_string).collect();
+    try {
+      o.get_side_output(as_int);
+      ADD_FAILURE() << "a second type for side output x was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(std::string(e.what()),
+                  ::testing::HasSubstr("a side output with this id was already requested"));
+    }
+  }
+  StreamExecutionEnvironment env;
+  auto o = env.from_collection(std::vector<int64_t>{1, 2, 3})
+               .process([as_int](const int64_t& v, ProcessContext& ctx, Collector<int64_t>& out) {
+                 ctx.output(as_int, v);
+                 out.collect(v);
+               });
+  auto strings = o.get_side_output(as_string).collect();
+  JobResult r = env.execute("two types");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("side output 'x': a record of another type"));
+  EXPECT_TRUE(strings->items().empty());
 }
 
 struct Event {

@@ -63,7 +63,7 @@ class WindowContext {
     if (side_outputs_ == nullptr) return;
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
-    static_cast<Output<V>*>(it->second)->Collect(std::move(value), output_timestamp_);
+    internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), output_timestamp_);
   }
 
   // Per-window state of the function (Flink's windowState()): named values

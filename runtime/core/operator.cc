@@ -1,5 +1,7 @@
 #include "tidemark/runtime/core/operator.h"
 
+#include <stdexcept>
+
 #include "absl/strings/str_cat.h"
 #include "tidemark/runtime/core/detail/task_host.h"
 
@@ -11,6 +13,13 @@ internal::OperatorError::OperatorError(const std::string& operator_name, int sub
                                       parallelism, ") failed: ", what)),
       operator_name_(operator_name),
       subtask_(subtask) {}
+
+void internal::ThrowSideOutputOfAnotherType(const std::string& id) {
+  throw std::logic_error(absl::StrCat(
+      "side output '", id,
+      "': a record of another type than the side output's (an OutputTag of this id with "
+      "another type; side output ids must be unique)"));
+}
 
 void OperatorContext::Notice(std::string line) {
   if (host_ != nullptr) host_->Notice(std::move(line));

@@ -124,6 +124,18 @@ class OutputTag {
 };
 
 namespace internal {
+// The side output of tag `id` as an Output<V>.  One id with two types (a
+// tag's records read as another type) throws instead: Flink routes side
+// outputs by id too, and its cast fails the job.
+[[noreturn]] void ThrowSideOutputOfAnotherType(const std::string& id);
+template <typename V>
+Output<V>* SideOutputAs(OutputBase* out, const std::string& id) {
+  auto* typed = dynamic_cast<Output<V>*>(out);
+  if (typed == nullptr) [[unlikely]]
+    ThrowSideOutputOfAnotherType(id);
+  return typed;
+}
+
 // The error an exception from user code becomes: it names the operator and
 // subtask.
 class OperatorError : public std::runtime_error {
