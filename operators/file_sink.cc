@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -39,6 +41,16 @@ void WriteAll(int fd, std::string_view bytes, const std::string& file) {
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
+}
+
+// `dir` as an absolute, normal path (how a snapshot names the directory).
+std::string AbsoluteDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) p = dir;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
 }
 
 }  // namespace
@@ -199,6 +211,9 @@ void TwoPhaseCommitFiles::Snapshot(StateWriter& w) const {
   // The subtask whose files these are (a rescaled restore hands them to
   // another one).
   w.PutVarint(static_cast<uint64_t>(subtask_));
+  // And where they are: a job restored to write elsewhere still commits
+  // them there (Flink's committables hold their paths).
+  w.PutBytes(AbsoluteDir(dir_));
 }
 
 void TwoPhaseCommitFiles::Restore(StateReader& r) {
@@ -219,7 +234,27 @@ void TwoPhaseCommitFiles::Restore(StateReader& r) {
     if (r.ok() && k > static_cast<uint64_t>(INT32_MAX)) r.Fail("subtask out of range");
     owner = static_cast<int>(k);
   }
+  // States written before the directory was recorded: this one.
+  std::string old_dir = AbsoluteDir(dir_);
+  if (r.ok() && !r.AtEnd()) old_dir = std::string(r.GetBytes("directory"));
   if (!r.ok()) return;
+  if (old_dir != AbsoluteDir(dir_)) {
+    // Restored to write elsewhere: the checkpoint's pending parts are
+    // committed where they were written, and what was written there after
+    // it is taken back (the replay writes it again, here).  This
+    // directory is cleaned up at the first write, as in a fresh run.
+    const std::string current = std::exchange(dir_, old_dir);
+    try {
+      CleanUpSubtask(owner, pending, next);
+      for (const Pending& p : pending) CommitOne(owner, p);
+      SyncDir(dir_);
+    } catch (...) {
+      dir_ = current;
+      throw;
+    }
+    dir_ = current;
+    return;
+  }
   // The checkpoint is complete: what it lists as pending is output; the
   // other hidden files of `owner` are replayed.  So are its committed parts
   // from `next` on: started after the checkpoint's barrier, they were

@@ -185,6 +185,54 @@ TEST(Savepoint, TriggeredTheJobGoesOnAndARestoreFromItCommitsTheUninterruptedOut
   EXPECT_EQ(got, expected);
 }
 
+// The new version of a job writes to another directory (Flink's file sink
+// keeps its files' paths in its state): what the savepoint had pending is
+// committed in the old directory, what the old job committed after it is
+// taken back there, and the new directory gets the rest, exactly once.
+TEST(Savepoint, ARestoredFileSinkWritingElsewhereCommitsTheOldFilesWhereTheyWere) {
+  const int64_t n = 200'000;
+  testing::TempDir dir;
+  const JobShape shape;
+  const std::vector<std::string> expected = Reference(dir.Path("ref"), n, shape);
+  const std::string v1 = dir.Path("out-v1"), v2 = dir.Path("out-v2"), chk = dir.Path("chk");
+  std::string savepoint;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk);
+    auto progress = std::make_shared<Progress>();
+    JobShape paced = shape;
+    paced.rate = 30'000.0;
+    BuildJob(env, v1, n, paced, progress);
+    JobClient client = env.execute_async("v1");
+    ASSERT_TRUE(progress->WaitFor(300));
+    absl::StatusOr<std::string> path = client.trigger_savepoint(dir.Path("sp"));
+    ASSERT_TRUE(path.ok()) << path.status();
+    savepoint = *path;
+    // Committed after the savepoint: taken back by the restore.
+    ASSERT_TRUE(progress->WaitFor(700));
+    const int64_t id = client.trigger_checkpoint();
+    ASSERT_GE(id, 0);
+    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    client.cancel();
+    client.wait();
+  }
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk).restore_from(savepoint);
+  BuildJob(env, v2, n, shape);
+  JobResult r = env.execute("v2");
+  ASSERT_TRUE(r.ok()) << r.status;
+  int hidden1 = 0, hidden2 = 0;
+  std::vector<std::string> got = testing::CommittedLines(v1, &hidden1);
+  const std::vector<std::string> in_v2 = testing::CommittedLines(v2, &hidden2);
+  EXPECT_FALSE(got.empty());
+  EXPECT_FALSE(in_v2.empty());
+  got.insert(got.end(), in_v2.begin(), in_v2.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(hidden1, 0);
+  EXPECT_EQ(hidden2, 0);
+}
+
 TEST(Savepoint, StopWithSavepointEndsWithoutFiringAndRestoresAtAnotherParallelism) {
   const int64_t n = 200'000;
   testing::TempDir dir;
