@@ -379,12 +379,37 @@ TEST(UnalignedJob, UnderBackPressureACheckpointCompletesBeforeTheRecordsBeforeIt
 // come half from each of two sources through a two-input operator (its gate
 // stores the channel state of both inputs), and, their order being free, the
 // records themselves are written instead of running sums.
+// With `uids`, every operator has a uid (tasks are matched by them); with
+// `front` too, an unrelated source and sink come first, so every task of the
+// job has another index than in a checkpoint taken without it; without
+// `tail` the slow map and the file sink are replaced by a sink of the sums
+// that discards them (uid "other-sink").
+struct SumJobShape {
+  bool uids = false;
+  bool front = false;
+  bool tail = true;
+};
+
 void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_t n,
                  std::shared_ptr<testing::InjectedFailures> failures, int slow_us,
-                 int tail_parallelism = 2, bool two_inputs = false) {
+                 int tail_parallelism = 2, bool two_inputs = false, SumJobShape shape = {}) {
   env.set_batch_size(16).set_channel_capacity(2);
+  // Matched by uid, every operator its own task: the slow map's task holds
+  // no state but its records in flight.
+  if (shape.uids) env.disable_operator_chaining();
+  auto uid = [&shape](auto stream, const char* id) {
+    if (shape.uids) stream.uid(id);
+    return stream;
+  };
+  if (shape.front) {
+    env.from_generator<int64_t>([](int64_t i) { return i; }, 10)
+        .set_parallelism(1)
+        .uid("front-source")
+        .add_sink([](int64_t&&, Timestamp) {}, "Front Sink")
+        .uid("front-sink");
+  }
   DataStream<int64_t> input =
-      env.from_generator<int64_t>([](int64_t i) { return i; }, n).set_parallelism(1);
+      uid(env.from_generator<int64_t>([](int64_t i) { return i; }, n).set_parallelism(1), "source");
   if (two_inputs) {
     const int64_t half = n / 2;
     input =
@@ -397,27 +422,36 @@ void BuildSumJob(StreamExecutionEnvironment& env, const std::string& out, int64_
             .name("Co Map")
             .rebalance();
   }
-  DataStream<int64_t> mapped = input
-                                   .map([failures](const int64_t& v) -> int64_t {
-                                     if (failures) failures->MaybeThrow(v);
-                                     return v;
-                                   })
-                                   .set_parallelism(1)
-                                   .name("Flaky Map");
+  DataStream<int64_t> mapped = uid(input
+                                       .map([failures](const int64_t& v) -> int64_t {
+                                         if (failures) failures->MaybeThrow(v);
+                                         return v;
+                                       })
+                                       .set_parallelism(1)
+                                       .name("Flaky Map"),
+                                   "flaky-map");
   DataStream<int64_t> sums =
       two_inputs ? mapped
-                 : mapped.key_by([](const int64_t& v) { return v % 7; })
-                       .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
-                       .set_parallelism(3);
-  sums.rebalance()
-      .map([slow_us](const int64_t& v) -> int64_t {
-        if (slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
-        return v;
-      })
-      .set_parallelism(tail_parallelism)
-      .name("Slow Map")
-      .sink_to_files(out, [](const int64_t& v) { return std::to_string(v); })
-      .set_parallelism(tail_parallelism);
+                 : uid(mapped.key_by([](const int64_t& v) { return v % 7; })
+                           .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+                           .set_parallelism(3),
+                       "sums");
+  if (!shape.tail) {
+    sums.rebalance().add_sink([](int64_t&&, Timestamp) {}, "Other Sink").uid("other-sink");
+    return;
+  }
+  DataStream<int64_t> slow =
+      uid(sums.rebalance()
+              .map([slow_us](const int64_t& v) -> int64_t {
+                if (slow_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(slow_us));
+                return v;
+              })
+              .set_parallelism(tail_parallelism)
+              .name("Slow Map"),
+          "slow-map");
+  auto sink = slow.sink_to_files(out, [](const int64_t& v) { return std::to_string(v); })
+                  .set_parallelism(tail_parallelism);
+  if (shape.uids) sink.uid("sink");
 }
 
 std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
@@ -435,12 +469,13 @@ std::vector<int64_t> CleanRun(int64_t n, bool two_inputs = false) {
 // task whose name contains `task`, then cancels the job ("fails" it);
 // *restore_id is that checkpoint (-1: none before the job ended).
 void CheckpointUntilChannelState(const std::string& chk, const std::string& out, int64_t n,
-                                 bool two_inputs, const std::string& task, int64_t* restore_id) {
+                                 bool two_inputs, const std::string& task, int64_t* restore_id,
+                                 SumJobShape shape = {}) {
   StreamExecutionEnvironment env;
   env.set_worker_threads(3);
   env.enable_checkpointing(Duration(0), chk, /*retain=*/1000);
   env.enable_unaligned_checkpoints();
-  BuildSumJob(env, out, n, nullptr, 200, 2, two_inputs);
+  BuildSumJob(env, out, n, nullptr, 200, 2, two_inputs, shape);
   JobClient client = env.execute_async("first");
   internal::CheckpointStorage storage(chk);
   while (!client.done() && *restore_id < 0) {
@@ -539,11 +574,70 @@ TEST(UnalignedJob, RestoringChannelStateAtAnotherParallelismIsRefused) {
   BuildSumJob(env, out.path(), n, nullptr, 0, /*tail_parallelism=*/3);
   JobResult r = env.execute("rescaled");
   ASSERT_FALSE(r.ok());
+  // Before the job starts, naming the task.
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+  EXPECT_THAT(std::string(r.status.message()), ::testing::HasSubstr("task 'Slow Map"));
   EXPECT_THAT(std::string(r.status.message()),
               ::testing::HasSubstr("has channel state (records in flight, stored by an unaligned "
                                    "checkpoint)"));
   EXPECT_THAT(std::string(r.status.message()),
               ::testing::HasSubstr("rescaling with channel state is not done"));
+}
+
+// Matched by uid, a task whose index moved (a new branch in front) has the
+// same channels: its records in flight are restored and the output is exact.
+TEST(UnalignedJob, TasksThatOnlyMovedIndexRestoreTheirChannelState) {
+  const int64_t n = 6'000;
+  const std::vector<int64_t> expected = CleanRun(n);
+  testing::TempDir chk;
+  testing::TempDir out;
+  int64_t restore_id = -1;
+  ASSERT_NO_FATAL_FAILURE(CheckpointUntilChannelState(chk.path(), out.path(), n, false, "Slow Map",
+                                                      &restore_id, {.uids = true}));
+  ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk.path(), /*retain=*/1000);
+  env.restore_from(internal::CheckpointStorage(chk.path()).CheckpointPath(restore_id).string());
+  BuildSumJob(env, out.path(), n, nullptr, 0, 2, false, {.uids = true, .front = true});
+  JobResult r = env.execute("moved");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.restored_id, restore_id);
+  int hidden = 0;
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), expected);
+  EXPECT_EQ(hidden, 0);
+}
+
+// Records in flight are state (Flink's OperatorSubtaskState#hasState): a task
+// the job no longer has that holds them is refused, before the job starts,
+// unless non-restored state is allowed, which says so.
+TEST(UnalignedJob, ARemovedTaskWithRecordsInFlightIsRefusedUnlessAllowed) {
+  const int64_t n = 6'000;
+  testing::TempDir chk;
+  testing::TempDir out;
+  int64_t restore_id = -1;
+  ASSERT_NO_FATAL_FAILURE(CheckpointUntilChannelState(chk.path(), out.path(), n, false, "Slow Map",
+                                                      &restore_id, {.uids = true}));
+  ASSERT_GE(restore_id, 0) << "no checkpoint had records in flight";
+  for (bool allow : {false, true}) {
+    testing::TempDir out2;
+    StreamExecutionEnvironment env;
+    env.restore_from(internal::CheckpointStorage(chk.path()).CheckpointPath(restore_id).string());
+    if (allow) env.set_allow_non_restored_state(true);
+    BuildSumJob(env, out2.path(), n, nullptr, 0, 2, false, {.uids = true, .tail = false});
+    JobResult r = env.execute("removed");
+    if (!allow) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+      EXPECT_THAT(std::string(r.status.message()),
+                  ::testing::HasSubstr("its task 'Slow Map' (uids slow-map) is not in the job"));
+    } else {
+      ASSERT_TRUE(r.ok()) << r.status;
+      EXPECT_THAT(r.checkpoints.notices,
+                  ::testing::Contains(::testing::HasSubstr("its task 'Slow Map' (uids slow-map) is "
+                                                           "not in the job: its state was not "
+                                                           "restored")));
+    }
+  }
 }
 
 TEST(UnalignedJob, SavepointsStayAligned) {

@@ -692,9 +692,19 @@ std::string ChainUids(const PhysicalPlan& plan, size_t c) {
   return absl::StrJoin(uids, ",");
 }
 
+// The tasks upstream of chain c's input edges, in the order of its input
+// gate's channels: with their parallelisms they lay out its channels, which
+// an unaligned checkpoint's channel state is stored by.
+std::string ChainInputs(const PhysicalPlan& plan, size_t c) {
+  std::vector<int> ups;
+  for (int e : plan.nodes[plan.chains[c].head].inputs)
+    ups.push_back(plan.nodes[plan.edges[e].from].chain);
+  return absl::StrJoin(ups, ",");
+}
+
 // The metadata every checkpoint's manifest carries: the task count, and each
-// task's name, parallelism, max parallelism and (when every operator has one)
-// uids.
+// task's name, parallelism, max parallelism, (when every operator has one)
+// uids and (when it has inputs) the tasks upstream of them.
 std::map<std::string, std::string> CheckpointMetadata(const PhysicalPlan& plan) {
   std::map<std::string, std::string> metadata;
   metadata["job.tasks"] = absl::StrCat(plan.chains.size());
@@ -704,6 +714,8 @@ std::map<std::string, std::string> CheckpointMetadata(const PhysicalPlan& plan) 
     metadata[absl::StrCat("task.", c, ".max_parallelism")] = ChainMaxParallelism(plan, c);
     const std::string uids = ChainUids(plan, c);
     if (!uids.empty()) metadata[absl::StrCat("task.", c, ".uids")] = uids;
+    if (const std::string inputs = ChainInputs(plan, c); !inputs.empty())
+      metadata[absl::StrCat("task.", c, ".inputs")] = inputs;
   }
   return metadata;
 }
@@ -842,7 +854,9 @@ absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs, bool 
       absl::StatusOr<SubtaskSnapshot> snap =
           DecodeSubtaskSnapshot(it->second, absl::StrCat(rs.where, ": ", file));
       if (!snap.ok()) return snap.status();
-      stateful = snap->has_source;
+      // Records in flight (an unaligned checkpoint's channel state) are
+      // state too, as in Flink (OperatorSubtaskState#hasState).
+      stateful = snap->has_source || !snap->channel_state.empty();
       for (const OperatorSnapshot& op : snap->operators)
         if (!op.state.empty()) stateful = true;
     }
@@ -936,14 +950,37 @@ absl::Status HandOutRestoreStates(const PhysicalPlan& plan, const TaskMatch& m,
     r.matched_by_uid = m.by_uid[c];
     r.restore_input = old_p[c] == chain.parallelism;
     // A source's position, or an input gate's channels: the latter only
-    // where the task and every task upstream are restored unchanged, at
-    // their index and parallelism (else its input starts as a rescaled
-    // one: the lowest old watermark).
-    if (!plan.nodes[chain.head].inputs.empty() && m.from[c] != static_cast<int>(c))
-      r.restore_input = false;
-    for (int e : plan.nodes[chain.head].inputs) {
-      const int up = plan.nodes[plan.edges[e].from].chain;
-      if (m.from[up] != up || old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
+    // where the task's channels are laid out as they were: the same tasks
+    // upstream, in the same order, at their old parallelism (else its input
+    // starts as a rescaled one: the lowest old watermark).  Checkpoints
+    // written before the upstream tasks were recorded: the task and its
+    // upstream tasks at their old indices.
+    const std::vector<int>& edges = plan.nodes[chain.head].inputs;
+    if (!edges.empty()) {
+      const std::string recorded = rs.Meta(absl::StrCat("task.", m.from[c], ".inputs"));
+      std::vector<int> mapped;
+      for (int e : edges) {
+        const int up = plan.nodes[plan.edges[e].from].chain;
+        mapped.push_back(m.from[up]);
+        if (m.from[up] < 0 || old_p[up] != plan.chains[up].parallelism) r.restore_input = false;
+        if (recorded.empty() && m.from[up] != up) r.restore_input = false;
+      }
+      if (recorded.empty() ? m.from[c] != static_cast<int>(c)
+                           : recorded != absl::StrJoin(mapped, ","))
+        r.restore_input = false;
+    }
+    // Records in flight can only go back into the channels they were in:
+    // refused before the job starts (docs/checkpoints.md, "Not done").
+    if (!r.restore_input && !edges.empty()) {
+      for (size_t k = 0; k < r.old->size(); ++k) {
+        if ((*r.old)[k].channel_state.empty()) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            rs.where, ": task '", chain.task_name, "', old subtask ", k,
+            ", has channel state (records in flight, stored by an unaligned checkpoint), which "
+            "cannot be restored where this task's input channels changed (its parallelism, or "
+            "the tasks upstream of it or their parallelism; rescaling with channel state is not "
+            "done: restore at the same parallelism, or from a savepoint, which is aligned)"));
+      }
     }
     for (StreamTask* t : tasks[c])
       if (t != nullptr) t->SetRestoreState(r);
