@@ -327,10 +327,6 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
   EXPECT_EQ(p.Wait(30s), 0) << p.err();
 }
 
-// Issue 23 item 3: a failed checkpoint reaches the live view when it fails:
-// an event in the feed, counted in the state's kinds.  Checkpoint 1 is
-// written through a link to /dev/full (a full disk); one failure is
-// tolerated, so the job goes on (its input, a FIFO, stays open meanwhile).
 // Input 0 ends (MAX) while input 1 is idle: the valve leaves the idle
 // channel out, so the windows' minimum is MAX, as in Flink; but input 1 has
 // not ended (its later records come late), and the state says so: the input
@@ -382,6 +378,10 @@ TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
   EXPECT_EQ(count(state, "\"input_ended\":true"), 2) << state;
 }
 
+// Issue 23 item 3: a failed checkpoint reaches the live view when it fails:
+// an event in the feed, counted in the state's kinds.  Checkpoint 1 is
+// written through a link to /dev/full (a full disk); one failure is
+// tolerated, so the job goes on (its input, a FIFO, stays open meanwhile).
 TEST(CliServe, AFailedCheckpointIsInTheLiveView) {
   const std::string chk = TempPath("serve-chk");
   std::filesystem::remove_all(chk);
