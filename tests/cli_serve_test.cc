@@ -356,9 +356,18 @@ TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
   const std::string at_max = "\"aligned\":9223372036854775807,[^{]*\"holding\":-1,";
   ASSERT_TRUE(inputs.Write(1, "b,100"));
   ASSERT_TRUE(inputs.Write(0, "a,1000"));
-  inputs.CloseInput(0);
+  // Input 0 ends once its source has read the line: closed before the
+  // source opened it, the FIFO would drop the line and never end.
   std::string state;
   auto deadline = std::chrono::steady_clock::now() + 60s;
+  const std::string read_0 = "\\{\"subtask\":0,[^}]*\"records\":1\\}";
+  while (count(state, read_0) != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);  // polling the server
+    state = Get(port, "/api/state");
+  }
+  ASSERT_EQ(count(state, read_0), 1) << state;
+  inputs.CloseInput(0);
+  deadline = std::chrono::steady_clock::now() + 60s;
   while (count(state, at_max) != 2 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
     state = Get(port, "/api/state");
