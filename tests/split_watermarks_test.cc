@@ -6,6 +6,8 @@
 // parallelism 1).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -119,6 +121,63 @@ TEST(SplitWatermarks, AnIdleSplitDoesNotHoldTheOthersBackAndAllIdleFlushesTheMax
   const std::vector<Timestamp> after = StatusesAndWatermarks(h.output().events(), &statuses);
   EXPECT_EQ(statuses, (std::vector<std::string>{"IDLE", "ACTIVE"}));
   EXPECT_EQ(after.back(), 2000 + 10 * 1000 - 1);
+}
+
+// A split that marks itself idle (SourceOutput::ForSplit(id).MarkIdle(),
+// Flink's createOutputForSplit(id).markIdle()) no longer holds the subtask's
+// watermark back: split "quiet" has one record at 5 and goes idle, split
+// "busy" runs to 2 900; the window [0, 1 s) fires while the source is still
+// open.  Before, the split's idleness was dropped and the window never fired.
+struct QuietSplitSource final : Source<int64_t> {
+  bool sent = false;
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    if (!sent) {
+      out.ForSplit("quiet").CollectWithTimestamp(5, 5);
+      for (int64_t ts = 0; ts < 3000; ts += 100)
+        out.ForSplit("busy").CollectWithTimestamp(int64_t{ts}, ts);
+      sent = true;
+    }
+    out.ForSplit("quiet").MarkIdle();
+    return PollStatus::kNothingAvailable;
+  }
+  Timestamp RetryAt() const override { return kMaxTimestamp; }
+};
+
+TEST(SplitWatermarks, ASplitThatMarksItselfIdleDoesNotHoldTheSubtaskBack) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto strategy = WatermarkStrategy<int64_t>::for_monotonous_timestamps()
+                      .with_timestamp_assigner([](const int64_t& v, Timestamp) { return v; })
+                      .with_periodic_emit_per_record();
+  struct Fired {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int64_t> counts;
+  };
+  auto fired = std::make_shared<Fired>();
+  env.from_source<int64_t>([] { return std::make_unique<QuietSplitSource>(); }, strategy, "quiet")
+      .map([](const int64_t&) { return int64_t{1}; })
+      .key_by([](const int64_t&) { return 0; })
+      .window(TumblingEventTimeWindows::of(1s))
+      .reduce([](int64_t a, int64_t b) { return a + b; })
+      .add_sink([fired](int64_t&& n) {
+        std::lock_guard<std::mutex> lock(fired->mu);
+        fired->counts.push_back(n);
+        fired->cv.notify_all();
+      });
+  JobClient client = env.execute_async("quiet split");
+  std::vector<int64_t> counts;
+  {
+    std::unique_lock<std::mutex> lock(fired->mu);
+    // The limit only stops a hang.
+    fired->cv.wait_for(lock, std::chrono::seconds(60), [&] { return fired->counts.size() >= 2; });
+    counts = fired->counts;
+  }
+  EXPECT_FALSE(client.done()) << "the source never ends";
+  client.cancel();
+  client.wait();
+  // [0, 1 s): busy's 10 records and quiet's one; [1 s, 2 s): 10.
+  EXPECT_EQ(counts, (std::vector<int64_t>{11, 10}));
 }
 
 // A source of two splits at different event-time speeds, interleaved one
