@@ -28,10 +28,12 @@
 // new parallelism is taken over by new subtask k itself, so no two new
 // subtasks touch the same files.
 //
-// At the end of input the last file is pre-committed for the job's final
-// checkpoint, taken when every subtask has finished; it is committed when
-// that checkpoint is durable (a job that stops before then commits it on
-// restore).  Without checkpointing the sink commits at the end of input.
+// At the end of input the last file is pre-committed for the first
+// checkpoint that holds the subtask's final snapshot: the next one the job
+// completes (a bounded branch beside a running one, or a stop-with-savepoint)
+// or the job's final checkpoint, taken when every subtask has finished (a job
+// that stops before then commits it on restore).  Without checkpointing the
+// sink commits at the end of input.
 //
 // Thread safety: one task thread (and, for the final commit, the thread that
 // waits for the job once the task has finished).
@@ -158,7 +160,9 @@ class ExactlyOnceFileSinkOperator final
   StateRescaling state_rescaling() const override { return StateRescaling::kRoundRobin; }
   void NotifyCheckpointComplete(int64_t id) override {
     if (finished_) {
-      files_.CommitFinal();  // only the final checkpoint reaches a finished sink
+      // Only a checkpoint that holds the final snapshot reaches a finished
+      // sink (StreamTask::NotifyCheckpointComplete).
+      files_.CommitFinal();
     } else {
       files_.Commit(id);
     }

@@ -10,12 +10,14 @@
 // as a run without failure.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -589,6 +591,117 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
     EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(n)) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
+}
+
+// Flink's FLIP-147: a bounded branch that finishes beside a running one
+// commits its last part at the next checkpoint (which holds the branch's
+// final snapshot) and at a stop-with-savepoint, not only when the job ends;
+// restored from that checkpoint, nothing is committed twice.
+void BuildBranchesJob(StreamExecutionEnvironment& env, const std::string& out) {
+  env.set_parallelism(1);
+  std::vector<int64_t> values(1000);
+  for (int64_t i = 0; i < 1000; ++i) values[i] = i;
+  env.from_collection(values)
+      .name("bounded")
+      .sink_to_files(out, [](const int64_t& v) { return absl::StrCat(v); })
+      .name("bounded sink");
+  // Runs until cancelled or stopped: 1 000 records a second, never ending.
+  env.from_generator<int64_t>([](int64_t i) { return i; }, INT64_MAX, 1000.0)
+      .set_parallelism(1)
+      .name("running")
+      .add_sink([](int64_t&&) {})
+      .name("running sink");
+}
+
+// Waits (polling the live metrics, 60 s at most) until every subtask of the
+// bounded branch has finished.
+bool AwaitBoundedBranchFinished(const JobClient& client) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int bounded = 0, finished = 0;
+    for (const SubtaskMetricsSnapshot& m : client.metrics()) {
+      if (m.task_name.find("bounded") == std::string::npos) continue;
+      ++bounded;
+      if (m.finished) ++finished;
+    }
+    if (bounded > 0 && finished == bounded) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// Waits (60 s at most) until `dir` holds no hidden file: the operators hear
+// of a completed checkpoint after it is durable, so the commit may come a
+// moment after wait_for_checkpoint returns.
+void AwaitNoPendingPart(const std::string& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int hidden = 1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    testing::CommittedLines(dir, &hidden);
+    if (hidden == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+TEST(FileSink, AFinishedBranchCommitsItsLastPartAtTheNextCheckpointAndOnlyOnce) {
+  const int reps = testing::StressIterations(3);
+  for (int rep = 0; rep < reps; ++rep) {
+    testing::TempDir chk;
+    testing::TempDir out;
+    {
+      StreamExecutionEnvironment env;
+      env.enable_checkpointing(Duration(0), chk.path());
+      BuildBranchesJob(env, out.path());
+      JobClient client = env.execute_async("branches");
+      ASSERT_TRUE(AwaitBoundedBranchFinished(client));
+      int hidden = 0;
+      EXPECT_TRUE(testing::CommittedInts(out.path(), &hidden).empty());
+      EXPECT_EQ(hidden, 1);  // the last part, pending for the next checkpoint
+      const int64_t id = client.trigger_checkpoint();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+      AwaitNoPendingPart(out.path());
+      EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(1000)) << "rep " << rep;
+      EXPECT_EQ(hidden, 0);
+      client.cancel();
+      EXPECT_TRUE(absl::IsCancelled(client.wait().status));
+    }
+    // Restored from that checkpoint, the finished branch commits nothing
+    // again and writes nothing more.
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk.path()).restore_from("latest");
+    BuildBranchesJob(env, out.path());
+    JobClient client = env.execute_async("branches restored");
+    ASSERT_TRUE(AwaitBoundedBranchFinished(client));
+    const int64_t id = client.trigger_checkpoint();
+    ASSERT_GE(id, 0);
+    ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    client.cancel();
+    JobResult r = client.wait();
+    EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+    EXPECT_GE(r.checkpoints.restored_id, 1);
+    int hidden = 0;
+    EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(1000)) << "rep " << rep;
+    EXPECT_EQ(hidden, 0);
+  }
+}
+
+TEST(FileSink, AFinishedBranchCommitsItsLastPartAtAStopWithSavepoint) {
+  testing::TempDir chk;
+  testing::TempDir out;
+  testing::TempDir savepoints;
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk.path());
+  BuildBranchesJob(env, out.path());
+  JobClient client = env.execute_async("branches");
+  ASSERT_TRUE(AwaitBoundedBranchFinished(client));
+  absl::StatusOr<std::string> sp = client.stop_with_savepoint(savepoints.path());
+  ASSERT_TRUE(sp.ok()) << sp.status();
+  JobResult r = client.wait();
+  EXPECT_TRUE(r.ok()) << r.status;
+  int hidden = 0;
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(1000));
+  EXPECT_EQ(hidden, 0);
 }
 
 }  // namespace

@@ -110,6 +110,13 @@ void StreamTask::FinishTask() {
   metrics_->RefreshGaugeFunctions();
   metrics_->finished.store(true, std::memory_order_relaxed);
   Terminate(TaskLifecycle::kFinished);
+  if (ack_ != nullptr) {
+    // From here on the notifying thread tells the operators; a checkpoint
+    // completed since the last slice is delivered now.
+    MutexLock lock(&notify_mu_);
+    delivering_after_finish_ = true;
+    DeliverAfterFinishLocked();
+  }
 }
 
 Task::Result StreamTask::RunSlice() {
@@ -238,10 +245,43 @@ void StreamTask::NotifyCheckpointComplete(int64_t id) {
   while (cur < id &&
          !completed_checkpoint_.compare_exchange_weak(cur, id, std::memory_order_acq_rel)) {
   }
+  {
+    MutexLock lock(&notify_mu_);
+    if (delivering_after_finish_) {
+      DeliverAfterFinishLocked();
+      return;
+    }
+  }
   Notify();
 }
 
+void StreamTask::DeliverCompleted(int64_t id) {
+  last_notified_ = id;
+  for (auto& [op, ctx] : operators_) {
+    OperatorBase* o = op.get();
+    GuardUserCall(*ctx, [o, id] { o->NotifyCheckpointComplete(id); });
+  }
+  notified_checkpoint_.store(id, std::memory_order_release);
+  host_->CheckpointNotified(id);
+}
+
+void StreamTask::DeliverAfterFinishLocked() {
+  const int64_t completed = completed_checkpoint_.load(std::memory_order_acquire);
+  // Only a checkpoint taken after the final snapshot holds it: one this task
+  // acknowledged before it finished does not know of the last files its
+  // sinks pre-committed when they finished.
+  if (completed <= last_notified_ || completed <= last_checkpoint_) return;
+  try {
+    DeliverCompleted(completed);
+  } catch (...) {
+    host_->Fail(
+        absl::AbortedError(absl::StrCat("after its task '", name(), "' finished, at checkpoint ",
+                                        completed, ": ", DescribeCurrentException())));
+  }
+}
+
 absl::Status StreamTask::NotifyFinalCheckpoint(int64_t id) {
+  MutexLock lock(&notify_mu_);
   for (auto& [op, ctx] : operators_) {
     try {
       op->NotifyCheckpointComplete(id);
@@ -263,15 +303,7 @@ void StreamTask::HandleCheckpointSignals() {
     }
   }
   const int64_t completed = completed_checkpoint_.load(std::memory_order_acquire);
-  if (completed > last_notified_) {
-    last_notified_ = completed;
-    for (auto& [op, ctx] : operators_) {
-      OperatorBase* o = op.get();
-      GuardUserCall(*ctx, [o, completed] { o->NotifyCheckpointComplete(completed); });
-    }
-    notified_checkpoint_.store(completed, std::memory_order_release);
-    host_->CheckpointNotified(completed);
-  }
+  if (completed > last_notified_) DeliverCompleted(completed);
 }
 
 void StreamTask::OnBarrierAligned(int64_t checkpoint_id, int64_t alignment_ns) {

@@ -18,7 +18,9 @@
 //
 // Thread safety: everything here is touched only by the thread running the
 // task, except the channels (channel.h), the metrics (metrics.h) and
-// lifecycle(), which any thread may read.
+// lifecycle(), which any thread may read, and, once the task has finished,
+// its operators' checkpoint notifications, which the thread that tells of a
+// completed checkpoint delivers under notify_mu_ (NotifyCheckpointComplete).
 #ifndef TM_RUNTIME_STREAM_TASK_H_
 #define TM_RUNTIME_STREAM_TASK_H_
 
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "tidemark/runtime/core/clock.h"
+#include "tidemark/runtime/core/detail/mutex.h"
 #include "tidemark/runtime/core/detail/task.h"
 #include "tidemark/runtime/core/detail/task_host.h"
 #include "tidemark/runtime/core/metrics.h"
@@ -104,7 +107,12 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // checkpoints on (as in Flink).
   void RequestSavepoint(int64_t id) override;
   // Every subtask has snapshotted checkpoint `id`: the operators hear of it
-  // at the next slice.
+  // at the next slice.  Once the task has finished, they hear of it at once,
+  // on the calling thread, when `id` holds the task's final snapshot (a
+  // checkpoint taken after it finished): so a finished branch's two-phase
+  // commit sink commits its last files at the next checkpoint, not only at
+  // the job's end (Flink's FLIP-147).  A checkpoint this task acknowledged
+  // before it finished is subsumed by the next one.
   void NotifyCheckpointComplete(int64_t id) override;
   // After the task has finished, from the thread that waits for the job: the
   // job's final checkpoint `id` is durable; tells the operators (a
@@ -219,8 +227,13 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // (runtime/state/detail/snapshot_pool.h); awaited before the final
   // snapshot and when the task ends.
   std::shared_ptr<AsyncSnapshots> async_snapshots_ = std::make_shared<AsyncSnapshots>();
-  int64_t last_checkpoint_ = -1;                  // the last this task snapshotted
-  int64_t last_notified_ = -1;                    // the last completion its operators heard of
+  int64_t last_checkpoint_ = -1;  // the last this task snapshotted
+  int64_t last_notified_ = -1;    // the last completion its operators heard of
+  // Once finished (delivering_after_finish_), the operators hear of later
+  // checkpoints from the notifying thread, one call at a time; before, only
+  // the task thread touches last_notified_.
+  Mutex notify_mu_;
+  bool delivering_after_finish_ = false;
   std::atomic<int64_t> notified_checkpoint_{-1};  // last_notified_, for other threads
   // Stop-with-savepoint: read nothing once last_checkpoint_ >= suspend_after_;
   // end the input at the next step.  stop_signal_: either was set.
@@ -230,6 +243,13 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   // The stop-with-savepoint checks of a source step: kNothing (suspended),
   // kEnd (end the input now) or kMore (go on).
   TaskInput::Step CheckStopSignal();
+  // The operators hear that checkpoint `id` is complete (task thread, or
+  // under notify_mu_ once finished); an operator's error is thrown as an
+  // OperatorError.
+  void DeliverCompleted(int64_t id);
+  // Under notify_mu_, once finished: delivers the last completed checkpoint
+  // if it holds the final snapshot; an error fails the job.
+  void DeliverAfterFinishLocked();
 };
 
 }  // namespace tidemark::internal
