@@ -679,6 +679,12 @@ SourceDescriptor<std::string> socket_text(const std::string& host, int port, cha
                                           int64_t max_retries) {
   if (max_retries < -1)
     throw std::invalid_argument("socket_text_stream: max_retries must be -1 (forever) or more");
+  // As Flink's SocketTextStreamFunction checks it (getaddrinfo would take
+  // 70000 as 4464).
+  if (port <= 0 || port >= 65536) {
+    throw std::invalid_argument("socket_text_stream: port " + std::to_string(port) +
+                                " is out of range (1-65535)");
+  }
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kSocket;
   spec.host = host;

@@ -351,6 +351,8 @@ class CsvFormat {
   std::string Header() const { return Join(names_); }
   std::string Join(const std::vector<std::string>& fields) const {
     std::string line;
+    // One empty column: quoted, else the line is blank and a reader skips it.
+    if (fields.size() == 1 && fields[0].empty()) return std::string(2, quote_);
     for (size_t i = 0; i < fields.size(); ++i) {
       if (i > 0) line.push_back(delimiter_);
       internal::AppendCsvField(fields[i], delimiter_, quote_, &line);

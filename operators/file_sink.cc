@@ -117,14 +117,21 @@ int64_t TwoPhaseCommitFiles::CleanUpSubtask(int subtask, const std::vector<Pendi
     }
     if (name.rfind(hidden, 0) != 0) continue;
     // .part-<subtask>-<seq>.<state>: kept only when pending in the state.
+    // Any other name is not this sink's (another sink's prefix may extend
+    // this one: "part-0" beside "part" writes .part-0-0-<seq>.inprogress).
     const std::string rest = name.substr(hidden.size());
     int64_t seq = -1;
     const size_t dot = rest.find('.');
-    const bool parsed = dot != std::string::npos && absl::SimpleAtoi(rest.substr(0, dot), &seq);
+    if (dot == std::string::npos || !absl::SimpleAtoi(rest.substr(0, dot), &seq) ||
+        rest.substr(0, dot).find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const std::string state = rest.substr(dot + 1);
+    if (state != "pending" && state != "inprogress") continue;
     const bool kept =
-        parsed && rest.substr(dot + 1) == "pending" &&
+        state == "pending" &&
         std::any_of(keep.begin(), keep.end(), [seq](const Pending& p) { return p.seq == seq; });
-    if (parsed) next = std::max(next, seq + 1);
+    next = std::max(next, seq + 1);
     if (!kept) std::filesystem::remove(entry.path(), ec);
   }
   std::sort(removed.begin(), removed.end());

@@ -17,7 +17,7 @@ namespace internal {
 TextSinkFile::TextSinkFile() = default;
 TextSinkFile::~TextSinkFile() = default;
 
-void TextSinkFile::Open(const std::string& path, int subtask, int parallelism) {
+bool TextSinkFile::Open(const std::string& path, int subtask, int parallelism, bool append) {
   file_ = path;
   if (parallelism > 1) {
     std::error_code ec;
@@ -35,10 +35,13 @@ void TextSinkFile::Open(const std::string& path, int subtask, int parallelism) {
           absl::StrCat("cannot create directory ", parent.string(), ": ", ec.message()));
     }
   }
-  out_ = std::make_unique<std::ofstream>(file_, std::ios::out | std::ios::trunc);
+  out_ = std::make_unique<std::ofstream>(
+      file_, append ? std::ios::out | std::ios::app : std::ios::out | std::ios::trunc);
   if (!*out_)
     throw std::runtime_error(
         absl::StrCat("cannot open ", file_, " for writing: ", std::strerror(errno)));
+  out_->seekp(0, std::ios::end);
+  return out_->tellp() <= 0;
 }
 
 void TextSinkFile::WriteLine(const std::string& line) {

@@ -123,7 +123,9 @@ class CollectSinkOperator final : public BatchedSinkOperator<CollectSinkOperator
 
 // write_as_text(path): parallelism 1 writes `path`; parallelism n writes
 // `path/1` ... `path/n`.  Missing directories are created (as Flink's file
-// sinks create theirs).
+// sinks create theirs).  At least once: a fresh run replaces the file; a
+// restored one appends to it (the records after the checkpoint come again),
+// and every checkpoint flushes what came before its barrier.
 // The output file of one text sink subtask (sinks.cc): `path` itself at
 // parallelism 1, else the file `path`/(subtask + 1) in the directory `path`.
 // Every failure throws with a message naming the file.
@@ -131,7 +133,10 @@ class TextSinkFile {
  public:
   TextSinkFile();
   ~TextSinkFile();
-  void Open(const std::string& path, int subtask, int parallelism);
+  // `append`: keep what the file holds (a restored subtask); else empty it.
+  // Returns whether the file is empty now (a header goes first).
+  bool Open(const std::string& path, int subtask, int parallelism, bool append = false);
+  bool is_open() const { return out_ != nullptr; }
   void WriteLine(const std::string& line);
   void Flush();
   const std::string& file() const { return file_; }
@@ -152,21 +157,38 @@ class TextFileSinkOperator final : public BatchedSinkOperator<TextFileSinkOperat
       : path_(std::move(path)), fmt_(std::move(fmt)), header_(std::move(header)) {
     if (!fmt_) throw std::invalid_argument("write_as_text: the formatter is empty");
   }
-  void Open(OperatorContext& ctx) override {
-    OperatorBase::Open(ctx);
-    file_.Open(path_, ctx.subtask_index(), ctx.parallelism());
-    if (!header_.empty()) file_.WriteLine(header_);
+  // The file is opened at the first record (or checkpoint, or the end), so
+  // that a restored subtask (RestoreState comes right after Open) appends to
+  // it instead of emptying it.
+  void RestoreState(StateReader&) override { restored_ = true; }
+  void ProcessElement(T&& v, Timestamp) override {
+    if (!file_.is_open()) [[unlikely]]
+      OpenFile();
+    file_.WriteLine(fmt_(v));
   }
-  void ProcessElement(T&& v, Timestamp) override { file_.WriteLine(fmt_(v)); }
   void ProcessWatermark(Timestamp) override {}
   void ProcessStatus(WatermarkStatus) override {}
-  void Finish() override { file_.Flush(); }
+  void PrepareSnapshotPreBarrier(int64_t) override {
+    if (!file_.is_open()) OpenFile();
+    file_.Flush();
+  }
+  void Finish() override {
+    if (!file_.is_open()) OpenFile();
+    file_.Flush();
+  }
 
  private:
+  void OpenFile() {
+    const bool empty =
+        file_.Open(path_, this->ctx().subtask_index(), this->ctx().parallelism(), restored_);
+    if (empty && !header_.empty()) file_.WriteLine(header_);
+  }
+
   std::string path_;
   Formatter fmt_;
   std::string header_;
   TextSinkFile file_;
+  bool restored_ = false;
 };
 
 }  // namespace internal

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -268,38 +269,101 @@ class EmptyLineReader final : public LineReader {
   OverLongLine over_;
 };
 
-// Connects to host:port: a non-blocking descriptor, or UNAVAILABLE saying
-// why not.
-absl::StatusOr<int> Connect(const std::string& host, int port, const std::string& where) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const int gai = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &res);
-  if (gai != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", where, ": ", gai_strerror(gai)));
+// A connection to host:port being made without blocking the task (Flink's
+// cancel() closes the socket a blocking connect() waits in; here the task
+// waits for the descriptor in poll(), where a cancellation wakes it): the
+// addresses are tried in turn, each with a non-blocking connect().
+class PendingConnection {
+ public:
+  PendingConnection(std::string host, int port, std::string where)
+      : host_(std::move(host)), port_(port), where_(std::move(where)) {}
+  ~PendingConnection() {
+    if (fd_ >= 0) close(fd_);
   }
-  int fd = -1;
-  int err = 0;
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      err = errno;
-      continue;
+  PendingConnection(const PendingConnection&) = delete;
+  PendingConnection& operator=(const PendingConnection&) = delete;
+
+  enum class State { kConnected, kWaiting, kFailed };
+  // Resolves and starts the first address.
+  State Start() {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int gai = getaddrinfo(host_.c_str(), absl::StrCat(port_).c_str(), &hints, &res);
+    if (gai != 0) {
+      error_ = absl::StrCat("cannot resolve ", where_, ": ", gai_strerror(gai));
+      return State::kFailed;
     }
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
-    err = errno;
-    close(fd);
-    fd = -1;
+    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+      Address a;
+      std::memcpy(&a.addr, ai->ai_addr, ai->ai_addrlen);
+      a.len = ai->ai_addrlen;
+      a.family = ai->ai_family;
+      a.socktype = ai->ai_socktype;
+      a.protocol = ai->ai_protocol;
+      addresses_.push_back(a);
+    }
+    freeaddrinfo(res);
+    return TryNext();
   }
-  freeaddrinfo(res);
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot connect to ", where, ": ", std::strerror(err)));
+  // After kWaiting, once fd() is ready (or whenever): where it stands.
+  State Poll() {
+    pollfd p{fd_, POLLOUT, 0};
+    int rc;
+    do {
+      rc = poll(&p, 1, 0);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) return State::kWaiting;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err == 0) return State::kConnected;
+    err_ = err;
+    close(fd_);
+    fd_ = -1;
+    return TryNext();
   }
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
-}
+  // The connected (or connecting) descriptor, owned until Release().
+  int fd() const { return fd_; }
+  int Release() { return std::exchange(fd_, -1); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Address {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    int family = 0, socktype = 0, protocol = 0;
+  };
+  State TryNext() {
+    while (next_ < addresses_.size()) {
+      const Address& a = addresses_[next_++];
+      fd_ = socket(a.family, a.socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.protocol);
+      if (fd_ < 0) {
+        err_ = errno;
+        continue;
+      }
+      if (connect(fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
+        return State::kConnected;
+      }
+      if (errno == EINPROGRESS) return State::kWaiting;
+      err_ = errno;
+      close(fd_);
+      fd_ = -1;
+    }
+    error_ = absl::StrCat("cannot connect to ", where_, ": ", std::strerror(err_));
+    return State::kFailed;
+  }
+
+  std::string host_;
+  int port_;
+  std::string where_;
+  std::vector<Address> addresses_;
+  size_t next_ = 0;
+  int fd_ = -1;
+  int err_ = 0;
+  std::string error_;
+};
 
 // Lines from host:port, reconnecting as SocketReaderOptions say (see
 // LineSource in sources.h for the semantics).
@@ -319,8 +383,12 @@ class SocketLineReader final : public LineReader {
   Result Next(std::string_view* line, LineLocation* where) override {
     if (ended_) return Result::kEnd;
     if (conn_ == nullptr) {
-      if (Now() < retry_at_) return Result::kNothing;
-      if (!TryConnect()) return Result::kNothing;
+      if (connecting_ != nullptr) {
+        if (!Connected(connecting_->Poll())) return Result::kNothing;
+      } else {
+        if (Now() < retry_at_) return Result::kNothing;
+        if (!TryConnect()) return Result::kNothing;
+      }
     }
     const Result r = conn_->Next(line, where);
     if (r != Result::kEnd) return r;
@@ -346,8 +414,13 @@ class SocketLineReader final : public LineReader {
     UseRetry(absl::StrCat("connection to ", where_, " closed by the peer"));
     return Result::kNothing;
   }
-  int fd() const override { return conn_ ? conn_->fd() : -1; }
-  Timestamp retry_at() const override { return conn_ ? kMaxTimestamp : retry_at_; }
+  // While connecting: the socket, which poll() reports readable or in error
+  // once the connection is made and data comes, or it failed.
+  int fd() const override {
+    if (conn_) return conn_->fd();
+    return connecting_ ? connecting_->fd() : -1;
+  }
+  Timestamp retry_at() const override { return conn_ || connecting_ ? kMaxTimestamp : retry_at_; }
   const OverLongLine& over_long() const override { return conn_->over_long(); }
   Stats stats() const override { return conn_ ? conn_->stats() : last_stats_; }
 
@@ -361,16 +434,26 @@ class SocketLineReader final : public LineReader {
   // most N.
   bool RetryLeft() const { return socket_.max_retries < 0 || attempts_ < socket_.max_retries; }
 
+  // Starts an attempt; true once connected (at once, or later in Next()).
   bool TryConnect() {
     if (socket_.attempts != nullptr) socket_.attempts->Inc();
-    absl::StatusOr<int> fd = Connect(host_, port_, where_);
-    if (fd.ok()) {
-      conn_ = std::make_unique<FdLineReader>(*fd, where_, options_,
+    connecting_ = std::make_unique<PendingConnection>(host_, port_, where_);
+    return Connected(connecting_->Start());
+  }
+
+  // Where the attempt stands: true when connected; a failed attempt is
+  // retried after the delay, or thrown when no retry is left.
+  bool Connected(PendingConnection::State state) {
+    if (state == PendingConnection::State::kWaiting) return false;
+    if (state == PendingConnection::State::kConnected) {
+      conn_ = std::make_unique<FdLineReader>(connecting_->Release(), where_, options_,
                                              FdLineReader::Mode::kNonBlocking, lines_ + 1, 0, -1);
+      connecting_.reset();
       return true;
     }
+    std::string error = connecting_->error();
+    connecting_.reset();
     ++attempts_;
-    std::string error(fd.status().message());
     if (!RetryLeft()) {
       if (attempts_ > 1) {
         absl::StrAppend(&error, " (gave up after ", attempts_, " attempts, ",
@@ -400,7 +483,8 @@ class SocketLineReader final : public LineReader {
   LineReaderOptions options_;
   SocketReaderOptions socket_;
   std::unique_ptr<FdLineReader> conn_;
-  int64_t attempts_ = 0;  // Flink's `attempt`: connections lost or failed
+  std::unique_ptr<PendingConnection> connecting_;  // an attempt under way
+  int64_t attempts_ = 0;                           // Flink's `attempt`: connections lost or failed
   bool ended_ = false;
   int64_t lines_ = 0;  // lines read on earlier connections
   Timestamp retry_at_ = kMinTimestamp;

@@ -593,6 +593,32 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
   }
 }
 
+// Two sinks into one directory whose prefixes extend one another ("part" and
+// "part-0"): the first one's clean-up leaves the other's files alone (it
+// deleted .part-0-0-0.inprogress as if it were its own subtask 0's).
+TEST(FileSink, ASinkWhosePrefixExtendsAnotherKeepsItsFiles) {
+  testing::TempDir dir;
+  const std::string out = dir.Path("out");
+  std::filesystem::create_directories(out);
+  internal::TwoPhaseCommitFiles b;
+  b.Open(out, "part-0", 0, /*checkpointing=*/true);
+  b.Write("from b");
+  internal::TwoPhaseCommitFiles a;
+  a.Open(out, "part", 0, /*checkpointing=*/true);
+  a.Write("from a");
+  b.PreCommit(1);
+  b.Commit(1);
+  a.PreCommit(1);
+  a.Commit(1);
+  int hidden = 0;
+  std::vector<std::string> lines = testing::CommittedLines(out, &hidden);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, std::vector<std::string>({"from a", "from b"}));
+  EXPECT_EQ(hidden, 0);
+  EXPECT_TRUE(std::filesystem::exists(out + "/part-0-0-0"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/part-0-0"));
+}
+
 // Flink's FLIP-147: a bounded branch that finishes beside a running one
 // commits its last part at the next checkpoint (which holds the branch's
 // final snapshot) and at a stop-with-savepoint, not only when the job ends;

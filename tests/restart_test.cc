@@ -2,6 +2,7 @@
 // "Restarts"): a failed attempt is rebuilt and restored from the latest
 // checkpoint, and the committed output is the failure-free run's.
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -89,6 +90,51 @@ TEST(Restart, AMapThrowingAtFiveRandomRecordsEndsWithTheFailureFreeOutput) {
     EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), expected) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
+}
+
+// write_as_text is at least once: a restored attempt appends to its file
+// (it emptied it, so every line written before the checkpoint was lost).
+TEST(Restart, AWriteAsTextSinkRestoredFromACheckpointKeepsWhatItWrote) {
+  const int64_t n = 4000;
+  testing::TempDir chk;
+  testing::TempDir out;
+  const std::string file = out.Path("text.txt");
+  auto progress = std::make_shared<testing::Progress>();
+  auto fail_next = std::make_shared<std::atomic<bool>>(false);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(Duration(0), chk.path());
+  env.set_restart_strategy(RestartStrategies::fixed_delay_restart(1, Duration(5)));
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, 20'000.0)
+      .map([fail_next](const int64_t& v) -> int64_t {
+        if (fail_next->exchange(false)) throw std::runtime_error("injected failure");
+        return v;
+      })
+      .write_as_text(file, [progress](const int64_t& v) {
+        progress->Add();
+        return std::to_string(v);
+      });
+  JobClient client = env.execute_async("text");
+  ASSERT_TRUE(progress->WaitFor(500));
+  const int64_t id = client.trigger_checkpoint();
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+  fail_next->store(true);
+  JobResult r = client.wait();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.restarts.num_restarts, 1);
+  EXPECT_EQ(r.checkpoints.restored_id, id);
+  std::set<int64_t> seen;
+  std::ifstream in(file);
+  std::string line;
+  int64_t lines = 0;
+  while (std::getline(in, line)) {
+    seen.insert(std::stoll(line));
+    ++lines;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  EXPECT_TRUE(seen.empty() || (*seen.begin() == 0 && *seen.rbegin() == n - 1));
+  EXPECT_GE(lines, n);  // the records after the checkpoint, up to the failure, twice
 }
 
 TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {

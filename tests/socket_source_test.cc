@@ -169,6 +169,69 @@ TEST(SocketSource, ConnectionRefusedNamesHostAndPort) {
   EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
 }
 
+TEST(SocketSource, APortOutOfRangeIsRefusedWhenTheJobIsBuilt) {
+  StreamExecutionEnvironment env;
+  // getaddrinfo would take 70000 as 4464 and connect there.
+  for (int port : {70000, 65536, 0, -1}) {
+    EXPECT_THROW(env.socket_text_stream("127.0.0.1", port), std::invalid_argument) << port;
+  }
+}
+
+TEST(SocketSource, CancelWhileConnectingToAPeerThatDoesNotAnswer) {
+  // A listener whose accept queue is full drops the source's SYN: connect()
+  // would block for minutes (the kernel's SYN retries).  Cancelling must
+  // still end the job at once, as Flink's cancel() closes the socket.
+  const int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(l, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(l, 0), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ASSERT_GE(c, 0);
+    connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    fillers.push_back(c);
+  }
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.socket_text_stream("127.0.0.1", ntohs(addr.sin_port)).add_sink([](std::string) {});
+  JobClient client = env.execute_async("connecting");
+  // Until the source has started its connection attempt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool attempting = false;
+  while (!attempting && std::chrono::steady_clock::now() < deadline) {
+    for (const SubtaskMetricsSnapshot& m : client.metrics()) {
+      auto it = m.counters.find("socketConnectAttempts");
+      if (it != m.counters.end() && it->second > 0) attempting = true;
+    }
+    if (!attempting) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(attempting);
+  client.cancel();
+  // Real time is the subject: the blocking connect() gave up only after
+  // about two minutes.
+  std::atomic<bool> ended{false};
+  JobResult r;
+  std::thread waiter([&] {
+    r = client.wait();
+    ended = true;
+  });
+  const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!ended && std::chrono::steady_clock::now() < bound) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(ended) << "the job did not end within 30 s of cancel()";
+  waiter.join();
+  EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  for (int c : fillers) close(c);
+  close(l);
+}
+
 TEST(SocketSource, CancelWhileWaitingForThePeer) {
   // The peer sends one line and then keeps the connection open and silent:
   // the source sleeps waiting for data, and cancellation must still end it.
