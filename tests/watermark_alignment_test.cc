@@ -202,13 +202,13 @@ struct SpeedRun {
 // unioned, counted per key in 10 ms tumbling windows; with alignment both are
 // in one group.
 SpeedRun RunTwoSpeeds(bool align, int64_t fast_n, double fast_rate, int64_t slow_n,
-                      double slow_rate) {
+                      double slow_rate, const std::string& group = "speeds") {
   StreamExecutionEnvironment env;
   env.set_parallelism(1);
   auto strategy = WatermarkStrategy<Rec>::for_monotonous_timestamps()
                       .with_timestamp_assigner([](const Rec& r, Timestamp) { return r.ts; })
                       .with_periodic_emit_per_record();
-  if (align) strategy = strategy.with_watermark_alignment("speeds", Duration(100), Duration(5));
+  if (align) strategy = strategy.with_watermark_alignment(group, Duration(100), Duration(5));
   auto fast = env.from_generator<Rec>(
                      [](int64_t i) {
                        return Rec{i % kKeys, i};
@@ -272,6 +272,18 @@ TEST(AlignmentJob, BoundsTheLiveWindowsByTheDriftAndNeverChangesAResult) {
   // Without it the fast source's whole input waits for the slow one.
   EXPECT_GT(unaligned.peak_live, 4 * bound);
   EXPECT_LT(aligned.peak_bytes, unaligned.peak_bytes);
+}
+
+// As in Flink (WatermarkAlignmentParams: only the drift turns it on), the
+// group's name may be anything, "" too: it turned alignment off silently.
+TEST(AlignmentJob, AnEmptyGroupNameIsAGroupLikeAnyOther) {
+  auto base = WatermarkStrategy<Rec>::for_monotonous_timestamps();
+  EXPECT_FALSE(base.aligned());
+  EXPECT_TRUE(base.with_watermark_alignment("", Duration(100)).aligned());
+  EXPECT_FALSE(base.with_watermark_alignment("", Duration(kMaxTimestamp)).aligned());
+  const SpeedRun aligned = RunTwoSpeeds(true, 20000, 40000, 2000, 4000, "");
+  EXPECT_GT(aligned.pauses, 0);
+  EXPECT_LE(aligned.peak_live, (3 * 100 / kWindow + 2) * kKeys);
 }
 
 // Emits one record, then nothing, and never ends.

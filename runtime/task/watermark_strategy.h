@@ -231,6 +231,9 @@ struct WatermarkStrategyOptions {
   std::optional<Duration> max_future_skew;
   std::string future_tag;
   bool periodic_per_record = false;
+  // with_watermark_alignment was called (any group name, "" too, as in
+  // Flink, where only the drift turns it on).
+  bool alignment_requested = false;
   std::string alignment_group;
   Duration alignment_drift{0};
   Duration alignment_interval{1000};
@@ -315,6 +318,7 @@ class WatermarkStrategy {
     if (update_interval.count() <= 0)
       throw std::invalid_argument("the alignment update interval must be greater than 0");
     WatermarkStrategy s = *this;
+    s.o_.alignment_requested = true;
     s.o_.alignment_group = std::move(group);
     s.o_.alignment_drift = max_drift;
     s.o_.alignment_interval = update_interval;
@@ -366,7 +370,7 @@ class WatermarkStrategy {
   const BatchAssigner& batch_assigner() const { return batch_assigner_; }
   bool periodic_per_record() const { return o_.periodic_per_record; }
   bool aligned() const {
-    return !o_.alignment_group.empty() && o_.alignment_drift.count() != kMaxTimestamp;
+    return o_.alignment_requested && o_.alignment_drift.count() != kMaxTimestamp;
   }
   const std::string& alignment_group() const { return o_.alignment_group; }
   Duration alignment_drift() const { return o_.alignment_drift; }
