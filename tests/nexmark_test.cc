@@ -47,6 +47,7 @@ TEST(NexmarkGenerator, ProportionsIdsAndTimesFollowTheModel) {
   int counts[3] = {0, 0, 0};
   int64_t next_person = nexmark::kFirstPersonId, next_auction = nexmark::kFirstAuctionId;
   int64_t last_ts = 0, hot_bidders = 0, bids = 0, bid_bytes = 0, hot_channels = 0;
+  int64_t min_extra = INT64_MAX, max_extra = 0;
   for (int64_t n = 0; n < 50000; ++n) {
     const Event e = gen.Make(n);
     counts[e.type()]++;
@@ -69,8 +70,13 @@ TEST(NexmarkGenerator, ProportionsIdsAndTimesFollowTheModel) {
       ++bids;
       EXPECT_LE(b->auction, next_auction + 10);  // at most the lead ahead
       EXPECT_GE(b->price, 100);
-      if ((b->bidder - nexmark::kFirstPersonId) % 100 == 1) ++hot_bidders;
+      // nexmark-flink's ids: base0 + FIRST_PERSON_ID, added twice.
+      EXPECT_GE(b->bidder, 2 * nexmark::kFirstPersonId);
+      EXPECT_LT(b->bidder, next_person + nexmark::kFirstPersonId + 10);
+      if ((b->bidder - 2 * nexmark::kFirstPersonId) % 100 == 1) ++hot_bidders;
       bid_bytes += 32 + static_cast<int64_t>(b->extra.size());
+      min_extra = std::min<int64_t>(min_extra, static_cast<int64_t>(b->extra.size()));
+      max_extra = std::max<int64_t>(max_extra, static_cast<int64_t>(b->extra.size()));
       if (b->channel.view().rfind("channel-", 0) != 0) ++hot_channels;
     }
   }
@@ -85,6 +91,9 @@ TEST(NexmarkGenerator, ProportionsIdsAndTimesFollowTheModel) {
   // Hot channels 1 time in 2; bids padded to 100 bytes on average.
   EXPECT_NEAR(static_cast<double>(hot_channels) / bids, 0.5, 0.03);
   EXPECT_NEAR(static_cast<double>(bid_bytes) / bids, 100, 3);
+  // StringsGenerator.nextExtra: 68 +- 14 letters, nextInt(2 * delta): 54..81.
+  EXPECT_EQ(min_extra, 54);
+  EXPECT_EQ(max_extra, 81);
 }
 
 TEST(NexmarkGenerator, EventsAreAFunctionOfTheirNumber) {
@@ -495,6 +504,108 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryVsReference, ::testing::ValuesIn(AllCases
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name + "_p" + std::to_string(i.param.parallelism);
                          });
+
+// q11 at 0.5 events a second: bids of one bidder exactly 10 s apart happen,
+// and their sessions touch, so they merge (Flink's TimeWindow.intersects);
+// the reference split them (its rule was t >= end).
+TEST(NexmarkQ11, SessionsThatTouchMergeAsInFlink) {
+  const nexmark::QueryDef* q = nexmark::FindQuery("q11");
+  ASSERT_NE(q, nullptr);
+  GeneratorConfig c;
+  c.events = 3000;
+  c.events_per_second = 0.5;
+  auto gen = std::make_shared<const Generator>(c);
+  auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/true);
+  for (int p : {1, 2}) {
+    nexmark::JobRun run = nexmark::RunJob(*q, gen, p, /*keep_rows=*/true);
+    ASSERT_TRUE(run.ok) << run.error;
+    EXPECT_EQ(run.results->Rows(), want->Rows()) << "parallelism " << p;
+  }
+  // Some bidder's bids are exactly 10 s apart at this rate: the case is hit.
+  std::map<int64_t, std::vector<int64_t>> times;
+  for (int64_t n = 0; n < c.events; ++n) {
+    const Event e = gen->Make(n);
+    if (const auto* b = e.bid()) times[b->bidder].push_back(b->dateTime.ms);
+  }
+  int touching = 0;
+  for (auto& [bidder, ts] : times) {
+    std::sort(ts.begin(), ts.end());
+    for (size_t i = 1; i < ts.size(); ++i) touching += ts[i] - ts[i - 1] == 10000;
+  }
+  EXPECT_GT(touching, 0);
+}
+
+// q18 is Flink's row-time deduplication keeping the last row: of two bids of
+// one (bidder, auction) at the same time, the one that arrives last is kept
+// (DeduplicateFunctionHelper.shouldKeepCurrentRow: preRowtime <= rowtime).
+TEST(NexmarkQ18, OfBidsAtTheSameTimeTheLastToArriveIsKept) {
+  auto bid = [](int64_t price, const char* extra) {
+    nexmark::Bid b;
+    b.auction = 1000;
+    b.bidder = 2001;
+    b.price = price;
+    b.channel = nexmark::Text("Google");
+    b.url = nexmark::Text("https://www.nexmark.com/a/b/c/item.htm?query=1");
+    b.dateTime = nexmark::Millis{1436918401000};
+    b.extra = nexmark::Text(extra);
+    return Event{b};
+  };
+  for (int order = 0; order < 2; ++order) {
+    std::vector<Event> events = {bid(300, "first"), bid(500, "second")};
+    if (order == 1) std::swap(events[0], events[1]);
+    tidemark::StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    auto s = env.from_collection(events).assign_timestamps_and_watermarks(
+        tidemark::WatermarkStrategy<Event>::for_bounded_out_of_orderness(4s)
+            .with_timestamp_assigner([](const Event& e) { return e.timestamp(); }));
+    auto rs = std::make_shared<nexmark::ResultSet>(true);
+    nexmark::FindQuery("q18")->build(env, s, rs);
+    tidemark::JobResult r = env.execute("q18 ties");
+    ASSERT_TRUE(r.ok()) << r.status;
+    const std::vector<std::string> rows = rs->Rows();
+    ASSERT_EQ(rows.size(), 1u);
+    const std::string last = order == 0 ? "\"extra\":\"second\"" : "\"extra\":\"first\"";
+    EXPECT_NE(rows[0].find(last), std::string::npos) << rows[0];
+  }
+}
+
+// The rows' columns and values as nexmark-flink's sink tables have them: q0
+// (auction, bidder, price, dateTime, extra), q1's price an exact
+// DECIMAL(23, 3), q5 (auction, num), q13's side value the key as text
+// (SideInputGenerator writes "i,i").
+TEST(NexmarkColumns, AsNexmarksSinkTablesDefineThem) {
+  nexmark::Bid b;
+  b.auction = 10042;
+  b.bidder = 2001;
+  b.price = 100;
+  b.channel = nexmark::Text("Google");
+  b.url = nexmark::Text("https://www.nexmark.com/a/b/c/item.htm?query=1");
+  b.dateTime = nexmark::Millis{1436918401000};
+  b.extra = nexmark::Text("x");
+  auto run = [&](const std::string& query) {
+    tidemark::StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    auto s = env.from_collection(std::vector<Event>{Event{b}})
+                 .assign_timestamps_and_watermarks(
+                     tidemark::WatermarkStrategy<Event>::for_bounded_out_of_orderness(4s)
+                         .with_timestamp_assigner([](const Event& e) { return e.timestamp(); }));
+    auto rs = std::make_shared<nexmark::ResultSet>(true);
+    nexmark::FindQuery(query)->build(env, s, rs);
+    tidemark::JobResult r = env.execute(query);
+    EXPECT_TRUE(r.ok()) << r.status;
+    return rs->Rows();
+  };
+  EXPECT_EQ(run("q0"), std::vector<std::string>({"{\"auction\":10042,\"bidder\":2001,\"price\":100,"
+                                                 "\"dateTime\":\"2015-07-15 00:00:01.000\","
+                                                 "\"extra\":\"x\"}"}));
+  const std::vector<std::string> q1 = run("q1");
+  ASSERT_EQ(q1.size(), 1u);
+  EXPECT_NE(q1[0].find("\"price\":90.800,"), std::string::npos) << q1[0];
+  EXPECT_EQ(run("q5"), std::vector<std::string>(5, "{\"auction\":10042,\"num\":1}"));
+  const std::vector<std::string> q13 = run("q13");
+  ASSERT_EQ(q13.size(), 1u);
+  EXPECT_NE(q13[0].find("\"value\":\"42\""), std::string::npos) << q13[0];
+}
 
 // With checkpoints every few milliseconds (in memory) every query's state
 // and source position are snapshotted while it runs, which fails the job if

@@ -182,7 +182,7 @@ Text NextExtra(R& r, int current_size, int desired_average_size) {
   int desired = desired_average_size - current_size;
   const int delta = static_cast<int>(std::lround(desired * 0.2));
   const int min_size = desired - delta;
-  desired = min_size + r.NextInt(2 * delta + 1);
+  desired = min_size + (delta == 0 ? 0 : r.NextInt(2 * delta));  // nextInt(2 * delta)
   if (desired <= 0) return {};
   const std::string& letters = Pools().letters;
   const size_t len = static_cast<size_t>(desired);
@@ -329,7 +329,7 @@ Generator::Generator(GeneratorConfig config) : config_(config) {
     const int max_len = desired + delta;
     if (max_len <= static_cast<int>(kLetterPoolSize / 2)) {
       bid_extra_min_ = desired - delta;
-      bid_extra_lengths_ = 2 * delta + 1;
+      bid_extra_lengths_ = delta == 0 ? 1 : 2 * delta;  // as NextExtra draws them
       const std::string& letters = Pools().letters;
       bid_extra_hash_.resize(static_cast<size_t>(bid_extra_lengths_) * kBidExtraSlots);
       for (int i = 0; i < bid_extra_lengths_; ++i) {
@@ -505,7 +505,8 @@ void Generator::MakeBid(int64_t n, int64_t ts, Random& r, Bid& b) const {
   } else {
     bidder = NextBase0PersonId(last_person, r);
   }
-  b.bidder = bidder + kFirstPersonId;
+  // nexmark-flink's BidGenerator.nextBid adds FIRST_PERSON_ID twice.
+  b.bidder = bidder + 2 * kFirstPersonId;
   b.price = NextPrice(r);
   const GenPools& pools = Pools();
   if (r.NextInt(kHotChannelsRatio) > 0) {

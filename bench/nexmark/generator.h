@@ -11,14 +11,18 @@
 //     so far) 3 times in 4, else one of the last 1000 people (10 ids of lead);
 //     a bid's auction is a hot auction 1 time in 2, else one of the last 100
 //     auctions (10 ids of lead: bids may name an auction generated later); its
-//     bidder a hot bidder 3 times in 4, else one of the active people;
+//     bidder a hot bidder 3 times in 4, else one of the active people, its
+//     id base0 + 2000: nexmark-flink's BidGenerator adds FIRST_PERSON_ID
+//     twice (Beam's once), and this follows nexmark-flink, whose figures
+//     are compared; no query joins a bidder to a person;
 //   - prices 10^(6u) * 100 cents rounded; categories 10..14; an auction
 //     expires 1 .. 2 * (the time 100 auctions take) after it starts;
 //   - channels: one of 4 hot ones (Google, Facebook, Baidu, Apple) 1 time in
 //     2, else channel-<0..9999>, each with a fixed url, 9 in 10 of them with
 //     "&channel_id=<reversed id>";
 //   - `extra` pads each record to about the average sizes 200 / 500 / 100
-//     bytes (+-20%): random letters, a slice of a 64 KiB buffer of random
+//     bytes (-20% .. +20%, the top excluded: nextInt(2 * delta)): random
+//     letters, a slice of a 64 KiB buffer of random
 //     letters made once per process (see NextExtra in generator.cc); a
 //     bid's is one of 256 slices per length whose hashes are computed once
 //     (NextBidExtra);
@@ -31,11 +35,13 @@
 //     generator at `rate` events per second, the events split over the
 //     subtasks), so that event times do not depend on the parallelism.
 // Every event is a pure function of (config, n): its random numbers come from
-// a SplitMix64 stream seeded with n (Java's java.util.Random seeded with n in
-// Nexmark), so subtask i of p emits events i, i + p, ... and a restored
-// source resumes at the next index it snapshotted.  The random numbers are
-// not Java's: the values differ from nexmark-flink's event for event, the
-// distributions and proportions do not.
+// a SplitMix64 stream seeded with n (as Beam's generator seeds
+// java.util.Random with n; nexmark-flink draws from one unseeded
+// SplittableRandom per generator, so its events are not reproducible), so
+// subtask i of p emits events i, i + p, ... and a restored source resumes at
+// the next index it snapshotted.  The random numbers are not Java's: the
+// values differ from nexmark-flink's event for event, the distributions and
+// proportions do not.
 #ifndef TM_BENCH_NEXMARK_GENERATOR_H_
 #define TM_BENCH_NEXMARK_GENERATOR_H_
 

@@ -153,6 +153,16 @@ uint64_t HashBytes(std::string_view s) {
 }
 
 namespace detail {
+void AppendValue(std::string& out, const Decimal3& v) {
+  const int64_t t = v.thousandths;
+  const uint64_t a = t < 0 ? 0 - static_cast<uint64_t>(t) : static_cast<uint64_t>(t);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%llu.%03llu", t < 0 ? "-" : "",
+                static_cast<unsigned long long>(a / 1000),
+                static_cast<unsigned long long>(a % 1000));
+  out += buf;
+}
+
 void AppendValue(std::string& out, double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);

@@ -36,6 +36,15 @@ struct Millis {
   friend auto operator<=>(const Millis&, const Millis&) = default;
 };
 
+// An exact decimal with three places, as Flink's DECIMAL(23, 3) that q1 and
+// q14's `0.908 * price` gives (a BIGINT times DECIMAL(4, 3)): JSON prints it
+// as 90.800, not as the double 90.799999999999997.
+struct Decimal3 {
+  int64_t thousandths = 0;
+  friend bool operator==(const Decimal3&, const Decimal3&) = default;
+  friend auto operator<=>(const Decimal3&, const Decimal3&) = default;
+};
+
 // The text of the generated fields that every bid carries (channel, url,
 // extra), and of an auction's item name, description and extra and a
 // person's extra: an immutable string that is either a view of characters living as
@@ -233,6 +242,7 @@ inline void AppendValue(std::string& out, const Text& v) { AppendJsonString(out,
 inline void AppendValue(std::string& out, const Millis& v) {
   AppendJsonString(out, FormatDateTime(v.ms));
 }
+void AppendValue(std::string& out, const Decimal3& v);
 template <Row R>
 void AppendValue(std::string& out, const R& r);
 template <typename V>
@@ -271,6 +281,9 @@ inline uint64_t HashValue(double v) {
 inline uint64_t HashValue(const std::string& v) { return HashBytes(v); }
 inline uint64_t HashValue(const Text& v) { return v.Hash(); }
 inline uint64_t HashValue(const Millis& v) { return Mix(static_cast<uint64_t>(v.ms) ^ 0x5555); }
+inline uint64_t HashValue(const Decimal3& v) {
+  return Mix(static_cast<uint64_t>(v.thousandths) ^ 0xdec3);
+}
 // The fields' hashes are independent of each other (they run in parallel);
 // only a multiply-add chains them, in field order, before one final mix.
 template <Row R>
@@ -323,6 +336,15 @@ struct tidemark::StateCodec<nexmark::Millis> {
   }
   static nexmark::Millis Decode(internal::StateReader& r) {
     return nexmark::Millis{internal::Decode<int64_t>(r)};
+  }
+};
+template <>
+struct tidemark::StateCodec<nexmark::Decimal3> {
+  static void Encode(internal::StateWriter& w, const nexmark::Decimal3& v) {
+    internal::Encode(w, v.thousandths);
+  }
+  static nexmark::Decimal3 Decode(internal::StateReader& r) {
+    return nexmark::Decimal3{internal::Decode<int64_t>(r)};
   }
 };
 template <>

@@ -16,15 +16,28 @@ using tidemark::TimeWindow;
 inline namespace queries_a {
 
 // --- q1, q2 rows -------------------------------------------------------------
-struct Q1 {
+// q0's rows: nexmark_q0 (auction, bidder, price, dateTime, extra).
+struct Q0 {
   int64_t auction = 0;
   int64_t bidder = 0;
-  double price = 0;
+  int64_t price = 0;
   Millis dateTime;
   Text extra;
   NEXMARK_FIELDS(auction, bidder, price, dateTime, extra);
 };
-Q1 ToQ1(const Bid& b) { return Q1{b.auction, b.bidder, 0.908 * b.price, b.dateTime, b.extra}; }
+Q0 ToQ0(Bid&& b) { return Q0{b.auction, b.bidder, b.price, b.dateTime, std::move(b.extra)}; }
+
+struct Q1 {
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  Decimal3 price;  // DECIMAL(23, 3), exact
+  Millis dateTime;
+  Text extra;
+  NEXMARK_FIELDS(auction, bidder, price, dateTime, extra);
+};
+Q1 ToQ1(const Bid& b) {
+  return Q1{b.auction, b.bidder, Decimal3{908 * b.price}, b.dateTime, b.extra};
+}
 
 struct Q2 {
   int64_t auction = 0;
@@ -190,17 +203,22 @@ struct CountAgg {
   int64_t merge(int64_t a, int64_t b) const { return a + b; }
 };
 // The auctions with the most bids of each window.
-struct HotItems : tidemark::KeyedProcessFunction<int64_t, AuctionCount, AuctionCount> {
-  void process_element(const AuctionCount& c, Context& ctx, Collector<AuctionCount>&) override {
+// q5's rows: nexmark_q5 (auction, num); the window is not a column.
+struct Q5 {
+  int64_t auction = 0, num = 0;
+  NEXMARK_FIELDS(auction, num);
+};
+struct HotItems : tidemark::KeyedProcessFunction<int64_t, AuctionCount, Q5> {
+  void process_element(const AuctionCount& c, Context& ctx, Collector<Q5>&) override {
     ctx.get_list_state<AuctionCount>("counts").add(c);
     ctx.timer_service().register_event_time_timer(c.endtime - 1);
   }
-  void on_timer(Timestamp, Context& ctx, Collector<AuctionCount>& out) override {
+  void on_timer(Timestamp, Context& ctx, Collector<Q5>& out) override {
     auto st = ctx.get_list_state<AuctionCount>("counts");
     int64_t max = 0;
     for (const auto& c : st.get()) max = std::max(max, c.num);
     for (const auto& c : st.get())
-      if (c.num >= max) out.collect(c);
+      if (c.num >= max) out.collect(Q5{c.auction, c.num});
     st.clear();
   }
 };
@@ -384,10 +402,14 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   // q0: pass through.
   qs.push_back(QueryDef{
       "q0", false, 155e3, "pass-through: every bid",
-      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) { SinkAppend(Bids(e), rs); },
+      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+        SinkAppend(BidsFlatMap<Q0>(
+                       e, [](Bid&& b, Collector<Q0>& out) { out.collect(ToQ0(std::move(b))); }),
+                   rs);
+      },
       [](const Generator& gen, RowAccumulator& out) {
         ForEachEvent(gen, [&](const Event& e) {
-          if (const Bid* b = e.bid()) out.Add(*b);
+          if (const Bid* b = e.bid()) out.Add(ToQ0(Bid(*b)));
         });
       }});
   // q1: currency conversion.
@@ -498,7 +520,7 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
           int64_t max = 0;
           for (const auto& [a, n] : counts) max = std::max(max, n);
           for (const auto& [a, n] : counts)
-            if (n >= max) out.Add(AuctionCount{a, n, s, s + 10000});
+            if (n >= max) out.Add(Q5{a, n});
         }
       }});
   // q6: average selling price per seller over its last closed auctions.
@@ -685,7 +707,9 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
                             std::sort(ts.begin(), ts.end());
                             int64_t start = ts[0], end = ts[0] + 10000, n = 0;
                             for (int64_t t : ts) {
-                              if (t >= end) {
+                              // Sessions that touch merge (TimeWindow.intersects:
+                              // start <= other.end && end >= other.start).
+                              if (t > end) {
                                 out.Add(Q11{bidder, n, Millis{start}, Millis{end}});
                                 start = t;
                                 n = 0;
