@@ -1,7 +1,9 @@
 // runtime/core/format.h
 //
 // Format(value): the text print() and write_as_text() use for a record, like
-// Java's toString.  Strings print as they are, numbers as numbers, bool as
+// Java's toString.  Strings print as they are, integers as numbers, double
+// and float as Java's Double.toString / Float.toString (1.0, 0.1, 1.0E-7),
+// char as the character, bool as
 // true/false, pairs and tuples as "(a,b)" (Flink's Tuple2.toString), and any
 // type with an operator<< through it.  Other types need a formatter passed to
 // the sink.
@@ -41,6 +43,10 @@ constexpr bool kFormattable = std::is_arithmetic_v<T> || std::is_convertible_v<T
 // The text `write` puts on a stream for `value` (format.cc): out of line,
 // so that <sstream> is not in the reach of every job (compile cost, issue 24).
 std::string StreamedText(void (*write)(std::ostream& os, const void* value), const void* value);
+// Java's Double.toString and Float.toString (format.cc): 0.30000000000000004,
+// 1234567.89, 1.0E-7, 1.23456789E8, 100.0, NaN, Infinity, -0.0.
+std::string JavaDoubleString(double v);
+std::string JavaFloatString(float v);
 
 template <typename T>
 std::string Format(const T& v) {
@@ -48,6 +54,12 @@ std::string Format(const T& v) {
     return v ? "true" : "false";
   } else if constexpr (std::is_convertible_v<const T&, std::string>) {
     return std::string(v);
+  } else if constexpr (std::is_same_v<T, char>) {
+    return std::string(1, v);  // a Java char prints as itself
+  } else if constexpr (std::is_same_v<T, float>) {
+    return JavaFloatString(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return JavaDoubleString(static_cast<double>(v));
   } else if constexpr (std::is_arithmetic_v<T>) {
     return absl::StrCat(v);
   } else if constexpr (IsTupleLike<T>::value) {
