@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -40,11 +41,15 @@ class RestartingJob {
         first_restore_(std::move(first_restore)) {
     summary_.strategy = config.Describe();
   }
+  // The last JobClient went away: the job is cancelled and its thread
+  // joined (see JobClient).
   ~RestartingJob() {
-    if (thread_.joinable()) {
-      Cancel();
-      thread_.join();
-    }
+    std::call_once(joined_, [this] {
+      if (thread_.joinable()) {
+        Cancel();
+        thread_.join();
+      }
+    });
   }
 
   // `first` is built and not started; this starts it.
@@ -84,12 +89,15 @@ class RestartingJob {
     return cancelled_;
   }
 
+  // Any thread, any number of times.
   JobResult Wait() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return done_; });
     }
-    if (thread_.joinable()) thread_.join();
+    std::call_once(joined_, [this] {
+      if (thread_.joinable()) thread_.join();
+    });
     std::lock_guard<std::mutex> lock(mu_);
     return result_;
   }
@@ -185,7 +193,14 @@ class RestartingJob {
     if (failure.ok()) return d;  // every rank finished
     d.action = Decision::kFail;
     d.status = failure;
-    if (cancelled || failure.code() == absl::StatusCode::kCancelled) return d;
+    if (failure.code() == absl::StatusCode::kCancelled) return d;
+    // Cancelled as the attempt failed: the job ends CANCELLED, as in Flink,
+    // not with the failure the cancel raced with.
+    if (cancelled) {
+      d.status = absl::CancelledError(
+          absl::StrCat("job cancelled (as it failed: ", failure.message(), ")"));
+      return d;
+    }
     d.counted = true;
     d.cause = std::string(failure.message());
     d.failure = failure.ToString();
@@ -246,6 +261,8 @@ class RestartingJob {
         std::lock_guard<std::mutex> lock(mu_);
         summary_.last_failure = d.cause;
         summary_.failures.push_back(d.failure);
+        // Counted when decided, as Flink's numRestarts (ExecutionFailureHandler).
+        if (d.action == Decision::kRestart) summary_.num_restarts = d.restart;
       }
       if (d.action == Decision::kFinished) return Finish(std::move(r));
       if (d.action == Decision::kFail) {
@@ -319,6 +336,7 @@ class RestartingJob {
   RestartSummary summary_;
   JobResult result_;
   std::thread thread_;
+  std::once_flag joined_;  // thread_ is joined once, by Wait() or the destructor
 };
 
 }  // namespace internal
@@ -373,9 +391,20 @@ CheckpointSummary JobClient::checkpoints() const {
   return c != nullptr ? c->Summary() : CheckpointSummary{};
 }
 
+// Between two attempts (the restart's backoff) no task runs: as Flink
+// (NOT_ALL_REQUIRED_TASKS_RUNNING), not "the job has ended".
+static bool Restarting(const std::shared_ptr<RestartingJob>& r,
+                       const std::shared_ptr<JobExecution>& e) {
+  return r && e && e->done() && !r->done();
+}
+
 absl::StatusOr<std::string> JobClient::trigger_savepoint(const std::string& dir, Duration timeout) {
   const std::shared_ptr<JobExecution> e = current();
   if (!e) return absl::FailedPreconditionError("savepoint: no job");
+  if (Restarting(restarting_, e)) {
+    return absl::FailedPreconditionError(
+        "savepoint: not all tasks are running (the job is restarting)");
+  }
   return e->TriggerSavepoint(dir, timeout);
 }
 
@@ -383,6 +412,10 @@ absl::StatusOr<std::string> JobClient::stop_with_savepoint(const std::string& di
                                                            Duration timeout) {
   const std::shared_ptr<JobExecution> e = current();
   if (!e) return absl::FailedPreconditionError("stop-with-savepoint: no job");
+  if (Restarting(restarting_, e)) {
+    return absl::FailedPreconditionError(
+        "stop-with-savepoint: not all tasks are running (the job is restarting)");
+  }
   return e->StopWithSavepoint(dir, drain, timeout);
 }
 

@@ -91,7 +91,10 @@ using OperatorFactory = std::function<std::unique_ptr<OperatorBase>()>;
 using SourceFactory = std::function<std::unique_ptr<TaskInput>(const SourceBuildArgs&)>;
 }  // namespace internal
 
-// A running (or finished) job.
+// A running (or finished) job; copies share it.  The job runs while a
+// JobClient refers to it: when the last one goes away without wait(), the
+// job is cancelled and its threads joined (Flink's JobClient is only a
+// handle and its job runs on in the cluster; here the process owns it).
 class JobClient {
  public:
   JobClient();
@@ -105,7 +108,8 @@ class JobClient {
   ~JobClient();
   // Stops the job; wait() then returns CANCELLED.  Thread-safe.
   void cancel();
-  // Blocks until the job has ended.  Call once.
+  // Blocks until the job has ended.  Any thread, any number of times: every
+  // call returns the same result.
   JobResult wait();
   bool done() const;
   // Live metrics of every subtask.

@@ -40,7 +40,10 @@ TEST(RestartStrategy, FixedDelayWithZeroAttemptsNeverRestarts) {
   EXPECT_FALSE(s->CanRestart());
 }
 
-TEST(RestartStrategy, FailureRateFailsWhenTheLastFailuresAllLieWithinTheInterval) {
+// Flink's FailureRateRestartBackoffTimeStrategy keeps max + 1 failure times:
+// up to `max` failures in an interval restart, the (max + 1)-th within it
+// does not (FailureRateRestartBackoffTimeStrategyTest.testFailuresExceedingRate).
+TEST(RestartStrategy, FailureRateFailsWhenMoreThanMaxFailuresLieWithinTheInterval) {
   ManualClock clock(1'000'000);
   auto s = MakeRestartStrategy(
       RestartStrategies::failure_rate_restart(3, Duration(10'000), Duration(250)), &clock);
@@ -50,12 +53,28 @@ TEST(RestartStrategy, FailureRateFailsWhenTheLastFailuresAllLieWithinTheInterval
   clock.Advance(4'000);
   s->NotifyFailure();  // t = 4 s
   EXPECT_TRUE(s->CanRestart());
-  clock.Advance(6'000);
-  s->NotifyFailure();  // t = 10 s: three failures within 10 s (not more than 10 s apart)
+  clock.Advance(5'000);
+  s->NotifyFailure();  // t = 9 s: three failures, as many as allowed
+  EXPECT_TRUE(s->CanRestart());
+  clock.Advance(1'000);
+  s->NotifyFailure();  // t = 10 s: four within 10 s (not more than 10 s apart)
   EXPECT_FALSE(s->CanRestart());
   // One ms later the oldest (t = 0) is more than the interval back.
   clock.Advance(1);
   EXPECT_TRUE(s->CanRestart());
+}
+
+// Flink's default (restart-strategy.failure-rate.max-failures-per-interval:
+// 1) restarts once per interval (testManyFailuresWithinRate).
+TEST(RestartStrategy, FailureRateWithOneFailurePerIntervalRestartsOnce) {
+  ManualClock clock;
+  auto s = MakeRestartStrategy(
+      RestartStrategies::failure_rate_restart(1, Duration(1'000), Duration(0)), &clock);
+  s->NotifyFailure();
+  EXPECT_TRUE(s->CanRestart());
+  clock.Advance(999);
+  s->NotifyFailure();
+  EXPECT_FALSE(s->CanRestart());
 }
 
 TEST(RestartStrategy, FailureRateKeepsRestartingWhileFailuresAreSparse) {
@@ -63,12 +82,12 @@ TEST(RestartStrategy, FailureRateKeepsRestartingWhileFailuresAreSparse) {
   auto s = MakeRestartStrategy(
       RestartStrategies::failure_rate_restart(2, Duration(1'000), Duration(0)), &clock);
   for (int i = 0; i < 50; ++i) {
-    clock.Advance(1'001);
-    s->NotifyFailure();
+    clock.Advance(501);
+    s->NotifyFailure();  // two in any 1000 ms, never three
     EXPECT_TRUE(s->CanRestart()) << i;
   }
-  clock.Advance(1'000);
-  s->NotifyFailure();  // 1000 ms after the previous one: within the interval
+  clock.Advance(499);
+  s->NotifyFailure();  // three within 1000 ms
   EXPECT_FALSE(s->CanRestart());
 }
 
@@ -111,11 +130,14 @@ TEST(RestartStrategy, ExponentialDelayMergesFailuresBeforeThePendingRestart) {
   ManualClock clock;
   auto s = MakeRestartStrategy(Exponential(), &clock);
   ASSERT_TRUE(s->NotifyFailure());  // restart at t = 100
-  clock.Advance(100);
-  EXPECT_FALSE(s->NotifyFailure());  // at the restart's time: the same attempt
-  EXPECT_EQ(s->BackoffMillis(), 0);
+  clock.Advance(99);
+  EXPECT_FALSE(s->NotifyFailure());  // before the restart's time: the same attempt
+  EXPECT_EQ(s->BackoffMillis(), 1);
   clock.Advance(1);
-  ASSERT_TRUE(s->NotifyFailure());  // after it: the next attempt, 200 ms
+  // At the restart's time the next attempt has started: its failure is a
+  // new one, 200 ms (the whole job restarts; Flink merges at <= because its
+  // tasks restart region by region).
+  ASSERT_TRUE(s->NotifyFailure());
   EXPECT_EQ(s->BackoffMillis(), 200);
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -137,6 +138,64 @@ TEST(Restart, AWriteAsTextSinkRestoredFromACheckpointKeepsWhatItWrote) {
   EXPECT_GE(lines, n);  // the records after the checkpoint, up to the failure, twice
 }
 
+// A job that fails at once after every restart: exponential-delay makes
+// exactly its attempts, each after its backoff.  (A failure within the
+// millisecond of its restart was taken as merged into that restart: the job
+// restarted again at once, counted it, and went far past its attempts.)
+TEST(Restart, ExponentialDelayMakesItsAttemptsWhenEveryAttemptFailsAtOnce) {
+  for (int rep = 0; rep < testing::StressIterations(3); ++rep) {
+    testing::TempDir chk;
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), chk.path());
+    // initial 2 ms, max 20 ms, x2, reset after 1 h, no jitter, 4 attempts.
+    env.set_restart_strategy(RestartStrategies::exponential_delay_restart(
+        Duration(2), Duration(20), 2.0, Duration(3'600'000), 0.0, 4));
+    std::vector<int64_t> told;
+    std::mutex told_mu;
+    env.set_restart_listener([&](int64_t restart, const std::string&) {
+      std::lock_guard<std::mutex> lock(told_mu);
+      told.push_back(restart);
+    });
+    env.from_generator<int64_t>([](int64_t i) { return i; }, 10)
+        .map([](const int64_t&) -> int64_t { throw std::runtime_error("always"); })
+        .add_sink([](int64_t) {});
+    JobResult r = env.execute("always failing");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(std::string(r.status.message()).find("always"), std::string::npos) << r.status;
+    EXPECT_EQ(r.restarts.num_restarts, 4) << "rep " << rep;
+    EXPECT_EQ(r.restarts.failures.size(), 5u);
+    EXPECT_EQ(told, (std::vector<int64_t>{1, 2, 3, 4}));
+  }
+}
+
+// A cancel that comes as an attempt fails ends the job CANCELLED, as in
+// Flink, not with the failure it raced with, and nothing restarts.
+TEST(Restart, ACancelAsTheAttemptFailsEndsTheJobCancelled) {
+  testing::TempDir chk;
+  auto client_ptr = std::make_shared<std::atomic<JobClient*>>(nullptr);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(Duration(0), chk.path());
+  env.set_restart_strategy(RestartStrategies::fixed_delay_restart(5, Duration(0)));
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000)
+      .map([client_ptr](const int64_t& v) -> int64_t {
+        if (v == 10) {
+          JobClient* c = nullptr;
+          while ((c = client_ptr->load()) == nullptr) std::this_thread::yield();
+          c->cancel();  // the cancel is in before the failure is reported
+          throw std::runtime_error("broken");
+        }
+        return v;
+      })
+      .add_sink([](int64_t) {});
+  JobClient client = env.execute_async("cancelled as it fails");
+  client_ptr->store(&client);
+  JobResult r = client.wait();
+  EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  EXPECT_EQ(r.restarts.num_restarts, 0);
+}
+
 TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {
   testing::TempDir chk;
   testing::TempDir out;
@@ -201,7 +260,8 @@ TEST(Restart, ACancelDuringTheBackoffEndsTheJobCancelled) {
   client.cancel();
   JobResult r = client.wait();
   EXPECT_TRUE(absl::IsCancelled(r.status)) << r.status;
-  EXPECT_EQ(r.restarts.num_restarts, 0);
+  // Counted when decided, as Flink's numRestarts: the restart was decided.
+  EXPECT_EQ(r.restarts.num_restarts, 1);
 }
 
 TEST(Restart, CheckpointsKeptInMemoryCannotBeRestartedFrom) {

@@ -25,7 +25,9 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -486,6 +488,107 @@ TEST(Savepoint, NeedsCheckpointing) {
   EXPECT_NE(std::string(path.status().message()).find("no checkpointing"), std::string::npos);
   ASSERT_TRUE(client.wait().ok());
   EXPECT_FALSE(fs::exists(dir.Path("sp")));
+}
+
+// Passes records on; fails its task when it hears that checkpoint
+// `fail_at_or_after` (or a later one) is complete.
+class FailsWhenTold final : public OneInputOperator<int64_t, int64_t> {
+ public:
+  void ProcessElement(int64_t&& v, Timestamp ts) override { output().Collect(std::move(v), ts); }
+  void NotifyCheckpointComplete(int64_t) override {
+    throw std::runtime_error("failure after the savepoint completed");
+  }
+};
+
+// A paced generator that never ends, then an operator failing when it hears
+// of a completed checkpoint.
+void BuildFailingAfterCompletion(StreamExecutionEnvironment& env) {
+  env.set_parallelism(1);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, INT64_MAX, 2000.0)
+      .transform<int64_t>("Fails when told", [] { return std::make_unique<FailsWhenTold>(); })
+      .add_sink([](int64_t&&) {});
+}
+
+// As Flink's StopWithSavepointStoppingException: the savepoint is complete
+// but the job failed before it stopped, so the caller is not told it
+// stopped (it was told OK while the job failed, or restarted and ran on).
+TEST(Savepoint, StopWithSavepointSaysSoWhenTheJobFailsBeforeItStops) {
+  testing::TempDir dir;
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk"));
+  BuildFailingAfterCompletion(env);
+  JobClient client = env.execute_async("fails while stopping");
+  absl::StatusOr<std::string> sp = client.stop_with_savepoint(dir.Path("sp"));
+  ASSERT_FALSE(sp.ok());
+  const std::string message(sp.status().message());
+  EXPECT_NE(message.find("is complete, but the job failed before it stopped"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("failure after the savepoint completed"), std::string::npos) << message;
+  JobResult r = client.wait();
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.checkpoints.stopped_with_savepoint.empty());
+}
+
+// After cancel() a savepoint is refused at once (Flink:
+// NOT_ALL_REQUIRED_TASKS_RUNNING); it waited out its timeout (10 min).
+TEST(Savepoint, ASavepointAfterCancelIsRefusedAtOnce) {
+  testing::TempDir dir;
+  testing::TempDir out;
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), dir.Path("chk"));
+  JobShape paced;
+  paced.rate = 1000.0;
+  BuildJob(env, out.Path("out"), 1'000'000, paced);
+  JobClient client = env.execute_async("cancelled");
+  client.cancel();
+  for (bool stop : {false, true}) {
+    absl::StatusOr<std::string> sp =
+        stop ? client.stop_with_savepoint(dir.Path("sp"), false, std::chrono::seconds(30))
+             : client.trigger_savepoint(dir.Path("sp"), std::chrono::seconds(30));
+    EXPECT_EQ(sp.status().code(), absl::StatusCode::kFailedPrecondition) << sp.status();
+    EXPECT_NE(std::string(sp.status().message()).find("not all tasks are running"),
+              std::string::npos)
+        << sp.status();
+  }
+  EXPECT_TRUE(absl::IsCancelled(client.wait().status));
+}
+
+// wait() from two threads at once, and again: one result for all (the
+// second call wrote a broken "final checkpoint", two at once hung).
+TEST(JobClientWait, AnyThreadAnyNumberOfTimesTheSameResult) {
+  for (int rep = 0; rep < testing::StressIterations(20); ++rep) {
+    testing::TempDir dir;
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    env.from_generator<int64_t>([](int64_t i) { return i; }, 2000)
+        .key_by([](const int64_t& v) { return v % 3; })
+        .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+        .add_sink([](int64_t&&) {});
+    JobClient client = env.execute_async("waited twice");
+    JobResult a, b;
+    std::thread other([&] { b = client.wait(); });
+    a = client.wait();
+    other.join();
+    const JobResult c = client.wait();
+    ASSERT_TRUE(a.ok()) << a.status;
+    EXPECT_TRUE(b.ok()) << b.status;
+    EXPECT_TRUE(c.ok()) << c.status;
+    EXPECT_EQ(a.checkpoints.completed, 1);  // the final checkpoint, once
+    EXPECT_EQ(c.checkpoints.completed, 1);
+    EXPECT_EQ(c.checkpoints.last_id, a.checkpoints.last_id);
+    // The final checkpoint restores: nothing is left to do.
+    StreamExecutionEnvironment again;
+    again.set_parallelism(1);
+    again.enable_checkpointing(Duration(0), dir.Path("chk")).restore_from("latest");
+    again.from_generator<int64_t>([](int64_t i) { return i; }, 2000)
+        .key_by([](const int64_t& v) { return v % 3; })
+        .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+        .add_sink([](int64_t&&) {});
+    JobResult restored = again.execute("restored");
+    ASSERT_TRUE(restored.ok()) << restored.status;
+    EXPECT_EQ(restored.checkpoints.restored_id, a.checkpoints.last_id);
+  }
 }
 
 }  // namespace

@@ -28,6 +28,20 @@ JobExecution::JobExecution(int worker_threads, JobConfig::Scheduler scheduler)
     : scheduler_(scheduler), arena_(std::max(1, worker_threads)), pool_(worker_threads) {}
 
 JobExecution::~JobExecution() {
+  // The last handle (JobClient) went away without wait(): the job is
+  // cancelled and its threads are joined, rather than left running with
+  // nobody to end it.
+  bool started;
+  {
+    internal::MutexLock lock(&mu_);
+    started = started_;
+  }
+  bool waited;
+  {
+    internal::MutexLock lock(&wait_mu_);
+    waited = waited_.has_value();
+  }
+  if (started && !waited) Cancel();
   if (coordinator_) coordinator_->Stop();
   StopThreads();
 }
@@ -204,6 +218,12 @@ void JobExecution::StopThreads() {
 }
 
 JobResult JobExecution::Wait() {
+  internal::MutexLock lock(&wait_mu_);
+  if (!waited_) waited_ = WaitOnce();
+  return *waited_;
+}
+
+JobResult JobExecution::WaitOnce() {
   {
     internal::MutexLock lock(&mu_);
     while (!started_ || remaining_ != 0) done_cv_.Wait(&mu_);
@@ -364,6 +384,27 @@ absl::StatusOr<std::string> JobExecution::StopWithSavepoint(const std::string& d
   // (they were told before this message), rather than taking rank 0's end
   // for a failure.
   if (stopped && exchange_) exchange_->StopWithSavepoint(sp->id, sp->path);
+  if (!stopped) {
+    // The savepoint is complete but the job failed (or was cancelled) before
+    // it stopped with it: as Flink's StopWithSavepointStoppingException, the
+    // caller hears so; the job's failure takes its course (a restart
+    // strategy restarts it from its latest checkpoint).
+    absl::Status error;
+    {
+      MutexLock lock(&mu_);
+      error = first_error_;
+    }
+    if (error.ok()) {
+      return absl::CancelledError(absl::StrCat("stop-with-savepoint: the savepoint ", sp->path,
+                                               " is complete, but the job was cancelled before "
+                                               "it stopped with it"));
+    }
+    return absl::Status(error.code(),
+                        absl::StrCat("stop-with-savepoint: the savepoint ", sp->path,
+                                     " is complete, but the job failed before it stopped with "
+                                     "it: ",
+                                     error.message()));
+  }
   Cancel();
   return sp->path;
 }

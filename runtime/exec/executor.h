@@ -25,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,7 +88,9 @@ class JobExecution final : public TaskHost,
   void WatchClock(const Clock* clock);
   // Starts every task.  Call once.
   void Start();
-  // Blocks until every task has finished; returns the job's result.  Call once.
+  // Blocks until every task has finished; returns the job's result.  Any
+  // thread, any number of times: the first call ends the job (its final
+  // checkpoint and commits), the others wait for it and get the same result.
   JobResult Wait();
   // Stops the job from any thread; Wait() then returns CANCELLED (unless it
   // had already failed or finished).
@@ -145,6 +148,10 @@ class JobExecution final : public TaskHost,
   std::vector<std::string> restore_problems_;
 
   std::atomic<bool> cancelled_{false};
+  // Wait(): the first call computes the result, the others take it.
+  internal::Mutex wait_mu_;
+  std::optional<JobResult> waited_ ABSL_GUARDED_BY(wait_mu_);
+  JobResult WaitOnce();
   mutable internal::Mutex mu_;
   internal::CondVar done_cv_;
   internal::CondVar notified_cv_;  // a task heard of a checkpoint, finished, or cancel

@@ -133,8 +133,10 @@ class FixedDelay final : public RestartBackoffTimeStrategy {
   int64_t failures_ = 0;
 };
 
-// Keeps the times of the last max_failures failures; fails when they all lie
-// within the interval.
+// As Flink's FailureRateRestartBackoffTimeStrategy: keeps the times of the
+// last max_failures + 1 failures and fails when all of them lie within the
+// interval, so up to max_failures failures in an interval restart (the
+// default of 1 restarts once).
 class FailureRate final : public RestartBackoffTimeStrategy {
  public:
   FailureRate(const Clock* clock, int max_failures, int64_t interval_ms, int64_t delay_ms)
@@ -143,12 +145,12 @@ class FailureRate final : public RestartBackoffTimeStrategy {
         interval_ms_(interval_ms),
         delay_ms_(delay_ms) {}
   bool NotifyFailure() override {
-    if (times_.size() >= max_failures_) times_.pop_front();
+    if (times_.size() > max_failures_) times_.pop_front();
     times_.push_back(clock_->NowMillis());
     return true;
   }
   bool CanRestart() const override {
-    if (times_.size() < max_failures_) return true;
+    if (times_.size() <= max_failures_) return true;
     return clock_->NowMillis() - times_.front() > interval_ms_;
   }
   int64_t BackoffMillis() const override { return delay_ms_; }
@@ -178,7 +180,13 @@ class ExponentialDelay final : public RestartBackoffTimeStrategy {
 
   bool NotifyFailure() override {
     const int64_t now = clock_->NowMillis();
-    if (has_next_ && now <= next_restart_ms_) return false;  // merged into the pending one
+    // Merged into the pending restart: a failure before its time.  (Flink
+    // merges at <=, failures of tasks still waiting for that restart;
+    // tidemark restarts the whole job and starts the next attempt once the
+    // backoff has passed, so a failure at the restart's time is that
+    // attempt's, a new one: with <= a job failing within the same
+    // millisecond was restarted again and again without a backoff.)
+    if (has_next_ && now < next_restart_ms_) return false;
     if (has_next_ && now - next_restart_ms_ >= reset_ms_) attempt_ = 0;
     next_restart_ms_ = now + ActualBackoff();
     has_next_ = true;

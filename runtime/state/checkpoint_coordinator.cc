@@ -267,6 +267,11 @@ absl::StatusOr<CheckpointCoordinator::Savepoint> CheckpointCoordinator::TakeSave
   int64_t id = -1;
   {
     MutexLock lock(&mu_);
+    if (!ending_.ok()) {
+      // Flink: CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING.
+      return absl::FailedPreconditionError(
+          absl::StrCat("savepoint: not all tasks are running (", ending_.message(), ")"));
+    }
     if (savepoint_) return absl::FailedPreconditionError("savepoint: one is being taken already");
     if (stopping_) return absl::FailedPreconditionError("savepoint: the job is being stopped");
     // Draining ends the sources' input, stopping without drain suspends them
@@ -371,6 +376,7 @@ void CheckpointCoordinator::AbortSavepoint(const absl::Status& why) {
   int64_t id = -1;
   {
     MutexLock lock(&mu_);
+    if (ending_.ok()) ending_ = why.ok() ? absl::CancelledError("the job is ending") : why;
     if (!savepoint_ || savepoint_->done || savepoint_->started) return;
     if (persisting_ && persisting_id_ == savepoint_->id) return;  // the disk decides
     if (pending_ && pending_->id == savepoint_->id && !pending_->savepoint_path.empty()) {

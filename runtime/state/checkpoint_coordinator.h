@@ -143,7 +143,7 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // fails now with `why`, its pending checkpoint abandoned, rather than
   // waiting for its timeout (the tasks that would acknowledge it are ending;
   // across ranks, a rank's failure reaches rank 0 as the job's).  One being
-  // written is let finish.
+  // written is let finish.  A savepoint asked for afterwards is refused.
   void AbortSavepoint(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until checkpoint `id` is complete and durable (true) or the
   // timeout passes (false).
@@ -224,6 +224,10 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<SavepointRequest> savepoint_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // stop-with-savepoint: no more checkpoints
+  // Why the job is ending (AbortSavepoint: cancelled or failed); a savepoint
+  // asked for afterwards is refused at once rather than waiting out its
+  // timeout.
+  absl::Status ending_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 
