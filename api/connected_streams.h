@@ -38,6 +38,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tidemark/api/environment.h"
 #include "tidemark/operators/co_process.h"
@@ -109,12 +110,17 @@ template <typename T>
 class BroadcastStream {
  public:
   const DataStream<T>& stream() const { return stream_; }
+  // The names of the broadcast states it carries: the only ones its
+  // functions may ask for.
+  const std::vector<std::string>& state_names() const { return state_names_; }
 
  private:
   template <typename U>
   friend class DataStream;
-  explicit BroadcastStream(DataStream<T> s) : stream_(std::move(s)) {}
+  BroadcastStream(DataStream<T> s, std::vector<std::string> names)
+      : stream_(std::move(s)), state_names_(std::move(names)) {}
   DataStream<T> stream_;
+  std::vector<std::string> state_names_;
 };
 
 // Two streams connected (DataStream::connect).
@@ -300,9 +306,12 @@ class BroadcastConnectedStream {
         "process_broadcast_element(const B&, Context&, Collector<Out>&)");
     using Op = internal::KeyedBroadcastProcessOperator<A, B, K, KA, F, Out>;
     KA key = keyed_.key_selector();
+    std::vector<std::string> names = broadcast_.state_names();
     return internal::AddTwoInputNode<Out>(
         keyed_.stream(), broadcast_.stream(), "Keyed Broadcast Process",
-        [key, f]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(key, f); },
+        [key, f, names]() -> std::unique_ptr<OperatorBase> {
+          return std::make_unique<Op>(key, f, names);
+        },
         /*keyed=*/true);
   }
 
@@ -428,9 +437,8 @@ auto DataStream<T>::connect(const DataStream<U>& other) const {
 
 template <typename T>
 template <typename UK, typename UV, typename... More>
-auto DataStream<T>::broadcast(const MapStateDescriptor<UK, UV>& /*state*/,
-                              const More&... /*more*/) const {
-  return BroadcastStream<T>(broadcast());
+auto DataStream<T>::broadcast(const MapStateDescriptor<UK, UV>& state, const More&... more) const {
+  return BroadcastStream<T>(broadcast(), std::vector<std::string>{state.name, more.name...});
 }
 
 template <typename T, typename KeyFn>

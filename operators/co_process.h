@@ -48,10 +48,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tidemark/operators/basic.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
@@ -141,8 +144,16 @@ class BroadcastTable final : public BroadcastTableBase {
 // before its first use keeps its bytes until then (as KeyedStateStore).
 class BroadcastStateStore {
  public:
+  // The states the stream was broadcast with (broadcast(descriptors...)):
+  // any other name is refused, as Flink refuses it ("The requested state does
+  // not exist").  None given (an operator made by hand): every name goes.
+  void Register(std::vector<std::string> names) {
+    registered_.insert(std::make_move_iterator(names.begin()),
+                       std::make_move_iterator(names.end()));
+  }
   template <typename UK, typename UV>
   BroadcastTable<UK, UV>& Table(std::string_view name) {
+    if (!registered_.empty() && !registered_.contains(name)) ThrowNotRegistered(name);
     auto it = tables_.find(name);
     if (it == tables_.end())
       it = tables_.emplace(std::string(name), std::make_unique<BroadcastTable<UK, UV>>()).first;
@@ -202,6 +213,13 @@ class BroadcastStateStore {
   std::map<std::string, std::unique_ptr<BroadcastTableBase>, std::less<>> tables_;
   std::map<std::string, std::string, std::less<>> pending_;
   bool restored_ = false;
+  [[noreturn]] static void ThrowNotRegistered(std::string_view name) {
+    throw std::invalid_argument(
+        "broadcast state '" + std::string(name) +
+        "' does not exist: check the state descriptor's name, or give the descriptor to "
+        "datastream.broadcast(...) (Flink: \"The requested state does not exist\")");
+  }
+  std::set<std::string, std::less<>> registered_;
 };
 }  // namespace internal
 
@@ -486,6 +504,14 @@ class CoProcessOperator final
     OperatorBase::Open(ctx);
     collector_.emplace(&this->output());
     pctx_.emplace(&ctx, &this->side_outputs_);
+    // ctx.emit_watermark(w) goes downstream, as from a ProcessFunction (it
+    // was dropped without a word).
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    pctx_->set_watermark_emitter(
+        [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); },
+        declared_.empty() ? nullptr : &declared_);
     OpenFunction(f_, ctx);
   }
   void Close() override { CloseFunction(f_); }
@@ -506,6 +532,7 @@ class CoProcessOperator final
 
  private:
   F f_;
+  std::vector<WatermarkDeclaration> declared_;
   std::optional<ProcessContext> pctx_;
   std::optional<Collector<Out>> collector_;
 };
@@ -601,7 +628,12 @@ class KeyedBroadcastProcessOperator final
       KeyedTwoInputOperator<KeyedBroadcastProcessOperator<A, B, K, KeyFn, F, Out>, A, B, K, Out>;
 
  public:
-  KeyedBroadcastProcessOperator(KeyFn key, F f) : key_(std::move(key)), f_(std::move(f)) {}
+  // `broadcast_states`: the names of the descriptors the stream was
+  // broadcast with (empty: any name, for an operator made by hand).
+  KeyedBroadcastProcessOperator(KeyFn key, F f, std::vector<std::string> broadcast_states = {})
+      : key_(std::move(key)), f_(std::move(f)) {
+    broadcast_.Register(std::move(broadcast_states));
+  }
   void Open(OperatorContext& ctx) override {
     Base::Open(ctx);
     rctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_,

@@ -589,6 +589,49 @@ struct EveryStateKind
   }
 };
 
+// A broadcast state the stream was not broadcast with (a typo in the
+// descriptor's name) fails the job naming it, on either side, as Flink's
+// getBroadcastState throws; it read as an empty state without a word.
+struct ReadsAnotherState
+    : KeyedBroadcastProcessFunction<std::string, std::string, int64_t, std::string> {
+  bool from_broadcast_side = false;
+  void process_element(const std::string& v, ReadOnlyContext& ctx,
+                       Collector<std::string>& out) override {
+    if (!from_broadcast_side) {
+      ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("rulez")).get("x");
+    }
+    out.collect(v);
+  }
+  void process_broadcast_element(const int64_t& v, Context& ctx, Collector<std::string>&) override {
+    ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("rules")).put("x", v);
+    if (from_broadcast_side) {
+      ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("unregistered")).put("x", v);
+    }
+  }
+};
+
+TEST(BroadcastConnect, AStateNotGivenToBroadcastFailsTheJobNamingIt) {
+  for (bool broadcast_side : {false, true}) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    auto rules =
+        env.from_elements<int64_t>(7).broadcast(MapStateDescriptor<std::string, int64_t>("rules"));
+    ReadsAnotherState f;
+    f.from_broadcast_side = broadcast_side;
+    env.from_elements<std::string>("a", "b")
+        .key_by([](const std::string& s) { return s; })
+        .connect(rules)
+        .process(f)
+        .add_sink([](std::string&&) {});
+    JobResult r = env.execute("unregistered broadcast state");
+    ASSERT_FALSE(r.ok()) << "broadcast side " << broadcast_side;
+    const std::string name = broadcast_side ? "unregistered" : "rulez";
+    EXPECT_NE(std::string(r.status.message()).find("broadcast state '" + name + "' does not exist"),
+              std::string::npos)
+        << r.status;
+  }
+}
+
 TEST(BroadcastOperator, AppliesToEveryKindOfKeyedState) {
   auto key = [](const std::string& s) { return s; };
   using Op = internal::KeyedBroadcastProcessOperator<std::string, int64_t, std::string,

@@ -457,6 +457,35 @@ TEST(GeneralizedWatermarkJob, EmittingAnUndeclaredKindFailsTheJobSayingWhich) {
       << r.status;
 }
 
+// ctx.emit_watermark(w) from a CoProcessFunction goes downstream, as from a
+// ProcessFunction (its context had no emitter: the watermarks were dropped).
+TEST(GeneralizedWatermarkJob, ACoProcessFunctionEmitsWatermarksDownstream) {
+  struct Co : CoProcessFunction<int64_t, int64_t, int64_t> {
+    void process_element1(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+      ctx.emit_watermark(kProgress.new_watermark(v));
+      out.collect(v);
+    }
+    void process_element2(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+      ctx.emit_watermark(kProgress.new_watermark(v));
+      out.collect(v);
+    }
+  };
+  auto log = std::make_shared<Log>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto a = env.from_collection(std::vector<int64_t>{1, 2});
+  auto b = env.from_collection(std::vector<int64_t>{10, 20});
+  a.connect(b).process(Co()).process(Stage2(log)).add_sink([](int64_t&&) {});
+  JobResult r = env.execute("co-process emits");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<std::string> all;
+  for (const auto& [subtask, seen] : log->seen) all.insert(all.end(), seen.begin(), seen.end());
+  std::vector<std::string> progress = OfKind(all, "progress");
+  std::sort(progress.begin(), progress.end());
+  // Each one emitted, from either input (chained: nothing combines them).
+  EXPECT_EQ(progress, (std::vector<std::string>{"1", "10", "2", "20"}));
+}
+
 // The CLI's trace (--trace=watermarks) prints each one the runtime reports:
 // sent by a subtask, or combined at a subtask's input.
 TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
