@@ -679,9 +679,11 @@ absl::Status MpiExchange::Finish(const absl::Status& local, const FinishHooks& h
     sum.credit_messages += s.credit_messages;
     sum.max_in_flight_batches = std::max(sum.max_in_flight_batches, s.max_in_flight_batches);
     if (r == 0) {
-      job_cp = c;
+      job_cp = c;  // the coordinator's: checkpoints, savepoints, restore
     } else {
       job_cp.at_most_once = job_cp.at_most_once || c.at_most_once;
+      // What each rank's operators had to say (a rolled-back part file).
+      job_cp.notices.insert(job_cp.notices.end(), c.notices.begin(), c.notices.end());
     }
   }
   // In the plan's order, as a job on one rank lists them.
@@ -718,6 +720,15 @@ std::string EncodeMetrics(const std::vector<SubtaskMetricsSnapshot>& m, const Ne
   Encode(w, c.restored_path);
   Encode(w, c.restore_problems);
   Encode(w, c.at_most_once);
+  // The rest of the summary: the CLI prints its savepoints and notices.
+  Encode(w, c.sizes_bytes);
+  Encode(w, c.state_bytes);
+  Encode(w, c.last_completed_unix_ms);
+  Encode(w, c.last_alignment_ms);
+  Encode(w, c.notices);
+  Encode(w, c.savepoints);
+  Encode(w, c.last_savepoint_error);
+  Encode(w, c.stopped_with_savepoint);
   Encode(w, n.remote_channels);
   Encode(w, n.batches_sent);
   Encode(w, n.records_sent);
@@ -778,6 +789,14 @@ absl::Status DecodeMetrics(std::string_view bytes, std::vector<SubtaskMetricsSna
   c->restored_path = Decode<std::string>(r);
   c->restore_problems = Decode<std::vector<std::string>>(r);
   c->at_most_once = Decode<bool>(r);
+  c->sizes_bytes = Decode<std::vector<int64_t>>(r);
+  c->state_bytes = Decode<std::vector<int64_t>>(r);
+  c->last_completed_unix_ms = Decode<int64_t>(r);
+  c->last_alignment_ms = Decode<double>(r);
+  c->notices = Decode<std::vector<std::string>>(r);
+  c->savepoints = Decode<std::vector<std::string>>(r);
+  c->last_savepoint_error = Decode<std::string>(r);
+  c->stopped_with_savepoint = Decode<std::string>(r);
   n->remote_channels = Decode<int64_t>(r);
   n->batches_sent = Decode<int64_t>(r);
   n->records_sent = Decode<int64_t>(r);
