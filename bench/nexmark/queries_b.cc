@@ -335,24 +335,13 @@ bool BidTieBreak(const Bid& a, const Bid& b) {
 // is not deterministic (in Flink neither), so the digest that checks the
 // final table takes each row's key and time, which are; the rows themselves
 // (--results, and the tests at rates without equal times) are whole.
-struct Q18 {
-  int64_t auction = 0;
-  int64_t bidder = 0;
-  int64_t price = 0;
-  Text channel;
-  Text url;
-  Millis dateTime;
-  Text extra;
-  NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra);
+struct Q18 : Bid {
   uint64_t DigestHash() const {
     return Mix(Mix(static_cast<uint64_t>(bidder)) * 31 + static_cast<uint64_t>(auction)) ^
            static_cast<uint64_t>(dateTime.ms);
   }
 };
-Q18 ToQ18(Bid&& b) {
-  return Q18{b.auction,        b.bidder,   b.price,           std::move(b.channel),
-             std::move(b.url), b.dateTime, std::move(b.extra)};
-}
+Q18 ToQ18(Bid&& b) { return Q18{std::move(b)}; }
 // As Flink keeps the last row: a row at least as late as the kept one
 // replaces it (top_n(1) asks only less(new, kept)).
 bool AtLeastAsLate(const Q18& a, const Q18& b) { return a.dateTime.ms >= b.dateTime.ms; }
