@@ -14,6 +14,8 @@
 //   MapStateDescriptor<std::string, Rule> rules("rules");
 //   DataStream<Out> o = events.key_by(k).connect(rule_stream.broadcast(rules))
 //                             .process(MyKeyedBroadcastProcessFunction());
+//   DataStream<Out> o = events.connect(rule_stream.broadcast(rules))
+//                             .process(MyBroadcastProcessFunction());
 //   // Interval join (operators/interval_join.h):
 //   DataStream<Out> o = a.key_by(ka).interval_join(b.key_by(kb))
 //                        .between(-2s, 1s)                 // b within [a - 2s, a + 1s]
@@ -320,6 +322,44 @@ class BroadcastConnectedStream {
   BroadcastStream<B> broadcast_;
 };
 
+// A non-keyed stream connected to a broadcast stream (DataStream::connect(
+// BroadcastStream)): BroadcastConnectedStream<A, void, B>.
+template <typename A, typename B>
+class BroadcastConnectedStream<A, void, B> {
+ public:
+  BroadcastConnectedStream(DataStream<A> first, BroadcastStream<B> broadcast)
+      : first_(std::move(first)), broadcast_(std::move(broadcast)) {}
+
+  // A BroadcastProcessFunction<A, B, Out>-like object (operators/co_process.h):
+  // process_element(const A&, ReadOnlyBroadcastProcessContext&, Collector<Out>&)
+  // and process_broadcast_element(const B&, BroadcastProcessContext&,
+  // Collector<Out>&).  The first input keeps its partitioning (forward
+  // where the parallelism is the same, else rebalance), as in Flink.
+  template <typename F>
+  auto process(F f) const {
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
+    static_assert(
+        requires(F & g, const A& a, const B& b, ReadOnlyBroadcastProcessContext& rctx,
+                 BroadcastProcessContext& bctx, Collector<Out>& c) {
+          g.process_element(a, rctx, c);
+          g.process_broadcast_element(b, bctx, c);
+        },
+        "tidemark: connect(broadcast).process(f) on a non-keyed stream needs a "
+        "BroadcastProcessFunction<A, B, Out>: process_element(const A&, ReadOnlyContext&, "
+        "Collector<Out>&) and process_broadcast_element(const B&, Context&, Collector<Out>&)");
+    using Op = internal::BroadcastProcessOperator<A, B, Out, F>;
+    std::vector<std::string> names = broadcast_.state_names();
+    return internal::AddTwoInputNode<Out>(
+        first_, broadcast_.stream(), "Broadcast Process",
+        [f, names]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(f, names); },
+        /*keyed=*/false);
+  }
+
+ private:
+  DataStream<A> first_;
+  BroadcastStream<B> broadcast_;
+};
+
 // An interval join with its bounds (IntervalJoin::between).
 template <typename L, typename KL, typename R, typename KR>
 class IntervalJoined {
@@ -433,6 +473,12 @@ template <typename T>
 template <typename U>
 auto DataStream<T>::connect(const DataStream<U>& other) const {
   return ConnectedStreams<T, U>(*this, other);
+}
+
+template <typename T>
+template <typename U>
+auto DataStream<T>::connect(const BroadcastStream<U>& other) const {
+  return BroadcastConnectedStream<T, void, U>(*this, other);
 }
 
 template <typename T>

@@ -654,6 +654,10 @@ class DataStream {
   // Two inputs in one operator (api/connected_streams.h): ConnectedStreams<T, U>.
   template <typename U>
   auto connect(const DataStream<U>& other) const;
+  // A broadcast input with broadcast state, to a BroadcastProcessFunction
+  // (api/connected_streams.h).
+  template <typename U>
+  auto connect(const BroadcastStream<U>& other) const;
   // This stream to every subtask of the operator it is connected to, with
   // broadcast state (api/connected_streams.h): BroadcastStream<T>.
   template <typename UK, typename UV, typename... More>

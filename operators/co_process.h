@@ -23,6 +23,10 @@
 //                   process_element(const A&, ReadOnlyContext&, Collector<Out>&),
 //                   process_broadcast_element(const B&, BroadcastContext&, Collector<Out>&),
 //                   on_timer(ts, ReadOnlyContext&, Collector<Out>&)
+//   BroadcastProcessFunction<A, B, Out> (non-keyed A, broadcast B):
+//                   process_element(const A&, ReadOnlyBroadcastProcessContext&, Collector<Out>&),
+//                   process_broadcast_element(const B&, BroadcastProcessContext&,
+//                   Collector<Out>&); no keyed state and no timers (as Flink's)
 //
 // Broadcast state (Flink's BroadcastState / MapStateDescriptor): per operator
 // instance, maps UK -> UV by name, written only by process_broadcast_element
@@ -260,6 +264,64 @@ class BroadcastState : public ReadOnlyBroadcastState<UK, UV> {
 
  private:
   std::map<UK, UV, KeyLess<UK>>* mutable_;
+};
+
+// The non-keyed side's context (Flink's BroadcastProcessFunction.
+// ReadOnlyContext): a ProcessContext (timestamp, watermark, processing time,
+// side outputs) that also reads the broadcast state.
+class ReadOnlyBroadcastProcessContext : public ProcessContext {
+ public:
+  ReadOnlyBroadcastProcessContext(OperatorContext* op,
+                                  const std::map<std::string, internal::OutputBase*>* side_outputs,
+                                  internal::BroadcastStateStore* broadcast)
+      : ProcessContext(op, side_outputs), broadcast_(broadcast) {}
+  template <typename UK, typename UV>
+  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
+    return ReadOnlyBroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
+  }
+  template <typename UK, typename UV>
+  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
+    return get_broadcast_state<UK, UV>(d.name);
+  }
+
+ private:
+  internal::BroadcastStateStore* broadcast_;
+};
+
+// Its broadcast side's context (BroadcastProcessFunction.Context): the same,
+// with the broadcast state to write.
+class BroadcastProcessContext : public ProcessContext {
+ public:
+  BroadcastProcessContext(OperatorContext* op,
+                          const std::map<std::string, internal::OutputBase*>* side_outputs,
+                          internal::BroadcastStateStore* broadcast)
+      : ProcessContext(op, side_outputs), broadcast_(broadcast) {}
+  template <typename UK, typename UV>
+  BroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
+    return BroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
+  }
+  template <typename UK, typename UV>
+  BroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
+    return get_broadcast_state<UK, UV>(d.name);
+  }
+
+ private:
+  internal::BroadcastStateStore* broadcast_;
+};
+
+// Base class for non-keyed broadcast process functions (optional: any
+// object with the same members works).
+template <typename In1, typename In2, typename Out>
+class BroadcastProcessFunction {
+ public:
+  using OutputType = Out;
+  using ReadOnlyContext = ReadOnlyBroadcastProcessContext;
+  using Context = BroadcastProcessContext;
+  virtual ~BroadcastProcessFunction() = default;
+  virtual void open(const RuntimeContext& /*ctx*/) {}
+  virtual void process_element(const In1& value, ReadOnlyContext& ctx, Collector<Out>& out) = 0;
+  virtual void process_broadcast_element(const In2& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void close() {}
 };
 
 // The keyed side's context: a KeyedProcessContext (key, keyed state, timers,
@@ -678,6 +740,64 @@ class KeyedBroadcastProcessOperator final
   BroadcastStateStore broadcast_;
   std::optional<ReadOnlyBroadcastContext<K>> rctx_;
   std::optional<BroadcastContext<K>> bctx_;
+};
+
+// A non-keyed stream connected to a broadcast stream (DataStream::connect(
+// BroadcastStream)).  Its state is the broadcast state alone: rescaled, new
+// subtask s restores old subtask s % old parallelism's copy (Flink's
+// broadcast state repartitioning); all copies are the same.
+template <typename A, typename B, typename Out, typename F>
+class BroadcastProcessOperator final
+    : public BatchedTwoInputOperator<BroadcastProcessOperator<A, B, Out, F>, A, B, Out> {
+ public:
+  // `broadcast_states`: as KeyedBroadcastProcessOperator's.
+  explicit BroadcastProcessOperator(F f, std::vector<std::string> broadcast_states = {})
+      : f_(std::move(f)) {
+    broadcast_.Register(std::move(broadcast_states));
+  }
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    collector_.emplace(&this->output());
+    rctx_.emplace(&ctx, &this->side_outputs_, &broadcast_);
+    bctx_.emplace(&ctx, &this->side_outputs_, &broadcast_);
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    auto emit = [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); };
+    const std::vector<WatermarkDeclaration>* declared = declared_.empty() ? nullptr : &declared_;
+    rctx_->set_watermark_emitter(emit, declared);
+    bctx_->set_watermark_emitter(emit, declared);
+    OpenFunction(f_, ctx);
+  }
+  void Close() override { CloseFunction(f_); }
+  void ProcessElement1(A&& v, Timestamp ts) override {
+    rctx_->set_timestamp(ts);
+    collector_->set_timestamp(ts);
+    f_.process_element(static_cast<const A&>(v), *rctx_, *collector_);
+  }
+  void ProcessElement2(B&& v, Timestamp ts) override {
+    bctx_->set_timestamp(ts);
+    collector_->set_timestamp(ts);
+    f_.process_broadcast_element(static_cast<const B&>(v), *bctx_, *collector_);
+  }
+  void ProcessWatermark(Timestamp w) override {
+    rctx_->set_watermark(w);
+    bctx_->set_watermark(w);
+    this->ForwardWatermark(w);
+  }
+  void SnapshotState(StateWriter& w) override {
+    broadcast_.Snapshot(w, "operator '" + this->ctx().operator_name() + "'");
+  }
+  void RestoreState(StateReader& r) override { broadcast_.Restore(r); }
+  StateRescaling state_rescaling() const override { return StateRescaling::kBroadcast; }
+
+ private:
+  F f_;
+  BroadcastStateStore broadcast_;
+  std::vector<WatermarkDeclaration> declared_;
+  std::optional<ReadOnlyBroadcastProcessContext> rctx_;
+  std::optional<BroadcastProcessContext> bctx_;
+  std::optional<Collector<Out>> collector_;
 };
 
 }  // namespace internal

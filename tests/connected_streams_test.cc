@@ -653,5 +653,104 @@ TEST(BroadcastOperator, AppliesToEveryKindOfKeyedState) {
                                  {"a list=1 map=1 reducing=10 aggregating=1", 5}}));
 }
 
+// --- a non-keyed stream connected to a broadcast stream (Flink's
+// BroadcastProcessFunction) ------------------------------------------------
+
+// Multiplies each value by the broadcast factor "x" (1 until one came),
+// marking whether it knew one; the broadcast side stores the factor and
+// says which subtask got it.  Late values go to a side output by their sign.
+const OutputTag<int64_t> kNegative("negative");
+struct Scale : BroadcastProcessFunction<int64_t, int64_t, std::string> {
+  void process_element(const int64_t& v, ReadOnlyContext& ctx,
+                       Collector<std::string>& out) override {
+    if (v < 0) {
+      ctx.output(kNegative, v);
+      return;
+    }
+    auto factor = ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("f")).get("x");
+    out.collect(absl::StrCat(v * factor.value_or(1), factor ? " known" : " unknown", " at ",
+                             ctx.timestamp(), " wm ", ctx.current_watermark()));
+  }
+  void process_broadcast_element(const int64_t& v, Context& ctx,
+                                 Collector<std::string>& out) override {
+    ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("f")).put("x", v);
+    out.collect(absl::StrCat("factor ", v, " at subtask ", ctx.subtask_index()));
+  }
+};
+
+TEST(BroadcastProcessOperator, ReadsTheStateTheBroadcastSideWroteAndCheckpointsIt) {
+  using Op = internal::BroadcastProcessOperator<int64_t, int64_t, std::string, Scale>;
+  testing::OperatorHarness<int, std::string> h(std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
+  RecordingOutput<int64_t>& negative = h.AddSideOutput(kNegative);
+  h.Open();
+  Op& op = h.op<Op>();
+  op.ProcessElement1(3, 1);
+  op.ProcessElement2(10, 2);
+  op.ProcessWatermark(5);
+  op.ProcessElement1(4, 6);
+  op.ProcessElement1(-1, 7);
+  EXPECT_EQ(h.TakeRecords(), (std::vector<std::pair<std::string, Timestamp>>{
+                                 {"3 unknown at 1 wm " + std::to_string(kMinTimestamp), 1},
+                                 {"factor 10 at subtask 0", 2},
+                                 {"40 known at 6 wm 5", 6}}));
+  EXPECT_EQ(negative.TakeRecords(), (std::vector<std::pair<int64_t, Timestamp>>{{-1, 7}}));
+  EXPECT_EQ(op.state_rescaling(), StateRescaling::kBroadcast);
+
+  std::string bytes;
+  internal::StateWriter w(&bytes);
+  op.SnapshotState(w);
+  testing::OperatorHarness<int, std::string> h2(std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
+  h2.Open();
+  internal::StateReader r(bytes);
+  h2.op<Op>().RestoreState(r);
+  ASSERT_TRUE(r.ok()) << r.error();
+  h2.op<Op>().ProcessElement1(5, 8);
+  EXPECT_EQ(h2.TakeRecords(), (std::vector<std::pair<std::string, Timestamp>>{
+                                  {"50 known at 8 wm " + std::to_string(kMinTimestamp), 8}}));
+}
+
+// In a job: every subtask of the operator gets the broadcast record, and
+// every record of the other input is processed once.  (Which records come
+// before the factor is open: there is no order between the two inputs.)
+TEST_P(ConnectedStreamsTest, BroadcastProcessFunctionOnANonKeyedStream) {
+  const int p = GetParam();
+  for (int rep = 0; rep < testing::StressIterations(5); ++rep) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(p);
+    std::vector<int64_t> values;
+    for (int64_t v = 0; v < 200; ++v) values.push_back(v);
+    MapStateDescriptor<std::string, int64_t> factors("f");
+    DataStream<std::string> scaled =
+        env.from_collection(values)
+            .rebalance()
+            .connect(env.from_elements<int64_t>(10).broadcast(factors))
+            .process(Scale());
+    auto out = scaled.collect();
+    JobResult r = env.execute("broadcast process");
+    ASSERT_TRUE(r.ok()) << r.status;
+    std::vector<std::string> factor_lines;
+    std::multiset<int64_t> seen;
+    for (const std::string& line : Values(out)) {
+      if (line.rfind("factor ", 0) == 0) {
+        factor_lines.push_back(line);
+        continue;
+      }
+      const int64_t n = std::stoll(line.substr(0, line.find(' ')));
+      const bool known = line.find(" known") != std::string::npos;
+      ASSERT_TRUE(known ? n % 10 == 0 : true) << line;
+      seen.insert(known ? n / 10 : n);
+    }
+    std::vector<std::string> expected_factor_lines;
+    for (int s = 0; s < p; ++s)
+      expected_factor_lines.push_back(absl::StrCat("factor 10 at subtask ", s));
+    EXPECT_EQ(factor_lines, expected_factor_lines);
+    EXPECT_EQ(seen, std::multiset<int64_t>(values.begin(), values.end()));
+  }
+}
+
+// Flink's nested names for the two contexts.
+static_assert(std::is_same_v<Scale::ReadOnlyContext, ReadOnlyBroadcastProcessContext>);
+static_assert(std::is_same_v<Scale::Context, BroadcastProcessContext>);
+
 }  // namespace
 }  // namespace tidemark

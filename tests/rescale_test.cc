@@ -16,7 +16,10 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -278,6 +281,78 @@ TEST(Rescale, ChangedMaxParallelismIsRefused) {
   EXPECT_NE(std::string(r.status.message()).find("ran with max parallelism 128, the job has 256"),
             std::string::npos)
       << r.status;
+}
+
+// A non-keyed broadcast process function's state (its broadcast state) at
+// another parallelism, 2 -> 3: new subtask s restores old subtask s % 2's
+// copy (Flink's broadcast state repartitioning), so the third subtask knows
+// the factor the rule source sent before the checkpoint, though that source
+// has ended and sends nothing again.  Before, the restore was refused.
+struct ScaleByRule {
+  using OutputType = std::string;
+  void process_element(const int64_t& v, ReadOnlyBroadcastProcessContext& ctx,
+                       Collector<std::string>& out) {
+    auto f = ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("f")).get("x");
+    out.collect(absl::StrCat(ctx.subtask_index(), ",", f ? v * *f : -1));
+  }
+  void process_broadcast_element(const int64_t& v, BroadcastProcessContext& ctx,
+                                 Collector<std::string>& out) {
+    ctx.get_broadcast_state(MapStateDescriptor<std::string, int64_t>("f")).put("x", v);
+    out.collect(absl::StrCat("rule at ", ctx.subtask_index()));
+  }
+};
+
+void BuildBroadcastJob(StreamExecutionEnvironment& env, int64_t n, double rate, int p,
+                       std::function<void(std::string&&)> sink) {
+  env.from_generator<int64_t>([](int64_t i) { return i; }, n, rate)
+      .set_parallelism(2)
+      .uid("values")
+      .rebalance()
+      .connect(env.from_elements<int64_t>(7).uid("rules").broadcast(
+          MapStateDescriptor<std::string, int64_t>("f")))
+      .process(ScaleByRule())
+      .uid("scale")
+      .set_parallelism(p)
+      .add_sink(std::move(sink))
+      .uid("sink")
+      .set_parallelism(p);
+}
+
+TEST(Rescale, BroadcastStateOfANonKeyedStreamGoesToEveryNewSubtask) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk);
+    auto rules = std::make_shared<testing::Progress>();
+    BuildBroadcastJob(env, 1'000'000, 20'000.0, 2, [rules](std::string&& line) {
+      if (line.rfind("rule at ", 0) == 0) rules->Add();
+    });
+    JobClient client = env.execute_async("before");
+    // Both subtasks hold the factor, then a checkpoint.
+    ASSERT_NO_FATAL_FAILURE(testing::CheckpointAfter(client, *rules, 2));
+    client.cancel();
+    JobResult r = client.wait();
+    ASSERT_TRUE(absl::IsCancelled(r.status)) << r.status;
+  }
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk).restore_from("latest");
+  std::mutex mu;
+  std::map<int, std::set<int64_t>> by_subtask;  // scaled values seen, per subtask
+  BuildBroadcastJob(env, 1'000'000, 0, 3, [&](std::string&& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    const size_t comma = line.find(',');
+    ASSERT_NE(comma, std::string::npos) << line;
+    by_subtask[std::stoi(line.substr(0, comma))].insert(std::stoll(line.substr(comma + 1)));
+  });
+  JobResult r = env.execute("after");
+  ASSERT_TRUE(r.ok()) << r.status;
+  ASSERT_EQ(by_subtask.size(), 3u);
+  for (const auto& [subtask, scaled] : by_subtask) {
+    ASSERT_FALSE(scaled.empty());
+    EXPECT_GE(*scaled.begin(), 0) << "subtask " << subtask << " had no factor";
+    EXPECT_EQ(*scaled.rbegin() % 7, 0) << "subtask " << subtask;
+  }
 }
 
 }  // namespace

@@ -509,6 +509,33 @@ TEST(ProcessFunctionTestHarnessesTest, HarnessForKeyedBroadcastProcessFunction) 
   EXPECT_EQ(h.extract_output_values(), (std::vector<int>{3, 30}));
 }
 
+// Flink's ProcessFunctionTestHarnesses.forBroadcastProcessFunction: the
+// non-keyed form, whose second input is the broadcast side; the broadcast
+// state survives a snapshot and restore.
+TEST(ProcessFunctionTestHarnessesTest, HarnessForBroadcastProcessFunction) {
+  struct Scale : BroadcastProcessFunction<int, int, int> {
+    void process_element(const int& v, ReadOnlyContext& ctx, Collector<int>& out) override {
+      out.collect(
+          v * ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).get("x").value_or(1));
+    }
+    void process_broadcast_element(const int& v, Context& ctx, Collector<int>&) override {
+      ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).put("x", v);
+    }
+  };
+  auto h = harness::ProcessFunctionTestHarnesses::for_broadcast_process_function<int, int>(Scale());
+  h.open();
+  h.process_element1(3, 1);
+  h.process_element2(10, 2);
+  h.process_element1(3, 3);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<int>{3, 30}));
+  const harness::OperatorSnapshot snapshot = h.snapshot();
+  auto h2 = harness::ProcessFunctionTestHarnesses::for_broadcast_process_function<int, int>(Scale());
+  h2.initialize_state(snapshot);
+  h2.open();
+  h2.process_element1(4, 4);
+  EXPECT_EQ(h2.extract_output_values(), (std::vector<int>{40}));
+}
+
 // --- the harness's own rules ---------------------------------------------
 
 TEST(HarnessTest, MapAndFlatMap) {

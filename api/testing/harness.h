@@ -664,6 +664,15 @@ struct ProcessFunctionTestHarnesses {
     return KeyedTwoInputOperatorTestHarness<In1, In2, Out, K>(
         std::make_unique<Op>(std::move(key1), std::move(key2), std::move(f)), std::move(options));
   }
+  // a.connect(b.broadcast(d)).process(f): a BroadcastProcessFunction<In,
+  // BIn, Out>; the broadcast side is the second input.
+  template <typename In, typename BIn, typename F>
+  static auto for_broadcast_process_function(F f, HarnessOptions options = {}) {
+    using Out = internal::FunctionOutput<F, internal::ProcessElementMember>;
+    return TwoInputOperatorTestHarness<In, BIn, Out>(
+        std::make_unique<internal::BroadcastProcessOperator<In, BIn, Out, F>>(std::move(f)),
+        std::move(options));
+  }
   // keyed.connect(b.broadcast(d)).process(f): a
   // KeyedBroadcastProcessFunction<K, In, BIn, Out>; the broadcast side is
   // the second input.

@@ -220,6 +220,7 @@ enum class StateRescaling {
   kNotRescalable,  // only an empty state (a stateless operator) may be rescaled
   kKeyGroups,      // each old state whose key-group range intersects this one's
   kRoundRobin,     // old subtask k's state goes to new subtask k % parallelism
+  kBroadcast,      // new subtask s gets old subtask s % old parallelism's (all alike)
   kDropped,        // not restored when rescaled: starts fresh
 };
 

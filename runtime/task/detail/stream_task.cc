@@ -445,6 +445,8 @@ std::vector<int> StreamTask::OldStatesFor(size_t i, const SubtaskRestore& rs,
     case StateRescaling::kRoundRobin:
       for (int k = s; k < old_p; k += p) picked.push_back(k);
       return picked;
+    case StateRescaling::kBroadcast:
+      return {s % old_p};
     case StateRescaling::kDropped:
       return picked;
     case StateRescaling::kNotRescalable:
