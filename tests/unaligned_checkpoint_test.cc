@@ -61,6 +61,9 @@ struct Recorder final : Output<int>, internal::BarrierHandler {
   void Collect(int&& v, Timestamp) override { events.push_back(std::to_string(v)); }
   void EmitWatermark(Timestamp w) override { events.push_back("W" + std::to_string(w)); }
   void EmitStatus(WatermarkStatus) override {}
+  void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    events.push_back("G" + w.ToString());
+  }
   void OnBarrierAligned(int64_t id, int64_t) override {
     events.push_back("ALIGNED" + std::to_string(id));
   }
@@ -215,6 +218,53 @@ TEST(UnalignedGate, DamagedChannelStateIsRefused) {
   GateFixture h(1);
   s = h.gate->RestoreChannelState("not channel state");
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+}
+
+// A generalized watermark in flight is stored with its declaration, not
+// with this process's number for it (which another process gives to
+// whichever declaration it builds first): restored, it is the same kind.
+// Channel state of the earlier format, which stored the number, is refused
+// when it holds one.
+TEST(UnalignedGate, AGeneralizedWatermarkInFlightIsStoredWithItsDeclaration) {
+  internal::WatermarkSpec spec;
+  spec.identifier = "unaligned-progress";
+  spec.function = WatermarkCombinationFunction::kMax;
+  const internal::WatermarkSpec* progress = internal::InternWatermarkSpec(spec);
+  GateFixture f(1);
+  auto b = testing::MakeBatch({"1"});
+  b->AddControl(ControlKind::kGeneralized, 42, progress->id);
+  b->records.push_back(internal::Record<int>{2, 0});
+  f.channels[0]->Push(std::move(b));
+  f.PushWithBarrier(0, {"3"}, 1);
+  f.gate->PollPriority();
+  ASSERT_EQ(f.rec.events, (Events{"SNAP1", "STATE1"}));
+  const std::string bytes = f.rec.channel_state[1];
+  EXPECT_NE(bytes.find("unaligned-progress"), std::string::npos);
+
+  GateFixture g(1);
+  ASSERT_TRUE(g.gate->RestoreChannelState(bytes).ok());
+  g.Drain();
+  EXPECT_EQ(g.rec.events, (Events{"1", "Gunaligned-progress=42", "2", "3"}));
+
+  // The earlier format (version 1): the number alone.
+  std::string old;
+  internal::StateWriter w(&old);
+  w.PutU32(0x544d4353);
+  w.PutU32(1);
+  w.PutVarint(1);  // channels
+  w.PutVarint(0);  // channel 0
+  w.PutVarint(1);  // one entry
+  std::string entry;
+  internal::StateWriter e(&entry);
+  e.PutU8(1);
+  e.PutU8(static_cast<uint8_t>(ControlKind::kGeneralized));
+  e.PutVarint(progress->id);
+  e.PutI64(42);
+  w.PutBytes(entry);
+  GateFixture h(1);
+  const absl::Status st = h.gate->RestoreChannelState(old);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("stored by an earlier version"));
 }
 
 // --- whole jobs under back-pressure -----------------------------------------

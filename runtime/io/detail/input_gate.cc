@@ -6,15 +6,23 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "tidemark/runtime/io/detail/remote_codec.h"
 #include "tidemark/runtime/state/state_codec.h"
 
 namespace tidemark::internal {
 namespace {
-// A control in channel state (an unaligned checkpoint's in-flight data).
+// A control in channel state (an unaligned checkpoint's in-flight data).  A
+// generalized watermark's tag is this process's number for its declaration
+// (generalized_watermark.h): the declaration itself is stored, as across
+// ranks (remote_codec.h), so a restore in another process reads the same kind.
 void EncodeControl(StateWriter& w, const Control& ctl) {
   w.PutU8(1);
   w.PutU8(static_cast<uint8_t>(ctl.kind));
-  w.PutVarint(ctl.tag);
+  if (ctl.kind == ControlKind::kGeneralized) {
+    EncodeWatermarkSpec(w, ctl.tag);
+  } else {
+    w.PutVarint(ctl.tag);
+  }
   w.PutI64(ctl.value);
 }
 }  // namespace
@@ -56,20 +64,22 @@ void GateInputBase::PollPriority() {
 
 namespace {
 constexpr uint32_t kChannelStateMagic = 0x544d4353;  // "TMCS"
-constexpr uint32_t kChannelStateVersion = 1;
+// 2: a generalized watermark stores its declaration (1: this process's tag).
+constexpr uint32_t kChannelStateVersion = 2;
 }  // namespace
 
 // Channel state format (docs/checkpoints.md, "Unaligned checkpoints"): u32
 // magic, u32 version, varint number of channels stored, then per channel:
 // varint gate channel, varint entries, bytes (the entries: u8 0, i64
-// timestamp, the record's StateCodec; or u8 1, u8 control kind, varint tag,
+// timestamp, the record's StateCodec; or u8 1, u8 control kind, varint tag
+// -- for a generalized watermark its declaration (EncodeWatermarkSpec) --,
 // i64 value).
 absl::Status GateInputBase::RestoreChannelState(std::string_view bytes) {
   if (bytes.empty()) return absl::OkStatus();
   StateReader r(bytes);
   const uint32_t magic = r.GetU32("channel state magic");
   const uint32_t version = r.GetU32("channel state version");
-  if (r.ok() && (magic != kChannelStateMagic || version != kChannelStateVersion)) {
+  if (r.ok() && (magic != kChannelStateMagic || version < 1 || version > kChannelStateVersion)) {
     return absl::DataLossError(absl::StrCat("channel state: not of this format (magic ", magic,
                                             ", version ", version, ")"));
   }
@@ -86,7 +96,7 @@ absl::Status GateInputBase::RestoreChannelState(std::string_view bytes) {
     size_t local = c;
     for (GateChannelsCore* p : parts_) {
       if (local < p->size()) {
-        if (absl::Status st = p->RestoreChannel(local, data, entries); !st.ok()) {
+        if (absl::Status st = p->RestoreChannel(local, data, entries, version); !st.ok()) {
           return absl::DataLossError(
               absl::StrCat("channel state of channel ", c, ": ", st.message()));
         }
@@ -627,7 +637,8 @@ void GateChannelsCore::Capture(GateInputBase& gate, size_t k, int c, int64_t id)
   gate.add_channel_state_entries(c, entries);
 }
 
-absl::Status GateChannelsCore::RestoreChannel(size_t k, std::string_view bytes, uint64_t entries) {
+absl::Status GateChannelsCore::RestoreChannel(size_t k, std::string_view bytes, uint64_t entries,
+                                              uint32_t version) {
   if (codec_.decode == nullptr) {
     return absl::DataLossError(
         absl::StrCat("the records are of type ", codec_.type, ", which has no StateCodec"));
@@ -647,14 +658,24 @@ absl::Status GateChannelsCore::RestoreChannel(size_t k, std::string_view bytes, 
       Control ctl{};
       ctl.position = static_cast<uint32_t>(b->NumRecords());
       const uint8_t kind = r.GetU8("control kind");
-      ctl.tag = static_cast<uint16_t>(r.GetVarint("control tag"));
-      ctl.value = r.GetI64("control value");
       if (kind > static_cast<uint8_t>(ControlKind::kGeneralized) ||
           kind == static_cast<uint8_t>(ControlKind::kBarrier) ||
           kind == static_cast<uint8_t>(ControlKind::kEndOfInput)) {
         r.Fail(absl::StrCat("entry ", e, ": control kind ", kind, " is not stored"));
         break;
       }
+      if (kind == static_cast<uint8_t>(ControlKind::kGeneralized)) {
+        if (version < 2) {
+          r.Fail(absl::StrCat("entry ", e,
+                              ": a generalized watermark stored by an earlier version (by its "
+                              "number in that process, not its declaration) cannot be restored"));
+          break;
+        }
+        ctl.tag = DecodeWatermarkSpec(r);
+      } else {
+        ctl.tag = static_cast<uint16_t>(r.GetVarint("control tag"));
+      }
+      ctl.value = r.GetI64("control value");
       ctl.kind = static_cast<ControlKind>(kind);
       b->controls.push_back(ctl);
     } else if (r.ok()) {
