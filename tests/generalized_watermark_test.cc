@@ -221,10 +221,36 @@ TEST_F(GateTest, AnIdleOrEndedChannelIsLeftOutWhenTheDeclarationSaysSo) {
   Status(1, WatermarkStatus::kActive);  // active, never reported: wait for it
   Send(1, busy.new_watermark(false));
   Status(1, WatermarkStatus::kIdle);    // idle: its false no longer counts
-  Status(1, WatermarkStatus::kActive);  // active: it counts again
+  Status(1, WatermarkStatus::kActive);  // active: it counts again from its next watermark
+  EXPECT_EQ(Seen(), (std::vector<std::string>{"busy=true", "busy=false", "busy=true"}));
+  gate_.HandleControl(1, Control{0, ControlKind::kWatermark, 0, 5});
   gate_.HandleControl(1, Control{0, ControlKind::kEndOfInput, 0, 0});  // ended: left out
   EXPECT_EQ(Seen(), (std::vector<std::string>{"busy=true", "busy=false", "busy=true", "busy=false",
                                               "busy=true"}));
+}
+
+// A source that ends while idle sends ACTIVE, W(MAX) and its end (so that
+// W(MAX) is not ignored as an idle channel's): its stale value must not
+// count for that instant.  It made a MIN send 3, then 10 again.
+TEST_F(GateTest, AnIdleChannelThatEndsDoesNotCountForAnInstant) {
+  const auto low = WatermarkDeclarations::new_builder("low")
+                       .type_long()
+                       .combine_function_min()
+                       .ignore_idle_channels(true)
+                       .build();
+  Send(0, low.new_watermark(10));
+  Send(1, low.new_watermark(3));
+  Status(1, WatermarkStatus::kIdle);  // left out: 10
+  Status(1, WatermarkStatus::kActive);
+  gate_.HandleControl(1, Control{0, ControlKind::kWatermark, 0, kMaxWatermark});
+  gate_.HandleControl(1, Control{0, ControlKind::kEndOfInput, 0, 0});
+  Send(0, low.new_watermark(10));
+  EXPECT_EQ(Seen(), (std::vector<std::string>{"low=10", "low=3", "low=10"}));
+  // A value from a channel that turned active counts it again at once.
+  Status(0, WatermarkStatus::kIdle);    // every channel idle or ended: all count, 3
+  Status(0, WatermarkStatus::kActive);  // 0 not counted again yet: still all out, 3
+  Send(0, low.new_watermark(12));       // 0 counts: 12
+  EXPECT_EQ(Seen(), (std::vector<std::string>{"low=10", "low=3", "low=10", "low=3", "low=12"}));
 }
 
 // A two-input gate (channels 0 and 1: input 1; channel 2: input 2) combines

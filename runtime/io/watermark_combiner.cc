@@ -50,11 +50,11 @@ std::optional<int64_t> WatermarkCombiner::Input(int c, int64_t value) {
   return Combine();
 }
 
-std::optional<int64_t> WatermarkCombiner::SetIdle(int c, bool idle) {
+std::optional<int64_t> WatermarkCombiner::SetIdle(int c, bool idle, bool combine) {
   const auto k = static_cast<size_t>(c);
   if (idle_[k] == idle) return std::nullopt;
   idle_[k] = idle;
-  if (!spec_->ignore_idle_channels || !any_reported_) return std::nullopt;
+  if (!combine || !spec_->ignore_idle_channels || !any_reported_) return std::nullopt;
   return Combine();
 }
 

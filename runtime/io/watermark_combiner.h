@@ -43,7 +43,9 @@ class WatermarkCombiner {
   std::optional<int64_t> Input(int c, int64_t value);
   // Channel `c` became idle (or ended: idle for good) or active again: with
   // ignore_idle_channels, the value to emit if the combination changed.
-  std::optional<int64_t> SetIdle(int c, bool idle);
+  // With `combine` false only the flag changes (a value arriving on `c`
+  // combines next).
+  std::optional<int64_t> SetIdle(int c, bool idle, bool combine = true);
 
   const internal::WatermarkSpec& spec() const { return *spec_; }
   int num_channels() const { return static_cast<int>(values_.size()); }

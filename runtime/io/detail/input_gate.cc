@@ -182,7 +182,18 @@ bool InputGateCore::HandleControl(int c, const Control& ctl) {
       current_channel_ = -1;
       return false;
   }
-  if (!combiners_[i].empty() && ctl.kind != ControlKind::kWatermark) GeneralizedIdleness(i, l, c);
+  // Generalized watermarks' idleness (ignore_idle_channels): a channel is
+  // left out when it turns idle or ends, and counts again from the first
+  // watermark it sends after turning active, not at the status itself: a
+  // source that ends while idle sends ACTIVE, W(MAX) and its end, and must
+  // not count for that instant (docs/generalized-watermarks.md).
+  if (!combiners_[i].empty()) {
+    if (((ctl.kind == ControlKind::kStatus || ctl.kind == ControlKind::kEndOfInput) &&
+         (valve.channel_idle(l) || valve.channel_ended(l))) ||
+        (ctl.kind == ControlKind::kWatermark && ctl.value < kMaxWatermark)) {
+      GeneralizedIdleness(i, l, c);
+    }
+  }
   if (!notified_ && (valve.channel_watermark(l) != before_wm ||
                      valve.channel_idle(l) != before_idle || output_watermark_ != before_out)) {
     Notify(c);
@@ -206,6 +217,18 @@ void InputGateCore::OnGeneralized(size_t input, int local, int c, const Control&
     k = list.emplace_back(std::make_unique<WatermarkCombiner>(spec, v.num_channels())).get();
     for (int l = 0; l < v.num_channels(); ++l)
       k->SetIdle(l, v.channel_idle(l) || v.channel_ended(l));
+  }
+  // A value from a channel that turned active counts it again (the other
+  // kinds' combiners too), then combines.
+  const WatermarkValve& v = valves_[input];
+  if (!v.channel_idle(local) && !v.channel_ended(local)) {
+    for (auto& other : list) {
+      if (other.get() == k) {
+        k->SetIdle(local, false, /*combine=*/false);
+      } else if (std::optional<int64_t> out = other->SetIdle(local, false)) {
+        EmitGeneralized(*other, c, *out);
+      }
+    }
   }
   if (std::optional<int64_t> out = k->Input(local, ctl.value)) EmitGeneralized(*k, c, *out);
 }
