@@ -315,6 +315,71 @@ TEST(CheckpointJob, AFailedCheckpointIsToldToTheListenerAndToleratedUpToTheCount
   EXPECT_THAT(failures[0], ::testing::HasSubstr("No space left on device"));
 }
 
+// The asynchronous part of a snapshot that fails (a storage error while a
+// RocksDB backend uploads its files, here a deferred part that throws)
+// fails the checkpoint, counted against the tolerable number as Flink's
+// CHECKPOINT_ASYNC_EXCEPTION; it failed the job whatever the number.
+class FailsItsFirstAsyncPart final : public OneInputOperator<int64_t, int64_t> {
+ public:
+  explicit FailsItsFirstAsyncPart(std::shared_ptr<std::atomic<int>> failures)
+      : failures_(std::move(failures)) {}
+  void ProcessElement(int64_t&& v, Timestamp ts) override { output().Collect(std::move(v), ts); }
+  void SnapshotState(internal::StateWriter& w) override {
+    w.Defer([failures = failures_](internal::StateWriter& out) {
+      if (failures->fetch_sub(1) > 0) throw std::runtime_error("upload: No space left on device");
+      out.PutI64(7);
+    });
+  }
+  void RestoreState(internal::StateReader& r) override { r.GetI64("seven"); }
+
+ private:
+  std::shared_ptr<std::atomic<int>> failures_;
+};
+
+JobResult RunWithFailingAsyncParts(const std::string& dir, int failures, int tolerable,
+                                   std::vector<std::string>* reported) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);  // one snapshot a checkpoint: one failure each
+  env.enable_checkpointing(Duration(5), dir);
+  env.set_tolerable_checkpoint_failure_number(tolerable);
+  auto mu = std::make_shared<std::mutex>();
+  env.set_checkpoint_failure_listener([mu, reported](int64_t id, const std::string& error) {
+    std::lock_guard<std::mutex> lock(*mu);
+    reported->push_back(absl::StrCat(id, " ", error));
+  });
+  auto left = std::make_shared<std::atomic<int>>(failures);
+  // Paced, so that periodic checkpoints come before the end.
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 4'000, 20'000.0)
+      .transform<int64_t>("Uploader",
+                          [left] {
+                            return std::unique_ptr<OneInputOperator<int64_t, int64_t>>(
+                                new FailsItsFirstAsyncPart(left));
+                          })
+      .add_sink([](int64_t&&, Timestamp) {}, "Discard");
+  return env.execute("async part");
+}
+
+TEST(CheckpointJob, AFailedAsynchronousPartFailsTheCheckpointNotTheJob) {
+  testing::TempDir dir;
+  std::vector<std::string> reported;
+  JobResult r = RunWithFailingAsyncParts(dir.Path("a"), 1, 1, &reported);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.failed, 1);
+  EXPECT_GE(r.checkpoints.completed, 1);
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_THAT(reported[0], ::testing::HasSubstr("operator 'Uploader' at checkpoint 1 "
+                                                "(asynchronous part): upload: No space left"));
+  // Past the tolerable number, the job fails, saying so.
+  reported.clear();
+  r = RunWithFailingAsyncParts(dir.Path("b"), 2, 1, &reported);
+  ASSERT_FALSE(r.ok()) << r.checkpoints.failed << " failed, " << r.checkpoints.completed
+                       << " completed: " << (reported.empty() ? "" : reported.back());
+  EXPECT_THAT(std::string(r.status.message()), ::testing::HasSubstr("(asynchronous part)"));
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("2 checkpoints failed in a row; the job tolerates 1"));
+  EXPECT_EQ(reported.size(), 2u);
+}
+
 // Periodic checkpoints while a job runs: they complete, each a consistent
 // cut, and the summary reports them.
 TEST(CheckpointJob, PeriodicCheckpointsCompleteWhileTheJobRuns) {

@@ -441,6 +441,16 @@ void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
   cv_.SignalAll();
 }
 
+bool CheckpointCoordinator::Decline(int64_t id, const std::string& error) {
+  {
+    MutexLock lock(&mu_);
+    if (!pending_ || pending_->id != id || declined_) return true;  // abandoned already
+    declined_.emplace(id, error);
+  }
+  cv_.SignalAll();
+  return true;
+}
+
 void CheckpointCoordinator::SubtaskFinished(SubtaskSnapshot final_state) {
   {
     MutexLock lock(&mu_);
@@ -499,6 +509,28 @@ void CheckpointCoordinator::Run() {
     if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
       mu_.Unlock();
       TriggerCheckpoint();  // -1 (none started) once every source has finished
+      mu_.Lock();
+      next_trigger = Clock::now() + interval_;
+      continue;
+    }
+    // A subtask declined the pending checkpoint: it fails (a savepoint
+    // fails alone), as one that expires.
+    if (declined_) {
+      const auto [id, error] = std::move(*declined_);
+      declined_.reset();
+      if (!pending_ || pending_->id != id) continue;
+      const std::string savepoint_path = pending_->savepoint_path;
+      pending_.reset();  // late acknowledgements find nothing
+      if (!savepoint_path.empty()) {
+        FinishSavepointLocked(absl::AbortedError(absl::StrCat("savepoint ", id, ": ", error)));
+        mu_.Unlock();
+        CheckpointStorage::ForSavepoint(savepoint_path).Abort(id);
+      } else {
+        mu_.Unlock();
+        if (storage_) storage_->Abort(id);
+        RecordFailure(id, error, /*final=*/false);
+      }
+      cv_.SignalAll();
       mu_.Lock();
       next_trigger = Clock::now() + interval_;
       continue;

@@ -155,6 +155,7 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // CheckpointAcknowledger
   void Acknowledge(SubtaskSnapshot s) override;
   void SubtaskFinished(SubtaskSnapshot final_state) override;
+  bool Decline(int64_t id, const std::string& error) override ABSL_LOCKS_EXCLUDED(mu_);
   // A sink into the storage's shared directory for checkpoint `id` when the
   // storage is incremental and `id` is the pending checkpoint (not a
   // savepoint); null otherwise.
@@ -213,6 +214,9 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   int64_t next_id_ ABSL_GUARDED_BY(mu_);
   std::optional<Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool pending_ready_ ABSL_GUARDED_BY(mu_) = false;  // pending_ has every ack
+  // The pending checkpoint a subtask declined (Decline), and why: failed on
+  // the coordinator's thread.
+  std::optional<std::pair<int64_t, std::string>> declined_ ABSL_GUARDED_BY(mu_);
   bool persisting_ ABSL_GUARDED_BY(mu_) = false;     // the thread is writing one
   // The one being written (Summary().in_progress_id), and when it started.
   int64_t persisting_id_ ABSL_GUARDED_BY(mu_) = -1;

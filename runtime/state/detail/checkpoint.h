@@ -116,6 +116,12 @@ class CheckpointAcknowledger {
   virtual void Acknowledge(SubtaskSnapshot s) = 0;
   // The subtask has finished; `final_state` stands for it from now on.
   virtual void SubtaskFinished(SubtaskSnapshot final_state) = 0;
+  // The subtask cannot complete its snapshot for checkpoint `id` (its
+  // asynchronous part failed: `error`): the checkpoint fails and counts
+  // against the tolerable number, as Flink's CHECKPOINT_ASYNC_EXCEPTION.
+  // False where the acknowledger cannot (another rank's stand-in): the
+  // caller then fails the job.
+  virtual bool Decline(int64_t /*id*/, const std::string& /*error*/) { return false; }
   // Where a state backend with files of its own puts them for checkpoint
   // `id` (native incremental checkpoints), or null: the state is then
   // written in the canonical format (savepoints, full checkpoints, in-memory

@@ -423,10 +423,14 @@ void StreamTask::AcknowledgeSnapshot(SubtaskSnapshot s, DeferredParts deferred,
           }
           ack->Acknowledge(std::move(snap));
         } catch (...) {
-          host->Fail(absl::AbortedError(
+          // The checkpoint fails (counted against the tolerable number, as
+          // Flink's CHECKPOINT_ASYNC_EXCEPTION); where it cannot be declined
+          // (another rank's stand-in), the job.
+          const std::string error =
               absl::StrCat("task '", task, "' (subtask ", snap.subtask, "): operator '",
                            snap.operators[op].name, "' at checkpoint ", snap.checkpoint_id,
-                           " (asynchronous part): ", DescribeCurrentException())));
+                           " (asynchronous part): ", DescribeCurrentException());
+          if (!ack->Decline(snap.checkpoint_id, error)) host->Fail(absl::AbortedError(error));
         }
         async->End();
       });
