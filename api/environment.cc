@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -233,9 +234,17 @@ class RestartingJob {
   }
 
   void Supervise() {
+    // An attempt whose rebuild failed (it never ran): decided on as any
+    // failed attempt.
+    std::optional<JobResult> unstarted;
     for (;;) {
-      const std::shared_ptr<JobExecution> exec = current();
-      JobResult r = exec->Wait();
+      JobResult r;
+      if (unstarted) {
+        r = std::move(*unstarted);
+        unstarted.reset();
+      } else {
+        r = current()->Wait();
+      }
       if (r.checkpoints.completed > 0) any_completed_ = true;
       // Every rank's attempt has ended (a failure on one reached the others
       // before their goodbyes, runtime/cluster/mpi_exchange.h): rank 0 hears
@@ -297,6 +306,13 @@ class RestartingJob {
         r.status = absl::Status(
             next.status().code(),
             absl::StrCat("restarting after '", d.cause, "' failed: ", next.status().message()));
+        // As Flink, a failure to deploy the restarted job goes to the
+        // strategy too (a checkpoint directory briefly unwritable, ...).
+        // Across ranks the others' attempts may have started: the job ends.
+        if (!ThisCluster().distributed()) {
+          unstarted = std::move(r);
+          continue;
+        }
         return Finish(std::move(r));
       }
       std::unique_lock<std::mutex> lock(mu_);

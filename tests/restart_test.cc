@@ -218,6 +218,52 @@ TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {
       << msg;
 }
 
+// A restart whose rebuild fails (the checkpoint directory is briefly not a
+// directory) goes back to the strategy, as in Flink, rather than ending the
+// job while the strategy has attempts left; the next attempt runs, and the
+// output is the failure-free run's.
+TEST(Restart, ARebuildThatFailsIsRetriedByTheStrategy) {
+  testing::TempDir chk;
+  testing::TempDir out;
+  const std::string dir = chk.Path("chk");
+  const std::string aside = chk.Path("aside");
+  auto failures = std::make_shared<testing::InjectedFailures>();
+  failures->pending = {700};
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(20), dir);
+  env.set_restart_strategy(RestartStrategies::fixed_delay_restart(3, Duration(0)));
+  std::vector<std::string> causes;
+  // Told before each rebuild, on the supervisor's thread: the first time the
+  // directory becomes a file (the rebuild's writability check fails), the
+  // second time it is put back.
+  env.set_restart_listener([&](int64_t restart, const std::string& cause) {
+    causes.push_back(cause);
+    std::error_code ec;
+    if (restart == 1) {
+      std::filesystem::rename(dir, aside, ec);
+      std::ofstream(dir) << "not a directory\n";
+    } else if (restart == 2) {
+      std::filesystem::remove(dir, ec);
+      std::filesystem::rename(aside, dir, ec);
+    }
+  });
+  BuildJob(env, out.path(), 2'000, 0, failures);
+  JobResult r = env.execute("rebuild fails once");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.restarts.num_restarts, 2);
+  ASSERT_EQ(causes.size(), 2u);
+  EXPECT_NE(causes[1].find("restarting after '"), std::string::npos) << causes[1];
+  EXPECT_NE(causes[1].find("checkpoint directory"), std::string::npos) << causes[1];
+  testing::TempDir clean;
+  StreamExecutionEnvironment env2;
+  BuildJob(env2, clean.path(), 2'000, 0, nullptr);
+  ASSERT_TRUE(env2.execute("clean").ok());
+  int hidden = 0, clean_hidden = 0;
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden),
+            testing::CommittedInts(clean.path(), &clean_hidden));
+  EXPECT_EQ(hidden, 0);
+}
+
 TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
   testing::TempDir out;
   auto failures = std::make_shared<testing::InjectedFailures>();
