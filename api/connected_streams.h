@@ -429,12 +429,21 @@ class IntervalJoined {
     KL kl = left_.key_selector();
     KR kr = right_.key_selector();
     std::string ll = left_late_, rl = right_late_;
-    return internal::AddTwoInputNode<Out>(
+    if (!ll.empty() && ll == rl && !std::is_same_v<L, R>)
+      throw std::invalid_argument("interval_join: the late side outputs of the two sides have "
+                                  "one id ('" + ll + "') and two types; side output ids must "
+                                  "be unique");
+    DataStream<Out> out = internal::AddTwoInputNode<Out>(
         left_.stream(), right_.stream(), "Interval Join",
         [kl, kr, f, b, ll, rl]() -> std::unique_ptr<OperatorBase> {
           return std::make_unique<Op>(kl, kr, f, b, ll, rl);
         },
         /*keyed=*/true);
+    // Their types, so that get_side_output with another is refused now.
+    auto& sides = internal::StreamAccess::Node(out).side_outs;
+    if (!ll.empty()) sides.emplace(ll, internal::NodeOpsOf<L>());
+    if (!rl.empty()) sides.emplace(rl, internal::NodeOpsOf<R>());
+    return out;
   }
 
   KeyedStream<L, KL> left_;

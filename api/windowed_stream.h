@@ -355,6 +355,14 @@ class WindowedStream {
         [key, assigner, trigger, contents, config]() -> std::unique_ptr<OperatorBase> {
           return std::unique_ptr<OperatorBase>(new Op(key, assigner, trigger, contents, config));
         });
+    // The late side output's type (the record's, also behind local
+    // aggregation), so that get_side_output with another type is refused
+    // when the job is built, as Flink refuses one id with two types.
+    if (config_.late_tag) {
+      using Late = typename internal::LateRecordOf<T>::type;
+      internal::StreamAccess::Node(out).side_outs.emplace(config_.late_tag->id(),
+                                                          internal::NodeOpsOf<Late>());
+    }
 #ifdef TIDEMARK_ROCKSDB_WINDOWS
     // On RocksDB the general operator, whose contents live in its keyed
     // state store (the specialised ones keep theirs in heap layouts of their

@@ -601,8 +601,10 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
     }
     if (strategy_.max_future_skew()) {
       s.skew_ms = ToMillis(*strategy_.max_future_skew());
-      if (!strategy_.future_tag().empty())
-        future_out_ = static_cast<Output<T>*>(this->FindSideOutput(strategy_.future_tag()));
+      if (!strategy_.future_tag().empty()) {
+        if (OutputBase* out = this->FindSideOutput(strategy_.future_tag()))
+          future_out_ = SideOutputAs<T>(out, strategy_.future_tag());
+      }
     }
     OpenCore(ctx, std::move(s));
   }

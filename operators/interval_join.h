@@ -184,7 +184,7 @@ class IntervalJoinOperator final
       const std::string& tag = kLeft ? left_late_ : right_late_;
       OutputBase* side = tag.empty() ? nullptr : this->FindSideOutput(tag);
       if (side != nullptr) {
-        static_cast<Output<Ours>*>(side)->Collect(std::move(value), ts);
+        SideOutputAs<Ours>(side, tag)->Collect(std::move(value), ts);
       } else {
         dropped_->Inc();
       }

@@ -87,6 +87,44 @@ TEST(ProcessFunction, ASideOutputIdWithTwoTypesIsRefused) {
   EXPECT_TRUE(strings->items().empty());
 }
 
+// The same for the late side outputs of a window and of an interval join,
+// whose types are known when the job is built: a get_side_output with
+// another type is refused at once.  The window's was read as that type:
+// a sink of int64_t printed the late record's bytes as a number.
+TEST(ProcessFunction, ALateSideOutputReadAsAnotherTypeIsRefused) {
+  struct Ev {
+    int64_t key;
+    int64_t ts;
+  };
+  const OutputTag<Ev> late("late");
+  const OutputTag<int64_t> late_as_int("late");
+  StreamExecutionEnvironment env;
+  auto events = env.from_collection(std::vector<Ev>{{1, 5}, {1, 1}})
+                    .assign_timestamps_and_watermarks(
+                        WatermarkStrategy<Ev>::for_monotonous_timestamps().with_timestamp_assigner(
+                            [](const Ev& e, Timestamp) { return e.ts; }));
+  auto sums = events.key_by([](const Ev& e) { return e.key; })
+                  .window(TumblingEventTimeWindows::of(Duration(2)))
+                  .side_output_late_data(late)
+                  .reduce([](const Ev& a, const Ev&) { return a; });
+  EXPECT_NO_THROW(sums.get_side_output(late));
+  try {
+    sums.get_side_output(late_as_int);
+    ADD_FAILURE() << "the window's late side output was read as int64_t";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("side output ids must be unique"));
+  }
+  auto joined = events.key_by([](const Ev& e) { return e.key; })
+                    .interval_join(events.key_by([](const Ev& e) { return e.key; }))
+                    .between(Duration(-1), Duration(1))
+                    .side_output_left_late_data(late)
+                    .process([](const Ev& a, const Ev&, Collector<int64_t>& out) {
+                      out.collect(a.ts);
+                    });
+  EXPECT_NO_THROW(joined.get_side_output(late));
+  EXPECT_THROW(joined.get_side_output(late_as_int), std::invalid_argument);
+}
+
 struct Event {
   int64_t ts;
 };

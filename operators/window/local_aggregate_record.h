@@ -43,6 +43,16 @@ template <typename T>
 struct IsLocalAggregateRecord : std::false_type {};
 template <typename T, typename K, typename Acc>
 struct IsLocalAggregateRecord<LocalAggregateRecord<T, K, Acc>> : std::true_type {};
+// What a window's late side output carries for input records of type T:
+// T, or behind local aggregation the record a partial was made from.
+template <typename T>
+struct LateRecordOf {
+  using type = T;
+};
+template <typename T, typename K, typename Acc>
+struct LateRecordOf<LocalAggregateRecord<T, K, Acc>> {
+  using type = T;
+};
 
 }  // namespace internal
 }  // namespace tidemark

@@ -230,7 +230,8 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
     if (late_tag_) {
       if constexpr (IsLocalAggregateRecord<T>::value) {
         using R = typename T::Record;
-        auto* side = static_cast<Output<R>*>(this->FindSideOutput(late_tag_->id()));
+        OutputBase* found = this->FindSideOutput(late_tag_->id());
+        Output<R>* side = found == nullptr ? nullptr : SideOutputAs<R>(found, late_tag_->id());
         if (value.partial()) {
           late_dropped_->Inc();
         } else if (side != nullptr) {

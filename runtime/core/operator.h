@@ -260,10 +260,13 @@ class OperatorBase {
   void ForwardWatermark(Timestamp w);
   void ForwardStatus(WatermarkStatus s);
   void ForwardGeneralizedWatermark(const GeneralizedWatermark& w);
-  // The side output for `tag`, or nullptr when nobody consumes it.
+  // The side output for `tag`, or nullptr when nobody consumes it; throws
+  // std::logic_error when its consumer reads it as another type (one id,
+  // one type, as Flink's OutputTag).
   template <typename T>
   Output<T>* side_output(const OutputTag<T>& tag) {
-    return static_cast<Output<T>*>(FindSideOutput(tag.id()));
+    internal::OutputBase* out = FindSideOutput(tag.id());
+    return out == nullptr ? nullptr : internal::SideOutputAs<T>(out, tag.id());
   }
   internal::OutputBase* FindSideOutput(const std::string& tag) const;
 
