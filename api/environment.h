@@ -41,6 +41,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -1076,6 +1077,21 @@ TM_KEY_REPORT_(true, true, false, TM_KEY_EQUAL_)
 #undef TM_KEY_HASH_
 #undef TM_KEY_JAVA_
 
+// A key that does not own its characters (std::string_view, const char*, a
+// pair or tuple holding one): it points into the record, which is gone once
+// the record has been processed, while windows and state keep their keys.
+template <typename K>
+struct IsNonOwningKey
+    : std::bool_constant<
+          std::is_pointer_v<K> || std::is_same_v<K, std::string_view> ||
+          std::is_same_v<K, std::u16string_view> || std::is_same_v<K, std::u32string_view> ||
+          std::is_same_v<K, std::wstring_view> || std::is_same_v<K, std::u8string_view>> {};
+template <typename A, typename B>
+struct IsNonOwningKey<std::pair<A, B>>
+    : std::bool_constant<IsNonOwningKey<A>::value || IsNonOwningKey<B>::value> {};
+template <typename... E>
+struct IsNonOwningKey<std::tuple<E...>> : std::bool_constant<(IsNonOwningKey<E>::value || ...)> {};
+
 // The key selector key_by uses in place of one whose key type was rejected,
 // so that the rest of the job compiles and the report above is the only
 // error.
@@ -1091,7 +1107,15 @@ template <typename KeyFn>
 auto DataStream<T>::key_by(KeyFn key) const {
   using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
   using Req = internal::KeyRequirements<K>;
-  if constexpr (Req::kReport) {
+  if constexpr (internal::IsNonOwningKey<K>::value) {
+    static_assert(internal::kDependentFalse<K>,
+                  "tidemark: key_by's key must own its data: a std::string_view or a char pointer "
+                  "points into the record, which is gone once it has been processed, while "
+                  "windows and keyed state keep the key (return std::string(...) instead)");
+    using Rejected = internal::RejectedKeySelector<T>;
+    return KeyedStream<T, Rejected>(Partition(internal::ShipStrategy::kKeyGroups, nullptr),
+                                    Rejected{});
+  } else if constexpr (Req::kReport) {
     [[maybe_unused]] internal::KeyRequirementReport<K, Req::kJava || !Req::kPlainClass, Req::kHash,
                                                     Req::kEqual>
         report;

@@ -5,6 +5,8 @@
 // default.
 #include <chrono>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tidemark/tidemark.h"
@@ -35,6 +37,15 @@ int main() {
   s.connect(s).map(OnlyMap1());
 #elif defined(TIDEMARK_REJECT_interval_join)
   keyed.interval_join(keyed).between(-1s, 1s).process([](const E&, Collector<int64_t>&) {});
+#elif defined(TIDEMARK_REJECT_key_string_view)
+  // A key pointing into the record (windows and state keep keys).
+  env.from_collection(std::vector<std::string>{"a"}).key_by([](const std::string& v) {
+    return std::string_view(v);
+  });
+#elif defined(TIDEMARK_REJECT_key_char_pointer)
+  env.from_collection(std::vector<std::string>{"a"}).key_by([](const std::string& v) {
+    return std::make_pair(v.c_str(), 1);
+  });
 #else
 #error "define one TIDEMARK_REJECT_<case>"
 #endif
