@@ -23,7 +23,9 @@
 // Late data: an element that no window accepted and that is late
 // (IsElementLate) goes unchanged to the late-data side output if one is set,
 // counted as "numLateRecordsToUnconsumedSideOutput" when nobody reads that
-// output, else it is counted as "numLateRecordsDropped".
+// output, else it is counted as "numLateRecordsDropped".  One that no window
+// accepted and that is not late (a sliding window's gap, size < slide) is
+// counted as "numRecordsInNoWindow" (Flink skips it without a count).
 //
 // State size: at every watermark an operator compares its live
 // (key, window) pairs with the largest number seen and, at a new peak,
@@ -75,6 +77,7 @@ namespace tidemark::internal {
 inline constexpr char kNumLateRecordsDropped[] = "numLateRecordsDropped";
 inline constexpr char kNumLateRecordsToUnconsumedSideOutput[] =
     "numLateRecordsToUnconsumedSideOutput";
+inline constexpr char kNumRecordsInNoWindow[] = "numRecordsInNoWindow";
 inline constexpr char kWindowPeakLiveKeyWindows[] = "windowPeakLiveKeyWindows";
 inline constexpr char kWindowStateBytesAtPeak[] = "windowStateBytesAtPeak";
 inline constexpr char kWindowsNotFiredAtClose[] = "windowsNotFiredAtClose";
@@ -181,6 +184,7 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
     window_ctx_.SetSubtask(ctx.subtask_index());
     late_dropped_ = ctx.counter(kNumLateRecordsDropped);
     late_unconsumed_ = ctx.counter(kNumLateRecordsToUnconsumedSideOutput);
+    in_no_window_ = ctx.counter(kNumRecordsInNoWindow);
     peak_live_counter_ = ctx.counter(kWindowPeakLiveKeyWindows);
     peak_bytes_counter_ = ctx.counter(kWindowStateBytesAtPeak);
     not_fired_counter_ = ctx.counter(kWindowsNotFiredAtClose);
@@ -226,7 +230,10 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
   // the late side output carries the record itself (a partial is never late
   // there; should one be, it counts as dropped).
   void HandleSkippedElement(T&& value, Timestamp ts) {
-    if (!IsElementLate(ts)) return;
+    if (!IsElementLate(ts)) {
+      in_no_window_->Inc();
+      return;
+    }
     if (late_tag_) {
       if constexpr (IsLocalAggregateRecord<T>::value) {
         using R = typename T::Record;
@@ -334,6 +341,7 @@ class WindowOperatorBase : public OneInputOperator<T, Out>,
   size_t peak_live_ = 0;
   Counter* late_dropped_ = nullptr;
   Counter* late_unconsumed_ = nullptr;
+  Counter* in_no_window_ = nullptr;
   Counter* peak_live_counter_ = nullptr;
   Counter* peak_bytes_counter_ = nullptr;
   Counter* not_fired_counter_ = nullptr;

@@ -1302,6 +1302,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
       if (o.skip_header) err << ", " << sh->headers.load() << " header lines skipped";
       if (max_future_skew) err << ", " << sh->future.load() << " future (side output)";
+      // Records no result will show, said only when there are some: in no
+      // window (a sliding window's gap), in windows that never fired (a
+      // processing-time or count window at the end of the input).
+      if (const int64_t n = result.CounterTotal(internal::kNumRecordsInNoWindow); n > 0)
+        err << ", " << n << " in no window";
+      if (const int64_t n = result.CounterTotal(internal::kWindowsNotFiredAtClose); n > 0)
+        err << ", " << Count(n, "window", "windows") << " not fired";
       if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
       if (format_options.markers) {
         err << ", " << result.CounterTotal(kWatermarkMarkersCounter) << " watermark markers";
