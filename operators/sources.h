@@ -94,6 +94,21 @@ class RatePacer {
   }
   void Emitted(int64_t n) { emitted_ += n; }
   int64_t emitted() const { return emitted_; }
+  // The task stopped the source (back-pressure, watermark alignment) with
+  // allowance left, at `now_ms`; the next Polled gives the stopped time no
+  // allowance, so that the source does not read it all in one burst when it
+  // resumes (an aligned source ran 8 s of event time past its drift).  A
+  // source that is polled but finds nothing to read (a quiet FIFO) still
+  // earns allowance, to catch up with its pace.
+  void Stalled(Timestamp now_ms) {
+    if (stalled_at_ == kNotStalled) stalled_at_ = now_ms;
+  }
+  // At the start of each poll.
+  void Polled(Timestamp now_ms) {
+    if (stalled_at_ == kNotStalled) return;
+    if (now_ms > stalled_at_) start_ += now_ms - stalled_at_;
+    stalled_at_ = kNotStalled;
+  }
   // When the allowance is used up: the time (> now_ms) at which the next chunk
   // of records is due.
   Timestamp NextPollAt(Timestamp now_ms) const {
@@ -107,9 +122,11 @@ class RatePacer {
   }
 
  private:
+  static constexpr Timestamp kNotStalled = std::numeric_limits<Timestamp>::min();
   double rate_ = 0;
   Timestamp start_ = 0;
   int64_t emitted_ = 0;
+  Timestamp stalled_at_ = kNotStalled;
 };
 
 // f(index) -> T for the indices this subtask owns (index % parallelism ==
@@ -132,6 +149,7 @@ class GeneratorSource final : public Source<T> {
     int64_t allowed = 0;
     if (pacer_.limited()) {
       now = clock_->NowMillis();
+      pacer_.Polled(now);
       allowed = pacer_.Allowance(now);
       if (allowed <= 0) {
         retry_at_ = pacer_.NextPollAt(now);
@@ -166,6 +184,7 @@ class GeneratorSource final : public Source<T> {
         retry_at_ = pacer_.NextPollAt(now);
         return PollStatus::kNothingAvailable;
       }
+      if (out.Backpressured()) pacer_.Stalled(now);
     }
     return PollStatus::kMoreAvailable;
   }
@@ -487,6 +506,7 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
   // Paced: at most the allowance now, counted in lines read (those parsed
   // into nothing too); past it, sleep until the next chunk is due.
   const Timestamp now = clock_->NowMillis();
+  pacer_.Polled(now);
   const int64_t allowed = pacer_.Allowance(now);
   if (allowed <= 0) {
     paced_until_ = pacer_.NextPollAt(now);
@@ -501,6 +521,7 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
     paced_until_ = pacer_.NextPollAt(now);
     return PollStatus::kNothingAvailable;
   }
+  if (st == PollStatus::kMoreAvailable && out.Backpressured()) pacer_.Stalled(now);
   return st;
 }
 

@@ -121,6 +121,28 @@ TEST(PacedSource, AverageRateIsExactOverManyChunks) {
   }
 }
 
+// Time the task kept the source stopped (back-pressure, watermark
+// alignment) earns no allowance: resumed, it reads what was left at the
+// stop, then keeps its pace.  (Polled without reading, as a quiet FIFO is,
+// it does earn it, to catch up.)
+TEST(PacedSource, TimeStoppedByTheTaskEarnsNoAllowance) {
+  RatePacer pacer(100, 0);  // one record each 10 ms
+  EXPECT_EQ(pacer.Allowance(0), 1);
+  pacer.Emitted(1);
+  pacer.Polled(50);
+  EXPECT_EQ(pacer.Allowance(50), 5);
+  pacer.Emitted(2);
+  pacer.Stalled(50);  // 3 left
+  pacer.Polled(5050);
+  EXPECT_EQ(pacer.Allowance(5050), 3) << "5 s stopped: no 500 records at once";
+  EXPECT_EQ(pacer.Allowance(5100), 8);
+  // Polled throughout without reading: it catches up.
+  RatePacer quiet(100, 0);
+  quiet.Emitted(1);
+  for (Timestamp t = 0; t <= 5000; t += 100) quiet.Polled(t);
+  EXPECT_EQ(quiet.Allowance(5000), 500);
+}
+
 TEST(PacedSource, NextPollIsAlwaysInTheFuture) {
   // The rounding that caused the busy loop: at 4 000 records/s the time of
   // the next record, in whole milliseconds, rounded down to now.

@@ -504,14 +504,17 @@ std::string LiveState::StateJson() const {
   std::optional<CheckpointSummary> checkpoints;
   if (checkpoint_source) checkpoints = checkpoint_source();
   std::map<int, int64_t> source_records;
+  std::map<int, int64_t> dropped_by_subtask;  // the window operator's, per subtask
   int64_t records = 0, late_dropped = 0;
   for (const auto& m : metrics) {
     if (m.task_name.rfind("Source", 0) == 0) {
       source_records[m.subtask] = m.records_in;
       records += m.records_in;
     }
-    if (auto it = m.counters.find("numLateRecordsDropped"); it != m.counters.end())
+    if (auto it = m.counters.find("numLateRecordsDropped"); it != m.counters.end()) {
       late_dropped += it->second;
+      dropped_by_subtask[m.subtask] += it->second;
+    }
     if (auto it = m.counters.find(kWatermarkMarkersCounter); it != m.counters.end())
       records -= it->second;
   }
@@ -568,7 +571,10 @@ std::string LiveState::StateJson() const {
       first_f = false;
     }
     late_side += w.late_records;
-    absl::StrAppend(&j, "},\"late_records\":", w.late_records, "}");
+    // Late records to the side output (each one seen), and dropped ones
+    // (--late=drop: counted by the operator only).
+    absl::StrAppend(&j, "},\"late_records\":", w.late_records,
+                    ",\"late_dropped\":", dropped_by_subtask[subtask], "}");
   }
   absl::StrAppend(&j, "],\"totals\":{\"records\":", records, ",\"window_results\":", results,
                   ",\"late_side\":", late_side, ",\"late_dropped\":", late_dropped,
@@ -797,6 +803,10 @@ std::string LiveServer::Impl::Handle(const std::string& head) {
 void LiveServer::Impl::Loop() {
   std::deque<Connection> conns;  // oldest first
   std::vector<pollfd> fds;
+  // Out of descriptors (EMFILE) with no connection to close: the listening
+  // socket stays readable, so it is left out of the poll until then (it
+  // made the loop spin at full CPU).
+  auto accept_paused_until = std::chrono::steady_clock::time_point::min();
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     // Past their deadline: closed.
@@ -811,7 +821,9 @@ void LiveServer::Impl::Loop() {
     auto next = now + std::chrono::seconds(60);
     fds.clear();
     fds.push_back({wake[0], POLLIN, 0});
-    fds.push_back({listen_fd, POLLIN, 0});
+    const bool accepting = now >= accept_paused_until;
+    fds.push_back({accepting ? listen_fd : -1, POLLIN, 0});
+    if (!accepting) next = std::min(next, accept_paused_until);
     for (const Connection& c : conns) {
       fds.push_back({c.fd, static_cast<short>(c.writing ? POLLOUT : POLLIN), 0});
       next = std::min(next, c.deadline);
@@ -839,9 +851,19 @@ void LiveServer::Impl::Loop() {
           done = true;
         } else if (n > 0) {
           c.in.append(buf, static_cast<size_t>(n));
-          const size_t end = c.in.find("\r\n\r\n");
+          // The end of the header: a blank line, CRLF or (RFC 9112 section
+          // 2.2 lets a recipient take it) a bare LF.
+          size_t end = c.in.find("\r\n\r\n");
+          if (const size_t lf = c.in.find("\n\n"); lf != std::string::npos && lf < end) end = lf;
           if (end != std::string::npos) {
-            c.out = Handle(c.in.substr(0, end));
+            // Lines end in CRLF for Handle, whichever the client sent.
+            std::string head;
+            for (char ch : std::string_view(c.in).substr(0, end)) {
+              if (ch == '\r') continue;
+              if (ch == '\n') head += '\r';
+              head += ch;
+            }
+            c.out = Handle(head);
             c.writing = true;
           } else if (c.in.size() > kMaxRequestBytes) {
             c.out = Response(431, "Request Header Fields Too Large", "text/plain",
@@ -873,6 +895,17 @@ void LiveServer::Impl::Loop() {
       const auto accepted = std::chrono::steady_clock::now();
       for (;;) {
         const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+          // Out of descriptors: the oldest connection goes to make room, or,
+          // with none, accepting waits a little.
+          if (!conns.empty()) {
+            close(conns.front().fd);
+            conns.pop_front();
+            continue;
+          }
+          accept_paused_until = accepted + std::chrono::milliseconds(100);
+          break;
+        }
         if (fd < 0) break;  // EAGAIN (none left) or an error on that one connection
         if (conns.size() >= kMaxConnections) {  // the oldest goes
           close(conns.front().fd);
@@ -1334,7 +1367,8 @@ svg text{font-family:sans-serif}
                                    'data-watermark': w.aligned,
                                    'data-ended': w.input_ended ? 'true' : 'false'},
         head.concat([' - fired on time ' + w.firings.on_time + ', late ' + w.firings.late +
-         ', at end of input ' + w.firings.end_of_input + '; late records ' + w.late_records])));
+         ', at the MAX watermark ' + w.firings.end_of_input + '; late records ' + w.late_records +
+         ' to the side output, ' + w.late_dropped + ' dropped'])));
       var rows = w.channels.map(function (c) {
         var holding = c.channel === w.holding;
         return el('tr', {'class': 'channel-row' + (c.idle ? ' idle' : '') + (holding ? ' holding' : '') +

@@ -1337,7 +1337,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       }
       if (result.restarts.num_restarts > 0) {
         err << ", numRestarts " << result.restarts.num_restarts
-            << " (last cause: " << result.restarts.last_failure << ")";
+            << " (last cause: " << result.restarts.last_failure
+            << "; records are the last attempt's, read from its restore point; window results "
+               "and late records are every attempt's, those replayed after a restore included)";
       }
       err << "\n";
       const std::string user_metrics = FormatUserMetrics(result.metrics);

@@ -1542,9 +1542,11 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
   entries.push_back(
       {"<circle cx='12' cy='0' r='4.5' fill='#ff7f0e' stroke='white'/>", "late firing", "late"});
   entries.push_back({"<circle cx='12' cy='0' r='4.5' fill='#1f77b4' stroke='white'/>",
-                     "fired at end of input", "end_of_input"});
+                     "fired by the MAX watermark (end of input, or every other input idle)",
+                     "end_of_input"});
   entries.push_back({"<path d='M8 -4 l8 8 m0 -8 l-8 8' stroke='#d62728' stroke-width='2'/>",
-                     "late record", "late_record"});
+                     "late record to the side output (dropped ones, --late=drop, are counted only)",
+                     "late_record"});
   entries.push_back(
       {"<line x1='12' y1='-7' x2='12' y2='7' stroke='#9467bd' stroke-width='1.5' "
        "stroke-dasharray='2 2'/>",
