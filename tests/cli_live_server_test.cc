@@ -10,11 +10,13 @@
 // (1 s, 3 s) so the tests stay stable on a loaded machine; the figures
 // measured are printed.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -168,6 +170,52 @@ TEST_F(LiveServerTest, StalledConnectionsDoNotDelayOthers) {
   // machine can stall a request for a second.
   EXPECT_LT(worst, 1900) << "a stalled connection delayed another request";
   for (int fd : stalled) close(fd);
+}
+
+// A request whose lines end in a bare LF (RFC 9112 lets a server take it)
+// is answered; it got nothing and was closed after 2 s.
+TEST_F(LiveServerTest, ARequestWithBareLineFeedsIsAnswered) {
+  const std::string r =
+      Exchange(port_, absl::StrCat("GET /api/state HTTP/1.1\nHost: ", host_, "\n\n"), 1500ms);
+  EXPECT_THAT(r, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(r, HasSubstr("\"status\":\"running\""));
+}
+
+// Out of descriptors with nobody to close, the server must not spin on its
+// readable listening socket (it burnt a core: 350 ticks in 4 s).  Real time
+// is the subject: the process's CPU time over a second of it.  The limit
+// leaves one descriptor, which the client's socket takes, so the server's
+// accept fails with EMFILE while the connection waits in the backlog.
+TEST_F(LiveServerTest, OutOfDescriptorsTheServerDoesNotSpin) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = 64;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  // Every descriptor number below the limit taken, then one given back.
+  std::vector<int> fillers;
+  for (int f; (f = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(f);
+  ASSERT_FALSE(fillers.empty());
+  close(fillers.back());
+  fillers.pop_back();
+  const int fd = Connect(port_);
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(1s);
+  getrusage(RUSAGE_SELF, &after);
+  for (int f : fillers) close(f);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_GE(fd, 0) << "the client's socket needs the one descriptor left";
+  auto cpu_ms = [](const rusage& u) {
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000.0 +
+           (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1000.0;
+  };
+  const double used = cpu_ms(after) - cpu_ms(before);
+  std::printf("[measured] out of descriptors for 1 s: %.1f ms of CPU\n", used);
+  EXPECT_LT(used, 300) << "the server spun on its listening socket";
+  // With descriptors again, it answers.
+  EXPECT_THAT(Exchange(port_, GetRequest("/api/state", host_)), StartsWith("HTTP/1.1 200 OK"));
+  close(fd);
 }
 
 TEST_F(LiveServerTest, AStalledConnectionIsClosedAfterItsDeadline) {
