@@ -430,9 +430,12 @@ class IntervalJoined {
     KR kr = right_.key_selector();
     std::string ll = left_late_, rl = right_late_;
     if (!ll.empty() && ll == rl && !std::is_same_v<L, R>)
-      throw std::invalid_argument("interval_join: the late side outputs of the two sides have "
-                                  "one id ('" + ll + "') and two types; side output ids must "
-                                  "be unique");
+      throw std::invalid_argument(
+          "interval_join: the late side outputs of the two sides have "
+          "one id ('" +
+          ll +
+          "') and two types; side output ids must "
+          "be unique");
     DataStream<Out> out = internal::AddTwoInputNode<Out>(
         left_.stream(), right_.stream(), "Interval Join",
         [kl, kr, f, b, ll, rl]() -> std::unique_ptr<OperatorBase> {

@@ -857,6 +857,16 @@ std::string StreamExecutionEnvironment::explain() const {
 }
 
 JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name) {
+  {
+    internal::MutexLock lock(&mu_);
+    if (executed_) {
+      return JobClient(absl::FailedPreconditionError(
+          "execute: this environment has run its job already; running it again would run every "
+          "sink of that job again (Flink clears the job after execute and runs only what was "
+          "added since): build the next job on a new StreamExecutionEnvironment"));
+    }
+    executed_ = true;
+  }
   // An assigner behind a non-forward edge: said once per job, on stderr
   // (by one rank).
   if (absl::StatusOr<PhysicalPlan> plan = Plan(); plan.ok() && ThisCluster().rank == 0) {

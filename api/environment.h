@@ -356,6 +356,15 @@ class StreamExecutionEnvironment {
   template <typename T, typename F>
   DataStream<T> from_generator(F f, int64_t count, double rate_per_second = 0,
                                std::string name = "Generator");
+  // The same with T taken from f(index)'s result (give T for an f that
+  // emits itself).
+  template <typename F>
+  requires std::is_invocable_v<F&, int64_t>
+  auto from_generator(F f, int64_t count, double rate_per_second = 0,
+                      std::string name = "Generator") {
+    using T = std::decay_t<std::invoke_result_t<F&, int64_t>>;
+    return from_generator<T>(std::move(f), count, rate_per_second, std::move(name));
+  }
   // A user source; `factory` is called once per subtask.
   template <typename T>
   DataStream<T> add_source(std::function<std::unique_ptr<Source<T>>()> factory, std::string name,
@@ -424,6 +433,10 @@ class StreamExecutionEnvironment {
   }
 
   // --- execution ---
+  // Once per environment: a second call fails (FAILED_PRECONDITION) rather
+  // than running every sink of the first job again (Flink clears the graph
+  // after execute and runs only what was added since; build the next job on
+  // a new environment).
   JobResult execute(const std::string& job_name = "tidemark job");
   JobClient execute_async(const std::string& job_name = "tidemark job");
   // Cancels the job this environment started last.  Thread-safe.
@@ -498,6 +511,7 @@ class StreamExecutionEnvironment {
   // What cancel() stops: the last job started, and its restart supervisor.
   std::weak_ptr<internal::JobExecution> running_ ABSL_GUARDED_BY(mu_);
   std::weak_ptr<internal::RestartingJob> running_restarts_ ABSL_GUARDED_BY(mu_);
+  bool executed_ ABSL_GUARDED_BY(mu_) = false;  // execute / execute_async was called
   // Configurations of restarted attempts (their tasks point at them).
   std::vector<std::unique_ptr<internal::JobConfig>> attempt_configs_ ABSL_GUARDED_BY(mu_);
 };
@@ -729,7 +743,8 @@ class DataStream {
   }
   // CSV (operators/csv.h, Flink's CsvBulkWriter): exactly-once part files
   // in `dir` as sink_to_files, each starting with the header line (the
-  // format's column names) when options.header.
+  // format's column names) when options.header (by default, when it has
+  // them).
   DataStream<T> sink_to_csv(std::string dir, CsvFormat<T> format,
                             CsvWriteOptions options = {}) const {
     std::string header = CsvHeader(format, options);
@@ -743,7 +758,7 @@ class DataStream {
     });
   }
   // CSV into one file `path` (parallelism 1, as write_as_text), the header
-  // line first when options.header.
+  // line first when options.header (by default, when it has them).
   DataStream<T> write_as_csv(std::string path, CsvFormat<T> format,
                              CsvWriteOptions options = {}) const {
     std::string header = CsvHeader(format, options);
@@ -770,10 +785,11 @@ class DataStream {
 
  private:
   static std::string CsvHeader(const CsvFormat<T>& format, const CsvWriteOptions& options) {
-    if (!options.header) return {};
+    if (!options.header.value_or(!format.column_names().empty())) return {};
     if (format.column_names().empty())
       throw std::invalid_argument(
-          "a CSV header needs the format's column names (with_column_names)");
+          "CsvWriteOptions::header: a CSV header needs the format's column names "
+          "(with_column_names)");
     return format.Header();
   }
   template <typename U>

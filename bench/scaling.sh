@@ -84,6 +84,9 @@ if [ "${PLOT_ONLY:-0}" != 1 ]; then
           "ratio $(field ratio), results_equal $(field results_equal), CPU $(field cpu_ns_per_record) ns/record" \
           "(exit $rc)" >&2
         [ "$rc" = 0 ] || failed=1
+        # Results that differ from the baseline's fail the script (the
+        # summary line alone did not).
+        [ "$(field results_equal)" = true ] || { echo "$label p=$p: results differ" >&2; failed=1; }
       done
       echo "wrote $out" >&2
     done

@@ -457,6 +457,20 @@ struct BaselineRun {
   void Emit(int64_t key, Timestamp window_max_ts, int64_t value) {
     emitted.push_back(Emitted{key, window_max_ts, value});
   }
+  // Before the clock starts: room for `expected` results, its memory
+  // touched, as the job's sink tables get theirs (WindowSinkRegistry).  The
+  // loop's vector grew by doubling inside its timed loop, page faults and
+  // copies the job did not pay: W4's loop ran ~1.4x slower for it.
+  void Prepare(size_t expected) {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const size_t max_bytes = std::max(
+        size_t{1} << 30, pages > 0 && page_size > 0
+                             ? static_cast<size_t>(pages) / 4 * static_cast<size_t>(page_size)
+                             : 0);
+    emitted.resize(std::min(expected / 4 * 5 + 16, max_bytes / sizeof(Emitted)));
+    emitted.clear();
+  }
 };
 
 // --- sinks ------------------------------------------------------------------------
@@ -769,9 +783,15 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   const double cpu0 = ProcessCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   JobClient client = env.execute_async("tidemark-bench");
+  const auto started = std::chrono::steady_clock::now();  // built and started
   run.source_progress = SampleSourceProgress(client);
   JobResult r = client.wait();
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // From execute_async to the job's own end (its start-up, graph build and
+  // final drain included), not to when the sampler, which sleeps 10 ms at a
+  // time, noticed it: that added up to 10 ms (5-7% of a 0.19 s run).
+  run.seconds = std::min(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+      std::chrono::duration<double>(started - t0).count() + r.seconds);
   run.cpu_seconds = ProcessCpuSeconds() - cpu0;
   run.peak_rss_bytes = PeakRssBytes();
   run.ok = r.ok();
@@ -872,7 +892,13 @@ std::string WindowOperatorName(const Options& o, const char* assigner) {
   return absl::StrCat(o.job, " ", assigner, kWindowOperatorMarker);
 }
 
+// The window subtask whose watermark last changed on this thread, its
+// aligned value and when.  The subtask too: every window subtask gets the
+// same watermarks, so one that reached an aligned value another subtask on
+// the thread had reached before kept that one's time (results timed from
+// the other's arrival, p50 up to 2x too high).
 struct WatermarkMoment {
+  int subtask = -1;
   Timestamp aligned = kMinTimestamp;
   std::chrono::steady_clock::time_point at{};
 };
@@ -886,7 +912,8 @@ class WindowWatermarkProbe final : public WatermarkListener {
   void OnInputChannel(const ChannelEvent& e) override {
     if (e.task_name == nullptr || e.task_name->find(kWindowOperatorMarker) == std::string::npos)
       return;
-    if (e.aligned != tl_window_watermark.aligned) {
+    if (e.aligned != tl_window_watermark.aligned || e.subtask != tl_window_watermark.subtask) {
+      tl_window_watermark.subtask = e.subtask;
       tl_window_watermark.aligned = e.aligned;
       tl_window_watermark.at = std::chrono::steady_clock::now();
     }
@@ -1109,6 +1136,7 @@ JobRun RunK2(const Options& o) {
 // fires it; the rest at the end of the input.
 BaselineRun BaselineW1(const Options& o) {
   BaselineRun run;
+  run.Prepare(ResultCapacityHint(o, o.window_ms, 1));
   const Input in = o.input;
   const int64_t size = o.window_ms;
   const auto t0 = std::chrono::steady_clock::now();
@@ -1157,6 +1185,7 @@ JobRun RunW2(const Options& o) {
 // reached by walking the ordered map backwards.
 BaselineRun BaselineW2(const Options& o) {
   BaselineRun run;
+  run.Prepare(ResultCapacityHint(o, o.window_ms, o.window_ms / o.slide_ms + 1));
   const Input in = o.input;
   const int64_t size = o.window_ms;
   const int64_t slide = o.slide_ms;
@@ -1223,6 +1252,7 @@ BaselineRun BaselineW3(const Options& o) {
   };
   using Timer = std::pair<Timestamp, int64_t>;  // (session max timestamp, key)
   BaselineRun run;
+  run.Prepare(ResultCapacityHint(o, o.gap_ms, 1));
   const Input in = o.input;
   const int64_t gap = o.gap_ms;
   const auto t0 = std::chrono::steady_clock::now();
@@ -1373,6 +1403,7 @@ JobRun RunW6(const Options& o) {
 // to run.late.
 BaselineRun BaselineW6(const Options& o) {
   BaselineRun run;
+  run.Prepare(ResultCapacityHint(o, o.window_ms, 1));
   const Input in = o.input;
   const int64_t size = o.window_ms;
   const int64_t lateness = o.lateness_ms;
@@ -1792,6 +1823,12 @@ int Main() {
   bool all_equal = true;
   std::string error;
   const double prime_gb = absl::GetFlag(FLAGS_prime_memory_gb);
+  // Peak RSS is the first run's: later runs start with what earlier job and
+  // loop runs freed but the allocator kept, and the peak counter can only be
+  // reset to the current RSS (with --repeat=3 W4's peak read 522 MB instead
+  // of 232 MB, and its RSS bytes per key-window went missing).
+  int64_t first_peak = 0, first_before = 0;
+  bool first_reset = false;
   for (int r = 0; r < repeat; ++r) {
     PrimeMemory(prime_gb);
     JobRun jr = job->run(o);
@@ -1799,6 +1836,11 @@ int Main() {
       error = jr.error;
       all_equal = false;
       break;
+    }
+    if (r == 0) {
+      first_peak = jr.peak_rss_bytes;
+      first_before = jr.rss_before_bytes;
+      first_reset = jr.peak_rss_reset;
     }
     const double rate = jr.seconds > 0 ? static_cast<double>(o.input.records) / jr.seconds : 0;
     job_rates.push_back(rate);
@@ -1828,6 +1870,9 @@ int Main() {
   }
 
   const double ratio = best_base_rate > 0 && best_job_rate > 0 ? best_job_rate / best_base_rate : 0;
+  best_job.peak_rss_bytes = first_peak;
+  best_job.rss_before_bytes = first_before;
+  best_job.peak_rss_reset = first_reset;
   const int64_t peak = best_job.peak_rss_bytes;
   // Latency percentiles of the best run (-1: none measured).
   double p50 = -1, p99 = -1;

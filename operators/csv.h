@@ -87,7 +87,9 @@ struct CsvReadOptions {
 };
 
 struct CsvWriteOptions {
-  bool header = true;  // the format's column names first (needs them)
+  // The format's column names first: by default when the format has them
+  // (with_column_names); true without them is refused.
+  std::optional<bool> header;
   std::string sink_name = "CSV sink";
   std::string prefix = "part";  // sink_to_csv's part files
 };

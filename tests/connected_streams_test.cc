@@ -680,7 +680,8 @@ struct Scale : BroadcastProcessFunction<int64_t, int64_t, std::string> {
 
 TEST(BroadcastProcessOperator, ReadsTheStateTheBroadcastSideWroteAndCheckpointsIt) {
   using Op = internal::BroadcastProcessOperator<int64_t, int64_t, std::string, Scale>;
-  testing::OperatorHarness<int, std::string> h(std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
+  testing::OperatorHarness<int, std::string> h(
+      std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
   RecordingOutput<int64_t>& negative = h.AddSideOutput(kNegative);
   h.Open();
   Op& op = h.op<Op>();
@@ -699,7 +700,8 @@ TEST(BroadcastProcessOperator, ReadsTheStateTheBroadcastSideWroteAndCheckpointsI
   std::string bytes;
   internal::StateWriter w(&bytes);
   op.SnapshotState(w);
-  testing::OperatorHarness<int, std::string> h2(std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
+  testing::OperatorHarness<int, std::string> h2(
+      std::make_unique<Op>(Scale(), std::vector<std::string>{"f"}));
   h2.Open();
   internal::StateReader r(bytes);
   h2.op<Op>().RestoreState(r);
@@ -720,11 +722,10 @@ TEST_P(ConnectedStreamsTest, BroadcastProcessFunctionOnANonKeyedStream) {
     std::vector<int64_t> values;
     for (int64_t v = 0; v < 200; ++v) values.push_back(v);
     MapStateDescriptor<std::string, int64_t> factors("f");
-    DataStream<std::string> scaled =
-        env.from_collection(values)
-            .rebalance()
-            .connect(env.from_elements<int64_t>(10).broadcast(factors))
-            .process(Scale());
+    DataStream<std::string> scaled = env.from_collection(values)
+                                         .rebalance()
+                                         .connect(env.from_elements<int64_t>(10).broadcast(factors))
+                                         .process(Scale());
     auto out = scaled.collect();
     JobResult r = env.execute("broadcast process");
     ASSERT_TRUE(r.ok()) << r.status;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -293,6 +294,31 @@ TEST(CsvSink, AnEmptyLoneColumnReadsBackAsARecord) {
   // An empty optional field reads as nullopt, written empty or as "".
   const std::vector<MaybeOne> expected = {{"a"}, {std::nullopt}, {std::nullopt}, {"b"}};
   EXPECT_EQ(RunCollect(env2, env2.read_csv(dir.Path("m.csv"), CsvFormat<MaybeOne>())), expected);
+}
+
+// The header by default only when the format has column names: a format
+// without them writes no header (it threw while the job was built, the
+// README's own format among them); asking for one without names is refused.
+TEST(CsvSink, TheHeaderIsWrittenByDefaultOnlyWhenTheFormatHasColumnNames) {
+  TempDir dir;
+  using Row = std::tuple<std::string, int64_t>;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto rows = env.from_collection(std::vector<Row>{{"a", 1}});
+  rows.write_as_csv(dir.Path("plain.csv"), CsvFormat<Row>());
+  rows.write_as_csv(dir.Path("named.csv"), CsvFormat<Row>().with_column_names({"id", "n"}));
+  CsvWriteOptions header;
+  header.header = true;
+  EXPECT_THROW(rows.write_as_csv(dir.Path("x.csv"), CsvFormat<Row>(), header),
+               std::invalid_argument);
+  JobResult r = env.execute("write");
+  ASSERT_TRUE(r.ok()) << r.status;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(read(dir.Path("plain.csv")), "a,1\n");
+  EXPECT_EQ(read(dir.Path("named.csv")), "id,n\na,1\n");
 }
 
 // write_as_csv and write_as_text create the directories their file goes in,

@@ -114,15 +114,31 @@ TEST(ProcessFunction, ALateSideOutputReadAsAnotherTypeIsRefused) {
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("side output ids must be unique"));
   }
-  auto joined = events.key_by([](const Ev& e) { return e.key; })
-                    .interval_join(events.key_by([](const Ev& e) { return e.key; }))
-                    .between(Duration(-1), Duration(1))
-                    .side_output_left_late_data(late)
-                    .process([](const Ev& a, const Ev&, Collector<int64_t>& out) {
-                      out.collect(a.ts);
-                    });
+  auto joined =
+      events.key_by([](const Ev& e) { return e.key; })
+          .interval_join(events.key_by([](const Ev& e) { return e.key; }))
+          .between(Duration(-1), Duration(1))
+          .side_output_left_late_data(late)
+          .process([](const Ev& a, const Ev&, Collector<int64_t>& out) { out.collect(a.ts); });
   EXPECT_NO_THROW(joined.get_side_output(late));
   EXPECT_THROW(joined.get_side_output(late_as_int), std::invalid_argument);
+}
+
+// from_generator without its record type: taken from f(index)'s result.
+TEST(ProcessFunction, FromGeneratorTakesTheRecordTypeFromTheFunction) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  auto doubled = env.from_generator([](int64_t i) { return i * 2; }, 5);
+  static_assert(std::is_same_v<decltype(doubled), DataStream<int64_t>>);
+  auto out = doubled.collect();
+  ASSERT_TRUE(env.execute("generator").ok());
+  std::vector<int64_t> got = out->values();
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 4, 6, 8}));
+  // A second execute would run the job again: refused.
+  JobResult again = env.execute("again");
+  EXPECT_EQ(again.status.code(), absl::StatusCode::kFailedPrecondition) << again.status;
+  EXPECT_EQ(out->values().size(), 5u);
 }
 
 struct Event {

@@ -19,8 +19,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>

@@ -516,7 +516,8 @@ TEST(ProcessFunctionTestHarnessesTest, HarnessForBroadcastProcessFunction) {
   struct Scale : BroadcastProcessFunction<int, int, int> {
     void process_element(const int& v, ReadOnlyContext& ctx, Collector<int>& out) override {
       out.collect(
-          v * ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).get("x").value_or(1));
+          v *
+          ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).get("x").value_or(1));
     }
     void process_broadcast_element(const int& v, Context& ctx, Collector<int>&) override {
       ctx.get_broadcast_state(MapStateDescriptor<std::string, int>("f")).put("x", v);
@@ -529,7 +530,8 @@ TEST(ProcessFunctionTestHarnessesTest, HarnessForBroadcastProcessFunction) {
   h.process_element1(3, 3);
   EXPECT_EQ(h.extract_output_values(), (std::vector<int>{3, 30}));
   const harness::OperatorSnapshot snapshot = h.snapshot();
-  auto h2 = harness::ProcessFunctionTestHarnesses::for_broadcast_process_function<int, int>(Scale());
+  auto h2 =
+      harness::ProcessFunctionTestHarnesses::for_broadcast_process_function<int, int>(Scale());
   h2.initialize_state(snapshot);
   h2.open();
   h2.process_element1(4, 4);

@@ -225,7 +225,9 @@ TEST(WindowParallel, ARecordInASlidingWindowsGapIsCounted) {
             .window(SlidingEventTimeWindows::of(2s, 5s));
     std::shared_ptr<CollectedResults<int64_t>> counts;
     if (sliced) {
-      counts = windowed.reduce([](const Ev& a, const Ev& b) { return Ev{a.key, a.ts, a.n + b.n}; })
+      counts = windowed.reduce([](const Ev& a, const Ev& b) {
+                         return Ev{a.key, a.ts, a.n + b.n};
+                       })
                    .map([](const Ev& e) { return e.n; })
                    .collect();
     } else {

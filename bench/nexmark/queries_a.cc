@@ -509,14 +509,24 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
         SinkAppend(hot, rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
-        std::map<int64_t, std::map<int64_t, int64_t>> windows;  // start -> auction -> count
+        // Counts per 2 s pane (one hash-map update a bid), each 10 s window
+        // the sum of its five panes, as a careful loop would: a count in
+        // each of the five windows' ordered maps made this loop several
+        // times slower than the job's work, and its "/ loop" figure
+        // flattering.
+        std::map<int64_t, std::unordered_map<int64_t, int64_t>> panes;  // start -> auction -> n
         ForEachEvent(gen, [&](const Event& e) {
           const Bid* b = e.bid();
           if (!b) return;
-          const int64_t t = b->dateTime.ms;
-          for (int64_t s = TumbleStart(t, 2000); s > t - 10000; s -= 2000) windows[s][b->auction]++;
+          panes[TumbleStart(b->dateTime.ms, 2000)][b->auction]++;
         });
-        for (const auto& [s, counts] : windows) {
+        if (panes.empty()) return;
+        std::unordered_map<int64_t, int64_t> counts;
+        const int64_t last = panes.rbegin()->first;
+        for (int64_t s = panes.begin()->first - 8000; s <= last; s += 2000) {
+          counts.clear();
+          for (auto it = panes.lower_bound(s); it != panes.end() && it->first < s + 10000; ++it)
+            for (const auto& [a, n] : it->second) counts[a] += n;
           int64_t max = 0;
           for (const auto& [a, n] : counts) max = std::max(max, n);
           for (const auto& [a, n] : counts)

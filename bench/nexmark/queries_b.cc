@@ -617,23 +617,34 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
             local.key_by([](const Q16Partial& p) { return Key(p.channel, p.day); }).process(f), rs);
       },
       [](const Generator& gen, RowAccumulator& out) {
+        // Grouped by the channel and the day's number, the date formatted
+        // once per group and the last minute once at the end (within a day
+        // the latest time has the greatest HH:mm), as a careful loop would:
+        // formatting both per bid made this loop 2.3-4.6x slower than the
+        // job's work, and its "/ loop" figure flattering.
         struct G {
           Q16 row;
+          int64_t last_ms = 0;
           std::unordered_map<int64_t, uint8_t> bidders, auctions;
         };
-        std::map<std::pair<std::string, std::string>, G> groups;
+        std::map<std::pair<std::string, int64_t>, G> groups;
         ForEachBid(gen, [&](const Bid& b) {
-          const std::string day = FormatDate(b.dateTime.ms);
-          G& g = groups[{b.channel.str(), day}];
+          G& g = groups[{b.channel.str(), DayOf(b.dateTime.ms)}];
           const int rank = PriceRank(b.price);
-          g.row.channel = b.channel;
-          g.row.day = day;
-          g.row.minute = std::max(g.row.minute, FormatHourMinute(b.dateTime.ms));
+          if (g.row.bids.total == 0) {
+            g.row.channel = b.channel;
+            g.row.day = FormatDate(b.dateTime.ms);
+            g.last_ms = b.dateTime.ms;
+          }
+          g.last_ms = std::max(g.last_ms, b.dateTime.ms);
           g.row.bids.Add(rank);
           AddDistinct(g.bidders[b.bidder], rank, g.row.bidders);
           AddDistinct(g.auctions[b.auction], rank, g.row.auctions);
         });
-        for (const auto& [k, g] : groups) out.Add(g.row);
+        for (auto& [k, g] : groups) {
+          g.row.minute = FormatHourMinute(g.last_ms);
+          out.Add(g.row);
+        }
       }});
   // q17: auction statistics per day (updating).
   qs.push_back(QueryDef{

@@ -217,7 +217,7 @@ class CheckpointCoordinator final : public CheckpointAcknowledger {
   // The pending checkpoint a subtask declined (Decline), and why: failed on
   // the coordinator's thread.
   std::optional<std::pair<int64_t, std::string>> declined_ ABSL_GUARDED_BY(mu_);
-  bool persisting_ ABSL_GUARDED_BY(mu_) = false;     // the thread is writing one
+  bool persisting_ ABSL_GUARDED_BY(mu_) = false;  // the thread is writing one
   // The one being written (Summary().in_progress_id), and when it started.
   int64_t persisting_id_ ABSL_GUARDED_BY(mu_) = -1;
   std::chrono::steady_clock::time_point persisting_started_ ABSL_GUARDED_BY(mu_);

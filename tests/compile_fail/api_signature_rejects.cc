@@ -37,6 +37,13 @@ int main() {
   s.connect(s).map(OnlyMap1());
 #elif defined(TIDEMARK_REJECT_interval_join)
   keyed.interval_join(keyed).between(-1s, 1s).process([](const E&, Collector<int64_t>&) {});
+#elif defined(TIDEMARK_REJECT_open_signature)
+  // open(RuntimeContext&): not callable with the const context it gets.
+  struct BadOpen {
+    void open(RuntimeContext&) {}
+    int64_t operator()(const E& e) const { return e.v; }
+  };
+  s.map(BadOpen());
 #elif defined(TIDEMARK_REJECT_key_string_view)
   // A key pointing into the record (windows and state keep keys).
   env.from_collection(std::vector<std::string>{"a"}).key_by([](const std::string& v) {

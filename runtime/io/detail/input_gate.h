@@ -319,8 +319,7 @@ class GateChannelsCore {
   void PollPriority(GateInputBase& gate, int first);
   // Restores local channel k's channel state (`entries` entries).
   // `version`: the channel state format's (input_gate.cc).
-  absl::Status RestoreChannel(size_t k, std::string_view bytes, uint64_t entries,
-                              uint32_t version);
+  absl::Status RestoreChannel(size_t k, std::string_view bytes, uint64_t entries, uint32_t version);
 
  private:
   // Where a blocked channel stopped in its batch.
