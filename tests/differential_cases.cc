@@ -345,7 +345,10 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks) {
   a.bad_listener_event = barrier->bad_event();
   a.dropped = r.CounterTotal(kNumLateRecordsDropped);
   a.combined = r.CounterTotal(kLocalAggregationRecordsCombined);
-  for (const auto& item : results->items()) a.firings.push_back(item.value);
+  for (const auto& item : results->items()) {
+    a.firings.push_back(item.value);
+    a.firing_timestamps.push_back(item.timestamp);
+  }
   if (late)
     for (const auto& item : late->items()) a.late.push_back({item.value.id, item.timestamp});
   if (hooks.after) hooks.after(a);
@@ -407,6 +410,15 @@ std::vector<std::string> Compare(const Case& c, const m::Result& want, const Act
   if (got.bad_listener_event) err("listener reported an out-of-range subtask or channel");
   if (!errors.empty()) return errors;
 
+  // A window's result carries its max timestamp (WindowOperator's
+  // emitWindowContents: setAbsoluteTimestamp(window.maxTimestamp())).
+  if (got.firing_timestamps.size() == got.firings.size()) {
+    for (size_t i = 0; i < got.firings.size(); ++i) {
+      if (got.firing_timestamps[i] != got.firings[i].end - 1)
+        err("result timestamp " + m::TsStr(got.firing_timestamps[i]) +
+            ", not the window's end - 1: " + got.firings[i].ToString());
+    }
+  }
   std::map<FireKey, const m::Firing*> expected;
   for (const m::Firing& f : want.firings) {
     FireKey k{f.key, f.window.start, f.window.end, f.count};

@@ -265,6 +265,9 @@ struct Actual {
   bool hung = false;
   bool bad_listener_event = false;
   std::vector<Fire> firings;  // in collection order
+  // Each firing's record timestamp (Flink: the window's max timestamp,
+  // end - 1); empty where the results came from elsewhere (other ranks).
+  std::vector<Timestamp> firing_timestamps;
   std::vector<LateItem> late;
   int64_t dropped = 0;
   int64_t combined = 0;  // local aggregation: records folded into partials

@@ -203,6 +203,7 @@ int Differential(const std::string& kind_name, uint64_t first, int count) {
       flat.push_back(
           {f.key, f.start, f.end, f.count, f.sum, f.id_hash, f.by_element, f.watermark, f.subtask});
     a.firings.clear();
+    a.firing_timestamps.clear();  // this rank's only: not checked
     for (const Flat& f : GatherItems(flat)) {
       Fire x;
       x.key = f.key;
