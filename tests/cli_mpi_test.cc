@@ -35,6 +35,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "cli_scenario_args.h"
 #include "cli_test_util.h"
 #include "test_util.h"
@@ -1070,6 +1072,94 @@ TEST(MpiCheckpoint, ARankKilledAtRandomAndTheJobRestoredWritesTheOutputExactlyOn
   EXPECT_EQ(hidden, 0);
   ASSERT_EQ(got.size(), expected.size()) << "killed " << killed << " times";
   EXPECT_TRUE(got == expected) << "killed " << killed << " times";
+}
+
+// Whether `pid` takes `sig` itself (its /proc status: blocked, for the CLI's
+// signalfd, or caught): a signal sent before would have killed it.
+bool CatchesSignal(pid_t pid, int sig) {
+  const std::string status = testing::ReadFile(absl::StrCat("/proc/", pid, "/status"));
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, "SigBlk:") && !absl::ConsumePrefix(&line, "SigCgt:")) continue;
+    uint64_t mask = 0;
+    if (absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line), &mask) && (mask >> (sig - 1) & 1))
+      return true;
+  }
+  return false;
+}
+
+// A signal that reaches one rank only (mpirun gives each rank a process
+// group of its own, so a kill(1) of one pid does that) interrupts the run on
+// every rank: rank 0 says the interrupted line and the summary, writes the
+// timeline, and every rank exits 143.  Rank 0 alone signalled waited for
+// ever in the gather of the other ranks' counts; rank 1 alone made rank 0
+// fail with "rank 1: job cancelled" and no summary.
+TEST(MpiSignal, ASignalOnOneRankOnlyInterruptsTheRunOnEveryRank) {
+  std::vector<std::string> a, b;
+  for (int i = 0; i < 4000; ++i) {
+    a.push_back(absl::StrCat("k", i % 7, ",", 1000 + i * 10));
+    b.push_back(absl::StrCat("k", i % 5, ",", 1000 + i * 10));
+  }
+  const std::string in_a = InputFile("mpi_signal_a.txt", a);
+  const std::string in_b = InputFile("mpi_signal_b.txt", b);
+  for (int target : {0, 1}) {
+    testing::TempDir dir;
+    const std::string timeline = dir.Path("t.html");
+    std::vector<std::string> all = MpirunArgs(2);
+    all.push_back(TIDEMARK_BINARY);
+    for (const std::string& arg :
+         {std::string("run"), "--input=" + in_a, "--input=" + in_b, std::string("--fields=key,ts"),
+          std::string("--parallelism=2"), std::string("--window=tumbling:1s"),
+          std::string("--rate=1000/s"), "--timeline=" + timeline})
+      all.push_back(arg);
+    CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+    ASSERT_TRUE(p.started());
+    std::map<int, pid_t> ranks;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline &&
+           p.WaitAtMost(0s) == CliProcess::kRunning &&
+           !(ranks.size() == 2 && CatchesSignal(ranks[target], SIGTERM))) {
+      ranks = RankPids(p.pid());
+      std::this_thread::sleep_for(5ms);  // polling /proc
+    }
+    ASSERT_TRUE(ranks.size() == 2 && CatchesSignal(ranks[target], SIGTERM)) << p.err();
+    ASSERT_EQ(kill(ranks[target], SIGTERM), 0);
+    const int code = WaitForLauncher(p, ranks, 60s);
+    ASSERT_NE(code, CliProcess::kTimedOut) << "rank " << target << "\n" << p.err();
+    EXPECT_EQ(code, 143) << "rank " << target << "\n" << p.err();
+    EXPECT_THAT(p.err(), HasSubstr("tidemark: interrupted (SIGTERM): ")) << target;
+    EXPECT_THAT(p.err(), HasSubstr(", timeline written to " + timeline)) << target;
+    EXPECT_THAT(p.err(), Not(HasSubstr("job cancelled"))) << target;
+    EXPECT_TRUE(std::filesystem::exists(timeline)) << target;
+  }
+}
+
+// Standard input reaches rank 0 only under mpirun: a stdin input that a
+// subtask on another rank would read is refused (it read as empty, and its
+// records were lost without a word).  Listed first, its subtask runs on
+// rank 0 and it is read.
+TEST(MpiInput, StandardInputReadOnAnotherRankIsRefused) {
+  const std::string file = InputFile("mpi_stdin_file.txt", {"k1,1000", "k2,2000"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + file, "--input=-", "--fields=key,ts", "--parallelism=2"},
+                    60s);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--input=-: under mpirun standard input reaches rank 0 only, and "
+                               "input 2 is read by source subtask 1 on rank 1"));
+}
+
+// An error only one rank meets (its own --output-per-rank file) is said by
+// that rank, naming it; rank 0's muted stream swallowed it.
+TEST(MpiInput, AnErrorOnAnotherRankIsSaidByThatRank) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.Path("per.1"));  // rank 1's file cannot be opened
+  const std::string file = InputFile("mpi_per_rank_file.txt", {"k1,1000", "k2,2000"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + file, "--fields=key,ts", "--parallelism=2",
+                     "--output-per-rank=" + dir.Path("per")},
+                    60s);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tidemark: rank 1: --output-per-rank: cannot open " +
+                               dir.Path("per.1") + " for writing"));
 }
 
 }  // namespace

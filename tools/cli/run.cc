@@ -633,6 +633,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     err << "tidemark: " << msg << "\n";
     return 2;
   };
+  // An error only this rank can meet (its own files): said by this rank,
+  // naming it (through rank 0's muted stream it was never seen).
+  auto fail_on_this_rank = [&](const std::string& msg) {
+    err_stream << "tidemark: "
+               << (cluster.distributed() ? absl::StrCat("rank ", cluster.rank, ": ") : "") << msg
+               << "\n";
+    return 2;
+  };
   // --- check everything before anything runs ---
   auto wm = ParseWatermarkSpec(o.watermarks);
   LineFormatOptions format_options = o.format;
@@ -863,8 +871,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         cluster.distributed() ? absl::StrCat(o.dead_letter, ".", cluster.rank) : o.dead_letter,
         std::ios::out | std::ios::trunc);
     if (!sh->dead_letter) {
-      return fail(absl::StrCat("--dead-letter=", o.dead_letter,
-                               ": cannot open for writing: ", std::strerror(errno)));
+      return fail_on_this_rank(absl::StrCat("--dead-letter=", o.dead_letter,
+                                            ": cannot open for writing: ", std::strerror(errno)));
     }
   }
   // --output-per-rank: this rank's results into PREFIX.RANK.
@@ -873,8 +881,8 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     const std::string path = absl::StrCat(o.output_per_rank, ".", cluster.rank);
     rank_output.open(path, std::ios::out | std::ios::trunc);
     if (!rank_output) {
-      return fail(absl::StrCat("--output-per-rank: cannot open ", path,
-                               " for writing: ", std::strerror(errno)));
+      return fail_on_this_rank(absl::StrCat("--output-per-rank: cannot open ", path,
+                                            " for writing: ", std::strerror(errno)));
     }
   }
   // Under mpirun, the lines of the other ranks are printed by rank 0, whole
@@ -1037,6 +1045,27 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                        : o.source_parallelism > 0 ? o.source_parallelism
                                                   : static_cast<int>(inputs.size());
   if (o.source_parallelism > 0) lines = lines.set_parallelism(source_p);
+  // Under mpirun standard input reaches rank 0 only (the other ranks read
+  // /dev/null): a stdin input read on another rank lost its records without
+  // a word.
+  if (cluster.distributed() && o.socket.empty()) {
+    const auto dash = std::find(inputs.begin(), inputs.end(), "-");
+    if (dash != inputs.end()) {
+      if (o.source_parallelism > 0) {
+        return fail(
+            "--input=- with --source-parallelism under mpirun: its split may be read on any rank, "
+            "and standard input reaches rank 0 only (give a file)");
+      }
+      const int subtask = static_cast<int>(dash - inputs.begin());
+      const int rank = placement(PlacementRequest{"", 0, subtask, source_p, cluster.size});
+      if (rank != 0) {
+        return fail(absl::StrCat(
+            "--input=-: under mpirun standard input reaches rank 0 only, and input ", subtask + 1,
+            " is read by source subtask ", subtask, " on rank ", rank,
+            " (list --input=- first, or give a file)"));
+      }
+    }
+  }
   if (cluster.distributed()) {
     // Traces and the timeline name the rank of every subtask and channel.
     recorder->SetCluster(
@@ -1237,10 +1266,35 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       signals->Attach(nullptr);
       signals->AttachClient(std::nullopt);
     }
-    const int signal = signals ? signals->signal() : 0;
+    int signal = signals ? signals->signal() : 0;
+    const bool cancelled = absl::IsCancelled(result.status);
+    // Across ranks every rank's counts and timeline go to rank 0, when the
+    // job finished or was cancelled (every rank sees the same: a failure or
+    // a cancel on one reaches the others with its code).
+    bool gather = cluster.distributed() && (result.ok() || cancelled);
+    if (gather) {
+      // A signal may reach one rank only (mpirun gives each rank a process
+      // group of its own): the ranks agree on it, so that each ends as
+      // interrupted by it and every one gathers (a signal on rank 0 alone
+      // left it waiting in the gather for ranks that had ended).
+      absl::StatusOr<std::string> agreed = internal::DecideAtRank0(
+          std::to_string(signal),
+          [](const std::vector<std::string>& all) {
+            for (const std::string& s : all)
+              if (s != "0") return s;
+            return std::string("0");
+          },
+          std::chrono::seconds(30));
+      int any = 0;
+      if (agreed.ok() && absl::SimpleAtoi(*agreed, &any)) {
+        if (signal == 0) signal = any;
+      } else {
+        gather = false;  // a rank did not come: no collective after this
+      }
+    }
     // Interrupted: the job was cancelled by the signal (a job that had failed
     // already reports its error).
-    const bool interrupted = signal != 0 && (result.ok() || absl::IsCancelled(result.status));
+    const bool interrupted = signal != 0 && (result.ok() || cancelled);
     if (live) {
       live->SetMetricsSource([m = result.metrics] { return m; });
       live->SetCheckpointSource([c = result.checkpoints] { return c; });
@@ -1250,7 +1304,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                      result.ok() || interrupted ? "" : std::string(result.status.message()));
     }
     std::vector<TimelineEvent> events = recorder->events();
-    if (cluster.distributed() && (result.ok() || interrupted)) {
+    if (gather) {
       // Every rank's counts and timeline events, at rank 0 (the job's metrics
       // are every rank's already).
       std::string mine;
@@ -1307,7 +1361,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       // processing-time or count window at the end of the input).
       if (const int64_t n = result.CounterTotal(internal::kNumRecordsInNoWindow); n > 0)
         err << ", " << n << " in no window";
-      if (const int64_t n = result.CounterTotal(internal::kWindowsNotFiredAtClose); n > 0)
+      // (Interrupted, the line above says them already.)
+      if (const int64_t n = result.CounterTotal(internal::kWindowsNotFiredAtClose);
+          n > 0 && !interrupted)
         err << ", " << Count(n, "window", "windows") << " not fired";
       if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
       if (format_options.markers) {

@@ -1038,6 +1038,7 @@ void TraceRecorder::OnSourceAlignment(const std::string& task, int subtask, bool
   if (!print_trace_) return;
   if (format_ == OutputFormat::kJsonl) {
     printer_->Print(absl::StrCat("{\"kind\":\"source_alignment\",\"subtask\":", subtask,
+                                 rank_ >= 0 ? absl::StrCat(",\"rank\":", ev.rank) : std::string(),
                                  ",\"paused\":", paused ? "true" : "false",
                                  ",\"watermark\":", watermark, ",\"max_allowed\":", max_allowed,
                                  absl::StrFormat(",\"t_ms\":%.3f", NowMs()), "}"));
@@ -1113,8 +1114,9 @@ void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask,
       w.is_bool() ? (w.bool_value() ? "true" : "false") : absl::StrCat(w.long_value());
   if (format_ == OutputFormat::kJsonl) {
     printer_->Print(absl::StrCat("{\"kind\":\"generalized_watermark\",", JsonField("task", task),
-                                 ",\"subtask\":", subtask, ",\"direction\":\"",
-                                 input ? "in" : "out", "\"",
+                                 ",\"subtask\":", subtask,
+                                 rank_ >= 0 ? absl::StrCat(",\"rank\":", rank_) : std::string(),
+                                 ",\"direction\":\"", input ? "in" : "out", "\"",
                                  input ? absl::StrCat(",\"channel\":", channel) : std::string(),
                                  ",", JsonField("identifier", w.identifier()), ",\"value\":", value,
                                  ",\"t_ms\":", absl::StrFormat("%.3f", NowMs()), "}"));
