@@ -303,16 +303,20 @@ class RestartingJob {
       }
       absl::StatusOr<std::shared_ptr<JobExecution>> next = build_(d.restore);
       if (!next.ok()) {
-        r.status = absl::Status(
-            next.status().code(),
-            absl::StrCat("restarting after '", d.cause, "' failed: ", next.status().message()));
         // As Flink, a failure to deploy the restarted job goes to the
-        // strategy too (a checkpoint directory briefly unwritable, ...).
+        // strategy too (a checkpoint directory briefly unwritable, ...), as
+        // a failure of its own (its cause not nested in the next one's).
         // Across ranks the others' attempts may have started: the job ends.
         if (!ThisCluster().distributed()) {
+          r.status = absl::Status(next.status().code(),
+                                  absl::StrCat("rebuilding the job for restart ", d.restart,
+                                               " failed: ", next.status().message()));
           unstarted = std::move(r);
           continue;
         }
+        r.status = absl::Status(
+            next.status().code(),
+            absl::StrCat("restarting after '", d.cause, "' failed: ", next.status().message()));
         return Finish(std::move(r));
       }
       std::unique_lock<std::mutex> lock(mu_);

@@ -1097,9 +1097,16 @@ TM_KEY_REPORT_(true, true, false, TM_KEY_EQUAL_)
 // pair or tuple holding one): it points into the record, which is gone once
 // the record has been processed, while windows and state keep their keys.
 template <typename K>
+inline constexpr bool kIsCharPointer =
+    std::is_pointer_v<K> && (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<K>>, char> ||
+                             std::is_same_v<std::remove_cv_t<std::remove_pointer_t<K>>, char8_t> ||
+                             std::is_same_v<std::remove_cv_t<std::remove_pointer_t<K>>, char16_t> ||
+                             std::is_same_v<std::remove_cv_t<std::remove_pointer_t<K>>, char32_t> ||
+                             std::is_same_v<std::remove_cv_t<std::remove_pointer_t<K>>, wchar_t>);
+template <typename K>
 struct IsNonOwningKey
     : std::bool_constant<
-          std::is_pointer_v<K> || std::is_same_v<K, std::string_view> ||
+          kIsCharPointer<K> || std::is_same_v<K, std::string_view> ||
           std::is_same_v<K, std::u16string_view> || std::is_same_v<K, std::u32string_view> ||
           std::is_same_v<K, std::wstring_view> || std::is_same_v<K, std::u8string_view>> {};
 template <typename A, typename B>

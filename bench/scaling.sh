@@ -86,7 +86,8 @@ if [ "${PLOT_ONLY:-0}" != 1 ]; then
         [ "$rc" = 0 ] || failed=1
         # Results that differ from the baseline's fail the script (the
         # summary line alone did not).
-        [ "$(field results_equal)" = true ] || { echo "$label p=$p: results differ" >&2; failed=1; }
+        # (null: not compared, --skip_baseline.)
+        [ "$(field results_equal)" != false ] || { echo "$label p=$p: results differ" >&2; failed=1; }
       done
       echo "wrote $out" >&2
     done

@@ -115,30 +115,25 @@ class RuntimeContext {
 
 namespace internal {
 // Opens and closes a user function object that has open / close.
-// A member named open or close that the runtime cannot call (another
-// signature: `open(RuntimeContext&)`, `close(int)`) is refused when the job
+// An open the runtime cannot call that looks meant for it (open taking a
+// non-const RuntimeContext&, or open() with nothing) is refused when the job
 // is compiled: it was skipped without a word, and the function ran unopened.
+// Any other member named open or close (a helper, a data member) is the
+// user's own.
 template <typename F>
 void OpenFunction(F& f, OperatorContext& ctx) {
   if constexpr (requires { f.open(std::declval<const RuntimeContext&>()); }) {
     f.open(RuntimeContext(&ctx));
   } else {
     static_assert(
-        !requires { &F::open; },
+        !requires { f.open(std::declval<RuntimeContext&>()); } && !requires { f.open(); },
         "tidemark: a function's open must be open(const RuntimeContext&) (it is called "
         "once per subtask before the first record); this one would never be called");
   }
 }
 template <typename F>
 void CloseFunction(F& f) {
-  if constexpr (requires { f.close(); }) {
-    f.close();
-  } else {
-    static_assert(
-        !requires { &F::close; },
-        "tidemark: a function's close must be close() (it is called once per subtask "
-        "at the end); this one would never be called");
-  }
+  if constexpr (requires { f.close(); }) f.close();
 }
 template <typename T>
 struct IsStatusOr : std::false_type {};

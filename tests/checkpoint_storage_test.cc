@@ -1030,6 +1030,46 @@ TEST_F(CheckpointStorageTest, FailedCheckpointsAreReportedAndFailTheJobPastTheTo
   EXPECT_THAT(summary.last_error, HasSubstr("checkpoint 4: "));
 }
 
+// A subtask whose snapshot's asynchronous part failed declines the
+// checkpoint, then may finish at once: its final snapshot, taken after the
+// barrier, must not stand for the snapshot it could not finish (the
+// checkpoint completed with it, and a restore lost the records it sent
+// after the barrier).  The checkpoint fails; the next one completes.
+TEST_F(CheckpointStorageTest, ADeclinedCheckpointFailsEvenWhenTheDeclinerFinishesAtOnce) {
+  FakeSource acker(true);
+  FakeSource decliner(false);
+  CheckpointCoordinator c(Duration(0), std::make_unique<CheckpointStorage>(dir_), {}, 1);
+  acker.set_coordinator(&c);
+  c.AddTask(&acker, 0, 0);
+  c.AddTask(&decliner, 1, 0);
+  Reports reports;
+  reports.Attach(c, /*tolerable=*/5, Duration(0));
+  c.Start();
+  ASSERT_EQ(c.TriggerCheckpoint(), 1);
+  ASSERT_TRUE(c.Decline(1, "task 'b' (subtask 0): operator 'x' at checkpoint 1 (asynchronous "
+                           "part): upload failed"));
+  SubtaskSnapshot final_state;
+  final_state.task_index = 1;
+  final_state.task_name = "b";
+  final_state.has_source = true;
+  c.SubtaskFinished(final_state);
+  ASSERT_TRUE(reports.WaitForFailures(1));
+  {
+    std::lock_guard<std::mutex> lock(reports.mu);
+    EXPECT_THAT(reports.failures[0], HasSubstr("(asynchronous part): upload failed"));
+  }
+  EXPECT_FALSE(c.AwaitCompleted(1, std::chrono::milliseconds(0)));
+  // The next checkpoint: the finished subtask's final snapshot stands for it.
+  ASSERT_EQ(c.TriggerCheckpoint(), 2);
+  ASSERT_TRUE(c.AwaitCompleted(2, std::chrono::milliseconds(30000)));
+  c.Stop();
+  const CheckpointSummary summary = c.Summary();
+  EXPECT_EQ(summary.failed, 1);
+  EXPECT_EQ(summary.completed, 1);
+  EXPECT_EQ(summary.last_id, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "chk-1"));
+}
+
 // Real time is the subject: a checkpoint that no subtask acknowledges
 // expires once the timeout has passed.
 TEST_F(CheckpointStorageTest, ACheckpointPastItsTimeoutExpires) {

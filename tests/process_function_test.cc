@@ -131,10 +131,20 @@ TEST(ProcessFunction, FromGeneratorTakesTheRecordTypeFromTheFunction) {
   auto doubled = env.from_generator([](int64_t i) { return i * 2; }, 5);
   static_assert(std::is_same_v<decltype(doubled), DataStream<int64_t>>);
   auto out = doubled.collect();
+  // A function object's own member named close (here a number) is its own:
+  // not taken for the lifecycle's close().
+  struct Above {
+    int64_t close = 0;
+    bool operator()(const int64_t& v) const { return v > close; }
+  };
+  auto above = doubled.filter(Above{4}).collect();
   ASSERT_TRUE(env.execute("generator").ok());
   std::vector<int64_t> got = out->values();
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 4, 6, 8}));
+  got = above->values();
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<int64_t>{6, 8}));
   // A second execute would run the job again: refused.
   JobResult again = env.execute("again");
   EXPECT_EQ(again.status.code(), absl::StatusCode::kFailedPrecondition) << again.status;

@@ -252,7 +252,8 @@ TEST(Restart, ARebuildThatFailsIsRetriedByTheStrategy) {
   ASSERT_TRUE(r.ok()) << r.status;
   EXPECT_EQ(r.restarts.num_restarts, 2);
   ASSERT_EQ(causes.size(), 2u);
-  EXPECT_NE(causes[1].find("restarting after '"), std::string::npos) << causes[1];
+  EXPECT_NE(causes[1].find("rebuilding the job for restart 1 failed: "), std::string::npos)
+      << causes[1];
   EXPECT_NE(causes[1].find("checkpoint directory"), std::string::npos) << causes[1];
   testing::TempDir clean;
   StreamExecutionEnvironment env2;

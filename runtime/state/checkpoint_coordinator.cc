@@ -421,6 +421,9 @@ int64_t CheckpointCoordinator::NextIdLocked() {
 
 bool CheckpointCoordinator::PendingCompleteLocked() const {
   if (!pending_) return false;
+  // Declined: never complete (the decliner's final snapshot, taken after the
+  // barrier, must not stand for the snapshot it could not finish).
+  if (declined_ && declined_->first == pending_->id) return false;
   for (const auto& [task, key] : tasks_)
     if (!pending_->acks.contains(key) && !finished_.contains(key)) return false;
   return true;
@@ -444,8 +447,10 @@ void CheckpointCoordinator::Acknowledge(SubtaskSnapshot s) {
 bool CheckpointCoordinator::Decline(int64_t id, const std::string& error) {
   {
     MutexLock lock(&mu_);
-    if (!pending_ || pending_->id != id || declined_) return true;  // abandoned already
-    declined_.emplace(id, error);
+    if (!pending_ || pending_->id != id) return true;      // abandoned already
+    if (declined_ && declined_->first == id) return true;  // declined already
+    declined_.emplace(id, error);  // (replaces one left from an earlier checkpoint)
+    pending_ready_ = false;
   }
   cv_.SignalAll();
   return true;
@@ -472,6 +477,28 @@ void CheckpointCoordinator::Run() {
   Clock::time_point next_trigger = Clock::now() + interval_;
   MutexLock lock(&mu_);
   while (!stop_) {
+    // A subtask declined the pending checkpoint: it fails (a savepoint
+    // fails alone), as one that expires.
+    if (declined_) {
+      const auto [id, error] = std::move(*declined_);
+      declined_.reset();
+      if (!pending_ || pending_->id != id) continue;
+      const std::string savepoint_path = pending_->savepoint_path;
+      pending_.reset();  // late acknowledgements find nothing
+      if (!savepoint_path.empty()) {
+        FinishSavepointLocked(absl::AbortedError(absl::StrCat("savepoint ", id, ": ", error)));
+        mu_.Unlock();
+        CheckpointStorage::ForSavepoint(savepoint_path).Abort(id);
+      } else {
+        mu_.Unlock();
+        if (storage_) storage_->Abort(id);
+        RecordFailure(id, error, /*final=*/false);
+      }
+      cv_.SignalAll();
+      mu_.Lock();
+      next_trigger = Clock::now() + interval_;
+      continue;
+    }
     if (pending_ready_) {
       pending_ready_ = false;
       Pending p = std::move(*pending_);
@@ -509,28 +536,6 @@ void CheckpointCoordinator::Run() {
     if (periodic && !pending_ && !persisting_ && Clock::now() >= next_trigger) {
       mu_.Unlock();
       TriggerCheckpoint();  // -1 (none started) once every source has finished
-      mu_.Lock();
-      next_trigger = Clock::now() + interval_;
-      continue;
-    }
-    // A subtask declined the pending checkpoint: it fails (a savepoint
-    // fails alone), as one that expires.
-    if (declined_) {
-      const auto [id, error] = std::move(*declined_);
-      declined_.reset();
-      if (!pending_ || pending_->id != id) continue;
-      const std::string savepoint_path = pending_->savepoint_path;
-      pending_.reset();  // late acknowledgements find nothing
-      if (!savepoint_path.empty()) {
-        FinishSavepointLocked(absl::AbortedError(absl::StrCat("savepoint ", id, ": ", error)));
-        mu_.Unlock();
-        CheckpointStorage::ForSavepoint(savepoint_path).Abort(id);
-      } else {
-        mu_.Unlock();
-        if (storage_) storage_->Abort(id);
-        RecordFailure(id, error, /*final=*/false);
-      }
-      cv_.SignalAll();
       mu_.Lock();
       next_trigger = Clock::now() + interval_;
       continue;

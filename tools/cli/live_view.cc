@@ -513,7 +513,9 @@ std::string LiveState::StateJson() const {
     }
     if (auto it = m.counters.find("numLateRecordsDropped"); it != m.counters.end()) {
       late_dropped += it->second;
-      dropped_by_subtask[m.subtask] += it->second;
+      // The window's own (another operator may count under the same name).
+      if (m.task_name.find("Window(") != std::string::npos)
+        dropped_by_subtask[m.subtask] += it->second;
     }
     if (auto it = m.counters.find(kWatermarkMarkersCounter); it != m.counters.end())
       records -= it->second;

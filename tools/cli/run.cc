@@ -1059,10 +1059,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       const int subtask = static_cast<int>(dash - inputs.begin());
       const int rank = placement(PlacementRequest{"", 0, subtask, source_p, cluster.size});
       if (rank != 0) {
-        return fail(absl::StrCat(
-            "--input=-: under mpirun standard input reaches rank 0 only, and input ", subtask + 1,
-            " is read by source subtask ", subtask, " on rank ", rank,
-            " (list --input=- first, or give a file)"));
+        return fail(
+            absl::StrCat("--input=-: under mpirun standard input reaches rank 0 only, and input ",
+                         subtask + 1, " is read by source subtask ", subtask, " on rank ", rank,
+                         " (list --input=- first, or give a file)"));
       }
     }
   }
@@ -1268,28 +1268,55 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     }
     int signal = signals ? signals->signal() : 0;
     const bool cancelled = absl::IsCancelled(result.status);
-    // Across ranks every rank's counts and timeline go to rank 0, when the
-    // job finished or was cancelled (every rank sees the same: a failure or
-    // a cancel on one reaches the others with its code).
-    bool gather = cluster.distributed() && (result.ok() || cancelled);
-    if (gather) {
-      // A signal may reach one rank only (mpirun gives each rank a process
-      // group of its own): the ranks agree on it, so that each ends as
-      // interrupted by it and every one gathers (a signal on rank 0 alone
-      // left it waiting in the gather for ranks that had ended).
+    std::vector<TimelineEvent> events = recorder->events();
+    // Across ranks, when the job finished or was cancelled (a failure or a
+    // cancel on one rank reaches the others with its code), one collective
+    // with a deadline takes every rank's counts and timeline events to rank
+    // 0 and agrees on a signal: a signal may reach one rank only (mpirun
+    // gives each rank a process group of its own), and every rank then ends
+    // as interrupted by it (rank 0 alone signalled waited for ever in a
+    // gather the others never reached).  A rank that does not come within
+    // the deadline leaves the others' counts as they are.
+    if (cluster.distributed() && (result.ok() || cancelled)) {
+      std::string mine;
+      internal::StateWriter w(&mine);
+      w.PutI64(signal);
+      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                            &sh->future, &sh->headers})
+        w.PutI64(c->load());
+      mine += EncodeTimelineEvents(events);
+      std::vector<std::string> all;
       absl::StatusOr<std::string> agreed = internal::DecideAtRank0(
-          std::to_string(signal),
-          [](const std::vector<std::string>& all) {
-            for (const std::string& s : all)
-              if (s != "0") return s;
+          mine,
+          [&all](const std::vector<std::string>& reports) {
+            all = reports;
+            for (const std::string& bytes : reports) {
+              internal::StateReader r(bytes);
+              const int64_t s = r.GetI64();
+              if (r.ok() && s != 0) return std::to_string(s);
+            }
             return std::string("0");
           },
-          std::chrono::seconds(30));
+          std::chrono::seconds(60));
       int any = 0;
-      if (agreed.ok() && absl::SimpleAtoi(*agreed, &any)) {
-        if (signal == 0) signal = any;
-      } else {
-        gather = false;  // a rank did not come: no collective after this
+      if (agreed.ok() && absl::SimpleAtoi(*agreed, &any) && signal == 0) signal = any;
+      if (cluster.rank == 0 && !all.empty()) {
+        events.clear();
+        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                        &sh->future, &sh->headers})
+          c->store(0);
+        for (const std::string& bytes : all) {
+          internal::StateReader r(bytes);
+          r.GetI64();  // the signal
+          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
+                          &sh->future, &sh->headers})
+            c->fetch_add(r.GetI64());
+          if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
+            return fail("the counts gathered from the ranks are damaged");
+        }
+        std::stable_sort(
+            events.begin(), events.end(),
+            [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
       }
     }
     // Interrupted: the job was cancelled by the signal (a job that had failed
@@ -1302,35 +1329,6 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                      : result.ok() ? "finished"
                                    : "failed",
                      result.ok() || interrupted ? "" : std::string(result.status.message()));
-    }
-    std::vector<TimelineEvent> events = recorder->events();
-    if (gather) {
-      // Every rank's counts and timeline events, at rank 0 (the job's metrics
-      // are every rank's already).
-      std::string mine;
-      internal::StateWriter w(&mine);
-      for (const auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
-                            &sh->future, &sh->headers})
-        w.PutI64(c->load());
-      mine += EncodeTimelineEvents(events);
-      std::vector<std::string> all = GatherAtRank0(mine);
-      if (cluster.rank == 0) {
-        events.clear();
-        for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
-                        &sh->future, &sh->headers})
-          c->store(0);
-        for (const std::string& bytes : all) {
-          internal::StateReader r(bytes);
-          for (auto* c : {&sh->fired, &sh->late, &sh->skipped, &sh->comments, &sh->filtered,
-                          &sh->future, &sh->headers})
-            c->fetch_add(r.GetI64());
-          if (!r.ok() || !DecodeTimelineEvents(bytes.substr(r.position()), &events))
-            return fail("the counts gathered from the ranks are damaged");
-        }
-        std::stable_sort(
-            events.begin(), events.end(),
-            [](const TimelineEvent& a, const TimelineEvent& b) { return a.t_ms < b.t_ms; });
-      }
     }
     if (timeline_page.is_open()) {
       TimelineOptions topt;
