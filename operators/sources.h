@@ -94,20 +94,21 @@ class RatePacer {
   }
   void Emitted(int64_t n) { emitted_ += n; }
   int64_t emitted() const { return emitted_; }
-  // The task stopped the source (back-pressure, watermark alignment) with
-  // allowance left, at `now_ms`; the next Polled gives the stopped time no
-  // allowance, so that the source does not read it all in one burst when it
-  // resumes (an aligned source ran 8 s of event time past its drift).  A
-  // source that is polled but finds nothing to read (a quiet FIFO) still
-  // earns allowance, to catch up with its pace.
-  void Stalled(Timestamp now_ms) {
-    if (stalled_at_ == kNotStalled) stalled_at_ = now_ms;
-  }
+  // The source asks to be polled again at `at_ms` (its next chunk is due,
+  // or now: it stopped with allowance left).  A poll that comes more than
+  // kLateMs after that gives the delay no allowance: the task held the
+  // source back (back-pressure, watermark alignment), and the source must
+  // not read all that time's worth at once when it resumes (an aligned
+  // source ran 8 s of event time past its drift).  A source polled on time
+  // that finds nothing to read (a quiet FIFO) asks for nothing, and so
+  // still catches up with its pace.
+  static constexpr int64_t kLateMs = 20;
+  void Expect(Timestamp at_ms) { expected_at_ = at_ms; }
   // At the start of each poll.
   void Polled(Timestamp now_ms) {
-    if (stalled_at_ == kNotStalled) return;
-    if (now_ms > stalled_at_) start_ += now_ms - stalled_at_;
-    stalled_at_ = kNotStalled;
+    if (expected_at_ == kNotExpected) return;
+    if (now_ms - expected_at_ > kLateMs) start_ += now_ms - expected_at_;
+    expected_at_ = kNotExpected;
   }
   // When the allowance is used up: the time (> now_ms) at which the next chunk
   // of records is due.
@@ -122,11 +123,11 @@ class RatePacer {
   }
 
  private:
-  static constexpr Timestamp kNotStalled = std::numeric_limits<Timestamp>::min();
+  static constexpr Timestamp kNotExpected = std::numeric_limits<Timestamp>::min();
   double rate_ = 0;
   Timestamp start_ = 0;
   int64_t emitted_ = 0;
-  Timestamp stalled_at_ = kNotStalled;
+  Timestamp expected_at_ = kNotExpected;
 };
 
 // f(index) -> T for the indices this subtask owns (index % parallelism ==
@@ -153,6 +154,7 @@ class GeneratorSource final : public Source<T> {
       allowed = pacer_.Allowance(now);
       if (allowed <= 0) {
         retry_at_ = pacer_.NextPollAt(now);
+        pacer_.Expect(retry_at_);
         return PollStatus::kNothingAvailable;
       }
       budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
@@ -182,9 +184,10 @@ class GeneratorSource final : public Source<T> {
       // than being polled again at once only to find nothing due.
       if (static_cast<int64_t>(n) >= allowed) {
         retry_at_ = pacer_.NextPollAt(now);
+        pacer_.Expect(retry_at_);
         return PollStatus::kNothingAvailable;
       }
-      if (out.Backpressured()) pacer_.Stalled(now);
+      pacer_.Expect(now);  // allowance left: to be polled again at once
     }
     return PollStatus::kMoreAvailable;
   }
@@ -510,6 +513,7 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
   const int64_t allowed = pacer_.Allowance(now);
   if (allowed <= 0) {
     paced_until_ = pacer_.NextPollAt(now);
+    pacer_.Expect(paced_until_);
     return PollStatus::kNothingAvailable;
   }
   budget = std::min<size_t>(budget, static_cast<size_t>(allowed));
@@ -519,9 +523,11 @@ PollStatus LineSource<T>::Poll(SourceOutput<T>& out, size_t budget) {
   pacer_.Emitted(read_);
   if (st == PollStatus::kMoreAvailable && read_ >= allowed) {
     paced_until_ = pacer_.NextPollAt(now);
+    pacer_.Expect(paced_until_);
     return PollStatus::kNothingAvailable;
   }
-  if (st == PollStatus::kMoreAvailable && out.Backpressured()) pacer_.Stalled(now);
+  // Allowance left: to be polled again at once.
+  if (st == PollStatus::kMoreAvailable) pacer_.Expect(now);
   return st;
 }
 
