@@ -448,6 +448,16 @@ bool BuildResults(const std::vector<Emitted>& emitted, KeyResults& results) {
   return repeated;
 }
 
+// How much memory result tables may be given before a run: a quarter of
+// the machine's, at least 1 GiB.
+size_t MaxPreparedBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return std::max(size_t{1} << 30, pages > 0 && page_size > 0 ? static_cast<size_t>(pages) / 4 *
+                                                                    static_cast<size_t>(page_size)
+                                                              : 0);
+}
+
 struct BaselineRun {
   double seconds = 0;
   double cpu_seconds = 0;        // process CPU time of the baseline call (one thread)
@@ -462,13 +472,7 @@ struct BaselineRun {
   // loop's vector grew by doubling inside its timed loop, page faults and
   // copies the job did not pay: W4's loop ran ~1.4x slower for it.
   void Prepare(size_t expected) {
-    const long pages = sysconf(_SC_PHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGESIZE);
-    const size_t max_bytes = std::max(
-        size_t{1} << 30, pages > 0 && page_size > 0
-                             ? static_cast<size_t>(pages) / 4 * static_cast<size_t>(page_size)
-                             : 0);
-    emitted.resize(std::min(expected / 4 * 5 + 16, max_bytes / sizeof(Emitted)));
+    emitted.resize(std::min(expected / 4 * 5 + 16, MaxPreparedBytes() / sizeof(Emitted)));
     emitted.clear();
   }
 };
@@ -789,9 +793,9 @@ JobRun Execute(StreamExecutionEnvironment& env, const std::shared_ptr<Registry>&
   // From execute_async to the job's own end (its start-up, graph build and
   // final drain included), not to when the sampler, which sleeps 10 ms at a
   // time, noticed it: that added up to 10 ms (5-7% of a 0.19 s run).
-  run.seconds = std::min(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-      std::chrono::duration<double>(started - t0).count() + r.seconds);
+  run.seconds =
+      std::min(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               std::chrono::duration<double>(started - t0).count() + r.seconds);
   run.cpu_seconds = ProcessCpuSeconds() - cpu0;
   run.peak_rss_bytes = PeakRssBytes();
   run.ok = r.ok();
@@ -965,12 +969,7 @@ class WindowSinkRegistry {
   // results themselves (32 bytes each with the latency) outgrew the tables in
   // the last seconds of the job and made its longest source pause.
   WindowSinkRegistry(int subtasks, size_t expected_results) {
-    const long pages = sysconf(_SC_PHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGESIZE);
-    const size_t max_prepared_bytes = std::max(
-        size_t{1} << 30, pages > 0 && page_size > 0
-                             ? static_cast<size_t>(pages) / 4 * static_cast<size_t>(page_size)
-                             : 0);
+    const size_t max_prepared_bytes = MaxPreparedBytes();
     const size_t n = static_cast<size_t>(std::max(1, subtasks));
     const size_t bytes_per_result = (g_skip_result_merge ? 0 : sizeof(Emitted)) + sizeof(double);
     const size_t per_table =

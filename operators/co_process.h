@@ -266,48 +266,36 @@ class BroadcastState : public ReadOnlyBroadcastState<UK, UV> {
   std::map<UK, UV, KeyLess<UK>>* mutable_;
 };
 
+namespace internal {
+// The contexts of a non-keyed broadcast process function: a ProcessContext
+// (timestamp, watermark, processing time, side outputs) with the broadcast
+// state, as StateView (read-only, or to write).
+template <template <typename, typename> class StateView>
+class BroadcastProcessContextOf : public ProcessContext {
+ public:
+  BroadcastProcessContextOf(OperatorContext* op,
+                            const std::map<std::string, internal::OutputBase*>* side_outputs,
+                            internal::BroadcastStateStore* broadcast)
+      : ProcessContext(op, side_outputs), broadcast_(broadcast) {}
+  template <typename UK, typename UV>
+  StateView<UK, UV> get_broadcast_state(std::string_view name) {
+    return StateView<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
+  }
+  template <typename UK, typename UV>
+  StateView<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
+    return get_broadcast_state<UK, UV>(d.name);
+  }
+
+ private:
+  internal::BroadcastStateStore* broadcast_;
+};
+}  // namespace internal
+
 // The non-keyed side's context (Flink's BroadcastProcessFunction.
-// ReadOnlyContext): a ProcessContext (timestamp, watermark, processing time,
-// side outputs) that also reads the broadcast state.
-class ReadOnlyBroadcastProcessContext : public ProcessContext {
- public:
-  ReadOnlyBroadcastProcessContext(OperatorContext* op,
-                                  const std::map<std::string, internal::OutputBase*>* side_outputs,
-                                  internal::BroadcastStateStore* broadcast)
-      : ProcessContext(op, side_outputs), broadcast_(broadcast) {}
-  template <typename UK, typename UV>
-  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
-    return ReadOnlyBroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
-  }
-  template <typename UK, typename UV>
-  ReadOnlyBroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
-    return get_broadcast_state<UK, UV>(d.name);
-  }
-
- private:
-  internal::BroadcastStateStore* broadcast_;
-};
-
-// Its broadcast side's context (BroadcastProcessFunction.Context): the same,
-// with the broadcast state to write.
-class BroadcastProcessContext : public ProcessContext {
- public:
-  BroadcastProcessContext(OperatorContext* op,
-                          const std::map<std::string, internal::OutputBase*>* side_outputs,
-                          internal::BroadcastStateStore* broadcast)
-      : ProcessContext(op, side_outputs), broadcast_(broadcast) {}
-  template <typename UK, typename UV>
-  BroadcastState<UK, UV> get_broadcast_state(std::string_view name) {
-    return BroadcastState<UK, UV>(&broadcast_->template Table<UK, UV>(name).map);
-  }
-  template <typename UK, typename UV>
-  BroadcastState<UK, UV> get_broadcast_state(const MapStateDescriptor<UK, UV>& d) {
-    return get_broadcast_state<UK, UV>(d.name);
-  }
-
- private:
-  internal::BroadcastStateStore* broadcast_;
-};
+// ReadOnlyContext): reads the broadcast state.
+using ReadOnlyBroadcastProcessContext = internal::BroadcastProcessContextOf<ReadOnlyBroadcastState>;
+// Its broadcast side's context (BroadcastProcessFunction.Context): writes it.
+using BroadcastProcessContext = internal::BroadcastProcessContextOf<BroadcastState>;
 
 // Base class for non-keyed broadcast process functions (optional: any
 // object with the same members works).

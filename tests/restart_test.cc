@@ -222,6 +222,19 @@ TEST(Restart, GivesUpWhenTheStrategyAllowsNoMoreAndSaysWhy) {
 // directory) goes back to the strategy, as in Flink, rather than ending the
 // job while the strategy has attempts left; the next attempt runs, and the
 // output is the failure-free run's.
+// The committed output in `dir` is that of BuildJob's job over `n` records
+// run without failures, and no hidden file is left.
+void ExpectTheFailureFreeOutput(const std::string& dir, int64_t n) {
+  testing::TempDir clean;
+  StreamExecutionEnvironment env;
+  BuildJob(env, clean.path(), n, 0, nullptr);
+  ASSERT_TRUE(env.execute("clean").ok());
+  int hidden = 0, clean_hidden = 0;
+  EXPECT_EQ(testing::CommittedInts(dir, &hidden),
+            testing::CommittedInts(clean.path(), &clean_hidden));
+  EXPECT_EQ(hidden, 0);
+}
+
 TEST(Restart, ARebuildThatFailsIsRetriedByTheStrategy) {
   testing::TempDir chk;
   testing::TempDir out;
@@ -255,14 +268,7 @@ TEST(Restart, ARebuildThatFailsIsRetriedByTheStrategy) {
   EXPECT_NE(causes[1].find("rebuilding the job for restart 1 failed: "), std::string::npos)
       << causes[1];
   EXPECT_NE(causes[1].find("checkpoint directory"), std::string::npos) << causes[1];
-  testing::TempDir clean;
-  StreamExecutionEnvironment env2;
-  BuildJob(env2, clean.path(), 2'000, 0, nullptr);
-  ASSERT_TRUE(env2.execute("clean").ok());
-  int hidden = 0, clean_hidden = 0;
-  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden),
-            testing::CommittedInts(clean.path(), &clean_hidden));
-  EXPECT_EQ(hidden, 0);
+  ExpectTheFailureFreeOutput(out.path(), 2'000);
 }
 
 TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
@@ -278,14 +284,7 @@ TEST(Restart, WithoutCheckpointingAnExplicitStrategyRestartsFromTheBeginning) {
   EXPECT_EQ(r.restarts.num_restarts, 1);
   EXPECT_EQ(r.checkpoints.restored_id, -1);
   // Compare with a run without the failure.
-  testing::TempDir clean;
-  StreamExecutionEnvironment env2;
-  BuildJob(env2, clean.path(), 2'000, 0, nullptr);
-  ASSERT_TRUE(env2.execute("clean").ok());
-  int hidden = 0, clean_hidden = 0;
-  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden),
-            testing::CommittedInts(clean.path(), &clean_hidden));
-  EXPECT_EQ(hidden, 0);
+  ExpectTheFailureFreeOutput(out.path(), 2'000);
 }
 
 TEST(Restart, ACancelDuringTheBackoffEndsTheJobCancelled) {
