@@ -1046,8 +1046,9 @@ TEST_F(CheckpointStorageTest, ADeclinedCheckpointFailsEvenWhenTheDeclinerFinishe
   reports.Attach(c, /*tolerable=*/5, Duration(0));
   c.Start();
   ASSERT_EQ(c.TriggerCheckpoint(), 1);
-  ASSERT_TRUE(c.Decline(1, "task 'b' (subtask 0): operator 'x' at checkpoint 1 (asynchronous "
-                           "part): upload failed"));
+  ASSERT_TRUE(c.Decline(1,
+                        "task 'b' (subtask 0): operator 'x' at checkpoint 1 (asynchronous "
+                        "part): upload failed"));
   SubtaskSnapshot final_state;
   final_state.task_index = 1;
   final_state.task_name = "b";

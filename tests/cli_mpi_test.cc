@@ -30,13 +30,13 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "cli_scenario_args.h"
 #include "cli_test_util.h"
 #include "test_util.h"
@@ -1139,9 +1139,9 @@ TEST(MpiSignal, ASignalOnOneRankOnlyInterruptsTheRunOnEveryRank) {
 // rank 0 and it is read.
 TEST(MpiInput, StandardInputReadOnAnotherRankIsRefused) {
   const std::string file = InputFile("mpi_stdin_file.txt", {"k1,1000", "k2,2000"});
-  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
-                    {"run", "--input=" + file, "--input=-", "--fields=key,ts", "--parallelism=2"},
-                    60s);
+  MpiRun r =
+      RunMpi(2, TIDEMARK_BINARY,
+             {"run", "--input=" + file, "--input=-", "--fields=key,ts", "--parallelism=2"}, 60s);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--input=-: under mpirun standard input reaches rank 0 only, and "
                                "input 2 is read by source subtask 1 on rank 1"));

@@ -1113,13 +1113,12 @@ void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask,
   const std::string value =
       w.is_bool() ? (w.bool_value() ? "true" : "false") : absl::StrCat(w.long_value());
   if (format_ == OutputFormat::kJsonl) {
-    printer_->Print(absl::StrCat("{\"kind\":\"generalized_watermark\",", JsonField("task", task),
-                                 ",\"subtask\":", subtask,
-                                 rank_ >= 0 ? absl::StrCat(",\"rank\":", rank_) : std::string(),
-                                 ",\"direction\":\"", input ? "in" : "out", "\"",
-                                 input ? absl::StrCat(",\"channel\":", channel) : std::string(),
-                                 ",", JsonField("identifier", w.identifier()), ",\"value\":", value,
-                                 ",\"t_ms\":", absl::StrFormat("%.3f", NowMs()), "}"));
+    printer_->Print(absl::StrCat(
+        "{\"kind\":\"generalized_watermark\",", JsonField("task", task), ",\"subtask\":", subtask,
+        rank_ >= 0 ? absl::StrCat(",\"rank\":", rank_) : std::string(), ",\"direction\":\"",
+        input ? "in" : "out", "\"", input ? absl::StrCat(",\"channel\":", channel) : std::string(),
+        ",", JsonField("identifier", w.identifier()), ",\"value\":", value,
+        ",\"t_ms\":", absl::StrFormat("%.3f", NowMs()), "}"));
   } else {
     printer_->Print(absl::StrCat(
         "[watermark] ", task, " subtask ", subtask,
