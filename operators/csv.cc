@@ -1,6 +1,7 @@
 #include "tidemark/operators/csv.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "absl/strings/escaping.h"
@@ -231,6 +232,8 @@ CsvRecordReader::Result CsvRecordReader::Next() {
     if (record_text_.size() < kErrorTextBytes) {
       record_text_.append(line.substr(0, kErrorTextBytes - record_text_.size()));
     }
+    // The bytes of the record's earlier lines (each with its line end).
+    const size_t carried = parser_.pending() ? parser_.pending_bytes() : 0;
     switch (parser_.Feed(line)) {
       case CsvRecordParser::State::kBlank:
         continue;
@@ -247,6 +250,13 @@ CsvRecordReader::Result CsvRecordReader::Next() {
         Reject(record_line_, parser_.error());
         continue;
       case CsvRecordParser::State::kComplete:
+        // A record of several lines whose last line takes it past the limit
+        // (a single line past it is the line reader's kOverLong).
+        if (carried > 0 && carried + line.size() > options_.read.max_record_length) {
+          Reject(record_line_,
+                 absl::StrCat("record is longer than ", options_.read.max_record_length, " bytes"));
+          continue;
+        }
         break;
     }
     std::vector<std::string>& f = parser_.mutable_fields();
@@ -310,6 +320,38 @@ void CsvRecordReader::RestorePosition(StateReader& r) {
   header_done_ = header_done;
   header_ = std::move(header);
   if (header_done_ && options_.read.header == CsvReadOptions::Header::kByName) MapColumns();
+}
+
+float CsvRoundOutOfRange(std::string_view decimal, float) {
+  return std::strtof(std::string(decimal).c_str(), nullptr);
+}
+double CsvRoundOutOfRange(std::string_view decimal, double) {
+  return std::strtod(std::string(decimal).c_str(), nullptr);
+}
+long double CsvRoundOutOfRange(std::string_view decimal, long double) {
+  return std::strtold(std::string(decimal).c_str(), nullptr);
+}
+
+std::string CsvShownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\0') {
+      out += "\\0";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace tidemark::internal

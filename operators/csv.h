@@ -48,6 +48,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -101,6 +102,16 @@ namespace internal {
 struct CsvFieldError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
+// A field's text for an error message: control bytes escaped (\0, \n,
+// \x01, ...), so that a NUL does not cut the message short where it is read
+// as a C string (what()).
+std::string CsvShownText(std::string_view s);
+// A decimal number beyond X's range, rounded as Java does: infinity above
+// the largest finite value, zero (or the nearest subnormal) below the
+// smallest.
+float CsvRoundOutOfRange(std::string_view decimal, float);
+double CsvRoundOutOfRange(std::string_view decimal, double);
+long double CsvRoundOutOfRange(std::string_view decimal, long double);
 
 // Field conversions.
 template <typename X>
@@ -116,7 +127,7 @@ struct CsvField<bool> {
   static bool Parse(std::string_view s) {
     if (s == "true" || s == "TRUE" || s == "True" || s == "1") return true;
     if (s == "false" || s == "FALSE" || s == "False" || s == "0") return false;
-    throw CsvFieldError("cannot parse '" + std::string(s) + "' as a boolean");
+    throw CsvFieldError("cannot parse '" + CsvShownText(s) + "' as a boolean");
   }
   static void Format(bool v, std::string* out) { out->append(v ? "true" : "false"); }
 };
@@ -124,9 +135,12 @@ template <typename X>
 requires(std::is_integral_v<X> && !std::is_same_v<X, bool>) struct CsvField<X> {
   static X Parse(std::string_view s) {
     X v{};
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
-      throw CsvFieldError("cannot parse '" + std::string(s) + "' as an integer" +
+    // A leading '+', as Java's Long.parseLong takes it.
+    std::string_view digits = s;
+    if (digits.size() > 1 && digits[0] == '+' && digits[1] != '-') digits.remove_prefix(1);
+    const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (ec != std::errc() || p != digits.data() + digits.size() || s.empty()) {
+      throw CsvFieldError("cannot parse '" + CsvShownText(s) + "' as an integer" +
                           (ec == std::errc::result_out_of_range ? " (out of range)" : ""));
     }
     return v;
@@ -136,14 +150,28 @@ requires(std::is_integral_v<X> && !std::is_same_v<X, bool>) struct CsvField<X> {
 template <typename X>
 requires std::is_floating_point_v<X>
 struct CsvField<X> {
+  // Decimal numbers as Java's Double.parseDouble reads them: a sign ('+'
+  // too), "Infinity" and "NaN" by those names only (std::from_chars also
+  // takes "inf", "nan", which Java refuses), and a number beyond the range
+  // rounded to infinity or zero, not refused.  (Java's hexadecimal form and
+  // 'd'/'f' suffixes are not read.)
   static X Parse(std::string_view s) {
+    std::string_view body = s;
+    const bool negative = !body.empty() && body[0] == '-';
+    if (!body.empty() && (body[0] == '+' || body[0] == '-')) body.remove_prefix(1);
+    if (body == "Infinity")
+      return negative ? -std::numeric_limits<X>::infinity() : std::numeric_limits<X>::infinity();
+    if (body == "NaN") return std::numeric_limits<X>::quiet_NaN();
     X v{};
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
-      throw CsvFieldError("cannot parse '" + std::string(s) + "' as a number" +
-                          (ec == std::errc::result_out_of_range ? " (out of range)" : ""));
+    const bool starts_numeric =
+        !body.empty() && ((body[0] >= '0' && body[0] <= '9') || body[0] == '.');
+    const auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
+    if (!starts_numeric || p != body.data() + body.size() ||
+        (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+      throw CsvFieldError("cannot parse '" + CsvShownText(s) + "' as a number");
     }
-    return v;
+    if (ec == std::errc::result_out_of_range) v = CsvRoundOutOfRange(body, X{});
+    return negative ? -v : v;
   }
   static void Format(X v, std::string* out) {
     char buf[64];

@@ -427,6 +427,21 @@ TEST(CliBadInputTest, OutOfRangePatternTimesAndHexadecimalAreErrorsAndABomIsNotT
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr(hex_s + ":1: field 'ts': timestamp '0x10' is not a number of "
                                        "seconds"));
+  // Seconds past the millisecond range are a number out of range (they
+  // were "not a number of seconds").
+  const std::string far_s = InputFile("far_s.txt", {"k,-9223372036854775.808"});
+  r = RunTidemark({"run", "--input=" + far_s, "--fields=key,ts", "--time-format=s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(far_s + ":1: field 'ts': timestamp '-9223372036854775.808' is out "
+                                       "of range (64-bit milliseconds)"));
+  // A NUL in a field is escaped in the message (it cut the message short).
+  const std::string nul = InputFile("nul.txt", {std::string("k,10\0"
+                                                            "00",
+                                                            7)});
+  r = RunTidemark({"run", "--input=" + nul, "--fields=key,ts"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(nul + ":1: field 'ts': timestamp '10\\000' is not an integer "
+                                     "number of milliseconds"));
   const std::string hex_v = InputFile("hex_v.txt", {"k,1000,0x7FFFFFFFFFFFFFFF"});
   r = RunTidemark({"run", "--input=" + hex_v, "--fields=key,ts,value", "--value=value"});
   EXPECT_EQ(r.exit_code, 2);

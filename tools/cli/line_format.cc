@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tidemark/operators/csv.h"
 
 namespace tidemark::cli {
 namespace {
@@ -21,6 +22,12 @@ bool IsIntegerLiteral(absl::string_view v) {
   for (char c : v)
     if (c < '0' || c > '9') return false;
   return true;
+}
+
+// A field's text in a message, its control bytes escaped (a NUL cut the
+// message short where it is read as a C string).
+std::string Shown(absl::string_view text) {
+  return internal::CsvShownText(std::string_view(text.data(), text.size()));
 }
 
 }  // namespace
@@ -107,10 +114,10 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
     if (!absl::SimpleAtoi(text, &v)) {
       if (all_digits(text)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
+            absl::StrCat("timestamp '", Shown(text), "' is out of range (64-bit milliseconds)"));
       }
       return absl::InvalidArgumentError(
-          absl::StrCat("timestamp '", text, "' is not an integer number of milliseconds"));
+          absl::StrCat("timestamp '", Shown(text), "' is not an integer number of milliseconds"));
     }
     return v;
   }
@@ -120,20 +127,24 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
       int64_t ms = 0;
       if (__builtin_mul_overflow(v, int64_t{1000}, &ms)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
+            absl::StrCat("timestamp '", Shown(text), "' is out of range (64-bit milliseconds)"));
       }
       return ms;
     }
     if (all_digits(text)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
+          absl::StrCat("timestamp '", Shown(text), "' is out of range (64-bit milliseconds)"));
     }
     double d = 0;
     // No hexadecimal ("0x10" would read as 16 seconds): decimal seconds only.
     if (absl::StrContains(text, 'x') || absl::StrContains(text, 'X') ||
-        !absl::SimpleAtod(text, &d) || !std::isfinite(d) || std::fabs(d) > 9.2e15) {
+        !absl::SimpleAtod(text, &d) || !std::isfinite(d)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("timestamp '", text, "' is not a number of seconds"));
+          absl::StrCat("timestamp '", Shown(text), "' is not a number of seconds"));
+    }
+    if (std::fabs(d) > 9.2e15) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timestamp '", Shown(text), "' is out of range (64-bit milliseconds)"));
     }
     return static_cast<Timestamp>(std::llround(d * 1000));
   }
@@ -141,14 +152,14 @@ absl::StatusOr<Timestamp> LineFormat::ParseTimestamp(absl::string_view text) con
   std::string err;
   if (!absl::ParseTime(fmt, text, zone_, &t, &err)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("timestamp '", text, "' does not match '", fmt, "': ", err));
+        absl::StrCat("timestamp '", Shown(text), "' does not match '", fmt, "': ", err));
   }
   // ToUnixMillis saturates (a year 300000000, or "infinite-future", which
   // the parser accepts): out of range is an error, as for milliseconds.
   if (t <= absl::FromUnixMillis(std::numeric_limits<int64_t>::min()) ||
       t >= absl::FromUnixMillis(std::numeric_limits<int64_t>::max()) + absl::Milliseconds(1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("timestamp '", text, "' is out of range (64-bit milliseconds)"));
+        absl::StrCat("timestamp '", Shown(text), "' is out of range (64-bit milliseconds)"));
   }
   return absl::ToUnixMillis(t);
 }
@@ -202,9 +213,9 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
   if (!options_.trim_spaces && absl::StripAsciiWhitespace(ts_text) != ts_text &&
       !absl::StripAsciiWhitespace(ts_text).empty()) {
     const bool leading = absl::ascii_isspace(static_cast<unsigned char>(ts_text.front()));
-    return absl::InvalidArgumentError(
-        absl::StrCat("field '", options_.fields[ts_index_], "': timestamp '", ts_text, "' has a ",
-                     leading ? "leading" : "trailing", " space (--trim-spaces allows it)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field '", options_.fields[ts_index_], "': timestamp '", Shown(ts_text), "' has a ",
+        leading ? "leading" : "trailing", " space (--trim-spaces allows it)"));
   }
   auto ts = ParseTimestamp(ts_text);
   if (!ts.ok()) {
@@ -222,7 +233,7 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
       // never a rounded double.
       if (!absl::SimpleAtoi(v, &r.int_value)) {
         return absl::InvalidArgumentError(absl::StrCat("field '", options_.fields[value_index_],
-                                                       "': '", v,
+                                                       "': '", Shown(v),
                                                        "' is outside the 64-bit integer range"));
       }
       r.is_integer = true;
@@ -232,8 +243,8 @@ absl::StatusOr<std::optional<CliRecord>> LineFormat::Parse(absl::string_view lin
       // where the same integer in decimal is exact.
       if (absl::StrContains(v, 'x') || absl::StrContains(v, 'X') ||
           !absl::SimpleAtod(v, &r.value) || !std::isfinite(r.value)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("field '", options_.fields[value_index_], "': '", v, "' is not a number"));
+        return absl::InvalidArgumentError(absl::StrCat("field '", options_.fields[value_index_],
+                                                       "': '", Shown(v), "' is not a number"));
       }
       r.is_integer = false;
     }
