@@ -1,7 +1,9 @@
 #include "tidemark/api/environment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -753,6 +755,31 @@ SourceDescriptor<std::string> text_file(const std::string& path) {
   LineSource<std::string>::Spec spec;
   spec.kind = LineSource<std::string>::Spec::Kind::kSplitFile;
   spec.paths = {path};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // A directory: its files, each a split, as Flink's readTextFile reads
+    // one (not its subdirectories: nested enumeration is off by default;
+    // not the files FilePathFilter's default filter leaves out, names that
+    // start with '.' or '_' or hold "_COPYING_").  Listed when the job is
+    // built, in name order.
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name[0] == '.' || name[0] == '_' ||
+          name.find("_COPYING_") != std::string::npos)
+        continue;
+      std::error_code type_ec;
+      if (!e.is_regular_file(type_ec)) continue;
+      files.push_back(e.path().string());
+    }
+    if (ec) {
+      throw std::invalid_argument(
+          absl::StrCat("read_text_file: cannot list the directory ", path, ": ", ec.message()));
+    }
+    std::sort(files.begin(), files.end());
+    spec.kind = LineSource<std::string>::Spec::Kind::kFileSplits;
+    spec.paths = std::move(files);
+  }
   SourceDescriptor<std::string> d = lines<std::string>(spec, &SameLine);
   d.name = "File " + path;
   return d;
@@ -868,6 +895,11 @@ JobClient StreamExecutionEnvironment::execute_async(const std::string& job_name)
           "execute: this environment has run its job already; running it again would run every "
           "sink of that job again (Flink clears the job after execute and runs only what was "
           "added since): build the next job on a new StreamExecutionEnvironment"));
+    }
+    if (nodes_.empty()) {
+      return JobClient(absl::FailedPreconditionError(
+          "execute: the job has no operators: add a source and what reads it first (Flink: "
+          "\"No operators defined in streaming topology. Cannot execute.\")"));
     }
     executed_ = true;
   }

@@ -574,6 +574,54 @@ TEST(FileSource, ThreeSubtasksShareTheFileAndKeepLocalOrder) {
   EXPECT_EQ(total, 3000u);
 }
 
+// A directory is read as Flink's readTextFile reads one: every file in it,
+// not its subdirectories' files nor the hidden ones (".*", "_*",
+// "*_COPYING_*"); an empty directory is an empty input (it failed with "Is
+// a directory").
+TEST(FileSource, ADirectoryIsReadFileByFileLeavingOutHiddenFilesAndSubdirectories) {
+  TempDir dir;
+  std::vector<std::string> want;
+  for (int k = 0; k < 5; ++k) {
+    std::string content;
+    for (int i = 0; i < 50 + k; ++i) {
+      const std::string line = "f" + std::to_string(k) + ":" + std::to_string(i);
+      content += line + "\n";
+      want.push_back(line);
+    }
+    dir.File("part-" + std::to_string(k), content);
+  }
+  dir.File(".hidden", "h1\n");
+  dir.File("_SUCCESS", "h2\n");
+  dir.File("part-9._COPYING_", "h3\n");
+  std::filesystem::create_directory(dir.Path("nested"));
+  dir.File("nested/deeper.txt", "h4\n");
+  std::sort(want.begin(), want.end());
+  for (int p : {1, 2, 3}) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(p).set_worker_threads(2);
+    auto out = env.read_text_file(dir.Path("")).collect();
+    JobResult r = env.execute();
+    ASSERT_TRUE(r.ok()) << r.status;
+    std::vector<std::string> got = out->values();
+    std::map<std::string, std::vector<int>> by_file;
+    for (const std::string& line : got) {
+      const size_t colon = line.find(':');
+      by_file[line.substr(0, colon)].push_back(std::stoi(line.substr(colon + 1)));
+    }
+    for (const auto& [file, numbers] : by_file)
+      EXPECT_TRUE(std::is_sorted(numbers.begin(), numbers.end())) << file << " p=" << p;
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << "p=" << p;
+  }
+  TempDir empty;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2).set_worker_threads(2);
+  auto out = env.read_text_file(empty.Path("")).collect();
+  JobResult r = env.execute();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(out->values().empty());
+}
+
 TEST(FileSource, OneFilePerSubtask) {
   TempDir dir;
   std::vector<std::string> files;
