@@ -311,7 +311,10 @@ class StreamExecutionEnvironment {
   // on disk; the other operators' state stays on the heap.  RocksDB's own
   // memory per operator instance: backend.rocksdb_options (memtables, block
   // cache, open files; std::invalid_argument here for a value out of range).
-  // Checkpoints have the same format on both: a job restores from either.
+  // Keyed state has the same format on both: a job restores from either,
+  // except the contents of windows with reduce / aggregate, which run
+  // another operator on each backend (docs/checkpoints.md, "State
+  // backends").
   StreamExecutionEnvironment& set_state_backend(StateBackend backend);
   // Told of every failed checkpoint when it fails, on the checkpoint
   // coordinator's thread: its id and a line naming it and what went wrong
@@ -408,6 +411,9 @@ class StreamExecutionEnvironment {
                                              char delimiter = '\n', int64_t max_retries = 0);
   // Lines of one file, split among the subtasks by byte ranges.  A path that
   // is not a regular file (a FIFO, /dev/stdin) is read by the first subtask.
+  // A directory: its files (not those in its subdirectories, nor those named
+  // .* or _* or *_COPYING_*, as Flink's default FilePathFilter), each a
+  // split, the splits shared round-robin among the subtasks.
   DataStream<std::string> read_text_file(const std::string& path);
   // One file per subtask (parallelism = number of files).
   DataStream<std::string> read_text_files(const std::vector<std::string>& paths);
@@ -541,6 +547,11 @@ constexpr bool OutDeducible() {
 }  // namespace internal
 template <typename T>
 class DataStream {
+  static_assert(std::is_copy_constructible_v<T>,
+                "tidemark: a stream's records must be copyable (they are copied where a stream "
+                "fans out, into collections and into state): hold a non-copyable member through "
+                "a std::shared_ptr");
+
  public:
   using value_type = T;
 
@@ -570,17 +581,38 @@ class DataStream {
 
   // --- transformations ---
   template <typename F>
-  DataStream<typename internal::MapResult<F, T>::type> map(F f) const {
-    using Out = typename internal::MapResult<F, T>::type;
-    return Add<Out>("Map", [f] {
-      return std::unique_ptr<OperatorBase>(new internal::MapOperator<T, Out, F>(f));
-    });
+  auto map(F f) const {
+    constexpr bool kCallable = std::is_invocable_v<F&, const T&> || std::is_invocable_v<F&, T&&>;
+    static_assert(kCallable,
+                  "tidemark: map(f) needs f(const T&) -> Out or f(T&&) -> Out, T the stream's "
+                  "record type");
+    if constexpr (!kCallable) {
+      return *this;
+    } else {
+      using Out = typename internal::MapResult<F, T>::type;
+      static_assert(!std::is_void_v<Out>,
+                    "tidemark: map(f)'s f returns void: a map emits one record for each record "
+                    "(use add_sink to consume records, flat_map to emit any number)");
+      if constexpr (std::is_void_v<Out>) {
+        return *this;
+      } else {
+        return Add<Out>("Map", [f] {
+          return std::unique_ptr<OperatorBase>(new internal::MapOperator<T, Out, F>(f));
+        });
+      }
+    }
   }
   template <typename F>
   DataStream<T> filter(F f) const {
-    return Add<T>("Filter", [f] {
-      return std::unique_ptr<OperatorBase>(new internal::FilterOperator<T, F>(f));
-    });
+    static_assert(std::is_invocable_r_v<bool, F&, const T&>,
+                  "tidemark: filter(f) needs f(const T&) -> bool, T the stream's record type");
+    if constexpr (!std::is_invocable_r_v<bool, F&, const T&>) {
+      return *this;
+    } else {
+      return Add<T>("Filter", [f] {
+        return std::unique_ptr<OperatorBase>(new internal::FilterOperator<T, F>(f));
+      });
+    }
   }
   // f(const T&, Collector<Out>&); Out is deduced for non-generic lambdas.
   // map, flat_map and process: a function whose record parameter is T&&
@@ -605,6 +637,10 @@ class DataStream {
         "tidemark: process(f) takes a ProcessFunction<In, Out>, an object with "
         "process_element(const In&, ProcessContext&, Collector<Out>&), or a lambda "
         "(const In&, ProcessContext&, Collector<Out>&)");
+    static_assert(
+        !requires { typename Function::KeyType; },
+        "tidemark: a KeyedProcessFunction runs on a keyed stream: "
+        "key_by(...).process(f)");
     using Out = internal::FunctionOutput<Function, internal::ProcessElementMember>;
     return this->template Add<Out>("Process", [f]() -> std::unique_ptr<OperatorBase> {
       return std::unique_ptr<OperatorBase>(new internal::ProcessOperator<T, Function, Out>(f));
@@ -712,6 +748,9 @@ class DataStream {
   // f(T&&) or f(T&&, Timestamp), called on the sink subtask's thread.
   template <typename F>
   DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
+    static_assert(std::is_invocable_v<F&, T&&, Timestamp> || std::is_invocable_v<F&, T&&>,
+                  "tidemark: add_sink(f) needs f(T&&), f(const T&), f(T) or f(T&&, Timestamp), T "
+                  "the stream's record type (not f(T&): the record is handed over, not lent)");
     return Sink(std::move(sink_name), [f] {
       return std::unique_ptr<OperatorBase>(new internal::FunctionSinkOperator<T, F>(f));
     });
@@ -842,6 +881,9 @@ class KeyedStream {
   // Rolling reduce: emits the running reduction of each key for every record.
   template <typename ReduceFn>
   DataStream<T> reduce(ReduceFn f) const {
+    static_assert(std::is_invocable_r_v<T, ReduceFn&, const T&, const T&>,
+                  "tidemark: reduce(f) needs f(const T&, const T&) -> T, T the stream's record "
+                  "type");
     KeyFn key = key_;
     return stream_.template Add<T>(
         "Keyed Reduce",
@@ -863,6 +905,8 @@ class KeyedStream {
   //                     default) or the latest.
   template <typename F, typename C>
   DataStream<T> sum(F C::*field) const {
+    static_assert(std::is_arithmetic_v<F> && !std::is_same_v<F, bool>,
+                  "tidemark: sum(field) needs a numeric field (Flink refuses to sum others)");
     return Aggregation(Member(field), internal::Aggregate::kSum, true);
   }
   template <typename F, typename C>
@@ -883,6 +927,9 @@ class KeyedStream {
   }
   template <size_t I>
   DataStream<T> sum() const {
+    static_assert(std::is_arithmetic_v<std::decay_t<std::tuple_element_t<I, T>>> &&
+                      !std::is_same_v<std::decay_t<std::tuple_element_t<I, T>>, bool>,
+                  "tidemark: sum<I>() needs a numeric field (Flink refuses to sum others)");
     return Aggregation(Element<I>(), internal::Aggregate::kSum, true);
   }
   template <size_t I>
@@ -1128,6 +1175,10 @@ struct RejectedKeySelector {
 template <typename T>
 template <typename KeyFn>
 auto DataStream<T>::key_by(KeyFn key) const {
+  static_assert(std::is_invocable_v<KeyFn&, const T&>,
+                "tidemark: key_by(f) needs a key selector f(const T&) -> K, T the stream's record "
+                "type (for Flink's field position key_by(0): [](const T& t) { return "
+                "std::get<0>(t); })");
   using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
   using Req = internal::KeyRequirements<K>;
   if constexpr (internal::IsNonOwningKey<K>::value) {

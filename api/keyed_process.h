@@ -17,6 +17,11 @@ namespace tidemark {
 template <typename T, typename KeyFn>
 template <typename Function>
 auto KeyedStream<T, KeyFn>::process(Function f) const {
+  static_assert(
+      requires { &Function::process_element; },
+      "tidemark: a keyed stream's process(f) takes a KeyedProcessFunction<K, In, Out> "
+      "(or an object with process_element(const In&, KeyedProcessContext<K>&, "
+      "Collector<Out>&)); a lambda is not taken");
   using Out = internal::FunctionOutput<Function, internal::ProcessElementMember>;
   using Op = internal::KeyedProcessOperator<T, Key, KeyFn, Function, Out>;
   KeyFn key = key_;

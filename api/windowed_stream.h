@@ -270,6 +270,7 @@ class WindowedStream {
   }
   template <typename Agg>
   auto aggregate(Agg agg) const {
+    CheckAggregateFunction<Agg>();
     NoEvictorOnly();
     using O = internal::AggregateResultOf<Agg>;
     if (local_max_partials_ > 0) {
@@ -284,6 +285,7 @@ class WindowedStream {
   }
   template <typename Out = void, typename Agg, typename ProcessFn>
   auto aggregate(Agg agg, ProcessFn p) const {
+    CheckAggregateFunction<Agg>();
     NoEvictorOnly();
     using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
     if (local_max_partials_ > 0) {
@@ -336,6 +338,35 @@ class WindowedStream {
         evictor_(std::move(evictor)),
         config_(std::move(config)),
         local_max_partials_(local_max_partials) {}
+  // An AggregateFunction's members as the window calls them (Flink's, with
+  // the accumulator passed and returned by value), and merge for windows
+  // that merge (sessions).
+  template <typename Agg>
+  static constexpr void CheckAggregateFunction() {
+    constexpr bool kShape = requires(Agg & a, const T& v) {
+      a.create_accumulator();
+      {
+        a.add(v, a.create_accumulator())
+        } -> std::convertible_to<std::decay_t<decltype(a.create_accumulator())>>;
+      a.get_result(a.create_accumulator());
+    };
+    static_assert(kShape,
+                  "tidemark: aggregate(agg) needs agg.create_accumulator() -> Acc, agg.add(const "
+                  "T&, Acc) -> Acc (the record first; the accumulator taken and returned by "
+                  "value) and agg.get_result(const Acc&) -> R, T the stream's record type");
+    if constexpr (kShape) {
+      constexpr bool kMerging = [] {
+        if constexpr (requires { Assigner::kIsMerging; }) {
+          return Assigner::kIsMerging;
+        } else {
+          return false;
+        }
+      }();
+      static_assert(!kMerging || kHasMerge<Agg>,
+                    "tidemark: aggregate(agg) on merging windows (sessions) needs agg.merge(Acc, "
+                    "Acc) -> Acc");
+    }
+  }
   static constexpr void NoEvictorOnly() {
     static_assert(std::is_same_v<EvictorT, NoEvictor>,
                   "evictors apply to process / apply windows only");

@@ -349,7 +349,7 @@ class BroadcastContext {
   Timestamp current_watermark() const { return timers_->current_watermark(); }
   Timestamp current_processing_time() const { return timers_->current_processing_time(); }
   template <typename V>
-  void output(const OutputTag<V>& tag, V value) {
+  void output(const OutputTag<V>& tag, std::type_identity_t<V> value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
     internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);
@@ -657,6 +657,17 @@ class KeyedCoProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     pctx_->Set(&key, t, domain);
     this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    if constexpr (requires { &F::on_timer; }) {
+      static_assert(
+          requires { f_.on_timer(t, *pctx_, *this->collector_); },
+          "tidemark: a KeyedCoProcessFunction's on_timer must be on_timer(Timestamp, "
+          "OnTimerContext&, Collector<Out>&) with the function's Out: as declared it "
+          "would never be called");
+    }
+    static_assert(
+        !requires { &F::onTimer; },
+        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
+        "not Flink's onTimer: as named it would never be called");
     if constexpr (requires { f_.on_timer(t, *pctx_, *this->collector_); }) {
       f_.on_timer(t, *pctx_, *this->collector_);
     }
@@ -708,6 +719,17 @@ class KeyedBroadcastProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     rctx_->Set(&key, t, domain);
     this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    if constexpr (requires { &F::on_timer; }) {
+      static_assert(
+          requires { f_.on_timer(t, *rctx_, *this->collector_); },
+          "tidemark: a KeyedBroadcastProcessFunction's on_timer must be "
+          "on_timer(Timestamp, ReadOnlyContext&, Collector<Out>&) with the function's "
+          "Out: as declared it would never be called");
+    }
+    static_assert(
+        !requires { &F::onTimer; },
+        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
+        "not Flink's onTimer: as named it would never be called");
     if constexpr (requires { f_.on_timer(t, *rctx_, *this->collector_); }) {
       f_.on_timer(t, *rctx_, *this->collector_);
     }

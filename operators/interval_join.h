@@ -62,7 +62,7 @@ class ProcessJoinContext {
   // The pair's: max(left, right).
   Timestamp timestamp() const { return std::max(left_, right_); }
   template <typename V>
-  void output(const OutputTag<V>& tag, V value) {
+  void output(const OutputTag<V>& tag, std::type_identity_t<V> value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
     internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp());

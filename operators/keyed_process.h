@@ -119,7 +119,7 @@ class KeyedProcessContext {
   // Emits to side output `tag` with the current timestamp; dropped when
   // nobody consumes it.
   template <typename V>
-  void output(const OutputTag<V>& tag, V value) {
+  void output(const OutputTag<V>& tag, std::type_identity_t<V> value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
     internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);
@@ -270,6 +270,19 @@ class KeyedProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     pctx_->Set(&key, t, domain);
     collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
+    // An on_timer the operator cannot call (a parameter of another type, a
+    // Collector of another Out, Flink's onTimer) would never be called.
+    if constexpr (requires { &F::on_timer; }) {
+      static_assert(
+          requires { f_.on_timer(t, *pctx_, *collector_); },
+          "tidemark: a KeyedProcessFunction's on_timer must be on_timer(Timestamp, "
+          "OnTimerContext&, Collector<Out>&) with the function's Out: as declared it "
+          "would never be called");
+    }
+    static_assert(
+        !requires { &F::onTimer; },
+        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
+        "not Flink's onTimer: as named it would never be called");
     if constexpr (requires { f_.on_timer(t, *pctx_, *collector_); }) {
       f_.on_timer(t, *pctx_, *collector_);
     }

@@ -52,6 +52,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -72,7 +73,7 @@ class ProcessContext : public RuntimeContext {
   Timestamp current_watermark() const { return watermark_; }
   Timestamp current_processing_time() const { return op_->timers().CurrentProcessingTime(); }
   template <typename V>
-  void output(const OutputTag<V>& tag, V value) {
+  void output(const OutputTag<V>& tag, std::type_identity_t<V> value) {
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
     internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);

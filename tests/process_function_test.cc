@@ -151,6 +151,32 @@ TEST(ProcessFunction, FromGeneratorTakesTheRecordTypeFromTheFunction) {
   EXPECT_EQ(out->values().size(), 5u);
 }
 
+// An environment with nothing in it is refused, as Flink refuses to run
+// an empty topology (it ran and said OK).
+TEST(ProcessFunction, AnEmptyJobIsRefused) {
+  StreamExecutionEnvironment env;
+  JobResult r = env.execute("empty");
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+  EXPECT_NE(std::string(r.status.message()).find("the job has no operators"), std::string::npos)
+      << r.status;
+}
+
+// ctx.output(tag, value) converts its value to the tag's type (a string
+// literal to a std::string tag failed to deduce).
+TEST(ProcessFunction, ASideOutputTakesAValueConvertibleToItsType) {
+  const OutputTag<std::string> notes("notes");
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto main = env.from_elements<int64_t>(1, 2).process(
+      [&notes](const int64_t& v, ProcessContext& ctx, Collector<int64_t>& out) {
+        ctx.output(notes, "seen");
+        out.collect(v);
+      });
+  auto side = main.get_side_output(notes).collect();
+  ASSERT_TRUE(env.execute("literal").ok());
+  EXPECT_EQ(side->values(), (std::vector<std::string>{"seen", "seen"}));
+}
+
 struct Event {
   int64_t ts;
 };

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 
@@ -59,7 +60,7 @@ class WindowContext {
   // Emits `value` to side output `tag`, timestamped with the window's
   // max_timestamp() (as Flink); dropped when nobody consumes `tag`.
   template <typename V>
-  void output(const OutputTag<V>& tag, V value) {
+  void output(const OutputTag<V>& tag, std::type_identity_t<V> value) {
     if (side_outputs_ == nullptr) return;
     auto it = side_outputs_->find(tag.id());
     if (it == side_outputs_->end()) return;
