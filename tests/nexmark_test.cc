@@ -328,7 +328,8 @@ TEST(TopN, TopOneKeepsTheFirstOfEqualRowsAndIgnoresWorseOnes) {
 // top_n(1) keeps its row as std::optional<T> under the name the list of
 // top_n(n) has: a keyed store snapshotted with one layout restores into the
 // other (checkpoints taken before the top-1 layout, and after it by an older
-// build), because the bytes are equal and the store keeps no type names.
+// build), because the bytes are equal and the store names the two types as
+// one (StateTypeForTag).
 TEST(TopN, TopOneStateHasTheBytesOfAOneRowList) {
   auto bytes = [](const auto& v) {
     std::string out;

@@ -115,7 +115,9 @@ TEST(TtlListState, EachElementExpiresOnItsOwn) {
   EXPECT_EQ(l.get(), (std::vector<std::string>{"a", "b", "c"}));
   clock.Set(100);
   EXPECT_EQ(l.get(), (std::vector<std::string>{"b", "c"}));
-  EXPECT_EQ(table.map.at(k).size(), 2u);  // "a" removed as it was read
+  // A read leaves the list as it is with OnCreateAndWrite (Flink's
+  // TtlListState rewrites it only with OnReadAndWrite): "a" stays stored.
+  EXPECT_EQ(table.map.at(k).size(), 3u);
   clock.Set(120);
   l.add("d");
   clock.Set(150);
@@ -143,6 +145,29 @@ TEST(TtlListState, OnReadAndWriteAndReturnExpired) {
   clock.Set(300);
   EXPECT_EQ(l.get(), (std::vector<int>{1, 2}));  // expired, returned once
   EXPECT_TRUE(l.get().empty());
+}
+
+// ReturnExpiredIfNotCleanedUp with OnCreateAndWrite: an expired element is
+// returned as long as it is stored, which a read does not change (Flink's
+// TtlListState; it was returned once and then dropped).
+TEST(TtlListState, ReturnExpiredKeepsReturningAnElementAReadLeavesStored) {
+  ManualClock clock(0);
+  KeyedStateStore<int> store;
+  const int k = 1;
+  auto& table = store.Table<std::vector<TtlValue<std::string>>>("l");
+  TtlListState<int, std::string> l(
+      &table, &k, Ttl(1000, Update::OnCreateAndWrite, Visibility::ReturnExpiredIfNotCleanedUp),
+      &clock);
+  l.add("x");
+  clock.Set(600);
+  l.add("w");
+  clock.Set(1100);
+  EXPECT_EQ(l.get(), (std::vector<std::string>{"x", "w"}));
+  EXPECT_EQ(l.get(), (std::vector<std::string>{"x", "w"}));
+  clock.Set(1600);  // both expired: returned, and the list cleared
+  EXPECT_EQ(l.get(), (std::vector<std::string>{"x", "w"}));
+  EXPECT_TRUE(l.get().empty());
+  EXPECT_TRUE(table.map.empty());
 }
 
 TEST(TtlMapState, EachEntryExpiresOnItsOwn) {
@@ -207,6 +232,33 @@ TEST(TtlReducingAndAggregatingState, AnExpiredValueIsNotAddedTo) {
   EXPECT_EQ(a.get(), "1");
   clock.Set(500);
   EXPECT_EQ(a.get(), std::nullopt);
+}
+
+// With ReturnExpiredIfNotCleanedUp an expired value still stored is added
+// to (Flink's TtlReduceFunction and TtlAggregateFunction take it through
+// getUnexpired, which returns it then).
+TEST(TtlReducingAndAggregatingState, ReturnExpiredAddsToAnExpiredValueStillStored) {
+  ManualClock clock(0);
+  KeyedStateStore<int> store;
+  const int k = 1;
+  const StateTtlConfig ttl =
+      Ttl(1000, Update::OnCreateAndWrite, Visibility::ReturnExpiredIfNotCleanedUp);
+  auto sum = [](int a, int b) { return a + b; };
+  TtlReducingState<int, int, decltype(sum)> r(&store.Table<TtlValue<int>>("r"), &k, sum, ttl,
+                                              &clock);
+  struct Sum {
+    int64_t create_accumulator() const { return 0; }
+    int64_t add(int v, int64_t n) const { return n + v; }
+    int64_t get_result(const int64_t& n) const { return n; }
+  };
+  TtlAggregatingState<int, Sum> a(&store.Table<TtlValue<int64_t>>("a"), &k, Sum{}, ttl, &clock);
+  r.add(5);
+  a.add(5);
+  clock.Set(5000);
+  r.add(7);
+  a.add(7);
+  EXPECT_EQ(r.get(), 12);
+  EXPECT_EQ(a.get(), 12);
 }
 
 TEST(StateTtl, ANameIsUsedWithATtlOrWithout) {

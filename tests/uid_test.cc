@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,18 @@ TEST(Uid, DuplicateUidsAreRefusedWhenTheJobIsBuilt) {
       << r.status;
   EXPECT_THROW(s.uid(""), std::invalid_argument);
   EXPECT_THROW(s.uid("a,b"), std::invalid_argument);
+  // Two operators of one name: told apart by their place in the job.
+  StreamExecutionEnvironment env2;
+  auto s2 = env2.from_elements<int64_t>(1, 2, 3);
+  s2.map([](const int64_t& v) { return v + 1; }).uid("m").add_sink([](int64_t&&) {});
+  s2.map([](const int64_t& v) { return v * 2; }).uid("m").add_sink([](int64_t&&) {});
+  JobResult r2 = env2.execute("dup");
+  ASSERT_FALSE(r2.ok());
+  EXPECT_TRUE(std::regex_search(
+      std::string(r2.status.message()),
+      std::regex("uid 'm' is set on both 'Map' \\(operator [0-9]+ of the job\\) and 'Map' "
+                 "\\(operator [0-9]+\\)")))
+      << r2.status;
 }
 
 struct Sums {
@@ -147,6 +160,133 @@ TEST(Uid, StateOfAnOperatorMissingFromTheJobIsNotDroppedSilently) {
   EXPECT_NE(std::string(r.status.message()).find("(uids sum-1) is not in the job"),
             std::string::npos)
       << r.status;
+}
+
+// State is matched per task (chain): an operator added to a chain changes
+// its uid list.  The old task's state is refused, naming where its
+// operators are now, even with --allow-non-restored-state, which dropped it
+// silently although its operators were in the job (a review found the counts
+// restarted from zero).
+TEST(Uid, AChainChangedAroundItsOperatorsIsRefusedEvenWhenStateMayBeLeftOut) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  auto run = [&](bool restore, bool extra_map, bool allow) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), chk);
+    if (restore) env.restore_from("latest");
+    if (allow) env.set_allow_non_restored_state();
+    DataStream<KV> sums = env.from_collection(std::vector<KV>{{1, 2}, {1, 3}})
+                              .uid("src")
+                              .key_by([](const KV& kv) { return kv.first; })
+                              .reduce([](const KV& x, const KV& y) {
+                                return KV{x.first, x.second + y.second};
+                              })
+                              .uid("sum");
+    if (extra_map) sums = sums.map([](const KV& kv) { return kv; }).uid("m2");
+    sums.add_sink([](KV&&) {}).uid("sink");
+    return env.execute("job");
+  };
+  ASSERT_TRUE(run(false, false, false).ok());
+  for (bool allow : {false, true}) {
+    JobResult r = run(true, true, allow);
+    ASSERT_FALSE(r.ok()) << "allow " << allow;
+    EXPECT_NE(std::string(r.status.message())
+                  .find("(uids sum,sink) is chained otherwise in the job: its operators sum, sink "
+                        "are now in"),
+              std::string::npos)
+        << r.status;
+    EXPECT_NE(std::string(r.status.message()).find("(uids sum,m2,sink)"), std::string::npos)
+        << r.status;
+  }
+  // The job as it was restores.
+  JobResult same = run(true, false, false);
+  EXPECT_TRUE(same.ok()) << same.status;
+}
+
+// A state read back as another type is refused, naming both types (Flink's
+// StateMigrationException); its bytes were decoded as the new type (a count
+// of 1220 came back as the double 6.0276e-321).
+template <typename V>
+struct CountAs : KeyedProcessFunction<int64_t, KV, std::string> {
+  void process_element(const KV& kv, Context& ctx, Collector<std::string>& out) override {
+    auto count = ctx.get_state<V>("count");
+    count.update(count.value_or(V{}) + V{1});
+    out.collect(std::to_string(kv.first));
+  }
+};
+template <typename V>
+JobResult RunCount(const std::string& chk, bool restore) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(Duration(0), chk);
+  if (restore) env.restore_from("latest");
+  DataStream<KV> in = env.from_collection(std::vector<KV>{{1, 1}, {2, 1}, {1, 1}}).uid("src");
+  // Restored at its end, that source sends nothing again: records that
+  // read the state come from a second one.
+  if (restore) in = in.union_with(env.from_collection(std::vector<KV>{{1, 1}}).uid("src2"));
+  in.key_by([](const KV& kv) { return kv.first; })
+      .process(CountAs<V>())
+      .uid("count")
+      .add_sink([](std::string&&) {})
+      .uid("sink");
+  return env.execute("count");
+}
+
+TEST(Uid, AStateReadBackAsAnotherTypeIsRefusedNamingBoth) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  ASSERT_TRUE(RunCount<int64_t>(chk, false).ok());
+  JobResult r = RunCount<double>(chk, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message())
+                .find("restoring state 'count': it was checkpointed with values of type long and "
+                      "is read now as double: a state's type cannot change across a restore"),
+            std::string::npos)
+      << r.status;
+  JobResult same = RunCount<int64_t>(chk, true);
+  EXPECT_TRUE(same.ok()) << same.status;
+}
+
+// A window whose assigner changed (tumbling to sliding) runs another
+// operator whose layout differs: refused naming both (it failed with
+// "truncated at byte ..."); the same window restores.
+TEST(Uid, AWindowRestoredIntoAnotherLayoutIsRefusedNamingBoth) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  auto run = [&](bool restore, bool sliding) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), chk);
+    if (restore) env.restore_from("latest");
+    std::vector<KV> in;
+    for (int64_t i = 0; i < 20; ++i) in.push_back({i % 3, i * 100});
+    auto keyed = env.from_collection(in)
+                     .uid("src")
+                     .assign_timestamps_and_watermarks(
+                         WatermarkStrategy<KV>::for_monotonous_timestamps().with_timestamp_assigner(
+                             [](const KV& kv) { return kv.second; }))
+                     .uid("ts")
+                     .key_by([](const KV& kv) { return kv.first; });
+    auto sum = [](const KV& x, const KV& y) { return KV{x.first, x.second + y.second}; };
+    DataStream<KV> out =
+        sliding
+            ? keyed.window(SlidingEventTimeWindows::of(Duration(1000), Duration(500))).reduce(sum)
+            : keyed.window(TumblingEventTimeWindows::of(Duration(1000))).reduce(sum);
+    out.uid("win").add_sink([](KV&&) {}).uid("sink");
+    return env.execute("windows");
+  };
+  ASSERT_TRUE(run(false, false).ok());
+  JobResult r = run(true, true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status.message())
+                .find("the checkpoint holds the windows of a window-major (tumbling or sliding, "
+                      "one value per window) window operator and the job now runs a pane "
+                      "(sliding, combined from panes) one"),
+            std::string::npos)
+      << r.status;
+  JobResult same = run(true, false);
+  EXPECT_TRUE(same.ok()) << same.status;
 }
 
 }  // namespace

@@ -107,6 +107,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -115,6 +116,7 @@
 #include "tidemark/operators/keyed/cow_epoch.h"
 #include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/partitioning/key_groups.h"
+#include "tidemark/runtime/core/detail/error_guard.h"
 #include "tidemark/runtime/core/operator.h"
 #include "tidemark/runtime/state/kv_store.h"
 #include "tidemark/runtime/state/state_codec.h"
@@ -297,6 +299,12 @@ inline std::string KvTablePrefix(uint32_t id) {
 // snapshot, whose one blob describes the store's files in the shared
 // directory instead of its entries.
 inline constexpr std::string_view kKvNativeTableName = "\x01tidemark:rocksdb-files";
+// The pseudo table, first in a KeyedStateStore's snapshot, whose one blob
+// lists each state's value type (a count, then name and typeid name pairs):
+// a restore refuses a state read back as another type (Flink's
+// StateMigrationException) instead of decoding its bytes as that type.
+// Snapshots written before it have none and are not checked.
+inline constexpr std::string_view kStateTypesTableName = "\x01tidemark:state-types";
 struct KvNativeDescriptor {
   std::string shared_dir;
   int first = 0, last = -1, max_parallelism = 0;         // the instance's key groups
@@ -346,6 +354,21 @@ class StateTableBase {
   // Starts loading the entry of `key` (a K, the store's key type) when
   // WorthPrefetching(); does nothing otherwise.
   virtual void Prefetch(const void* key) const = 0;
+  // The value type's typeid name (kStateTypesTableName).
+  virtual const char* type_tag() const = 0;
+};
+
+// The type a state's values are named by in kStateTypesTableName: its own,
+// except where two types encode alike and one state is meant to move
+// between them (top_n(1) keeps std::optional<T> under the name of top_n(n)'s
+// std::vector<T>, bytes for bytes): those are named as one.
+template <typename V>
+struct StateTypeForTag {
+  using type = V;
+};
+template <typename X>
+struct StateTypeForTag<std::optional<X>> {
+  using type = std::vector<X>;
 };
 
 // One named state: V per (key, namespace).
@@ -353,6 +376,7 @@ template <typename K, typename N, typename V>
 class StateTable final : public StateTableBase {
  public:
   static constexpr bool kVoid = std::is_same_v<N, VoidNamespace>;
+  const char* type_tag() const override { return typeid(typename StateTypeForTag<V>::type).name(); }
   // The namespace of an encoded key (none stored for VoidNamespace).
   static N DecodeNamespace(StateReader& r) {
     if constexpr (kVoid) {
@@ -1105,12 +1129,28 @@ class KeyedStateStore {
       for (const auto& [name, id] : kv_ids_)
         if (!tables_.contains(name) && !pending_.contains(name)) kv_only.emplace_back(name, id);
     }
-    size_t n = kv_only.size() + (native != nullptr ? 1 : 0);
+    // Every state's value type: those restored (tables not created yet
+    // included) and those made since.
+    std::map<std::string, std::string, std::less<>> types = restored_types_;
+    for (const auto& [name, table] : tables_) types[name] = table->type_tag();
+    size_t n = kv_only.size() + (native != nullptr ? 1 : 0) + (types.empty() ? 0 : 1);
     for (const auto& [name, table] : tables_)
       if (native == nullptr || !table->on_kv()) ++n;
     for (const auto& [name, blobs] : pending_)
       if (!tables_.contains(name)) ++n;
     w.PutVarint(n);
+    if (!types.empty()) {
+      std::string blob;
+      StateWriter tw(&blob);
+      tw.PutVarint(types.size());
+      for (const auto& [name, tag] : types) {
+        tw.PutBytes(name);
+        tw.PutBytes(tag);
+      }
+      w.PutBytes(kStateTypesTableName);
+      w.PutVarint(1);
+      w.PutBytes(blob);
+    }
     for (const auto& [name, table] : tables_) {
       if (native != nullptr && table->on_kv()) continue;  // in the store's files
       w.PutBytes(name);
@@ -1180,8 +1220,23 @@ class KeyedStateStore {
                      [&](StateReader& tr) { RestoreNative(tr, range); });
           continue;
         }
+        if (name == kStateTypesTableName) {
+          DecodeBlob(r, bytes, "state types", [&](StateReader& tr) {
+            const uint64_t count = tr.GetCount("state types");
+            for (uint64_t t = 0; t < count && tr.ok(); ++t) {
+              std::string state(tr.GetBytes("state name"));
+              std::string tag(tr.GetBytes("state type"));
+              if (tr.ok()) restored_types_.emplace(std::move(state), std::move(tag));
+            }
+          });
+          continue;
+        }
         auto it = tables_.find(name);
         if (it != tables_.end()) {
+          if (std::string e = RestoredTypeMismatch(name, *it->second); !e.empty()) {
+            r.Fail(e);
+            return;
+          }
           DecodeBlob(r, bytes, "state '" + name + "'",
                      [&](StateReader& tr) { it->second->Restore(tr, range); });
         } else {
@@ -1228,6 +1283,8 @@ class KeyedStateStore {
     auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
     if (t == nullptr)
       throw std::logic_error("state '" + std::string(name) + "' was created with another type");
+    if (std::string e = RestoredTypeMismatch(it->first, *t); !e.empty())
+      throw std::runtime_error(e);
     if (on_kv && !t->on_kv()) {
       // The number a native restore found it under, else a new one.
       auto known = kv_ids_.find(name);
@@ -1300,12 +1357,27 @@ class KeyedStateStore {
       body.clear();
       auto it = tables_.find(name);
       if (it != tables_.end()) {
+        if (std::string e = RestoredTypeMismatch(name, *it->second); !e.empty()) {
+          r.Fail(e);
+          return;
+        }
         DecodeBlob(r, blob, "state '" + name + "'",
                    [&](StateReader& tr) { it->second->Restore(tr, range); });
       } else {
         pending_[name].push_back(std::move(blob));
       }
     }
+  }
+  // "" when `table`'s value type is the one `name` was checkpointed with (or
+  // the checkpoint did not say), else what is wrong.
+  std::string RestoredTypeMismatch(const std::string& name, const StateTableBase& table) const {
+    auto it = restored_types_.find(name);
+    if (it == restored_types_.end() || it->second == table.type_tag()) return {};
+    return "restoring state '" + name + "': it was checkpointed with values of type " +
+           DemangledTypeName(it->second.c_str()) + " and is read now as " +
+           DemangledTypeName(table.type_tag()) +
+           ": a state's type cannot change across a restore (Flink's StateMigrationException); "
+           "give the changed state another name (it then starts empty)";
   }
   // Decodes the bytes restored for `name` before the table existed.
   void ApplyPending(const std::string& name, StateTableBase& table) {
@@ -1336,6 +1408,9 @@ class KeyedStateStore {
   int max_parallelism_ = 0;
   size_t cache_entries_ = 16384;
   std::map<std::string, std::unique_ptr<StateTableBase>, std::less<>> tables_;
+  // Each state's value type as the restored checkpoints said
+  // (kStateTypesTableName).
+  std::map<std::string, std::string, std::less<>> restored_types_;
   // Tables with copy-on-write snapshots (TableOn), and whether one may have
   // layers to fold (Trim).
   std::vector<StateTableBase*> cow_tables_;
@@ -1769,25 +1844,36 @@ class TtlListState : public internal::TtlBoundState<K, N, std::vector<internal::
 
  public:
   using internal::TtlBoundState<K, N, Stored>::TtlBoundState;
+  // As Flink's TtlListState: the unexpired elements (and the expired ones
+  // too with ReturnExpiredIfNotCleanedUp); the list is cleared when none is
+  // unexpired, and with OnReadAndWrite rewritten as its unexpired elements,
+  // read now; otherwise a read leaves it as it is (an expired element stays
+  // until cleaned up, and with ReturnExpiredIfNotCleanedUp is returned
+  // again).
   std::vector<V> get() {
     std::vector<V> out;
     Stored* list = this->find();
     if (list == nullptr) return out;
     const Timestamp t = this->now();
-    size_t kept = 0;
-    for (size_t i = 0; i < list->size(); ++i) {
-      internal::TtlValue<V>& e = (*list)[i];
-      if (this->expired(e.last_access, t)) {
-        if (this->return_expired_) out.push_back(e.value);
-        continue;
-      }
-      if (this->refresh_on_read_) e.last_access = t;
-      out.push_back(e.value);
-      if (kept != i) (*list)[kept] = std::move(e);
-      ++kept;
+    bool any_unexpired = false;
+    for (const internal::TtlValue<V>& e : *list) {
+      const bool unexpired = !this->expired(e.last_access, t);
+      any_unexpired = any_unexpired || unexpired;
+      if (unexpired || this->return_expired_) out.push_back(e.value);
     }
-    list->resize(kept);
-    if (kept == 0) this->clear();
+    if (!any_unexpired) {
+      this->clear();
+    } else if (this->refresh_on_read_) {
+      size_t kept = 0;
+      for (size_t i = 0; i < list->size(); ++i) {
+        internal::TtlValue<V>& e = (*list)[i];
+        if (this->expired(e.last_access, t)) continue;
+        e.last_access = t;
+        if (kept != i) (*list)[kept] = std::move(e);
+        ++kept;
+      }
+      list->resize(kept);
+    }
     return out;
   }
   void add(V v) { this->get_or_create().push_back({std::move(v), this->now()}); }
@@ -1875,7 +1961,8 @@ class TtlMapState
 };
 
 // ReducingState with a time to live: an expired value is not reduced with
-// (the next add starts afresh, as Flink's TtlReduceFunction).
+// (the next add starts afresh, as Flink's TtlReduceFunction), unless it is
+// still there and the visibility is ReturnExpiredIfNotCleanedUp.
 template <typename K, typename V, typename F, typename N = internal::VoidNamespace>
 class TtlReducingState : public internal::TtlBoundState<K, N, internal::TtlValue<V>> {
  public:
@@ -1887,7 +1974,7 @@ class TtlReducingState : public internal::TtlBoundState<K, N, internal::TtlValue
   void add(const V& v) {
     const Timestamp t = this->now();
     internal::TtlValue<V>* e = this->find();
-    if (e != nullptr && !this->expired(e->last_access, t)) {
+    if (e != nullptr && (this->return_expired_ || !this->expired(e->last_access, t))) {
       e->value = f_(static_cast<const V&>(e->value), v);
       e->last_access = t;
     } else {
@@ -1903,7 +1990,9 @@ class TtlReducingState : public internal::TtlBoundState<K, N, internal::TtlValue
 };
 
 // AggregatingState with a time to live: an expired accumulator is not
-// added to (the next add starts from create_accumulator()).
+// added to (the next add starts from create_accumulator(), as Flink's
+// TtlAggregateFunction), unless it is still there and the visibility is
+// ReturnExpiredIfNotCleanedUp.
 template <typename K, typename Agg, typename N = internal::VoidNamespace>
 class TtlAggregatingState
     : public internal::TtlBoundState<K, N, internal::TtlValue<internal::AccumulatorOf<Agg>>> {
@@ -1918,7 +2007,7 @@ class TtlAggregatingState
   void add(const In& v) {
     const Timestamp t = this->now();
     internal::TtlValue<Acc>* e = this->find();
-    if (e == nullptr || this->expired(e->last_access, t)) {
+    if (e == nullptr || (!this->return_expired_ && this->expired(e->last_access, t))) {
       internal::TtlValue<Acc>& fresh = this->get_or_create();
       fresh.value = agg_.create_accumulator();
       e = &fresh;

@@ -65,6 +65,8 @@ class FastWindowOperator final
     : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/false> {
   static_assert(FastWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
   using Base = SingleValueWindowOperator<T, K, Contents, false>;
+  // ReadWindowLayout
+  static constexpr std::string_view kLayout = "fast";
 
  public:
   using typename Base::Out;
@@ -100,6 +102,7 @@ class FastWindowOperator final
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
       this->SnapshotKeyedState(w);
+      WriteWindowLayout(w, kLayout);
       table_.SnapshotTo(w);
     } else {
       ThrowFirstMissingCodec<K, Value>(this->StateWhere());
@@ -112,6 +115,7 @@ class FastWindowOperator final
         return;
       }
       this->RestoreKeyedState(r);
+      if (!ReadWindowLayout(r, kLayout, this->StateWhere())) return;
       table_.RestoreFrom(r, KeyGroupRange::Of(this->ctx()));
     } else {
       r.Fail(this->StateWhere() + ": state without tidemark::StateCodec cannot be restored");

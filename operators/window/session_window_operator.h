@@ -309,6 +309,8 @@ class FastSessionWindowOperator final
     : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/true> {
   static_assert(FastSessionWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
   using Base = SingleValueWindowOperator<T, K, Contents, true>;
+  // ReadWindowLayout
+  static constexpr std::string_view kLayout = "session";
 
  public:
   using typename Base::Out;
@@ -365,6 +367,7 @@ class FastSessionWindowOperator final
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
       this->SnapshotKeyedState(w);
+      WriteWindowLayout(w, kLayout);
       if constexpr (kCopyableState) {
         struct View {
           std::shared_ptr<const void> guard;  // keeps the chunks and buckets unwritten
@@ -392,6 +395,7 @@ class FastSessionWindowOperator final
         return;
       }
       this->RestoreKeyedState(r);
+      if (!ReadWindowLayout(r, kLayout, this->StateWhere())) return;
       const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
       // (old slot, old generation) -> new slot, for the keys kept.
       absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> slots;

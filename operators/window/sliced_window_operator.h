@@ -142,6 +142,8 @@ class SlicedWindowOperator final
     : public SingleValueWindowOperator<T, K, Contents, /*kMerging=*/false> {
   static_assert(SlicedWindowOperatorApplies<Assigner, EventTimeTrigger, Contents>);
   using Base = SingleValueWindowOperator<T, K, Contents, false>;
+  // ReadWindowLayout
+  static constexpr std::string_view kLayout = "sliced";
 
  public:
   using typename Base::Out;
@@ -224,6 +226,7 @@ class SlicedWindowOperator final
   void SnapshotState(StateWriter& w) override {
     if constexpr (HasStateCodec<K> && HasStateCodec<Value>) {
       this->SnapshotKeyedState(w);
+      WriteWindowLayout(w, kLayout);
       Encode(w, per_window_);
       if (per_window_) {
         table_.SnapshotTo(w);
@@ -256,6 +259,7 @@ class SlicedWindowOperator final
         return;
       }
       this->RestoreKeyedState(r);
+      if (!ReadWindowLayout(r, kLayout, this->StateWhere())) return;
       const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
       const bool per_window = Decode<bool>(r);
       if (!r.ok()) return;

@@ -110,6 +110,39 @@ inline constexpr char kWindowLayoutMismatch[] =
     "state backend and a specialised one on the heap, so its checkpoints restore on the backend "
     "that took them only (docs/checkpoints.md, \"State backends\")";
 
+// The specialised heap operators keep their windows in layouts of their own
+// (a window-major table, panes, session lists): each writes its layout's id
+// after the keyed state, and a restore into another one (the window's
+// assigner or function changed) is refused, naming both, where the bytes of
+// one decoded as the other failed with "truncated at byte ...".  A snapshot
+// written before the ids has none and is read as before.
+inline constexpr std::string_view kWindowLayoutPrefix = "tidemark.wl:";
+// What each id is, for the message.
+inline std::string WindowLayoutName(std::string_view id) {
+  if (id == "fast") return "window-major (tumbling or sliding, one value per window)";
+  if (id == "sliced") return "pane (sliding, combined from panes)";
+  if (id == "session") return "session (merging windows, one value per session)";
+  return std::string(id);
+}
+inline void WriteWindowLayout(StateWriter& w, std::string_view id) {
+  w.PutBytes(std::string(kWindowLayoutPrefix) + std::string(id));
+}
+// False (r failed) when the snapshot names another layout than `id`.
+inline bool ReadWindowLayout(StateReader& r, std::string_view id, const std::string& where) {
+  StateReader peek = r;
+  const std::string_view tag = peek.GetBytes("window layout");
+  if (!peek.ok() || tag.substr(0, kWindowLayoutPrefix.size()) != kWindowLayoutPrefix) return true;
+  r = peek;
+  const std::string_view was = tag.substr(kWindowLayoutPrefix.size());
+  if (was == id) return true;
+  r.Fail(where + ": the checkpoint holds the windows of a " + WindowLayoutName(was) +
+         " window operator and the job now runs a " + WindowLayoutName(id) +
+         " one: the window's assigner or function changed, and their layouts differ (restore "
+         "with the window as it was, or give the changed window another uid so that it starts "
+         "empty, with --allow-non-restored-state)");
+  return false;
+}
+
 // Settings common to every window operator.
 // Counts distinct keys, held by pointer (they must outlive it), hashed and
 // compared through `hash` and `eq`: one set type for every key type, compiled

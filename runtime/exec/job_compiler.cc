@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "tidemark/runtime/exec/executor.h"
 #include "tidemark/runtime/exec/remote_exchange.h"
 #include "tidemark/runtime/state/checkpoint_coordinator.h"
@@ -153,14 +154,21 @@ JobCompiler::JobCompiler(const std::vector<std::unique_ptr<StreamNode>>& nodes,
 absl::StatusOr<PhysicalPlan> JobCompiler::Plan() const {
   PhysicalPlan plan;
   // uids (Flink's) identify operators in checkpoints: one operator each.
-  std::map<std::string, const std::string*> uids;
+  std::map<std::string, const StreamNode*> uids;
   for (const auto& node : nodes_) {
     if (node->uid.empty()) continue;
-    auto [it, fresh] = uids.emplace(node->uid, &node->name);
+    auto [it, fresh] = uids.emplace(node->uid, node.get());
     if (!fresh) {
-      return absl::InvalidArgumentError(absl::StrCat("uid '", node->uid, "' is set on both '",
-                                                     *it->second, "' and '", node->name,
-                                                     "': a uid names one operator"));
+      // Two operators may have one name ("Map"): the message says which by
+      // their place in the job too.
+      const StreamNode& first = *it->second;
+      const bool same_name = first.name == node->name;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "uid '", node->uid, "' is set on both '", first.name, "'",
+          same_name ? absl::StrCat(" (operator ", first.id, " of the job)") : std::string(),
+          " and '", node->name, "'",
+          same_name ? absl::StrCat(" (operator ", node->id, ")") : std::string(),
+          ": a uid names one operator"));
     }
   }
   if (absl::Status s = ResolveParallelism(plan); !s.ok()) return s;
@@ -834,8 +842,13 @@ absl::StatusOr<TaskMatch> MatchRestoredTasks(const PhysicalPlan& plan, const Res
 // An old task nobody restores is fine when it had no state (Flink's
 // savepoints hold no stateless operators); otherwise its state would be
 // lost, and that is an error.
-absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs, bool allow_lost,
-                              std::vector<std::string>* skipped) {
+absl::Status CheckNoStateLost(const PhysicalPlan& plan, const TaskMatch& m, const RestoreSource& rs,
+                              bool allow_lost, std::vector<std::string>* skipped) {
+  // The job's uids, and the chain of each.
+  std::map<std::string, size_t> job_uids;
+  for (size_t c = 0; c < plan.chains.size(); ++c)
+    for (int id : plan.chains[c].nodes)
+      if (!plan.nodes[id].uid.empty()) job_uids.emplace(plan.nodes[id].uid, c);
   std::vector<bool> restored(static_cast<size_t>(m.old_tasks), false);
   for (int k : m.from)
     if (k >= 0) restored[k] = true;
@@ -865,6 +878,31 @@ absl::Status CheckNoStateLost(const TaskMatch& m, const RestoreSource& rs, bool 
     const std::string task =
         absl::StrCat("its task '", rs.Meta(absl::StrCat("task.", k, ".name")), "'",
                      u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"));
+    // Operators of that task still in the job, chained otherwise: state is
+    // matched per task (chain), so theirs would be lost, never to be
+    // skipped, even with --allow-non-restored-state (Flink matches per
+    // operator and would restore them).
+    std::vector<std::string> still;
+    std::vector<std::string> now_in;
+    const std::vector<std::string> old_uids = absl::StrSplit(u, ',', absl::SkipEmpty());
+    for (const std::string& uid : old_uids) {
+      auto it = job_uids.find(uid);
+      if (it == job_uids.end()) continue;
+      still.push_back(uid);
+      const std::string chain_uids = ChainUids(plan, it->second);
+      now_in.push_back(absl::StrCat(
+          "'", plan.chains[it->second].task_name, "'",
+          chain_uids.empty() ? std::string() : absl::StrCat(" (uids ", chain_uids, ")")));
+    }
+    if (!still.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          rs.where, ": ", task, " is chained otherwise in the job: its operators ",
+          absl::StrJoin(still, ", "), " are now in ", absl::StrJoin(now_in, ", "),
+          ". State is matched per task (chain), not per operator as in Flink "
+          "(docs/checkpoints.md), so their state would be lost: restore with the chains as "
+          "they were (a job meant to change can run with disable_operator_chaining(), one "
+          "operator to a task)"));
+    }
     if (allow_lost) {
       // Flink's allowNonRestoredState: skipped, and said.
       skipped->push_back(absl::StrCat(rs.where, ": ", task,
@@ -895,7 +933,11 @@ absl::StatusOr<std::vector<int>> OldParallelisms(const PhysicalPlan& plan, const
     const std::string name = rs.Meta(absl::StrCat("task.", k, ".name"));
     if (!m.by_uid[c] && name != chain.task_name) {
       return absl::FailedPreconditionError(absl::StrCat(
-          rs.where, ": task ", c, " is '", name, "' there and '", chain.task_name, "' in the job"));
+          rs.where, ": task ", c, " is '", name, "' there and '", chain.task_name,
+          "' in the job: a task without a uid on each of its operators is matched by its index "
+          "and name, and state is matched per task (chain), not per operator as in Flink "
+          "(docs/checkpoints.md): restore with the job's tasks as they were, or give every "
+          "operator of the changed tasks a uid"));
     }
     const std::string p = rs.Meta(absl::StrCat("task.", k, ".parallelism"));
     if (!absl::SimpleAtoi(p, &old_p[c]) || old_p[c] <= 0) {
@@ -1003,7 +1045,8 @@ absl::Status AssignRestoreStates(const PhysicalPlan& plan, const LoadedCheckpoin
                                       checkpoint.path.string(), ")")};
   absl::StatusOr<TaskMatch> match = MatchRestoredTasks(plan, rs, job_tasks);
   if (!match.ok()) return match.status();
-  if (absl::Status s = CheckNoStateLost(*match, rs, allow_non_restored_state, notices); !s.ok())
+  if (absl::Status s = CheckNoStateLost(plan, *match, rs, allow_non_restored_state, notices);
+      !s.ok())
     return s;
   absl::StatusOr<std::vector<int>> old_p = OldParallelisms(plan, *match, rs);
   if (!old_p.ok()) return old_p.status();

@@ -11,26 +11,24 @@
 #include "absl/strings/str_cat.h"
 
 namespace tidemark::internal {
-namespace {
 
-std::string Demangle(const char* mangled) {
+std::string DemangledTypeName(const char* mangled) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> name(
       abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
   return status == 0 && name ? std::string(name.get()) : std::string(mangled);
 }
 
-}  // namespace
-
 std::string DescribeCurrentException() {
   try {
     throw;
   } catch (const std::exception& e) {
     if (typeid(e) == typeid(std::runtime_error)) return e.what();
-    return absl::StrCat(Demangle(typeid(e).name()), ": ", e.what());
+    return absl::StrCat(DemangledTypeName(typeid(e).name()), ": ", e.what());
   } catch (...) {
     const std::type_info* t = abi::__cxa_current_exception_type();
-    return absl::StrCat("exception of type ", t != nullptr ? Demangle(t->name()) : "unknown",
+    return absl::StrCat("exception of type ",
+                        t != nullptr ? DemangledTypeName(t->name()) : "unknown",
                         " (not derived from std::exception)");
   }
 }

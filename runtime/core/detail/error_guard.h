@@ -26,6 +26,10 @@ namespace tidemark::internal {
 
 // TaskCancelled: runtime/operator.h.
 
+// A typeid name as C++ spells the type ("long", "std::__cxx11::basic_string<...>"),
+// or the name itself where it does not demangle.
+std::string DemangledTypeName(const char* mangled);
+
 // What the exception being handled is, for an error message.  Call only inside
 // a catch block.
 std::string DescribeCurrentException();
