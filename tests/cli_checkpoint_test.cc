@@ -634,6 +634,11 @@ TEST(CliCheckpoint, AFailedCheckpointPastTheToleranceRestartsTheJobWithARestartS
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("tidemark: restarting (1): "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", numRestarts 1 (last cause: "), std::string::npos) << r.err;
+  // What the summary's counts cover across attempts.
+  EXPECT_NE(r.err.find("; records are the last attempt's, read from its restore point; window "
+                       "results and late records are every attempt's"),
+            std::string::npos)
+      << r.err;
   const size_t restart_line = r.err.find("tidemark: restarting (1): ");
   EXPECT_NE(r.err.find("No space left on device", restart_line), std::string::npos) << r.err;
   EXPECT_TRUE(CommittedLines(dir.Path("out"), &hidden) == expected);

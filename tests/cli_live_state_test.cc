@@ -143,6 +143,34 @@ TEST(LiveState, BackPressureIsOnTheSubtaskThatProducesIntoAFullChannel) {
   EXPECT_STREQ(cli::BackPressureLevel(1.0), "high");
 }
 
+// Dropped late records (--late=drop: counted by the window operator, never
+// seen as events) per window subtask, from the window task's counter only;
+// the total counts every operator's.
+TEST(LiveState, DroppedLateRecordsArePerWindowSubtask) {
+  LiveState state(absl::UTCTimeZone());
+  for (int subtask : {0, 1}) {
+    TimelineEvent e{TimelineEvent::Kind::kChannel, 10.0};
+    e.subtask = subtask;
+    e.channel = 0;
+    e.watermark = 1000;
+    e.aligned = 1000;
+    state.OnTimelineEvent(e);
+  }
+  state.SetMetricsSource([] {
+    SubtaskMetricsSnapshot w0 = Snap("Window(reduce) -> Sink", 0, {});
+    w0.counters["numLateRecordsDropped"] = 3;
+    SubtaskMetricsSnapshot w1 = Snap("Window(reduce) -> Sink", 1, {});
+    w1.counters["numLateRecordsDropped"] = 5;
+    SubtaskMetricsSnapshot other = Snap("Map", 0, {});
+    other.counters["numLateRecordsDropped"] = 7;
+    return std::vector<SubtaskMetricsSnapshot>{w0, w1, other};
+  });
+  const std::string j = state.StateJson();
+  EXPECT_THAT(j, HasSubstr("\"late_records\":0,\"late_dropped\":3}")) << j;
+  EXPECT_THAT(j, HasSubstr("\"late_records\":0,\"late_dropped\":5}")) << j;
+  EXPECT_THAT(j, HasSubstr("\"late_dropped\":15")) << j;
+}
+
 TEST(LiveState, CheckpointsComeFromTheSummary) {
   LiveState state(absl::UTCTimeZone());
   state.SetCheckpointSource([] {

@@ -187,6 +187,11 @@ TEST(TimelineLegend, NamesEveryMarkWithTheColoursDrawn) {
         << kind;
   }
   EXPECT_THAT(html, HasSubstr("source subtask 0 paused by watermark alignment"));
+  // A window fired by the MAX watermark need not be at the end of input.
+  EXPECT_THAT(html,
+              HasSubstr("fired by the MAX watermark (end of input, or every other input idle)"));
+  EXPECT_THAT(html, HasSubstr("late record to the side output (dropped ones, --late=drop, are "
+                              "counted only)"));
   // Each idle band and pause band drawn has a swatch of the same fill and
   // opacity in the legend (the idle swatch was grey, the bands peach).
   const std::string legend = html.substr(0, html.find("</g>\n<rect"));

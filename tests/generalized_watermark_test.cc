@@ -512,6 +512,36 @@ TEST(GeneralizedWatermarkJob, ACoProcessFunctionEmitsWatermarksDownstream) {
   EXPECT_EQ(progress, (std::vector<std::string>{"1", "10", "2", "20"}));
 }
 
+// ctx.emit_watermark(w) from both contexts of a (non-keyed)
+// BroadcastProcessFunction goes downstream, as from a CoProcessFunction.
+TEST(GeneralizedWatermarkJob, ABroadcastProcessFunctionEmitsWatermarksFromBothSides) {
+  struct Bcast : BroadcastProcessFunction<int64_t, int64_t, int64_t> {
+    void process_element(const int64_t& v, ReadOnlyContext& ctx, Collector<int64_t>& out) override {
+      ctx.emit_watermark(kProgress.new_watermark(v));
+      out.collect(v);
+    }
+    void process_broadcast_element(const int64_t& v, Context& ctx,
+                                   Collector<int64_t>& out) override {
+      ctx.emit_watermark(kProgress.new_watermark(v));
+      out.collect(v);
+    }
+  };
+  auto log = std::make_shared<Log>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto a = env.from_collection(std::vector<int64_t>{1, 2});
+  auto rules = env.from_collection(std::vector<int64_t>{10, 20})
+                   .broadcast(MapStateDescriptor<std::string, int64_t>("rules"));
+  a.connect(rules).process(Bcast()).process(Stage2(log)).add_sink([](int64_t&&) {});
+  JobResult r = env.execute("broadcast process emits");
+  ASSERT_TRUE(r.ok()) << r.status;
+  std::vector<std::string> all;
+  for (const auto& [subtask, seen] : log->seen) all.insert(all.end(), seen.begin(), seen.end());
+  std::vector<std::string> progress = OfKind(all, "progress");
+  std::sort(progress.begin(), progress.end());
+  EXPECT_EQ(progress, (std::vector<std::string>{"1", "10", "2", "20"}));
+}
+
 // The CLI's trace (--trace=watermarks) prints each one the runtime reports:
 // sent by a subtask, or combined at a subtask's input.
 TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
