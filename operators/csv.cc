@@ -332,26 +332,4 @@ long double CsvRoundOutOfRange(std::string_view decimal, long double) {
   return std::strtold(std::string(decimal).c_str(), nullptr);
 }
 
-std::string CsvShownText(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\0') {
-      out += "\\0";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace tidemark::internal

@@ -104,8 +104,29 @@ struct CsvFieldError : std::invalid_argument {
 };
 // A field's text for an error message: control bytes escaped (\0, \n,
 // \x01, ...), so that a NUL does not cut the message short where it is read
-// as a C string (what()).
-std::string CsvShownText(std::string_view s);
+// as a C string (what()).  Inline: the CLI's line parser uses it too, in
+// programs (its fuzzer) that do not link the operators' library.
+inline std::string CsvShownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\0') {
+      out += "\\0";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 // A decimal number beyond X's range, rounded as Java does: infinity above
 // the largest finite value, zero (or the nearest subnormal) below the
 // smallest.
