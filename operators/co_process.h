@@ -657,20 +657,7 @@ class KeyedCoProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     pctx_->Set(&key, t, domain);
     this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
-    if constexpr (requires { &F::on_timer; }) {
-      static_assert(
-          requires { f_.on_timer(t, *pctx_, *this->collector_); },
-          "tidemark: a KeyedCoProcessFunction's on_timer must be on_timer(Timestamp, "
-          "OnTimerContext&, Collector<Out>&) with the function's Out: as declared it "
-          "would never be called");
-    }
-    static_assert(
-        !requires { &F::onTimer; },
-        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
-        "not Flink's onTimer: as named it would never be called");
-    if constexpr (requires { f_.on_timer(t, *pctx_, *this->collector_); }) {
-      f_.on_timer(t, *pctx_, *this->collector_);
-    }
+    CallOnTimer(f_, t, *pctx_, *this->collector_);
     this->state_.Trim();
   }
 
@@ -719,20 +706,7 @@ class KeyedBroadcastProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     rctx_->Set(&key, t, domain);
     this->collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
-    if constexpr (requires { &F::on_timer; }) {
-      static_assert(
-          requires { f_.on_timer(t, *rctx_, *this->collector_); },
-          "tidemark: a KeyedBroadcastProcessFunction's on_timer must be "
-          "on_timer(Timestamp, ReadOnlyContext&, Collector<Out>&) with the function's "
-          "Out: as declared it would never be called");
-    }
-    static_assert(
-        !requires { &F::onTimer; },
-        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
-        "not Flink's onTimer: as named it would never be called");
-    if constexpr (requires { f_.on_timer(t, *rctx_, *this->collector_); }) {
-      f_.on_timer(t, *rctx_, *this->collector_);
-    }
+    CallOnTimer(f_, t, *rctx_, *this->collector_);
     this->state_.Trim();
   }
   void SnapshotState(StateWriter& w) override {

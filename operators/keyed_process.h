@@ -216,6 +216,28 @@ class KeyedProcessFunction {
 };
 
 namespace internal {
+// Calls f.on_timer(t, ctx, out) where f has it (a function without timers
+// needs none).  The keyed operators' one way to call it: an on_timer that
+// cannot be called so (a parameter of another type, a Collector of another
+// Out) or Flink's onTimer would never be called, and is refused when the
+// operator is compiled.
+template <typename F, typename Ctx, typename Coll>
+void CallOnTimer(F& f, Timestamp t, Ctx& ctx, Coll& out) {
+  constexpr bool kCallable = requires { f.on_timer(t, ctx, out); };
+  if constexpr (requires { &F::on_timer; }) {
+    static_assert(kCallable,
+                  "tidemark: a keyed process function's on_timer must be on_timer(Timestamp, its "
+                  "timer context (OnTimerContext&, a broadcast function's ReadOnlyContext&), "
+                  "Collector<Out>&) with the function's Out: as declared it would never be "
+                  "called");
+  }
+  static_assert(
+      !requires { &F::onTimer; },
+      "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
+      "not Flink's onTimer: as named it would never be called");
+  if constexpr (kCallable) f.on_timer(t, ctx, out);
+}
+
 template <typename T, typename K, typename KeyFn, typename F, typename Out>
 class KeyedProcessOperator final
     : public KeyedOperator<BatchedOperator<KeyedProcessOperator<T, K, KeyFn, F, Out>, T, Out>, K> {
@@ -270,22 +292,7 @@ class KeyedProcessOperator final
   void OnTimer(const K& key, Timestamp t, TimeDomain domain) {
     pctx_->Set(&key, t, domain);
     collector_->set_timestamp(domain == TimeDomain::kEventTime ? t : kNoTimestamp);
-    // An on_timer the operator cannot call (a parameter of another type, a
-    // Collector of another Out, Flink's onTimer) would never be called.
-    if constexpr (requires { &F::on_timer; }) {
-      static_assert(
-          requires { f_.on_timer(t, *pctx_, *collector_); },
-          "tidemark: a KeyedProcessFunction's on_timer must be on_timer(Timestamp, "
-          "OnTimerContext&, Collector<Out>&) with the function's Out: as declared it "
-          "would never be called");
-    }
-    static_assert(
-        !requires { &F::onTimer; },
-        "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), "
-        "not Flink's onTimer: as named it would never be called");
-    if constexpr (requires { f_.on_timer(t, *pctx_, *collector_); }) {
-      f_.on_timer(t, *pctx_, *collector_);
-    }
+    CallOnTimer(f_, t, *pctx_, *collector_);
     state_.Trim();
   }
 

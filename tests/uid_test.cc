@@ -192,8 +192,8 @@ TEST(Uid, AChainChangedAroundItsOperatorsIsRefusedEvenWhenStateMayBeLeftOut) {
     JobResult r = run(true, true, allow);
     ASSERT_FALSE(r.ok()) << "allow " << allow;
     EXPECT_NE(std::string(r.status.message())
-                  .find("(uids sum,sink) is chained otherwise in the job: its operators sum, sink "
-                        "are now in"),
+                  .find("(uids sum,sink) is chained otherwise in the job: its operators with "
+                        "state (sum) are now in"),
               std::string::npos)
         << r.status;
     EXPECT_NE(std::string(r.status.message()).find("(uids sum,m2,sink)"), std::string::npos)
@@ -202,6 +202,40 @@ TEST(Uid, AChainChangedAroundItsOperatorsIsRefusedEvenWhenStateMayBeLeftOut) {
   // The job as it was restores.
   JobResult same = run(true, false, false);
   EXPECT_TRUE(same.ok()) << same.status;
+}
+
+// The stateful operator of a chain removed, its stateless sink kept with its
+// uid: the old task's state is the removed operator's, which
+// --allow-non-restored-state drops as Flink does (the sink still in the job
+// loses nothing), and without it the restore is refused.
+TEST(Uid, AStatelessOperatorLeftFromAnOldChainDoesNotHoldItsStateBack) {
+  testing::TempDir dir;
+  const std::string chk = dir.Path("chk");
+  auto run = [&](bool restore, bool without_sum, bool allow) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.enable_checkpointing(Duration(0), chk);
+    if (restore) env.restore_from("latest");
+    if (allow) env.set_allow_non_restored_state();
+    DataStream<KV> in = env.from_collection(std::vector<KV>{{1, 2}, {1, 3}}).uid("src");
+    DataStream<KV> out = without_sum
+                             ? in.rebalance().map([](const KV& kv) { return kv; }).uid("pass")
+                             : in.key_by([](const KV& kv) { return kv.first; })
+                                   .reduce([](const KV& x, const KV& y) {
+                                     return KV{x.first, x.second + y.second};
+                                   })
+                                   .uid("sum");
+    out.add_sink([](KV&&) {}).uid("sink");
+    return env.execute("job");
+  };
+  ASSERT_TRUE(run(false, false, false).ok());
+  JobResult refused = run(true, true, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status.message()).find("(uids sum,sink) is not in the job"),
+            std::string::npos)
+      << refused.status;
+  JobResult allowed = run(true, true, true);
+  EXPECT_TRUE(allowed.ok()) << allowed.status;
 }
 
 // A state read back as another type is refused, naming both types (Flink's

@@ -856,38 +856,49 @@ absl::Status CheckNoStateLost(const PhysicalPlan& plan, const TaskMatch& m, cons
     if (restored[k]) continue;
     int old_pk = 0;
     (void)absl::SimpleAtoi(rs.Meta(absl::StrCat("task.", k, ".parallelism")), &old_pk);
-    bool stateful = false;
-    for (int s = 0; s < old_pk && !stateful; ++s) {
+    // Which of its operators had state in any subtask (a missing file: all
+    // of them, said so later); a source's position and records in flight
+    // (an unaligned checkpoint's channel state, state too as in Flink's
+    // OperatorSubtaskState#hasState) are its head's.
+    bool all_stateful = false;
+    std::vector<bool> op_stateful;
+    for (int s = 0; s < old_pk && !all_stateful; ++s) {
       const std::string file = SubtaskStateFileName(k, s);
       auto it = rs.checkpoint.states.find(file);
       if (it == rs.checkpoint.states.end()) {
-        stateful = true;
+        all_stateful = true;
         break;
       }
       absl::StatusOr<SubtaskSnapshot> snap =
           DecodeSubtaskSnapshot(it->second, absl::StrCat(rs.where, ": ", file));
       if (!snap.ok()) return snap.status();
-      // Records in flight (an unaligned checkpoint's channel state) are
-      // state too, as in Flink (OperatorSubtaskState#hasState).
-      stateful = snap->has_source || !snap->channel_state.empty();
-      for (const OperatorSnapshot& op : snap->operators)
-        if (!op.state.empty()) stateful = true;
+      op_stateful.resize(std::max(op_stateful.size(), std::max<size_t>(snap->operators.size(), 1)));
+      if (snap->has_source || !snap->channel_state.empty()) op_stateful[0] = true;
+      for (size_t j = 0; j < snap->operators.size(); ++j)
+        if (!snap->operators[j].state.empty()) op_stateful[j] = true;
     }
+    auto had_state = [&](size_t j) {
+      return all_stateful || (j < op_stateful.size() && op_stateful[j]);
+    };
+    bool stateful = all_stateful;
+    for (size_t j = 0; j < op_stateful.size(); ++j) stateful = stateful || op_stateful[j];
     if (!stateful) continue;
     const std::string u = rs.Meta(absl::StrCat("task.", k, ".uids"));
     const std::string task =
         absl::StrCat("its task '", rs.Meta(absl::StrCat("task.", k, ".name")), "'",
                      u.empty() ? std::string() : absl::StrCat(" (uids ", u, ")"));
-    // Operators of that task still in the job, chained otherwise: state is
-    // matched per task (chain), so theirs would be lost, never to be
-    // skipped, even with --allow-non-restored-state (Flink matches per
-    // operator and would restore them).
+    // Operators of that task with state, still in the job, chained
+    // otherwise: state is matched per task (chain), so theirs would be
+    // lost, never to be skipped, even with --allow-non-restored-state
+    // (Flink matches per operator and would restore them).  A stateless one
+    // still in the job loses nothing.
     std::vector<std::string> still;
     std::vector<std::string> now_in;
     const std::vector<std::string> old_uids = absl::StrSplit(u, ',', absl::SkipEmpty());
-    for (const std::string& uid : old_uids) {
+    for (size_t j = 0; j < old_uids.size(); ++j) {
+      const std::string& uid = old_uids[j];
       auto it = job_uids.find(uid);
-      if (it == job_uids.end()) continue;
+      if (it == job_uids.end() || !had_state(j)) continue;
       still.push_back(uid);
       const std::string chain_uids = ChainUids(plan, it->second);
       now_in.push_back(absl::StrCat(
@@ -896,8 +907,8 @@ absl::Status CheckNoStateLost(const PhysicalPlan& plan, const TaskMatch& m, cons
     }
     if (!still.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          rs.where, ": ", task, " is chained otherwise in the job: its operators ",
-          absl::StrJoin(still, ", "), " are now in ", absl::StrJoin(now_in, ", "),
+          rs.where, ": ", task, " is chained otherwise in the job: its operators with state (",
+          absl::StrJoin(still, ", "), ") are now in ", absl::StrJoin(now_in, ", "),
           ". State is matched per task (chain), not per operator as in Flink "
           "(docs/checkpoints.md), so their state would be lost: restore with the chains as "
           "they were (a job meant to change can run with disable_operator_chaining(), one "

@@ -3,7 +3,7 @@
 # (one compile for all of a file's cases).
 #   cmake -DBINARY_DIR=<build dir> -DTARGET=<target> -P expect_messages.cmake
 set(MESSAGES
-  "tidemark: a KeyedProcessFunction's on_timer must be on_timer(Timestamp, OnTimerContext&, Collector<Out>&) with the function's Out"
+  "tidemark: a keyed process function's on_timer must be on_timer(Timestamp, its timer context"
   "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), not Flink's onTimer"
   "tidemark: a keyed stream's process(f) takes a KeyedProcessFunction<K, In, Out>"
   "tidemark: a KeyedProcessFunction runs on a keyed stream: key_by(...).process(f)"
