@@ -124,6 +124,16 @@ TEST(NexmarkGenerator, EventTimesAtAWholeRateMatchTheGeneralFormula) {
 
 // PriceOf computes llround(pow(10, 6u) * 100) without pow: the same value for
 // every draw, including those next to a rounding boundary.
+// Java's Math.abs(Integer.reverse(i)) (values from Java 17), whose Integer.MIN_VALUE stays negative
+// (std::abs of it is undefined: an -O2 build wrote channel-1's id as 0).
+TEST(NexmarkGenerator, ChannelIdsAreJavasAbsOfTheReversedBits) {
+  EXPECT_EQ(nexmark::ChannelIdOf(0), 0);
+  EXPECT_EQ(nexmark::ChannelIdOf(1), -2147483648LL);
+  EXPECT_EQ(nexmark::ChannelIdOf(2), 1073741824);
+  EXPECT_EQ(nexmark::ChannelIdOf(3), 1073741824);  // reverse: 0xC0000000
+  EXPECT_EQ(nexmark::ChannelIdOf(9999), 253493248);
+}
+
 TEST(NexmarkGenerator, PriceWithoutPowIsPowsDrawForDraw) {
   auto by_pow = [](double u) { return std::llround(std::pow(10.0, u * 6.0) * 100.0); };
   uint64_t s = 12345;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -209,6 +211,16 @@ int32_t ReverseBits(int32_t v) {
   }
   return static_cast<int32_t>(out);
 }
+}  // namespace
+
+int64_t ChannelIdOf(int channel) {
+  // Java's Math.abs(Integer.reverse(i)): Integer.MIN_VALUE (channel 1) stays
+  // negative (std::abs of it is undefined behaviour: -O2 gave 0).
+  const int32_t rev = ReverseBits(channel);
+  return rev == std::numeric_limits<int32_t>::min() ? int64_t{rev} : std::abs(int64_t{rev});
+}
+
+namespace {
 
 // 64 KiB: large enough that extras cut from it at random offsets do not
 // repeat a pattern a query could see, small enough to stay in a core's L2
@@ -229,7 +241,7 @@ const GenPools& Pools() {
     for (int i = 0; i < kChannelsNumber; ++i) {
       p.channel_names.push_back("channel-" + std::to_string(i));
       std::string url = BaseUrl(r);
-      if (r.NextInt(10) > 0) url += "&channel_id=" + std::to_string(std::abs(ReverseBits(i)));
+      if (r.NextInt(10) > 0) url += "&channel_id=" + std::to_string(ChannelIdOf(i));
       p.channel_urls.push_back(std::move(url));
     }
     SplitMix letters(0x6c657474657273ULL);

@@ -136,6 +136,9 @@ class Generator {
 // log-uniform over [1, 1e6) dollars; exactly llround(pow(10, 6u) * 100),
 // computed without pow.
 int64_t PriceOf(double u);
+// The channel_id of channel `channel`'s url: Java's
+// Math.abs(Integer.reverse(channel)), so channel 1's is -2147483648.
+int64_t ChannelIdOf(int channel);
 
 // The generator as a checkpointable tidemark source: subtask i of p emits
 // events i, i + p, ... with their event times; its position is the next
