@@ -683,6 +683,15 @@ class DataStream {
   // `operator==`; one static_assert here names whatever a K lacks.
   template <typename KeyFn>
   auto key_by(KeyFn key) const;
+  // Flink's DataStreamUtils.reinterpretAsKeyedStream: this stream, already
+  // partitioned as key_by(key) would partition it (the output of an operator
+  // keyed by the same key, at the same parallelism and max parallelism), as a
+  // keyed stream without a shuffle, so that the keyed operator after it runs
+  // in this stream's task.  Each record's key group is checked against its
+  // subtask's; a record outside them fails the job, as in Flink's heap backend
+  // (api/keyed_process.h).
+  template <typename KeyFn>
+  auto reinterpret_as_keyed_stream(KeyFn key) const;
   DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
   DataStream<T> broadcast() const { return Partition(internal::ShipStrategy::kBroadcast, nullptr); }
   DataStream<T> forward() const { return Partition(internal::ShipStrategy::kForward, nullptr); }

@@ -6,6 +6,7 @@
 #define TM_API_KEYED_PROCESS_H_
 
 #include <memory>
+#include <type_traits>
 
 #include "tidemark/api/environment.h"
 #include "tidemark/operators/keyed_process.h"
@@ -28,6 +29,23 @@ auto KeyedStream<T, KeyFn>::process(Function f) const {
   return transform<Out>("KeyedProcess", [key, f]() -> std::unique_ptr<OperatorBase> {
     return std::make_unique<Op>(key, f);
   });
+}
+
+template <typename T>
+template <typename KeyFn>
+auto DataStream<T>::reinterpret_as_keyed_stream(KeyFn key) const {
+  static_assert(std::is_invocable_v<KeyFn&, const T&>,
+                "tidemark: reinterpret_as_keyed_stream(f) needs a key selector f(const T&) -> K, T "
+                "the stream's record type");
+  using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+  static_assert(!internal::IsNonOwningKey<K>::value,
+                "tidemark: reinterpret_as_keyed_stream's key must own its data (return "
+                "std::string(...) instead of a view)");
+  using Check = internal::KeyGroupCheckOperator<T, KeyFn>;
+  DataStream<T> checked =
+      Add<T>("ReinterpretAsKeyedStream",
+             [key]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Check>(key); });
+  return KeyedStream<T, KeyFn>(checked.forward(), std::move(key));
 }
 
 template <typename T, typename KeyFn>

@@ -50,6 +50,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -302,6 +304,51 @@ class KeyedProcessOperator final
   F f_;
   std::optional<KeyedProcessContext<K>> pctx_;
   std::optional<Collector<Out>> collector_;
+};
+
+// The check behind DataStream::reinterpret_as_keyed_stream (Flink's
+// DataStreamUtils.reinterpretAsKeyedStream): passes the records on
+// unchanged, in batches, after checking that each one's key belongs to this
+// subtask's key groups, as key_by would have sent it.  A record outside
+// them fails the job: its keyed state would be split between subtasks and
+// dropped by a restore (Flink's heap backend throws likewise).
+template <typename T, typename KeyFn>
+class KeyGroupCheckOperator final : public OneInputOperator<T, T> {
+ public:
+  explicit KeyGroupCheckOperator(KeyFn key) : key_(std::move(key)) {}
+  void Open(OperatorContext& ctx) override {
+    OperatorBase::Open(ctx);
+    range_ = KeyGroupRange::Of(ctx);
+  }
+  void ProcessElement(T&& v, Timestamp ts) override {
+    Check(v);
+    this->output().Collect(std::move(v), ts);
+  }
+  void ProcessBatch(std::span<Record<T>> records) override {
+    for (const Record<T>& r : records) Check(r.value);
+    this->output().CollectBatch(records);
+  }
+
+ private:
+  void Check(const T& v) {
+    using K = std::decay_t<std::invoke_result_t<const KeyFn&, const T&>>;
+    if constexpr (KeyGroupComputable<K>) {
+      if (range_.all()) return;
+      const int group = ComputeKeyGroup(KeyHash<K>{}(key_(v)), range_.max_parallelism);
+      if (group >= range_.first && group <= range_.last) return;
+      throw std::runtime_error(
+          "reinterpret_as_keyed_stream: a record of key group " + std::to_string(group) +
+          " reached subtask " + std::to_string(this->ctx().subtask_index()) +
+          ", which owns key groups " + std::to_string(range_.first) + "-" +
+          std::to_string(range_.last) + " (max parallelism " +
+          std::to_string(range_.max_parallelism) +
+          "): the stream is not partitioned as key_by with this key would partition it (use "
+          "key_by)");
+    }
+  }
+
+  KeyFn key_;
+  KeyGroupRange range_;
 };
 
 }  // namespace internal

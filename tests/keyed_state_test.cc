@@ -349,6 +349,24 @@ TEST(KeyedStateStore, MutableValueChangesTheKeysValueInPlace) {
   EXPECT_EQ(v.value_or("none"), "c");
 }
 
+TEST(KeyedStateStore, ValuePtrReadsTheStoredValueWithoutCreatingOne) {
+  KeyedStateStore<int> store;
+  int key = 1;
+  ValueState<int, std::string> v(&store.Table<std::string>("v"), &key);
+  EXPECT_EQ(v.value_ptr(), nullptr);  // none, and reading creates none
+  EXPECT_TRUE(store.Table<std::string>("v").map.empty());
+  v.update("ab");
+  const std::string* p = v.value_ptr();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(*p, "ab");
+  EXPECT_EQ(p, &v.mutable_value());  // the stored value, not a copy
+  key = 2;
+  EXPECT_EQ(v.value_ptr(), nullptr);
+  key = 1;
+  v.clear();
+  EXPECT_EQ(v.value_ptr(), nullptr);
+}
+
 // Prefetch is a hint: on a table large enough to be prefetched (and on a
 // small one) it creates no entry and changes none, for keys present or not;
 // only a table past the size loads anything (WorthPrefetching).
@@ -460,6 +478,76 @@ TEST(MapState, DistinctItemsPerKeyAtParallelismOneAndThree) {
   ASSERT_EQ(expected.size(), 275u * kKeys + kKeys);  // 275 distinct items per key
   EXPECT_EQ(RunDistinct(1), expected);
   EXPECT_EQ(RunDistinct(3), expected);
+}
+
+// reinterpret_as_keyed_stream (Flink's DataStreamUtils.reinterpretAsKeyedStream):
+// the output of a keyed operator, keyed again by the same key, feeds the next
+// keyed operator in the same task, with the results of key_by.
+struct RunningCount : KeyedProcessFunction<int64_t, int64_t, std::pair<int64_t, int64_t>> {
+  void process_element(const int64_t& v, Context& ctx,
+                       Collector<std::pair<int64_t, int64_t>>& out) override {
+    int64_t& n = ctx.get_state<int64_t>("n").mutable_value();
+    out.collect({v % 7, ++n});
+  }
+};
+std::vector<std::pair<int64_t, int64_t>> TopCounts(bool reinterpret, std::string* plan) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(3);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < 700; ++i) in.push_back(i * 13 % 700);
+  auto counts = env.from_collection(in)
+                    .rebalance()
+                    .key_by([](const int64_t& v) { return v % 7; })
+                    .process(RunningCount());
+  auto key = [](const std::pair<int64_t, int64_t>& c) { return c.first; };
+  auto by_count = [](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
+    return a.second > b.second;
+  };
+  auto top = reinterpret ? counts.reinterpret_as_keyed_stream(key).top_n(1, by_count)
+                         : counts.key_by(key).top_n(1, by_count);
+  auto out = top.collect();
+  if (plan != nullptr) *plan = env.explain();
+  EXPECT_TRUE(env.execute().ok());
+  std::map<int64_t, int64_t> table;  // the final table of the changelog
+  for (const auto& item : out->items()) {
+    const auto& c = item.value;
+    if (c.kind == RowKind::kInsert) {
+      EXPECT_TRUE(table.emplace(c.row.first, c.row.second).second);
+    } else {
+      EXPECT_EQ(table.erase(c.row.first), 1u);
+    }
+  }
+  return {table.begin(), table.end()};
+}
+
+TEST(ReinterpretAsKeyedStream, RunsTheNextKeyedOperatorInTheSameTaskWithKeyBysResults) {
+  std::string plan;
+  const auto reinterpreted = TopCounts(true, &plan);
+  EXPECT_EQ(reinterpreted, TopCounts(false, nullptr));
+  EXPECT_EQ(reinterpreted.size(), 7u);
+  for (const auto& [key, count] : reinterpreted) EXPECT_EQ(count, 100) << key;
+  // One shuffle (the first key_by), the second keyed operator chained.
+  EXPECT_THAT(plan, ::testing::HasSubstr("KeyedProcess -> ReinterpretAsKeyedStream -> TopN"));
+  EXPECT_EQ(plan.find("HASH"), plan.rfind("HASH")) << plan;
+}
+
+TEST(ReinterpretAsKeyedStream, AStreamNotPartitionedByTheKeyFailsTheJob) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < 100; ++i) in.push_back(i);
+  env.from_collection(in)
+      .rebalance()
+      .reinterpret_as_keyed_stream([](const int64_t& v) { return v; })
+      .process(RunningCount())
+      .add_sink([](std::pair<int64_t, int64_t>&&) {});
+  JobResult r = env.execute();
+  ASSERT_FALSE(r.ok());
+  const std::string message(r.status.message());
+  EXPECT_THAT(message,
+              ::testing::ContainsRegex("reinterpret_as_keyed_stream: a record of key group [0-9]+ "
+                                       "reached subtask [01], which owns key groups"));
+  EXPECT_THAT(message, ::testing::HasSubstr("use key_by"));
 }
 
 }  // namespace

@@ -376,8 +376,7 @@ Q20 MakeQ20(const Bid& b, const Auction& a) {
 // unique).
 struct ExpandBid : tidemark::KeyedCoProcessFunction<int64_t, Bid, Auction, Q20> {
   void process_element1(const Bid& b, Context& ctx, Collector<Q20>& out) override {
-    auto a = ctx.get_state<Auction>("auction").value();
-    if (a) {
+    if (const Auction* a = ctx.get_state<Auction>("auction").value_ptr()) {
       out.collect(MakeQ20(b, *a));
     } else if (!ctx.get_state<bool>("other category").value()) {
       ctx.get_list_state<Bid>("bids").add(b);

@@ -1475,6 +1475,10 @@ class ValueState : public internal::BoundState<K, N, V> {
     const V* v = this->peek();
     return v == nullptr ? std::move(dflt) : *v;
   }
+  // The stored value itself, read-only and not copied (Flink's heap backend
+  // hands out the stored object), or nullptr when the key has none.  Valid
+  // until this operator next reads or writes state of this name.
+  const V* value_ptr() const { return this->peek(); }
   void update(V v) { this->get_or_create() = std::move(v); }
   // The value itself, to change in place, as Flink's heap backend hands out
   // the stored object: value-initialised (V{}) when the key has none, which
