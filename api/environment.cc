@@ -628,6 +628,10 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::set_placement(PlacementF
   placement_ = std::move(placement);
   return *this;
 }
+StreamExecutionEnvironment& StreamExecutionEnvironment::set_rank_settings(std::string settings) {
+  config_.rank_settings = std::move(settings);
+  return *this;
+}
 StreamExecutionEnvironment& StreamExecutionEnvironment::set_clock(const Clock* clock) {
   clock_ = clock;
   return *this;

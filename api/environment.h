@@ -254,6 +254,13 @@ class StreamExecutionEnvironment {
   // rank must set the same placement.  Default: ModuloPlacement (subtask i
   // on rank i mod ranks).
   StreamExecutionEnvironment& set_placement(PlacementFunction placement);
+  // Under mpirun, before the job starts, the ranks compare the plans they
+  // built (operators, parallelism, partitioning, placement) and the
+  // checkpoint each restores; a rank that differs fails the job on every
+  // rank.  `settings` adds what the plan does not show and every rank must
+  // give alike: the window sizes, delays and other arguments a program builds
+  // its job from (the command line passes its flags).
+  StreamExecutionEnvironment& set_rank_settings(std::string settings);
   // The ranks this program runs on (one without mpirun).
   static ClusterInfo cluster() { return ThisCluster(); }
   StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);

@@ -46,6 +46,7 @@ namespace {
 
 using testing::CliProcess;
 using testing::CliRun;
+using ::testing::ContainsRegex;
 using testing::Doc001Args;
 using testing::Filter;
 using ::testing::HasSubstr;
@@ -93,6 +94,26 @@ MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::stri
   std::vector<std::string> all = MpirunArgs(ranks);
   all.push_back(program);
   all.insert(all.end(), args.begin(), args.end());
+  const auto t0 = std::chrono::steady_clock::now();
+  CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
+  MpiRun r;
+  r.exit_code = p.Wait(limit);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.out = p.out();
+  r.err = p.err();
+  return r;
+}
+
+// mpirun with each rank's own command line (`-n 1 program args0 : -n 1
+// program args1 ...`), to the end (at most `limit`).
+MpiRun RunMpiEach(const std::string& program, const std::vector<std::vector<std::string>>& per_rank,
+                  std::chrono::seconds limit = 120s) {
+  std::vector<std::string> all = MpirunArgs(1);
+  for (size_t i = 0; i < per_rank.size(); ++i) {
+    if (i > 0) all.insert(all.end(), {":", "-n", "1"});
+    all.push_back(program);
+    all.insert(all.end(), per_rank[i].begin(), per_rank[i].end());
+  }
   const auto t0 = std::chrono::steady_clock::now();
   CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
   MpiRun r;
@@ -576,6 +597,85 @@ TEST(MpiRestart, TheFlagRestartsEveryRankAndRankZeroSaysEachRestartOnce) {
   }
   EXPECT_THAT(r.err, HasSubstr("mpi_restart_b.txt:2:"));
   EXPECT_THAT(r.err, Not(HasSubstr("restarting (3)")));
+}
+
+// Before the job starts the ranks compare what they built: a rank given
+// another window (which the plan's text does not show), or restoring another
+// checkpoint than rank 0 (its --checkpoint-dir not shared, so "latest" is
+// none), fails the job on every rank before any record is read; an error
+// only one rank meets (its input file) is said by that rank.
+TEST(MpiAgreement, RanksGivenAnotherWindowFailTheJobBeforeItStarts) {
+  const std::string a = InputFile("mpi_agree_a.txt", {"k1,1000", "k2,2000"});
+  const std::string b = InputFile("mpi_agree_b.txt", {"k1,1500", "k2,2500"});
+  const std::vector<std::string> common = {"run", "--input=" + a, "--input=" + b, "--fields=key,ts",
+                                           "--parallelism=2"};
+  auto with = [&](const std::string& flag) {
+    std::vector<std::string> args = common;
+    args.push_back(flag);
+    return args;
+  };
+  MpiRun same = RunMpiEach(TIDEMARK_BINARY,
+                           {with("--window=tumbling:1s"), with("--window=tumbling:1s")}, 60s);
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  MpiRun other = RunMpiEach(TIDEMARK_BINARY,
+                            {with("--window=tumbling:1s"), with("--window=tumbling:2s")}, 60s);
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_THAT(other.err,
+              HasSubstr("tidemark: rank 0: the 2 ranks built different jobs (their plans, "
+                        "placements, restored checkpoints or settings differ)"));
+  EXPECT_EQ(other.out, "");
+  MpiRun lateness = RunMpiEach(TIDEMARK_BINARY,
+                               {with("--allowed-lateness=1s"), with("--allowed-lateness=2s")}, 60s);
+  EXPECT_EQ(lateness.exit_code, 2) << lateness.err;
+  EXPECT_THAT(lateness.err, HasSubstr("built different jobs"));
+}
+
+TEST(MpiAgreement, ARankRestoringAnotherCheckpointFailsTheJobNamingRankZerosCheckpoint) {
+  testing::TempDir dir;
+  const std::string a = InputFile("mpi_agree_restore_a.txt", {"k1,1000", "k2,2000"});
+  const std::string b = InputFile("mpi_agree_restore_b.txt", {"k1,1500", "k2,2500"});
+  auto args = [&](const std::string& chk, bool restore) {
+    std::vector<std::string> v = {"run",
+                                  "--input=" + a,
+                                  "--input=" + b,
+                                  "--fields=key,ts",
+                                  "--parallelism=2",
+                                  "--checkpoint-dir=" + chk,
+                                  "--checkpoint-interval=1h"};  // only the final checkpoint
+    if (restore) v.push_back("--restore=latest");
+    return v;
+  };
+  MpiRun first = RunMpi(2, TIDEMARK_BINARY, args(dir.Path("chk"), false), 60s);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_TRUE(std::filesystem::exists(dir.Path("chk/chk-1")));
+  std::filesystem::create_directories(dir.Path("empty"));
+  // Printing to standard output, one process chains print to the window:
+  // the checkpoint of two ranks does not restore there, and the error says why.
+  std::vector<std::string> one = args(dir.Path("chk"), false);
+  one.push_back("--restore=" + dir.Path("chk/chk-1"));
+  CliRun single = RunTidemark(one);
+  EXPECT_EQ(single.exit_code, 2) << single.err;
+  EXPECT_THAT(single.err, HasSubstr("it was taken of another job (printing to standard output, the "
+                                    "command line prints from a task of its own under mpirun"));
+  MpiRun both = RunMpi(2, TIDEMARK_BINARY, args(dir.Path("chk"), true), 60s);
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  MpiRun split = RunMpiEach(TIDEMARK_BINARY,
+                            {args(dir.Path("chk"), true), args(dir.Path("empty"), true)}, 60s);
+  EXPECT_EQ(split.exit_code, 2) << split.err;
+  EXPECT_THAT(split.err, HasSubstr("built different jobs"));
+  // (the run that restored both wrote the final checkpoint 2)
+  EXPECT_THAT(split.err, ContainsRegex("\\(this rank restores checkpoint 2 of /.*/chk/chk-2\\)"));
+  EXPECT_EQ(split.out, "");
+}
+
+TEST(MpiAgreement, AnInputFileOnlyOneRankCannotOpenIsSaidByThatRank) {
+  const std::string a = InputFile("mpi_agree_input.txt", {"k1,1000", "k2,2000"});
+  const std::vector<std::string> good = {"run", "--input=" + a, "--fields=key,ts"};
+  const std::vector<std::string> bad = {"run", "--input=/nonexistent/b.csv", "--fields=key,ts"};
+  MpiRun r = RunMpiEach(TIDEMARK_BINARY, {good, bad}, 90s);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("tidemark: rank 1: cannot open input file /nonexistent/b.csv: No "
+                               "such file or directory"));
 }
 
 // Unaligned checkpoints are one process only (docs/checkpoints.md): under

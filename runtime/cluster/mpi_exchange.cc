@@ -257,8 +257,9 @@ absl::Status MpiExchange::Open(const std::string& plan) {
   if (all[0] != mine[0] || all[1] != mine[1]) {
     return absl::FailedPreconditionError(absl::StrCat(
         "rank ", cluster_.rank, ": the ", cluster_.size,
-        " ranks built different jobs (plans or placements differ): every rank must build and "
-        "execute the same jobs in the same order"));
+        " ranks built different jobs (their plans, placements, restored checkpoints or settings "
+        "differ): every rank must build and execute the same jobs in the same order, from the "
+        "same checkpoint"));
   }
   // From here on this rank's lines go to rank 0 (queued until the thread
   // runs): the tasks start after this.

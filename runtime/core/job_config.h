@@ -113,6 +113,9 @@ struct JobConfig {
   // Where the job starts: "" fresh, "latest" the newest valid checkpoint in
   // checkpoint_dir (fresh when there is none), or a checkpoint directory.
   std::string restore_from;
+  // Under mpirun: text every rank must give alike (set_rank_settings), added
+  // to the plan the ranks compare before the job starts.
+  std::string rank_settings;
   // Restoring: state of an operator (task) the job no longer has is skipped
   // (named in the notices) instead of refused (Flink's
   // allowNonRestoredState).

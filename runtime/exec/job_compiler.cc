@@ -3,6 +3,7 @@
 #include "tidemark/runtime/exec/job_compiler.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -359,6 +360,7 @@ struct JobCompiler::Assembly {
   std::vector<std::vector<int>> rank;        // [chain][subtask]: where it runs
   std::unique_ptr<RemoteExchange> exchange;  // across ranks only
   absl::Status error;                        // of CreateChannels
+  std::string restored = "no checkpoint";    // what it restores (SetUpCheckpoints)
   // [edge][upstream subtask][downstream subtask]; null where there is no
   // channel (FORWARD, u != d); empty for chained edges.
   std::vector<std::vector<std::vector<ChannelBase*>>> channels;
@@ -376,15 +378,22 @@ absl::StatusOr<std::shared_ptr<JobExecution>> JobCompiler::Build(const PhysicalP
     if (absl::Status s = SetUpCheckpoints(plan, a); !s.ok()) return s;
   }
   if (a.exchange) {
-    // Every rank must have built this very plan and placement.
+    // Every rank must have built this very plan and placement, restore the
+    // same checkpoint and give the same settings.
     std::string fingerprint = plan.Explain();
     std::vector<std::string> names;
     for (size_t c = 0; c < plan.chains.size(); ++c) {
       names.push_back(plan.chains[c].task_name);
       absl::StrAppend(&fingerprint, "placement ", c, ":", absl::StrJoin(a.rank[c], ","), "\n");
     }
+    absl::StrAppend(&fingerprint, "restore: ", a.restored,
+                    "\nsettings: ", options_.config->rank_settings, "\n");
     a.exchange->SetTaskOrder(std::move(names));
-    if (absl::Status s = a.exchange->Open(fingerprint); !s.ok()) return s;
+    if (absl::Status s = a.exchange->Open(fingerprint); !s.ok()) {
+      if (s.code() != absl::StatusCode::kFailedPrecondition) return s;
+      return absl::FailedPreconditionError(
+          absl::StrCat(s.message(), " (this rank restores ", a.restored, ")"));
+    }
     a.exec->SetExchange(std::move(a.exchange));
   }
   return a.exec;
@@ -1120,6 +1129,12 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
       LoadCheckpointToRestore(config, storage.get(), &problems);
   if (!loaded.ok()) return loaded.status();
   std::optional<LoadedCheckpoint>& restore = *loaded;
+  if (restore) {
+    std::error_code ec;
+    std::filesystem::path where = std::filesystem::weakly_canonical(restore->path, ec);
+    if (ec) where = restore->path;
+    a.restored = absl::StrCat("checkpoint ", restore->id, " of ", where.string());
+  }
   const int64_t first_id = FirstCheckpointId(storage.get(), restore);
 
   // Ids go on after the checkpoints this job's storage wrote (a valid

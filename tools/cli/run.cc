@@ -21,9 +21,11 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tidemark/api/keyed_process.h"
@@ -623,6 +625,39 @@ std::string LeftOpen(const JobResult& result) {
 
 }  // namespace
 
+namespace {
+
+// The flags that shape the job and that every rank must give alike under
+// mpirun (StreamExecutionEnvironment::set_rank_settings): the plan the ranks
+// compare shows the operators, not a window's size or a watermark's delay.
+// Paths (inputs, outputs, directories) may differ between hosts.
+std::string RankSettings(const RunOptions& o) {
+  const LineFormatOptions& f = o.format;
+  std::string where;
+  for (const auto& [field, value] : f.where) absl::StrAppend(&where, field, "=", value, ";");
+  return absl::StrCat(
+      "inputs=", o.inputs.size(), " socket=", !o.socket.empty(),
+      " delimiter=", std::string(1, f.delimiter), " fields=", absl::StrJoin(f.fields, ","),
+      " key=", f.key_field, " ts=", f.timestamp_field, " value=", f.value_field, " where=", where,
+      " time-format=", f.time_format, " timezone=", f.timezone,
+      " max-line-length=", f.max_line_length, " comments=", o.comments,
+      " allow-extra-fields=", f.allow_extra_fields, " trim-spaces=", f.trim_spaces,
+      " watermarks=", o.watermarks, " watermark-interval=", o.watermark_interval,
+      " idleness=", o.idleness, " alignment-max-drift=", o.alignment_max_drift,
+      " alignment-update-interval=", o.alignment_update_interval,
+      " source-parallelism=", o.source_parallelism,
+      " per-split-watermarks=", o.per_split_watermarks, " flush-after=", o.flush_after,
+      " max-future-skew=", o.max_future_skew, " window=", o.window,
+      " allowed-lateness=", o.allowed_lateness, " local-aggregation=", o.local_aggregation,
+      " late=", o.late, " aggregate=", o.aggregate, " output=", o.output,
+      " checkpoint-interval=", o.checkpoint_interval,
+      " incremental-checkpoints=", o.incremental_checkpoints, " state-backend=", o.state_backend,
+      " restart-strategy=", o.restart_strategy, " placement=", o.placement, " rate=", o.rate,
+      " backlog-watermark=", o.backlog_watermark, " bad-lines=", o.bad_lines);
+}
+
+}  // namespace
+
 int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream) {
   // Under mpirun every rank runs this; rank 0 speaks for the job (errors name
   // the rank they happened on), the others keep quiet.
@@ -775,7 +810,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
   if (!o.restore.empty() && o.restore != "latest" && !o.explain) {
     std::error_code ec;
     if (!std::filesystem::is_directory(o.restore, ec)) {
-      return fail(absl::StrCat(
+      return fail_on_this_rank(absl::StrCat(
           "--restore=", o.restore, ": no such checkpoint (",
           std::filesystem::exists(o.restore, ec) ? "not a directory" : "it does not exist",
           "); give a checkpoint directory, DIR/chk-<n>, a savepoint directory, or "
@@ -808,8 +843,10 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     if (path == "-") continue;
     // Not opened here: opening a FIFO would wait for its writer, and closing
     // it again would cut a writer off (the source opens it without waiting).
-    if (access(path.c_str(), R_OK) != 0)
-      return fail(absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
+    if (access(path.c_str(), R_OK) != 0) {
+      return fail_on_this_rank(
+          absl::StrCat("cannot open input file ", path, ": ", std::strerror(errno)));
+    }
   }
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) return fail("stdin (-) can be read once");
   if (o.source_parallelism < 0) return fail("--source-parallelism must not be negative");
@@ -956,6 +993,7 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
     }
   });
   if (!o.restore.empty()) env.restore_from(o.restore);
+  env.set_rank_settings(RankSettings(o));
   env.set_restart_strategy(*restart_strategy);
   // Each restart is said when it is decided, and shown by the live view.
   // Under mpirun every rank is told of every restart (rank 0 decides them
@@ -1338,7 +1376,20 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       timeline_page.close();
       if (!timeline_page) return fail(absl::StrCat("cannot write timeline ", o.timeline));
     }
-    if (!result.ok() && !interrupted) return fail(std::string(result.status.message()));
+    if (!result.ok() && !interrupted) {
+      std::string message(result.status.message());
+      // The print task is the one difference a user cannot see (flags equal).
+      if (!o.restore.empty() && o.output_dir.empty() && o.output_per_rank.empty() &&
+          absl::StrContains(message, "it was taken of another job")) {
+        absl::StrAppend(&message,
+                        " (printing to standard output, the command line prints from a task of "
+                        "its own under mpirun and chains printing to the window in one process: "
+                        "a savepoint or checkpoint taken under mpirun restores under mpirun, one "
+                        "taken in one process in one process; with --output-dir either restores "
+                        "in both)");
+      }
+      return fail(message);
+    }
     if (interrupted) {
       err << "tidemark: interrupted (" << SignalName(signal) << "): " << LeftOpen(result) << "\n";
     }
