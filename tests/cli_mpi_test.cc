@@ -319,6 +319,20 @@ TEST(MpiAlignment, TextTraceNamesTheRanksAndOutputPerRankWritesEachRanksResults)
   EXPECT_TRUE(many.out.empty()) << many.out;
 }
 
+// Generalized watermarks in the text trace name the rank too.
+TEST(MpiAlignment, TextTraceOfGeneralizedWatermarksNamesTheRanks) {
+  const std::string a = InputFile("mpi_gtr_a.txt", {"k1,1000", "k2,2000"});
+  const std::string b = InputFile("mpi_gtr_b.txt", {"k1,1500", "k2,2500"});
+  MpiRun r = RunMpi(2, TIDEMARK_BINARY,
+                    {"run", "--input=" + a, "--input=" + b, "--fields=key,ts", "--parallelism=2",
+                     "--backlog-watermark", "--trace=watermarks"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("[watermark] window subtask ", s, " (rank ", s,
+                                              ") combined (channel 0) backlog=")));
+  }
+}
+
 // Alignment is job-wide (docs/distribution.md): source subtask 0 runs on rank
 // 0 and source subtask 1 on rank 1, each rank's coordinator holding only its
 // own; the first pauses while it is more than the drift ahead of the second,

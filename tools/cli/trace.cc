@@ -1122,6 +1122,7 @@ void TraceRecorder::OnGeneralizedWatermark(const std::string& task, int subtask,
   } else {
     printer_->Print(absl::StrCat(
         "[watermark] ", task, " subtask ", subtask,
+        rank_ >= 0 ? absl::StrCat(" (rank ", rank_, ")") : std::string(),
         input ? absl::StrCat(" combined (channel ", channel, ") ") : std::string(" sent "),
         w.identifier(), "=", value));
   }
