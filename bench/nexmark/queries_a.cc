@@ -292,11 +292,21 @@ struct Q7 {
   Text extra;
   NEXMARK_FIELDS(auction, price, bidder, dateTime, extra);
 };
-// The highest price and every bid at it.
+// The window's input: a bid, or (edge) a bid at the window's end, which the
+// query's BETWEEN window_end - 10 s AND window_end also joins to the window
+// when its price is the window's highest, without counting toward it.
+struct Q7Candidate {
+  Q7 bid;
+  bool edge = false;
+  NEXMARK_FIELDS(bid, edge);
+};
+// The highest price, every bid at it, and the bids at the window's end at
+// least as dear (those cheaper can never be at the highest price).
 struct MaxBids {
   int64_t max = -1;
   std::vector<Q7> bids;
-  NEXMARK_FIELDS(max, bids);
+  std::vector<Q7> edge;
+  NEXMARK_FIELDS(max, bids, edge);
 };
 struct MaxBidsAgg {
   MaxBids create_accumulator() const { return {}; }
@@ -304,15 +314,24 @@ struct MaxBidsAgg {
     if (b.price > acc.max) {
       acc.max = b.price;
       acc.bids.clear();
+      std::erase_if(acc.edge, [&](const Q7& e) { return e.price < acc.max; });
     }
     if (b.price == acc.max) acc.bids.push_back(b);
   }
-  MaxBids add(const Q7& b, MaxBids acc) const {
-    Put(acc, b);
+  static void PutEdge(MaxBids& acc, const Q7& b) {
+    if (b.price >= acc.max) acc.edge.push_back(b);
+  }
+  MaxBids add(const Q7Candidate& c, MaxBids acc) const {
+    if (c.edge) {
+      PutEdge(acc, c.bid);
+    } else {
+      Put(acc, c.bid);
+    }
     return acc;
   }
   MaxBids add(const MaxBids& m, MaxBids acc) const {
     for (const Q7& b : m.bids) Put(acc, b);
+    for (const Q7& b : m.edge) PutEdge(acc, b);
     return acc;
   }
   MaxBids get_result(const MaxBids& acc) const { return acc; }
@@ -582,29 +601,43 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
                  // aggregation), and one subtask merges the partials, as
                  // Flink's plan does (a local window aggregate, then a
                  // singleton exchange to the global one).
+                 // A bid at a window's end also goes to that window as an edge
+                 // candidate, timestamped just inside it.
                  auto top = Bids(e)
-                                .map([](const Bid& b) {
-                                  return Q7{b.auction, b.price, b.bidder, b.dateTime, b.extra};
+                                .flat_map([](const Bid& b, Collector<Q7Candidate>& out) {
+                                  const Q7 q{b.auction, b.price, b.bidder, b.dateTime, b.extra};
+                                  if (b.dateTime.ms % 10000 == 0)
+                                    out.collect_with_timestamp({q, true}, b.dateTime.ms - 1);
+                                  out.collect_with_timestamp({q, false}, b.dateTime.ms);
                                 })
-                                .key_by([](const Q7&) { return int64_t{0}; })
+                                .key_by([](const Q7Candidate&) { return int64_t{0}; })
                                 .window(tidemark::TumblingEventTimeWindows::of(10s))
                                 .local_aggregation()  // as Flink's local-global aggregation
                                 .aggregate(MaxBidsAgg())
                                 .flat_map([](const MaxBids& m, Collector<Q7>& out) {
                                   for (const Q7& b : m.bids) out.collect(b);
+                                  for (const Q7& b : m.edge)
+                                    if (b.price == m.max) out.collect(b);
                                 });
                  SinkAppend(top, rs);
                },
                [](const Generator& gen, RowAccumulator& out) {
+                 // Each window's highest bids; then the bids at its end
+                 // (B.dateTime = window_end) at that price.
                  std::map<int64_t, MaxBids> windows;
+                 std::map<int64_t, std::vector<Q7>> at_end;  // by the window's start
                  ForEachEvent(gen, [&](const Event& e) {
                    const Bid* b = e.bid();
                    if (!b) return;
-                   MaxBidsAgg::Put(windows[TumbleStart(b->dateTime.ms, 10000)],
-                                   Q7{b->auction, b->price, b->bidder, b->dateTime, b->extra});
+                   const Q7 q{b->auction, b->price, b->bidder, b->dateTime, b->extra};
+                   MaxBidsAgg::Put(windows[TumbleStart(b->dateTime.ms, 10000)], q);
+                   if (b->dateTime.ms % 10000 == 0) at_end[b->dateTime.ms - 10000].push_back(q);
                  });
-                 for (const auto& [s, m] : windows)
+                 for (const auto& [s, m] : windows) {
                    for (const Q7& b : m.bids) out.Add(b);
+                   for (const Q7& b : at_end[s])
+                     if (b.price == m.max) out.Add(b);
+                 }
                }});
   // q8: monitor new users (window join).
   qs.push_back(QueryDef{
