@@ -989,6 +989,11 @@ class KeyedStream {
   // r} when r is pushed out (operators/top_n.h).
   template <typename Less>
   auto top_n(size_t n, Less less) const;
+  // The same with the rank number (1 to n) in each row's field `rank` (Flink's
+  // ROW_NUMBER() as a column): a row whose rank changes is retracted at its
+  // old rank and inserted at its new one.
+  template <typename Less, typename R>
+  auto top_n(size_t n, Less less, R T::*rank) const;
   // OVER (PARTITION BY key ORDER BY event time ROWS BETWEEN `preceding`
   // PRECEDING AND CURRENT ROW): each record, in event-time order once the
   // watermark passes it, with the aggregate of its frame, as

@@ -60,6 +60,18 @@ auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less) const {
 }
 
 template <typename T, typename KeyFn>
+template <typename Less, typename R>
+auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less, R T::*rank) const {
+  static_assert(std::is_integral_v<R>, "tidemark: top_n's rank field must be an integer");
+  using F = internal::TopNRankedFunction<Key, T, Less, R>;
+  F f(n, std::move(less), rank);
+  using Op = internal::KeyedProcessOperator<T, Key, KeyFn, F, Changelog<T>>;
+  KeyFn key = key_;
+  return transform<Changelog<T>>(
+      "TopN", [key, f]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Op>(key, f); });
+}
+
+template <typename T, typename KeyFn>
 template <typename Agg, typename Tie>
 auto KeyedStream<T, KeyFn>::over_rows(size_t preceding, Agg agg, Tie tie) const {
   using F = internal::OverRowsFunction<Key, T, Agg, Tie>;

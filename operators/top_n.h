@@ -18,7 +18,14 @@
 // the same time as the kept one replaces it in Flink (its time is compared
 // with <=) and not here, unless `less` ranks it first by something else.
 // Applying the changelog in order (insert adds one row, delete removes one
-// equal row) gives the current top n of every key.  The rows are the list
+// equal row) gives the current top n of every key.
+//
+// With the rank number in the output (top_n(n, less, &T::rank): Flink's Rank
+// with outputRankNumber, ROW_NUMBER() as a column), each emitted row carries
+// its rank, 1 to n, in that field, and a record that enters at rank r moves
+// every kept row from rank r on down one: each of them is retracted at its
+// old rank and inserted again at its new one (the one pushed past n only
+// retracted), as Flink's update-before / update-after per rank.  The rows are the list
 // state "top-n rows", in rank order; with n = 1 that state is instead a
 // value state holding an optional row, as Flink's deduplication keeps one
 // row per key (one lookup per record, no list).  Its bytes are those of a
@@ -133,6 +140,46 @@ class TopNFunction {
  private:
   size_t n_;
   Less less_;
+};
+
+// The top n with the rank number in each row's `rank` field (see the file
+// comment): the kept rows are the list state "top-n rows", in rank order.
+template <typename K, typename T, typename Less, typename R>
+class TopNRankedFunction {
+ public:
+  using OutputType = Changelog<T>;
+  TopNRankedFunction(size_t n, Less less, R T::*rank) : n_(n), less_(std::move(less)), rank_(rank) {
+    if (n_ == 0) throw std::invalid_argument("top_n: n must be at least 1");
+  }
+  void process_element(T&& v, KeyedProcessContext<K>& ctx, Collector<Changelog<T>>& out) {
+    auto state = ctx.template get_list_state<T>("top-n rows");
+    const std::vector<T>& cur = state.get();
+    if (cur.size() >= n_ && !less_(v, cur.back())) return;
+    std::vector<T>& rows = state.mutable_list();
+    const size_t at = static_cast<size_t>(
+        std::upper_bound(rows.begin(), rows.end(), v,
+                         [this](const T& a, const T& b) { return less_(a, b); }) -
+        rows.begin());
+    // The rows from rank at + 1 on, retracted at their old ranks.
+    for (size_t j = at; j < rows.size(); ++j) out.collect(Ranked(RowKind::kDelete, rows[j], j));
+    rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(at), v);
+    if (rows.size() > n_) rows.pop_back();
+    v.*rank_ = static_cast<R>(at + 1);
+    out.collect(Changelog<T>{RowKind::kInsert, std::move(v)});
+    for (size_t j = at + 1; j < rows.size(); ++j) out.collect(Ranked(RowKind::kInsert, rows[j], j));
+  }
+
+ private:
+  // `row` at rank j + 1.
+  Changelog<T> Ranked(RowKind kind, const T& row, size_t j) const {
+    Changelog<T> c{kind, row};
+    c.row.*rank_ = static_cast<R>(j + 1);
+    return c;
+  }
+
+  size_t n_;
+  Less less_;
+  R T::*rank_;
 };
 
 // Orders records of one timestamp in arrival order.

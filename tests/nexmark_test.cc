@@ -296,6 +296,50 @@ TEST(TopN, KeepsTheNBestPerKeyAsAChangelog) {
                                C{D, {"a", 5}}, C{I, {"a", 7}}}));
 }
 
+// With the rank number in the rows (Flink's Rank with outputRankNumber): a
+// row entering at rank r retracts the rows from rank r on at their old ranks,
+// then inserts itself and them at their new ones; the one pushed past n is
+// only retracted.
+struct RankedKV {
+  int64_t key = 0;
+  int64_t value = 0;
+  int rank = 0;
+  bool operator==(const RankedKV&) const = default;
+};
+TEST(TopN, WithTheRankNumberRowsWhoseRankChangesAreRetractedAndInsertedAgain) {
+  tidemark::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto out =
+      env.from_collection(std::vector<RankedKV>{{1, 5}, {1, 3}, {1, 9}, {1, 1}, {1, 4}, {2, 2}})
+          .key_by([](const RankedKV& r) { return r.key; })
+          .top_n(
+              3, [](const RankedKV& x, const RankedKV& y) { return x.value > y.value; },
+              &RankedKV::rank)
+          .collect();
+  ASSERT_TRUE(env.execute("top-n ranked").ok());
+  std::vector<Changelog<RankedKV>> got;
+  for (const auto& item : out->items()) got.push_back(item.value);
+  using C = Changelog<RankedKV>;
+  const RowKind I = RowKind::kInsert, D = RowKind::kDelete;
+  EXPECT_EQ(got, (std::vector<C>{C{I, {1, 5, 1}},                   // 5
+                                 C{I, {1, 3, 2}},                   // 5 3
+                                 C{D, {1, 5, 1}}, C{D, {1, 3, 2}},  // 9 enters at 1
+                                 C{I, {1, 9, 1}}, C{I, {1, 5, 2}}, C{I, {1, 3, 3}},  // 9 5 3
+                                 C{D, {1, 3, 3}}, C{I, {1, 4, 3}},  // 1 is not kept; 4 at 3
+                                 C{I, {2, 2, 1}}}));
+  // The final table: each rank once.
+  std::map<std::pair<int64_t, int>, int64_t> table;
+  for (const C& c : got) {
+    if (c.kind == I) {
+      EXPECT_TRUE(table.emplace(std::make_pair(c.row.key, c.row.rank), c.row.value).second);
+    } else {
+      EXPECT_EQ(table.erase({c.row.key, c.row.rank}), 1u);
+    }
+  }
+  EXPECT_EQ(table, (std::map<std::pair<int64_t, int>, int64_t>{
+                       {{1, 1}, 9}, {{1, 2}, 5}, {{1, 3}, 4}, {{2, 1}, 2}}));
+}
+
 TEST(TopN, TopOneByTimeIsDeduplicationKeepingTheLastRow) {
   tidemark::StreamExecutionEnvironment env;
   env.set_parallelism(2);
@@ -635,6 +679,12 @@ TEST(NexmarkColumns, AsNexmarksSinkTablesDefineThem) {
   ASSERT_EQ(q1.size(), 1u);
   EXPECT_NE(q1[0].find("\"price\":90.800,"), std::string::npos) << q1[0];
   EXPECT_EQ(run("q5"), std::vector<std::string>(5, "{\"auction\":10042,\"num\":1}"));
+  EXPECT_EQ(run("q19"),
+            std::vector<std::string>(
+                {"{\"auction\":10042,\"bidder\":2001,\"price\":100,\"channel\":"
+                 "\"Google\",\"url\":\"https://www.nexmark.com/a/b/c/item.htm?query=1\","
+                 "\"dateTime\":\"2015-07-15 00:00:01.000\",\"extra\":\"x\","
+                 "\"rank_number\":1}"}));
   const std::vector<std::string> q13 = run("q13");
   ASSERT_EQ(q13.size(), 1u);
   EXPECT_NE(q13[0].find("\"value\":\"42\""), std::string::npos) << q13[0];

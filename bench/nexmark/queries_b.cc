@@ -351,6 +351,25 @@ bool DearerFirst(const Bid& a, const Bid& b) {
   if (a.dateTime.ms != b.dateTime.ms) return a.dateTime.ms < b.dateTime.ms;
   return BidTieBreak(a, b);
 }
+// q19's rows: SELECT *, ROW_NUMBER() OVER (...) AS rank_number.
+struct Q19 {
+  int64_t auction = 0, bidder = 0, price = 0;
+  Text channel, url;
+  Millis dateTime;
+  Text extra;
+  int64_t rank_number = 0;
+  NEXMARK_FIELDS(auction, bidder, price, channel, url, dateTime, extra, rank_number);
+};
+Q19 MakeQ19(Bid&& b) {
+  return Q19{b.auction,  b.bidder,           b.price, std::move(b.channel), std::move(b.url),
+             b.dateTime, std::move(b.extra), 0};
+}
+bool Q19DearerFirst(const Q19& a, const Q19& b) {
+  if (a.price != b.price) return a.price > b.price;
+  if (a.dateTime.ms != b.dateTime.ms) return a.dateTime.ms < b.dateTime.ms;
+  return std::tie(a.bidder, a.auction, a.price, a.channel, a.url, a.extra) <
+         std::tie(b.bidder, b.auction, b.price, b.channel, b.url, b.extra);
+}
 
 // --- q20 ---------------------------------------------------------------------
 struct Q20 {
@@ -482,17 +501,6 @@ void Q13Reference(const Generator& gen, RowAccumulator& out) {
   ForEachBid(gen, [&](const Bid& b) {
     out.Add(Q13{b.auction, b.bidder, b.price, b.dateTime, side.at(b.auction % kSideInputKeys)});
   });
-}
-
-// Applies a top-n to a key's rows in a plain loop.
-template <typename K, typename Less>
-void TopNReference(const Generator& gen, size_t n, K key, Less less, RowAccumulator& out) {
-  std::map<decltype(key(std::declval<const Bid&>())), std::vector<Bid>> groups;
-  ForEachBid(gen, [&](const Bid& b) { groups[key(b)].push_back(b); });
-  for (auto& [k, bids] : groups) {
-    std::sort(bids.begin(), bids.end(), less);
-    for (size_t i = 0; i < bids.size() && i < n; ++i) out.Add(bids[i]);
-  }
 }
 
 }  // namespace queries_b
@@ -728,16 +736,27 @@ void AddQueriesB(std::vector<QueryDef>& qs) {
         for (const auto& [k, b] : last) out.Add(b);
       }});
   // q19: the 10 highest bids of each auction (top-N; updating).
-  qs.push_back(QueryDef{
-      "q19", true, 44e3, "the 10 highest bids per auction: ROW_NUMBER() ... <= 10 (updating)",
-      [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        SinkChangelog(
-            Bids(e).key_by([](const Bid& b) { return b.auction; }).top_n(10, &DearerFirst), rs);
-      },
-      [](const Generator& gen, RowAccumulator& out) {
-        TopNReference(
-            gen, 10, [](const Bid& b) { return b.auction; }, &DearerFirst, out);
-      }});
+  qs.push_back(QueryDef{"q19", true, 44e3,
+                        "the 10 highest bids per auction: ROW_NUMBER() ... <= 10 (updating)",
+                        [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
+                          SinkChangelog(BidColumns(e, &MakeQ19)
+                                            .key_by([](const Q19& b) { return b.auction; })
+                                            .top_n(10, &Q19DearerFirst, &Q19::rank_number),
+                                        rs);
+                        },
+                        [](const Generator& gen, RowAccumulator& out) {
+                          std::map<int64_t, std::vector<Bid>> groups;
+                          ForEachBid(gen, [&](const Bid& b) { groups[b.auction].push_back(b); });
+                          for (auto& [auction, bids] : groups) {
+                            std::sort(bids.begin(), bids.end(), &DearerFirst);
+                            for (size_t i = 0; i < bids.size() && i < 10; ++i) {
+                              Bid b = bids[i];
+                              Q19 row = MakeQ19(std::move(b));
+                              row.rank_number = static_cast<int64_t>(i + 1);
+                              out.Add(row);
+                            }
+                          }
+                        }});
   // q20: bids expanded with their auction (regular join).
   qs.push_back(QueryDef{
       "q20", false, 19e3, "bids joined with their auction, auctions of category 10",
