@@ -95,6 +95,7 @@ struct BidLite {
   int64_t auction = 0, price = 0, dateTime = 0;
   NEXMARK_FIELDS(auction, price, dateTime);
 };
+BidLite BidColumnsLite(const Bid& b) { return BidLite{b.auction, b.price, b.dateTime.ms}; }
 bool InAuction(const AuctionLite& a, int64_t bid_time) {
   return a.dateTime <= bid_time && bid_time <= a.expires;
 }
@@ -487,11 +488,8 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
   qs.push_back(QueryDef{
       "q4", true, 34e3, "average price per category of each auction's highest bid (updating)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
-        auto auctions = all_auctions.map([](const Auction& a) { return Lite(a); });
-        auto bids = all_bids.map([](const Bid& b) {
-          return BidLite{b.auction, b.price, b.dateTime.ms};
-        });
+        auto [bids, auctions] = SplitEventsProjected<Bid, Auction>(
+            e, [](Bid&& b) { return BidColumnsLite(b); }, [](Auction&& a) { return Lite(a); });
         auto maxes = auctions.key_by([](const AuctionLite& a) { return a.id; })
                          .connect(bids.key_by([](const BidLite& b) { return b.auction; }))
                          .process(MaxBidJoin());
@@ -557,11 +555,8 @@ void AddQueriesA(std::vector<QueryDef>& qs) {
       "q6", false, 0,
       "average winning price of each seller's last 11 closed auctions (OVER ROWS 10 PRECEDING)",
       [](auto&, DataStream<Event> e, std::shared_ptr<ResultSet> rs) {
-        auto [all_bids, all_auctions] = SplitEvents<Bid, Auction>(e);
-        auto auctions = all_auctions.map([](const Auction& a) { return Lite(a); });
-        auto bids = all_bids.map([](const Bid& b) {
-          return BidLite{b.auction, b.price, b.dateTime.ms};
-        });
+        auto [bids, auctions] = SplitEventsProjected<Bid, Auction>(
+            e, [](Bid&& b) { return BidColumnsLite(b); }, [](Auction&& a) { return Lite(a); });
         auto winners = auctions.key_by([](const AuctionLite& a) { return a.id; })
                            .connect(bids.key_by([](const BidLite& b) { return b.auction; }))
                            .process(WinningBid());

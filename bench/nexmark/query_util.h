@@ -283,6 +283,27 @@ std::pair<DataStream<MainT>, DataStream<SideT>> SplitEvents(const DataStream<Eve
   return {main, main.get_side_output(tag)};
 }
 
+// SplitEvents with each kind projected to the columns the query reads
+// (main(MainT&&), side(SideT&&)) in the same operator, before any shuffle, as
+// Flink's planner fuses the projection into the Calc chained to the source
+// (a map after the split ran a second operator and moved each event's whole
+// record once more).
+template <typename MainT, typename SideT, typename PMain, typename PSide>
+auto SplitEventsProjected(const DataStream<Event>& e, PMain main_cols, PSide side_cols) {
+  using M = std::invoke_result_t<const PMain&, MainT&&>;
+  using S = std::invoke_result_t<const PSide&, SideT&&>;
+  const tidemark::OutputTag<S> tag("split");
+  auto main = e.process([tag, main_cols, side_cols](Event&& ev, tidemark::ProcessContext& ctx,
+                                                    Collector<M>& out) {
+                 if (MainT* m = std::get_if<MainT>(&ev.v)) {
+                   out.collect(main_cols(std::move(*m)));
+                 } else if (SideT* s = std::get_if<SideT>(&ev.v)) {
+                   ctx.output(tag, side_cols(std::move(*s)));
+                 }
+               }).name("Split events (projected)");
+  return std::pair<DataStream<M>, DataStream<S>>{main, main.get_side_output(tag)};
+}
+
 // Loops over the generator's events (the references).
 template <typename F>
 void ForEachEvent(const Generator& gen, F f) {
