@@ -694,9 +694,10 @@ class DataStream {
   // partitioned as key_by(key) would partition it (the output of an operator
   // keyed by the same key, at the same parallelism and max parallelism), as a
   // keyed stream without a shuffle, so that the keyed operator after it runs
-  // in this stream's task.  Each record's key group is checked against its
-  // subtask's; a record outside them fails the job, as in Flink's heap backend
-  // (api/keyed_process.h).
+  // in this stream's task.  Each record's key group is checked against those
+  // its subtask owns in the keyed operator after it (that operator's
+  // parallelism and max parallelism); a record outside them fails the job, as
+  // in Flink's heap backend (api/keyed_process.h).
   template <typename KeyFn>
   auto reinterpret_as_keyed_stream(KeyFn key) const;
   DataStream<T> rebalance() const { return Partition(internal::ShipStrategy::kRebalance, nullptr); }
@@ -992,8 +993,8 @@ class KeyedStream {
   // The same with the rank number (1 to n) in each row's field `rank` (Flink's
   // ROW_NUMBER() as a column): a row whose rank changes is retracted at its
   // old rank and inserted at its new one.
-  template <typename Less, typename R>
-  auto top_n(size_t n, Less less, R T::*rank) const;
+  template <typename Less, typename R, typename C>
+  auto top_n(size_t n, Less less, R C::*rank) const;
   // OVER (PARTITION BY key ORDER BY event time ROWS BETWEEN `preceding`
   // PRECEDING AND CURRENT ROW): each record, in event-time order once the
   // watermark passes it, with the aggregate of its frame, as

@@ -45,6 +45,8 @@ auto DataStream<T>::reinterpret_as_keyed_stream(KeyFn key) const {
   DataStream<T> checked =
       Add<T>("ReinterpretAsKeyedStream",
              [key]() -> std::unique_ptr<OperatorBase> { return std::make_unique<Check>(key); });
+  // Checked against the key groups of the keyed operator after it.
+  env_->node(checked.id()).max_parallelism_of_consumer = true;
   return KeyedStream<T, KeyFn>(checked.forward(), std::move(key));
 }
 
@@ -60,9 +62,11 @@ auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less) const {
 }
 
 template <typename T, typename KeyFn>
-template <typename Less, typename R>
-auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less, R T::*rank) const {
-  static_assert(std::is_integral_v<R>, "tidemark: top_n's rank field must be an integer");
+template <typename Less, typename R, typename C>
+auto KeyedStream<T, KeyFn>::top_n(size_t n, Less less, R C::*rank) const {
+  static_assert(std::is_same_v<C, T> && std::is_integral_v<R>,
+                "tidemark: top_n(n, less, &T::rank) needs an integer field of the stream's record "
+                "type T for the rank number");
   using F = internal::TopNRankedFunction<Key, T, Less, R>;
   F f(n, std::move(less), rank);
   using Op = internal::KeyedProcessOperator<T, Key, KeyFn, F, Changelog<T>>;

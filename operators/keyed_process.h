@@ -330,21 +330,21 @@ class KeyGroupCheckOperator final : public OneInputOperator<T, T> {
   }
 
  private:
+  // The key group as key_by's partitioner computes it (KeyHash, user
+  // specialisations included).
   void Check(const T& v) {
     using K = std::decay_t<std::invoke_result_t<const KeyFn&, const T&>>;
-    if constexpr (KeyGroupComputable<K>) {
-      if (range_.all()) return;
-      const int group = ComputeKeyGroup(KeyHash<K>{}(key_(v)), range_.max_parallelism);
-      if (group >= range_.first && group <= range_.last) return;
-      throw std::runtime_error(
-          "reinterpret_as_keyed_stream: a record of key group " + std::to_string(group) +
-          " reached subtask " + std::to_string(this->ctx().subtask_index()) +
-          ", which owns key groups " + std::to_string(range_.first) + "-" +
-          std::to_string(range_.last) + " (max parallelism " +
-          std::to_string(range_.max_parallelism) +
-          "): the stream is not partitioned as key_by with this key would partition it (use "
-          "key_by)");
-    }
+    if (range_.all()) return;
+    const int group = ComputeKeyGroup(KeyHash<K>{}(key_(v)), range_.max_parallelism);
+    if (group >= range_.first && group <= range_.last) return;
+    throw std::runtime_error(
+        "reinterpret_as_keyed_stream: a record of key group " + std::to_string(group) +
+        " reached subtask " + std::to_string(this->ctx().subtask_index()) +
+        ", which owns key groups " + std::to_string(range_.first) + "-" +
+        std::to_string(range_.last) + " of the keyed operator after it (max parallelism " +
+        std::to_string(range_.max_parallelism) +
+        "): the stream is not partitioned as key_by with this key would partition it for that "
+        "operator (its parallelism and max parallelism; use key_by)");
   }
 
   KeyFn key_;

@@ -25,7 +25,10 @@
 // its rank, 1 to n, in that field, and a record that enters at rank r moves
 // every kept row from rank r on down one: each of them is retracted at its
 // old rank and inserted again at its new one (the one pushed past n only
-// retracted), as Flink's update-before / update-after per rank.  The rows are the list
+// retracted).  This is Flink's retract mode (an update-before and an
+// update-after per rank whose row changes); to a sink that takes upserts by
+// (key, rank), as nexmark-flink's blackhole sink does, Flink sends only the
+// update-afters, about half as many rows.  The rows are the list
 // state "top-n rows", in rank order; with n = 1 that state is instead a
 // value state holding an optional row, as Flink's deduplication keeps one
 // row per key (one lookup per record, no list).  Its bytes are those of a

@@ -490,6 +490,14 @@ struct RunningCount : KeyedProcessFunction<int64_t, int64_t, std::pair<int64_t, 
     out.collect({v % 7, ++n});
   }
 };
+struct RunningCountOfPairs
+    : KeyedProcessFunction<int64_t, std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> {
+  void process_element(const std::pair<int64_t, int64_t>& v, Context& ctx,
+                       Collector<std::pair<int64_t, int64_t>>& out) override {
+    int64_t& n = ctx.get_state<int64_t>("n").mutable_value();
+    out.collect({v.first, ++n});
+  }
+};
 std::vector<std::pair<int64_t, int64_t>> TopCounts(bool reinterpret, std::string* plan) {
   StreamExecutionEnvironment env;
   env.set_parallelism(3);
@@ -548,6 +556,58 @@ TEST(ReinterpretAsKeyedStream, AStreamNotPartitionedByTheKeyFailsTheJob) {
               ::testing::ContainsRegex("reinterpret_as_keyed_stream: a record of key group [0-9]+ "
                                        "reached subtask [01], which owns key groups"));
   EXPECT_THAT(message, ::testing::HasSubstr("use key_by"));
+}
+
+// The check takes the key groups of the keyed operator after it: with its
+// own max parallelism, a stream partitioned for another one fails the job (the
+// operator's state would be split between subtasks, and a restore would drop
+// what is not in a subtask's key groups); with the same one, it runs.
+JobResult RunWithMaxParallelism(int upstream, int downstream, std::string* plan_error) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < 1000; ++i) in.push_back(i);
+  auto counts = env.from_collection(in)
+                    .rebalance()
+                    .map([](const int64_t& v) {
+                      return std::pair<int64_t, int64_t>{v % 100, 1};
+                    })
+                    .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+                    .process(RunningCountOfPairs());
+  if (upstream > 0) counts.set_max_parallelism(upstream);
+  auto reinterpreted = counts.reinterpret_as_keyed_stream(
+      [](const std::pair<int64_t, int64_t>& c) { return c.first; });
+  auto top = reinterpreted.top_n(
+      1, [](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
+        return a.second > b.second;
+      });
+  if (downstream > 0) top.set_max_parallelism(downstream);
+  top.add_sink([](Changelog<std::pair<int64_t, int64_t>>&&) {});
+  if (plan_error != nullptr) {
+    // A second consumer of the same keyed stream with another max parallelism.
+    reinterpreted.process(RunningCountOfPairs())
+        .set_max_parallelism(512)
+        .add_sink([](std::pair<int64_t, int64_t>&&) {});
+    *plan_error = env.explain();
+  }
+  return env.execute();
+}
+
+TEST(ReinterpretAsKeyedStream, ChecksTheKeyGroupsOfTheKeyedOperatorAfterIt) {
+  const JobResult plain = RunWithMaxParallelism(0, 0, nullptr);
+  EXPECT_TRUE(plain.ok()) << plain.status;
+  EXPECT_TRUE(RunWithMaxParallelism(256, 256, nullptr).ok());
+  // Partitioned for 128 key groups (the default at p=2), the operator after
+  // it owns them by 256: refused (it ran, and a restore lost counts).
+  JobResult r = RunWithMaxParallelism(0, 256, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status.message()),
+              ::testing::HasSubstr("of the keyed operator after it (max parallelism 256)"));
+  EXPECT_FALSE(RunWithMaxParallelism(256, 0, nullptr).ok());
+  std::string plan;
+  RunWithMaxParallelism(0, 0, &plan);
+  EXPECT_THAT(plan, ::testing::HasSubstr("consume one keyed stream (ReinterpretAsKeyedStream) "
+                                         "with max parallelism 128 and 512"));
 }
 
 }  // namespace

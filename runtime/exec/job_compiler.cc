@@ -209,6 +209,29 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     pn.assigns_timestamps = node.assigns_timestamps;
     pn.window_contents_on_heap_only = node.window_contents_on_heap_only;
   }
+  // A node that takes its consumers' max parallelism: all of them must have
+  // the same.
+  std::vector<int> taken_from(n, -1);
+  for (int j = 0; j < n; ++j) {
+    if (!plan.nodes[j].physical()) continue;
+    for (const EdgeSpec& e : nodes_[j]->inputs) {
+      int from = e.from;
+      while (nodes_[from]->kind == StreamNode::Kind::kVirtual && nodes_[from]->inputs.size() == 1)
+        from = nodes_[from]->inputs[0].from;
+      if (!nodes_[from]->max_parallelism_of_consumer) continue;
+      PlanNode& check = plan.nodes[from];
+      if (taken_from[from] < 0) {
+        check.max_parallelism = plan.nodes[j].max_parallelism;
+        taken_from[from] = j;
+      } else if (check.max_parallelism != plan.nodes[j].max_parallelism) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "operators '", nodes_[taken_from[from]]->name, "' and '", nodes_[j]->name,
+            "' consume one keyed stream (", nodes_[from]->name, ") with max parallelism ",
+            check.max_parallelism, " and ", plan.nodes[j].max_parallelism,
+            ": its key groups are checked for one of them; give both the same"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -360,7 +383,11 @@ struct JobCompiler::Assembly {
   std::vector<std::vector<int>> rank;        // [chain][subtask]: where it runs
   std::unique_ptr<RemoteExchange> exchange;  // across ranks only
   absl::Status error;                        // of CreateChannels
-  std::string restored = "no checkpoint";    // what it restores (SetUpCheckpoints)
+  // What it restores (SetUpCheckpoints): for the ranks to compare (the id
+  // and the directory's name: hosts may mount the directory at other paths),
+  // and for the message.
+  std::string restored_id = "none";
+  std::string restored = "no checkpoint";
   // [edge][upstream subtask][downstream subtask]; null where there is no
   // channel (FORWARD, u != d); empty for chained edges.
   std::vector<std::vector<std::vector<ChannelBase*>>> channels;
@@ -386,7 +413,7 @@ absl::StatusOr<std::shared_ptr<JobExecution>> JobCompiler::Build(const PhysicalP
       names.push_back(plan.chains[c].task_name);
       absl::StrAppend(&fingerprint, "placement ", c, ":", absl::StrJoin(a.rank[c], ","), "\n");
     }
-    absl::StrAppend(&fingerprint, "restore: ", a.restored,
+    absl::StrAppend(&fingerprint, "restore: ", a.restored_id,
                     "\nsettings: ", options_.config->rank_settings, "\n");
     a.exchange->SetTaskOrder(std::move(names));
     if (absl::Status s = a.exchange->Open(fingerprint); !s.ok()) {
@@ -1134,6 +1161,7 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     std::filesystem::path where = std::filesystem::weakly_canonical(restore->path, ec);
     if (ec) where = restore->path;
     a.restored = absl::StrCat("checkpoint ", restore->id, " of ", where.string());
+    a.restored_id = absl::StrCat(restore->id, " ", where.filename().string());
   }
   const int64_t first_id = FirstCheckpointId(storage.get(), restore);
 

@@ -653,7 +653,8 @@ std::string RankSettings(const RunOptions& o) {
       " checkpoint-interval=", o.checkpoint_interval,
       " incremental-checkpoints=", o.incremental_checkpoints, " state-backend=", o.state_backend,
       " restart-strategy=", o.restart_strategy, " placement=", o.placement, " rate=", o.rate,
-      " backlog-watermark=", o.backlog_watermark, " bad-lines=", o.bad_lines);
+      " backlog-watermark=", o.backlog_watermark, " bad-lines=", o.bad_lines,
+      " skip-header=", o.skip_header);
 }
 
 }  // namespace

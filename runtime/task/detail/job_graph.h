@@ -73,6 +73,10 @@ struct StreamNode {
   // from_source): PhysicalPlan::AssignerWarnings() says when one runs behind
   // a non-forward edge.
   bool assigns_timestamps = false;
+  // Takes the max parallelism of the operator that consumes it
+  // (reinterpret_as_keyed_stream's check: the key groups it checks are those
+  // of the keyed operator after it).
+  bool max_parallelism_of_consumer = false;
   std::vector<EdgeSpec> inputs;
   std::shared_ptr<NodeOps> out;                               // null for sinks
   std::map<std::string, std::shared_ptr<NodeOps>> side_outs;  // by tag
