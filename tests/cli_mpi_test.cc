@@ -79,7 +79,7 @@ std::vector<std::string> MpirunArgs(int ranks) {
   return a;
 }
 
-// Runs `mpirun -n ranks program args...` to the end (at most `limit`).
+// What a run of mpirun gave.
 struct MpiRun {
   int exit_code = -1;
   std::string out, err;
@@ -89,11 +89,8 @@ struct MpiRun {
     return lines;
   }
 };
-MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::string>& args,
-              std::chrono::seconds limit = 120s) {
-  std::vector<std::string> all = MpirunArgs(ranks);
-  all.push_back(program);
-  all.insert(all.end(), args.begin(), args.end());
+// Runs mpirun with the arguments `all` to the end (at most `limit`).
+MpiRun RunMpirun(const std::vector<std::string>& all, std::chrono::seconds limit) {
   const auto t0 = std::chrono::steady_clock::now();
   CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
   MpiRun r;
@@ -102,6 +99,15 @@ MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::stri
   r.out = p.out();
   r.err = p.err();
   return r;
+}
+
+// `mpirun -n ranks program args...`.
+MpiRun RunMpi(int ranks, const std::string& program, const std::vector<std::string>& args,
+              std::chrono::seconds limit = 120s) {
+  std::vector<std::string> all = MpirunArgs(ranks);
+  all.push_back(program);
+  all.insert(all.end(), args.begin(), args.end());
+  return RunMpirun(all, limit);
 }
 
 // mpirun with each rank's own command line (`-n 1 program args0 : -n 1
@@ -114,14 +120,7 @@ MpiRun RunMpiEach(const std::string& program, const std::vector<std::vector<std:
     all.push_back(program);
     all.insert(all.end(), per_rank[i].begin(), per_rank[i].end());
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  CliProcess p(TIDEMARK_MPIEXEC, all, CliProcess::kStdinClosed);
-  MpiRun r;
-  r.exit_code = p.Wait(limit);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.out = p.out();
-  r.err = p.err();
-  return r;
+  return RunMpirun(all, limit);
 }
 
 // --- the seed scenarios (the command lines of cli_test.cc) ---

@@ -563,19 +563,34 @@ INSTANTIATE_TEST_SUITE_P(Nexmark, QueryVsReference, ::testing::ValuesIn(AllCases
 // q11 at 0.5 events a second: bids of one bidder exactly 10 s apart happen,
 // and their sessions touch, so they merge (Flink's TimeWindow.intersects);
 // the reference split them (its rule was t >= end).
-TEST(NexmarkQ11, SessionsThatTouchMergeAsInFlink) {
-  const nexmark::QueryDef* q = nexmark::FindQuery("q11");
-  ASSERT_NE(q, nullptr);
+// Runs `query` over `events` events at `rate` at parallelism 1 and 2,
+// expects the reference's rows and returns them (empty on a failure).
+std::vector<std::string> RowsAtParallelismOneAndTwo(const std::string& query, int64_t events,
+                                                    double rate,
+                                                    std::shared_ptr<const Generator>* gen_out) {
+  const nexmark::QueryDef* q = nexmark::FindQuery(query);
+  EXPECT_NE(q, nullptr);
+  if (q == nullptr) return {};
   GeneratorConfig c;
-  c.events = 3000;
-  c.events_per_second = 0.5;
+  c.events = events;
+  c.events_per_second = rate;
   auto gen = std::make_shared<const Generator>(c);
+  if (gen_out != nullptr) *gen_out = gen;
   auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/true);
   for (int p : {1, 2}) {
     nexmark::JobRun run = nexmark::RunJob(*q, gen, p, /*keep_rows=*/true);
-    ASSERT_TRUE(run.ok) << run.error;
-    EXPECT_EQ(run.results->Rows(), want->Rows()) << "parallelism " << p;
+    EXPECT_TRUE(run.ok) << run.error;
+    if (!run.ok) return {};
+    EXPECT_EQ(run.results->Rows(), want->Rows()) << query << " at parallelism " << p;
   }
+  return want->Rows();
+}
+
+TEST(NexmarkQ11, SessionsThatTouchMergeAsInFlink) {
+  std::shared_ptr<const Generator> gen;
+  EXPECT_FALSE(RowsAtParallelismOneAndTwo("q11", 3000, 0.5, &gen).empty());
+  ASSERT_NE(gen, nullptr);
+  const GeneratorConfig& c = gen->config();
   // Some bidder's bids are exactly 10 s apart at this rate: the case is hit.
   std::map<int64_t, std::vector<int64_t>> times;
   for (int64_t n = 0; n < c.events; ++n) {
@@ -597,19 +612,7 @@ TEST(NexmarkQ11, SessionsThatTouchMergeAsInFlink) {
 // independent Python version on these events, gives 1725 rows (the query
 // gave 1724 when it took the window's end as outside).
 TEST(NexmarkQ7, ABidAtAWindowsEndAtItsHighestPriceJoinsThatWindowToo) {
-  const nexmark::QueryDef* q = nexmark::FindQuery("q7");
-  ASSERT_NE(q, nullptr);
-  GeneratorConfig c;
-  c.events = 1876;
-  c.events_per_second = 0.1;
-  auto gen = std::make_shared<const Generator>(c);
-  auto want = nexmark::RunReference(*q, *gen, /*keep_rows=*/true);
-  EXPECT_EQ(want->Rows().size(), 1725u);
-  for (int p : {1, 2}) {
-    nexmark::JobRun run = nexmark::RunJob(*q, gen, p, /*keep_rows=*/true);
-    ASSERT_TRUE(run.ok) << run.error;
-    EXPECT_EQ(run.results->Rows(), want->Rows()) << "parallelism " << p;
-  }
+  EXPECT_EQ(RowsAtParallelismOneAndTwo("q7", 1876, 0.1, nullptr).size(), 1725u);
 }
 
 // q18 is Flink's row-time deduplication keeping the last row: of two bids of
