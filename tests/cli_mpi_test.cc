@@ -279,8 +279,10 @@ TEST(MpiAlignment, WindowSubtasksTakeTheMinimumOverChannelsFromOtherRanks) {
 
   // The timeline (written by rank 0 with every rank's events) names the ranks.
   const std::string page = testing::ReadFile(timeline);
-  for (int s = 0; s < 3; ++s)
+  for (int s = 0; s < 3; ++s) {
     EXPECT_THAT(page, HasSubstr(absl::StrCat("window subtask ", s, " (rank ", s, ")")));
+    EXPECT_THAT(page, HasSubstr(absl::StrCat("<title>source subtask ", s, " (rank ", s, ")")));
+  }
   EXPECT_THAT(page, HasSubstr("input channel 2 from rank 2"));
 }
 

@@ -1393,12 +1393,18 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
   // upstream subtask, named in the labels.
   std::map<int, int> window_rank;
   std::map<std::pair<int, int>, int> channel_rank;
+  std::map<int, int> source_rank;
   for (const auto& e : events) {
     if (e.kind == K::kChannel && e.rank >= 0) {
       window_rank[e.subtask] = e.rank;
       channel_rank[{e.subtask, e.channel}] = e.channel_rank;
     }
+    if (e.kind == K::kSourceWatermark && e.rank >= 0) source_rank[e.subtask] = e.rank;
   }
+  auto source_label = [&](int src) {
+    auto it = source_rank.find(src);
+    return it == source_rank.end() ? std::string() : absl::StrCat(" (rank ", it->second, ")");
+  };
   auto window_label = [&](int ws) {
     auto it = window_rank.find(ws);
     return it == window_rank.end() ? std::string() : absl::StrCat(" (rank ", it->second, ")");
@@ -1808,11 +1814,12 @@ std::string RenderTimelineHtml(const std::vector<TimelineEvent>& input, const st
     absl::StrAppendFormat(
         &svg,
         "<path class='lane source' data-subtask='%d' d='%s' fill='none' "
-        "stroke='%s' stroke-width='2'%s><title>source subtask %d</title></path>\n",
+        "stroke='%s' stroke-width='2'%s><title>source subtask %d%s</title></path>\n",
         src, StepPath(pts, s, top, panel_h, t_end), color,
-        info(absl::StrCat("source subtask ", src, ": ", lane.watermarks, " watermarks, last ",
+        info(absl::StrCat("source subtask ", src, source_label(src), ": ", lane.watermarks,
+                          " watermarks, last ",
                           pts.empty() ? "none" : FormatTime(pts.back().second, zone))),
-        src);
+        src, source_label(src));
     idle_rects(lane, top, color, 0.15, "source", absl::StrCat("source subtask ", src, " idle"));
     // Paused by watermark alignment: a hatched band along the bottom.
     for (size_t i = 0; i < lane.paused.size(); ++i) {
