@@ -627,10 +627,30 @@ class DataStream {
   // parts of it (strings) into its output instead of copying them.
   template <typename Out = void, typename F>
   auto flat_map(F f) const {
-    using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
-    return Add<O>("Flat Map", [f] {
-      return std::unique_ptr<OperatorBase>(new internal::FlatMapOperator<T, O, F>(f));
-    });
+    constexpr bool kDeducible = !std::is_void_v<Out> || requires { typename F::OutputType; }
+    || requires { typename internal::LastCollectorOut<internal::CallOperator<F>>; };
+    static_assert(kDeducible,
+                  "tidemark: flat_map(f) needs f(const T&, Collector<Out>&) or f(T&&, "
+                  "Collector<Out>&), which emits through out.collect(...) and returns nothing (a "
+                  "function returning a collection is not taken; for a generic lambda give "
+                  "flat_map<Out>(f))");
+    if constexpr (!kDeducible) {
+      return *this;
+    } else {
+      using O = typename internal::FunctionOutputOr<Out, F, internal::CallOperator>::type;
+      constexpr bool kCallable = std::is_invocable_v<F&, const T&, Collector<O>&> ||
+                                 std::is_invocable_v<F&, T&&, Collector<O>&>;
+      static_assert(kCallable,
+                    "tidemark: flat_map(f) needs f(const T&, Collector<Out>&) or f(T&&, "
+                    "Collector<Out>&), T the stream's record type");
+      if constexpr (!kCallable) {
+        return *this;
+      } else {
+        return Add<O>("Flat Map", [f] {
+          return std::unique_ptr<OperatorBase>(new internal::FlatMapOperator<T, O, F>(f));
+        });
+      }
+    }
   }
   // Replaces timestamps and watermarks from here on.
   // Flink's ProcessFunction (operators/process.h): f(const T&, ProcessContext&,

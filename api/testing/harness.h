@@ -25,8 +25,9 @@
 //
 //   auto restored = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<Event>(
 //       MyAlarm(), [](const Event& e) { return e.id; });
-//   restored.initialize_state(snap);           // before open(), as in Flink
-//   restored.open();
+//   restored.initialize_state(snap);           // before open()
+//   restored.open();  // opens the operator, then restores (the runtime's
+//                     // order; Flink restores before the function's open())
 //
 // Harnesses, all with the members of OperatorTestHarnessBase below:
 //   OneInputOperatorTestHarness<In, Out>         any OneInputOperator<In, Out>
@@ -52,8 +53,15 @@
 //     (add_side_output(tag)), as a job keeps it only when a stream reads it:
 //     a side output nobody reads is dropped (late window data then counts
 //     in "numLateRecordsDropped" / "numLateRecordsToUnconsumedSideOutput").
-//   - Records emitted by a processing-time timer carry no timestamp
-//     (kNoTimestamp), as in current Flink.
+//   - Records a process function emits from a processing-time timer carry
+//     no timestamp (kNoTimestamp), as in current Flink (a processing-time
+//     window's results carry the window's max timestamp, as in Flink).
+//   - Restoring at another parallelism picks the snapshots as the runtime
+//     does, by the operator's state_rescaling(): a keyed operator takes them
+//     all and keeps its own key groups, a watermark assigner none, a
+//     round-robin one those of the old subtasks s, s + p, ...; one that cannot
+//     be rescaled but has state is refused.  A snapshot of another max
+//     parallelism is refused.
 //
 // The namespace is tidemark::harness, not "testing": with `using namespace
 // tidemark;` a tidemark::testing would make GoogleTest's `testing::` ambiguous.
@@ -287,9 +295,11 @@ class OperatorTestHarnessBase {
   // does not read back.
   void open() {
     RequireNotOpen("open");
+    const std::vector<const OperatorSnapshot*> picked = SnapshotsToRestore();
     op_->Open(ctx_);
     opened_ = true;
-    for (const OperatorSnapshot& s : restore_) {
+    for (const OperatorSnapshot* snapshot : picked) {
+      const OperatorSnapshot& s = *snapshot;
       internal::StateReader r(s.bytes);
       op_->RestoreState(r);
       if (!r.AtEnd())
@@ -414,6 +424,54 @@ class OperatorTestHarnessBase {
   }
   void RequireOpen(const char* what) const {
     if (!opened_) throw std::logic_error(std::string(what) + "() before open()");
+    if (closed_) throw std::logic_error(std::string(what) + "() after close()");
+  }
+  // The snapshots open() restores (see "Restoring at another parallelism"
+  // in the file comment; the runtime's StreamTask::OldStatesFor).
+  std::vector<const OperatorSnapshot*> SnapshotsToRestore() const {
+    std::vector<const OperatorSnapshot*> all;
+    for (const OperatorSnapshot& s : restore_) {
+      if (s.max_parallelism != options_.max_parallelism) {
+        throw std::invalid_argument(
+            "initialize_state: a snapshot of max parallelism " + std::to_string(s.max_parallelism) +
+            " restored at max parallelism " + std::to_string(options_.max_parallelism) +
+            " (the key groups differ)");
+      }
+      if (s.parallelism != restore_.front().parallelism) {
+        throw std::invalid_argument("initialize_state: snapshots of different parallelisms (" +
+                                    std::to_string(restore_.front().parallelism) + " and " +
+                                    std::to_string(s.parallelism) + ")");
+      }
+      all.push_back(&s);
+    }
+    if (all.empty() || all.front()->parallelism == options_.parallelism) return all;
+    const int p = options_.parallelism, sub = options_.subtask;
+    const int old_p = all.front()->parallelism;
+    std::vector<const OperatorSnapshot*> picked;
+    switch (op_->state_rescaling()) {
+      case StateRescaling::kKeyGroups:
+        return all;
+      case StateRescaling::kRoundRobin:
+        for (const OperatorSnapshot* s : all)
+          if (s->subtask % p == sub) picked.push_back(s);
+        return picked;
+      case StateRescaling::kBroadcast:
+        for (const OperatorSnapshot* s : all)
+          if (s->subtask == sub % old_p) picked.push_back(s);
+        return picked;
+      case StateRescaling::kDropped:
+        return picked;
+      case StateRescaling::kNotRescalable:
+        for (const OperatorSnapshot* s : all) {
+          if (!s->bytes.empty()) {
+            throw std::invalid_argument("initialize_state: operator '" + options_.operator_name +
+                                        "' has state (old subtask " + std::to_string(s->subtask) +
+                                        ") and cannot be restored at another parallelism");
+          }
+        }
+        return picked;
+    }
+    return picked;
   }
   void RequireNotOpen(const char* what) const {
     if (opened_) throw std::logic_error(std::string(what) + "() after open()");

@@ -57,6 +57,8 @@ int main() {
   s.map([](const E&) {});
   s.map([](const std::string&) { return 1; });
   s.filter([](const E& e) { return e.name; });
+  s.flat_map([](const E& e) { return std::vector<int64_t>{e.v}; });
+  s.flat_map([](const std::string&, Collector<int>&) {});
   s.add_sink([](E&) {});
   keyed.reduce([](const E& a, const E&) { return a.v; });
   keyed.sum(&E::name);

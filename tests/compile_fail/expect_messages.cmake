@@ -10,6 +10,8 @@ set(MESSAGES
   "tidemark: map(f)'s f returns void"
   "tidemark: map(f) needs f(const T&) -> Out or f(T&&) -> Out"
   "tidemark: filter(f) needs f(const T&) -> bool"
+  "tidemark: flat_map(f) needs f(const T&, Collector<Out>&) or f(T&&, Collector<Out>&), which emits"
+  "tidemark: flat_map(f) needs f(const T&, Collector<Out>&) or f(T&&, Collector<Out>&), T the stream's"
   "tidemark: add_sink(f) needs f(T&&), f(const T&), f(T) or f(T&&, Timestamp)"
   "tidemark: reduce(f) needs f(const T&, const T&) -> T"
   "tidemark: sum(field) needs a numeric field"
