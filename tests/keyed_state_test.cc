@@ -593,6 +593,35 @@ JobResult RunWithMaxParallelism(int upstream, int downstream, std::string* plan_
   return env.execute();
 }
 
+// The check runs at its input's parallelism; the keyed operator after it
+// must have the same (a forward edge), as in Flink.
+TEST(ReinterpretAsKeyedStream, TheCheckRunsAtItsInputsParallelism) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < 300; ++i) in.push_back(i);
+  auto counts = env.from_collection(in)
+                    .rebalance()
+                    .map([](const int64_t& v) {
+                      return std::pair<int64_t, int64_t>{v % 30, 1};
+                    })
+                    .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+                    .process(RunningCountOfPairs())
+                    .set_parallelism(3);
+  auto key = [](const std::pair<int64_t, int64_t>& c) { return c.first; };
+  auto mismatched = counts.reinterpret_as_keyed_stream(key).process(RunningCountOfPairs());
+  EXPECT_THAT(env.explain(), ::testing::HasSubstr("'ReinterpretAsKeyedStream' has 3"));
+  mismatched.set_parallelism(3);
+  auto out = mismatched.collect();
+  EXPECT_THAT(env.explain(), ::testing::HasSubstr("ReinterpretAsKeyedStream -> KeyedProcess"));
+  ASSERT_TRUE(env.execute().ok());
+  std::map<int64_t, int64_t> last;
+  for (const auto& item : out->items())
+    last[item.value.first] = std::max(last[item.value.first], item.value.second);
+  EXPECT_EQ(last.size(), 30u);
+  for (const auto& [k, n] : last) EXPECT_EQ(n, 10) << k;
+}
+
 TEST(ReinterpretAsKeyedStream, ChecksTheKeyGroupsOfTheKeyedOperatorAfterIt) {
   const JobResult plain = RunWithMaxParallelism(0, 0, nullptr);
   EXPECT_TRUE(plain.ok()) << plain.status;

@@ -197,7 +197,16 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     pn.uid = node.uid;
     pn.kind = node.kind;
     if (!pn.physical()) continue;
-    const int p = node.parallelism > 0 ? node.parallelism : options_.parallelism;
+    int p = node.parallelism > 0 ? node.parallelism : options_.parallelism;
+    // reinterpret_as_keyed_stream's check runs in its input operator's
+    // subtasks (chained to it), unless a partitioning comes between.
+    if (node.max_parallelism_of_consumer && node.parallelism <= 0 && node.inputs.size() == 1) {
+      const int from = node.inputs[0].from;
+      if (from < i && nodes_[from]->kind != StreamNode::Kind::kVirtual &&
+          plan.nodes[from].parallelism > 0) {
+        p = plan.nodes[from].parallelism;
+      }
+    }
     const int max_p = node.max_parallelism > 0       ? node.max_parallelism
                       : options_.max_parallelism > 0 ? options_.max_parallelism
                                                      : DefaultMaxParallelism(p);
