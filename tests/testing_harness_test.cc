@@ -716,6 +716,54 @@ TEST(HarnessTest, RestoringAtAnotherParallelismPicksTheSnapshotsAsTheRuntimeDoes
   EXPECT_THROW(refused.open(), std::invalid_argument);
 }
 
+// An operator whose state is the subtask it was snapshotted on, and whose
+// split at another parallelism is `rescaling`: it records the old subtasks
+// whose states it was given.
+class SubtaskState final : public OneInputOperator<int, int> {
+ public:
+  explicit SubtaskState(StateRescaling rescaling) : rescaling_(rescaling) {}
+  void ProcessElement(int&&, Timestamp) override {}
+  void SnapshotState(internal::StateWriter& w) override { w.PutI64(ctx().subtask_index()); }
+  void RestoreState(internal::StateReader& r) override { restored.push_back(r.GetI64("subtask")); }
+  StateRescaling state_rescaling() const override { return rescaling_; }
+  std::vector<int64_t> restored;
+
+ private:
+  StateRescaling rescaling_;
+};
+std::vector<harness::OperatorSnapshot> SnapshotsOfThreeSubtasks() {
+  std::vector<harness::OperatorSnapshot> out;
+  for (int s = 0; s < 3; ++s) {
+    harness::HarnessOptions o;
+    o.subtask = s;
+    o.parallelism = 3;
+    harness::OneInputOperatorTestHarness<int, int> h(
+        std::make_unique<SubtaskState>(StateRescaling::kRoundRobin), o);
+    h.open();
+    out.push_back(h.snapshot());
+  }
+  return out;
+}
+// What subtask `subtask` of 2 restores of three old subtasks' states.
+std::vector<int64_t> RestoredAtTwo(StateRescaling rescaling, int subtask) {
+  harness::HarnessOptions o;
+  o.subtask = subtask;
+  o.parallelism = 2;
+  harness::OneInputOperatorTestHarness<int, int> h(std::make_unique<SubtaskState>(rescaling), o);
+  h.initialize_state(SnapshotsOfThreeSubtasks());
+  h.open();
+  return h.get_operator<SubtaskState>().restored;
+}
+TEST(HarnessTest, EachWayOfSplittingStateGetsTheRuntimesOldSubtasks) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(RestoredAtTwo(StateRescaling::kRoundRobin, 0), (V{0, 2}));
+  EXPECT_EQ(RestoredAtTwo(StateRescaling::kRoundRobin, 1), (V{1}));
+  EXPECT_EQ(RestoredAtTwo(StateRescaling::kBroadcast, 1), (V{1}));
+  EXPECT_EQ(RestoredAtTwo(StateRescaling::kDropped, 0), (V{}));
+  EXPECT_EQ(RestoredAtTwo(StateRescaling::kKeyGroups, 1), (V{0, 1, 2}));
+  EXPECT_THROW(RestoredAtTwo(StateRescaling::kNotRescalable, 0), std::invalid_argument);
+}
+
 TEST(HarnessTest, MisuseIsAClearError) {
   auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
   EXPECT_THROW(h.process_element(1), std::logic_error) << "before open()";
