@@ -591,5 +591,30 @@ TEST(JobClientWait, AnyThreadAnyNumberOfTimesTheSameResult) {
   }
 }
 
+// JobResult::seconds is the job's time, not the caller's: a wait() called
+// long after the job ended does not count the time in between (the bench's
+// progress sampler, which sleeps 10 ms at a time, added up to 10 ms to a
+// 0.1 s run).  Real time is the subject here: the caller sleeps on purpose.
+TEST(JobClientWait, SecondsLeaveOutTheTimeBeforeTheCallerWaited) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.from_generator<int64_t>([](int64_t i) { return i; }, 1000).add_sink([](int64_t&&) {});
+  const auto t0 = std::chrono::steady_clock::now();
+  JobClient client = env.execute_async("waited late");
+  const auto limit = t0 + std::chrono::seconds(60);
+  while (!client.done()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), limit) << "the job never ended";
+    std::this_thread::yield();
+  }
+  const double ended = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const JobResult r = client.wait();
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_GT(r.seconds, 0);
+  // Ending the job after wait() (stopping its threads) takes far less than
+  // the 1 s the caller slept: before the fix r.seconds was ended + 1 s.
+  EXPECT_LT(r.seconds, ended + 0.5) << "ended after " << ended << " s";
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -116,7 +116,10 @@ void JobExecution::Start() {
     internal::MutexLock lock(&mu_);
     remaining_ = static_cast<int>(tasks_.size());
     started_ = true;
-    if (tasks_.empty()) done_cv_.SignalAll();
+    if (tasks_.empty()) {
+      tasks_ended_at_ = std::chrono::steady_clock::now();
+      done_cv_.SignalAll();
+    }
   }
   for (auto& thread : threads_) thread->Start();
   for (Task* t : arena_tasks) t->Notify();
@@ -127,7 +130,10 @@ void JobExecution::Start() {
 void JobExecution::TaskFinished(Task*) {
   {
     internal::MutexLock lock(&mu_);
-    if (--remaining_ == 0) done_cv_.SignalAll();
+    if (--remaining_ == 0) {
+      tasks_ended_at_ = std::chrono::steady_clock::now();
+      done_cv_.SignalAll();
+    }
     notified_cv_.SignalAll();
   }
   MaybeStopAfterSavepoint();
@@ -224,9 +230,14 @@ JobResult JobExecution::Wait() {
 }
 
 JobResult JobExecution::WaitOnce() {
+  // The time between the tasks' end and this call noticing it (a caller
+  // that calls Wait() late, or polls done() and sleeps) is not the job's.
+  std::chrono::steady_clock::duration unwaited{0};
   {
     internal::MutexLock lock(&mu_);
     while (!started_ || remaining_ != 0) done_cv_.Wait(&mu_);
+    unwaited = std::max(std::chrono::steady_clock::duration{0},
+                        std::chrono::steady_clock::now() - tasks_ended_at_);
   }
   if (watched_clock_ != nullptr) watched_clock_->RemoveJumpListener(clock_listener_);
   StopThreads();
@@ -320,7 +331,8 @@ JobResult JobExecution::WaitOnce() {
     result.checkpoints = checkpoint_summary();
   }
   result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time_ - unwaited)
+          .count();
   result.metrics = exchange_ ? std::move(all_metrics) : Metrics();
   for (auto& t : tasks_) t->Release();
   {

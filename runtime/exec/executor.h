@@ -165,6 +165,9 @@ class JobExecution final : public TaskHost,
   std::string stop_after_path_ ABSL_GUARDED_BY(mu_);
   bool stop_after_done_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point start_time_;
+  // When the last task finished: JobResult::seconds leaves out the time
+  // until Wait() was called and saw it.
+  std::chrono::steady_clock::time_point tasks_ended_at_ ABSL_GUARDED_BY(mu_);
   const Clock* watched_clock_ = nullptr;
   int64_t clock_listener_ = -1;
 };

@@ -53,6 +53,9 @@ struct JobResult {
   ~JobResult();
 
   absl::Status status;
+  // Wall seconds from the job's start to the end of its last task, plus the
+  // final checkpoint and commits that follow it; the time before someone
+  // waited for the job (JobClient::wait) is not counted.
   double seconds = 0;
   std::vector<SubtaskMetricsSnapshot> metrics;
   CheckpointSummary checkpoints;
