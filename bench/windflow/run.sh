@@ -39,12 +39,14 @@ if jemalloc=$(ldd "$bench" | awk '/libjemalloc/ {print $3}') && [ -n "$jemalloc"
 fi
 echo "allocator: ${preload:-glibc malloc} on both sides"
 for r in $(seq "$rounds"); do
-  t=$("$bench" --job=W1 "${common[@]}" --json |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["records_per_s"])')
-  k=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=keyed 2>/dev/null | tail -1 |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
-  f=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=ffat 2>/dev/null | tail -1 |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
+  # Each program's output is parsed after it has ended: a python3 started
+  # beside it in a pipe takes a core for tens of milliseconds of a 0.1 s job.
+  j=$("$bench" --job=W1 "${common[@]}" --json)
+  t=$(python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["records_per_s"])' <<<"$j")
+  j=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=keyed 2>/dev/null)
+  k=$(tail -1 <<<"$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
+  j=$(LD_PRELOAD="$preload" "$bin" "${common[@]}" --batch=1024 --watermark_every=1024 --operator=ffat 2>/dev/null)
+  f=$(tail -1 <<<"$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["results_equal"]; print(d["job_records_per_s"])')
   echo "round $r: tidemark $t, windflow keyed $k, windflow ffat $f records/s (load $(cut -d' ' -f1 /proc/loadavg))"
   echo "$t $k $f" >> "$out/rates"
 done
