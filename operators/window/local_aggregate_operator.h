@@ -338,7 +338,12 @@ class LocalAggregateOperator final
           GetWindowStartWithOffset(start, panes_.offset, panes_.gap_slide);
       if (window_start > start || start - window_start >= panes_.window_size) return false;
     }
-    cur_ = &panes_open_[start];
+    auto [pane, created] = panes_open_.try_emplace(start);
+    // A new pane's table starts at the size the last one reached, rather
+    // than growing to it by rehashing (the keys of one pane are mostly those
+    // of the next).
+    if (created && last_pane_size_ > 0) pane->second.reserve(last_pane_size_);
+    cur_ = &pane->second;
     cur_start_ = start;
     cur_end_ = end;
     return true;
@@ -355,6 +360,7 @@ class LocalAggregateOperator final
     batch_.reserve(it->second.size());
     for (auto& [k, p] : it->second) AppendRecord(batch_, combiner_.Sent(k, std::move(p)), max_ts);
     held_ -= it->second.size();
+    last_pane_size_ = std::min(it->second.size(), max_partials_);
     panes_open_.erase(it);
     sent_count_ += batch_.size();
     if (!batch_.empty()) this->output().CollectBatch(std::span<Record<Out>>(batch_));
@@ -391,6 +397,7 @@ class LocalAggregateOperator final
   Timestamp cur_start_ = kMaxTimestamp;
   Timestamp cur_end_ = kMinTimestamp;
   size_t held_ = 0;
+  size_t last_pane_size_ = 0;  // partials of the last pane flushed
   Timestamp last_watermark_ = kMinTimestamp;
   bool passthrough_ = false;
   std::vector<Record<Out>> batch_;
