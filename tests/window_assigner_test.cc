@@ -144,6 +144,49 @@ TEST(TumblingEventTimeWindows, WindowOfNearTheEndsOfTheRangeIsTheFormulasWhateve
   EXPECT_EQ(a.window_of(kMinTimestamp + 1, 0), TimeWindow(kMaxTimestamp - 4, kMinTimestamp + 5));
 }
 
+// The two windows assigned last are both kept (records out of order near a
+// window's end alternate between it and the next one): whichever two came
+// before, in either order, each record gets the window an assigner that saw
+// nothing else gives, near the ends of the range too.
+TEST(TumblingEventTimeWindows, WindowOfAfterAnyTwoWindowsIsTheFormulas) {
+  std::vector<Timestamp> ts = {0, 9, 10, 11, 19, 20, -1, -10, -11};
+  for (int64_t d = 1; d <= 12; ++d) {
+    ts.push_back(kMinTimestamp + d);
+    ts.push_back(kMaxTimestamp - d + 1);
+  }
+  int compared = 0;
+  for (int64_t offset : {3, -3, 0}) {
+    const auto of = [&] { return TumblingEventTimeWindows::of(Duration(10), Duration(offset)); };
+    for (Timestamp first : ts) {
+      for (Timestamp second : ts) {
+        for (Timestamp t : ts) {
+          const auto shared = of();
+          shared.window_of(first, 0);
+          shared.window_of(second, 0);
+          ASSERT_EQ(shared.window_of(t, 0), of().window_of(t, 0))
+              << "offset " << offset << ", " << t << " after " << first << ", " << second;
+          // And back: the record before is now the window before the last.
+          ASSERT_EQ(shared.window_of(second, 0), of().window_of(second, 0))
+              << "offset " << offset << ", " << second << " after " << first << ", " << second
+              << ", " << t;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 3 * 33 * 33 * 33);
+  // Alternating between two windows, then a third, then back.
+  const auto a = TumblingEventTimeWindows::of(Duration(10));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(a.window_of(9 - i, 0), TimeWindow(0, 10));
+    EXPECT_EQ(a.window_of(10 + i, 0), TimeWindow(10, 20));
+  }
+  EXPECT_EQ(a.window_of(25, 0), TimeWindow(20, 30));
+  EXPECT_EQ(a.window_of(5, 0), TimeWindow(0, 10));
+  EXPECT_EQ(a.window_of(15, 0), TimeWindow(10, 20));
+  EXPECT_EQ(a.window_of(29, 0), TimeWindow(20, 30));
+}
+
 TEST(TumblingEventTimeWindows, RejectsInvalidParametersWithMessage) {
   EXPECT_THROW(TumblingEventTimeWindows::of(0ms), std::invalid_argument);
   EXPECT_THROW(TumblingEventTimeWindows::of(-1ms), std::invalid_argument);

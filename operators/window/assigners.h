@@ -204,9 +204,16 @@ class TumblingEventTimeWindows {
   // for operators that take single-window assigners apart).
   TimeWindow window_of(Timestamp ts, Timestamp now) const {
     internal::CheckHasTimestamp(ts);
-    // Most records fall into the window of the record before: no division.
+    // Most records fall into the window of the record before, and near a
+    // window's end out-of-order records alternate between it and the next:
+    // the two windows assigned last are kept, and either is taken without a
+    // division.
     if (ts >= last_.start && ts < last_.end) [[likely]]
       return last_;
+    if (ts >= previous_.start && ts < previous_.end) {
+      std::swap(last_, previous_);
+      return last_;
+    }
     const int64_t offset = EffectiveOffset(now);  // fixed once it has run
     const Timestamp start = GetWindowStartWithOffset(ts, offset, size_);
     const TimeWindow window(start, internal::JavaLongAdd(start, size_));
@@ -219,6 +226,7 @@ class TumblingEventTimeWindows {
     const bool exact =
         window.start >= window.end || (!__builtin_sub_overflow(window.start, offset, &first) &&
                                        !__builtin_sub_overflow(window.end - 1, offset, &last));
+    previous_ = last_;
     last_ = exact ? window : TimeWindow(0, 0);
     return window;
   }
@@ -239,8 +247,10 @@ class TumblingEventTimeWindows {
   internal::StaggeredOffset effective_;
   // The window assigned last (empty at first; an end that wrapped past MAX
   // makes it empty too, so such windows are always computed; and empty after
-  // a window in which ts - offset wraps, see window_of).
+  // a window in which ts - offset wraps, see window_of), and the one before
+  // it (the same rules).
   mutable TimeWindow last_{0, 0};
+  mutable TimeWindow previous_{0, 0};
 };
 
 // Sliding event-time windows of `size` every `slide`, aligned to `offset`.
