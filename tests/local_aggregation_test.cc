@@ -97,6 +97,47 @@ TEST(LocalAggregateOperator, ARecordWhoseWindowMayHaveFiredDownstreamPassesAlone
   EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 1);
 }
 
+// Out-of-order records near a pane's end alternate between two open panes
+// (the operator keeps both at hand); once the watermark has sent one, a
+// record of it passes alone, whichever pane came before.
+TEST(LocalAggregateOperator, RecordsAlternatingBetweenTwoPanesCombineIntoEach) {
+  auto h = MakeReduce({10, 0});
+  for (int i = 0; i < 3; ++i) {
+    h->process_element(E("a", 1), 9 - i);    // [0, 10)
+    h->process_element(E("a", 10), 10 + i);  // [10, 20)
+    h->process_element(E("b", 100), 5);      // [0, 10)
+  }
+  h->process_element(E("a", 1000), 25);  // [20, 30): a third pane
+  h->process_element(E("a", 1), 0);      // [0, 10) again
+  h->process_element(E("a", 10), 12);    // [10, 20): [0, 10) is the pane before
+  EXPECT_TRUE(h->get_output().empty());
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 4u);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 0);  // published at watermarks
+
+  h->process_watermark(9);  // sends [0, 10), the pane before the current one
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 4), 9),
+                                                   harness::stream_record(E("b", 300), 9)}));
+  h->clear_output();
+  // [0, 10) has been sent: its records pass alone, between records of
+  // [10, 20), which still combine.
+  h->process_element(E("a", 10), 15);
+  h->process_element(E("a", 7), 8);
+  h->process_element(E("a", 10), 11);
+  h->process_element(E("b", 7), 3);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 7), 8),
+                                                   harness::stream_record(E("b", 7), 3)}));
+  h->clear_output();
+  h->process_watermark(kMaxTimestamp);
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 60), 19),
+                                                   harness::stream_record(E("a", 1000), 29)}));
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 14);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 2);
+  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 4);
+}
+
 TEST(LocalAggregateOperator, SlidingWindowsCombinePerPaneOfTheGcd) {
   // Sliding 10 every 4, offset 1: panes of 2 aligned to 1 ([-1, 1), [1, 3), ...).
   auto h =

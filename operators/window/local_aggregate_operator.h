@@ -323,6 +323,15 @@ class LocalAggregateOperator final
   // idleness, or at the ends of the time range).
   [[gnu::noinline]] bool FindPane(Timestamp ts) {
     if (passthrough_ || ts == kNoTimestamp) return false;
+    // Near a pane's end out-of-order records alternate between it and the
+    // next: the pane before the current one is kept too (both are open,
+    // ending after the last watermark, see FlushPane and Uncache).
+    if (ts >= prev_start_ && ts < prev_end_) {
+      std::swap(cur_, prev_);
+      std::swap(cur_start_, prev_start_);
+      std::swap(cur_end_, prev_end_);
+      return true;
+    }
     const Timestamp start = GetWindowStartWithOffset(ts, panes_.offset, panes_.size);
     Timestamp end = 0;
     if (start > ts || __builtin_add_overflow(start, panes_.size, &end)) return false;
@@ -343,6 +352,11 @@ class LocalAggregateOperator final
     // than growing to it by rehashing (the keys of one pane are mostly those
     // of the next).
     if (created && last_pane_size_ > 0) pane->second.reserve(last_pane_size_);
+    if (cur_ != nullptr) {
+      prev_ = cur_;
+      prev_start_ = cur_start_;
+      prev_end_ = cur_end_;
+    }
     cur_ = &pane->second;
     cur_start_ = start;
     cur_end_ = end;
@@ -356,7 +370,7 @@ class LocalAggregateOperator final
 
   void FlushPane(typename Panes::iterator it) {
     const Timestamp max_ts = PaneMax(it->first);
-    if (&it->second == cur_) Uncache();
+    if (&it->second == cur_ || &it->second == prev_) Uncache();
     batch_.reserve(it->second.size());
     for (auto& [k, p] : it->second) AppendRecord(batch_, combiner_.Sent(k, std::move(p)), max_ts);
     held_ -= it->second.size();
@@ -375,9 +389,9 @@ class LocalAggregateOperator final
   // The current pane is checked before each record: an empty range never
   // matches.
   void Uncache() {
-    cur_ = nullptr;
-    cur_start_ = kMaxTimestamp;
-    cur_end_ = kMinTimestamp;
+    cur_ = prev_ = nullptr;
+    cur_start_ = prev_start_ = kMaxTimestamp;
+    cur_end_ = prev_end_ = kMinTimestamp;
   }
 
   void PublishCounts() {
@@ -396,6 +410,10 @@ class LocalAggregateOperator final
   Table* cur_ = nullptr;
   Timestamp cur_start_ = kMaxTimestamp;
   Timestamp cur_end_ = kMinTimestamp;
+  // The pane current before cur_ (FindPane); empty range when none.
+  Table* prev_ = nullptr;
+  Timestamp prev_start_ = kMaxTimestamp;
+  Timestamp prev_end_ = kMinTimestamp;
   size_t held_ = 0;
   size_t last_pane_size_ = 0;  // partials of the last pane flushed
   Timestamp last_watermark_ = kMinTimestamp;
