@@ -198,6 +198,11 @@ void TimestampsAndWatermarksCore::RestoreCore(StateReader& r) {
   const std::string_view g = r.GetBytes("generator state");
   if (!r.ok()) return;
   emitter_.Restore(last, idle);
+  // Aligned, the restored watermark is the subtask's: it reports it and
+  // pauses when it is ahead of the group (RestoreState follows Open, which
+  // joined the group).  Otherwise a restored subtask reported nothing until
+  // the source went past it, and neither paused nor held the others back.
+  if (align_ != nullptr && last != kMinTimestamp) align_->OnWatermark(last);
   StateReader gr(g);
   generator_->RestoreState(gr);
   if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));

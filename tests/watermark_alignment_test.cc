@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tidemark/operators/window/window_operator_base.h"
 #include "tidemark/runtime/core/clock.h"
 #include "tidemark/tidemark.h"
@@ -64,7 +65,9 @@ TEST_F(AlignmentUnitTest, TheLimitIsTheGroupMinimumPlusTheDrift) {
   a0_.OnWatermark(42);
   a1_.OnWatermark(44);
   a0_.Report(false);
-  EXPECT_EQ(a1_.max_allowed(), 1042) << "a subtask that never reported does not count";
+  EXPECT_EQ(a0_.max_allowed(), 1042) << "a subtask that never reported does not count";
+  // Nor is it told the limit (Flink announces to the subtasks that reported).
+  EXPECT_EQ(a1_.max_allowed(), kMaxTimestamp);
   a1_.Report(false);
   EXPECT_EQ(a0_.max_allowed(), 1042);
   EXPECT_EQ(a1_.max_allowed(), 1042);
@@ -81,9 +84,11 @@ TEST_F(AlignmentUnitTest, AcrossRanksEachRankPublishesItsMinimumAndCountsTheOthe
   std::vector<std::pair<std::string, Timestamp>> published;
   coordinator_.SetPublisher(
       [&](const std::string& group, Timestamp minimum) { published.emplace_back(group, minimum); });
-  // Another rank's minimum before any local report: the members learn the limit.
+  // Another rank's minimum before any local report: counted, and told to
+  // the members once they report.
   coordinator_.RemoteReport(1, "g", 500);
-  EXPECT_EQ(a0_.max_allowed(), 1500);
+  EXPECT_EQ(a0_.max_allowed(), kMaxTimestamp);
+  EXPECT_EQ(coordinator_.Group("g").minimum, 500);
   EXPECT_EQ(coordinator_.Group("g").remote_ranks, 1);
   EXPECT_TRUE(published.empty()) << "nothing reported here yet: nothing to publish";
   a0_.OnWatermark(3000);
@@ -102,7 +107,8 @@ TEST_F(AlignmentUnitTest, AcrossRanksEachRankPublishesItsMinimumAndCountsTheOthe
   coordinator_.RemoteReport(2, "g", kMaxWatermark);
   EXPECT_EQ(a0_.max_allowed(), 3500);
   coordinator_.RemoteReport(3, "g", 100);
-  EXPECT_EQ(a1_.max_allowed(), 1100);
+  EXPECT_EQ(a0_.max_allowed(), 1100);
+  EXPECT_EQ(a1_.max_allowed(), kMaxTimestamp) << "a1 has not reported: not told";
   EXPECT_EQ(coordinator_.Group("g").minimum, 100);
   EXPECT_EQ(coordinator_.Group("g").remote_ranks, 3);
   // The local minimum falls when the second member reports: published again.
@@ -110,6 +116,7 @@ TEST_F(AlignmentUnitTest, AcrossRanksEachRankPublishesItsMinimumAndCountsTheOthe
   a1_.Report(false);
   ASSERT_EQ(published.size(), 2u);
   EXPECT_EQ(published[1].second, 2000);
+  EXPECT_EQ(a1_.max_allowed(), 1100) << "told once it reported";
   // A group of another name is another group.
   coordinator_.RemoteReport(1, "h", 0);
   EXPECT_EQ(a0_.max_allowed(), 1100);
@@ -295,6 +302,10 @@ class QuietSource : public Source<Rec> {
     return PollStatus::kNothingAvailable;
   }
   Timestamp RetryAt() const override { return kMaxTimestamp; }
+  // Checkpointed (ARestoredSubtaskAheadOfTheGroupPausesAgain): whether it sent.
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override { w.PutU8(sent_ ? 1 : 0); }
+  void RestorePosition(internal::StateReader& r) override { sent_ = r.GetU8("sent") != 0; }
 
  private:
   bool sent_ = false;
@@ -353,6 +364,106 @@ TEST(AlignmentJob, AnIdleSourceDoesNotHoldTheGroupBack) {
   for (int64_t i = 0; i < 3000; ++i) ++expected[{i % kKeys, i / 100 * 100}];
   ++expected[{0, 0}];  // the quiet source's record
   EXPECT_EQ(counts, expected);
+}
+
+// A source of its own watermarks for the restore test: record 0 at ts 0,
+// record 1 at ts 1000, then (from record 2) ts 500 + i up to `end`, one a
+// poll; `stop_at` records, then nothing (not ended) until restored.
+class ScriptedAhead : public Source<Rec> {
+ public:
+  ScriptedAhead(int64_t stop_at, int64_t end) : stop_at_(stop_at), end_(end) {}
+  void Open(const SourceContext& ctx) override { clock_ = ctx.clock; }
+  PollStatus Poll(SourceOutput<Rec>& out, size_t) override {
+    if (next_ >= stop_at_) return PollStatus::kNothingAvailable;
+    const Timestamp ts = next_ == 0 ? 0 : next_ == 1 ? 1000 : 500 + next_;
+    out.CollectWithTimestamp(Rec{0, ts}, ts);
+    ++next_;
+    return next_ >= end_ ? PollStatus::kEndOfInput : PollStatus::kNothingAvailable;
+  }
+  Timestamp RetryAt() const override { return clock_->NowMillis() + 1; }
+  bool Replayable() const override { return true; }
+  void SnapshotPosition(internal::StateWriter& w) const override { w.PutI64(next_); }
+  void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64("next"); }
+
+ private:
+  int64_t stop_at_, end_;
+  const Clock* clock_ = nullptr;
+  int64_t next_ = 0;
+};
+
+// A paused subtask's watermark comes back with its checkpoint, and so must
+// its place in the group: restored at watermark 999 while the other source
+// of the group holds the limit at 99 (its watermark -1 plus the 100 ms
+// drift), it pauses again (as in Flink, where the restarted subtask reports
+// the first watermark above the limit and then waits).  It read every
+// remaining record instead: it reported nothing until its watermark passed
+// the restored one.
+TEST(AlignmentJob, ARestoredSubtaskAheadOfTheGroupPausesAgain) {
+  testing::TempDir dir;
+  static constexpr int64_t kEnd = 400;
+  struct Seen : WatermarkListener {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool ahead_paused = false;
+    void OnSourceAlignment(const std::string& task, int, bool paused, Timestamp w,
+                           Timestamp max_allowed) override {
+      std::lock_guard<std::mutex> lock(mu);
+      if (task.find("ahead") != std::string::npos && paused && w == 999 && max_allowed == 99)
+        ahead_paused = true;
+      cv.notify_all();
+    }
+    bool WaitPaused() {
+      std::unique_lock<std::mutex> lock(mu);
+      // (The limit only stops a hang.)
+      return cv.wait_for(lock, std::chrono::seconds(60), [&] { return ahead_paused; });
+    }
+  };
+  auto run = [&](bool restore, int64_t stop_at, const std::shared_ptr<Seen>& seen,
+                 const std::shared_ptr<std::atomic<int64_t>>& read) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.set_watermark_listener(seen);
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    if (restore) env.restore_from("latest");
+    auto strategy = WatermarkStrategy<Rec>::for_monotonous_timestamps()
+                        .with_timestamp_assigner([](const Rec& r, Timestamp) { return r.ts; })
+                        .with_periodic_emit_per_record()
+                        .with_watermark_alignment("g", Duration(100), Duration(5));
+    auto ahead =
+        env.add_source<Rec>([stop_at] { return std::make_unique<ScriptedAhead>(stop_at, kEnd); },
+                            "ahead")
+            .assign_timestamps_and_watermarks(strategy);
+    auto behind = env.add_source<Rec>([] { return std::make_unique<QuietSource>(); }, "behind")
+                      .assign_timestamps_and_watermarks(strategy);
+    ahead.union_with(behind).add_sink([read](Rec&& r) {
+      if (r.ts >= 500) read->fetch_add(1);
+    });
+    return env.execute_async(restore ? "restored" : "first");
+  };
+  {
+    // Both records of "ahead" read (watermark 999 > 99): paused; a
+    // checkpoint, then the job is cancelled.
+    auto seen = std::make_shared<Seen>();
+    auto read = std::make_shared<std::atomic<int64_t>>(0);
+    JobClient first = run(false, 2, seen, read);
+    ASSERT_TRUE(seen->WaitPaused());
+    const int64_t id = first.trigger_checkpoint();
+    ASSERT_TRUE(first.wait_for_checkpoint(id, Duration(60000)));
+    first.cancel();
+    first.wait();
+  }
+  auto seen = std::make_shared<Seen>();
+  auto read = std::make_shared<std::atomic<int64_t>>(0);
+  JobClient restored = run(true, kEnd, seen, read);
+  // Before the fix this never came, and "ahead" read all of its records.
+  const bool paused = seen->WaitPaused();
+  restored.cancel();
+  const JobResult r = restored.wait();
+  EXPECT_EQ(r.checkpoints.restored_id, 1) << r.status;
+  EXPECT_TRUE(paused);
+  // At most what it read before the first announcement after the restore
+  // (one record a millisecond, a report every 5 ms).
+  EXPECT_LT(read->load(), kEnd - 2);
 }
 
 }  // namespace

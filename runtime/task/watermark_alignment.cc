@@ -76,7 +76,7 @@ void AlignmentCoordinator::AnnounceLocked(const GroupData& g) {
     if (m.reported) minimum = std::min(minimum, m.watermark);
   for (const auto& [rank, w] : g.remote) minimum = std::min(minimum, w);
   for (const Member& m : g.members)
-    m.source->Announce(AlignmentLimit(minimum, m.source->max_drift()));
+    if (m.reported) m.source->Announce(AlignmentLimit(minimum, m.source->max_drift()));
 }
 
 void AlignmentCoordinator::Report(SourceAlignment* s, Timestamp w) {

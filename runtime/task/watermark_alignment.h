@@ -15,8 +15,11 @@
 //     (MIN); the latest report of a subtask replaces its previous one;
 //   * the coordinator takes the minimum of the latest reports of the group's
 //     subtasks (a subtask that never reported does not count) and announces
-//     max_allowed = minimum + drift to every subtask of the group (MAX on
-//     overflow, e.g. when every subtask is idle);
+//     max_allowed = minimum + drift to every subtask of the group that has
+//     reported (MAX on overflow, e.g. when every subtask is idle): as in
+//     Flink's SourceCoordinator, which announces to the subtasks of its
+//     combined watermark, one that never reported reads unlimited until it
+//     has;
 //   * a subtask pauses while its latest watermark is above the last
 //     max_allowed it was told (strictly), and resumes when an announcement
 //     lets it (max_allowed starts at MAX: nothing pauses before the first);
