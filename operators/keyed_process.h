@@ -47,6 +47,8 @@
 #ifndef TM_OPERATORS_KEYED_PROCESS_H_
 #define TM_OPERATORS_KEYED_PROCESS_H_
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,16 +84,25 @@ class TimerService {
       : timers_(timers), key_(key) {}
   Timestamp current_processing_time() const { return timers_->current_processing_time(); }
   Timestamp current_watermark() const { return timers_->current_watermark(); }
-  void register_event_time_timer(Timestamp t) { timers_->RegisterEventTimeTimer(**key_, {}, t); }
+  void register_event_time_timer(Timestamp t) { timers_->RegisterEventTimeTimer(Key(), {}, t); }
   void register_processing_time_timer(Timestamp t) {
-    timers_->RegisterProcessingTimeTimer(**key_, {}, t);
+    timers_->RegisterProcessingTimeTimer(Key(), {}, t);
   }
-  void delete_event_time_timer(Timestamp t) { timers_->DeleteEventTimeTimer(**key_, {}, t); }
+  void delete_event_time_timer(Timestamp t) { timers_->DeleteEventTimeTimer(Key(), {}, t); }
   void delete_processing_time_timer(Timestamp t) {
-    timers_->DeleteProcessingTimeTimer(**key_, {}, t);
+    timers_->DeleteProcessingTimeTimer(Key(), {}, t);
   }
 
  private:
+  // Timers are per key: none in on_watermark.
+  const K& Key() const {
+    if (*key_ == nullptr) [[unlikely]] {
+      throw std::logic_error(
+          "keyed process function: no current key in on_watermark (a generalized watermark is "
+          "not per key): timers are for process_element and on_timer");
+    }
+    return **key_;
+  }
   internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   const K* const* key_;
 };
@@ -109,7 +120,9 @@ class KeyedProcessContext {
         clock_(clock),
         timer_service_(timers, &key_) {}
 
-  const K& get_current_key() const { return *key_; }
+  // The record's or timer's key; there is none in on_watermark (a
+  // generalized watermark is not per key): asking there throws.
+  const K& get_current_key() const { return *Key(); }
   // The record's timestamp in process_element (kNoTimestamp if it has
   // none); the timer's time in on_timer.
   Timestamp timestamp() const { return timestamp_; }
@@ -127,27 +140,42 @@ class KeyedProcessContext {
     internal::SideOutputAs<V>(it->second, tag.id())->Collect(std::move(value), timestamp_);
   }
 
+  // A generalized watermark downstream (to the main output and every side
+  // output), after what was collected so far; as ProcessContext's
+  // (operators/process.h): an undeclared kind is an error when the function
+  // declares any.
+  void emit_watermark(const GeneralizedWatermark& w) {
+    if (declared_ != nullptr &&
+        std::none_of(declared_->begin(), declared_->end(),
+                     [&](const WatermarkDeclaration& d) { return d.matches(w); })) {
+      throw std::invalid_argument("watermark '" + w.identifier() +
+                                  "' is emitted but not declared: add its declaration to the "
+                                  "function's declare_watermarks()");
+    }
+    if (emit_) emit_(w);
+  }
+
   template <typename V>
   ValueState<K, V> get_state(std::string_view name) {
-    return ValueState<K, V>(&state_->template HandleTable<V>(name), key_);
+    return ValueState<K, V>(&state_->template HandleTable<V>(name), Key());
   }
   template <typename V>
   ListState<K, V> get_list_state(std::string_view name) {
-    return ListState<K, V>(&state_->template HandleTable<std::vector<V>>(name), key_);
+    return ListState<K, V>(&state_->template HandleTable<std::vector<V>>(name), Key());
   }
   template <typename V, typename F>
   ReducingState<K, V, F> get_reducing_state(std::string_view name, F f) {
-    return ReducingState<K, V, F>(&state_->template HandleTable<V>(name), key_, std::move(f));
+    return ReducingState<K, V, F>(&state_->template HandleTable<V>(name), Key(), std::move(f));
   }
   template <typename Agg>
   AggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg) {
     return AggregatingState<K, Agg>(
-        &state_->template HandleTable<internal::AccumulatorOf<Agg>>(name), key_, std::move(agg));
+        &state_->template HandleTable<internal::AccumulatorOf<Agg>>(name), Key(), std::move(agg));
   }
   template <typename UK, typename UV>
   MapState<K, UK, UV> get_map_state(std::string_view name) {
     return MapState<K, UK, UV>(
-        &state_->template HandleTable<typename MapState<K, UK, UV>::Storage>(name), key_);
+        &state_->template HandleTable<typename MapState<K, UK, UV>::Storage>(name), Key());
   }
 
   // The same with a time to live (Flink's StateTtlConfig, in processing
@@ -155,32 +183,33 @@ class KeyedProcessContext {
   // A name is used with a TTL or without one, not both.
   template <typename V>
   TtlValueState<K, V> get_state(std::string_view name, const StateTtlConfig& ttl) {
-    return TtlValueState<K, V>(&state_->template HandleTable<internal::TtlValue<V>>(name), key_,
+    return TtlValueState<K, V>(&state_->template HandleTable<internal::TtlValue<V>>(name), Key(),
                                ttl, clock_);
   }
   template <typename V>
   TtlListState<K, V> get_list_state(std::string_view name, const StateTtlConfig& ttl) {
     return TtlListState<K, V>(
-        &state_->template HandleTable<std::vector<internal::TtlValue<V>>>(name), key_, ttl, clock_);
+        &state_->template HandleTable<std::vector<internal::TtlValue<V>>>(name), Key(), ttl,
+        clock_);
   }
   template <typename V, typename F>
   TtlReducingState<K, V, F> get_reducing_state(std::string_view name, F f,
                                                const StateTtlConfig& ttl) {
     return TtlReducingState<K, V, F>(&state_->template HandleTable<internal::TtlValue<V>>(name),
-                                     key_, std::move(f), ttl, clock_);
+                                     Key(), std::move(f), ttl, clock_);
   }
   template <typename Agg>
   TtlAggregatingState<K, Agg> get_aggregating_state(std::string_view name, Agg agg,
                                                     const StateTtlConfig& ttl) {
     return TtlAggregatingState<K, Agg>(
-        &state_->template HandleTable<internal::TtlValue<internal::AccumulatorOf<Agg>>>(name), key_,
-        std::move(agg), ttl, clock_);
+        &state_->template HandleTable<internal::TtlValue<internal::AccumulatorOf<Agg>>>(name),
+        Key(), std::move(agg), ttl, clock_);
   }
   template <typename UK, typename UV>
   TtlMapState<K, UK, UV> get_map_state(std::string_view name, const StateTtlConfig& ttl) {
     return TtlMapState<K, UK, UV>(
         &state_->template HandleTable<std::map<UK, internal::TtlValue<UV>, KeyLess<UK>>>(name),
-        key_, ttl, clock_);
+        Key(), ttl, clock_);
   }
 
   // --- for the operator ---
@@ -189,8 +218,24 @@ class KeyedProcessContext {
     timestamp_ = ts;
     domain_ = domain;
   }
+  void set_watermark_emitter(std::function<void(const GeneralizedWatermark&)> emit,
+                             const std::vector<WatermarkDeclaration>* declared) {
+    emit_ = std::move(emit);
+    declared_ = declared;
+  }
 
  private:
+  const K* Key() const {
+    if (key_ == nullptr) [[unlikely]] {
+      throw std::logic_error(
+          "keyed process function: no current key in on_watermark (a generalized watermark is "
+          "not per key): keyed state and get_current_key() are for process_element and "
+          "on_timer");
+    }
+    return key_;
+  }
+  std::function<void(const GeneralizedWatermark&)> emit_;
+  const std::vector<WatermarkDeclaration>* declared_ = nullptr;
   internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   internal::KeyedStateStore<K>* state_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
@@ -214,6 +259,14 @@ class KeyedProcessFunction {
   virtual ~KeyedProcessFunction() = default;
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {
+  }
+  // Generalized watermarks, as ProcessFunction's (operators/process.h): the
+  // kinds this function emits, and what it does with the ones it receives
+  // (in on_watermark there is no current key).
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark(const GeneralizedWatermark& /*w*/,
+                                               Collector<Out>& /*out*/, Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
   }
 };
 
@@ -251,6 +304,12 @@ class KeyedProcessOperator final
     collector_.emplace(&this->output());
     state_.UseBackend(ctx);
     pctx_.emplace(&timers_, &state_, &this->side_outputs_, ctx.timers().clock());
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    pctx_->set_watermark_emitter(
+        [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); },
+        declared_.empty() ? nullptr : &declared_);
     timers_.Init(
         &ctx.timers(),
         [this](const K& key, const VoidNamespace&, Timestamp t) {
@@ -285,6 +344,20 @@ class KeyedProcessOperator final
     }
     state_.Trim();
   }
+  // Generalized watermarks: as ProcessOperator's (Flink's keyed process
+  // operator handles them as the non-keyed one), with no current key.
+  void ProcessGeneralizedWatermark(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark(w, *collector_, *pctx_); }) {
+      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
+      collector_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark(w, *collector_, *pctx_);
+    }
+    if (r == WatermarkHandlingResult::kPeek &&
+        w.spec().strategy == WatermarkHandlingStrategy::kForward) {
+      this->ForwardGeneralizedWatermark(w);
+    }
+  }
   // Watermarks, checkpoints (the keyed state store and the timers, the
   // instance's key groups kept on restore): KeyedOperator's.
 
@@ -304,6 +377,7 @@ class KeyedProcessOperator final
   F f_;
   std::optional<KeyedProcessContext<K>> pctx_;
   std::optional<Collector<Out>> collector_;
+  std::vector<WatermarkDeclaration> declared_;
 };
 
 // The check behind DataStream::reinterpret_as_keyed_stream (Flink's

@@ -5,9 +5,13 @@
 // parallel sources report a bool "backlog" (combined with OR, Flink's
 // FLIP-309 use) and a long "progress" (combined with MAX) to parallel process
 // functions that read them, emit their own and forward them.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -544,6 +548,168 @@ TEST(GeneralizedWatermarkJob, ABroadcastProcessFunctionEmitsWatermarksFromBothSi
 
 // The CLI's trace (--trace=watermarks) prints each one the runtime reports:
 // sent by a subtask, or combined at a subtask's input.
+// A keyed process function handles generalized watermarks as a process
+// function does (Flink's keyed process operator is the non-keyed one with a
+// key): it peeks at them, takes them (kPoll) and emits its own; a kind
+// declared "ignore" stops at it.  It was never called, and forwarded all of
+// them, the ignored kind too.
+struct KeyedStage : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+  std::shared_ptr<Log> log;
+  int subtask = 0;
+  int records = 0;
+  explicit KeyedStage(std::shared_ptr<Log> l) : log(std::move(l)) {}
+  void open(const RuntimeContext& ctx) { subtask = ctx.subtask_index(); }
+  void process_element(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+    ++records;
+    ctx.get_state<int64_t>("count").update(ctx.get_state<int64_t>("count").value().value_or(0) + 1);
+    out.collect(v);
+  }
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
+                                       Context& ctx) override {
+    log->Add(subtask, w, records);
+    if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
+    ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
+    return WatermarkHandlingResult::kPoll;
+  }
+};
+
+TEST(GeneralizedWatermarkJob, AKeyedProcessFunctionPeeksTakesAndEmitsThem) {
+  auto log1 = std::make_shared<Log>();
+  auto log2 = std::make_shared<Log>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  auto out = env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+                 .key_by([](const int64_t& v) { return v % 7; })
+                 .process(KeyedStage(log1))
+                 .name("keyed")
+                 .rebalance()
+                 .process(Stage2(log2))
+                 .name("stage2")
+                 .set_parallelism(1)
+                 .collect();
+  JobResult r = env.execute("generalized keyed");
+  ASSERT_TRUE(r.ok()) << r.status;
+  ASSERT_EQ(out->items().size(), static_cast<size_t>(2 * kRecords));
+  ASSERT_EQ(log1->seen.size(), 2u);
+  for (auto& [subtask, seen] : log1->seen) {
+    SCOPED_TRACE(subtask);
+    EXPECT_EQ(OfKind(seen, "backlog"), (std::vector<std::string>{"true", "false"}));
+    EXPECT_EQ(OfKind(seen, "ignored"), (std::vector<std::string>{"1"}));
+    EXPECT_FALSE(OfKind(seen, "progress").empty());
+  }
+  const std::vector<std::string>& seen2 = log2->seen[0];
+  EXPECT_EQ(OfKind(seen2, "backlog"), (std::vector<std::string>{"true", "false"}));
+  EXPECT_TRUE(OfKind(seen2, "progress").empty()) << "taken by the keyed function (kPoll)";
+  EXPECT_TRUE(OfKind(seen2, "ignored").empty()) << "declared ignore: dropped after the peek";
+  const std::vector<std::string> s = OfKind(seen2, "seen");
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.back(), std::to_string(2 * kRecords));
+}
+
+// In on_watermark there is no current key: keyed state and timers there
+// fail the job with a message saying so (they read through a null key).
+TEST(GeneralizedWatermarkJob, KeyedStateInOnWatermarkFailsTheJobSayingThereIsNoKey) {
+  for (int what = 0; what < 3; ++what) {
+    SCOPED_TRACE(what);
+    struct StateOnWatermark : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+      int what = 0;
+      void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
+        out.collect(v);
+      }
+      WatermarkHandlingResult on_watermark(const GeneralizedWatermark&, Collector<int64_t>&,
+                                           Context& ctx) override {
+        if (what == 0) ctx.get_state<int64_t>("x").update(1);
+        if (what == 1) ctx.timer_service().register_event_time_timer(5);
+        if (what == 2) (void)ctx.get_current_key();
+        return WatermarkHandlingResult::kPeek;
+      }
+    };
+    StateOnWatermark f;
+    f.what = what;
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1);
+    env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
+        .key_by([](const int64_t& v) { return v; })
+        .process(f)
+        .add_sink([](int64_t&&) {});
+    JobResult r = env.execute("no key");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status.message()),
+                ::testing::HasSubstr("no current key in on_watermark"));
+  }
+}
+
+// A generalized watermark leaves its task at once, with the records before
+// it, as Flink sends it as an event; it waited for the buffer timeout (here
+// an hour) like an event-time watermark.
+TEST(GeneralizedWatermarkJob, AWatermarkIsSentAtOnceNotAfterTheBufferTimeout) {
+  // One record and the watermark, then busy with nothing to send until told
+  // to end (a task that goes to sleep sends what it holds, so the source
+  // stays busy, as a source reading input that it filters out would).
+  class OneThenBusy final : public Source<int64_t> {
+   public:
+    explicit OneThenBusy(std::shared_ptr<std::atomic<bool>> stop) : stop_(std::move(stop)) {}
+    PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+      if (!sent_) {
+        out.CollectWithTimestamp(7, 1);
+        out.EmitGeneralizedWatermark(kBacklog.new_watermark(true));
+      }
+      sent_ = true;
+      return stop_->load() ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable;
+    }
+
+   private:
+    std::shared_ptr<std::atomic<bool>> stop_;
+    bool sent_ = false;
+  };
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  struct Arrived {
+    std::mutex mu;
+    std::condition_variable cv;
+    int records = 0;
+    bool watermark = false;
+  };
+  auto arrived = std::make_shared<Arrived>();
+  struct Watch : ProcessFunction<int64_t, int64_t> {
+    std::shared_ptr<Arrived> a;
+    void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
+      std::lock_guard<std::mutex> lock(a->mu);
+      ++a->records;
+      out.collect(v);
+    }
+    WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
+                                         Context&) override {
+      std::lock_guard<std::mutex> lock(a->mu);
+      if (kBacklog.matches(w)) a->watermark = true;
+      a->cv.notify_all();
+      return WatermarkHandlingResult::kPeek;
+    }
+  };
+  Watch watch;
+  watch.a = arrived;
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1).set_buffer_timeout(std::chrono::hours(1));
+  env.add_source<int64_t>([stop] { return std::make_unique<OneThenBusy>(stop); }, "one")
+      .rebalance()
+      .process(watch)
+      .add_sink([](int64_t&&) {});
+  JobClient client = env.execute_async("at once");
+  bool came;
+  int records;
+  {
+    std::unique_lock<std::mutex> lock(arrived->mu);
+    // (The limit only stops a hang: before the fix it came after an hour.)
+    came = arrived->cv.wait_for(lock, std::chrono::seconds(60), [&] { return arrived->watermark; });
+    records = arrived->records;
+  }
+  stop->store(true);
+  const JobResult r = client.wait();
+  EXPECT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(came);
+  EXPECT_EQ(records, 1) << "the record before it came with it";
+}
+
 TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
   for (const cli::OutputFormat format : {cli::OutputFormat::kText, cli::OutputFormat::kJsonl}) {
     std::ostringstream os;

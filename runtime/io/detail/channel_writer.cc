@@ -91,6 +91,11 @@ void ChannelWriterCore::StatusToAll(WatermarkStatus s) {
 void ChannelWriterCore::GeneralizedToAll(const GeneralizedWatermark& w) {
   for (size_t c = 0; c < channels_.size(); ++c)
     AddControl(c, ControlKind::kGeneralized, w.raw_value(), w.spec().id);
+  // Sent at once, with what precedes it, as a checkpoint barrier is: Flink
+  // sends a generalized watermark as an event (RecordWriter::broadcastEvent),
+  // which ends the buffer it follows, where an event-time watermark waits
+  // in the buffer like a record (the buffer timeout).
+  FlushAll();
   if (report_ && listener_)
     listener_->OnGeneralizedWatermark(metrics_->task_name(), metrics_->subtask(), false, -1, w);
 }
