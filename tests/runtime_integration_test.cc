@@ -782,5 +782,64 @@ TEST(RuntimeIntegration, AManualClockJumpFiresTheDueTimersAtOnce) {
   EXPECT_EQ(results->load(), 5);
 }
 
+// Processing-time timers that fall due while a task works through the last
+// of its input fire before the task finishes, as Flink runs the timers
+// already due before it finishes an operator; those not yet due are dropped.
+// The task checks timers between slices, and the slice that reads the end of
+// input was the last: the window [0, 1000), due once the reduce of record 2
+// moved the clock to 5000, was never emitted.
+TEST(RuntimeIntegration, ProcessingTimeTimersDueAtTheEndOfInputFire) {
+  {
+    ManualClock clock(0);
+    auto sums = std::make_shared<std::vector<int>>();
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1).set_clock(&clock);
+    env.from_elements(1, 2, 3)
+        .key_by([](const int&) { return 0; })
+        .window(TumblingProcessingTimeWindows::of(Duration(1000)))
+        .reduce([&clock](const int& a, const int& b) {
+          if (b == 2) clock.Set(5000);  // record 2 takes until 5000
+          return a + b;
+        })
+        .add_sink([sums](int&& s) { sums->push_back(s); });
+    JobResult r = env.execute("window due at the end");
+    ASSERT_TRUE(r.ok()) << r.status;
+    // [0, 1000) holds 1 and 2; record 3 came at 5000: [5000, 6000) is not
+    // due at the end, and is dropped.
+    EXPECT_EQ(*sums, std::vector<int>{3});
+  }
+  {
+    ManualClock clock(0);
+    struct TimerThenBusy : KeyedProcessFunction<int, int, std::string> {
+      ManualClock* clock = nullptr;
+      void process_element(const int& v, Context& ctx, Collector<std::string>& out) override {
+        if (v == 1) {
+          ctx.timer_service().register_processing_time_timer(10);  // due at the end
+          ctx.timer_service().register_processing_time_timer(60);  // not due: dropped
+          clock->Set(50);                                          // a busy record
+        }
+        out.collect("record " + std::to_string(v));
+      }
+      void on_timer(Timestamp t, OnTimerContext&, Collector<std::string>& out) override {
+        out.collect("timer " + std::to_string(t));
+      }
+    };
+    TimerThenBusy f;
+    f.clock = &clock;
+    auto lines = std::make_shared<std::vector<std::string>>();
+    StreamExecutionEnvironment env;
+    env.set_parallelism(1).set_clock(&clock);
+    env.from_elements(1, 2, 3)
+        .key_by([](const int&) { return 0; })
+        .process(f)
+        .add_sink([lines](std::string&& s) { lines->push_back(std::move(s)); });
+    JobResult r = env.execute("timer due at the end");
+    ASSERT_TRUE(r.ok()) << r.status;
+    EXPECT_EQ(std::count(lines->begin(), lines->end(), "timer 10"), 1);
+    EXPECT_EQ(std::count(lines->begin(), lines->end(), "timer 60"), 0);
+    EXPECT_EQ(lines->size(), 4u);
+  }
+}
+
 }  // namespace
 }  // namespace tidemark

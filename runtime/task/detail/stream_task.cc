@@ -169,6 +169,12 @@ Task::Result StreamTask::RunSlice() {
         case TaskInput::Step::kEnd:
           // A checkpoint requested before the end goes out before it.
           if (ack_ != nullptr) HandleCheckpointSignals();
+          // Processing-time timers that fell due while this slice worked
+          // through the input fire before the chain finishes (timers are
+          // checked between slices, and this slice is the last): as Flink
+          // runs the timers already due (queued in the mailbox) before it
+          // finishes an operator; those not yet due are dropped.
+          timers_.FireDue(clock_->NowMillis());
           FinishTask();
           return Result::kFinished;
       }
