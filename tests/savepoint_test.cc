@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -322,6 +323,96 @@ TEST(Savepoint, StopWithDrainFiresEveryWindowFirst) {
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(s->finished) << file;
   }
+}
+
+// Restoring a drained savepoint (every subtask finished) runs nothing, as
+// Flink deploys such tasks finished on restore (FLIP-147): the source does
+// not read on from where the drain stopped it, and a processing-time timer
+// pending at the drain (dropped there) does not fire.  Both happened: the
+// restored source read the rest of its input and the restored timer fired.
+TEST(Savepoint, ARestoredDrainedSavepointReadsNothingAndFiresNoTimer) {
+  // Records 0-9, then (once `more`) 10-19 and the end; replayable.
+  class TwoParts final : public Source<int64_t> {
+   public:
+    explicit TwoParts(std::shared_ptr<std::atomic<bool>> more) : more_(std::move(more)) {}
+    PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+      if (next_ == 10 && !more_->load()) return PollStatus::kNothingAvailable;
+      out.Collect(next_++);
+      return next_ == 20 ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable;
+    }
+    Timestamp RetryAt() const override { return kMaxTimestamp; }
+    bool Replayable() const override { return true; }
+    void SnapshotPosition(internal::StateWriter& w) const override { w.PutI64(next_); }
+    void RestorePosition(internal::StateReader& r) override { next_ = r.GetI64("next"); }
+
+   private:
+    std::shared_ptr<std::atomic<bool>> more_;
+    int64_t next_ = 0;
+  };
+  struct TimerOnFirst : KeyedProcessFunction<int, int64_t, std::string> {
+    void process_element(const int64_t& v, Context& ctx, Collector<std::string>& out) override {
+      if (v == 0) ctx.timer_service().register_processing_time_timer(1500);
+      out.collect("record " + std::to_string(v));
+    }
+    void on_timer(Timestamp t, OnTimerContext&, Collector<std::string>& out) override {
+      out.collect("timer " + std::to_string(t));
+    }
+  };
+  testing::TempDir dir;
+  ManualClock clock(0);
+  auto more = std::make_shared<std::atomic<bool>>(false);
+  struct Lines {
+    std::mutex mu;
+    std::vector<std::string> v;
+  };
+  auto build = [&](StreamExecutionEnvironment& env, const std::shared_ptr<Lines>& lines) {
+    env.set_parallelism(1).set_clock(&clock);
+    env.enable_checkpointing(Duration(0), dir.Path("chk"));
+    env.add_source<int64_t>([more] { return std::make_unique<TwoParts>(more); }, "two parts")
+        .key_by([](const int64_t&) { return 0; })
+        .process(TimerOnFirst())
+        .add_sink([lines](std::string&& s) {
+          std::lock_guard<std::mutex> lock(lines->mu);
+          lines->v.push_back(std::move(s));
+        });
+  };
+  std::string path;
+  {
+    auto lines = std::make_shared<Lines>();
+    StreamExecutionEnvironment env;
+    build(env, lines);
+    JobClient client = env.execute_async("first");
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(lines->mu);
+        if (lines->v.size() == 10) break;
+      }
+      ASSERT_LT(std::chrono::steady_clock::now(), limit) << "the first ten records never came";
+      std::this_thread::yield();
+    }
+    absl::StatusOr<std::string> sp = client.stop_with_savepoint(dir.Path("sp"), /*drain=*/true);
+    ASSERT_TRUE(sp.ok()) << sp.status();
+    path = *sp;
+    const JobResult r = client.wait();
+    ASSERT_TRUE(r.ok()) << r.status;
+    std::lock_guard<std::mutex> lock(lines->mu);
+    EXPECT_EQ(lines->v.size(), 10u) << "the timer (at 1500) was not due at the drain";
+  }
+  more->store(true);  // the source would read 10-19 now
+  clock.Set(5000);    // and the timer at 1500 is due
+  auto lines = std::make_shared<Lines>();
+  StreamExecutionEnvironment env;
+  build(env, lines);
+  env.restore_from(path);
+  const JobResult r = env.execute("restored from the drained savepoint");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.restored_path, path);
+  EXPECT_TRUE(lines->v.empty()) << lines->v.front() << " (of " << lines->v.size() << ")";
+  int64_t read = 0;
+  for (const auto& m : r.metrics)
+    if (m.task_name.find("two parts") != std::string::npos) read += m.records_in;
+  EXPECT_EQ(read, 0);
 }
 
 TEST(Savepoint, AChangedJobRestoresByUidNewOperatorsStartEmptyRemovedOnesAreRefused) {

@@ -1,5 +1,6 @@
 #include "tidemark/runtime/task/detail/stream_task.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
@@ -133,7 +134,13 @@ Task::Result StreamTask::RunSlice() {
     if (paused_by_backpressure_) SetBackpressured(AnyWriterFull());
     const Timestamp now_ms = clock_->NowMillis();
     timers_.set_slice_processing_time(now_ms);
-    timers_.FireDue(now_ms);
+    if (!finished_on_restore_) timers_.FireDue(now_ms);
+    if (finished_on_restore_ && input_->IsSource()) [[unlikely]] {
+      // Nothing left to read: the MAX watermark, as at the end of input.
+      input_->EndInputNow();
+      FinishTask();
+      return Result::kFinished;
+    }
     bool check_space = true;
     for (int step = 0; step < kStepsPerSlice; ++step) {
       if (cancelled()) break;
@@ -174,7 +181,7 @@ Task::Result StreamTask::RunSlice() {
           // checked between slices, and this slice is the last): as Flink
           // runs the timers already due (queued in the mailbox) before it
           // finishes an operator; those not yet due are dropped.
-          timers_.FireDue(clock_->NowMillis());
+          if (!finished_on_restore_) timers_.FireDue(clock_->NowMillis());
           FinishTask();
           return Result::kFinished;
       }
@@ -482,6 +489,9 @@ void StreamTask::Restore() {
           ? std::string()
           : absl::StrCat(" at parallelism ", p, " (it ran at ", rs.old_parallelism, ")"));
   const std::vector<SubtaskSnapshot>& old = *rs.old;
+  finished_on_restore_ =
+      !old.empty() &&
+      std::all_of(old.begin(), old.end(), [](const SubtaskSnapshot& s) { return s.finished; });
   for (const SubtaskSnapshot& s : old) {
     if (s.operators.size() != operators_.size()) {
       throw std::runtime_error(absl::StrCat(where, ": the checkpoint has ", s.operators.size(),

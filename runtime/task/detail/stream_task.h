@@ -210,6 +210,11 @@ class StreamTask final : public Task, public CheckpointParticipant, private Barr
   int task_index_ = 0;
   WatermarkListener* listener_ = nullptr;
   std::optional<SubtaskRestore> restore_;
+  // Restored from snapshots that all finished (a drained savepoint, a
+  // finished job's final checkpoint; Flink's finished-on-restore, FLIP-147):
+  // the task reads nothing and fires no restored processing-time timer; it
+  // ends its input at once (a source: the MAX watermark) and finishes.
+  bool finished_on_restore_ = false;
   std::atomic<int64_t> requested_checkpoint_{-1};
   std::atomic<int64_t> completed_checkpoint_{-1};
   // The last id RequestSavepoint asked for (aligned whatever the config).
