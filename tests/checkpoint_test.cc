@@ -67,6 +67,7 @@ struct GateFixture : testing::GateFixtureBase<Recorder> {
 };
 
 using Events = std::vector<std::string>;
+namespace fs = std::filesystem;
 
 TEST(BarrierAlignment, ChannelIsHeldFromItsBarrierUntilEveryChannelHasIt) {
   GateFixture f(2);
@@ -656,6 +657,70 @@ TEST(FileSink, OnlyCompletedCheckpointsAreVisibleAndARestoreCompletesExactlyOnce
     EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(n)) << "rep " << rep;
     EXPECT_EQ(hidden, 0);
   }
+}
+
+// Restoring an older checkpoint of the job's own directory rolls the line
+// back to it: the later checkpoints are set aside (abandoned-chk-<n>), so
+// that a crash before the restored job's first checkpoint and a restore
+// from "latest" go on from the restored one.  "latest" took the later
+// checkpoint of the line that was left, whose sink files the first restore
+// had rolled back: that restore failed ("cannot commit ... .pending") on
+// every try, and the records after the older checkpoint were lost.
+TEST(FileSink, ARestoreFromLatestAfterRestoringAnOlderCheckpointGoesOnFromIt) {
+  testing::TempDir chk;
+  testing::TempDir out;
+  const int64_t n = 200'000;
+  {
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk.path());
+    BuildFileJob(env, out.path(), n, 15'000.0);
+    JobClient client = env.execute_async("files");
+    for (int k = 0; k < 3; ++k) {
+      const int64_t id = client.trigger_checkpoint();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(client.wait_for_checkpoint(id, Duration(60'000)));
+    }
+    client.cancel();
+    client.wait();
+  }
+  ASSERT_TRUE(fs::exists(fs::path(chk.path()) / "chk-3"));
+  {
+    // Restored from chk-2, then cancelled (a crash) before a checkpoint of
+    // its own, once records flow: the restore has rolled the sink back.
+    StreamExecutionEnvironment env;
+    env.enable_checkpointing(Duration(0), chk.path())
+        .restore_from((fs::path(chk.path()) / "chk-2").string());
+    BuildFileJob(env, out.path(), n, 15'000.0);
+    JobClient client = env.execute_async("files from chk-2");
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto flowing = [&] {
+      for (const auto& m : client.metrics())
+        if (m.task_name.find("Map") != std::string::npos && m.records_in > 0) return true;
+      return false;
+    };
+    while (!flowing()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), limit) << "no record after the restore";
+      std::this_thread::yield();
+    }
+    client.cancel();
+    const JobResult r = client.wait();
+    EXPECT_EQ(r.checkpoints.restored_id, 2);
+    bool told = false;
+    for (const std::string& line : r.checkpoints.notices)
+      told = told || line.find("renamed abandoned-chk-3") != std::string::npos;
+    EXPECT_TRUE(told) << "the notices name the checkpoint set aside";
+  }
+  EXPECT_FALSE(fs::exists(fs::path(chk.path()) / "chk-3"));
+  EXPECT_TRUE(fs::exists(fs::path(chk.path()) / "abandoned-chk-3"));
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(Duration(0), chk.path()).restore_from("latest");
+  BuildFileJob(env, out.path(), n, 0);
+  const JobResult r = env.execute("files from latest");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(r.checkpoints.restored_id, 2);
+  int hidden = 0;
+  EXPECT_EQ(testing::CommittedInts(out.path(), &hidden), Iota(n));
+  EXPECT_EQ(hidden, 0);
 }
 
 // Two sinks into one directory whose prefixes extend one another ("part" and

@@ -1172,6 +1172,20 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     a.restored = absl::StrCat("checkpoint ", restore->id, " of ", where.string());
     a.restored_id = absl::StrCat(restore->id, " ", where.filename().string());
   }
+  // Restored from an older checkpoint of this job's own directory: the ones
+  // after it are set aside (CheckpointStorage::AbandonAfter), so that the
+  // restored job's line is what "latest" finds.
+  if (restore && storage && options_.cluster.rank == 0) {
+    std::error_code ec1, ec2;
+    const std::filesystem::path restored_dir =
+        std::filesystem::weakly_canonical(restore->path.parent_path(), ec1);
+    const std::filesystem::path own_dir = std::filesystem::weakly_canonical(storage->dir(), ec2);
+    if (!ec1 && !ec2 && restored_dir == own_dir) {
+      absl::StatusOr<std::vector<std::string>> abandoned = storage->AbandonAfter(restore->id);
+      if (!abandoned.ok()) return abandoned.status();
+      for (std::string& line : *abandoned) a.exec->Notice(std::move(line));
+    }
+  }
   const int64_t first_id = FirstCheckpointId(storage.get(), restore);
 
   // Ids go on after the checkpoints this job's storage wrote (a valid

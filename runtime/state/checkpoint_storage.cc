@@ -1288,6 +1288,32 @@ std::vector<std::string> CheckpointStorage::StrayEntries() const {
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> CheckpointStorage::AbandonAfter(int64_t id) {
+  std::vector<std::string> lines;
+  for (int64_t later : ListCommittedIds()) {
+    if (later <= id) continue;
+    const fs::path from = CheckpointPath(later);
+    const fs::path to = dir_ / absl::StrCat("abandoned-", from.filename().string());
+    std::error_code ec;
+    fs::remove_all(to, ec);  // left by an earlier restore of the same id
+    fs::rename(from, to, ec);
+    if (ec) {
+      return Prefixed(FsErrorStatus("cannot rename", from, ec),
+                      absl::StrCat("restoring checkpoint ", id, " of ", dir_.string(),
+                                   ": its later checkpoint ", later, " must be set aside: "));
+    }
+    lines.push_back(absl::StrCat(
+        "checkpoint ", later, " of ", dir_.string(), " came after the restored checkpoint ", id,
+        ", on the line it "
+        "left: renamed ",
+        to.filename().string(), " (a restore from latest would have taken it)"));
+  }
+  if (!lines.empty()) {
+    if (absl::Status s = FsyncDir(dir_); !s.ok()) return s;
+  }
+  return lines;
+}
+
 absl::Status CheckpointStorage::CheckWritable() const {
   const std::string where = absl::StrCat("checkpoint directory ", dir_.string(), ": ");
   std::error_code ec;

@@ -223,6 +223,15 @@ class CheckpointStorage {
   // each, naming the path and what is wrong, e.g. "ignored DIR/chk-abc: not
   // a checkpoint directory (chk-<number>)".
   std::vector<std::string> StrayEntries() const;
+  // A job restored from committed checkpoint `id` of this directory goes on
+  // from it: the committed checkpoints after `id` belong to the line it
+  // left, and a later restore from "latest" (after a crash before the
+  // restored job's first checkpoint) must not take one of them (their sinks'
+  // pending files were rolled back by the restore).  Flink writes the
+  // restored job's checkpoints under a new job id; here each is renamed
+  // abandoned-chk-<n> (kept, not read again).  One line each, for the job's
+  // notices; an error if one cannot be renamed.
+  absl::StatusOr<std::vector<std::string>> AbandonAfter(int64_t id);
 
   // Creates dir() and checks that a file can be written, synced and removed
   // there (before a job starts, so an unusable directory is an error then
