@@ -11,6 +11,7 @@
 #ifndef TM_OPERATORS_BASIC_H_
 #define TM_OPERATORS_BASIC_H_
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -237,6 +238,32 @@ class Collector {
 };
 
 namespace internal {
+// A process function context's emit_watermark (ProcessContext,
+// KeyedProcessContext): checks the kind against the function's declarations
+// (none declared: any kind) and sends the watermark on.
+class GeneralizedWatermarkEmitter {
+ public:
+  void Set(std::function<void(const GeneralizedWatermark&)> emit,
+           const std::vector<WatermarkDeclaration>* declared) {
+    emit_ = std::move(emit);
+    declared_ = declared;
+  }
+  void Emit(const GeneralizedWatermark& w) const {
+    if (declared_ != nullptr &&
+        std::none_of(declared_->begin(), declared_->end(),
+                     [&](const WatermarkDeclaration& d) { return d.matches(w); })) {
+      throw std::invalid_argument("watermark '" + w.identifier() +
+                                  "' is emitted but not declared: add its declaration to the "
+                                  "function's declare_watermarks()");
+    }
+    if (emit_) emit_(w);
+  }
+
+ private:
+  std::function<void(const GeneralizedWatermark&)> emit_;
+  const std::vector<WatermarkDeclaration>* declared_ = nullptr;
+};
+
 // The parameter types of a callable (its call operator) or of a member
 // function pointer, as a std::tuple (args).
 template <typename F>

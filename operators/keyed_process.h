@@ -144,16 +144,7 @@ class KeyedProcessContext {
   // output), after what was collected so far; as ProcessContext's
   // (operators/process.h): an undeclared kind is an error when the function
   // declares any.
-  void emit_watermark(const GeneralizedWatermark& w) {
-    if (declared_ != nullptr &&
-        std::none_of(declared_->begin(), declared_->end(),
-                     [&](const WatermarkDeclaration& d) { return d.matches(w); })) {
-      throw std::invalid_argument("watermark '" + w.identifier() +
-                                  "' is emitted but not declared: add its declaration to the "
-                                  "function's declare_watermarks()");
-    }
-    if (emit_) emit_(w);
-  }
+  void emit_watermark(const GeneralizedWatermark& w) { emitter_.Emit(w); }
 
   template <typename V>
   ValueState<K, V> get_state(std::string_view name) {
@@ -220,8 +211,7 @@ class KeyedProcessContext {
   }
   void set_watermark_emitter(std::function<void(const GeneralizedWatermark&)> emit,
                              const std::vector<WatermarkDeclaration>* declared) {
-    emit_ = std::move(emit);
-    declared_ = declared;
+    emitter_.Set(std::move(emit), declared);
   }
 
  private:
@@ -234,8 +224,7 @@ class KeyedProcessContext {
     }
     return key_;
   }
-  std::function<void(const GeneralizedWatermark&)> emit_;
-  const std::vector<WatermarkDeclaration>* declared_ = nullptr;
+  internal::GeneralizedWatermarkEmitter emitter_;
   internal::KeyedTimerService<K, internal::VoidNamespace>* timers_;
   internal::KeyedStateStore<K>* state_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;

@@ -81,29 +81,18 @@ class ProcessContext : public RuntimeContext {
 
   // A generalized watermark downstream (to the main output and every side
   // output), after what was collected so far.
-  void emit_watermark(const GeneralizedWatermark& w) {
-    if (declared_ != nullptr &&
-        std::none_of(declared_->begin(), declared_->end(),
-                     [&](const WatermarkDeclaration& d) { return d.matches(w); })) {
-      throw std::invalid_argument("watermark '" + w.identifier() +
-                                  "' is emitted but not declared: add its declaration to the "
-                                  "function's declare_watermarks()");
-    }
-    if (emit_) emit_(w);
-  }
+  void emit_watermark(const GeneralizedWatermark& w) { emitter_.Emit(w); }
 
   // --- for the operator ---
   void set_timestamp(Timestamp ts) { timestamp_ = ts; }
   void set_watermark(Timestamp w) { watermark_ = w; }
   void set_watermark_emitter(std::function<void(const GeneralizedWatermark&)> emit,
                              const std::vector<WatermarkDeclaration>* declared) {
-    emit_ = std::move(emit);
-    declared_ = declared;
+    emitter_.Set(std::move(emit), declared);
   }
 
  private:
-  std::function<void(const GeneralizedWatermark&)> emit_;
-  const std::vector<WatermarkDeclaration>* declared_ = nullptr;
+  internal::GeneralizedWatermarkEmitter emitter_;
   OperatorContext* op_;
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
   Timestamp timestamp_ = kNoTimestamp;
