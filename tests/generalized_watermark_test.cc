@@ -407,24 +407,34 @@ std::vector<std::string> OfKind(const std::vector<std::string>& seen, const std:
   return v;
 }
 
+// The catching-up source at parallelism 2, then `first` (a stage at
+// parallelism 2, given the source's stream), then Stage2 alone; the records
+// that reach the end.
+template <typename First>
+std::shared_ptr<CollectedResults<int64_t>> RunStages(First first, const std::shared_ptr<Log>& log2,
+                                                     const char* name) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  auto out =
+      first(env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up"))
+          .rebalance()
+          .process(Stage2(log2))
+          .name("stage2")
+          .set_parallelism(1)
+          .collect();
+  JobResult r = env.execute(name);
+  EXPECT_TRUE(r.ok()) << r.status;
+  return out;
+}
+
 TEST(GeneralizedWatermarkJob, BacklogOrAndProgressMaxAcrossParallelChannels) {
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE(round);
     auto log1 = std::make_shared<Log>();
     auto log2 = std::make_shared<Log>();
-    StreamExecutionEnvironment env;
-    env.set_parallelism(2);
-    auto out = env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
-                   .rebalance()
-                   .process(Stage1(log1))
-                   .name("stage1")
-                   .rebalance()
-                   .process(Stage2(log2))
-                   .name("stage2")
-                   .set_parallelism(1)
-                   .collect();
-    JobResult r = env.execute("generalized");
-    ASSERT_TRUE(r.ok()) << r.status;
+    auto out = RunStages(
+        [&](DataStream<int64_t> in) { return in.rebalance().process(Stage1(log1)).name("stage1"); },
+        log2, "generalized");
     ASSERT_EQ(out->items().size(), static_cast<size_t>(2 * kRecords));
     ASSERT_EQ(log1->seen.size(), 2u);
     int total1 = 0;
@@ -577,19 +587,13 @@ struct KeyedStage : KeyedProcessFunction<int64_t, int64_t, int64_t> {
 TEST(GeneralizedWatermarkJob, AKeyedProcessFunctionPeeksTakesAndEmitsThem) {
   auto log1 = std::make_shared<Log>();
   auto log2 = std::make_shared<Log>();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(2);
-  auto out = env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up")
-                 .key_by([](const int64_t& v) { return v % 7; })
-                 .process(KeyedStage(log1))
-                 .name("keyed")
-                 .rebalance()
-                 .process(Stage2(log2))
-                 .name("stage2")
-                 .set_parallelism(1)
-                 .collect();
-  JobResult r = env.execute("generalized keyed");
-  ASSERT_TRUE(r.ok()) << r.status;
+  auto out = RunStages(
+      [&](DataStream<int64_t> in) {
+        return in.key_by([](const int64_t& v) { return v % 7; })
+            .process(KeyedStage(log1))
+            .name("keyed");
+      },
+      log2, "generalized keyed");
   ASSERT_EQ(out->items().size(), static_cast<size_t>(2 * kRecords));
   ASSERT_EQ(log1->seen.size(), 2u);
   for (auto& [subtask, seen] : log1->seen) {
