@@ -264,6 +264,24 @@ class GeneralizedWatermarkEmitter {
   const std::vector<WatermarkDeclaration>* declared_ = nullptr;
 };
 
+// A process operator's handling of a generalized watermark w (ProcessOperator,
+// KeyedProcessOperator): the function's on_watermark where it has one
+// (`prepare` first, e.g. clearing the record's timestamp), then whether w
+// goes on: only when the function peeked and the declaration forwards (Flink's
+// ProcessOperator).
+template <typename F, typename Coll, typename Ctx, typename Prepare>
+bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx& ctx,
+                            Prepare prepare) {
+  WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+  if constexpr (requires { f.on_watermark(w, out, ctx); }) {
+    prepare();
+    out.set_timestamp(kNoTimestamp);
+    r = f.on_watermark(w, out, ctx);
+  }
+  return r == WatermarkHandlingResult::kPeek &&
+         w.spec().strategy == WatermarkHandlingStrategy::kForward;
+}
+
 // The parameter types of a callable (its call operator) or of a member
 // function pointer, as a std::tuple (args).
 template <typename F>

@@ -336,16 +336,10 @@ class KeyedProcessOperator final
   // Generalized watermarks: as ProcessOperator's (Flink's keyed process
   // operator handles them as the non-keyed one), with no current key.
   void ProcessGeneralizedWatermark(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark(w, *collector_, *pctx_); }) {
-      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
-      collector_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark(w, *collector_, *pctx_);
-    }
-    if (r == WatermarkHandlingResult::kPeek &&
-        w.spec().strategy == WatermarkHandlingStrategy::kForward) {
+    if (OnGeneralizedWatermark(f_, w, *collector_, *pctx_, [this] {
+          pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
+        }))
       this->ForwardGeneralizedWatermark(w);
-    }
   }
   // Watermarks, checkpoints (the keyed state store and the timers, the
   // instance's key groups kept on restore): KeyedOperator's.

@@ -141,16 +141,9 @@ class ProcessOperator final : public BatchedOperator<ProcessOperator<T, F, Out>,
     OpenFunction(f_, ctx);
   }
   void ProcessGeneralizedWatermark(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark(w, *collector_, *pctx_); }) {
-      pctx_->set_timestamp(kNoTimestamp);
-      collector_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark(w, *collector_, *pctx_);
-    }
-    if (r == WatermarkHandlingResult::kPeek &&
-        w.spec().strategy == WatermarkHandlingStrategy::kForward) {
+    if (OnGeneralizedWatermark(f_, w, *collector_, *pctx_,
+                               [this] { pctx_->set_timestamp(kNoTimestamp); }))
       this->ForwardGeneralizedWatermark(w);
-    }
   }
   void ProcessElement(T&& value, Timestamp ts) override {
     pctx_->set_timestamp(ts);

@@ -360,6 +360,18 @@ struct Log {
   }
 };
 
+// The first stages' on_watermark (Stage1, KeyedStage): logs w, takes each
+// progress watermark (kPoll) and emits its own "seen" one in its place;
+// peeks at the others.
+template <typename Ctx>
+WatermarkHandlingResult TakeProgress(Log& log, int subtask, int records,
+                                     const GeneralizedWatermark& w, Ctx& ctx) {
+  log.Add(subtask, w, records);
+  if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
+  ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
+  return WatermarkHandlingResult::kPoll;
+}
+
 // The first stage: takes each progress watermark (kPoll) and emits its own
 // "seen" one in its place; peeks at the others.
 struct Stage1 : ProcessFunction<int64_t, int64_t> {
@@ -375,10 +387,7 @@ struct Stage1 : ProcessFunction<int64_t, int64_t> {
   std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
   WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
                                        Context& ctx) override {
-    log->Add(subtask, w, records);
-    if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
-    ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
-    return WatermarkHandlingResult::kPoll;
+    return TakeProgress(*log, subtask, records, w, ctx);
   }
 };
 
@@ -577,10 +586,7 @@ struct KeyedStage : KeyedProcessFunction<int64_t, int64_t, int64_t> {
   std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
   WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>&,
                                        Context& ctx) override {
-    log->Add(subtask, w, records);
-    if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
-    ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
-    return WatermarkHandlingResult::kPoll;
+    return TakeProgress(*log, subtask, records, w, ctx);
   }
 };
 

@@ -562,18 +562,24 @@ TEST(ReinterpretAsKeyedStream, AStreamNotPartitionedByTheKeyFailsTheJob) {
 // own max parallelism, a stream partitioned for another one fails the job (the
 // operator's state would be split between subtasks, and a restore would drop
 // what is not in a subtask's key groups); with the same one, it runs.
+// 0 .. n - 1 as (v % keys, 1), rebalanced, counted per key by a keyed
+// process function (whose output is keyed by the same key).
+auto RunningCounts(StreamExecutionEnvironment& env, int64_t n, int64_t keys) {
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < n; ++i) in.push_back(i);
+  return env.from_collection(in)
+      .rebalance()
+      .map([keys](const int64_t& v) {
+        return std::pair<int64_t, int64_t>{v % keys, 1};
+      })
+      .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .process(RunningCountOfPairs());
+}
+
 JobResult RunWithMaxParallelism(int upstream, int downstream, std::string* plan_error) {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
-  std::vector<int64_t> in;
-  for (int64_t i = 0; i < 1000; ++i) in.push_back(i);
-  auto counts = env.from_collection(in)
-                    .rebalance()
-                    .map([](const int64_t& v) {
-                      return std::pair<int64_t, int64_t>{v % 100, 1};
-                    })
-                    .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
-                    .process(RunningCountOfPairs());
+  auto counts = RunningCounts(env, 1000, 100);
   if (upstream > 0) counts.set_max_parallelism(upstream);
   auto reinterpreted = counts.reinterpret_as_keyed_stream(
       [](const std::pair<int64_t, int64_t>& c) { return c.first; });
@@ -598,16 +604,7 @@ JobResult RunWithMaxParallelism(int upstream, int downstream, std::string* plan_
 TEST(ReinterpretAsKeyedStream, TheCheckRunsAtItsInputsParallelism) {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
-  std::vector<int64_t> in;
-  for (int64_t i = 0; i < 300; ++i) in.push_back(i);
-  auto counts = env.from_collection(in)
-                    .rebalance()
-                    .map([](const int64_t& v) {
-                      return std::pair<int64_t, int64_t>{v % 30, 1};
-                    })
-                    .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
-                    .process(RunningCountOfPairs())
-                    .set_parallelism(3);
+  auto counts = RunningCounts(env, 300, 30).set_parallelism(3);
   auto key = [](const std::pair<int64_t, int64_t>& c) { return c.first; };
   auto mismatched = counts.reinterpret_as_keyed_stream(key).process(RunningCountOfPairs());
   EXPECT_THAT(env.explain(), ::testing::HasSubstr("'ReinterpretAsKeyedStream' has 3"));

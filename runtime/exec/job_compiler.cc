@@ -805,6 +805,22 @@ absl::StatusOr<std::optional<LoadedCheckpoint>> LoadCheckpointToRestore(
   return std::optional<LoadedCheckpoint>();
 }
 
+// Restored from an older checkpoint of the job's own directory: the ones
+// after it are set aside (CheckpointStorage::AbandonAfter), so that the
+// restored job's line is what "latest" finds; each is named in the notices.
+absl::Status AbandonLaterCheckpoints(const LoadedCheckpoint& restore, CheckpointStorage& storage,
+                                     JobExecution& exec) {
+  std::error_code ec1, ec2;
+  const std::filesystem::path restored_dir =
+      std::filesystem::weakly_canonical(restore.path.parent_path(), ec1);
+  const std::filesystem::path own_dir = std::filesystem::weakly_canonical(storage.dir(), ec2);
+  if (ec1 || ec2 || restored_dir != own_dir) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> abandoned = storage.AbandonAfter(restore.id);
+  if (!abandoned.ok()) return abandoned.status();
+  for (std::string& line : *abandoned) exec.Notice(std::move(line));
+  return absl::OkStatus();
+}
+
 // The id of the job's first checkpoint: after every id in `storage` and the
 // restored one.
 int64_t FirstCheckpointId(const CheckpointStorage* storage,
@@ -1172,19 +1188,8 @@ absl::Status JobCompiler::SetUpCheckpoints(const PhysicalPlan& plan, Assembly& a
     a.restored = absl::StrCat("checkpoint ", restore->id, " of ", where.string());
     a.restored_id = absl::StrCat(restore->id, " ", where.filename().string());
   }
-  // Restored from an older checkpoint of this job's own directory: the ones
-  // after it are set aside (CheckpointStorage::AbandonAfter), so that the
-  // restored job's line is what "latest" finds.
   if (restore && storage && options_.cluster.rank == 0) {
-    std::error_code ec1, ec2;
-    const std::filesystem::path restored_dir =
-        std::filesystem::weakly_canonical(restore->path.parent_path(), ec1);
-    const std::filesystem::path own_dir = std::filesystem::weakly_canonical(storage->dir(), ec2);
-    if (!ec1 && !ec2 && restored_dir == own_dir) {
-      absl::StatusOr<std::vector<std::string>> abandoned = storage->AbandonAfter(restore->id);
-      if (!abandoned.ok()) return abandoned.status();
-      for (std::string& line : *abandoned) a.exec->Notice(std::move(line));
-    }
+    if (absl::Status s = AbandonLaterCheckpoints(*restore, *storage, *a.exec); !s.ok()) return s;
   }
   const int64_t first_id = FirstCheckpointId(storage.get(), restore);
 

@@ -1302,11 +1302,10 @@ absl::StatusOr<std::vector<std::string>> CheckpointStorage::AbandonAfter(int64_t
                       absl::StrCat("restoring checkpoint ", id, " of ", dir_.string(),
                                    ": its later checkpoint ", later, " must be set aside: "));
     }
-    lines.push_back(absl::StrCat(
-        "checkpoint ", later, " of ", dir_.string(), " came after the restored checkpoint ", id,
-        ", on the line it "
-        "left: renamed ",
-        to.filename().string(), " (a restore from latest would have taken it)"));
+    lines.push_back(absl::StrCat("checkpoint ", later, " of ", dir_.string(),
+                                 " came after the restored checkpoint ", id,
+                                 ", on the line it left: renamed ", to.filename().string(),
+                                 " (a restore from latest would have taken it)"));
   }
   if (!lines.empty()) {
     if (absl::Status s = FsyncDir(dir_); !s.ok()) return s;
