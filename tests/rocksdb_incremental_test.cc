@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -299,6 +301,73 @@ TEST(RocksDbNativeIncremental, AMissingSharedSstFileMakesLatestFallBack) {
   EXPECT_EQ(loaded->id, 1);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("missing"), std::string::npos) << problems[0];
+}
+
+// A shared SST file with a byte changed (its size kept) is found by its
+// CRC-32C, which the references keep from its upload: `latest` passes over
+// every checkpoint that refers to it.  A storage opened again (a restarted
+// job) reuses the retained checkpoints' files with the CRCs they were
+// written with.
+TEST(RocksDbNativeIncremental, ACorruptSharedSstFileMakesLatestFallBack) {
+  testing::TempDir dir;
+  KeyedStateStore<Key> store;
+  store.UseKvStore(OpenTestStore(), kMaxParallelism, 100);
+  {
+    CheckpointStorage first(dir.Path("chk"));
+    first.set_incremental(true);
+    for (Key k = 0; k < kKeys / 4; ++k) Put(store, k, 1);
+    Checkpoint(store, first, 1);
+    for (Key k = 0; k < kKeys / 4; k += 2) Put(store, k, 2);
+    Checkpoint(store, first, 2);
+  }
+  CheckpointStorage storage(dir.Path("chk"));
+  storage.set_incremental(true);
+  absl::StatusOr<LoadedCheckpoint> loaded = storage.LoadLatest(nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->id, 2);
+  KeyedStateStore<Key> restored;
+  restored.UseKvStore(OpenTestStore(), kMaxParallelism, 100);
+  {
+    StateReader r(loaded->states.at("0-0.state"));
+    restored.Restore(r, KeyGroupRange{0, kMaxParallelism - 1, kMaxParallelism});
+    ASSERT_TRUE(r.ok()) << r.error();
+  }
+  ASSERT_TRUE(restored.restored_natively());
+  for (Key k = 0; k < 100; ++k) Put(restored, k, 3);
+  const Taken third = Checkpoint(restored, storage, 3);
+  EXPECT_LT(third.uploaded * 10, third.referred)
+      << "uploaded " << third.uploaded << " of " << third.referred;
+
+  // Checkpoint 2's SST file, rewritten with one byte changed (a copy: the
+  // shared file is a hard link of the stores' own files).
+  std::string sst;
+  for (const std::string& f : SharedFiles(storage)) {
+    if (f.rfind("2-", 0) == 0 && f.size() > 4 && f.substr(f.size() - 4) == ".sst") sst = f;
+  }
+  ASSERT_FALSE(sst.empty());
+  const fs::path path = storage.SharedDir() / sst;
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 100u);
+  bytes[bytes.size() / 2] ^= 0x20;
+  {
+    std::ofstream out(path.string() + ".bad", std::ios::binary);
+    out << bytes;
+  }
+  fs::rename(path.string() + ".bad", path);
+
+  std::vector<std::string> problems;
+  loaded = storage.LoadLatest(&problems);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->id, 1);
+  ASSERT_EQ(problems.size(), 2u);  // checkpoints 3 and 2
+  for (const std::string& p : problems) {
+    EXPECT_NE(p.find("shared/" + sst + ": crc32c"), std::string::npos) << p;
+    EXPECT_NE(p.find("(corrupt)"), std::string::npos) << p;
+  }
 }
 
 // --- a job ------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <set>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
@@ -276,6 +277,24 @@ absl::Status ReadFile(const fs::path& path, std::string* out) {
   return absl::OkStatus();
 }
 
+// The CRC-32C of the file at `path`, read 256 KiB at a time.
+absl::StatusOr<uint32_t> FileCrc32c(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open", path, errno);
+  std::vector<char> buf(size_t{1} << 18);
+  uint32_t crc = 0;
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("read", path, errno);
+    }
+    if (n == 0) break;
+    crc = Crc32c(buf.data(), static_cast<size_t>(n), crc);
+  }
+  return crc;
+}
+
 absl::Status ValidateName(std::string_view name) {
   std::string_view why;
   if (name.empty()) {
@@ -316,6 +335,9 @@ constexpr uint32_t kRefVersion = 1;
 // backend's own files, e.g. RocksDB's SST files): counted by retention and
 // checked by a load, not part of the state's bytes.
 constexpr uint32_t kRefVersionFiles = 2;
+// As 2, with each whole file's CRC-32C (computed when it was uploaded), so
+// that a load finds a corrupt one and `latest` passes over the checkpoint.
+constexpr uint32_t kRefVersionFilesCrc = 3;
 // Chunk sizes: at least 1 KiB, about 4 KiB past that on average, at most
 // 16 KiB (a cut where the rolling hash's top 12 bits are 0).
 constexpr size_t kMinChunk = 1024;
@@ -400,7 +422,7 @@ std::string EncodeRefs(const std::vector<SharedChunkRef>& refs,
   }
   StateWriter w;
   w.PutRaw(kRefMagic.data(), kRefMagic.size());
-  w.PutU32(files_referred.empty() ? kRefVersion : kRefVersionFiles);
+  w.PutU32(files_referred.empty() ? kRefVersion : kRefVersionFilesCrc);
   w.PutU64(total);
   w.PutVarint(files.size());
   for (std::string_view f : files) w.PutBytes(f);
@@ -418,26 +440,31 @@ std::string EncodeRefs(const std::vector<SharedChunkRef>& refs,
     for (const SharedChunkRef& f : files_referred) {
       w.PutBytes(f.file);
       w.PutVarint(f.size);
+      w.PutU32(f.crc32c);
     }
   }
   return w.Release();
 }
 
-// The errors say what is wrong (the caller names the file).
+// The errors say what is wrong (the caller names the file).  With
+// `referred_crcs`, whether the whole files referred to carry their CRC-32C
+// (format 3; format 2 has none).
 absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(
     std::string_view bytes, uint64_t* total_size,
-    std::vector<SharedChunkRef>* files_referred = nullptr) {
+    std::vector<SharedChunkRef>* files_referred = nullptr, bool* referred_crcs = nullptr) {
   if (bytes.substr(0, kRefMagic.size()) != kRefMagic) {
     return absl::DataLossError("not a reference file of an incremental checkpoint (bad magic)");
   }
   StateReader r(bytes);
   r.GetRaw(kRefMagic.size(), "magic");
   const uint32_t version = r.GetU32("format version");
-  if (r.ok() && version != kRefVersion && version != kRefVersionFiles) {
+  if (r.ok() && version != kRefVersion && version != kRefVersionFiles &&
+      version != kRefVersionFilesCrc) {
     return absl::FailedPreconditionError(absl::StrCat("reference file format version ", version,
                                                       ", this build reads versions ", kRefVersion,
-                                                      " and ", kRefVersionFiles));
+                                                      " to ", kRefVersionFilesCrc));
   }
+  if (referred_crcs != nullptr) *referred_crcs = version == kRefVersionFilesCrc;
   *total_size = r.GetU64("state size");
   const uint64_t nfiles = r.GetCount("shared file count");
   std::vector<std::string> files;
@@ -467,12 +494,13 @@ absl::StatusOr<std::vector<SharedChunkRef>> DecodeRefs(
     sum += c.size;
     refs.push_back(std::move(c));
   }
-  if (version == kRefVersionFiles) {
+  if (version == kRefVersionFiles || version == kRefVersionFilesCrc) {
     const uint64_t nref = r.GetCount("referred file count");
     for (uint64_t i = 0; i < nref && r.ok(); ++i) {
       SharedChunkRef f;
       f.file = std::string(r.GetBytes("referred file name"));
       f.size = r.GetVarint("referred file size");
+      if (version == kRefVersionFilesCrc) f.crc32c = r.GetU32("referred file crc32c");
       if (!r.ok()) break;
       if (absl::Status s = ValidateName(f.file); !s.ok()) {
         return absl::DataLossError(absl::StrCat("referred shared file: ", s.message()));
@@ -633,14 +661,18 @@ absl::StatusOr<LoadedCheckpoint> LoadDir(const fs::path& chk_dir, std::optional<
     // Follow the references into the shared directory beside the checkpoint.
     const fs::path shared = chk_dir.parent_path() / CheckpointStorage::kSharedDirName;
     std::map<std::string, std::string> files;  // read once per load
+    std::set<std::string> files_checked;       // whole files, checked once per load
     for (auto& [name, ref_bytes] : out.states) {
       uint64_t total = 0;
       std::vector<SharedChunkRef> referred;
-      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(ref_bytes, &total, &referred);
+      bool referred_crcs = false;
+      absl::StatusOr<std::vector<SharedChunkRef>> refs =
+          DecodeRefs(ref_bytes, &total, &referred, &referred_crcs);
       if (!refs.ok()) return Prefixed(refs.status(), absl::StrCat(name, ": "));
       for (const SharedChunkRef& f : referred) {
         // A state backend's own file (read by that backend on restore):
-        // there, with its size.
+        // there, with its size and (format 3) its CRC-32C.
+        if (files_checked.contains(f.file)) continue;
         std::error_code ec;
         const uint64_t size = fs::file_size(shared / f.file, ec);
         if (ec) {
@@ -655,6 +687,16 @@ absl::StatusOr<LoadedCheckpoint> LoadDir(const fs::path& chk_dir, std::optional<
               name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", f.file, ": size ", size,
               ", the reference says ", f.size, size < f.size ? " (truncated)" : " (corrupt)"));
         }
+        if (referred_crcs) {
+          absl::StatusOr<uint32_t> crc = FileCrc32c(shared / f.file);
+          if (!crc.ok()) return Prefixed(crc.status(), absl::StrCat(name, ": "));
+          if (*crc != f.crc32c) {
+            return absl::DataLossError(absl::StrCat(
+                name, ": ", ToAbsl(CheckpointStorage::kSharedDirName), "/", f.file, ": crc32c ",
+                Hex(*crc), ", the reference says ", Hex(f.crc32c), " (corrupt)"));
+          }
+        }
+        files_checked.insert(f.file);
       }
       std::string bytes;
       bytes.reserve(total);
@@ -766,6 +808,10 @@ struct CheckpointStorage::ChunkIndex {
   // shared file they refer to (never deleted while they are pending).
   std::map<int64_t, absl::flat_hash_map<ChunkKey, SharedChunkRef>> pending ABSL_GUARDED_BY(mu);
   std::map<int64_t, std::set<std::string>> pending_files ABSL_GUARDED_BY(mu);
+  // Whole shared files (a state backend's own) -> their size and CRC-32C,
+  // from their upload or the retained checkpoints' references: a file is
+  // referred to again only with the CRC it had when it was written.
+  absl::flat_hash_map<std::string, std::pair<uint64_t, uint32_t>> whole_files ABSL_GUARDED_BY(mu);
   // The highest id committed or aborted: a write for it or an earlier id
   // comes from a task that finished after its checkpoint was aborted (timed
   // out, failed elsewhere), and is not pending: its files go at the next
@@ -858,12 +904,24 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFile(int64_t id, st
 absl::StatusOr<StateFileInfo> CheckpointStorage::WriteStateRefs(
     int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs,
     const std::vector<SharedChunkRef>& files_referred) const {
+  std::vector<SharedChunkRef> whole = files_referred;
   {
     MutexLock lock(&chunks_->mu);
     for (const SharedChunkRef& r : refs) chunks_->AddPendingFile(id, r.file);
-    for (const SharedChunkRef& r : files_referred) chunks_->AddPendingFile(id, r.file);
+    for (SharedChunkRef& r : whole) {
+      chunks_->AddPendingFile(id, r.file);
+      // Written or reused through this storage (WriteSharedFileFrom,
+      // ReuseSharedFile), which know its CRC.
+      auto it = chunks_->whole_files.find(r.file);
+      if (it == chunks_->whole_files.end() || it->second.first != r.size) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "checkpoint ", id, ": write state: ", ToAbsl(name), " refers to shared file ", r.file,
+            " of ", r.size, " bytes, which this storage has not written or reused"));
+      }
+      r.crc32c = it->second.second;
+    }
   }
-  const std::string encoded = EncodeRefs(refs, files_referred);
+  const std::string encoded = EncodeRefs(refs, whole);
   absl::StatusOr<StateFileInfo> info = WriteStateFile(id, name, {encoded});
   if (!info.ok()) return info;
   info->full_size = 0;
@@ -937,6 +995,7 @@ void CheckpointStorage::LoadIndex() const {
   // The chunks of the retained checkpoints, from their reference files; a
   // file that cannot be read only means its chunks are written again.
   absl::flat_hash_map<ChunkKey, SharedChunkRef> committed;
+  absl::flat_hash_map<std::string, std::pair<uint64_t, uint32_t>> whole_files;
   for (int64_t id : ListCommittedIds()) {
     const fs::path chk = CheckpointPath(id);
     absl::StatusOr<Manifest> m = ReadManifest(chk);
@@ -948,7 +1007,10 @@ void CheckpointStorage::LoadIndex() const {
           Crc32c(bytes) != f.crc32c) {
         continue;
       }
-      absl::StatusOr<std::vector<SharedChunkRef>> refs = DecodeRefs(bytes, &total);
+      std::vector<SharedChunkRef> referred;
+      bool referred_crcs = false;
+      absl::StatusOr<std::vector<SharedChunkRef>> refs =
+          DecodeRefs(bytes, &total, &referred, &referred_crcs);
       if (!refs.ok()) continue;
       for (SharedChunkRef& r : *refs) {
         std::error_code ec;
@@ -956,11 +1018,17 @@ void CheckpointStorage::LoadIndex() const {
           committed.emplace(KeyOf(r), std::move(r));
         }
       }
+      // Files of format 2 have no CRC: they are not reused (uploaded again).
+      if (referred_crcs) {
+        for (SharedChunkRef& r : referred) whole_files.emplace(r.file, std::pair{r.size, r.crc32c});
+      }
     }
   }
   MutexLock lock(&chunks_->mu);
   if (chunks_->loaded) return;
   chunks_->committed = std::move(committed);
+  // Uploads of this storage object come first (none before the first load).
+  for (auto& [file, sc] : whole_files) chunks_->whole_files.emplace(file, sc);
   chunks_->loaded = true;
 }
 
@@ -1032,6 +1100,9 @@ void CheckpointStorage::CollectShared(int64_t id) const {
       chunks_->committed.erase(it++);
     }
   }
+  absl::erase_if(chunks_->whole_files, [&](const auto& entry) {
+    return !refs->contains(entry.first) && !keep.contains(entry.first);
+  });
 }
 
 CheckpointStorage CheckpointStorage::ForSavepoint(std::filesystem::path path) {
@@ -1098,6 +1169,10 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
   }
   const uint64_t size = fs::file_size(tmp, ec);
   if (ec) return Prefixed(FsErrorStatus("stat", tmp, ec), where);
+  // Read back once (from the page cache, as a rule): the references keep it,
+  // and a load checks the file against it.
+  absl::StatusOr<uint32_t> crc = FileCrc32c(tmp);
+  if (!crc.ok()) return Prefixed(crc.status(), where);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
@@ -1106,8 +1181,9 @@ absl::StatusOr<SharedChunkRef> CheckpointStorage::WriteSharedFileFrom(
   {
     MutexLock lock(&chunks_->mu);
     chunks_->AddPendingFile(id, file);
+    chunks_->whole_files[file] = {size, *crc};
   }
-  return SharedChunkRef{file, 0, size, 0};
+  return SharedChunkRef{file, 0, size, *crc};
 }
 
 std::shared_ptr<SharedFileSink> CheckpointStorage::SharedFileSinkFor(int64_t id) const {
@@ -1117,9 +1193,13 @@ std::shared_ptr<SharedFileSink> CheckpointStorage::SharedFileSinkFor(int64_t id)
 
 bool CheckpointStorage::ReuseSharedFile(int64_t id, std::string_view file, uint64_t size) const {
   if (ValidateName(file).ok()) {
-    // Protected from retention first, then checked.
+    LoadIndex();
+    // Protected from retention first, then checked.  Only a file whose CRC
+    // is known is referred to again (a reference of format 2 has none).
     {
       MutexLock lock(&chunks_->mu);
+      auto it = chunks_->whole_files.find(ToAbsl(file));
+      if (it == chunks_->whole_files.end() || it->second.first != size) return false;
       chunks_->AddPendingFile(id, std::string(file));
     }
     std::error_code ec;
