@@ -78,6 +78,28 @@ TEST(LocalAggregateOperator, CombinesPerKeyAndPaneAndSendsThePaneBeforeTheWaterm
             (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 4), 19)}));
 }
 
+// With local aggregation a reduce must keep the key: the window downstream
+// keys each partial by its own.  One that changes it fails, saying so,
+// instead of sending the partial to another key.
+struct RenamingSum {
+  E operator()(const E& a, const E& b) const { return E(a.first + "'", a.second + b.second); }
+};
+
+TEST(LocalAggregateOperator, AReduceThatChangesTheKeyFailsSayingSo) {
+  using Combiner = LocalReduceCombiner<E, std::string, RenamingSum>;
+  using Op = LocalAggregateOperator<E, std::string, KeyOfE, Combiner>;
+  ReduceHarness h(std::make_unique<Op>(KeyOfE{}, LocalPanes{10, 0}, Combiner{RenamingSum{}}, 1000));
+  h.open();
+  h.process_element(E("a", 1), 1);
+  h.process_element(E("b", 1), 2);
+  try {
+    h.process_element(E("a", 2), 3);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the reduce function returned a record with another key"));
+  }
+}
+
 TEST(LocalAggregateOperator, ARecordWhoseWindowMayHaveFiredDownstreamPassesAloneUnchanged) {
   auto h = MakeReduce({10, 0});
   h->process_watermark(9);

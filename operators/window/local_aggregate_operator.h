@@ -78,6 +78,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "tidemark/operators/keyed/heap_keys.h"
 #include "tidemark/operators/keyed/keyed_state_store.h"
@@ -199,6 +200,27 @@ struct LocalAggregateCombiner {
   }
 };
 
+// A reduce's partials as a set of records found by their key (KeyFn), not a
+// map from the key to the record: a slot is the record alone (W1's 24 bytes
+// instead of 32), which keeps a pane's table small enough to stay in the
+// cache for 10 000 keys.  Needs a key that is not the record's own type (a
+// lookup by key would be ambiguous) and no float or double in it (heap
+// state's key equality; those keep the map).
+template <typename T, typename K, typename KeyFn>
+struct PartialByKey {
+  KeyFn key;
+  using is_transparent = void;
+  size_t operator()(const T& t) const { return HeapKeyHash(key(t)); }
+  size_t operator()(const K& k) const { return HeapKeyHash(k); }
+  bool operator()(const T& a, const T& b) const { return key(a) == key(b); }
+  bool operator()(const T& a, const K& k) const { return key(a) == k; }
+  bool operator()(const K& k, const T& a) const { return key(a) == k; }
+};
+template <typename T, typename K, typename Combiner>
+inline constexpr bool kPartialsAsSet =
+    std::is_same_v<typename Combiner::Partial, T> && !std::is_same_v<K, T> &&
+    !kHasFloatingField<K> && std::is_copy_constructible_v<T>;
+
 // T: input; K: key; KeyFn: const T& -> K; Combiner: LocalReduceCombiner /
 // LocalAggregateCombiner.
 template <typename T, typename K, typename KeyFn, typename Combiner>
@@ -247,7 +269,21 @@ class LocalAggregateOperator final
       StartPartial(std::move(key), std::move(value));
       return;
     }
-    combiner_.Add(it->second, std::move(value));
+    Partial* partial;
+    if constexpr (kAsSet) {
+      partial = &const_cast<T&>(*it);
+    } else {
+      partial = &it->second;
+    }
+    combiner_.Add(*partial, std::move(value));
+    // A reduce's partial is keyed downstream by its own key: one that
+    // changed it would go to another key (and, in the set, sit where its new
+    // key is not looked for).  Compiled away where the reduce visibly keeps
+    // it.
+    if constexpr (kChecksKey) {
+      if (!(key_(static_cast<const T&>(*partial)) == key)) [[unlikely]]
+        KeyChanged();
+    }
   }
 
   void ProcessWatermark(Timestamp watermark) override {
@@ -298,7 +334,12 @@ class LocalAggregateOperator final
   Timestamp last_watermark() const { return last_watermark_; }
 
  private:
-  using Table = KeyMap<K, Partial>;
+  static constexpr bool kAsSet = kPartialsAsSet<T, K, Combiner>;
+  // Float keys compare as heap state does (KeyEquals), not with ==.
+  static constexpr bool kChecksKey = std::is_same_v<Partial, T> && !kHasFloatingField<K>;
+  using Table = std::conditional_t<
+      kAsSet, absl::flat_hash_set<T, PartialByKey<T, K, KeyFn>, PartialByKey<T, K, KeyFn>>,
+      KeyMap<K, Partial>>;
   using Panes = std::map<Timestamp, Table>;  // by pane start
 
   // The pane max timestamp (end - 1) of the pane starting at `start`; MIN
@@ -310,7 +351,11 @@ class LocalAggregateOperator final
   }
 
   [[gnu::noinline]] void StartPartial(K&& key, T&& value) {
-    cur_->emplace(std::move(key), combiner_.Start(std::move(value)));
+    if constexpr (kAsSet) {
+      cur_->insert(combiner_.Start(std::move(value)));
+    } else {
+      cur_->emplace(std::move(key), combiner_.Start(std::move(value)));
+    }
     ++held_;
     if (held_ >= max_partials_) [[unlikely]] {
       size_flushes_->Inc();
@@ -347,7 +392,7 @@ class LocalAggregateOperator final
           GetWindowStartWithOffset(start, panes_.offset, panes_.gap_slide);
       if (window_start > start || start - window_start >= panes_.window_size) return false;
     }
-    auto [pane, created] = panes_open_.try_emplace(start);
+    auto [pane, created] = NewPane(start);
     // A new pane's table starts at the size the last one reached, rather
     // than growing to it by rehashing (the keys of one pane are mostly those
     // of the next).
@@ -363,6 +408,22 @@ class LocalAggregateOperator final
     return true;
   }
 
+  std::pair<typename Panes::iterator, bool> NewPane(Timestamp start) {
+    if constexpr (kAsSet) {
+      const PartialByKey<T, K, KeyFn> by_key{key_};
+      return panes_open_.try_emplace(start, 0, by_key, by_key);
+    } else {
+      return panes_open_.try_emplace(start);
+    }
+  }
+
+  [[noreturn, gnu::noinline]] void KeyChanged() {
+    throw std::logic_error(
+        "local aggregation: the reduce function returned a record with another key than its "
+        "inputs' (under the key_by selector); with local_aggregation() it must keep the key, "
+        "as the window operator downstream keys each partial by it");
+  }
+
   [[gnu::noinline]] void PassAlone(T&& value, Timestamp ts) {
     ++passed_count_;
     this->output().Collect(combiner_.Raw(std::move(value)), ts);
@@ -372,7 +433,12 @@ class LocalAggregateOperator final
     const Timestamp max_ts = PaneMax(it->first);
     if (&it->second == cur_ || &it->second == prev_) Uncache();
     batch_.reserve(it->second.size());
-    for (auto& [k, p] : it->second) AppendRecord(batch_, combiner_.Sent(k, std::move(p)), max_ts);
+    if constexpr (kAsSet) {
+      // Moved out: the table is erased below without another lookup.
+      for (const T& p : it->second) AppendRecord(batch_, std::move(const_cast<T&>(p)), max_ts);
+    } else {
+      for (auto& [k, p] : it->second) AppendRecord(batch_, combiner_.Sent(k, std::move(p)), max_ts);
+    }
     held_ -= it->second.size();
     last_pane_size_ = std::min(it->second.size(), max_partials_);
     panes_open_.erase(it);
