@@ -266,16 +266,17 @@ class GeneralizedWatermarkEmitter {
 
 // A process operator's handling of a generalized watermark w (ProcessOperator,
 // KeyedProcessOperator): the function's on_watermark where it has one
-// (`prepare` first, e.g. clearing the record's timestamp), then whether w
-// goes on: only when the function peeked and the declaration forwards (Flink's
-// ProcessOperator).
+// (`prepare` first, e.g. clearing the context's record timestamp), then
+// whether w goes on: only when the function peeked and the declaration
+// forwards (Flink's ProcessOperator).  Records collected there carry the
+// collector's timestamp as it is, the last record's or timer's (none before
+// the first), as Flink's output collector does.
 template <typename F, typename Coll, typename Ctx, typename Prepare>
 bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx& ctx,
                             Prepare prepare) {
   WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
   if constexpr (requires { f.on_watermark(w, out, ctx); }) {
     prepare();
-    out.set_timestamp(kNoTimestamp);
     r = f.on_watermark(w, out, ctx);
   }
   return r == WatermarkHandlingResult::kPeek &&

@@ -720,6 +720,52 @@ TEST(GeneralizedWatermarkJob, AWatermarkIsSentAtOnceNotAfterTheBufferTimeout) {
   EXPECT_EQ(records, 1) << "the record before it came with it";
 }
 
+// A record collected in on_watermark carries the collector's timestamp as
+// it is (Flink's output collector): none before the first record, then the
+// last record's; after an event-time timer, the timer's.
+struct CollectOnWatermark : ProcessFunction<int64_t, int64_t> {
+  void process_element(const int64_t&, Context&, Collector<int64_t>&) override {}
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>& out,
+                                       Context&) override {
+    out.collect(w.long_value());
+    return WatermarkHandlingResult::kPoll;
+  }
+};
+
+struct KeyedCollectOnWatermark : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+  void process_element(const int64_t& v, Context& ctx, Collector<int64_t>&) override {
+    ctx.timer_service().register_event_time_timer(v + 100);
+  }
+  void on_timer(Timestamp, OnTimerContext&, Collector<int64_t>&) override {}
+  WatermarkHandlingResult on_watermark(const GeneralizedWatermark& w, Collector<int64_t>& out,
+                                       Context&) override {
+    out.collect(w.long_value());
+    return WatermarkHandlingResult::kPoll;
+  }
+};
+
+TEST(GeneralizedWatermarkHarness, OnWatermarkCollectsWithTheLastRecordsTimestamp) {
+  auto h =
+      harness::ProcessFunctionTestHarnesses::for_process_function<int64_t>(CollectOnWatermark{});
+  h.open();
+  h.process_generalized_watermark(kProgress.new_watermark(1));
+  h.process_element(5, 42);
+  h.process_generalized_watermark(kProgress.new_watermark(2));
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<int64_t>>{{1, kNoTimestamp}, {2, 42}}));
+  EXPECT_TRUE(h.main_output().generalized_watermarks().empty());  // taken (kPoll)
+
+  auto k = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int64_t>(
+      KeyedCollectOnWatermark{}, [](int64_t v) { return v; });
+  k.open();
+  k.process_element(7, 7);
+  k.process_generalized_watermark(kProgress.new_watermark(1));
+  k.process_watermark(107);  // fires the timer at 107
+  k.process_generalized_watermark(kProgress.new_watermark(2));
+  EXPECT_EQ(k.extract_output_records(),
+            (std::vector<harness::StreamRecord<int64_t>>{{1, 7}, {2, 107}}));
+}
+
 TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {
   for (const cli::OutputFormat format : {cli::OutputFormat::kText, cli::OutputFormat::kJsonl}) {
     std::ostringstream os;

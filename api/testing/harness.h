@@ -392,6 +392,13 @@ class OperatorTestHarnessBase {
   RecordingOutput<Out>& main_output() { return main_; }
   // Delivers watermark status `s` (idle / active) as the task would.
   void process_watermark_status(WatermarkStatus s) { op_->ProcessStatus(s); }
+  // Delivers generalized watermark `w` (docs/generalized-watermarks.md) as
+  // the task would once its input's channels combined it; what the operator
+  // sends on is in generalized_watermarks() of the output.
+  void process_generalized_watermark(const GeneralizedWatermark& w) {
+    this->RequireOpen("process_generalized_watermark");
+    op_->ProcessGeneralizedWatermark(w);
+  }
 
  protected:
   OperatorTestHarnessBase(std::unique_ptr<OperatorBase> op, HarnessOptions options)
