@@ -98,6 +98,65 @@ TEST(LocalAggregateOperator, AReduceThatChangesTheKeyFailsSayingSo) {
   } catch (const std::logic_error& e) {
     EXPECT_THAT(e.what(), HasSubstr("the reduce function returned a record with another key"));
   }
+  // The partial stays as it was before the failed combine.
+  h.process_watermark(9);
+  EXPECT_EQ(Sorted(h.extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 9),
+                                                   harness::stream_record(E("b", 1), 9)}));
+}
+
+// An aggregate whose accumulator is of the input's type is no reduce: its
+// accumulators are kept by key and sent with it, and nothing checks their
+// key (a sum of int64 records keyed by v % 10: 3 + 13 = 16 for key 3).
+struct Mod10 {
+  int64_t operator()(const int64_t& v) const { return v % 10; }
+};
+struct SumI64 {
+  int64_t create_accumulator() const { return 0; }
+  int64_t add(const int64_t& v, int64_t acc) const { return acc + v; }
+  int64_t get_result(const int64_t& acc) const { return acc; }
+  int64_t merge(int64_t a, int64_t b) const { return a + b; }
+};
+using P = std::pair<int64_t, int64_t>;  // key, value
+struct FirstOfP {
+  int64_t operator()(const P& p) const { return p.first; }
+};
+struct SumP {  // accumulator (count, sum): the input's type
+  P create_accumulator() const { return {0, 0}; }
+  P add(const P& v, P acc) const { return {acc.first + 1, acc.second + v.second}; }
+  P get_result(const P& acc) const { return acc; }
+  P merge(P a, P b) const { return {a.first + b.first, a.second + b.second}; }
+};
+
+TEST(LocalAggregateOperator, AnAggregateWithTheInputsTypeAsAccumulatorIsNoReduce) {
+  {
+    using Combiner = LocalAggregateCombiner<int64_t, int64_t, SumI64>;
+    using Op = LocalAggregateOperator<int64_t, int64_t, Mod10, Combiner>;
+    harness::OneInputOperatorTestHarness<int64_t, Combiner::Out> h(
+        std::make_unique<Op>(Mod10{}, LocalPanes{10, 0}, Combiner{SumI64{}}, 100));
+    h.open();
+    h.process_element(3, 1);
+    h.process_element(13, 2);
+    h.process_watermark(9);
+    const auto out = h.extract_output_records();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_TRUE(out[0].value.partial());
+    EXPECT_EQ(std::get<1>(out[0].value.value), std::make_pair(int64_t{3}, int64_t{16}));
+  }
+  {
+    using Combiner = LocalAggregateCombiner<P, int64_t, SumP>;
+    using Op = LocalAggregateOperator<P, int64_t, FirstOfP, Combiner>;
+    harness::OneInputOperatorTestHarness<P, Combiner::Out> h(
+        std::make_unique<Op>(FirstOfP{}, LocalPanes{10, 0}, Combiner{SumP{}}, 100));
+    h.open();
+    h.process_element({7, 5}, 1);
+    h.process_element({7, 6}, 2);
+    h.process_watermark(9);
+    const auto out = h.extract_output_records();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_TRUE(out[0].value.partial());
+    EXPECT_EQ(std::get<1>(out[0].value.value), std::make_pair(int64_t{7}, P{2, 11}));
+  }
 }
 
 TEST(LocalAggregateOperator, ARecordWhoseWindowMayHaveFiredDownstreamPassesAloneUnchanged) {

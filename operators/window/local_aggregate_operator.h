@@ -174,11 +174,15 @@ struct GlobalAggregate {
 // sent.  Reduce: the partial is a T, sent as is.
 template <typename T, typename K, typename ReduceFn>
 struct LocalReduceCombiner {
+  static constexpr bool kIsReduce = true;
   using Out = T;
   using Partial = T;
   ReduceFn f;
   Partial Start(T&& v) { return std::move(v); }
-  void Add(Partial& p, T&& v) { p = f(static_cast<const T&>(p), static_cast<const T&>(v)); }
+  void Add(Partial& p, T&& v) { p = Combined(p, std::move(v)); }
+  Partial Combined(const Partial& p, T&& v) {
+    return f(static_cast<const T&>(p), static_cast<const T&>(v));
+  }
   Out Raw(T&& v) { return std::move(v); }
   Out Sent(const K&, Partial&& p) { return std::move(p); }
 };
@@ -186,6 +190,7 @@ struct LocalReduceCombiner {
 // Aggregate: the partial is an accumulator, sent with its key.
 template <typename T, typename K, typename Agg>
 struct LocalAggregateCombiner {
+  static constexpr bool kIsReduce = false;
   using Acc = AccumulatorOf<Agg>;
   using Out = LocalAggregateRecord<T, K, Acc>;
   using Partial = Acc;
@@ -202,10 +207,11 @@ struct LocalAggregateCombiner {
 
 // A reduce's partials as a set of records found by their key (KeyFn), not a
 // map from the key to the record: a slot is the record alone (W1's 24 bytes
-// instead of 32), which keeps a pane's table small enough to stay in the
-// cache for 10 000 keys.  Needs a key that is not the record's own type (a
-// lookup by key would be ambiguous) and no float or double in it (heap
-// state's key equality; those keep the map).
+// instead of 32), a smaller table for the same keys.  Every probe and rehash
+// calls KeyFn, so only for keys that are cheap to make (trivially copyable:
+// numbers, small structs of them; a string key keeps the map); the key must
+// not be the record's own type (a lookup by key would be ambiguous) and has
+// no float or double in it (heap state's key equality; those keep the map).
 template <typename T, typename K, typename KeyFn>
 struct PartialByKey {
   KeyFn key;
@@ -218,7 +224,7 @@ struct PartialByKey {
 };
 template <typename T, typename K, typename Combiner>
 inline constexpr bool kPartialsAsSet =
-    std::is_same_v<typename Combiner::Partial, T> && !std::is_same_v<K, T> &&
+    Combiner::kIsReduce && !std::is_same_v<K, T> && std::is_trivially_copyable_v<K> &&
     !kHasFloatingField<K> && std::is_copy_constructible_v<T>;
 
 // T: input; K: key; KeyFn: const T& -> K; Combiner: LocalReduceCombiner /
@@ -275,14 +281,18 @@ class LocalAggregateOperator final
     } else {
       partial = &it->second;
     }
-    combiner_.Add(*partial, std::move(value));
-    // A reduce's partial is keyed downstream by its own key: one that
-    // changed it would go to another key (and, in the set, sit where its new
-    // key is not looked for).  Compiled away where the reduce visibly keeps
-    // it.
     if constexpr (kChecksKey) {
-      if (!(key_(static_cast<const T&>(*partial)) == key)) [[unlikely]]
+      // A reduce's partial is keyed downstream by its own key: one that
+      // changed it would go to another key (and, in the set, sit where its
+      // new key is not looked for).  Checked before it replaces the partial,
+      // which stays as it was; compiled away where the reduce visibly keeps
+      // the key.
+      Partial next = combiner_.Combined(*partial, std::move(value));
+      if (!(key_(static_cast<const T&>(next)) == key)) [[unlikely]]
         KeyChanged();
+      *partial = std::move(next);
+    } else {
+      combiner_.Add(*partial, std::move(value));
     }
   }
 
@@ -336,7 +346,7 @@ class LocalAggregateOperator final
  private:
   static constexpr bool kAsSet = kPartialsAsSet<T, K, Combiner>;
   // Float keys compare as heap state does (KeyEquals), not with ==.
-  static constexpr bool kChecksKey = std::is_same_v<Partial, T> && !kHasFloatingField<K>;
+  static constexpr bool kChecksKey = Combiner::kIsReduce && !kHasFloatingField<K>;
   using Table = std::conditional_t<
       kAsSet, absl::flat_hash_set<T, PartialByKey<T, K, KeyFn>, PartialByKey<T, K, KeyFn>>,
       KeyMap<K, Partial>>;

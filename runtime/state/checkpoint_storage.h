@@ -139,19 +139,26 @@ class CheckpointStorage {
                                                  std::string_view bytes) const;
   // `files_referred`: whole shared files the state refers to besides its
   // chunks (a state backend's own files, read by it on restore, e.g.
-  // RocksDB's SST files; name and size): retention keeps them while the
-  // checkpoint is retained, a load checks they are there with their size.
+  // RocksDB's SST files; name and size), each written or reused through
+  // WriteSharedFileFrom / ReuseSharedFile below (FailedPrecondition if
+  // not): retention keeps them while the checkpoint is retained, the
+  // reference keeps the CRC-32C they were written with, and a load checks
+  // they are there with their size and that CRC.
   absl::StatusOr<StateFileInfo> WriteStateRefs(
       int64_t id, std::string_view name, const std::vector<SharedChunkRef>& refs,
       const std::vector<SharedChunkRef>& files_referred = {}) const;
   // A state backend's own file `local` (never changed once written) as
   // shared file DIR/shared/<id>-<name>: hard-linked where the file system
-  // allows, else copied; fsynced.  Returns its name and size (no CRC).
+  // allows, else copied; fsynced, then read back once for its CRC-32C.
+  // Returns its name, size and CRC.
   absl::StatusOr<SharedChunkRef> WriteSharedFileFrom(int64_t id, std::string_view name,
                                                      const std::filesystem::path& local) const;
-  // Whether shared file `file` (written by an earlier checkpoint) is there
-  // with `size` bytes; it is kept from retention while checkpoint `id` is
-  // written either way.
+  // Whether shared file `file` (written by an earlier checkpoint) can be
+  // referred to again: its CRC is known (from its upload by this object or
+  // a retained checkpoint's reference of format 3) and it is there with
+  // `size` bytes.  When its CRC is known it is kept from retention while
+  // checkpoint `id` is written, whatever the answer; when not, false and
+  // nothing kept (the caller uploads the file again).
   bool ReuseSharedFile(int64_t id, std::string_view file, uint64_t size) const;
   // A SharedFileSink (kv_store.h) into this storage for checkpoint `id`,
   // over the two calls above; null unless incremental.
