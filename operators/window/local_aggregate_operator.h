@@ -55,6 +55,8 @@
 // The function must be associative and commutative (sum, count, min, max):
 // the downstream window combines partials from several subtasks in arrival
 // order (and a reduce with the plain path does so too at parallelism > 1).
+// A reduce must also keep the key: its partial is keyed downstream by its
+// own; one that changes it fails the task (std::logic_error, saying so).
 //
 // Counters (per subtask): localAggregationRecordsCombined (records folded
 // into a partial), localAggregationRecordsPassed (records sent alone),
