@@ -159,6 +159,72 @@ TEST(LocalAggregateOperator, AnAggregateWithTheInputsTypeAsAccumulatorIsNoReduce
   }
 }
 
+// The same on the set of partials (a trivially copyable key) and on the map
+// of a float key (compared as heap state does).
+struct ShiftingSumP {
+  P operator()(const P& a, const P& b) const { return {a.first + 1, a.second + b.second}; }
+};
+using D = std::pair<double, int64_t>;
+struct FirstOfD {
+  double operator()(const D& d) const { return d.first; }
+};
+struct ShiftingSumD {
+  D operator()(const D& a, const D& b) const { return {a.first + 1, a.second + b.second}; }
+};
+
+template <typename T, typename KeyFn, typename F>
+void ExpectKeyChangeFailsAndKeepsThePartial(T first, T second, KeyFn key, F f) {
+  using K = std::invoke_result_t<KeyFn, const T&>;
+  using Combiner = LocalReduceCombiner<T, K, F>;
+  using Op = LocalAggregateOperator<T, K, KeyFn, Combiner>;
+  harness::OneInputOperatorTestHarness<T, T> h(
+      std::make_unique<Op>(key, LocalPanes{10, 0}, Combiner{f}, 1000));
+  h.open();
+  h.process_element(first, 1);
+  EXPECT_THROW(h.process_element(second, 2), std::logic_error);
+  h.process_watermark(9);
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<T>>{harness::stream_record(first, 9)}));
+}
+
+TEST(LocalAggregateOperator, AReduceThatChangesTheKeyFailsForEveryKeyType) {
+  static_assert(
+      kPartialsAsSet<P, int64_t, FirstOfP, LocalReduceCombiner<P, int64_t, ShiftingSumP>>);
+  ExpectKeyChangeFailsAndKeepsThePartial(P{7, 5}, P{7, 6}, FirstOfP{}, ShiftingSumP{});
+  static_assert(!kPartialsAsSet<D, double, FirstOfD, LocalReduceCombiner<D, double, ShiftingSumD>>);
+  ExpectKeyChangeFailsAndKeepsThePartial(D{1.0, 5}, D{1.0, 6}, FirstOfD{}, ShiftingSumD{});
+}
+
+// Which keys get the set: pairs of numbers do; a key selector that is not
+// const-callable (a `mutable` lambda) keeps the map (and a window reduce
+// keyed by one compiles: LocalAggregationJob.AMutableKeySelectorCompiles).
+TEST(LocalAggregateOperator, PairKeysGetTheSetAndMutableKeySelectorsTheMap) {
+  using PP = std::pair<std::pair<int64_t, int64_t>, int64_t>;
+  struct FirstOfPP {
+    std::pair<int64_t, int64_t> operator()(const PP& p) const { return p.first; }
+  };
+  struct SumPP {
+    PP operator()(const PP& a, const PP& b) const { return {a.first, a.second + b.second}; }
+  };
+  static_assert(kPartialsAsSet<PP, std::pair<int64_t, int64_t>, FirstOfPP,
+                               LocalReduceCombiner<PP, std::pair<int64_t, int64_t>, SumPP>>);
+  auto counting = [n = int64_t{0}](const E& e) mutable {
+    ++n;
+    return e.first;
+  };
+  static_assert(!kPartialsAsSet<E, std::string, decltype(counting),
+                                LocalReduceCombiner<E, std::string, SumE>>);
+  struct CountingInt64 {
+    int64_t n = 0;
+    int64_t operator()(const P& p) {
+      ++n;
+      return p.first;
+    }
+  };
+  static_assert(
+      !kPartialsAsSet<P, int64_t, CountingInt64, LocalReduceCombiner<P, int64_t, ShiftingSumP>>);
+}
+
 TEST(LocalAggregateOperator, ARecordWhoseWindowMayHaveFiredDownstreamPassesAloneUnchanged) {
   auto h = MakeReduce({10, 0});
   h->process_watermark(9);
@@ -573,6 +639,25 @@ TEST(LocalAggregationJob, ReduceWithAProcessFunctionGivesThePlainPathsFirings) {
       out.collect(key + "@" + std::to_string(w.start) + "=" + std::to_string(sum.second));
     });
   });
+}
+
+// A window reduce keyed by a `mutable` lambda compiles and runs (the set of
+// partials, which calls the key selector as const, is not instantiated).
+TEST(LocalAggregationJob, AMutableKeySelectorCompiles) {
+  auto counting = [n = int64_t{0}](const E& e) mutable {
+    ++n;
+    return e.first;
+  };
+  StreamExecutionEnvironment env;
+  auto sums = Events(env, {{E("a", 1), 1}, {E("a", 2), 2}})
+                  .key_by(counting)
+                  .window(TumblingEventTimeWindows::of(Duration(10)))
+                  .reduce(SumE{})
+                  .collect();
+  JobResult r = env.execute("mutable key selector");
+  ASSERT_TRUE(r.ok()) << r.status;
+  ASSERT_EQ(sums->items().size(), 1u);
+  EXPECT_EQ(sums->items()[0].value, E("a", 3));
 }
 
 }  // namespace

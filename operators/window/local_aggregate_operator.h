@@ -210,10 +210,12 @@ struct LocalAggregateCombiner {
 // A reduce's partials as a set of records found by their key (KeyFn), not a
 // map from the key to the record: a slot is the record alone (W1's 24 bytes
 // instead of 32), a smaller table for the same keys.  Every probe and rehash
-// calls KeyFn, so only for keys that are cheap to make (trivially copyable:
-// numbers, small structs of them; a string key keeps the map); the key must
-// not be the record's own type (a lookup by key would be ambiguous) and has
-// no float or double in it (heap state's key equality; those keep the map).
+// calls KeyFn, so only for keys that are cheap to make (trivially copied and
+// destroyed: numbers, enums, pairs and small structs of them; a string key
+// keeps the map) and a KeyFn callable as const (a `mutable` lambda keeps the
+// map); the key must not be the record's own type (a lookup by key would be
+// ambiguous) and has no float or double in it (heap state's key equality;
+// those keep the map).
 template <typename T, typename K, typename KeyFn>
 struct PartialByKey {
   KeyFn key;
@@ -224,10 +226,11 @@ struct PartialByKey {
   bool operator()(const T& a, const K& k) const { return key(a) == k; }
   bool operator()(const K& k, const T& a) const { return key(a) == k; }
 };
-template <typename T, typename K, typename Combiner>
+template <typename T, typename K, typename KeyFn, typename Combiner>
 inline constexpr bool kPartialsAsSet =
-    Combiner::kIsReduce && !std::is_same_v<K, T> && std::is_trivially_copyable_v<K> &&
-    !kHasFloatingField<K> && std::is_copy_constructible_v<T>;
+    Combiner::kIsReduce && !std::is_same_v<K, T> && std::is_trivially_copy_constructible_v<K> &&
+    std::is_trivially_destructible_v<K> && !kHasFloatingField<K> &&
+    std::is_copy_constructible_v<T> && std::is_invocable_r_v<K, const KeyFn&, const T&>;
 
 // T: input; K: key; KeyFn: const T& -> K; Combiner: LocalReduceCombiner /
 // LocalAggregateCombiner.
@@ -290,7 +293,7 @@ class LocalAggregateOperator final
       // which stays as it was; compiled away where the reduce visibly keeps
       // the key.
       Partial next = combiner_.Combined(*partial, std::move(value));
-      if (!(key_(static_cast<const T&>(next)) == key)) [[unlikely]]
+      if (!HeapKeyEquals<K>(key_(static_cast<const T&>(next)), key)) [[unlikely]]
         KeyChanged();
       *partial = std::move(next);
     } else {
@@ -346,9 +349,9 @@ class LocalAggregateOperator final
   Timestamp last_watermark() const { return last_watermark_; }
 
  private:
-  static constexpr bool kAsSet = kPartialsAsSet<T, K, Combiner>;
-  // Float keys compare as heap state does (KeyEquals), not with ==.
-  static constexpr bool kChecksKey = Combiner::kIsReduce && !kHasFloatingField<K>;
+  static constexpr bool kAsSet = kPartialsAsSet<T, K, KeyFn, Combiner>;
+  // Keys compare as heap state's do (KeyEquals: floats as Java's equals()).
+  static constexpr bool kChecksKey = Combiner::kIsReduce;
   using Table = std::conditional_t<
       kAsSet, absl::flat_hash_set<T, PartialByKey<T, K, KeyFn>, PartialByKey<T, K, KeyFn>>,
       KeyMap<K, Partial>>;
