@@ -558,10 +558,6 @@ TEST(ReinterpretAsKeyedStream, AStreamNotPartitionedByTheKeyFailsTheJob) {
   EXPECT_THAT(message, ::testing::HasSubstr("use key_by"));
 }
 
-// The check takes the key groups of the keyed operator after it: with its
-// own max parallelism, a stream partitioned for another one fails the job (the
-// operator's state would be split between subtasks, and a restore would drop
-// what is not in a subtask's key groups); with the same one, it runs.
 // 0 .. n - 1 as (v % keys, 1), rebalanced, counted per key by a keyed
 // process function (whose output is keyed by the same key).
 auto RunningCounts(StreamExecutionEnvironment& env, int64_t n, int64_t keys) {
@@ -576,6 +572,10 @@ auto RunningCounts(StreamExecutionEnvironment& env, int64_t n, int64_t keys) {
       .process(RunningCountOfPairs());
 }
 
+// The check takes the key groups of the keyed operator after it: with its
+// own max parallelism, a stream partitioned for another one fails the job (the
+// operator's state would be split between subtasks, and a restore would drop
+// what is not in a subtask's key groups); with the same one, it runs.
 JobResult RunWithMaxParallelism(int upstream, int downstream, std::string* plan_error) {
   StreamExecutionEnvironment env;
   env.set_parallelism(2);

@@ -641,13 +641,17 @@ TEST(LocalAggregationJob, ReduceWithAProcessFunctionGivesThePlainPathsFirings) {
   });
 }
 
-// A window reduce keyed by a `mutable` lambda compiles and runs (the set of
-// partials, which calls the key selector as const, is not instantiated).
+// A window reduce keyed by a `mutable` lambda compiles and runs: the set of
+// partials, which calls the key selector as const, is not instantiated (it
+// was, for every window reduce with a key the set takes).
 TEST(LocalAggregationJob, AMutableKeySelectorCompiles) {
+  // An int64 key (the length of the name), which would otherwise take the set.
   auto counting = [n = int64_t{0}](const E& e) mutable {
     ++n;
-    return e.first;
+    return static_cast<int64_t>(e.first.size());
   };
+  static_assert(
+      !kPartialsAsSet<E, int64_t, decltype(counting), LocalReduceCombiner<E, int64_t, SumE>>);
   StreamExecutionEnvironment env;
   auto sums = Events(env, {{E("a", 1), 1}, {E("a", 2), 2}})
                   .key_by(counting)
