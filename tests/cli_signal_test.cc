@@ -124,7 +124,8 @@ bool SomeThreadBlockedInPipeWrite(pid_t pid) {
 // The second signal while the first is being handled: the job cannot stop
 // because its print sink is blocked writing to a full stdout pipe (2000
 // results, far more than the pipe holds, which the test does not read), so
-// only the second signal ends it.  The first signal is sent only once the sink
+// only the second signal ends it (stdout is not read until then).  The first
+// signal is sent only once the sink
 // is seen blocked: before that, the cancel would land at the sink's next
 // record and the job would stop by itself.
 TEST(CliSignalTest, SecondSignalWhileTheFirstIsHandledExitsAtOnce) {
@@ -152,6 +153,11 @@ TEST(CliSignalTest, SecondSignalWhileTheFirstIsHandledExitsAtOnce) {
   ASSERT_EQ(kill(proc.pid(), SIGINT), 0);
   ASSERT_TRUE(proc.WaitForErr("tidemark: SIGINT: stopping the job", kLimit)) << proc.err();
   ASSERT_EQ(kill(proc.pid(), SIGINT), 0);
+  // Only stderr until the second signal is said: reading stdout now would
+  // unblock the sink, and the cancelled job could then end on its own before
+  // the signal thread took the second signal (seen under load).
+  ASSERT_TRUE(proc.WaitForErr("tidemark: second signal (SIGINT): exiting at once\n", kLimit))
+      << proc.err();
   const int code = proc.Wait(kLimit);
   ASSERT_NE(code, CliProcess::kTimedOut);
   EXPECT_EQ(code, 130);
