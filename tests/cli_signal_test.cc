@@ -125,9 +125,8 @@ bool SomeThreadBlockedInPipeWrite(pid_t pid) {
 // because its print sink is blocked writing to a full stdout pipe (2000
 // results, far more than the pipe holds, which the test does not read), so
 // only the second signal ends it (stdout is not read until then).  The first
-// signal is sent only once the sink
-// is seen blocked: before that, the cancel would land at the sink's next
-// record and the job would stop by itself.
+// signal is sent only once the sink is seen blocked: before that, the cancel
+// would land at the sink's next record and the job would stop by itself.
 TEST(CliSignalTest, SecondSignalWhileTheFirstIsHandledExitsAtOnce) {
   int in[2];
   ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
