@@ -271,6 +271,12 @@ class GeneralizedWatermarkEmitter {
 // forwards (Flink's ProcessOperator).  Records collected there carry the
 // collector's timestamp as it is, the last record's or timer's (none before
 // the first), as Flink's output collector does.
+// Whether a generalized watermark that a process function handled with `r`
+// goes on: only when it peeked and the declaration forwards.
+inline bool ForwardsGeneralized(const GeneralizedWatermark& w, WatermarkHandlingResult r) {
+  return r == WatermarkHandlingResult::kPeek &&
+         w.spec().strategy == WatermarkHandlingStrategy::kForward;
+}
 template <typename F, typename Coll, typename Ctx, typename Prepare>
 bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx& ctx,
                             Prepare prepare) {
@@ -279,8 +285,7 @@ bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx&
     prepare();
     r = f.on_watermark(w, out, ctx);
   }
-  return r == WatermarkHandlingResult::kPeek &&
-         w.spec().strategy == WatermarkHandlingStrategy::kForward;
+  return ForwardsGeneralized(w, r);
 }
 
 // The parameter types of a callable (its call operator) or of a member

@@ -28,6 +28,13 @@
 //                   process_broadcast_element(const B&, BroadcastProcessContext&,
 //                   Collector<Out>&); no keyed state and no timers (as Flink's)
 //
+// Generalized watermarks (docs/generalized-watermarks.md): each function may
+// have declare_watermarks() and a member per input for the input's combined
+// values, returning kPeek (forwarded unless the declaration says ignore) or
+// kPoll: on_watermark_from_first_input / _second_input (the co-process
+// functions), on_watermark_from_non_broadcast_input / _broadcast_input (the
+// broadcast process functions); in the keyed ones there is no current key.
+//
 // Broadcast state (Flink's BroadcastState / MapStateDescriptor): per operator
 // instance, maps UK -> UV by name, written only by process_broadcast_element
 // (every subtask receives every broadcast record, so every instance holds the
@@ -100,6 +107,20 @@ class CoProcessFunction {
   virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void close() {}
+  // Generalized watermarks (operators/process.h): the kinds this function
+  // emits (none declared: any), and what it does with each input's combined
+  // value (Flink's onWatermarkFromFirstInput / SecondInput).
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& /*w*/,
+                                                                Collector<Out>& /*out*/,
+                                                                Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
+  virtual WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& /*w*/,
+                                                                 Collector<Out>& /*out*/,
+                                                                 Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
 };
 
 template <typename K, typename In1, typename In2, typename Out>
@@ -113,6 +134,19 @@ class KeyedCoProcessFunction {
   virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {
+  }
+  // Generalized watermarks, as CoProcessFunction's, with no current key in
+  // the on_watermark_* members (keyed state and timers there fail the job).
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& /*w*/,
+                                                                Collector<Out>& /*out*/,
+                                                                Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
+  virtual WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& /*w*/,
+                                                                 Collector<Out>& /*out*/,
+                                                                 Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
   }
 };
 
@@ -310,6 +344,17 @@ class BroadcastProcessFunction {
   virtual void process_element(const In1& value, ReadOnlyContext& ctx, Collector<Out>& out) = 0;
   virtual void process_broadcast_element(const In2& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void close() {}
+  // Generalized watermarks, as CoProcessFunction's: each input's combined
+  // value (Flink's onWatermarkFromNonBroadcastInput / BroadcastInput).
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark_from_non_broadcast_input(
+      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, ReadOnlyContext& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
+  virtual WatermarkHandlingResult on_watermark_from_broadcast_input(
+      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
 };
 
 // The keyed side's context: a KeyedProcessContext (key, keyed state, timers,
@@ -398,8 +443,15 @@ class BroadcastContext {
         fn);
   }
 
+  // A generalized watermark downstream, as ProcessContext::emit_watermark.
+  void emit_watermark(const GeneralizedWatermark& w) { emitter_.Emit(w); }
+
   // --- for the operator ---
   void set_timestamp(Timestamp ts) { timestamp_ = ts; }
+  void set_watermark_emitter(std::function<void(const GeneralizedWatermark&)> emit,
+                             const std::vector<WatermarkDeclaration>* declared) {
+    emitter_.Set(std::move(emit), declared);
+  }
 
  private:
   // fn(key, handle) for every key with state `name` stored as `Stored`; the
@@ -420,6 +472,7 @@ class BroadcastContext {
   const std::map<std::string, internal::OutputBase*>* side_outputs_;
   internal::BroadcastStateStore* broadcast_;
   Timestamp timestamp_ = kNoTimestamp;
+  internal::GeneralizedWatermarkEmitter emitter_;
 };
 
 template <typename K, typename In, typename BIn, typename Out>
@@ -434,6 +487,17 @@ class KeyedBroadcastProcessFunction {
   virtual void process_broadcast_element(const BIn& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(Timestamp /*timestamp*/, ReadOnlyContext& /*ctx*/,
                         Collector<Out>& /*out*/) {}
+  // Generalized watermarks, as BroadcastProcessFunction's, with no current
+  // key on the keyed side (keyed state and timers there fail the job).
+  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
+  virtual WatermarkHandlingResult on_watermark_from_non_broadcast_input(
+      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, ReadOnlyContext& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
+  virtual WatermarkHandlingResult on_watermark_from_broadcast_input(
+      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, Context& /*ctx*/) {
+    return WatermarkHandlingResult::kPeek;
+  }
 };
 
 namespace internal {
@@ -579,6 +643,27 @@ class CoProcessOperator final
     pctx_->set_watermark(w);
     this->ForwardWatermark(w);
   }
+  // Generalized watermarks: each input's combined value to the function's
+  // member for that input, with no record timestamp in the context (the
+  // collector keeps the last record's, as ProcessOperator's); forwarded
+  // when it peeked and the declaration forwards.  A function without the
+  // member is as one that peeks.
+  void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_first_input(w, *collector_, *pctx_); }) {
+      pctx_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark_from_first_input(w, *collector_, *pctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
+  void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_second_input(w, *collector_, *pctx_); }) {
+      pctx_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark_from_second_input(w, *collector_, *pctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
 
  private:
   F f_;
@@ -625,6 +710,13 @@ class KeyedCoProcessOperator final
     Base::Open(ctx);
     // The clock: state TTL runs on the operator's processing time.
     pctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, ctx.timers().clock());
+    // ctx.emit_watermark(w) goes downstream (it was dropped without a word).
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    pctx_->set_watermark_emitter(
+        [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); },
+        declared_.empty() ? nullptr : &declared_);
     OpenFunction(f_, ctx);
   }
   void Close() override { CloseFunction(f_); }
@@ -660,11 +752,29 @@ class KeyedCoProcessOperator final
     CallOnTimer(f_, t, *pctx_, *this->collector_);
     this->state_.Trim();
   }
+  // Generalized watermarks: as CoProcessOperator's, with no current key.
+  void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_first_input(w, *this->collector_, *pctx_); }) {
+      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
+      r = f_.on_watermark_from_first_input(w, *this->collector_, *pctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
+  void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_second_input(w, *this->collector_, *pctx_); }) {
+      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
+      r = f_.on_watermark_from_second_input(w, *this->collector_, *pctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
 
  private:
   KeyFn1 key1_;
   KeyFn2 key2_;
   F f_;
+  std::vector<WatermarkDeclaration> declared_;
   std::optional<KeyedProcessContext<K>> pctx_;
 };
 
@@ -687,6 +797,15 @@ class KeyedBroadcastProcessOperator final
     rctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_,
                   ctx.timers().clock());
     bctx_.emplace(&this->timers_, &this->state_, &this->side_outputs_, &broadcast_);
+    // ctx.emit_watermark(w) goes downstream from either side (the keyed
+    // side's was dropped without a word).
+    if constexpr (requires { f_.declare_watermarks(); }) {
+      declared_ = f_.declare_watermarks();
+    }
+    auto emit = [this](const GeneralizedWatermark& w) { this->ForwardGeneralizedWatermark(w); };
+    const std::vector<WatermarkDeclaration>* declared = declared_.empty() ? nullptr : &declared_;
+    rctx_->set_watermark_emitter(emit, declared);
+    bctx_->set_watermark_emitter(emit, declared);
     OpenFunction(f_, ctx);
   }
   void Close() override { CloseFunction(f_); }
@@ -709,6 +828,28 @@ class KeyedBroadcastProcessOperator final
     CallOnTimer(f_, t, *rctx_, *this->collector_);
     this->state_.Trim();
   }
+  // Generalized watermarks: as BroadcastProcessOperator's, with no current
+  // key on the keyed side.
+  void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires {
+                    f_.on_watermark_from_non_broadcast_input(w, *this->collector_, *rctx_);
+                  }) {
+      rctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
+      r = f_.on_watermark_from_non_broadcast_input(w, *this->collector_, *rctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
+  void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires {
+                    f_.on_watermark_from_broadcast_input(w, *this->collector_, *bctx_);
+                  }) {
+      bctx_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark_from_broadcast_input(w, *this->collector_, *bctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
   void SnapshotState(StateWriter& w) override {
     Base::SnapshotState(w);
     broadcast_.Snapshot(w, "operator '" + this->ctx().operator_name() + "'");
@@ -722,6 +863,7 @@ class KeyedBroadcastProcessOperator final
   KeyFn key_;
   F f_;
   BroadcastStateStore broadcast_;
+  std::vector<WatermarkDeclaration> declared_;
   std::optional<ReadOnlyBroadcastContext<K>> rctx_;
   std::optional<BroadcastContext<K>> bctx_;
 };
@@ -768,6 +910,25 @@ class BroadcastProcessOperator final
     rctx_->set_watermark(w);
     bctx_->set_watermark(w);
     this->ForwardWatermark(w);
+  }
+  // Generalized watermarks: as CoProcessOperator's, the first input's to
+  // on_watermark_from_non_broadcast_input, the broadcast one's to
+  // on_watermark_from_broadcast_input.
+  void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_non_broadcast_input(w, *collector_, *rctx_); }) {
+      rctx_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark_from_non_broadcast_input(w, *collector_, *rctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+  }
+  void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
+    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+    if constexpr (requires { f_.on_watermark_from_broadcast_input(w, *collector_, *bctx_); }) {
+      bctx_->set_timestamp(kNoTimestamp);
+      r = f_.on_watermark_from_broadcast_input(w, *collector_, *bctx_);
+    }
+    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
   }
   void SnapshotState(StateWriter& w) override {
     broadcast_.Snapshot(w, "operator '" + this->ctx().operator_name() + "'");

@@ -279,6 +279,36 @@ TEST(TwoInputGate, CombinesEachInputOnItsOwn) {
   EXPECT_EQ(seen, (std::vector<std::string>{"backlog=true", "backlog=false", "backlog=false"}));
 }
 
+// A two-input task's gate sends each input's combined values to that
+// input's head, so that the operator hears which input they come from (they
+// all went to one head: a co-process function could not tell them apart).
+TEST(TwoInputGate, SendsEachInputsValuesToItsOwnHead) {
+  struct Gate : internal::InputGateCore {
+    using InputGateCore::HandleControl;
+    using InputGateCore::InputGateCore;
+    using InputGateCore::set_generalized_heads;
+  };
+  harness::RecordingOutput<int> combined, first, second;
+  SubtaskMetrics metrics("co", 0, 1, 3);
+  Gate gate(3, &combined, &metrics, nullptr, {0, 0, 1});
+  gate.set_generalized_heads({&first, &second});
+  auto send = [&](int c, const GeneralizedWatermark& w) {
+    gate.HandleControl(c, Control{0, ControlKind::kGeneralized, w.spec().id, w.raw_value()});
+  };
+  send(2, kProgress.new_watermark(7));  // input 2's only channel
+  send(0, kProgress.new_watermark(3));  // input 1 waits for channel 1
+  send(1, kProgress.new_watermark(5));
+  send(2, kProgress.new_watermark(9));
+  auto seen = [](const harness::RecordingOutput<int>& o) {
+    std::vector<std::string> v;
+    for (const GeneralizedWatermark& w : o.generalized_watermarks()) v.push_back(w.ToString());
+    return v;
+  };
+  EXPECT_EQ(seen(first), (std::vector<std::string>{"progress=5"}));
+  EXPECT_EQ(seen(second), (std::vector<std::string>{"progress=7", "progress=9"}));
+  EXPECT_TRUE(seen(combined).empty());
+}
+
 // --- the remote codec --------------------------------------------------------
 
 TEST(GeneralizedWatermarkCodec, ADeclarationCrossesRanksWithItsWatermark) {
@@ -764,6 +794,257 @@ TEST(GeneralizedWatermarkHarness, OnWatermarkCollectsWithTheLastRecordsTimestamp
   k.process_generalized_watermark(kProgress.new_watermark(2));
   EXPECT_EQ(k.extract_output_records(),
             (std::vector<harness::StreamRecord<int64_t>>{{1, 7}, {2, 107}}));
+}
+
+// --- two-input process functions: each input's watermarks --------------------
+
+// Each input's handler as Flink's two-input process functions have them
+// (onWatermarkFromFirstInput / SecondInput, ...FromNonBroadcastInput /
+// BroadcastInput): logs "<input>:<watermark>", collects the value (with the
+// collector's timestamp as it stands), takes progress (kPoll) and emits a
+// "seen" watermark for it, peeks at the rest.  Before, both inputs' values
+// reached no function: the operator forwarded them all, the ignored kind too.
+template <typename Ctx>
+WatermarkHandlingResult OnInput(std::vector<std::string>& log, const char* input,
+                                const GeneralizedWatermark& w, Collector<int64_t>& out, Ctx& ctx) {
+  log.push_back(std::string(input) + ":" + w.ToString());
+  if (!kProgress.matches(w)) return WatermarkHandlingResult::kPeek;
+  out.collect(w.long_value());
+  ctx.emit_watermark(kSeen.new_watermark(w.long_value()));
+  return WatermarkHandlingResult::kPoll;
+}
+
+using HookLog = std::shared_ptr<std::vector<std::string>>;
+
+struct CoHooks : CoProcessFunction<int64_t, int64_t, int64_t> {
+  HookLog log = std::make_shared<std::vector<std::string>>();
+  void process_element1(const int64_t&, Context&, Collector<int64_t>&) override {}
+  void process_element2(const int64_t&, Context&, Collector<int64_t>&) override {}
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& w,
+                                                        Collector<int64_t>& out,
+                                                        Context& ctx) override {
+    EXPECT_EQ(ctx.timestamp(), kNoTimestamp);
+    return OnInput(*log, "1", w, out, ctx);
+  }
+  WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& w,
+                                                         Collector<int64_t>& out,
+                                                         Context& ctx) override {
+    return OnInput(*log, "2", w, out, ctx);
+  }
+};
+
+std::vector<std::string> Sent(const harness::RecordingOutput<int64_t>& o) {
+  std::vector<std::string> v;
+  for (const GeneralizedWatermark& w : o.generalized_watermarks()) v.push_back(w.ToString());
+  return v;
+}
+
+TEST(GeneralizedWatermarkTwoInput, ACoProcessFunctionHearsEachInputOnItsOwn) {
+  CoHooks f;
+  const HookLog log = f.log;
+  auto h = harness::ProcessFunctionTestHarnesses::for_co_process_function<int64_t, int64_t>(f);
+  h.open();
+  h.process_generalized_watermark1(kProgress.new_watermark(1));
+  h.process_element2(0, 42);
+  h.process_generalized_watermark2(kProgress.new_watermark(2));
+  h.process_generalized_watermark2(kBacklog.new_watermark(true));
+  h.process_generalized_watermark1(CatchingUp::Ignored().new_watermark(3));
+  EXPECT_EQ(*log, (std::vector<std::string>{"1:progress=1", "2:progress=2", "2:backlog=true",
+                                            "1:ignored=3"}));
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<int64_t>>{{1, kNoTimestamp}, {2, 42}}));
+  // Taken progress is replaced by "seen"; backlog peeked and forwarded; the
+  // ignored kind peeked and dropped (its declaration).
+  EXPECT_EQ(Sent(h.main_output()), (std::vector<std::string>{"seen=1", "seen=2", "backlog=true"}));
+}
+
+// The keyed one: the same, with no current key in the handlers (keyed state
+// there fails saying so); its context's emit_watermark reaches the output
+// (it was dropped without a word: the keyed operators set no emitter).
+struct KeyedCoHooks : KeyedCoProcessFunction<int64_t, int64_t, int64_t, int64_t> {
+  HookLog log = std::make_shared<std::vector<std::string>>();
+  void process_element1(const int64_t& v, Context& ctx, Collector<int64_t>&) override {
+    ctx.emit_watermark(kSeen.new_watermark(100 + v));
+  }
+  void process_element2(const int64_t&, Context&, Collector<int64_t>&) override {}
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& w,
+                                                        Collector<int64_t>& out,
+                                                        Context& ctx) override {
+    if (kBacklog.matches(w)) ctx.get_state<int64_t>("x").update(1);  // no key: throws
+    return OnInput(*log, "1", w, out, ctx);
+  }
+  WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& w,
+                                                         Collector<int64_t>& out,
+                                                         Context& ctx) override {
+    return OnInput(*log, "2", w, out, ctx);
+  }
+};
+
+TEST(GeneralizedWatermarkTwoInput, AKeyedCoProcessFunctionHearsEachInputWithNoKey) {
+  KeyedCoHooks f;
+  const HookLog log = f.log;
+  auto key = [](const int64_t& v) { return v % 3; };
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int64_t, int64_t>(
+      f, key, key);
+  h.open();
+  h.process_element1(7, 70);  // emits seen=107
+  h.process_generalized_watermark2(kProgress.new_watermark(2));
+  h.process_generalized_watermark1(kProgress.new_watermark(1));
+  EXPECT_EQ(*log, (std::vector<std::string>{"2:progress=2", "1:progress=1"}));
+  EXPECT_EQ(h.extract_output_records(),
+            (std::vector<harness::StreamRecord<int64_t>>{{2, 70}, {1, 70}}));
+  EXPECT_EQ(Sent(h.main_output()), (std::vector<std::string>{"seen=107", "seen=2", "seen=1"}));
+  try {
+    h.process_generalized_watermark1(kBacklog.new_watermark(true));
+    ADD_FAILURE() << "keyed state with no current key did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no current key in on_watermark"));
+  }
+}
+
+// Broadcast process functions: the first input's to the non-broadcast
+// handler, the broadcast input's to the broadcast one; the keyed one's
+// broadcast context emits too (it had no emit_watermark).
+struct BroadcastHooks : BroadcastProcessFunction<int64_t, int64_t, int64_t> {
+  HookLog log = std::make_shared<std::vector<std::string>>();
+  void process_element(const int64_t&, ReadOnlyContext&, Collector<int64_t>&) override {}
+  void process_broadcast_element(const int64_t&, Context&, Collector<int64_t>&) override {}
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark_from_non_broadcast_input(const GeneralizedWatermark& w,
+                                                                Collector<int64_t>& out,
+                                                                ReadOnlyContext& ctx) override {
+    return OnInput(*log, "data", w, out, ctx);
+  }
+  WatermarkHandlingResult on_watermark_from_broadcast_input(const GeneralizedWatermark& w,
+                                                            Collector<int64_t>& out,
+                                                            Context& ctx) override {
+    return OnInput(*log, "broadcast", w, out, ctx);
+  }
+};
+
+struct KeyedBroadcastHooks : KeyedBroadcastProcessFunction<int64_t, int64_t, int64_t, int64_t> {
+  HookLog log = std::make_shared<std::vector<std::string>>();
+  void process_element(const int64_t&, ReadOnlyContext&, Collector<int64_t>&) override {}
+  void process_broadcast_element(const int64_t& v, Context& ctx, Collector<int64_t>&) override {
+    ctx.emit_watermark(kSeen.new_watermark(100 + v));
+  }
+  std::vector<WatermarkDeclaration> declare_watermarks() const override { return {kSeen}; }
+  WatermarkHandlingResult on_watermark_from_non_broadcast_input(const GeneralizedWatermark& w,
+                                                                Collector<int64_t>& out,
+                                                                ReadOnlyContext& ctx) override {
+    if (kBacklog.matches(w)) (void)ctx.get_current_key();  // no key: throws
+    return OnInput(*log, "data", w, out, ctx);
+  }
+  WatermarkHandlingResult on_watermark_from_broadcast_input(const GeneralizedWatermark& w,
+                                                            Collector<int64_t>& out,
+                                                            Context& ctx) override {
+    return OnInput(*log, "broadcast", w, out, ctx);
+  }
+};
+
+TEST(GeneralizedWatermarkTwoInput, BroadcastProcessFunctionsHearTheDataAndTheBroadcastInput) {
+  {
+    BroadcastHooks f;
+    const HookLog log = f.log;
+    auto h =
+        harness::ProcessFunctionTestHarnesses::for_broadcast_process_function<int64_t, int64_t>(f);
+    h.open();
+    h.process_generalized_watermark2(kProgress.new_watermark(2));
+    h.process_generalized_watermark1(kProgress.new_watermark(1));
+    h.process_generalized_watermark1(kBacklog.new_watermark(true));
+    EXPECT_EQ(*log, (std::vector<std::string>{"broadcast:progress=2", "data:progress=1",
+                                              "data:backlog=true"}));
+    EXPECT_EQ(Sent(h.main_output()),
+              (std::vector<std::string>{"seen=2", "seen=1", "backlog=true"}));
+  }
+  {
+    KeyedBroadcastHooks f;
+    const HookLog log = f.log;
+    auto h = harness::ProcessFunctionTestHarnesses::for_keyed_broadcast_process_function<int64_t,
+                                                                                         int64_t>(
+        f, [](const int64_t& v) { return v; });
+    h.open();
+    h.process_element2(5, 1);  // emits seen=105 from the broadcast side
+    h.process_generalized_watermark2(kProgress.new_watermark(2));
+    h.process_generalized_watermark1(kProgress.new_watermark(1));
+    EXPECT_EQ(*log, (std::vector<std::string>{"broadcast:progress=2", "data:progress=1"}));
+    EXPECT_EQ(Sent(h.main_output()), (std::vector<std::string>{"seen=105", "seen=2", "seen=1"}));
+    try {
+      h.process_generalized_watermark1(kBacklog.new_watermark(true));
+      ADD_FAILURE() << "get_current_key() with no current key did not throw";
+    } catch (const std::logic_error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("no current key in on_watermark"));
+    }
+  }
+}
+
+// In a job: the catching-up sources (parallelism 2) on the first input, a
+// source of its own kind on the second; each input's values reach its
+// handler, combined over that input's channels alone.
+class Ticking final : public Source<int64_t> {
+ public:
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    for (int i = 1; i <= 3; ++i) {
+      out.CollectWithTimestamp(i, i);
+      out.EmitGeneralizedWatermark(kTick.new_watermark(i));
+    }
+    return PollStatus::kEndOfInput;
+  }
+  static inline const LongWatermarkDeclaration kTick =
+      WatermarkDeclarations::new_builder("tick").type_long().combine_function_max().build();
+};
+
+struct JobCoHooks : CoProcessFunction<int64_t, int64_t, int64_t> {
+  std::shared_ptr<Log> log;
+  int subtask = 0;
+  explicit JobCoHooks(std::shared_ptr<Log> l) : log(std::move(l)) {}
+  void open(const RuntimeContext& ctx) override { subtask = ctx.subtask_index(); }
+  void process_element1(const int64_t&, Context&, Collector<int64_t>&) override {}
+  void process_element2(const int64_t&, Context&, Collector<int64_t>&) override {}
+  WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& w,
+                                                        Collector<int64_t>&, Context&) override {
+    log->Add(subtask, w, 1);
+    return WatermarkHandlingResult::kPeek;
+  }
+  WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& w,
+                                                         Collector<int64_t>&, Context&) override {
+    log->Add(subtask, w, 2);
+    return WatermarkHandlingResult::kPeek;
+  }
+};
+
+TEST(GeneralizedWatermarkJob, ACoProcessFunctionHearsEachInputCombinedOnItsOwn) {
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE(round);
+    auto log = std::make_shared<Log>();
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    auto first =
+        env.add_source<int64_t>([] { return std::make_unique<CatchingUp>(); }, "catching-up");
+    auto second = env.add_source<int64_t>([] { return std::make_unique<Ticking>(); }, "ticking")
+                      .set_parallelism(1);
+    first.rebalance().connect(second.rebalance()).process(JobCoHooks(log)).add_sink([](int64_t&&) {
+    });
+    JobResult r = env.execute("co-process hears each input");
+    ASSERT_TRUE(r.ok()) << r.status;
+    ASSERT_EQ(log->seen.size(), 2u);
+    for (auto& [subtask, seen] : log->seen) {
+      SCOPED_TRACE(subtask);
+      std::vector<std::string> from1, from2;
+      for (size_t i = 0; i < seen.size(); ++i)
+        (log->records_before[subtask][i] == 1 ? from1 : from2).push_back(seen[i]);
+      // The first input: its two channels' backlog ORed, their progress
+      // MAXed, ending at 80; nothing of the second's kind.
+      EXPECT_EQ(OfKind(from1, "backlog"), (std::vector<std::string>{"true", "false"}));
+      ASSERT_FALSE(OfKind(from1, "progress").empty());
+      EXPECT_EQ(OfKind(from1, "progress").back(), std::to_string(2 * kRecords));
+      EXPECT_TRUE(OfKind(from1, "tick").empty());
+      // The second: its one channel's ticks, in order, and nothing else.
+      EXPECT_EQ(from2, (std::vector<std::string>{"tick=1", "tick=2", "tick=3"}));
+    }
+  }
 }
 
 TEST(GeneralizedWatermarkTrace, TheTraceRecorderPrintsWhatSubtasksSendAndCombine) {

@@ -655,6 +655,18 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
     w2_ = std::max(w2_, w);
     this->DeliverWatermark(std::min(w1_, w2_));
   }
+  // Generalized watermark `w` as the task delivers it once the first
+  // (second) input's channels combined it: to that input's handler (a
+  // function's on_watermark_from_first_input, ..._non_broadcast_input; the
+  // second's, ..._broadcast_input).
+  void process_generalized_watermark1(const GeneralizedWatermark& w) {
+    this->RequireOpen("process_generalized_watermark1");
+    input_->ProcessGeneralizedWatermark1(w);
+  }
+  void process_generalized_watermark2(const GeneralizedWatermark& w) {
+    this->RequireOpen("process_generalized_watermark2");
+    input_->ProcessGeneralizedWatermark2(w);
+  }
 
  private:
   TwoInputOperatorBase<In1, In2>* input_;

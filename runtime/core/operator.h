@@ -358,6 +358,16 @@ class TwoInputOperatorBase : public OperatorBase {
   virtual void ProcessBatch2(std::span<internal::Record<In2>> records) {
     for (internal::Record<In2>& r : records) ProcessElement2(std::move(r.value), r.timestamp);
   }
+  // A generalized watermark as combined over the channels of the first
+  // (second) input alone: each input combines its own, and the operator
+  // hears each input's values (Flink's processWatermark1/2 of a two-input
+  // operator).  Default: ProcessGeneralizedWatermark (forwarded).
+  virtual void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) {
+    ProcessGeneralizedWatermark(w);
+  }
+  virtual void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) {
+    ProcessGeneralizedWatermark(w);
+  }
 };
 
 template <typename In1, typename In2, typename Out>

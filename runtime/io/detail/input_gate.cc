@@ -226,25 +226,26 @@ void InputGateCore::OnGeneralized(size_t input, int local, int c, const Control&
       if (other.get() == k) {
         k->SetIdle(local, false, /*combine=*/false);
       } else if (std::optional<int64_t> out = other->SetIdle(local, false)) {
-        EmitGeneralized(*other, c, *out);
+        EmitGeneralized(input, *other, c, *out);
       }
     }
   }
-  if (std::optional<int64_t> out = k->Input(local, ctl.value)) EmitGeneralized(*k, c, *out);
+  if (std::optional<int64_t> out = k->Input(local, ctl.value)) EmitGeneralized(input, *k, c, *out);
 }
 
 void InputGateCore::GeneralizedIdleness(size_t input, int local, int c) {
   const WatermarkValve& v = valves_[input];
   const bool idle = v.channel_idle(local) || v.channel_ended(local);
   for (auto& k : combiners_[input])
-    if (std::optional<int64_t> out = k->SetIdle(local, idle)) EmitGeneralized(*k, c, *out);
+    if (std::optional<int64_t> out = k->SetIdle(local, idle)) EmitGeneralized(input, *k, c, *out);
 }
 
-void InputGateCore::EmitGeneralized(const WatermarkCombiner& k, int c, int64_t value) {
+void InputGateCore::EmitGeneralized(size_t input, const WatermarkCombiner& k, int c,
+                                    int64_t value) {
   const GeneralizedWatermark w(&k.spec(), value);
   if (listener_)
     listener_->OnGeneralizedWatermark(metrics_->task_name(), metrics_->subtask(), true, c, w);
-  head_->EmitGeneralizedWatermark(w);
+  (generalized_heads_.empty() ? head_ : generalized_heads_[input])->EmitGeneralizedWatermark(w);
 }
 
 // Snapshot format: one input: its valve (WatermarkValve::Snapshot); two: both

@@ -204,6 +204,11 @@ class InputGateCore {
   // A control element that arrived on channel `c`; true when it blocked the
   // channel (a barrier that others have not delivered yet).
   bool HandleControl(int c, const Control& ctl);
+  // Two inputs: where each input's generalized watermarks go (its head, so
+  // that the operator hears which input a value combines).
+  void set_generalized_heads(std::vector<OutputBase*> heads) {
+    generalized_heads_ = std::move(heads);
+  }
   // The number of channels that have ended.
   size_t ended() const { return ended_; }
   size_t num_channels() const { return blocked_.size(); }
@@ -245,9 +250,12 @@ class InputGateCore {
   // arrives; what they emit goes to the head (and the listener).
   void OnGeneralized(size_t input, int local, int c, const Control& ctl);
   void GeneralizedIdleness(size_t input, int local, int c);
-  void EmitGeneralized(const WatermarkCombiner& k, int c, int64_t value);
+  void EmitGeneralized(size_t input, const WatermarkCombiner& k, int c, int64_t value);
 
   OutputBase* head_;
+  // Two inputs: each input's head, which takes that input's generalized
+  // watermarks (set_generalized_heads); empty: head_ takes them.
+  std::vector<OutputBase*> generalized_heads_;
   SubtaskMetrics* metrics_;
   WatermarkListener* listener_;
   std::vector<WatermarkValve> valves_;
@@ -458,8 +466,8 @@ class InputGate final : public OneInputGate {
 // The input of a two-input operator (TwoInputOperator, runtime/core/operator.h):
 // the channels of its first input (records of A) and of its second (B), read
 // in turn, one valve per input (InputGateCore).  Records of the first input go
-// to `head1`, of the second to `head2`; the combined watermark and status to
-// `head`.
+// to `head1`, of the second to `head2`, and so do each input's generalized
+// watermarks; the combined watermark and status to `head`.
 template <typename A, typename B>
 class TwoInputGate final : public GateInputBase {
  public:
@@ -471,6 +479,7 @@ class TwoInputGate final : public GateInputBase {
         first_(GateChannels<A>(std::move(first), head1)),
         second_(GateChannels<B>(std::move(second), head2)) {
     set_parts({&first_, &second_});
+    set_generalized_heads({head1, head2});
   }
 
   Step RunStep() override {

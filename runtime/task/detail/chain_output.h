@@ -97,8 +97,16 @@ class TwoInputHeadOutput final : public Output<std::conditional_t<I == 0, In1, I
   }
   void EmitWatermark(Timestamp w) override { ChainWatermark(op_, ctx_, w); }
   void EmitStatus(WatermarkStatus s) override { ChainStatus(op_, ctx_, s); }
+  // Input I's own combined value (the gate sends each input's to its head).
   void EmitGeneralizedWatermark(const GeneralizedWatermark& w) override {
-    ChainGeneralized(op_, ctx_, w);
+    if (ctx_->cancelled()) throw TaskCancelled{};
+    GuardUserCall(*ctx_, [&] {
+      if constexpr (I == 0) {
+        op_->ProcessGeneralizedWatermark1(w);
+      } else {
+        op_->ProcessGeneralizedWatermark2(w);
+      }
+    });
   }
 
  private:
