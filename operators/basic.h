@@ -264,6 +264,12 @@ class GeneralizedWatermarkEmitter {
   const std::vector<WatermarkDeclaration>* declared_ = nullptr;
 };
 
+// Whether a generalized watermark that a process function handled with `r`
+// goes on: only when it peeked and the declaration forwards.
+inline bool ForwardsGeneralized(const GeneralizedWatermark& w, WatermarkHandlingResult r) {
+  return r == WatermarkHandlingResult::kPeek &&
+         w.spec().strategy == WatermarkHandlingStrategy::kForward;
+}
 // A process operator's handling of a generalized watermark w (ProcessOperator,
 // KeyedProcessOperator): the function's on_watermark where it has one
 // (`prepare` first, e.g. clearing the context's record timestamp), then
@@ -271,12 +277,6 @@ class GeneralizedWatermarkEmitter {
 // forwards (Flink's ProcessOperator).  Records collected there carry the
 // collector's timestamp as it is, the last record's or timer's (none before
 // the first), as Flink's output collector does.
-// Whether a generalized watermark that a process function handled with `r`
-// goes on: only when it peeked and the declaration forwards.
-inline bool ForwardsGeneralized(const GeneralizedWatermark& w, WatermarkHandlingResult r) {
-  return r == WatermarkHandlingResult::kPeek &&
-         w.spec().strategy == WatermarkHandlingStrategy::kForward;
-}
 template <typename F, typename Coll, typename Ctx, typename Prepare>
 bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx& ctx,
                             Prepare prepare) {

@@ -847,6 +847,7 @@ class KeyedBroadcastProcessOperator final
                   }) {
       bctx_->set_timestamp(kNoTimestamp);
       r = f_.on_watermark_from_broadcast_input(w, *this->collector_, *bctx_);
+      this->state_.Trim();  // it may change every key's state (apply_to_keyed_state)
     }
     if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
   }

@@ -98,8 +98,9 @@ class TimerService {
   const K& Key() const {
     if (*key_ == nullptr) [[unlikely]] {
       throw std::logic_error(
-          "keyed process function: no current key in on_watermark (a generalized watermark is "
-          "not per key): timers are for process_element and on_timer");
+          "keyed process function: no current key in on_watermark (or the on_watermark_from_* "
+          "members of a two-input function: a generalized watermark is not per key): timers are "
+          "for process_element and on_timer");
     }
     return **key_;
   }
@@ -218,9 +219,9 @@ class KeyedProcessContext {
   const K* Key() const {
     if (key_ == nullptr) [[unlikely]] {
       throw std::logic_error(
-          "keyed process function: no current key in on_watermark (a generalized watermark is "
-          "not per key): keyed state and get_current_key() are for process_element and "
-          "on_timer");
+          "keyed process function: no current key in on_watermark (or the on_watermark_from_* "
+          "members of a two-input function: a generalized watermark is not per key): keyed "
+          "state and get_current_key() are for process_element and on_timer");
     }
     return key_;
   }

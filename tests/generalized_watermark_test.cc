@@ -857,6 +857,20 @@ TEST(GeneralizedWatermarkTwoInput, ACoProcessFunctionHearsEachInputOnItsOwn) {
   // Taken progress is replaced by "seen"; backlog peeked and forwarded; the
   // ignored kind peeked and dropped (its declaration).
   EXPECT_EQ(Sent(h.main_output()), (std::vector<std::string>{"seen=1", "seen=2", "backlog=true"}));
+
+  // A function without the members is as one that peeks: each value goes
+  // on, unless its declaration says ignore (as from a ProcessFunction).
+  struct NoHooks {
+    void process_element1(const int64_t&, ProcessContext&, Collector<int64_t>&) {}
+    void process_element2(const int64_t&, ProcessContext&, Collector<int64_t>&) {}
+  };
+  auto plain =
+      harness::ProcessFunctionTestHarnesses::for_co_process_function<int64_t, int64_t>(NoHooks{});
+  plain.open();
+  plain.process_generalized_watermark1(CatchingUp::Ignored().new_watermark(3));
+  plain.process_generalized_watermark2(kProgress.new_watermark(4));
+  plain.process_generalized_watermark1(kProgress.new_watermark(5));
+  EXPECT_EQ(Sent(plain.main_output()), (std::vector<std::string>{"progress=4", "progress=5"}));
 }
 
 // The keyed one: the same, with no current key in the handlers (keyed state

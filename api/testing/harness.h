@@ -667,6 +667,9 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
     this->RequireOpen("process_generalized_watermark2");
     input_->ProcessGeneralizedWatermark2(w);
   }
+  // A two-input operator hears each input's values (above): the task never
+  // hands one over without its input.
+  void process_generalized_watermark(const GeneralizedWatermark& w) = delete;
 
  private:
   TwoInputOperatorBase<In1, In2>* input_;
