@@ -11,8 +11,9 @@
 //     backend's operator and the RocksDB one, output compared after every
 //     step, with snapshots restored into fresh instances along the way;
 //   - jobs: checkpoints restored at another parallelism on RocksDB, and
-//     across backends (a process window: the same operator on both); a
-//     reduce window's checkpoint refused by the other backend, saying why;
+//     across backends (a process window: the same operator on both; a
+//     reduce window's heap checkpoint on RocksDB); a reduce window's RocksDB
+//     checkpoint refused on the heap, saying why;
 //   - a window job whose state is several times its memory limit completes
 //     on RocksDB with the output of the heap backend without a limit;
 //   - a window built where TIDEMARK_ROCKSDB_WINDOWS is not defined keeps its
@@ -76,8 +77,21 @@ struct RecSum {
   int64_t get_result(int64_t acc) const { return acc; }
   int64_t merge(int64_t a, int64_t b) const { return a + b; }
 };
+// Without merge: a sliding window keeps one value per window on the heap
+// (window-major) rather than combining panes.
+struct RecSumNoMerge {
+  int64_t create_accumulator() const { return 0; }
+  int64_t add(const Rec& r, int64_t acc) const { return acc + std::get<2>(r); }
+  int64_t get_result(int64_t acc) const { return acc; }
+};
 
-enum class Job { kTumblingReduce, kSlidingAggregate, kSessionProcess, kSessionReduce };
+enum class Job {
+  kTumblingReduce,
+  kSlidingAggregate,
+  kSessionProcess,
+  kSessionReduce,
+  kSlidingAggregateNoMerge
+};
 
 // The window stream of `job` (the operator a job would run; the harness
 // picks the RocksDB one when its options say RocksDB).
@@ -113,6 +127,10 @@ DataStream<Out> Build(StreamExecutionEnvironment& env, Job job) {
     case Job::kSessionReduce:
       return keyed.window(EventTimeSessionWindows::with_gap(Duration(4)))
           .template reduce<Out>(&Sum, emit);
+    case Job::kSlidingAggregateNoMerge:
+      return keyed.window(SlidingEventTimeWindows::of(Duration(20), Duration(5)))
+          .allowed_lateness(Duration(7))
+          .template aggregate<Out>(RecSumNoMerge{}, emit);
   }
   throw std::logic_error("job");
 }
@@ -218,6 +236,77 @@ INSTANTIATE_TEST_SUITE_P(Jobs, RocksDbWindowOperator,
                            }
                            return "?";
                          });
+
+// A job whose windows outgrew memory moves to RocksDB through a savepoint:
+// the heap's window-major operator's snapshot (tumbling, or sliding without
+// merge; fired windows kept for their lateness) restores into the general
+// operator on RocksDB, which then gives the heap's output step by step: the
+// same late firings, the same cleanups.  It was refused ("another
+// operator's layout").  A pane or session snapshot is still refused.
+TEST(RocksDbWindows, AWindowMajorHeapSnapshotRestoresOnRocksDbStepByStep) {
+  for (const Job job : {Job::kTumblingReduce, Job::kSlidingAggregateNoMerge}) {
+    const int seeds = testing::StressIterations(4);
+    for (int seed = 1; seed <= seeds; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "job " << static_cast<int>(job) << " seed " << seed);
+      std::mt19937_64 rng(static_cast<uint64_t>(seed));
+      StateBackend rocks = StateBackend::rocksdb();
+      rocks.cache_entries = static_cast<size_t>(seed % 2 == 0 ? 3 : 16384);
+      std::unique_ptr<Instance> heap_i = Open(job, StateBackend::heap(), nullptr);
+      std::unique_ptr<Instance> kv_i;
+      Harness* heap = &heap_i->h;
+      Timestamp wm = 0;
+      size_t outputs = 0;
+      for (int step = 0; step < 400; ++step) {
+        const int dice = static_cast<int>(rng() % 100);
+        if (dice < 80) {
+          const Rec r{static_cast<int64_t>(rng() % 25), wm + static_cast<int64_t>(rng() % 50) - 20,
+                      static_cast<int64_t>(rng() % 9)};
+          heap->process_element(r, std::get<1>(r));
+          if (kv_i) kv_i->h.process_element(r, std::get<1>(r));
+        } else if (dice < 96) {
+          wm += static_cast<int64_t>(rng() % 12);
+          heap->process_watermark(wm);
+          if (kv_i) kv_i->h.process_watermark(wm);
+        } else {
+          // RocksDB restored from the heap's snapshot (each time: its own
+          // state so far is dropped for the heap's, the same contents).
+          // The watermark is not state: both get it again, and fire nothing
+          // (a window that had fired does not fire again).
+          const harness::OperatorSnapshot hs = heap->snapshot();
+          kv_i = Open(job, rocks, &hs);
+          kv_i->h.process_watermark(wm);
+          heap_i = Open(job, StateBackend::heap(), &hs);
+          heap = &heap_i->h;
+          heap->process_watermark(wm);
+        }
+        const auto want = TakeSorted(*heap);
+        if (!kv_i) continue;
+        const auto got = TakeSorted(kv_i->h);
+        ASSERT_EQ(got, want) << "step " << step;
+        outputs += want.size();
+        ASSERT_EQ(kv_i->h.counter(kNumLateRecordsDropped), heap->counter(kNumLateRecordsDropped));
+      }
+      ASSERT_TRUE(kv_i) << "no restore in 400 steps";
+      heap->end_input();
+      kv_i->h.end_input();
+      EXPECT_EQ(TakeSorted(kv_i->h), TakeSorted(*heap));
+      EXPECT_GT(outputs, 20u);
+    }
+  }
+  // Panes (a sliding window whose values merge) and sessions: refused.
+  for (const Job job : {Job::kSlidingAggregate, Job::kSessionReduce}) {
+    std::unique_ptr<Instance> heap_i = Open(job, StateBackend::heap(), nullptr);
+    heap_i->h.process_element(Rec{1, 3, 1}, 3);
+    const harness::OperatorSnapshot hs = heap_i->h.snapshot();
+    try {
+      Open(job, StateBackend::rocksdb(), &hs);
+      ADD_FAILURE() << "restored job " << static_cast<int>(job);
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("another operator's layout"), std::string::npos)
+          << e.what();
+    }
+  }
+}
 
 // The operator opens a database in the backend's directory; with a cache of
 // 2 entries, 3 000 live (key, window)s are counted from the store as on the
@@ -379,16 +468,33 @@ TEST(RocksDbWindows, ProcessWindowCheckpointsRestoreAcrossBackends) {
   EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
 }
 
-TEST(RocksDbWindows, ReduceWindowCheckpointOfOneBackendIsRefusedByTheOtherSayingWhy) {
+// A reduce window's RocksDB checkpoint (the general operator's layout) is
+// refused on the heap (the window-major operator's), saying why.
+TEST(RocksDbWindows, ReduceWindowCheckpointOfRocksDbIsRefusedOnTheHeapSayingWhy) {
   testing::TempDir dir;
   std::vector<std::string> got;
   JobResult r = RunRestored(dir, "refused", false, true, 2, false, 2, &got);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status.ToString().find("another operator's layout"), std::string::npos) << r.status;
   EXPECT_NE(r.status.ToString().find("Sums"), std::string::npos) << r.status;
-  r = RunRestored(dir, "refused-back", false, false, 2, true, 2, &got);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status.ToString().find("another operator's layout"), std::string::npos) << r.status;
+}
+
+// The other way is the one a job whose windows outgrew memory takes: its
+// heap checkpoint (window-major) restores on RocksDB (the general operator),
+// here at another parallelism too, and the results are the uninterrupted
+// run's, each once.  It was refused like the other way.
+TEST(RocksDbWindows, ReduceWindowHeapCheckpointRestoresOnRocksDbExactlyOnce) {
+  testing::TempDir dir;
+  const std::vector<std::string> expected = Reference(dir, /*process=*/false);
+  ASSERT_GT(expected.size(), 1000u);
+  std::vector<std::string> got;
+  JobResult r = RunRestored(dir, "to-rocksdb", false, false, 2, true, 2, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_GE(r.checkpoints.restored_id, 2);
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
+  r = RunRestored(dir, "to-rocksdb-rescaled", false, false, 2, true, 3, &got);
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_TRUE(got == expected) << got.size() << " lines, " << expected.size() << " expected";
 }
 
 // --- a window compiled without TIDEMARK_ROCKSDB_WINDOWS ---

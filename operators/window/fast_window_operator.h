@@ -44,20 +44,6 @@
 
 namespace tidemark::internal {
 
-// Contents that keep one value per window (reduce, aggregate) name its type.
-template <typename Contents>
-concept SingleValueContents = requires {
-  typename Contents::Value;
-};
-
-// Whether FastWindowOperator applies to a job with this assigner, trigger
-// and contents (see the file comment).
-template <typename Assigner, typename TriggerT, typename Contents>
-inline constexpr bool FastWindowOperatorApplies =
-    Assigner::kIsEventTime && !Assigner::kIsMerging &&
-    std::is_same_v<typename Assigner::WindowType, TimeWindow> &&
-    std::is_same_v<TriggerT, EventTimeTrigger> && SingleValueContents<Contents>;
-
 // T: input; K: key; KeyFn: const T& -> K; Assigner: see assigners.h;
 // Contents: ReduceContents / AggregateContents (window_contents.h).
 template <typename T, typename K, typename KeyFn, typename Assigner, typename Contents>

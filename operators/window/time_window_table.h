@@ -429,28 +429,39 @@ class TimeWindowTable {
   // Snapshots whose deferred part still reads the table (for tests).
   int live_snapshots() const { return cow_.live_snapshots(); }
   void RestoreFrom(StateReader& r, const KeyGroupRange& range) {
+    Window* win = nullptr;
+    ForEachSnapshotEntry(r, range, [&](const TimeWindow& w, bool fired, K&& key, V&& value) {
+      if (win == nullptr || !(win->window == w)) {
+        auto [it, inserted] = windows_.try_emplace({w.max_timestamp(), w.start});
+        win = &it->second;
+        if (inserted) win->window = w;
+      }
+      win->fired = win->fired || fired;
+      const HashedKey hk{&key, HashKey(key)};
+      if (const uint32_t* pos = win->index.Find(hk, hk.hash)) {
+        win->slots.Mutable(*pos, cow_).value = std::move(value);
+      } else {
+        Create(*win, hk, [&] { return std::move(value); });
+      }
+    });
+  }
+  // Reads a SnapshotTo encoding one entry at a time: f(window, fired, key,
+  // value) for each (key, window) whose key is in `range`, the windows in
+  // max-timestamp order and each window's keys in arrival order.  RestoreFrom
+  // and the general WindowOperator's restore from this layout (on RocksDB)
+  // read it through here.
+  template <typename F>
+  static void ForEachSnapshotEntry(StateReader& r, const KeyGroupRange& range, F&& f) {
     const uint64_t n = r.GetCount("windows");
     for (uint64_t i = 0; i < n && r.ok(); ++i) {
       const auto w = Decode<TimeWindow>(r);
       const bool fired = Decode<bool>(r);
       const uint64_t keys = r.GetCount("window keys");
-      Window* win = nullptr;
       for (uint64_t j = 0; j < keys && r.ok(); ++j) {
         K key = Decode<K>(r);
         V value = Decode<V>(r);
         if (!r.ok() || !range.Contains(key)) continue;
-        if (win == nullptr) {
-          auto [it, inserted] = windows_.try_emplace({w.max_timestamp(), w.start});
-          win = &it->second;
-          if (inserted) win->window = w;
-          win->fired = win->fired || fired;
-        }
-        const HashedKey hk{&key, HashKey(key)};
-        if (const uint32_t* pos = win->index.Find(hk, hk.hash)) {
-          win->slots.Mutable(*pos, cow_).value = std::move(value);
-        } else {
-          Create(*win, hk, [&] { return std::move(value); });
-        }
+        f(w, fired, std::move(key), std::move(value));
       }
     }
   }

@@ -170,11 +170,19 @@ class WindowOperator final
 
   // Checkpoints: every piece of state (contents, trigger state, window sets,
   // function state) is in the keyed state store, so the store and the timers
-  // are all there is (window_operator_base.h).
+  // are all there is (window_operator_base.h).  A checkpoint of the heap's
+  // window-major operator for the same window (FastWindowOperator: tumbling
+  // or sliding, EventTimeTrigger, reduce / aggregate) restores too, so that
+  // a job whose windows outgrew memory moves to RocksDB through a savepoint
+  // (RestoreWindowMajor); the other specialised layouts are refused.
   void SnapshotState(StateWriter& w) override { this->SnapshotKeyedState(w); }
   void RestoreState(StateReader& r) override {
     if (!SnapshotHasState(r, kTriggerState)) {
-      r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+      if constexpr (kRestoresWindowMajor) {
+        RestoreWindowMajor(r);
+      } else {
+        r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+      }
       return;
     }
     this->RestoreKeyedState(r);
@@ -215,6 +223,43 @@ class WindowOperator final
   using Base::timers_;
   using Base::window_ctx_;
   using Base::windows_;
+
+  static constexpr bool kRestoresWindowMajor = [] {
+    if constexpr (FastWindowOperatorApplies<Assigner, TriggerT, Contents>) {
+      return HasStateCodec<K> && HasStateCodec<typename Contents::Value>;
+    } else {
+      return false;
+    }
+  }();
+
+  // FastWindowOperator's snapshot: its keyed state store (the window
+  // function's state; it has no timers), its layout id, then its table
+  // (TimeWindowTable::SnapshotTo).  Each (key, window) becomes the entry and
+  // the timers this operator would hold for it: EventTimeTrigger's at the
+  // window's max timestamp unless the window has fired, and the cleanup timer
+  // (the same one without lateness), registered in the table's order (windows
+  // by max timestamp, keys in arrival order), so that a watermark fires them
+  // in the order the table would have.
+  void RestoreWindowMajor(StateReader& r) requires kRestoresWindowMajor {
+    const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
+    this->state_.Restore(r, range);
+    StateReader peek = r;
+    const std::string_view tag = peek.GetBytes("window layout");
+    if (peek.ok() && tag.substr(0, kWindowLayoutPrefix.size()) == kWindowLayoutPrefix &&
+        tag.substr(kWindowLayoutPrefix.size()) != "fast") {
+      r.Fail(this->StateWhere() + ": " + kWindowLayoutMismatch);
+      return;
+    }
+    if (!ReadWindowLayout(r, "fast", this->StateWhere())) return;
+    TimeWindowTable<K, typename Contents::Value>::ForEachSnapshotEntry(
+        r, range, [this](const TimeWindow& w, bool fired, K&& key, auto&& value) {
+          contents_.Put(key, w, std::move(value));
+          if (!fired) timers_.RegisterEventTimeTimer(key, w, w.max_timestamp());
+          RegisterCleanupTimer(key, w);
+          this->state_.Trim();
+        });
+    contents_.Restored();
+  }
 
   void AddAndTrigger(const K& key, const T& value, Timestamp ts, const W& window,
                      const W& state_window) {

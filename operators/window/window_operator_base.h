@@ -103,12 +103,15 @@ inline bool SnapshotHasState(const StateReader& r, std::string_view name) {
 }
 // On RocksDB a window job runs the general WindowOperator (its contents in
 // its keyed state store), on the heap a specialised one where it applies:
-// their snapshots differ, and one does not restore into the other.
+// their snapshots differ.  The general operator restores the window-major
+// layout (WindowOperator::RestoreWindowMajor); every other pair is refused.
 inline constexpr char kWindowLayoutMismatch[] =
     "the checkpoint holds this window's state in another operator's layout: a window with the "
     "default trigger and reduce / aggregate runs the general WindowOperator on the RocksDB "
-    "state backend and a specialised one on the heap, so its checkpoints restore on the backend "
-    "that took them only (docs/checkpoints.md, \"State backends\")";
+    "state backend and a specialised one on the heap; a tumbling or sliding window's heap "
+    "checkpoint restores on RocksDB, but a RocksDB checkpoint does not restore on the heap, nor "
+    "does a pane (sliding, merged values) or session window's heap checkpoint on RocksDB "
+    "(docs/checkpoints.md, \"State backends\")";
 
 // The specialised heap operators keep their windows in layouts of their own
 // (a window-major table, panes, session lists): each writes its layout's id
@@ -142,6 +145,21 @@ inline bool ReadWindowLayout(StateReader& r, std::string_view id, const std::str
          "empty, with --allow-non-restored-state)");
   return false;
 }
+
+// Contents that keep one value per window (reduce, aggregate) name its type.
+template <typename Contents>
+concept SingleValueContents = requires {
+  typename Contents::Value;
+};
+
+// Whether FastWindowOperator (fast_window_operator.h) applies to a job with
+// this assigner, trigger and contents (see that file's comment); the general
+// WindowOperator restores its checkpoints, on RocksDB, when it does.
+template <typename Assigner, typename TriggerT, typename Contents>
+inline constexpr bool FastWindowOperatorApplies =
+    Assigner::kIsEventTime && !Assigner::kIsMerging &&
+    std::is_same_v<typename Assigner::WindowType, TimeWindow> &&
+    std::is_same_v<TriggerT, EventTimeTrigger> && SingleValueContents<Contents>;
 
 // Settings common to every window operator.
 // Counts distinct keys, held by pointer (they must outlive it), hashed and
