@@ -277,15 +277,37 @@ inline bool ForwardsGeneralized(const GeneralizedWatermark& w, WatermarkHandling
 // forwards (Flink's ProcessOperator).  Records collected there carry the
 // collector's timestamp as it is, the last record's or timer's (none before
 // the first), as Flink's output collector does.
+//
+// The two-input process operators handle each input's values alike, with
+// the function's member for that input: `member` is one of the callables
+// below, which call it (and are not invocable for a function without it).
+template <typename Member, typename F, typename Coll, typename Ctx, typename Prepare>
+bool OnGeneralizedWatermarkWith(Member member, F& f, const GeneralizedWatermark& w, Coll& out,
+                                Ctx& ctx, Prepare prepare) {
+  WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
+  if constexpr (std::is_invocable_v<Member&, F&, const GeneralizedWatermark&, Coll&, Ctx&>) {
+    prepare();
+    r = member(f, w, out, ctx);
+  }
+  return ForwardsGeneralized(w, r);
+}
+#define TM_GENERALIZED_WATERMARK_MEMBER(name)           \
+  [](auto& f, const GeneralizedWatermark& w, auto& out, \
+     auto& ctx) -> decltype(f.name(w, out, ctx)) { return f.name(w, out, ctx); }
+inline constexpr auto kOnWatermark = TM_GENERALIZED_WATERMARK_MEMBER(on_watermark);
+inline constexpr auto kOnWatermarkFromFirstInput =
+    TM_GENERALIZED_WATERMARK_MEMBER(on_watermark_from_first_input);
+inline constexpr auto kOnWatermarkFromSecondInput =
+    TM_GENERALIZED_WATERMARK_MEMBER(on_watermark_from_second_input);
+inline constexpr auto kOnWatermarkFromNonBroadcastInput =
+    TM_GENERALIZED_WATERMARK_MEMBER(on_watermark_from_non_broadcast_input);
+inline constexpr auto kOnWatermarkFromBroadcastInput =
+    TM_GENERALIZED_WATERMARK_MEMBER(on_watermark_from_broadcast_input);
+#undef TM_GENERALIZED_WATERMARK_MEMBER
 template <typename F, typename Coll, typename Ctx, typename Prepare>
 bool OnGeneralizedWatermark(F& f, const GeneralizedWatermark& w, Coll& out, Ctx& ctx,
                             Prepare prepare) {
-  WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-  if constexpr (requires { f.on_watermark(w, out, ctx); }) {
-    prepare();
-    r = f.on_watermark(w, out, ctx);
-  }
-  return ForwardsGeneralized(w, r);
+  return OnGeneralizedWatermarkWith(kOnWatermark, f, w, out, ctx, prepare);
 }
 
 // The parameter types of a callable (its call operator) or of a member

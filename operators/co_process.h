@@ -649,20 +649,14 @@ class CoProcessOperator final
   // when it peeked and the declaration forwards.  A function without the
   // member is as one that peeks.
   void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_first_input(w, *collector_, *pctx_); }) {
-      pctx_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark_from_first_input(w, *collector_, *pctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(kOnWatermarkFromFirstInput, f_, w, *collector_, *pctx_,
+                                   [this] { pctx_->set_timestamp(kNoTimestamp); }))
+      this->ForwardGeneralizedWatermark(w);
   }
   void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_second_input(w, *collector_, *pctx_); }) {
-      pctx_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark_from_second_input(w, *collector_, *pctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(kOnWatermarkFromSecondInput, f_, w, *collector_, *pctx_,
+                                   [this] { pctx_->set_timestamp(kNoTimestamp); }))
+      this->ForwardGeneralizedWatermark(w);
   }
 
  private:
@@ -754,20 +748,16 @@ class KeyedCoProcessOperator final
   }
   // Generalized watermarks: as CoProcessOperator's, with no current key.
   void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_first_input(w, *this->collector_, *pctx_); }) {
-      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
-      r = f_.on_watermark_from_first_input(w, *this->collector_, *pctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(
+            kOnWatermarkFromFirstInput, f_, w, *this->collector_, *pctx_,
+            [this] { pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime); }))
+      this->ForwardGeneralizedWatermark(w);
   }
   void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_second_input(w, *this->collector_, *pctx_); }) {
-      pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
-      r = f_.on_watermark_from_second_input(w, *this->collector_, *pctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(
+            kOnWatermarkFromSecondInput, f_, w, *this->collector_, *pctx_,
+            [this] { pctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime); }))
+      this->ForwardGeneralizedWatermark(w);
   }
 
  private:
@@ -831,25 +821,16 @@ class KeyedBroadcastProcessOperator final
   // Generalized watermarks: as BroadcastProcessOperator's, with no current
   // key on the keyed side.
   void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires {
-                    f_.on_watermark_from_non_broadcast_input(w, *this->collector_, *rctx_);
-                  }) {
-      rctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime);
-      r = f_.on_watermark_from_non_broadcast_input(w, *this->collector_, *rctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(
+            kOnWatermarkFromNonBroadcastInput, f_, w, *this->collector_, *rctx_,
+            [this] { rctx_->Set(nullptr, kNoTimestamp, TimeDomain::kEventTime); }))
+      this->ForwardGeneralizedWatermark(w);
   }
   void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires {
-                    f_.on_watermark_from_broadcast_input(w, *this->collector_, *bctx_);
-                  }) {
-      bctx_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark_from_broadcast_input(w, *this->collector_, *bctx_);
-      this->state_.Trim();  // it may change every key's state (apply_to_keyed_state)
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(kOnWatermarkFromBroadcastInput, f_, w, *this->collector_, *bctx_,
+                                   [this] { bctx_->set_timestamp(kNoTimestamp); }))
+      this->ForwardGeneralizedWatermark(w);
+    this->state_.Trim();  // it may change every key's state (apply_to_keyed_state)
   }
   void SnapshotState(StateWriter& w) override {
     Base::SnapshotState(w);
@@ -916,20 +897,14 @@ class BroadcastProcessOperator final
   // on_watermark_from_non_broadcast_input, the broadcast one's to
   // on_watermark_from_broadcast_input.
   void ProcessGeneralizedWatermark1(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_non_broadcast_input(w, *collector_, *rctx_); }) {
-      rctx_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark_from_non_broadcast_input(w, *collector_, *rctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(kOnWatermarkFromNonBroadcastInput, f_, w, *collector_, *rctx_,
+                                   [this] { rctx_->set_timestamp(kNoTimestamp); }))
+      this->ForwardGeneralizedWatermark(w);
   }
   void ProcessGeneralizedWatermark2(const GeneralizedWatermark& w) override {
-    WatermarkHandlingResult r = WatermarkHandlingResult::kPeek;
-    if constexpr (requires { f_.on_watermark_from_broadcast_input(w, *collector_, *bctx_); }) {
-      bctx_->set_timestamp(kNoTimestamp);
-      r = f_.on_watermark_from_broadcast_input(w, *collector_, *bctx_);
-    }
-    if (ForwardsGeneralized(w, r)) this->ForwardGeneralizedWatermark(w);
+    if (OnGeneralizedWatermarkWith(kOnWatermarkFromBroadcastInput, f_, w, *collector_, *bctx_,
+                                   [this] { bctx_->set_timestamp(kNoTimestamp); }))
+      this->ForwardGeneralizedWatermark(w);
   }
   void SnapshotState(StateWriter& w) override {
     broadcast_.Snapshot(w, "operator '" + this->ctx().operator_name() + "'");
