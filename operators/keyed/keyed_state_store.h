@@ -694,6 +694,20 @@ class StateTable final : public StateTableBase {
     while (!layers_.empty()) Fold(~size_t{0});
   }
 
+  // One entry of a restore from another layout (the window operator's from
+  // a window-major snapshot): written blind on RocksDB, as Restore writes
+  // its entries; CommitRestore() after the last.
+  void RestoreEntry(const K& key, const N& ns, V v) {
+    if (kv != nullptr) {
+      KvRestore(key, ns, v);
+      return;
+    }
+    map.insert_or_assign(KeyOf(key, ns), std::move(v));
+  }
+  void CommitRestore() {
+    if (kv != nullptr) kv->Commit();
+  }
+
   void Restore(StateReader& r, const KeyGroupRange& range) override {
     if constexpr (kEncodable) {
       FlushKv();

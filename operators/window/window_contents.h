@@ -114,12 +114,15 @@ class KeyWindowContents {
   size_t StateBytes() const {
     return table_->map.capacity() * (sizeof(typename Table::Map::value_type) + 1);
   }
-  // Sets the value of (key, sw) (a restore from another operator's layout).
-  // Each (key, window) comes once: a key is in one key group, and a key
-  // group in one old subtask's state.
-  void Put(const K& key, const W& sw, V value) { Emplace(key, sw, std::move(value)); }
-  // After a restore: on RocksDB, counts the entries in the store.
+  // Sets the value of (key, sw), in a restore from another operator's
+  // layout (blind writes on RocksDB); Restored() after the last.
+  void RestoreValue(const K& key, const W& sw, V value) {
+    table_->RestoreEntry(key, sw, std::move(value));
+  }
+  // After a restore: on RocksDB, commits what RestoreValue wrote and counts
+  // the entries in the store.
   void Restored() {
+    table_->CommitRestore();
     if (table_->kv != nullptr) kv_live_ = table_->CountStored();
   }
 

@@ -239,7 +239,11 @@ class WindowOperator final
   // window's max timestamp unless the window has fired, and the cleanup timer
   // (the same one without lateness), registered in the table's order (windows
   // by max timestamp, keys in arrival order), so that a watermark fires them
-  // in the order the table would have.
+  // in the order the table would have.  The runtime hands the restored
+  // watermark to the operator before any record (the input gate's valve), so
+  // a window that had fired is not fired again; before that watermark this
+  // operator would take a record for it as on time (as Flink's does) where
+  // the table takes it as already fired.
   void RestoreWindowMajor(StateReader& r) requires kRestoresWindowMajor {
     const KeyGroupRange range = KeyGroupRange::Of(this->ctx());
     this->state_.Restore(r, range);
@@ -253,10 +257,9 @@ class WindowOperator final
     if (!ReadWindowLayout(r, "fast", this->StateWhere())) return;
     TimeWindowTable<K, typename Contents::Value>::ForEachSnapshotEntry(
         r, range, [this](const TimeWindow& w, bool fired, K&& key, auto&& value) {
-          contents_.Put(key, w, std::move(value));
+          contents_.RestoreValue(key, w, std::move(value));
           if (!fired) timers_.RegisterEventTimeTimer(key, w, w.max_timestamp());
           RegisterCleanupTimer(key, w);
-          this->state_.Trim();
         });
     contents_.Restored();
   }

@@ -108,10 +108,10 @@ inline bool SnapshotHasState(const StateReader& r, std::string_view name) {
 inline constexpr char kWindowLayoutMismatch[] =
     "the checkpoint holds this window's state in another operator's layout: a window with the "
     "default trigger and reduce / aggregate runs the general WindowOperator on the RocksDB "
-    "state backend and a specialised one on the heap; a tumbling or sliding window's heap "
-    "checkpoint restores on RocksDB, but a RocksDB checkpoint does not restore on the heap, nor "
-    "does a pane (sliding, merged values) or session window's heap checkpoint on RocksDB "
-    "(docs/checkpoints.md, \"State backends\")";
+    "state backend and a specialised one on the heap; a tumbling window's heap checkpoint (and a "
+    "sliding aggregate's without merge) restores on RocksDB, but a RocksDB checkpoint does not "
+    "restore on the heap, nor does a pane (a sliding reduce, or aggregate with merge) or session "
+    "window's heap checkpoint on RocksDB (docs/checkpoints.md, \"State backends\")";
 
 // The specialised heap operators keep their windows in layouts of their own
 // (a window-major table, panes, session lists): each writes its layout's id

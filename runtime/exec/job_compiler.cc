@@ -143,7 +143,8 @@ std::vector<std::string> PhysicalPlan::StateBackendWarnings(const StateBackend& 
         "tidemark::rocksdb, which defines it, to the target that compiles that code "
         "(target_link_libraries(<target> PRIVATE tidemark::rocksdb)) and rebuild. Until then its "
         "contents take heap memory, and its checkpoints have the heap operator's layout, which "
-        "the window refuses once it runs on RocksDB (docs/checkpoints.md, \"State backends\")"));
+        "the window restores on RocksDB only for a tumbling window or a sliding aggregate without "
+        "merge (docs/checkpoints.md, \"State backends\")"));
   }
   return out;
 }
