@@ -97,19 +97,15 @@ class CoFlatMapFunction {
   virtual void flat_map2(const In2& value, Collector<Out>& out) = 0;
 };
 
-template <typename In1, typename In2, typename Out>
-class CoProcessFunction {
+// Generalized watermarks (operators/process.h) in the co-process functions'
+// base classes: the kinds the function emits (none declared: any), and what
+// it does with each input's combined value (Flink's onWatermarkFromFirstInput
+// / SecondInput), returning kPeek or kPoll.  In a keyed function there is no
+// current key in these members (keyed state and timers there fail the job).
+template <typename Out, typename Context>
+class CoProcessWatermarks {
  public:
-  using OutputType = Out;
-  using Context = ProcessContext;
-  virtual ~CoProcessFunction() = default;
-  virtual void open(const RuntimeContext& /*ctx*/) {}
-  virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
-  virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
-  virtual void close() {}
-  // Generalized watermarks (operators/process.h): the kinds this function
-  // emits (none declared: any), and what it does with each input's combined
-  // value (Flink's onWatermarkFromFirstInput / SecondInput).
+  virtual ~CoProcessWatermarks() = default;
   virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
   virtual WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& /*w*/,
                                                                 Collector<Out>& /*out*/,
@@ -123,8 +119,20 @@ class CoProcessFunction {
   }
 };
 
+template <typename In1, typename In2, typename Out>
+class CoProcessFunction : public CoProcessWatermarks<Out, ProcessContext> {
+ public:
+  using OutputType = Out;
+  using Context = ProcessContext;
+  virtual ~CoProcessFunction() = default;
+  virtual void open(const RuntimeContext& /*ctx*/) {}
+  virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void close() {}
+};
+
 template <typename K, typename In1, typename In2, typename Out>
-class KeyedCoProcessFunction {
+class KeyedCoProcessFunction : public CoProcessWatermarks<Out, KeyedProcessContext<K>> {
  public:
   using KeyType = K;
   using OutputType = Out;
@@ -134,19 +142,6 @@ class KeyedCoProcessFunction {
   virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(Timestamp /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {
-  }
-  // Generalized watermarks, as CoProcessFunction's, with no current key in
-  // the on_watermark_* members (keyed state and timers there fail the job).
-  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
-  virtual WatermarkHandlingResult on_watermark_from_first_input(const GeneralizedWatermark& /*w*/,
-                                                                Collector<Out>& /*out*/,
-                                                                Context& /*ctx*/) {
-    return WatermarkHandlingResult::kPeek;
-  }
-  virtual WatermarkHandlingResult on_watermark_from_second_input(const GeneralizedWatermark& /*w*/,
-                                                                 Collector<Out>& /*out*/,
-                                                                 Context& /*ctx*/) {
-    return WatermarkHandlingResult::kPeek;
   }
 };
 
@@ -333,19 +328,13 @@ using BroadcastProcessContext = internal::BroadcastProcessContextOf<BroadcastSta
 
 // Base class for non-keyed broadcast process functions (optional: any
 // object with the same members works).
-template <typename In1, typename In2, typename Out>
-class BroadcastProcessFunction {
+// The same for the broadcast process functions' base classes: the first
+// input's values (Flink's onWatermarkFromNonBroadcastInput) with the keyed or
+// read-only side's context, the broadcast input's with the broadcast side's.
+template <typename Out, typename ReadOnlyContext, typename Context>
+class BroadcastProcessWatermarks {
  public:
-  using OutputType = Out;
-  using ReadOnlyContext = ReadOnlyBroadcastProcessContext;
-  using Context = BroadcastProcessContext;
-  virtual ~BroadcastProcessFunction() = default;
-  virtual void open(const RuntimeContext& /*ctx*/) {}
-  virtual void process_element(const In1& value, ReadOnlyContext& ctx, Collector<Out>& out) = 0;
-  virtual void process_broadcast_element(const In2& value, Context& ctx, Collector<Out>& out) = 0;
-  virtual void close() {}
-  // Generalized watermarks, as CoProcessFunction's: each input's combined
-  // value (Flink's onWatermarkFromNonBroadcastInput / BroadcastInput).
+  virtual ~BroadcastProcessWatermarks() = default;
   virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
   virtual WatermarkHandlingResult on_watermark_from_non_broadcast_input(
       const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, ReadOnlyContext& /*ctx*/) {
@@ -355,6 +344,21 @@ class BroadcastProcessFunction {
       const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, Context& /*ctx*/) {
     return WatermarkHandlingResult::kPeek;
   }
+};
+
+template <typename In1, typename In2, typename Out>
+class BroadcastProcessFunction
+    : public BroadcastProcessWatermarks<Out, ReadOnlyBroadcastProcessContext,
+                                        BroadcastProcessContext> {
+ public:
+  using OutputType = Out;
+  using ReadOnlyContext = ReadOnlyBroadcastProcessContext;
+  using Context = BroadcastProcessContext;
+  virtual ~BroadcastProcessFunction() = default;
+  virtual void open(const RuntimeContext& /*ctx*/) {}
+  virtual void process_element(const In1& value, ReadOnlyContext& ctx, Collector<Out>& out) = 0;
+  virtual void process_broadcast_element(const In2& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void close() {}
 };
 
 // The keyed side's context: a KeyedProcessContext (key, keyed state, timers,
@@ -476,7 +480,8 @@ class BroadcastContext {
 };
 
 template <typename K, typename In, typename BIn, typename Out>
-class KeyedBroadcastProcessFunction {
+class KeyedBroadcastProcessFunction
+    : public BroadcastProcessWatermarks<Out, ReadOnlyBroadcastContext<K>, BroadcastContext<K>> {
  public:
   using KeyType = K;
   using OutputType = Out;
@@ -487,17 +492,6 @@ class KeyedBroadcastProcessFunction {
   virtual void process_broadcast_element(const BIn& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(Timestamp /*timestamp*/, ReadOnlyContext& /*ctx*/,
                         Collector<Out>& /*out*/) {}
-  // Generalized watermarks, as BroadcastProcessFunction's, with no current
-  // key on the keyed side (keyed state and timers there fail the job).
-  virtual std::vector<WatermarkDeclaration> declare_watermarks() const { return {}; }
-  virtual WatermarkHandlingResult on_watermark_from_non_broadcast_input(
-      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, ReadOnlyContext& /*ctx*/) {
-    return WatermarkHandlingResult::kPeek;
-  }
-  virtual WatermarkHandlingResult on_watermark_from_broadcast_input(
-      const GeneralizedWatermark& /*w*/, Collector<Out>& /*out*/, Context& /*ctx*/) {
-    return WatermarkHandlingResult::kPeek;
-  }
 };
 
 namespace internal {
