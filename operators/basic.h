@@ -728,14 +728,19 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>,
         typeid(generator) == typeid(BoundedOutOfOrdernessWatermarks<T>)) {
       auto& bounded = static_cast<BoundedOutOfOrdernessWatermarks<T>&>(generator);
       ThrowIfCancelled(cancel);
+      if (records.empty()) return;
+      Timestamp max_ts = kMinTimestamp;
       if (const auto& assign_all = strategy_.batch_assigner()) {
-        assign_all(records);
-      } else if (assigner) {
-        for (Record<T>& r : records) r.timestamp = assigner(r.value, r.timestamp);
+        max_ts = assign_all(records);  // assigns and returns the largest
+      } else {
+        for (Record<T>& r : records) {
+          if (assigner) r.timestamp = assigner(r.value, r.timestamp);
+          max_ts = std::max(max_ts, r.timestamp);
+        }
       }
-      for (Record<T>& r : records)
-        bounded.BoundedOutOfOrdernessWatermarks<T>::OnEvent(r.value, r.timestamp, event_out);
-      if (!records.empty()) this->output().CollectBatch(records);
+      // Its OnEvent keeps only the maximum: once for the run's.
+      bounded.BoundedOutOfOrdernessWatermarks<T>::OnEvent(records.back().value, max_ts, event_out);
+      this->output().CollectBatch(records);
       return;
     }
     size_t start = 0;

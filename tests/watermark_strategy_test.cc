@@ -414,6 +414,31 @@ TEST(TimestampsAndWatermarksOperator, PunctuatedWatermarkFollowsItsRecordInARun)
                         "R:6100@6100", "R:6200@6200", "R:9000@9000", "W:7000"}));
 }
 
+// A run through the bounded-out-of-orderness path (the assigner's batch form
+// assigns and returns the run's largest timestamp; without an assigner the
+// records' own are used): the watermark follows the run's largest timestamp,
+// wherever it stands in the run.
+TEST(TimestampsAndWatermarksOperator, BoundedRunFollowsItsLargestTimestampWhereverItIs) {
+  const std::vector<WatermarkStrategy<int>> strategies = {
+      Bounded(10ms),
+      WatermarkStrategy<int>::for_bounded_out_of_orderness(10ms).with_timestamp_assigner(
+          [](const int& v, Timestamp) -> Timestamp { return v; }),
+      WatermarkStrategy<int>::for_bounded_out_of_orderness(10ms)};
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    SCOPED_TRACE(i);
+    OperatorHarness h(strategies[i], 0ms);
+    const bool assigned = i < 2;
+    auto at = [&](int v) { return Record<int>{v, assigned ? kNoTimestamp : Timestamp{v}}; };
+    std::vector<Record<int>> run = {at(500), at(900), at(700)};
+    h.op().ProcessBatch(std::span<Record<int>>(run));
+    std::vector<Record<int>> lower = {at(300), at(800)};
+    h.op().ProcessBatch(std::span<Record<int>>(lower));
+    h.op().Finish();
+    EXPECT_EQ(h.Pop(),
+              (V{"R:500@500", "R:900@900", "R:700@700", "R:300@300", "R:800@800", "W:889"}));
+  }
+}
+
 TEST(TimestampsAndWatermarksOperator, IgnoresUpstreamWatermarksExceptMax) {
   OperatorHarness h(Bounded(0ms), 0ms);
   h.op().ProcessWatermark(50);

@@ -18,6 +18,7 @@
 #ifndef TM_RUNTIME_WATERMARK_STRATEGY_H_
 #define TM_RUNTIME_WATERMARK_STRATEGY_H_
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -246,8 +247,10 @@ class WatermarkStrategy {
   using GeneratorFactory = std::function<std::unique_ptr<WatermarkGenerator<T>>()>;
   using TimestampAssigner = std::function<Timestamp(const T&, Timestamp previous)>;
   // The same function over a run of records, its call inlined in the loop:
-  // one indirect call a run instead of one a record.
-  using BatchAssigner = std::function<void(std::span<internal::Record<T>>)>;
+  // one indirect call a run instead of one a record.  Returns the largest
+  // timestamp it assigned (kMinTimestamp for an empty run), so that the
+  // bounded-out-of-orderness generator needs no second pass over the run.
+  using BatchAssigner = std::function<Timestamp(std::span<internal::Record<T>>)>;
 
   // Watermark = max_ts - d - 1.  Throws std::invalid_argument for d < 0.
   static WatermarkStrategy for_bounded_out_of_orderness(Duration d) {
@@ -278,12 +281,22 @@ class WatermarkStrategy {
     // every record of its subtask in one copy.
     if constexpr (std::is_invocable_v<F, const T&, Timestamp>) {
       s.batch_assigner_ = [f](std::span<internal::Record<T>> records) mutable {
-        for (internal::Record<T>& r : records) r.timestamp = f(std::as_const(r.value), r.timestamp);
+        Timestamp max_ts = kMinTimestamp;
+        for (internal::Record<T>& r : records) {
+          r.timestamp = f(std::as_const(r.value), r.timestamp);
+          max_ts = std::max(max_ts, r.timestamp);
+        }
+        return max_ts;
       };
       s.assigner_ = std::move(f);
     } else {
       s.batch_assigner_ = [f](std::span<internal::Record<T>> records) mutable {
-        for (internal::Record<T>& r : records) r.timestamp = f(std::as_const(r.value));
+        Timestamp max_ts = kMinTimestamp;
+        for (internal::Record<T>& r : records) {
+          r.timestamp = f(std::as_const(r.value));
+          max_ts = std::max(max_ts, r.timestamp);
+        }
+        return max_ts;
       };
       s.assigner_ = [f = std::move(f)](const T& v, Timestamp) -> Timestamp { return f(v); };
     }
