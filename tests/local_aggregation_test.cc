@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tidemark/api/testing/harness.h"
 #include "tidemark/api/windowed_stream.h"
 #include "tidemark/operators/window/local_aggregate_operator.h"
@@ -357,6 +359,62 @@ TEST(LocalAggregateOperator, TheBoundOnPartialsSendsThemAll) {
   EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 1);
   h->process_element(E("a", 5), 2);  // still combinable: the watermark is MIN
   EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
+}
+
+// A new pane's table starts at the size the panes before it reached instead
+// of growing from empty: the current pane's while none has been sent, and
+// after a flush the largest pane sent (not the last one, which after a size
+// flush is often one that had only begun).
+TEST(LocalAggregateOperator, ANewPanesTableStartsAtTheSizeThePanesBeforeItReached) {
+  auto h = MakeReduce({10, 0}, /*max_partials=*/203);
+  auto& op = h->get_operator<ReduceOp>();
+  for (int k = 0; k < 200; ++k) h->process_element(E(absl::StrCat("k", k), 1), 1);
+  const size_t first = op.current_pane_capacity();
+  EXPECT_GE(first, 200u);
+  h->process_element(E("k0", 1), 11);  // a second pane while the first is open
+  EXPECT_GE(op.current_pane_capacity(), 200u) << "grew from empty";
+  h->process_element(E("k1", 1), 12);
+  h->process_element(E("k2", 1), 13);  // the 203rd partial: a size flush
+  EXPECT_EQ(op.held_partials(), 0u);
+  EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 1);
+  h->process_element(E("k0", 1), 21);  // a pane after the flush
+  EXPECT_GE(op.current_pane_capacity(), 200u)
+      << "sized after the last pane sent (3 partials), not the largest (200)";
+  EXPECT_EQ(Sorted(h->extract_output_records()).size(), 203u);
+}
+
+// The memory of a pane's table, kept for the next one: a block is taken again
+// only for exactly its size, small ones and those past the bound are freed.
+TEST(PaneBlocks, KeepsLargeBlocksForTheSameSizeFreedLastFirst) {
+  PaneBlocks blocks;
+  constexpr size_t kBig = PaneBlocks::kMinBytes;
+  void* a = blocks.Take(kBig, 8);
+  void* b = blocks.Take(kBig, 8);
+  void* small = blocks.Take(64, 8);
+  blocks.Give(a, kBig, 8);
+  blocks.Give(b, kBig, 8);
+  blocks.Give(small, 64, 8);
+  EXPECT_EQ(blocks.held_blocks(), 2u) << "a small block is freed, not kept";
+  void* again = blocks.Take(kBig, 8);
+  EXPECT_EQ(again, b) << "the one freed last first";
+  EXPECT_EQ(blocks.held_blocks(), 1u);
+  void* other = blocks.Take(2 * kBig, 8);  // no block of that size: a new one
+  EXPECT_NE(other, a);
+  void* aligned = blocks.Take(kBig, 16);  // nor of that alignment
+  EXPECT_NE(aligned, a);
+  EXPECT_EQ(blocks.held_blocks(), 1u);
+  // At most kMaxBlocks: the oldest goes.
+  std::vector<void*> many;
+  for (size_t i = 0; i < PaneBlocks::kMaxBlocks + 2; ++i)
+    many.push_back(::operator new(kBig, std::align_val_t(8)));
+  for (void* p : many) blocks.Give(p, kBig, 8);
+  EXPECT_EQ(blocks.held_blocks(), PaneBlocks::kMaxBlocks);
+  EXPECT_EQ(blocks.Take(kBig, 8), many.back());
+  blocks.Give(many.back(), kBig, 8);
+  blocks.Give(again, kBig, 8);
+  blocks.Give(other, 2 * kBig, 8);
+  blocks.Give(aligned, kBig, 16);
+  EXPECT_EQ(blocks.held_blocks(), PaneBlocks::kMaxBlocks);  // the rest freed on destruction
 }
 
 TEST(LocalAggregateOperator, ACheckpointBarrierFindsNoPartials) {
