@@ -161,20 +161,28 @@ class GeneratorSource final : public Source<T> {
     }
     size_t n = 0;
     int64_t next = next_;  // written back once per poll, as CollectionSource's
-    for (; n < budget; ++n) {
-      if (count_ >= 0 && next >= count_) break;
-      bool more = true;
-      if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
+    if constexpr (std::is_invocable_v<F&, int64_t, SourceOutput<T>&>) {
+      for (; n < budget; ++n) {
+        if (count_ >= 0 && next >= count_) break;
         f_(next, out);  // the function emits itself (may attach timestamps)
-        more = !out.Backpressured();
-      } else {
-        more = out.CollectInPlace([&] { return f_(next); });
+        next += stride_;
+        if (out.Backpressured()) {
+          ++n;
+          break;
+        }
       }
-      next += stride_;
-      if (!more) {
-        ++n;
-        break;
+    } else {
+      // The indices left, at most the budget: one loop fills the run.
+      size_t want = budget;
+      if (count_ >= 0) {
+        const int64_t left = next >= count_ ? 0 : (count_ - next + stride_ - 1) / stride_;
+        want = std::min<size_t>(want, static_cast<size_t>(left));
       }
+      const int64_t first = next;
+      const int64_t stride = stride_;
+      n = out.CollectManyInPlace(
+          want, [&](size_t k) { return f_(first + static_cast<int64_t>(k) * stride); });
+      next = first + static_cast<int64_t>(n) * stride;
     }
     next_ = next;
     if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;

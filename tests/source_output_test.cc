@@ -47,7 +47,7 @@ struct Tracked {
 // limit 0 it has no run and every record takes CollectWithTimestamp.
 class RunOutput final : public SourceOutput<Tracked> {
  public:
-  explicit RunOutput(size_t limit) {
+  explicit RunOutput(size_t run_length) : limit(run_length) {
     run.reserve(limit);
     if (limit > 0) {
       run_ = &run;
@@ -65,12 +65,19 @@ class RunOutput final : public SourceOutput<Tracked> {
     ++backpressured_calls;
     return backpressured;
   }
+  // As the source driver: a full run is handed on; RunFull at a limit
+  // lowered below it (AskAtNextRecord) only restores the limit.
   void RunFull() override {
     ++runs_full;
-    for (auto& r : run) sent.emplace_back(r.value.v, r.timestamp);
-    run.clear();
+    if (run.size() >= limit) {
+      for (auto& r : run) sent.emplace_back(r.value.v, r.timestamp);
+      run.clear();
+    }
+    run_limit_ = limit;
   }
+  void AskAtNextRecord() { run_limit_ = 1; }
 
+  const size_t limit;
   std::vector<internal::Record<Tracked>> run;
   std::vector<std::pair<int64_t, Timestamp>> sent;
   int virtual_calls = 0;
@@ -104,6 +111,63 @@ TEST(SourceOutput, CollectInPlaceAsksBackpressuredOnlyWhenTheRunIsHandedOn) {
   EXPECT_FALSE(direct.CollectInPlace([] { return Tracked(2); }));
   EXPECT_EQ(direct.backpressured_calls, 2);
   EXPECT_EQ(direct.sent.size(), 2u);
+}
+
+// CollectManyInPlace(n, make_at) is n calls of CollectInPlace that stop at
+// the first false: the same records, hand-ons and questions, make_at(k) called
+// once for each record made and never after the stop.
+TEST(SourceOutput, CollectManyInPlaceIsCollectInPlaceUntilItReturnsFalse) {
+  std::vector<size_t> asked;
+  auto make_at = [&](size_t k) {
+    asked.push_back(k);
+    return Tracked(static_cast<int64_t>(k) * 10);
+  };
+  RunOutput out(3);
+  out.backpressured = true;  // seen at the first hand-on
+  EXPECT_EQ(out.CollectManyInPlace(7, make_at, 5), 3u);
+  EXPECT_EQ(asked, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(out.backpressured_calls, 1);
+  EXPECT_EQ(out.runs_full, 1);
+  EXPECT_EQ(out.sent, (std::vector<std::pair<int64_t, Timestamp>>{{0, 5}, {10, 5}, {20, 5}}));
+  out.backpressured = false;
+  asked.clear();
+  EXPECT_EQ(out.CollectManyInPlace(7, make_at), 7u);
+  EXPECT_EQ(out.runs_full, 3) << "handed on at 3 and 6 more records";
+  EXPECT_EQ(out.backpressured_calls, 3);
+  ASSERT_EQ(out.run.size(), 1u) << "the seventh waits in the run";
+  EXPECT_EQ(out.run[0].value.v, 60);
+  EXPECT_EQ(out.run[0].timestamp, kNoTimestamp);
+  EXPECT_EQ(out.virtual_calls, 0);
+
+  RunOutput direct(0);  // no run: asked at every record
+  direct.backpressured = true;
+  EXPECT_EQ(direct.CollectManyInPlace(4, make_at, 1), 1u);
+  EXPECT_EQ(direct.virtual_calls, 1);
+  direct.backpressured = false;
+  EXPECT_EQ(direct.CollectManyInPlace(4, make_at, 1), 4u);
+  EXPECT_EQ(direct.backpressured_calls, 5);
+  EXPECT_EQ(direct.sent.size(), 5u);
+  EXPECT_EQ(direct.CollectManyInPlace(0, make_at), 0u);
+}
+
+// A limit lowered below the run's size (the driver asks at the next record
+// after a watermark sent the run on): the next record joins the run and the
+// question is asked at once, as CollectInPlace asks it.
+TEST(SourceOutput, CollectManyInPlaceAsksAtTheNextRecordAfterTheLimitIsLowered) {
+  auto make_at = [](size_t k) { return Tracked(static_cast<int64_t>(k)); };
+  RunOutput out(4);
+  EXPECT_EQ(out.CollectManyInPlace(2, make_at), 2u);
+  EXPECT_EQ(out.backpressured_calls, 0);
+  out.AskAtNextRecord();
+  out.backpressured = true;
+  EXPECT_EQ(out.CollectManyInPlace(5, make_at), 1u) << "stopped after the record that asked";
+  EXPECT_EQ(out.backpressured_calls, 1);
+  EXPECT_EQ(out.run.size(), 3u) << "not handed on: the run is not full";
+  EXPECT_TRUE(out.sent.empty());
+  out.backpressured = false;
+  EXPECT_EQ(out.CollectManyInPlace(5, make_at), 5u);
+  EXPECT_EQ(out.sent.size(), 8u) << "the run of 4 filled twice";
+  EXPECT_TRUE(out.run.empty());
 }
 
 // from_generator's and from_collection's sources end their poll at the first

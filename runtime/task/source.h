@@ -27,6 +27,7 @@
 #ifndef TM_RUNTIME_SOURCE_H_
 #define TM_RUNTIME_SOURCE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -68,6 +69,38 @@ class SourceOutput {
       CollectWithTimestamp(make(), ts);
     }
     return !Backpressured();
+  }
+  // CollectInPlace for up to n records, make_at(k) for k = 0, 1, ...: the
+  // same records, watermarks and questions as n calls (make_at(k) only once
+  // the call for k - 1 returned true), but the run is filled in one loop.
+  // Returns how many were made; fewer than n only when the last made found
+  // the output back-pressured (CollectInPlace returned false).
+  template <typename MakeAt>
+  size_t CollectManyInPlace(size_t n, MakeAt&& make_at, Timestamp ts = kNoTimestamp) {
+    size_t made = 0;
+    while (made < n) {
+      if (run_ == nullptr) {
+        const size_t k = made++;
+        CollectWithTimestamp(make_at(k), ts);
+        if (Backpressured()) return made;
+        continue;
+      }
+      std::vector<internal::Record<T>>& run = *run_;
+      // Below the limit the records join the run; at or past it (a limit
+      // lowered to ask at the next record) one joins and RunFull is asked.
+      const size_t room = run_limit_ > run.size() ? run_limit_ - run.size() : 1;
+      const size_t m = std::min(n - made, room);
+      for (const size_t end = made + m; made < end;) {
+        const size_t k = made++;
+        auto make = [&] { return make_at(k); };
+        internal::AppendMadeRecord(run, make, ts);
+      }
+      if (run.size() >= run_limit_) {
+        RunFull();
+        if (Backpressured()) return made;
+      }
+    }
+    return made;
   }
   // Watermarks produced by the source itself (most sources leave this to a
   // WatermarkStrategy).
