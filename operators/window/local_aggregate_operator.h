@@ -285,7 +285,8 @@ class PaneBlocks {
     size_t align;
   };
   static void Free(const Block& b) noexcept {
-    ::operator delete(b.p, b.bytes, std::align_val_t(b.align));
+    // Unsized: clang declares no sized delete unless -fsized-deallocation.
+    ::operator delete(b.p, std::align_val_t(b.align));
   }
   std::vector<Block> blocks_ = [] {
     std::vector<Block> v;
