@@ -364,30 +364,60 @@ TEST(LocalAggregateOperator, TheBoundOnPartialsSendsThemAll) {
 // A new pane's table starts at the size the panes before it reached instead
 // of growing from empty: the current pane's while none has been sent, and
 // after a flush the largest pane sent (not the last one, which after a size
-// flush is often one that had only begun).
+// flush is often one that had only begun); never more than the partials the
+// bound still allows.
 TEST(LocalAggregateOperator, ANewPanesTableStartsAtTheSizeThePanesBeforeItReached) {
-  auto h = MakeReduce({10, 0}, /*max_partials=*/203);
+  auto h = MakeReduce({10, 0}, /*max_partials=*/1000);
   auto& op = h->get_operator<ReduceOp>();
   for (int k = 0; k < 200; ++k) h->process_element(E(absl::StrCat("k", k), 1), 1);
-  const size_t first = op.current_pane_capacity();
-  EXPECT_GE(first, 200u);
+  EXPECT_GE(op.current_pane_capacity(), 200u);
   h->process_element(E("k0", 1), 11);  // a second pane while the first is open
   EXPECT_GE(op.current_pane_capacity(), 200u) << "grew from empty";
-  h->process_element(E("k1", 1), 12);
-  h->process_element(E("k2", 1), 13);  // the 203rd partial: a size flush
-  EXPECT_EQ(op.held_partials(), 0u);
-  EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 1);
-  h->process_element(E("k0", 1), 21);  // a pane after the flush
-  EXPECT_GE(op.current_pane_capacity(), 200u)
+
+  auto bounded = MakeReduce({10, 0}, /*max_partials=*/203);
+  auto& bop = bounded->get_operator<ReduceOp>();
+  for (int k = 0; k < 200; ++k) bounded->process_element(E(absl::StrCat("k", k), 1), 1);
+  bounded->process_element(E("k0", 1), 11);
+  EXPECT_LT(bop.current_pane_capacity(), 200u) << "3 partials left under the bound";
+  bounded->process_element(E("k1", 1), 12);
+  bounded->process_element(E("k2", 1), 13);  // the 203rd partial: a size flush
+  EXPECT_EQ(bop.held_partials(), 0u);
+  EXPECT_EQ(bounded->counter(kLocalAggregationSizeFlushes), 1);
+  bounded->process_element(E("k0", 1), 21);  // a pane after the flush
+  EXPECT_GE(bop.current_pane_capacity(), 200u)
       << "sized after the last pane sent (3 partials), not the largest (200)";
-  EXPECT_EQ(Sorted(h->extract_output_records()).size(), 203u);
+  EXPECT_EQ(Sorted(bounded->extract_output_records()).size(), 203u);
+}
+
+// A sent pane's table memory is kept for the next pane's table, which takes
+// it; memory freed while a table grows is not kept, and idleness frees it all.
+TEST(LocalAggregateOperator, ASentPanesTableMemoryGoesToTheNextPane) {
+  auto h = MakeReduce({10, 0}, /*max_partials=*/100000);
+  auto& op = h->get_operator<ReduceOp>();
+  // 1 000 string keys: a table of 2 047 slots of 72 bytes, past PaneBlocks'
+  // 64 KiB, grown from empty through smaller ones.
+  for (int k = 0; k < 1000; ++k) h->process_element(E(absl::StrCat("k", k), 1), 1);
+  EXPECT_EQ(op.kept_pane_blocks(), 0u) << "the blocks a growing table freed are not kept";
+  h->process_watermark(9);  // sends [0, 10)
+  EXPECT_EQ(op.kept_pane_blocks(), 1u);
+  h->process_element(E("k0", 1), 11);  // the next pane, sized as the last: takes it
+  EXPECT_EQ(op.kept_pane_blocks(), 0u);
+  h->process_watermark(19);
+  EXPECT_EQ(op.kept_pane_blocks(), 1u);
+  h->process_watermark_status(WatermarkStatus::kIdle);
+  EXPECT_EQ(op.kept_pane_blocks(), 0u) << "freed: records pass alone from now on";
 }
 
 // The memory of a pane's table, kept for the next one: a block is taken again
-// only for exactly its size, small ones and those past the bound are freed.
+// only for exactly its size; small ones, those freed while not keeping and
+// those past the bound are freed.
 TEST(PaneBlocks, KeepsLargeBlocksForTheSameSizeFreedLastFirst) {
   PaneBlocks blocks;
   constexpr size_t kBig = PaneBlocks::kMinBytes;
+  void* unkept = blocks.Take(kBig, 8);
+  blocks.Give(unkept, kBig, 8);
+  EXPECT_EQ(blocks.held_blocks(), 0u) << "freed while not keeping";
+  blocks.set_keeping(true);
   void* a = blocks.Take(kBig, 8);
   void* b = blocks.Take(kBig, 8);
   void* small = blocks.Take(64, 8);
@@ -399,10 +429,11 @@ TEST(PaneBlocks, KeepsLargeBlocksForTheSameSizeFreedLastFirst) {
   EXPECT_EQ(again, b) << "the one freed last first";
   EXPECT_EQ(blocks.held_blocks(), 1u);
   void* other = blocks.Take(2 * kBig, 8);  // no block of that size: a new one
-  EXPECT_NE(other, a);
-  void* aligned = blocks.Take(kBig, 16);  // nor of that alignment
-  EXPECT_NE(aligned, a);
   EXPECT_EQ(blocks.held_blocks(), 1u);
+  void* aligned = blocks.Take(kBig, 16);  // nor of that alignment
+  EXPECT_EQ(blocks.held_blocks(), 1u);
+  EXPECT_EQ(blocks.Take(kBig, 8), a);
+  blocks.Give(a, kBig, 8);
   // At most kMaxBlocks: the oldest goes.
   std::vector<void*> many;
   for (size_t i = 0; i < PaneBlocks::kMaxBlocks + 2; ++i)
@@ -414,7 +445,9 @@ TEST(PaneBlocks, KeepsLargeBlocksForTheSameSizeFreedLastFirst) {
   blocks.Give(again, kBig, 8);
   blocks.Give(other, 2 * kBig, 8);
   blocks.Give(aligned, kBig, 16);
-  EXPECT_EQ(blocks.held_blocks(), PaneBlocks::kMaxBlocks);  // the rest freed on destruction
+  EXPECT_EQ(blocks.held_blocks(), PaneBlocks::kMaxBlocks);
+  blocks.Release();
+  EXPECT_EQ(blocks.held_blocks(), 0u);
 }
 
 TEST(LocalAggregateOperator, ACheckpointBarrierFindsNoPartials) {

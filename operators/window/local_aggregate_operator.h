@@ -70,6 +70,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <new>
 #include <numeric>
@@ -239,11 +240,12 @@ inline constexpr bool kPartialsAsSet =
 // sent, each table the size the largest pane of the last flush reached (W1:
 // 10 000 keys, 400 KiB; a size flush sends ten such panes at once).  Taken
 // again at once, they need no fresh pages (a page fault every 4 KiB) and are
-// still in the cache.  At most kMaxBlocks blocks of at least kMinBytes (a
-// smaller one, e.g. freed by a table growing, is freed: malloc keeps those at
-// hand itself), each taken only for exactly its size, the one freed last
-// first; memory the operator held a moment before, so the peak does not
-// grow.  Single-threaded, as its operator.
+// still in the cache.  Only blocks freed while keeping() (the operator keeps
+// while it sends a pane, not while a table grows) of at least kMinBytes (malloc
+// keeps smaller ones at hand itself), at most kMaxBlocks, each taken only for
+// exactly its size, the one freed last first; Release() frees them all (the
+// operator's output went idle: no pane comes again).  Single-threaded, as its
+// operator.
 class PaneBlocks {
  public:
   static constexpr size_t kMaxBlocks = 16;
@@ -251,9 +253,7 @@ class PaneBlocks {
   PaneBlocks() = default;
   PaneBlocks(const PaneBlocks&) = delete;
   PaneBlocks& operator=(const PaneBlocks&) = delete;
-  ~PaneBlocks() {
-    for (const Block& b : blocks_) Free(b);
-  }
+  ~PaneBlocks() { Release(); }
 
   void* Take(size_t bytes, size_t align) {
     for (size_t i = blocks_.size(); i-- > 0;) {
@@ -266,7 +266,7 @@ class PaneBlocks {
     return ::operator new(bytes, std::align_val_t(align));
   }
   void Give(void* p, size_t bytes, size_t align) noexcept {
-    if (bytes < kMinBytes) {
+    if (!keeping_ || bytes < kMinBytes) {
       Free(Block{p, bytes, align});
       return;
     }
@@ -277,6 +277,11 @@ class PaneBlocks {
     blocks_.push_back(Block{p, bytes, align});  // capacity reserved: no throw
   }
   size_t held_blocks() const { return blocks_.size(); }
+  void set_keeping(bool keeping) { keeping_ = keeping; }
+  void Release() noexcept {
+    for (const Block& b : blocks_) Free(b);
+    blocks_.clear();
+  }
 
  private:
   struct Block {
@@ -288,6 +293,7 @@ class PaneBlocks {
     // Unsized: clang declares no sized delete unless -fsized-deallocation.
     ::operator delete(b.p, std::align_val_t(b.align));
   }
+  bool keeping_ = false;
   std::vector<Block> blocks_ = [] {
     std::vector<Block> v;
     v.reserve(kMaxBlocks);
@@ -304,7 +310,10 @@ struct PaneAllocator {
   explicit PaneAllocator(PaneBlocks* b) noexcept : blocks(b) {}
   template <typename V>
   PaneAllocator(const PaneAllocator<V>& other) noexcept : blocks(other.blocks) {}
-  U* allocate(size_t n) { return static_cast<U*>(blocks->Take(n * sizeof(U), alignof(U))); }
+  U* allocate(size_t n) {
+    if (n > std::numeric_limits<size_t>::max() / sizeof(U)) throw std::bad_array_new_length();
+    return static_cast<U*>(blocks->Take(n * sizeof(U), alignof(U)));
+  }
   void deallocate(U* p, size_t n) noexcept { blocks->Give(p, n * sizeof(U), alignof(U)); }
   template <typename V>
   bool operator==(const PaneAllocator<V>& other) const noexcept {
@@ -396,6 +405,7 @@ class LocalAggregateOperator final
     if (status == WatermarkStatus::kIdle) {
       FlushAll();
       passthrough_ = true;  // see the file comment
+      blocks_.Release();    // no table is made again
     }
     this->ForwardStatus(status);
   }
@@ -430,6 +440,8 @@ class LocalAggregateOperator final
   size_t held_partials() const { return held_; }
   // The current pane's table's capacity (0: no pane is current).
   size_t current_pane_capacity() const { return cur_ != nullptr ? cur_->capacity() : 0; }
+  // Freed pane tables' blocks kept for the next panes (PaneBlocks).
+  size_t kept_pane_blocks() const { return blocks_.held_blocks(); }
   Timestamp last_watermark() const { return last_watermark_; }
 
  private:
@@ -500,9 +512,11 @@ class LocalAggregateOperator final
     // of the next): the larger of the largest pane of the last flush and the
     // current pane (until the first watermark or size flush, which may come
     // after many panes, that is the only size known).
+    // At most the partials the bound still allows, so that many open panes
+    // do not each reserve the largest one's size.
     if (created) {
-      const size_t hint =
-          std::max(last_pane_size_, cur_ != nullptr ? std::min(cur_->size(), max_partials_) : 0);
+      const size_t hint = std::min(std::max(last_pane_size_, cur_ != nullptr ? cur_->size() : 0),
+                                   max_partials_ - held_);
       if (hint > 0) pane->second.reserve(hint);
     }
     if (cur_ != nullptr) {
@@ -552,7 +566,9 @@ class LocalAggregateOperator final
     }
     held_ -= it->second.size();
     const size_t partials = it->second.size();
+    blocks_.set_keeping(true);  // its table's memory, for the next pane
     panes_open_.erase(it);
+    blocks_.set_keeping(false);
     sent_count_ += batch_.size();
     if (!batch_.empty()) this->output().CollectBatch(std::span<Record<Out>>(batch_));
     batch_.clear();
