@@ -175,7 +175,7 @@ class GeneratorSource final : public Source<T> {
       // The indices left, at most the budget: one loop fills the run.
       size_t want = budget;
       if (count_ >= 0) {
-        const int64_t left = next >= count_ ? 0 : (count_ - next + stride_ - 1) / stride_;
+        const int64_t left = next >= count_ ? 0 : (count_ - next - 1) / stride_ + 1;
         want = std::min<size_t>(want, static_cast<size_t>(left));
       }
       const int64_t first = next;

@@ -7,10 +7,12 @@
 // one by one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <any>
 #include <atomic>
 #include <future>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 #include <typeinfo>
@@ -193,6 +195,30 @@ TEST(SourceOutput, SourcesEndThePollWhenAHandedOnRunFindsBackPressure) {
     for (size_t i = 0; i < out.sent.size(); ++i) EXPECT_EQ(out.sent[i].first, int64_t(i));
     EXPECT_EQ(out.run.size(), 2u);
     EXPECT_EQ(out.run[0].value.v, 52);
+  }
+}
+
+// from_generator's source asks for the indices left at once: its own
+// (subtask + k * parallelism) below the count, none past it, and no overflow
+// for an endless count (INT64_MAX) at parallelism 2.
+TEST(SourceOutput, AGeneratorPollsItsOwnIndicesUpToTheCount) {
+  auto make = [](int64_t i) { return Tracked(i); };
+  for (int64_t count : {int64_t{7}, std::numeric_limits<int64_t>::max()}) {
+    for (int subtask : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << "count " << count << ", subtask " << subtask);
+      GeneratorSource<Tracked, decltype(make)> generator(make, count, 0);
+      generator.Open(SourceContext{subtask, 2, nullptr, nullptr});
+      RunOutput out(4);
+      const PollStatus status = generator.Poll(out, 10);
+      std::vector<int64_t> got;  // handed on, then what waits in the run
+      for (const auto& [v, ts] : out.sent) got.push_back(v);
+      for (const auto& r : out.run) got.push_back(r.value.v);
+      std::vector<int64_t> expected;
+      for (int64_t i = subtask; i < std::min<int64_t>(count, subtask + 20); i += 2)
+        expected.push_back(i);
+      EXPECT_EQ(got, expected);
+      EXPECT_EQ(status, count == 7 ? PollStatus::kEndOfInput : PollStatus::kMoreAvailable);
+    }
   }
 }
 
