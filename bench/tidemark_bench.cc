@@ -1943,7 +1943,8 @@ int Main() {
       absl::StrAppend(
           &j, absl::StrFormat(", \"p50_latency_ms\": %.4f, \"p99_latency_ms\": %.4f", p50, p99),
           ", \"latency_results\": ", best_job.latencies_ms.size(),
-          ", \"latency_unmeasured\": ", best_job.latency_unmeasured);
+          ", \"latency_unmeasured\": ", best_job.latency_unmeasured,
+          ", \"latency_every\": ", g_latency_every);
     } else {
       absl::StrAppend(&j, ", \"p50_latency_ms\": null, \"p99_latency_ms\": null");
     }
