@@ -18,6 +18,8 @@
 
 #include "test_util.h"
 #include "tidemark/api/environment.h"
+#include "tidemark/partitioning/partitioner.h"
+#include "tidemark/runtime/io/detail/channel_writer.h"
 #include "tidemark/tidemark.h"
 
 namespace tidemark {
@@ -358,6 +360,54 @@ TEST(ChannelJob, BackpressureBoundsHowFarTheProducerRunsAhead) {
 }
 TEST(ChannelJob, BackpressureBoundsHowFarAGeneratorOfValuesRunsAhead) {
   CheckBackpressureBoundsHowFarTheProducerRunsAhead(true);
+}
+
+// A key_by writer's run (ChannelWriter::CollectBatch): each record goes to
+// the channel that owns its key's key group, in the run's order, with its
+// timestamp, in batches of at most the batch size, and is counted once; over
+// the loop that keeps each channel's batch at hand (2 and 3 channels) and
+// past its bound (17 channels, one record at a time).
+TEST(ChannelWriter, ARunGoesToItsKeysOwnersInOrderInBatchesOfTheBatchSize) {
+  constexpr int kMaxParallelism = 128;
+  constexpr int64_t kRecords = 200;
+  auto key = [](const int64_t& v) { return v % 50; };
+  for (int n : {2, 3, 17}) {
+    SCOPED_TRACE(n);
+    std::vector<std::unique_ptr<Channel<int64_t>>> channels;
+    std::vector<ChannelBase*> bases;
+    for (int c = 0; c < n; ++c) {
+      channels.push_back(std::make_unique<Channel<int64_t>>(1000));
+      bases.push_back(channels.back().get());
+    }
+    WriterSignals signals;
+    SubtaskMetrics metrics("writer", 0, 1, 0);
+    ChannelWriter<int64_t> writer(
+        bases,
+        std::make_unique<KeyGroupPartitioner<int64_t, decltype(key)>>(key, n, kMaxParallelism),
+        WriterRoute{}, /*batch_size=*/3, &signals, &metrics, nullptr, false);
+    std::vector<Record<int64_t>> run;
+    for (int64_t i = 0; i < kRecords; ++i) run.push_back(Record<int64_t>{i, 1000 + i});
+    writer.CollectBatch(std::span<Record<int64_t>>(run));
+    writer.FlushAll();
+    EXPECT_EQ(metrics.records_out.Get(), kRecords);
+    int64_t total = 0;
+    for (int c = 0; c < n; ++c) {
+      std::vector<int64_t> expected;
+      for (int64_t i = 0; i < kRecords; ++i)
+        if (SubtaskForKey(key(i), kMaxParallelism, n) == c) expected.push_back(i);
+      std::vector<int64_t> got;
+      while (std::unique_ptr<Batch<int64_t>> b = channels[static_cast<size_t>(c)]->Pop()) {
+        EXPECT_LE(b->records.size(), 3u);
+        for (const Record<int64_t>& r : b->records) {
+          got.push_back(r.value);
+          EXPECT_EQ(r.timestamp, 1000 + r.value);
+        }
+      }
+      EXPECT_EQ(got, expected) << "channel " << c;
+      total += static_cast<int64_t>(got.size());
+    }
+    EXPECT_EQ(total, kRecords);
+  }
 }
 
 }  // namespace

@@ -182,8 +182,7 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
       for (Record<T>& r : records) ChannelWriter::Collect(std::move(r.value), r.timestamp);
       return;
     }
-    for (size_t k = 0; k < n; ++k)
-      Append(static_cast<size_t>(route_[k]), std::move(records[k].value), records[k].timestamp);
+    AppendRouted(records);
   }
 
   void EmitWatermark(Timestamp w) override { WatermarkToAll(w); }
@@ -197,6 +196,34 @@ class ChannelWriter final : public Output<T>, public ChannelWriterCore {
     AppendRecord(b.records, std::move(v), ts);
     ++count_;
     if (b.records.size() >= batch_size_) Flush(c);
+  }
+
+  // The run's records to the channels in route_: Append's steps with each
+  // channel's batch at hand (a batch is replaced only where it is flushed).
+  // Up to kRoutedChannels channels; more take Append.
+  static constexpr size_t kRoutedChannels = 16;
+  void AppendRouted(std::span<Record<T>> records) {
+    const size_t channels = channels_.size();
+    if (channels > kRoutedChannels) {
+      for (size_t k = 0; k < records.size(); ++k)
+        Append(static_cast<size_t>(route_[k]), std::move(records[k].value), records[k].timestamp);
+      return;
+    }
+    Batch<T>* batches[kRoutedChannels];
+    for (size_t c = 0; c < channels; ++c) batches[c] = &static_cast<Batch<T>&>(*current_[c]);
+    const int* route = route_.data();
+    for (size_t k = 0; k < records.size(); ++k) {
+      const auto c = static_cast<size_t>(route[k]);
+      Batch<T>& b = *batches[c];
+      if (b.empty()) [[unlikely]]
+        started_[c] = signals_->now;
+      AppendRecord(b.records, std::move(records[k].value), records[k].timestamp);
+      ++count_;
+      if (b.records.size() >= batch_size_) [[unlikely]] {
+        Flush(c);
+        batches[c] = &static_cast<Batch<T>&>(*current_[c]);
+      }
+    }
   }
 
   std::unique_ptr<Partitioner<T>> partitioner_;
