@@ -364,14 +364,17 @@ TEST(ChannelJob, BackpressureBoundsHowFarAGeneratorOfValuesRunsAhead) {
 
 // A key_by writer's run (ChannelWriter::CollectBatch): each record goes to
 // the channel that owns its key's key group, in the run's order, with its
-// timestamp, in batches of at most the batch size, and is counted once; over
-// the loop that keeps each channel's batch at hand (2 and 3 channels) and
-// past its bound (17 channels, one record at a time).
+// timestamp, in batches of at most the batch size, and is counted once; each
+// partly filled batch is as old as the slice that started it (the buffer
+// timeout flushes it then, not before).  Over the loop that keeps each
+// channel's batch at hand (2, 3 and 16 channels) and past its bound (17
+// channels, one record at a time).
 TEST(ChannelWriter, ARunGoesToItsKeysOwnersInOrderInBatchesOfTheBatchSize) {
   constexpr int kMaxParallelism = 128;
   constexpr int64_t kRecords = 200;
+  constexpr size_t kBatch = 3;
   auto key = [](const int64_t& v) { return v % 50; };
-  for (int n : {2, 3, 17}) {
+  for (int n : {2, 3, 16, 17}) {
     SCOPED_TRACE(n);
     std::vector<std::unique_ptr<Channel<int64_t>>> channels;
     std::vector<ChannelBase*> bases;
@@ -380,31 +383,44 @@ TEST(ChannelWriter, ARunGoesToItsKeysOwnersInOrderInBatchesOfTheBatchSize) {
       bases.push_back(channels.back().get());
     }
     WriterSignals signals;
+    signals.now = SteadyTime(std::chrono::seconds(100));
     SubtaskMetrics metrics("writer", 0, 1, 0);
     ChannelWriter<int64_t> writer(
         bases,
         std::make_unique<KeyGroupPartitioner<int64_t, decltype(key)>>(key, n, kMaxParallelism),
-        WriterRoute{}, /*batch_size=*/3, &signals, &metrics, nullptr, false);
+        WriterRoute{}, kBatch, &signals, &metrics, nullptr, false);
     std::vector<Record<int64_t>> run;
     for (int64_t i = 0; i < kRecords; ++i) run.push_back(Record<int64_t>{i, 1000 + i});
     writer.CollectBatch(std::span<Record<int64_t>>(run));
-    writer.FlushAll();
-    EXPECT_EQ(metrics.records_out.Get(), kRecords);
-    int64_t total = 0;
-    for (int c = 0; c < n; ++c) {
-      std::vector<int64_t> expected;
-      for (int64_t i = 0; i < kRecords; ++i)
-        if (SubtaskForKey(key(i), kMaxParallelism, n) == c) expected.push_back(i);
+    // Full batches went at once; the partly filled ones started at `now`.
+    auto drain = [&](size_t c) {
       std::vector<int64_t> got;
-      while (std::unique_ptr<Batch<int64_t>> b = channels[static_cast<size_t>(c)]->Pop()) {
-        EXPECT_LE(b->records.size(), 3u);
+      while (std::unique_ptr<Batch<int64_t>> b = channels[c]->Pop()) {
+        EXPECT_LE(b->records.size(), kBatch);
         for (const Record<int64_t>& r : b->records) {
           got.push_back(r.value);
           EXPECT_EQ(r.timestamp, 1000 + r.value);
         }
       }
-      EXPECT_EQ(got, expected) << "channel " << c;
-      total += static_cast<int64_t>(got.size());
+      return got;
+    };
+    std::vector<std::vector<int64_t>> got(static_cast<size_t>(n));
+    writer.FlushOlderThan(signals.now - std::chrono::nanoseconds(1));
+    for (size_t c = 0; c < got.size(); ++c) got[c] = drain(c);
+    writer.FlushOlderThan(signals.now);
+    EXPECT_EQ(metrics.records_out.Get(), kRecords);
+    int64_t total = 0;
+    for (int c = 0; c < n; ++c) {
+      const auto uc = static_cast<size_t>(c);
+      std::vector<int64_t> expected;
+      for (int64_t i = 0; i < kRecords; ++i)
+        if (SubtaskForKey(key(i), kMaxParallelism, n) == c) expected.push_back(i);
+      EXPECT_EQ(got[uc].size(), expected.size() / kBatch * kBatch)
+          << "channel " << c << ": only the full batches before the timeout";
+      std::vector<int64_t> rest = drain(uc);
+      got[uc].insert(got[uc].end(), rest.begin(), rest.end());
+      EXPECT_EQ(got[uc], expected) << "channel " << c;
+      total += static_cast<int64_t>(got[uc].size());
     }
     EXPECT_EQ(total, kRecords);
   }

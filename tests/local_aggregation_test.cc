@@ -406,6 +406,13 @@ TEST(LocalAggregateOperator, ASentPanesTableMemoryGoesToTheNextPane) {
   EXPECT_EQ(op.kept_pane_blocks(), 1u);
   h->process_watermark_status(WatermarkStatus::kIdle);
   EXPECT_EQ(op.kept_pane_blocks(), 0u) << "freed: records pass alone from now on";
+
+  auto ended = MakeReduce({10, 0}, /*max_partials=*/100000);
+  for (int k = 0; k < 1000; ++k) ended->process_element(E(absl::StrCat("k", k), 1), 1);
+  ended->process_watermark(9);
+  EXPECT_EQ(ended->get_operator<ReduceOp>().kept_pane_blocks(), 1u);
+  ended->end_input();
+  EXPECT_EQ(ended->get_operator<ReduceOp>().kept_pane_blocks(), 0u) << "freed at the end of input";
 }
 
 // The memory of a pane's table, kept for the next one: a block is taken again

@@ -237,15 +237,16 @@ inline constexpr bool kPartialsAsSet =
 
 // The memory of the pane tables freed last, kept for the next panes'.  A
 // pane's table is made when its first record comes and freed when the pane is
-// sent, each table the size the largest pane of the last flush reached (W1:
-// 10 000 keys, 400 KiB; a size flush sends ten such panes at once).  Taken
-// again at once, they need no fresh pages (a page fault every 4 KiB) and are
-// still in the cache.  Only blocks freed while keeping() (the operator keeps
-// while it sends a pane, not while a table grows) of at least kMinBytes (malloc
-// keeps smaller ones at hand itself), at most kMaxBlocks, each taken only for
-// exactly its size, the one freed last first; Release() frees them all (the
-// operator's output went idle: no pane comes again).  Single-threaded, as its
-// operator.
+// sent, each table mostly the size the largest pane of the last flush reached
+// (FindPane's hint, bounded by the partials the bound still allows; W1: 10 000
+// keys, 400 KiB; a size flush sends ten such panes at once).  Taken again at
+// once, they need no fresh pages (a page fault every 4 KiB) and are still in
+// the cache.  Only blocks freed after set_keeping(true) (the operator keeps
+// while it sends a pane, not while a table grows) of at least kMinBytes
+// (malloc keeps smaller ones at hand itself), at most kMaxBlocks, each taken
+// only for exactly its size, the one freed last first; Release() frees them
+// all (the output went idle, or the input ended: no pane comes again).
+// Single-threaded, as its operator.
 class PaneBlocks {
  public:
   static constexpr size_t kMaxBlocks = 16;
@@ -433,6 +434,7 @@ class LocalAggregateOperator final
   void Finish() override {
     FlushAll();  // empty after the kMaxWatermark; kept for safety
     PublishCounts();
+    blocks_.Release();
   }
   void Close() override { PublishCounts(); }
 
