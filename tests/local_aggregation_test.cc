@@ -256,17 +256,23 @@ TEST(LocalAggregateOperator, RecordsAlternatingBetweenTwoPanesCombineIntoEach) {
     h->process_element(E("a", 10), 10 + i);  // [10, 20)
     h->process_element(E("b", 100), 5);      // [0, 10)
   }
-  h->process_element(E("a", 1000), 25);  // [20, 30): a third pane
-  h->process_element(E("a", 1), 0);      // [0, 10) again
-  h->process_element(E("a", 10), 12);    // [10, 20): [0, 10) is the pane before
   EXPECT_TRUE(h->get_output().empty());
-  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 4u);
+  // [20, 30), a third pane: [0, 10), two panes back, further than any record
+  // has reached, is sent early.
+  h->process_element(E("a", 1000), 25);
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 3), 9),
+                                                   harness::stream_record(E("b", 300), 9)}));
+  h->clear_output();
+  h->process_element(E("a", 1), 0);    // [0, 10) again: a new partial
+  h->process_element(E("a", 10), 12);  // [10, 20): [0, 10) is the pane before
+  EXPECT_TRUE(h->get_output().empty());
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 3u);
   EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 0);  // published at watermarks
 
   h->process_watermark(9);  // sends [0, 10), the pane before the current one
-  EXPECT_EQ(Sorted(h->extract_output_records()),
-            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 4), 9),
-                                                   harness::stream_record(E("b", 300), 9)}));
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 9)}));
   h->clear_output();
   // [0, 10) has been sent: its records pass alone, between records of
   // [10, 20), which still combine.
@@ -284,7 +290,49 @@ TEST(LocalAggregateOperator, RecordsAlternatingBetweenTwoPanesCombineIntoEach) {
                                                    harness::stream_record(E("a", 1000), 29)}));
   EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 14);
   EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 2);
-  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 4);
+  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 5);
+}
+
+// Without a watermark (the periodic interval is long at millions of records
+// a second) the panes behind would wait for the bound, in memory and then in
+// one burst downstream.  When a pane opens after every open one, those that
+// start further back from it than any record has reached (at least one
+// pane) are sent; a record of a sent pane starts a new partial of it and
+// widens the reach.  None of this sends a watermark or changes what is late.
+TEST(LocalAggregateOperator, APaneFurtherBackThanRecordsReachIsSentWhenANewerOneOpens) {
+  auto h = MakeReduce({10, 0});
+  auto& op = h->get_operator<ReduceOp>();
+  h->process_element(E("a", 1), 1);
+  h->process_element(E("b", 2), 2);
+  h->process_element(E("a", 1), 11);  // [10, 20): [0, 10) is one pane back, kept
+  EXPECT_TRUE(h->get_output().empty());
+  h->process_element(E("a", 1), 21);  // [20, 30): [0, 10) is sent
+  EXPECT_EQ(Sorted(h->extract_output_records()),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 9),
+                                                   harness::stream_record(E("b", 2), 9)}));
+  EXPECT_EQ(op.held_partials(), 2u);
+  h->clear_output();
+
+  h->process_element(E("a", 5), 5);  // two panes back: [0, 10) again, nothing sent
+  h->process_element(E("a", 6), 3);
+  EXPECT_TRUE(h->get_output().empty());
+  EXPECT_EQ(op.held_partials(), 3u);
+  h->process_element(E("a", 1), 31);  // [30, 40): two panes are kept now, [0, 10) is sent
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 11), 9)}));
+  h->clear_output();
+  h->process_element(E("a", 1), 41);  // [40, 50): [10, 20) is sent
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 19)}));
+  EXPECT_EQ(op.held_partials(), 3u);
+  EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 0);
+  for (const auto& e : h->get_output())
+    EXPECT_EQ(e.kind, harness::Emitted<E>::kRecord) << "no watermark is sent";
+
+  h->process_watermark(kMaxTimestamp);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 8);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 0);
+  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 7);
 }
 
 TEST(LocalAggregateOperator, SlidingWindowsCombinePerPaneOfTheGcd) {
@@ -315,13 +363,16 @@ TEST(LocalAggregateOperator, RecordsNearTheEndsOfTheRangePassAlone) {
   tumbling->process_element(E("a", 10), kMaxTimestamp - 5);
   tumbling->process_element(E("a", 20), kMaxTimestamp - 1);
   tumbling->process_element(E("a", 30), kMaxTimestamp - 30);  // [MAX - 30, MAX - 20): alone
-  tumbling->process_element(E("a", 40), kMaxTimestamp - 40);  // [MAX - 40, MAX - 30): combined
+  // [MAX - 43, MAX - 33): combined; the pane of 0, far behind it, is sent
+  // (APaneFurtherBackThanRecordsReachIsSentWhenANewerOneOpens).
+  tumbling->process_element(E("a", 40), kMaxTimestamp - 40);
   EXPECT_EQ(tumbling->extract_output_records(),
             (std::vector<harness::StreamRecord<E>>{
                 harness::stream_record(E("a", 10), kMaxTimestamp - 5),
                 harness::stream_record(E("a", 20), kMaxTimestamp - 1),
-                harness::stream_record(E("a", 30), kMaxTimestamp - 30)}));
-  EXPECT_EQ(tumbling->get_operator<ReduceOp>().held_partials(), 2u);
+                harness::stream_record(E("a", 30), kMaxTimestamp - 30),
+                harness::stream_record(E("a", 1), 6)}));
+  EXPECT_EQ(tumbling->get_operator<ReduceOp>().held_partials(), 1u);
 
   // Offset 3 at MIN: MIN + 3's pane is [MIN + 1, MIN + 11), but MIN + 1's
   // window is [MAX - 4, MIN + 5); neither is combined, in either order.

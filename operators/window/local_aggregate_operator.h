@@ -49,6 +49,16 @@
 //     kept) makes every record pass alone;
 //   - when the number of partials held reaches `max_partials`, all are
 //     emitted (they are not late downstream: their panes end after W);
+//   - when a pane opens that starts after every open one, the panes that
+//     start further back from it than any record has yet reached (at least
+//     one pane: tumbling windows keep the pane before) are emitted early.
+//     Without a watermark for a while (the periodic interval, 200 ms, is a
+//     long time at millions of records a second) they would otherwise wait
+//     for the bound, held in memory the next panes could use, and reach the
+//     window downstream in one burst.  A record of a pane sent early starts
+//     a new partial of it (combined downstream like any other; it is not
+//     late there either) and widens the reach, so a stream whose records
+//     come that far back keeps that many panes open from then on;
 //   - once the subtask's output goes idle, the downstream watermark may pass
 //     W on the other channels, so every partial is emitted before the idle
 //     status and from then on every record passes alone.
@@ -342,6 +352,7 @@ class LocalAggregateOperator final
     if (max_partials_ == 0)
       throw std::invalid_argument("local aggregation: the partials' bound must be > 0");
     panes_.reach = std::max(panes_.reach, LocalPanesReach(panes_.size, panes_.size, panes_.offset));
+    keep_back_ = panes_.size;
   }
 
   void Open(OperatorContext& ctx) override {
@@ -508,7 +519,18 @@ class LocalAggregateOperator final
           GetWindowStartWithOffset(start, panes_.offset, panes_.gap_slide);
       if (window_start > start || start - window_start >= panes_.window_size) return false;
     }
+    // How far back from the newest pane records reach (the panes kept
+    // open when a newer one opens, SendPanesBehind).
+    if (start < newest_start_) {
+      Timestamp back = 0;
+      if (__builtin_sub_overflow(newest_start_, start, &back)) back = kMaxTimestamp;
+      keep_back_ = std::max(keep_back_, back);
+    }
     auto [pane, created] = NewPane(start);
+    if (created && start > newest_start_) {
+      newest_start_ = start;
+      SendPanesBehind(start);  // before the hint below: their size is known
+    }
     // A new pane's table starts at the size the last ones reached, rather
     // than growing to it by rehashing (the keys of one pane are mostly those
     // of the next): the larger of the largest pane of the last flush and the
@@ -530,6 +552,17 @@ class LocalAggregateOperator final
     cur_start_ = start;
     cur_end_ = end;
     return true;
+  }
+
+  // Sends the panes that start more than keep_back_ before `newest` (see
+  // the file comment); their tables' memory goes to the next panes.
+  void SendPanesBehind(Timestamp newest) {
+    Timestamp oldest_kept = 0;
+    if (__builtin_sub_overflow(newest, keep_back_, &oldest_kept)) return;
+    size_t largest = 0;
+    while (!panes_open_.empty() && panes_open_.begin()->first < oldest_kept)
+      largest = std::max(largest, FlushPane(panes_open_.begin()));
+    NotePaneSize(largest);
   }
 
   std::pair<typename Panes::iterator, bool> NewPane(Timestamp start) {
@@ -622,6 +655,10 @@ class LocalAggregateOperator final
   Timestamp prev_end_ = kMinTimestamp;
   size_t held_ = 0;
   size_t last_pane_size_ = 0;  // see NotePaneSize
+  // The start of the newest pane opened, and how far back from it records
+  // have reached (at least one pane): see SendPanesBehind.
+  Timestamp newest_start_ = kMinTimestamp;
+  Timestamp keep_back_ = 0;
   Timestamp last_watermark_ = kMinTimestamp;
   bool passthrough_ = false;
   std::vector<Record<Out>> batch_;
