@@ -366,12 +366,12 @@ TEST(LocalAggregateOperator, RecordsNearTheEndsOfTheRangePassAlone) {
   // [MAX - 43, MAX - 33): combined; the pane of 0, far behind it, is sent
   // (APaneFurtherBackThanRecordsReachIsSentWhenANewerOneOpens).
   tumbling->process_element(E("a", 40), kMaxTimestamp - 40);
-  EXPECT_EQ(tumbling->extract_output_records(),
-            (std::vector<harness::StreamRecord<E>>{
-                harness::stream_record(E("a", 10), kMaxTimestamp - 5),
-                harness::stream_record(E("a", 20), kMaxTimestamp - 1),
-                harness::stream_record(E("a", 30), kMaxTimestamp - 30),
-                harness::stream_record(E("a", 1), 6)}));
+  EXPECT_EQ(
+      tumbling->extract_output_records(),
+      (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 10), kMaxTimestamp - 5),
+                                             harness::stream_record(E("a", 20), kMaxTimestamp - 1),
+                                             harness::stream_record(E("a", 30), kMaxTimestamp - 30),
+                                             harness::stream_record(E("a", 1), 6)}));
   EXPECT_EQ(tumbling->get_operator<ReduceOp>().held_partials(), 1u);
 
   // Offset 3 at MIN: MIN + 3's pane is [MIN + 1, MIN + 11), but MIN + 1's
