@@ -328,11 +328,37 @@ TEST(LocalAggregateOperator, APaneFurtherBackThanRecordsReachIsSentWhenANewerOne
   EXPECT_EQ(h->counter(kLocalAggregationSizeFlushes), 0);
   for (const auto& e : h->get_output())
     EXPECT_EQ(e.kind, harness::Emitted<E>::kRecord) << "no watermark is sent";
+  h->clear_output();
+
+  // A watermark sends [20, 30); the reach goes back to what the open panes
+  // span, one pane: [30, 40) is sent when [50, 60) opens.
+  h->process_watermark(29);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 29)}));
+  h->clear_output();
+  h->process_element(E("a", 1), 51);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 1), 39)}));
+  EXPECT_EQ(op.held_partials(), 2u);
 
   h->process_watermark(kMaxTimestamp);
-  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 8);
+  EXPECT_EQ(h->counter(kLocalAggregationRecordsCombined), 9);
   EXPECT_EQ(h->counter(kLocalAggregationRecordsPassed), 0);
-  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 7);
+  EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 8);
+}
+
+// The pane sent early gives its table's memory to the pane that opened, as
+// one sent by a watermark does (ASentPanesTableMemoryGoesToTheNextPane).
+TEST(LocalAggregateOperator, APaneSentEarlyGivesItsMemoryToThePaneThatOpened) {
+  auto h = MakeReduce({10, 0}, /*max_partials=*/100000);
+  auto& op = h->get_operator<ReduceOp>();
+  for (int k = 0; k < 1000; ++k) h->process_element(E(absl::StrCat("k", k), 1), 1);
+  h->process_element(E("k0", 1), 11);
+  EXPECT_EQ(op.kept_pane_blocks(), 0u);
+  h->process_element(E("k0", 1), 21);  // sends [0, 10), then sizes [20, 30) as it was
+  EXPECT_EQ(h->extract_output_records().size(), 1000u);
+  EXPECT_EQ(op.kept_pane_blocks(), 0u) << "[0, 10)'s table memory was not taken";
+  EXPECT_GE(op.current_pane_capacity(), 1000u);
 }
 
 TEST(LocalAggregateOperator, SlidingWindowsCombinePerPaneOfTheGcd) {

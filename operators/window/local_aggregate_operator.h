@@ -49,16 +49,19 @@
 //     kept) makes every record pass alone;
 //   - when the number of partials held reaches `max_partials`, all are
 //     emitted (they are not late downstream: their panes end after W);
-//   - when a pane opens that starts after every open one, the panes that
-//     start further back from it than any record has yet reached (at least
-//     one pane: tumbling windows keep the pane before) are emitted early.
+//   - when a pane opens that starts after every pane opened before it, the
+//     panes that start further back from it than any record has reached
+//     since the last watermark (at least one pane, or what the panes open
+//     after that watermark span: tumbling windows keep the pane before) are
+//     emitted early.
 //     Without a watermark for a while (the periodic interval, 200 ms, is a
 //     long time at millions of records a second) they would otherwise wait
 //     for the bound, held in memory the next panes could use, and reach the
 //     window downstream in one burst.  A record of a pane sent early starts
 //     a new partial of it (combined downstream like any other; it is not
 //     late there either) and widens the reach, so a stream whose records
-//     come that far back keeps that many panes open from then on;
+//     come that far back keeps that many panes open until the next
+//     watermark;
 //   - once the subtask's output goes idle, the downstream watermark may pass
 //     W on the other channels, so every partial is emitted before the idle
 //     status and from then on every record passes alone.
@@ -249,7 +252,8 @@ inline constexpr bool kPartialsAsSet =
 // pane's table is made when its first record comes and freed when the pane is
 // sent, each table mostly the size the largest pane of the last flush reached
 // (FindPane's hint, bounded by the partials the bound still allows; W1: 10 000
-// keys, 400 KiB; a size flush sends ten such panes at once).  Taken again at
+// keys, 400 KiB; a watermark or a newer pane sends one or two at a time, a
+// size flush all of them).  Taken again at
 // once, they need no fresh pages (a page fault every 4 KiB) and are still in
 // the cache.  Only blocks freed after set_keeping(true) (the operator keeps
 // while it sends a pane, not while a table grows) of at least kMinBytes
@@ -408,6 +412,7 @@ class LocalAggregateOperator final
     while (!panes_open_.empty() && PaneMax(panes_open_.begin()->first) <= watermark)
       largest = std::max(largest, FlushPane(panes_open_.begin()));
     NotePaneSize(largest);
+    ShrinkReach();
     last_watermark_ = watermark;
     PublishCounts();
     this->ForwardWatermark(watermark);
@@ -534,8 +539,7 @@ class LocalAggregateOperator final
     // A new pane's table starts at the size the last ones reached, rather
     // than growing to it by rehashing (the keys of one pane are mostly those
     // of the next): the larger of the largest pane of the last flush and the
-    // current pane (until the first watermark or size flush, which may come
-    // after many panes, that is the only size known).
+    // current pane (until the first pane is sent, the only size known).
     // At most the partials the bound still allows, so that many open panes
     // do not each reserve the largest one's size.
     if (created) {
@@ -552,6 +556,17 @@ class LocalAggregateOperator final
     cur_start_ = start;
     cur_end_ = end;
     return true;
+  }
+
+  // After a watermark no record comes to the panes it sent: the reach goes
+  // back to what the open panes span (at least one pane), so that one record
+  // that came from far back does not keep every later pane open.
+  void ShrinkReach() {
+    Timestamp span = 0;
+    if (panes_open_.empty() || newest_start_ < panes_open_.begin()->first ||
+        __builtin_sub_overflow(newest_start_, panes_open_.begin()->first, &span))
+      span = 0;
+    keep_back_ = std::max(panes_.size, span);
   }
 
   // Sends the panes that start more than keep_back_ before `newest` (see
@@ -591,7 +606,17 @@ class LocalAggregateOperator final
   // Sends the pane's partials and frees it; returns how many it held.
   size_t FlushPane(typename Panes::iterator it) {
     const Timestamp max_ts = PaneMax(it->first);
-    if (&it->second == cur_ || &it->second == prev_) Uncache();
+    // Out of the cache, keeping the other pane there (the current one stays
+    // current when the one before it is sent).
+    if (&it->second == prev_) {
+      prev_ = nullptr;
+      prev_start_ = kMaxTimestamp;
+      prev_end_ = kMinTimestamp;
+    } else if (&it->second == cur_) {
+      cur_ = std::exchange(prev_, nullptr);
+      cur_start_ = std::exchange(prev_start_, kMaxTimestamp);
+      cur_end_ = std::exchange(prev_end_, kMinTimestamp);
+    }
     batch_.reserve(it->second.size());
     if constexpr (kAsSet) {
       // Moved out: the table is erased below without another lookup.
