@@ -347,6 +347,26 @@ TEST(LocalAggregateOperator, APaneFurtherBackThanRecordsReachIsSentWhenANewerOne
   EXPECT_EQ(h->counter(kLocalAggregationPartialsSent), 8);
 }
 
+// A watermark that sends the current pane leaves the pane before it current,
+// with its own range: a record of the sent pane then passes alone, one of the
+// other combines into it.
+TEST(LocalAggregateOperator, SendingTheCurrentPaneLeavesTheOtherCurrent) {
+  auto h = MakeReduce({10, 0});
+  h->process_element(E("a", 1), 12);  // [10, 20)
+  h->process_element(E("a", 2), 3);   // [0, 10): current, [10, 20) the pane before
+  h->process_watermark(9);            // sends [0, 10), the current pane
+  h->clear_output();
+  h->process_element(E("a", 4), 5);   // [0, 10) has been sent: alone
+  h->process_element(E("a", 8), 15);  // [10, 20)
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 4), 5)}));
+  EXPECT_EQ(h->get_operator<ReduceOp>().held_partials(), 1u);
+  h->clear_output();
+  h->process_watermark(19);
+  EXPECT_EQ(h->extract_output_records(),
+            (std::vector<harness::StreamRecord<E>>{harness::stream_record(E("a", 9), 19)}));
+}
+
 // The pane sent early gives its table's memory to the pane that opened, as
 // one sent by a watermark does (ASentPanesTableMemoryGoesToTheNextPane).
 TEST(LocalAggregateOperator, APaneSentEarlyGivesItsMemoryToThePaneThatOpened) {
