@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli_test_util.h"
 #include "tools/cli/run.h"
@@ -118,6 +119,31 @@ TEST(CliHelpTest, AMistypedFlagSuggestsTheNearestInOneLine) {
   EXPECT_THAT(bad.err, ::testing::StartsWith("tidemark: bad value for --parallelism: "));
   EXPECT_THAT(bad.err, ::testing::EndsWith("; see `tidemark run --help`\n"));
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
+// `--restore=$DIR` with DIR unset must not read as the flag left out (a job
+// started afresh instead of restored); an empty value is refused, in one line,
+// before anything runs, except where a flag's help says what empty means.
+TEST(CliHelpTest, AnEmptyValueIsRefusedUnlessTheFlagSaysWhatEmptyMeans) {
+  const std::string in = testing::TempPath("empty_value.txt");
+  testing::WriteFile(in, "k,1000\n");
+  for (const char* flag : {"restore", "checkpoint-dir", "output-dir", "savepoint-dir", "input",
+                           "timeline", "state-backend-dir", "delimiter"}) {
+    CliRun r =
+        RunTidemark({"run", "--input=" + in, "--fields=key,ts", absl::StrCat("--", flag, "=")});
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.err, absl::StrCat("tidemark: flag --", flag,
+                                  " has an empty value; give one, or leave the flag out; see "
+                                  "`tidemark run --help`\n"))
+        << flag;
+    EXPECT_EQ(r.out, "") << flag;
+  }
+  // "(empty: 1 per record)", "(empty: no comments; ...)", "(empty: off)".
+  for (const char* flag : {"value", "comments", "alignment-max-drift", "rate"}) {
+    CliRun r =
+        RunTidemark({"run", "--input=" + in, "--fields=key,ts", absl::StrCat("--", flag, "=")});
+    EXPECT_EQ(r.exit_code, 0) << flag << ": " << r.err;
+  }
 }
 
 TEST(CliHelpTest, BenchHelpListsItsFlags) {

@@ -374,6 +374,15 @@ bool ParseFlags(int argc, char** argv, int first, const std::string& command,
       }
       value = "true";
     }
+    // `--restore=` (say, from an unset shell variable) would otherwise read
+    // as the flag left out: a job started afresh instead of restored, or run
+    // without its checkpoints or output directory.  A string flag takes an
+    // empty value only where its help says what empty means ("empty: ...").
+    if (has_value && value.empty() && flag->IsOfType<std::string>() &&
+        flag->Help().find("empty:") == std::string::npos) {
+      Usage(absl::StrCat("flag --", given, " has an empty value; give one, or leave the flag out"));
+      return false;
+    }
     if (name == "input") {
       inputs->push_back(value);
       continue;
