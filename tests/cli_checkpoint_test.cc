@@ -276,7 +276,7 @@ TEST(CliCheckpoint, SummarySaysCheckpointsAndRestore) {
   args.push_back("--output-dir=" + dir.Path("out"));
   CliRun first = RunTidemark(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  EXPECT_NE(first.err.find(" checkpoints (last "), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find(" (last chk-"), std::string::npos) << first.err;
   args.push_back("--restore=latest");
   CliRun second = RunTidemark(args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
@@ -673,7 +673,9 @@ TEST(CliCheckpoint, StrayCheckpointDirectoriesAreIgnoredAndNamed) {
   fs::create_directories(dir.Path("chk/chk-abc"));
   CliRun r = RunTidemark(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find(" checkpoints (last 1: "), std::string::npos) << r.err;
+  // One checkpoint, the final one: its count in the singular, named by its
+  // directory.
+  EXPECT_NE(r.err.find(", 1 checkpoint (last chk-1: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tidemark: ignored " + dir.Path("chk/chk-999999") + ": no manifest"),
             std::string::npos)
       << r.err;
@@ -684,7 +686,9 @@ TEST(CliCheckpoint, StrayCheckpointDirectoriesAreIgnoredAndNamed) {
   args.push_back("--restore=latest");
   CliRun again = RunTidemark(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_NE(again.err.find(" checkpoints (last 2: "), std::string::npos) << again.err;
+  // After the restore the ids go on from the restored one's: one checkpoint
+  // taken, chk-2.
+  EXPECT_NE(again.err.find(", 1 checkpoint (last chk-2: "), std::string::npos) << again.err;
   EXPECT_NE(again.err.find("restored from checkpoint 1 "), std::string::npos) << again.err;
   EXPECT_TRUE(fs::exists(dir.Path("chk/chk-999999")));
 }

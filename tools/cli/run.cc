@@ -1422,9 +1422,11 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
       if (result.checkpoints.enabled) {
         const CheckpointSummary& c = result.checkpoints;
-        err << ", " << c.completed << " checkpoints";
+        err << ", " << Count(c.completed, "checkpoint", "checkpoints");
         if (c.completed > 0) {
-          err << absl::StrFormat(" (last %d: %d bytes, %.1f ms; longest alignment %.1f ms)",
+          // The last one by its directory's name: after a restore the ids go
+          // on from the restored one's, so "last 2" read as a count.
+          err << absl::StrFormat(" (last chk-%d: %d bytes, %.1f ms; longest alignment %.1f ms)",
                                  c.last_id, c.last_size_bytes, c.last_duration_ms,
                                  c.max_alignment_ms);
         }
