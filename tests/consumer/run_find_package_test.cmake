@@ -37,12 +37,15 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" ${gen_args}
     "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
     "-DCMAKE_CXX_FLAGS=${SANITIZE_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${SANITIZE_FLAGS}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
-run("${WORK_DIR}/build/consumer")
-# A one-process job neither links MPI nor gets its include paths.
-file(STRINGS "${WORK_DIR}/build/consumer" mpi_refs REGEX "libmpi")
-if(mpi_refs)
-  message(FATAL_ERROR "the consumer links MPI (${mpi_refs}); only tidemark::mpi may")
-endif()
+# consumer_pch: the same program with tidemark.h precompiled.
+foreach(program consumer consumer_pch)
+  run("${WORK_DIR}/build/${program}")
+  # A one-process job neither links MPI nor gets its include paths.
+  file(STRINGS "${WORK_DIR}/build/${program}" mpi_refs REGEX "libmpi")
+  if(mpi_refs)
+    message(FATAL_ERROR "${program} links MPI (${mpi_refs}); only tidemark::mpi may")
+  endif()
+endforeach()
 file(GLOB_RECURSE ninja_files "${WORK_DIR}/build/*.ninja" "${WORK_DIR}/build/*flags.make")
 foreach(f IN LISTS ninja_files)
   file(STRINGS "${f}" mpi_flags REGEX "openmpi|/mpi\\.h|-lmpi")
