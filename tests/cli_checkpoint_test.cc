@@ -646,14 +646,16 @@ TEST(CliCheckpoint, AFailedCheckpointPastTheToleranceRestartsTheJobWithARestartS
 }
 
 TEST(CliCheckpoint, CheckpointFailureFlagsAreChecked) {
-  CliRun r = RunTidemark({"run", "--input=/dev/null", "--tolerable-failed-checkpoints=-1"});
+  TempDir dir;
+  const std::string chk = "--checkpoint-dir=" + dir.Path("chk");
+  CliRun r = RunTidemark({"run", "--input=/dev/null", chk, "--tolerable-failed-checkpoints=-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tolerable-failed-checkpoints must not be negative"), std::string::npos)
       << r.err;
-  r = RunTidemark({"run", "--input=/dev/null", "--checkpoint-timeout=0s"});
+  r = RunTidemark({"run", "--input=/dev/null", chk, "--checkpoint-timeout=0s"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--checkpoint-timeout must be greater than 0"), std::string::npos) << r.err;
-  r = RunTidemark({"run", "--input=/dev/null", "--checkpoint-timeout=soon"});
+  r = RunTidemark({"run", "--input=/dev/null", chk, "--checkpoint-timeout=soon"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--checkpoint-timeout: "), std::string::npos) << r.err;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -143,6 +144,50 @@ TEST(CliHelpTest, AnEmptyValueIsRefusedUnlessTheFlagSaysWhatEmptyMeans) {
     CliRun r =
         RunTidemark({"run", "--input=" + in, "--fields=key,ts", absl::StrCat("--", flag, "=")});
     EXPECT_EQ(r.exit_code, 0) << flag << ": " << r.err;
+  }
+}
+
+// A flag that only works with another one is refused without it, in one line,
+// before anything runs: accepted, it would do nothing.
+TEST(CliHelpTest, AFlagWithoutTheOneItWorksWithIsRefused) {
+  const std::string in = testing::TempPath("needs_flag.txt");
+  testing::WriteFile(in, "k,1000\n");
+  const std::string dir = testing::TempPath("needs_flag_dir");
+  struct Case {
+    std::vector<std::string> flags;
+    std::string why;
+  } cases[] = {
+      {{"--dead-letter=" + dir + ".dead"},
+       "--dead-letter needs --bad-lines=skip (only skipped lines are written there)"},
+      {{"--state-backend-dir=" + dir}, "--state-backend-dir needs --state-backend=rocksdb"},
+      {{"--alignment-update-interval=2s"},
+       "--alignment-update-interval needs --alignment-max-drift"},
+      {{"--per-split-watermarks=false"},
+       "--per-split-watermarks needs --source-parallelism (without it each file is a subtask "
+       "of its own)"},
+      {{"--tolerable-failed-checkpoints=3"},
+       "--tolerable-failed-checkpoints needs --checkpoint-dir"},
+      {{"--checkpoint-timeout=1s"},
+       "--checkpoint-timeout needs --checkpoint-dir or --savepoint-dir"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    CliRun r = RunTidemark(args);
+    EXPECT_EQ(r.exit_code, 2) << c.flags[0];
+    EXPECT_EQ(r.err, "tidemark: " + c.why + "; see `tidemark run --help`\n") << c.flags[0];
+    EXPECT_EQ(r.out, "") << c.flags[0];
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + ".dead")) << "nothing may be created";
+  // With what they work with, they run.
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--bad-lines=skip", "--dead-letter=" + dir + ".dl"},
+           {"--alignment-max-drift=1s", "--alignment-update-interval=2s"},
+           {"--source-parallelism=1", "--per-split-watermarks=false"}}) {
+    std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CliRun r = RunTidemark(args);
+    EXPECT_EQ(r.exit_code, 0) << flags[0] << ": " << r.err;
   }
 }
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -325,10 +326,32 @@ std::string NearestFlag(const std::string& name, const std::string& command) {
   return best_distance <= limit ? best : "";
 }
 
+// A flag given without the one it works with would be accepted and do
+// nothing; the first such, as "--X needs ...", or "" when there is none.
+// (Those that run.cc checks on the options themselves are not repeated.)
+std::string FlagWithoutWhatItNeeds(const std::set<std::string>& given) {
+  const auto has = [&given](const char* name) { return given.count(name) > 0; };
+  if (has("dead_letter") && absl::GetFlag(FLAGS_bad_lines) != "skip")
+    return "--dead-letter needs --bad-lines=skip (only skipped lines are written there)";
+  if (has("state_backend_dir") && absl::GetFlag(FLAGS_state_backend) != "rocksdb")
+    return "--state-backend-dir needs --state-backend=rocksdb";
+  if (has("alignment_update_interval") && absl::GetFlag(FLAGS_alignment_max_drift).empty())
+    return "--alignment-update-interval needs --alignment-max-drift";
+  if (has("per_split_watermarks") && absl::GetFlag(FLAGS_source_parallelism) <= 0)
+    return "--per-split-watermarks needs --source-parallelism (without it each file is a "
+           "subtask of its own)";
+  if (has("tolerable_failed_checkpoints") && absl::GetFlag(FLAGS_checkpoint_dir).empty())
+    return "--tolerable-failed-checkpoints needs --checkpoint-dir";
+  if (has("checkpoint_timeout") && absl::GetFlag(FLAGS_checkpoint_dir).empty() &&
+      absl::GetFlag(FLAGS_savepoint_dir).empty())
+    return "--checkpoint-timeout needs --checkpoint-dir or --savepoint-dir";
+  return "";
+}
+
 // Parses argv[first..] as flags of `command`; returns false (after printing)
 // on a bad flag.
 bool ParseFlags(int argc, char** argv, int first, const std::string& command,
-                std::vector<std::string>* inputs) {
+                std::vector<std::string>* inputs, std::set<std::string>* given_names) {
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
@@ -383,6 +406,7 @@ bool ParseFlags(int argc, char** argv, int first, const std::string& command,
       Usage(absl::StrCat("flag --", given, " has an empty value; give one, or leave the flag out"));
       return false;
     }
+    given_names->insert(std::string(flag->Name()));
     if (name == "input") {
       inputs->push_back(value);
       continue;
@@ -452,7 +476,11 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!ParseFlags(argc, argv, 2, command, &inputs)) return 2;
+  std::set<std::string> given;
+  if (!ParseFlags(argc, argv, 2, command, &inputs, &given)) return 2;
+  if (command == "run") {
+    if (const std::string why = FlagWithoutWhatItNeeds(given); !why.empty()) return Usage(why);
+  }
 
   if (command == "demo") {
     tidemark::cli::DemoOptions d;
