@@ -695,6 +695,20 @@ TEST(CliCheckpoint, StrayCheckpointDirectoriesAreIgnoredAndNamed) {
   EXPECT_TRUE(fs::exists(dir.Path("chk/chk-999999")));
 }
 
+// With savepoints but no --checkpoint-dir the checkpoints are kept in memory:
+// the summary names the last by its id, not by a chk- directory that is not
+// there.
+TEST(CliCheckpoint, SummaryNamesACheckpointKeptInMemoryByItsId) {
+  TempDir dir;
+  const std::string input = dir.Path("in.txt");
+  WriteFile(input, "a,1000\na,2000\nb,7000\n");
+  CliRun r = RunTidemark({"run", "--input=" + input, "--fields=key,ts",
+                          "--savepoint-dir=" + dir.Path("sp"), "--savepoint-on=SIGUSR1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(", 1 checkpoint (last in memory, id 1: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("chk-"), std::string::npos) << r.err;
+}
+
 TEST(CliCheckpoint, RestoringFromACheckpointThatIsNotThereSaysSo) {
   CliRun r = RunTidemark({"run", "--input=/dev/null", "--restore=/no/such/chk-1"});
   EXPECT_EQ(r.exit_code, 2) << r.err;

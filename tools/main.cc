@@ -58,7 +58,8 @@ ABSL_FLAG(std::string, alignment_max_drift, "",
           "watermark alignment (FLIP-182): a source subtask more than this ahead of the slowest "
           "stops reading until it catches up (empty: off)");
 ABSL_FLAG(std::string, alignment_update_interval, "1s",
-          "how often source subtasks report their watermarks for alignment");
+          "with --alignment-max-drift: how often source subtasks report their watermarks for "
+          "alignment");
 ABSL_FLAG(int, source_parallelism, 0,
           "source subtasks for the --input files (0: one per file); fewer than files: file i is "
           "read by subtask i mod N, a subtask's files interleaved line by line, each a split");
@@ -96,14 +97,15 @@ ABSL_FLAG(std::string, output_per_rank, "",
 ABSL_FLAG(std::string, checkpoint_dir, "", "take checkpoints into this directory");
 ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (default 1s)");
 ABSL_FLAG(int, tolerable_failed_checkpoints, 0,
-          "how many checkpoints in a row may fail before the job fails (Flink's default 0: the "
-          "first failure fails it)");
+          "with --checkpoint-dir: how many checkpoints in a row may fail before the job fails "
+          "(Flink's default 0: the first failure fails it)");
 ABSL_FLAG(std::string, restart_strategy, "none",
           "restart after a failure, from the latest checkpoint: none, fixed-delay:ATTEMPTS:DELAY, "
           "exponential-delay[:INITIAL:MAX:MULTIPLIER:RESET_THRESHOLD:JITTER[:ATTEMPTS]], "
           "failure-rate:MAX_FAILURES:INTERVAL:DELAY");
 ABSL_FLAG(std::string, checkpoint_timeout, "10min",
-          "a checkpoint not complete and durable this long after it started fails (expires)");
+          "with --checkpoint-dir or --savepoint-dir: a checkpoint not complete and durable this "
+          "long after it started fails (expires)");
 ABSL_FLAG(std::string, restore, "",
           "start from a checkpoint: latest (in --checkpoint-dir; a fresh start when there is "
           "none), a checkpoint directory DIR/chk-N or a savepoint directory");

@@ -1424,11 +1424,12 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         const CheckpointSummary& c = result.checkpoints;
         err << ", " << Count(c.completed, "checkpoint", "checkpoints");
         if (c.completed > 0) {
-          // The last one by its directory's name: after a restore the ids go
-          // on from the restored one's, so "last 2" read as a count.
-          err << absl::StrFormat(" (last chk-%d: %d bytes, %.1f ms; longest alignment %.1f ms)",
-                                 c.last_id, c.last_size_bytes, c.last_duration_ms,
-                                 c.max_alignment_ms);
+          // The last one by its directory's name (after a restore the ids go
+          // on from the restored one's, so "last 2" read as a count); kept in
+          // memory (savepoints without --checkpoint-dir), by its id.
+          err << absl::StrFormat(" (last %s%d: %d bytes, %.1f ms; longest alignment %.1f ms)",
+                                 o.checkpoint_dir.empty() ? "in memory, id " : "chk-", c.last_id,
+                                 c.last_size_bytes, c.last_duration_ms, c.max_alignment_ms);
         }
         if (c.failed > 0) err << ", " << c.failed << " failed (" << c.last_error << ")";
         if (c.restored_id >= 0) {
