@@ -30,11 +30,12 @@ echo "compiler: $("$cxx" --version | head -1)"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 echo "preprocessed lines: job $("$cxx" "${flags[@]}" -I"$inc" -E "$root/bench/compile_cost_job.cc" | wc -l)," \
   "yardstick $("$cxx" "${flags[@]}" -E "$tmp/yardstick.cc" | wc -l)"
+ratio() { awk -v j="$1" -v y="$2" 'BEGIN {printf "%.2f", j / y}'; }
+gcc=0
+"$cxx" --version | head -1 | grep -q '^g++' && gcc=1
 # With GCC, also the job with tidemark.h precompiled, as the README suggests
 # (target_precompile_headers): the header built once, outside the timings.
-pch=0
-if "$cxx" --version | head -1 | grep -q '^g++'; then
-  pch=1
+if [ "$gcc" = 1 ]; then
   mkdir -p "$tmp/pch"
   printf '#include <tidemark/tidemark.h>\n' > "$tmp/pch/tidemark_pch.h"
   "$cxx" "${flags[@]}" -I"$inc" -x c++-header "$tmp/pch/tidemark_pch.h" -o "$tmp/pch/tidemark_pch.h.gch"
@@ -46,8 +47,8 @@ for i in $(seq "$n"); do
   read -r ju jw jm < "$tmp/jobtime.$i"
   read -r yu yw ym < "$tmp/yardtime.$i"
   line="run $i: job ${ju} s user, ${jw} s wall, ${jm} KB peak; yardstick ${yu} s user, ${yw} s wall"
-  line="$line, ratio $(awk -v j="$ju" -v y="$yu" 'BEGIN {printf "%.2f", j / y}')"
-  if [ "$pch" = 1 ]; then
+  line="$line, ratio $(ratio "$ju" "$yu")"
+  if [ "$gcc" = 1 ]; then
     /usr/bin/time -f "%U %e %M" -o "$tmp/pchtime.$i" "$cxx" "${flags[@]}" -I"$inc" \
       -include "$tmp/pch/tidemark_pch.h" -Winvalid-pch -Werror=invalid-pch \
       -c "$root/bench/compile_cost_job.cc" -o "$tmp/jobpch.o"
@@ -57,11 +58,10 @@ for i in $(seq "$n"); do
   echo "$line"
 done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-ratio() { awk -v j="$1" -v y="$2" 'BEGIN {printf "%.2f", j / y}'; }
 jmed=$(cat "$tmp"/jobtime.* | awk '{print $1}' | median)
 ymed=$(cat "$tmp"/yardtime.* | awk '{print $1}' | median)
 echo "median user seconds: job $jmed, yardstick $ymed, ratio $(ratio "$jmed" "$ymed")"
-if [ "$pch" = 1 ]; then
+if [ "$gcc" = 1 ]; then
   pmed=$(cat "$tmp"/pchtime.* | awk '{print $1}' | median)
   echo "median user seconds with tidemark.h precompiled: job $pmed, ratio $(ratio "$pmed" "$ymed")"
 fi
@@ -71,7 +71,7 @@ fi
 # with the same compiler and headers, so a change that adds or removes work
 # shows here first; it is not the time ratio (instantiation and code
 # generation cost more time per byte than parsing).
-if "$cxx" --version | head -1 | grep -q '^g++'; then
+if [ "$gcc" = 1 ]; then
   alloc() { "$@" -ftime-report 2>&1 >/dev/null | sed -n 's/^ *TOTAL *:.* \([0-9.]*[kMG]\) *$/\1/p'; }
   ja=$(alloc "$cxx" "${flags[@]}" -I"$inc" -c "$root/bench/compile_cost_job.cc" -o "$tmp/job.o")
   ya=$(alloc "$cxx" "${flags[@]}" -c "$tmp/yardstick.cc" -o "$tmp/yard.o")
