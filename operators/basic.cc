@@ -80,11 +80,11 @@ void SplitWatermarks::Update(WatermarkOutput& out) {
       all_idle = false;
     }
   }
-  if (!any) {
-    // Every split released: idle, without going back.
-    if (!splits_.empty()) out.MarkIdle();
-    return;
-  }
+  // Every split released (or none registered): nothing changes, as in
+  // Flink, whose CombinedWatermarkStatus does not update without outputs.
+  // The subtask keeps its watermark and status until a split is added or
+  // the input ends (kMaxWatermark).
+  if (!any) return;
   const Timestamp c = all_idle ? max_all : min_active;
   if (c > combined_) {
     combined_ = c;

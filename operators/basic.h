@@ -522,7 +522,8 @@ class SplitWatermarks {
   int size() const { return static_cast<int>(splits_.size()); }
   int Find(const std::string& id) const;
   // Emits the combined watermark on `out` when it advanced, then IDLE when
-  // every registered split is idle, or every split was released.
+  // every registered split is idle; with no split left (all released),
+  // emits nothing.
   void Update(WatermarkOutput& out);
   Timestamp combined() const { return combined_; }
 

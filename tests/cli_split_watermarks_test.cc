@@ -91,6 +91,11 @@ TEST(CliSplitWatermarks, TheTraceShowsEachSplitsWatermark) {
   // The subtask's own watermark is the minimum: never beyond the slow split's
   // before its end.
   EXPECT_EQ(r.out.find("[watermark] source subtask 0 emits 18999"), std::string::npos);
+  // Both files end: the subtask emits MAX, without going idle and active
+  // again around it when its last split is released (no --idleness here).
+  EXPECT_NE(r.out.find("[watermark] source subtask 0 emits MAX"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[watermark] source subtask 0 is idle"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[watermark] source subtask 0 is active"), std::string::npos) << r.out;
   const CliRun json = RunTidemark(files.Args({"--trace=watermarks", "--output=jsonl"}));
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_NE(json.out.find("{\"kind\":\"split_watermark\",\"subtask\":0,\"split\":\"" + files.slow +

@@ -123,6 +123,51 @@ TEST(SplitWatermarks, AnIdleSplitDoesNotHoldTheOthersBackAndAllIdleFlushesTheMax
   EXPECT_EQ(after.back(), 2000 + 10 * 1000 - 1);
 }
 
+// Releasing the last split changes neither the watermark nor the status
+// (Flink's CombinedWatermarkStatus does not update without outputs): the
+// subtask is not marked IDLE, so a file source's trace at the end of its
+// input reads "emits MAX", not "idle, active, MAX, idle".  Before, every
+// update with no split left marked the subtask IDLE.
+TEST(SplitWatermarks, ReleasingEverySplitChangesNothingUntilASplitComesOrTheInputEnds) {
+  auto strategy = WatermarkStrategy<int>::for_bounded_out_of_orderness(0ms).with_timestamp_assigner(
+      [](int v) { return Timestamp{v}; });
+  OperatorHarness<int, int> h(std::make_unique<Op>(strategy, /*per_split=*/true));
+  h.Open();
+  Op& op = h.op<Op>();
+  const int a = op.RegisterSplit("a");
+  const int b = op.RegisterSplit("b");
+  op.SetCurrentSplit(a);
+  h.ProcessElement(3000, 0);
+  op.SetCurrentSplit(b);
+  h.ProcessElement(2000, 0);
+  h.SetProcessingTime(201);
+  op.ReleaseSplit(b);
+  op.ReleaseSplit(a);
+  h.SetProcessingTime(402);  // periodic emissions with no split left
+  h.SetProcessingTime(603);
+  std::vector<std::string> statuses;
+  EXPECT_EQ(StatusesAndWatermarks(h.output().events(), &statuses),
+            (std::vector<Timestamp>{1999, 2999}))
+      << "releasing b lets a's watermark through; releasing a changes nothing";
+  EXPECT_TRUE(statuses.empty()) << "no split left is not the subtask idle";
+  // A split added later carries on from there.
+  const int c = op.RegisterSplit("c");
+  op.SetCurrentSplit(c);
+  h.ProcessElement(5000, 0);
+  h.SetProcessingTime(804);
+  EXPECT_EQ(StatusesAndWatermarks(h.output().events(), &statuses),
+            (std::vector<Timestamp>{1999, 2999, 4999}));
+  EXPECT_TRUE(statuses.empty());
+  // A source that stays open with no split left says so itself
+  // (SourceOutput::MarkIdle on its main output): IDLE.
+  op.ReleaseSplit(c);
+  op.SetCurrentSplit(-1);
+  h.base().ProcessStatus(WatermarkStatus::kIdle);
+  EXPECT_EQ(StatusesAndWatermarks(h.output().events(), &statuses),
+            (std::vector<Timestamp>{1999, 2999, 4999}));
+  EXPECT_EQ(statuses, std::vector<std::string>{"IDLE"});
+}
+
 // A split that marks itself idle (SourceOutput::ForSplit(id).MarkIdle(),
 // Flink's createOutputForSplit(id).markIdle()) no longer holds the subtask's
 // watermark back: split "quiet" has one record at 5 and goes idle, split
