@@ -645,6 +645,27 @@ TEST(MpiAgreement, RanksGivenAnotherWindowFailTheJobBeforeItStarts) {
   EXPECT_THAT(lateness.err, HasSubstr("built different jobs"));
 }
 
+// A command-line error every rank meets (an unknown flag, a flag without
+// the one it needs, an unknown command) is said once, by rank 0, as the
+// job's own errors are; every rank exits 2.  Before, each rank printed it.
+TEST(MpiAgreement, ACommandLineErrorIsSaidOnceByRankZero) {
+  auto count = [](const std::string& text, const std::string& what) {
+    std::vector<std::string> parts = absl::StrSplit(text, what);
+    return parts.size() - 1;
+  };
+  MpiRun unknown = RunMpi(2, TIDEMARK_BINARY, {"run", "--no-such-flag=1"}, 60s);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
+  EXPECT_EQ(count(unknown.err, "tidemark: unknown flag --no-such-flag"), 1u) << unknown.err;
+  MpiRun unpartnered =
+      RunMpi(2, TIDEMARK_BINARY, {"run", "--input=x", "--checkpoint-timeout=5s"}, 60s);
+  EXPECT_EQ(unpartnered.exit_code, 2) << unpartnered.err;
+  EXPECT_EQ(count(unpartnered.err, "tidemark: --checkpoint-timeout needs --checkpoint-dir"), 1u)
+      << unpartnered.err;
+  MpiRun command = RunMpi(2, TIDEMARK_BINARY, {"rnu"}, 60s);
+  EXPECT_EQ(command.exit_code, 2) << command.err;
+  EXPECT_EQ(count(command.err, "tidemark: unknown command 'rnu'"), 1u) << command.err;
+}
+
 TEST(MpiAgreement, ARankRestoringAnotherCheckpointFailsTheJobNamingRankZerosCheckpoint) {
   testing::TempDir dir;
   const std::string a = InputFile("mpi_agree_restore_a.txt", {"k1,1000", "k2,2000"});

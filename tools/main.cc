@@ -6,7 +6,7 @@
 //
 // Flags are Abseil flags, given as --name=value (--input may repeat).  An
 // unknown flag or a bad value is a one-line error and exit status 2, before
-// anything runs.
+// anything runs (under mpirun said by rank 0 only).
 //
 // At start-up fds 0, 1 and 2 are made sure to be open (/dev/null on a closed
 // one), so no descriptor the job opens later (an eventfd, a file) becomes
@@ -30,6 +30,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tidemark/runtime/exec/cluster.h"
 #include "tools/cli/run.h"
 
 ABSL_FLAG(std::string, socket, "", "read lines from HOST:PORT (like Flink's socketTextStream)");
@@ -92,8 +93,8 @@ ABSL_FLAG(std::string, placement, "modulo",
           "under mpirun: modulo (subtask i on rank i mod ranks) or block (contiguous subtasks "
           "per rank)");
 ABSL_FLAG(std::string, output_per_rank, "",
-          "under mpirun: each rank writes the results of its window subtasks to PREFIX.RANK "
-          "instead of rank 0 printing them all");
+          "under mpirun: each rank writes the results of its window subtasks, and its "
+          "--trace lines, to PREFIX.RANK instead of rank 0 printing them all");
 ABSL_FLAG(std::string, checkpoint_dir, "", "take checkpoints into this directory");
 ABSL_FLAG(std::string, checkpoint_interval, "", "time between checkpoints (default 1s)");
 ABSL_FLAG(int, tolerable_failed_checkpoints, 0,
@@ -223,9 +224,18 @@ constexpr char kNotes[] =
 // The command whose flags are being parsed; errors point to its help.
 std::string g_command = "run";
 
+// Where a command-line error goes: stderr, except on the ranks other than 0
+// of a job under mpirun (the launcher's environment says which), where every
+// rank meets the same error and rank 0 says it for all (as run.cc's own
+// checks do).  Read from the environment: MPI is not initialised yet.
+std::ostream& ErrorStream() {
+  static std::ostream muted(nullptr);
+  return tidemark::ThisCluster().rank == 0 ? std::cerr : muted;
+}
+
 // One line on stderr and exit status 2; the line points to the command's help.
 int Usage(const std::string& msg) {
-  std::cerr << "tidemark: " << msg << "; see `tidemark " << g_command << " --help`\n";
+  ErrorStream() << "tidemark: " << msg << "; see `tidemark " << g_command << " --help`\n";
   return 2;
 }
 
@@ -444,7 +454,7 @@ bool GuardStandardDescriptors() {
 int main(int argc, char** argv) {
   const bool stdin_closed = GuardStandardDescriptors();
   if (argc < 2) {
-    std::cerr << "tidemark: missing command\n" << kUsage;
+    ErrorStream() << "tidemark: missing command\n" << kUsage;
     return 2;
   }
   const std::string command = argv[1];
@@ -459,7 +469,7 @@ int main(int argc, char** argv) {
     }
     const std::string of = argv[2];
     if (of != "run" && of != "demo") {
-      std::cerr << "tidemark: no command '" << of << "' (commands: run, demo)\n";
+      ErrorStream() << "tidemark: no command '" << of << "' (commands: run, demo)\n";
       return 2;
     }
     PrintCommandHelp(of);
@@ -467,7 +477,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> inputs;
   if (command != "run" && command != "demo") {
-    std::cerr << "tidemark: unknown command '" << command << "' (see `tidemark --help`)\n";
+    ErrorStream() << "tidemark: unknown command '" << command << "' (see `tidemark --help`)\n";
     return 2;
   }
   g_command = command;
