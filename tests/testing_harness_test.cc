@@ -314,14 +314,14 @@ std::ostream& operator<<(std::ostream& os, const KV& kv) {
 // Window contents are checkpointed: KV needs a codec (runtime/state/state_codec.h).
 template <>
 struct tidemark::StateCodec<KV> {
-  static void Encode(internal::StateWriter& w, const KV& kv) {
-    internal::Encode(w, kv.key);
-    internal::Encode(w, kv.value);
+  static void Encode(tidemark::StateWriter& w, const KV& kv) {
+    tidemark::EncodeState(w, kv.key);
+    tidemark::EncodeState(w, kv.value);
   }
-  static KV Decode(internal::StateReader& r) {
+  static KV Decode(tidemark::StateReader& r) {
     KV kv;
-    kv.key = internal::Decode<std::string>(r);
-    kv.value = internal::Decode<int>(r);
+    kv.key = tidemark::DecodeState<std::string>(r);
+    kv.value = tidemark::DecodeState<int>(r);
     return kv;
   }
 };
@@ -444,6 +444,47 @@ TEST(WindowOperatorTest, SideOutputDueToLatenessTumbling) {
   EXPECT_EQ(h.get_side_output(late),
             (std::vector<harness::StreamRecord<KV>>{{KV{"key2", 1}, 1998}}));
   EXPECT_EQ(h.counter("numLateRecordsDropped"), 0);
+}
+
+// A window kept for its allowed lateness fires again for a late record that
+// comes after a restore, and a record later than that goes to the side
+// output: the snapshot keeps the watermark the operator had reached and
+// open() hands it back before any record, as the runtime's input gate does.
+// Before, the restored operator started at MIN (as Flink's harness does): the
+// fast window path took the late record as on time and never fired it, and
+// a watermark behind the old one went through.
+TEST(WindowOperatorTest, ARestoredWindowKeepsItsWatermarkForLateness) {
+  StreamExecutionEnvironment env;
+  OutputTag<KV> late("late");
+  DataStream<KV> sums = env.from_collection(std::vector<KV>{})
+                            .key_by(KeyOf)
+                            .window(TumblingEventTimeWindows::of(10ms))
+                            .allowed_lateness(5ms)
+                            .side_output_late_data(late)
+                            .reduce(Sum);
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::harness_for<KV>(sums);
+    h.add_side_output(late);
+    h.open();
+    h.process_element(KV{"a", 1}, 1);
+    h.process_watermark(12);  // fires [0, 10), kept until 14
+    EXPECT_EQ(h.extract_output_records(),
+              (std::vector<harness::StreamRecord<KV>>{{KV{"a", 1}, 9}}));
+    snapshot = h.snapshot();
+    EXPECT_EQ(snapshot.input_watermarks, std::vector<Timestamp>{12});
+  }
+  auto h = harness::harness_for<KV>(sums);
+  h.add_side_output(late);
+  h.initialize_state(snapshot);
+  h.open();
+  EXPECT_EQ(h.get_output(), (KVOut{watermark(12)})) << "handed back, and nothing fires again";
+  h.process_element(KV{"a", 5}, 2);  // late, within the lateness: fires again at once
+  h.process_watermark(11);           // behind the restored watermark: not delivered
+  h.process_watermark(20);           // [0, 10) is cleaned up at 14
+  h.process_element(KV{"a", 7}, 3);  // too late
+  EXPECT_EQ(h.get_output(), (KVOut{watermark(12), stream_record(KV{"a", 6}, 9), watermark(20)}));
+  EXPECT_EQ(h.get_side_output(late), (std::vector<harness::StreamRecord<KV>>{{KV{"a", 7}, 3}}));
 }
 
 // --- ProcessFunctionTestHarnessesTest -----------------------------------
@@ -764,6 +805,81 @@ TEST(HarnessTest, EachWayOfSplittingStateGetsTheRuntimesOldSubtasks) {
   EXPECT_THROW(RestoredAtTwo(StateRescaling::kNotRescalable, 0), std::invalid_argument);
 }
 
+// A two-input operator gets each input's watermark back: after the restore
+// the second input still stands at 20, so the first input's 15 moves the
+// operator to 15 (at MIN, the second would hold it at MIN).
+TEST(HarnessTest, ARestoredTwoInputOperatorGetsEachInputsWatermarkBack) {
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+        WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+    h.open();
+    h.process_watermark1(10);
+    h.process_watermark2(20);
+    snapshot = h.snapshot();
+  }
+  EXPECT_EQ(snapshot.input_watermarks, (std::vector<Timestamp>{10, 20}));
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+      WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+  h.initialize_state(snapshot);
+  h.open();
+  h.process_element1(1, 12);
+  h.process_watermark1(15);
+  EXPECT_EQ(h.get_output(),
+            (Out{watermark(10), stream_record(std::string("1WM:10 TS:12"), 12), watermark(15)}));
+}
+
+// After end_input() an input takes nothing more, and after close() the
+// clock no longer fires timers into the closed function.
+TEST(HarnessTest, NothingReachesTheOperatorAfterItsInputEndedOrItClosed) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      BothTriggeringFunction(), Identity);
+  h.open();
+  h.process_element(1, 100);  // timers at 6 (event) and 5 (processing)
+  h.end_input();
+  try {
+    h.process_element(2, 100);
+    FAIL() << "a record after end_input()";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("process_element() after end_input()"));
+  }
+  EXPECT_THROW(h.process_watermark(200), std::logic_error);
+  EXPECT_THROW(h.end_input(), std::logic_error);
+  h.close();
+  try {
+    h.set_processing_time(100);
+    FAIL() << "processing time after close()";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("set_processing_time() after close()"));
+  }
+  EXPECT_EQ(h.get_output(),
+            (Out{stream_record(std::string("EVENT:1777"), 6), watermark(kMaxTimestamp)}))
+      << "the processing-time timer never fired";
+}
+
+// Reading keyed state the function has not made yet does not make it, so it
+// cannot give it another type than the function's.
+struct Int64Counter : KeyedProcessFunction<int, int, int64_t> {
+  void process_element(const int&, Context& ctx, Collector<int64_t>& out) override {
+    auto count = ctx.get_state<int64_t>("count");
+    count.update(count.value().value_or(0) + 1);
+    out.collect(*count.value());
+  }
+};
+
+TEST(HarnessTest, ReadingStateTheFunctionHasNotMadeLeavesItToTheFunction) {
+  auto h = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(Int64Counter(),
+                                                                                  Identity);
+  h.open();
+  EXPECT_EQ(h.get_state<int>(7, "count"), std::nullopt) << "read with another type, before use";
+  EXPECT_TRUE(h.get_list_state<int>(7, "count").empty());
+  h.process_element(7, 1);
+  h.process_element(7, 2);
+  EXPECT_EQ(h.extract_output_values(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(h.get_state<int64_t>(7, "count"), 2);
+  EXPECT_THROW(h.get_state<int>(7, "count"), std::logic_error) << "now it has a type";
+}
+
 TEST(HarnessTest, MisuseIsAClearError) {
   auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
   EXPECT_THROW(h.process_element(1), std::logic_error) << "before open()";
@@ -782,6 +898,19 @@ TEST(HarnessTest, MisuseIsAClearError) {
       TriggeringFunction(TimeDomain::kEventTime), Identity);
   k.initialize_state(garbage);
   EXPECT_THROW(k.open(), std::runtime_error);
+  // Another operator's snapshot: says what may be wrong.
+  auto one = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+  one.open();
+  auto two = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+  harness::OperatorSnapshot other = one.snapshot();
+  other.bytes += "x";
+  two.initialize_state(other);
+  try {
+    two.open();
+    FAIL() << "bytes left over";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("is the snapshot another operator's"));
+  }
 }
 
 // --- batches (process_elements), as the task hands records ---------------

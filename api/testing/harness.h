@@ -56,6 +56,14 @@
 //   - Records a process function emits from a processing-time timer carry
 //     no timestamp (kNoTimestamp), as in current Flink (a processing-time
 //     window's results carry the window's max timestamp, as in Flink).
+//   - A snapshot keeps the input watermark the operator had reached (each
+//     input's, in a two-input harness), and open() hands it to the restored
+//     operator after restoring its state and before any record, as the
+//     runtime's input gate does (docs/checkpoints.md, "Watermarks are
+//     restored, unlike in Flink"): a record late before the snapshot is late
+//     after it, and a window kept for its allowed lateness fires again.
+//     (Flink's harness restarts at MIN.)  Restored from several snapshots,
+//     each input starts at the lowest of them, as a rescaled gate does.
 //   - Restoring at another parallelism picks the snapshots as the runtime
 //     does, by the operator's state_rescaling(): a keyed operator takes them
 //     all and keeps its own key groups, a watermark assigner none, a
@@ -254,6 +262,9 @@ struct OperatorSnapshot {
   int subtask = 0;
   int parallelism = 1;
   int max_parallelism = 128;
+  // The input watermark each input had reached (what the task's valve
+  // snapshots beside the operator); open() hands it back.  Empty: MIN.
+  std::vector<Timestamp> input_watermarks;
 };
 
 // What every harness has: the operator's surroundings (clock, timers,
@@ -303,15 +314,36 @@ class OperatorTestHarnessBase {
       internal::StateReader r(s.bytes);
       op_->RestoreState(r);
       if (!r.AtEnd())
-        throw std::runtime_error("restoring operator '" + options_.operator_name +
-                                 "': " + (r.ok() ? std::string("bytes left over") : r.error()));
+        throw std::runtime_error(
+            "restoring operator '" + options_.operator_name + "': " +
+            (r.ok() ? std::string("bytes left over (is the snapshot another operator's, or of "
+                                  "another state layout?)")
+                    : r.error()));
+    }
+    // The valve's watermark, the lowest over every snapshot given (the
+    // gate's, not the operator's state: a watermark assigner gets it too).
+    // A snapshot without them (or with another number of inputs): MIN.
+    std::vector<Timestamp> lowest;
+    for (size_t k = 0; k < restore_.size(); ++k) {
+      const std::vector<Timestamp>& w = restore_[k].input_watermarks;
+      if (k == 0) {
+        lowest = w;
+      } else if (w.size() != lowest.size()) {
+        lowest.clear();
+        break;
+      } else {
+        for (size_t i = 0; i < w.size(); ++i) lowest[i] = std::min(lowest[i], w[i]);
+      }
     }
     restore_.clear();
+    if (!lowest.empty()) RestoreInputWatermarks(lowest);
   }
   // The end of a bounded input, as the runtime ends it: the final
   // watermark (kMaxTimestamp: every event-time timer fires), then Finish().
+  // Records, watermarks or a second end_input() after it are errors.
   void end_input() {
-    RequireOpen("end_input");
+    RequireInput("end_input");
+    ended_ = true;
     DeliverWatermark(kMaxTimestamp);
     op_->Finish();
   }
@@ -324,8 +356,11 @@ class OperatorTestHarnessBase {
 
   // --- processing time ---
   // Moves the clock to `t` and fires every processing-time timer due, i.e.
-  // registered for a time < t (see the file comment).
+  // registered for a time < t (see the file comment).  Before open() it only
+  // sets the clock; after close() it is an error (the operator is gone, as
+  // the runtime's timer service stops with the task).
   void set_processing_time(Timestamp t) {
+    if (closed_) throw std::logic_error("set_processing_time() after close()");
     clock_.Set(t);
     timers_.FireDue(t);
   }
@@ -339,8 +374,12 @@ class OperatorTestHarnessBase {
     op_->PrepareSnapshotPreBarrier(checkpoint_id);
     internal::StateWriter w;
     op_->SnapshotState(w);
-    return OperatorSnapshot{w.Release(), checkpoint_id, options_.subtask, options_.parallelism,
-                            options_.max_parallelism};
+    return OperatorSnapshot{w.Release(),
+                            checkpoint_id,
+                            options_.subtask,
+                            options_.parallelism,
+                            options_.max_parallelism,
+                            InputWatermarks()};
   }
   void notify_checkpoint_complete(int64_t checkpoint_id) {
     op_->NotifyCheckpointComplete(checkpoint_id);
@@ -396,7 +435,7 @@ class OperatorTestHarnessBase {
   // the task would once its input's channels combined it; what the operator
   // sends on is in generalized_watermarks() of the output.
   void process_generalized_watermark(const GeneralizedWatermark& w) {
-    this->RequireOpen("process_generalized_watermark");
+    this->RequireInput("process_generalized_watermark");
     op_->ProcessGeneralizedWatermark(w);
   }
 
@@ -432,6 +471,17 @@ class OperatorTestHarnessBase {
   void RequireOpen(const char* what) const {
     if (!opened_) throw std::logic_error(std::string(what) + "() before open()");
     if (closed_) throw std::logic_error(std::string(what) + "() after close()");
+  }
+  // What an input takes (records, watermarks): open, and its input not ended.
+  void RequireInput(const char* what) const {
+    RequireOpen(what);
+    if (ended_) throw std::logic_error(std::string(what) + "() after end_input()");
+  }
+  // Each input's watermark, for a snapshot; and handing restored ones back
+  // (open()).  One input here; the two-input harness has two.
+  virtual std::vector<Timestamp> InputWatermarks() const { return {watermark_}; }
+  virtual void RestoreInputWatermarks(const std::vector<Timestamp>& w) {
+    if (w.size() == 1) DeliverWatermark(w[0]);
   }
   // The snapshots open() restores (see "Restoring at another parallelism"
   // in the file comment; the runtime's StreamTask::OldStatesFor).
@@ -515,6 +565,7 @@ class OperatorTestHarnessBase {
   std::vector<OperatorSnapshot> restore_;
   bool opened_ = false;
   bool closed_ = false;
+  bool ended_ = false;
 };
 
 // One operator with one input (Flink's OneInputStreamOperatorTestHarness).
@@ -532,7 +583,7 @@ class OneInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
 
   // A record with event timestamp `ts` (kNoTimestamp: none).
   void process_element(In value, Timestamp ts = kNoTimestamp) {
-    this->RequireOpen("process_element");
+    this->RequireInput("process_element");
     input_->ProcessElement(std::move(value), ts);
   }
   void process_element(StreamRecord<In> r) { process_element(std::move(r.value), r.timestamp); }
@@ -541,14 +592,14 @@ class OneInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
   // batch in one call, and some work on it as a whole (the keyed ones load
   // the state of the next records while one is processed).
   void process_elements(std::vector<StreamRecord<In>> records) {
-    this->RequireOpen("process_elements");
+    this->RequireInput("process_elements");
     std::vector<internal::Record<In>> batch = this->ToBatch(std::move(records));
     input_->ProcessBatch(std::span<internal::Record<In>>(batch));
   }
   // The input's watermark: fires event-time timers <= w, then (by default
   // operators) forwards it.  Ignored unless it advances.
   void process_watermark(Timestamp w) {
-    this->RequireOpen("process_watermark");
+    this->RequireInput("process_watermark");
     this->DeliverWatermark(w);
   }
 
@@ -562,18 +613,24 @@ class KeyedStateReader {
  public:
   explicit KeyedStateReader(OperatorBase* op)
       : store_(dynamic_cast<internal::KeyedStateIntrospection<K>*>(op)) {}
-  // Value state `name` of `key`; nullopt when the key has none.  (A name
-  // read before the function ever used it is created, empty.)
+  // Value state `name` of `key`; nullopt when the key has none, or no state
+  // of that name exists yet (reading does not make it: the function's first
+  // use decides its type).  V must be the type the function uses: reading
+  // state the function made, or restored state it has not read yet, with
+  // another type is an error (std::logic_error / std::runtime_error).
   template <typename V>
   std::optional<V> get_state(const K& key, std::string_view name) {
+    if (!Store().Contains(name)) return std::nullopt;
     return ValueState<K, V>(&Store().template Table<V>(name), &key).value();
   }
   template <typename V>
   std::vector<V> get_list_state(const K& key, std::string_view name) {
+    if (!Store().Contains(name)) return {};
     return ListState<K, V>(&Store().template Table<std::vector<V>>(name), &key).get();
   }
   template <typename UK, typename UV>
   std::map<UK, UV, KeyLess<UK>> get_map_state(const K& key, std::string_view name) {
+    if (!Store().Contains(name)) return {};
     // Through the handle: after a snapshot the entries may sit in the
     // table's copy-on-write layers, not in its map.
     using M = MapState<K, UK, UV>;
@@ -617,40 +674,40 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
   }
 
   void process_element1(In1 value, Timestamp ts = kNoTimestamp) {
-    this->RequireOpen("process_element1");
+    this->RequireInput("process_element1");
     input_->ProcessElement1(std::move(value), ts);
   }
   void process_element2(In2 value, Timestamp ts = kNoTimestamp) {
-    this->RequireOpen("process_element2");
+    this->RequireInput("process_element2");
     input_->ProcessElement2(std::move(value), ts);
   }
   // Each input's records as one batch (OneInputOperatorTestHarness::
   // process_elements).
   void process_elements1(std::vector<StreamRecord<In1>> records) {
-    this->RequireOpen("process_elements1");
+    this->RequireInput("process_elements1");
     std::vector<internal::Record<In1>> batch = this->ToBatch(std::move(records));
     input_->ProcessBatch1(std::span<internal::Record<In1>>(batch));
   }
   void process_elements2(std::vector<StreamRecord<In2>> records) {
-    this->RequireOpen("process_elements2");
+    this->RequireInput("process_elements2");
     std::vector<internal::Record<In2>> batch = this->ToBatch(std::move(records));
     input_->ProcessBatch2(std::span<internal::Record<In2>>(batch));
   }
   // Each input's watermark; the operator gets the minimum of the two when it
   // advances (the input gate's rule).
   void process_watermark1(Timestamp w) {
-    this->RequireOpen("process_watermark1");
+    this->RequireInput("process_watermark1");
     w1_ = std::max(w1_, w);
     this->DeliverWatermark(std::min(w1_, w2_));
   }
   void process_watermark2(Timestamp w) {
-    this->RequireOpen("process_watermark2");
+    this->RequireInput("process_watermark2");
     w2_ = std::max(w2_, w);
     this->DeliverWatermark(std::min(w1_, w2_));
   }
   // Both inputs at `w`.
   void process_watermark(Timestamp w) {
-    this->RequireOpen("process_watermark");
+    this->RequireInput("process_watermark");
     w1_ = std::max(w1_, w);
     w2_ = std::max(w2_, w);
     this->DeliverWatermark(std::min(w1_, w2_));
@@ -660,16 +717,25 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
   // function's on_watermark_from_first_input, ..._non_broadcast_input; the
   // second's, ..._broadcast_input).
   void process_generalized_watermark1(const GeneralizedWatermark& w) {
-    this->RequireOpen("process_generalized_watermark1");
+    this->RequireInput("process_generalized_watermark1");
     input_->ProcessGeneralizedWatermark1(w);
   }
   void process_generalized_watermark2(const GeneralizedWatermark& w) {
-    this->RequireOpen("process_generalized_watermark2");
+    this->RequireInput("process_generalized_watermark2");
     input_->ProcessGeneralizedWatermark2(w);
   }
   // A two-input operator hears each input's values (above): the task never
   // hands one over without its input.
   void process_generalized_watermark(const GeneralizedWatermark& w) = delete;
+
+ protected:
+  std::vector<Timestamp> InputWatermarks() const override { return {w1_, w2_}; }
+  void RestoreInputWatermarks(const std::vector<Timestamp>& w) override {
+    if (w.size() != 2) return;
+    w1_ = w[0];
+    w2_ = w[1];
+    this->DeliverWatermark(std::min(w1_, w2_));
+  }
 
  private:
   TwoInputOperatorBase<In1, In2>* input_;

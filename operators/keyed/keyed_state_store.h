@@ -1055,6 +1055,12 @@ class KeyedStateStore {
     return TableOn<V, N>(name, kv_ != nullptr, /*handles=*/true);
   }
   size_t num_tables() const { return tables_.size(); }
+  // Whether state `name` exists: made by Table / HandleTable, or restored and
+  // not yet read (a native RocksDB restore's included).  Reading it without
+  // making it (the test harness's get_state) asks this first.
+  bool Contains(std::string_view name) const {
+    return tables_.contains(name) || pending_.contains(name) || kv_ids_.contains(name);
+  }
 
   // Opens the job's state backend for this operator instance: nothing on the
   // heap; on RocksDB a database of the instance's own (runtime/state/

@@ -413,7 +413,9 @@ class LocalAggregateOperator final
       largest = std::max(largest, FlushPane(panes_open_.begin()));
     NotePaneSize(largest);
     ShrinkReach();
-    last_watermark_ = watermark;
+    // Never back: after a rescaled restore the input gate hands the lowest
+    // of the old subtasks' watermarks, and the state restored the largest.
+    last_watermark_ = std::max(last_watermark_, watermark);
     PublishCounts();
     this->ForwardWatermark(watermark);
   }

@@ -28,17 +28,20 @@
 //
 //   template <>
 //   struct tidemark::StateCodec<MyState> {
-//     static void Encode(internal::StateWriter& w, const MyState& s) {
-//       internal::Encode(w, s.name);
-//       internal::Encode(w, s.counts);
+//     static void Encode(tidemark::StateWriter& w, const MyState& s) {
+//       tidemark::EncodeState(w, s.name);
+//       tidemark::EncodeState(w, s.counts);
 //     }
-//     static MyState Decode(internal::StateReader& r) {
+//     static MyState Decode(tidemark::StateReader& r) {
 //       MyState s;
-//       s.name = internal::Decode<std::string>(r);
-//       s.counts = internal::Decode<std::vector<int64_t>>(r);
+//       s.name = tidemark::DecodeState<std::string>(r);
+//       s.counts = tidemark::DecodeState<std::vector<int64_t>>(r);
 //       return s;
 //     }
 //   };
+//
+// (tidemark::StateWriter / StateReader / EncodeState / DecodeState are the
+// public names of internal::StateWriter / StateReader / Encode / Decode.)
 //
 // The reader never throws and never reads out of bounds: reading past the end
 // (or a malformed value) sets a sticky error, every later read returns zeros /
@@ -491,8 +494,8 @@ template <typename T>
 void Encode(StateWriter& w, const T& v) {
   static_assert(HasStateCodec<T>,
                 "tidemark: no StateCodec for this state type: specialise tidemark::StateCodec<T> "
-                "for your type (static void Encode(internal::StateWriter&, const T&); static T "
-                "Decode(internal::StateReader&)), see runtime/state_codec.h.  Only trivially "
+                "for your type (static void Encode(tidemark::StateWriter&, const T&); static T "
+                "Decode(tidemark::StateReader&)), see runtime/state/state_codec.h.  Only trivially "
                 "copyable types without pointers are encoded as they are.");
   if constexpr (HasStateCodec<T>) StateCodec<T>::Encode(w, v);
 }
@@ -500,8 +503,8 @@ template <typename T>
 T Decode(StateReader& r) {
   static_assert(HasStateCodec<T>,
                 "tidemark: no StateCodec for this state type: specialise tidemark::StateCodec<T> "
-                "for your type (static void Encode(internal::StateWriter&, const T&); static T "
-                "Decode(internal::StateReader&)), see runtime/state_codec.h.  Only trivially "
+                "for your type (static void Encode(tidemark::StateWriter&, const T&); static T "
+                "Decode(tidemark::StateReader&)), see runtime/state/state_codec.h.  Only trivially "
                 "copyable types without pointers are encoded as they are.");
   return StateCodec<T>::Decode(r);
 }
@@ -512,6 +515,21 @@ inline constexpr bool kIsCodecInteger = std::is_integral_v<T> &&
                                         (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 ||
                                          sizeof(T) == 8);
 }  // namespace internal
+
+// The public names of what a StateCodec specialisation (or a watermark
+// generator's SnapshotState / RestoreState) works with: the writer and
+// reader, and the codec of each field.  Write codecs with these; the
+// internal:: names they stand for may move.
+using StateWriter = internal::StateWriter;
+using StateReader = internal::StateReader;
+template <typename T>
+void EncodeState(StateWriter& w, const T& v) {
+  internal::Encode(w, v);
+}
+template <typename T>
+T DecodeState(StateReader& r) {
+  return internal::Decode<T>(r);
+}
 
 template <typename T>
 struct StateCodec<T, std::enable_if_t<internal::kIsCodecInteger<T> || std::is_enum_v<T> ||

@@ -53,6 +53,8 @@ class WatermarkGeneratorBase {
   // Checkpoints: the generator's state (the maximum timestamp seen, ...), so
   // that a restored job emits the watermarks it would have emitted (see
   // docs/checkpoints.md).  A generator that keeps none restarts from scratch.
+  // (internal::StateWriter / StateReader are tidemark::StateWriter /
+  // StateReader, runtime/state/state_codec.h: override with those names.)
   virtual void SnapshotState(internal::StateWriter& /*w*/) const {}
   virtual void RestoreState(internal::StateReader& /*r*/) {}
 };
