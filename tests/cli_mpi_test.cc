@@ -648,6 +648,7 @@ TEST(MpiAgreement, RanksGivenAnotherWindowFailTheJobBeforeItStarts) {
 // A command-line error every rank meets (an unknown flag, a flag without
 // the one it needs, an unknown command) is said once, by rank 0, as the
 // job's own errors are; every rank exits 2.  Before, each rank printed it.
+// With a command line per rank, each rank says its own.
 TEST(MpiAgreement, ACommandLineErrorIsSaidOnceByRankZero) {
   auto count = [](const std::string& text, const std::string& what) {
     std::vector<std::string> parts = absl::StrSplit(text, what);
@@ -664,6 +665,15 @@ TEST(MpiAgreement, ACommandLineErrorIsSaidOnceByRankZero) {
   MpiRun command = RunMpi(2, TIDEMARK_BINARY, {"rnu"}, 60s);
   EXPECT_EQ(command.exit_code, 2) << command.err;
   EXPECT_EQ(count(command.err, "tidemark: unknown command 'rnu'"), 1u) << command.err;
+  // A command line of each rank's own (mpirun's `:`): only rank 1's is
+  // wrong, and rank 1 says so, naming itself.
+  const std::string a = InputFile("mpi_flag_error.txt", {"k1,1000", "k2,2000"});
+  MpiRun one = RunMpiEach(TIDEMARK_BINARY,
+                          {{"run", "--input=" + a, "--fields=key,ts"},
+                           {"run", "--input=" + a, "--fields=key,ts", "--no-such-flag=1"}},
+                          90s);
+  EXPECT_NE(one.exit_code, 0);
+  EXPECT_EQ(count(one.err, "tidemark: rank 1: unknown flag --no-such-flag"), 1u) << one.err;
 }
 
 TEST(MpiAgreement, ARankRestoringAnotherCheckpointFailsTheJobNamingRankZerosCheckpoint) {

@@ -611,6 +611,9 @@ TEST(LocalAggregateOperator, ARestoredSubtaskPassesAloneWhatWasLateBeforeTheChec
   merged->initialize_state(std::vector<harness::OperatorSnapshot>{snap, other_snap});
   merged->open();
   EXPECT_EQ(merged->get_operator<ReduceOp>().last_watermark(), 40);
+  // The input gate hands the lowest of the old subtasks' watermarks; the
+  // operator's own never goes back.
+  EXPECT_EQ(merged->get_emitted_watermarks(), std::vector<Timestamp>{20});
 }
 
 TEST(LocalAggregateOperator, IdlenessSendsThePartialsAndThenEveryRecordPassesAlone) {

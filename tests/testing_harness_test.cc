@@ -827,6 +827,51 @@ TEST(HarnessTest, ARestoredTwoInputOperatorGetsEachInputsWatermarkBack) {
   h.process_watermark1(15);
   EXPECT_EQ(h.get_output(),
             (Out{watermark(10), stream_record(std::string("1WM:10 TS:12"), 12), watermark(15)}));
+
+  // Rescaled (two old subtasks into one), every input starts at the lowest
+  // of the old subtasks' watermarks, as a rescaled gate does: input 2 holds
+  // the operator at 10 until it passes it.
+  harness::OperatorSnapshot other = snapshot;
+  other.subtask = 1;
+  other.parallelism = snapshot.parallelism = 2;
+  other.input_watermarks = {12, 30};
+  auto rescaled =
+      harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+          WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+  rescaled.initialize_state(std::vector<harness::OperatorSnapshot>{snapshot, other});
+  rescaled.open();
+  rescaled.process_watermark1(15);
+  EXPECT_EQ(rescaled.get_emitted_watermarks(), std::vector<Timestamp>{10});
+  rescaled.process_watermark2(15);
+  EXPECT_EQ(rescaled.get_emitted_watermarks(), (std::vector<Timestamp>{10, 15}));
+
+  // A one-input operator's snapshot is refused by a two-input harness.
+  auto one = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+  one.open();
+  auto two = harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+      WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+  two.initialize_state(one.snapshot());
+  EXPECT_THROW(two.open(), std::invalid_argument);
+}
+
+// An input that was idle at the snapshot is idle again after the restore,
+// after its watermark, as the runtime's gate restores its valve.
+TEST(HarnessTest, ARestoredInputThatWasIdleIsIdleAgain) {
+  harness::OperatorSnapshot snapshot;
+  {
+    auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+    h.open();
+    h.process_watermark(7);
+    h.process_watermark_status(WatermarkStatus::kIdle);
+    snapshot = h.snapshot();
+  }
+  EXPECT_TRUE(snapshot.input_idle);
+  auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
+  h.initialize_state(snapshot);
+  h.open();
+  const harness::Emitted<int> idle(harness::Emitted<int>::kStatus, std::nullopt,
+                                   static_cast<Timestamp>(WatermarkStatus::kIdle));
+  EXPECT_EQ(h.get_output(), (IntOut{watermark(7), idle}));
 }
 
 // After end_input() an input takes nothing more, and after close() the
@@ -844,7 +889,14 @@ TEST(HarnessTest, NothingReachesTheOperatorAfterItsInputEndedOrItClosed) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("process_element() after end_input()"));
   }
   EXPECT_THROW(h.process_watermark(200), std::logic_error);
+  EXPECT_THROW(h.process_watermark_status(WatermarkStatus::kIdle), std::logic_error);
   EXPECT_THROW(h.end_input(), std::logic_error);
+  try {
+    h.set_processing_time(50);
+    FAIL() << "processing time after end_input()";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("set_processing_time() after end_input()"));
+  }
   h.close();
   try {
     h.set_processing_time(100);
@@ -878,6 +930,16 @@ TEST(HarnessTest, ReadingStateTheFunctionHasNotMadeLeavesItToTheFunction) {
   EXPECT_EQ(h.extract_output_values(), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(h.get_state<int64_t>(7, "count"), 2);
   EXPECT_THROW(h.get_state<int>(7, "count"), std::logic_error) << "now it has a type";
+
+  // Restored and not read yet: a read with another type is refused and
+  // leaves the restored state to the function.
+  auto restored = harness::ProcessFunctionTestHarnesses::for_keyed_process_function<int>(
+      Int64Counter(), Identity);
+  restored.initialize_state(h.snapshot());
+  restored.open();
+  EXPECT_THROW(restored.get_state<int>(7, "count"), std::runtime_error);
+  restored.process_element(7, 3);
+  EXPECT_EQ(restored.extract_output_values(), std::vector<int64_t>{3});
 }
 
 TEST(HarnessTest, MisuseIsAClearError) {

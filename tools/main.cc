@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 #include <string>
@@ -224,18 +225,31 @@ constexpr char kNotes[] =
 // The command whose flags are being parsed; errors point to its help.
 std::string g_command = "run";
 
-// Where a command-line error goes: stderr, except on the ranks other than 0
-// of a job under mpirun (the launcher's environment says which), where every
-// rank meets the same error and rank 0 says it for all (as run.cc's own
-// checks do).  Read from the environment: MPI is not initialised yet.
+// Where a command-line error goes, and what it starts with.  Under mpirun
+// with one command line for every rank, every rank meets the same error and
+// rank 0 says it for all (as run.cc's own checks do); the others keep quiet.
+// With several (`mpirun -n 1 tidemark run ... : -n 1 tidemark run ...`, Open
+// MPI's OMPI_NUM_APP_CTX > 1) the command lines may differ, and every rank
+// says its own, naming itself.  Read from the environment: MPI is not
+// initialised yet.
+bool SeveralCommandLines() {
+  const char* n = std::getenv("OMPI_NUM_APP_CTX");
+  return n != nullptr && std::atoi(n) > 1;
+}
 std::ostream& ErrorStream() {
   static std::ostream muted(nullptr);
-  return tidemark::ThisCluster().rank == 0 ? std::cerr : muted;
+  return tidemark::ThisCluster().rank == 0 || SeveralCommandLines() ? std::cerr : muted;
+}
+std::string ErrorStart() {
+  const tidemark::ClusterInfo c = tidemark::ThisCluster();
+  return c.distributed() && SeveralCommandLines()
+             ? "tidemark: rank " + std::to_string(c.rank) + ": "
+             : std::string("tidemark: ");
 }
 
 // One line on stderr and exit status 2; the line points to the command's help.
 int Usage(const std::string& msg) {
-  ErrorStream() << "tidemark: " << msg << "; see `tidemark " << g_command << " --help`\n";
+  ErrorStream() << ErrorStart() << msg << "; see `tidemark " << g_command << " --help`\n";
   return 2;
 }
 
@@ -454,7 +468,7 @@ bool GuardStandardDescriptors() {
 int main(int argc, char** argv) {
   const bool stdin_closed = GuardStandardDescriptors();
   if (argc < 2) {
-    ErrorStream() << "tidemark: missing command\n" << kUsage;
+    ErrorStream() << ErrorStart() << "missing command\n" << kUsage;
     return 2;
   }
   const std::string command = argv[1];
@@ -469,7 +483,7 @@ int main(int argc, char** argv) {
     }
     const std::string of = argv[2];
     if (of != "run" && of != "demo") {
-      ErrorStream() << "tidemark: no command '" << of << "' (commands: run, demo)\n";
+      ErrorStream() << ErrorStart() << "no command '" << of << "' (commands: run, demo)\n";
       return 2;
     }
     PrintCommandHelp(of);
@@ -477,7 +491,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> inputs;
   if (command != "run" && command != "demo") {
-    ErrorStream() << "tidemark: unknown command '" << command << "' (see `tidemark --help`)\n";
+    ErrorStream() << ErrorStart() << "unknown command '" << command
+                  << "' (see `tidemark --help`)\n";
     return 2;
   }
   g_command = command;

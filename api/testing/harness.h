@@ -57,13 +57,15 @@
 //     no timestamp (kNoTimestamp), as in current Flink (a processing-time
 //     window's results carry the window's max timestamp, as in Flink).
 //   - A snapshot keeps the input watermark the operator had reached (each
-//     input's, in a two-input harness), and open() hands it to the restored
-//     operator after restoring its state and before any record, as the
-//     runtime's input gate does (docs/checkpoints.md, "Watermarks are
-//     restored, unlike in Flink"): a record late before the snapshot is late
-//     after it, and a window kept for its allowed lateness fires again.
-//     (Flink's harness restarts at MIN.)  Restored from several snapshots,
-//     each input starts at the lowest of them, as a rescaled gate does.
+//     input's, in a two-input harness) and whether its input was idle, and
+//     open() hands them to the restored operator after restoring its state
+//     and before any record, as the runtime's input gate does
+//     (docs/checkpoints.md, "Watermarks are restored, unlike in Flink"): a
+//     record late before the snapshot is late after it, and a window kept
+//     for its allowed lateness fires again.  (Flink's harness restarts at
+//     MIN.)  Rescaled (snapshots of other subtasks, or several), every input
+//     starts at the lowest of their watermarks, active, as a rescaled gate
+//     does.
 //   - Restoring at another parallelism picks the snapshots as the runtime
 //     does, by the operator's state_rescaling(): a keyed operator takes them
 //     all and keeps its own key groups, a watermark assigner none, a
@@ -262,9 +264,11 @@ struct OperatorSnapshot {
   int subtask = 0;
   int parallelism = 1;
   int max_parallelism = 128;
-  // The input watermark each input had reached (what the task's valve
-  // snapshots beside the operator); open() hands it back.  Empty: MIN.
+  // The input watermark each input had reached and whether the input was
+  // idle (what the task's input gate snapshots beside the operator); open()
+  // hands them back (OperatorTestHarnessBase::RestoreInputs).  Empty: MIN.
   std::vector<Timestamp> input_watermarks;
+  bool input_idle = false;
 };
 
 // What every harness has: the operator's surroundings (clock, timers,
@@ -306,6 +310,13 @@ class OperatorTestHarnessBase {
   // does not read back.
   void open() {
     RequireNotOpen("open");
+    const size_t inputs = InputWatermarks().size();
+    for (const OperatorSnapshot& s : restore_) {
+      if (!s.input_watermarks.empty() && s.input_watermarks.size() != inputs)
+        throw std::invalid_argument("initialize_state: a snapshot of an operator with " +
+                                    std::to_string(s.input_watermarks.size()) +
+                                    " input(s) restored into one with " + std::to_string(inputs));
+    }
     const std::vector<const OperatorSnapshot*> picked = SnapshotsToRestore();
     op_->Open(ctx_);
     opened_ = true;
@@ -320,27 +331,14 @@ class OperatorTestHarnessBase {
                                   "another state layout?)")
                     : r.error()));
     }
-    // The valve's watermark, the lowest over every snapshot given (the
-    // gate's, not the operator's state: a watermark assigner gets it too).
-    // A snapshot without them (or with another number of inputs): MIN.
-    std::vector<Timestamp> lowest;
-    for (size_t k = 0; k < restore_.size(); ++k) {
-      const std::vector<Timestamp>& w = restore_[k].input_watermarks;
-      if (k == 0) {
-        lowest = w;
-      } else if (w.size() != lowest.size()) {
-        lowest.clear();
-        break;
-      } else {
-        for (size_t i = 0; i < w.size(); ++i) lowest[i] = std::min(lowest[i], w[i]);
-      }
-    }
+    RestoreInputs();
     restore_.clear();
-    if (!lowest.empty()) RestoreInputWatermarks(lowest);
   }
   // The end of a bounded input, as the runtime ends it: the final
   // watermark (kMaxTimestamp: every event-time timer fires), then Finish().
-  // Records, watermarks or a second end_input() after it are errors.
+  // Records, watermarks, statuses, processing time or a second end_input()
+  // after it are errors (the runtime drops the processing-time timers not
+  // yet due at the end of input).
   void end_input() {
     RequireInput("end_input");
     ended_ = true;
@@ -357,10 +355,15 @@ class OperatorTestHarnessBase {
   // --- processing time ---
   // Moves the clock to `t` and fires every processing-time timer due, i.e.
   // registered for a time < t (see the file comment).  Before open() it only
-  // sets the clock; after close() it is an error (the operator is gone, as
-  // the runtime's timer service stops with the task).
+  // sets the clock; after end_input() or close() it is an error (the runtime
+  // drops the timers not yet due when the input ends, and the operator is
+  // gone after close()).
   void set_processing_time(Timestamp t) {
     if (closed_) throw std::logic_error("set_processing_time() after close()");
+    if (ended_)
+      throw std::logic_error(
+          "set_processing_time() after end_input() (the runtime drops the processing-time "
+          "timers not yet due at the end of input)");
     clock_.Set(t);
     timers_.FireDue(t);
   }
@@ -379,7 +382,8 @@ class OperatorTestHarnessBase {
                             options_.subtask,
                             options_.parallelism,
                             options_.max_parallelism,
-                            InputWatermarks()};
+                            InputWatermarks(),
+                            idle_};
   }
   void notify_checkpoint_complete(int64_t checkpoint_id) {
     op_->NotifyCheckpointComplete(checkpoint_id);
@@ -430,7 +434,11 @@ class OperatorTestHarnessBase {
   internal::ProcessingTimeService& processing_time_service() { return timers_; }
   RecordingOutput<Out>& main_output() { return main_; }
   // Delivers watermark status `s` (idle / active) as the task would.
-  void process_watermark_status(WatermarkStatus s) { op_->ProcessStatus(s); }
+  void process_watermark_status(WatermarkStatus s) {
+    RequireInput("process_watermark_status");
+    idle_ = s == WatermarkStatus::kIdle;
+    op_->ProcessStatus(s);
+  }
   // Delivers generalized watermark `w` (docs/generalized-watermarks.md) as
   // the task would once its input's channels combined it; what the operator
   // sends on is in generalized_watermarks() of the output.
@@ -477,11 +485,38 @@ class OperatorTestHarnessBase {
     RequireOpen(what);
     if (ended_) throw std::logic_error(std::string(what) + "() after end_input()");
   }
-  // Each input's watermark, for a snapshot; and handing restored ones back
-  // (open()).  One input here; the two-input harness has two.
+  // Each input's watermark, for a snapshot; and setting them after a restore
+  // (one per input), handing the operator what that makes its watermark.
+  // One input here; the two-input harness has two.
   virtual std::vector<Timestamp> InputWatermarks() const { return {watermark_}; }
-  virtual void RestoreInputWatermarks(const std::vector<Timestamp>& w) {
-    if (w.size() == 1) DeliverWatermark(w[0]);
+  virtual void SetInputWatermarks(const std::vector<Timestamp>& w) { DeliverWatermark(w.at(0)); }
+  // What the input gate restores besides the operator's state
+  // (runtime/io/detail/input_gate.cc): restored at the same parallelism from
+  // this subtask's own snapshot, each input's watermark and the status;
+  // otherwise (rescaled: other subtasks, several snapshots) every input at
+  // the lowest of the snapshots' watermarks, active.  Handed to the operator
+  // after its state and before any record.  A snapshot without watermarks
+  // (made by hand) counts as MIN.
+  void RestoreInputs() {
+    const size_t inputs = InputWatermarks().size();
+    if (restore_.empty()) return;
+    const OperatorSnapshot& first = restore_.front();
+    if (restore_.size() == 1 && first.parallelism == options_.parallelism &&
+        first.subtask == options_.subtask) {
+      if (!first.input_watermarks.empty()) SetInputWatermarks(first.input_watermarks);
+      if (first.input_idle) {
+        idle_ = true;
+        op_->ProcessStatus(WatermarkStatus::kIdle);
+      }
+      return;
+    }
+    Timestamp lowest = kMaxTimestamp;
+    for (const OperatorSnapshot& s : restore_) {
+      Timestamp combined = s.input_watermarks.empty() ? kMinTimestamp : kMaxTimestamp;
+      for (Timestamp w : s.input_watermarks) combined = std::min(combined, w);
+      lowest = std::min(lowest, combined);
+    }
+    if (lowest > kMinTimestamp) SetInputWatermarks(std::vector<Timestamp>(inputs, lowest));
   }
   // The snapshots open() restores (see "Restoring at another parallelism"
   // in the file comment; the runtime's StreamTask::OldStatesFor).
@@ -566,6 +601,7 @@ class OperatorTestHarnessBase {
   bool opened_ = false;
   bool closed_ = false;
   bool ended_ = false;
+  bool idle_ = false;  // the last status given (process_watermark_status)
 };
 
 // One operator with one input (Flink's OneInputStreamOperatorTestHarness).
@@ -621,12 +657,12 @@ class KeyedStateReader {
   template <typename V>
   std::optional<V> get_state(const K& key, std::string_view name) {
     if (!Store().Contains(name)) return std::nullopt;
-    return ValueState<K, V>(&Store().template Table<V>(name), &key).value();
+    return ValueState<K, V>(&Store().template HandleTable<V>(name), &key).value();
   }
   template <typename V>
   std::vector<V> get_list_state(const K& key, std::string_view name) {
     if (!Store().Contains(name)) return {};
-    return ListState<K, V>(&Store().template Table<std::vector<V>>(name), &key).get();
+    return ListState<K, V>(&Store().template HandleTable<std::vector<V>>(name), &key).get();
   }
   template <typename UK, typename UV>
   std::map<UK, UV, KeyLess<UK>> get_map_state(const K& key, std::string_view name) {
@@ -635,7 +671,7 @@ class KeyedStateReader {
     // table's copy-on-write layers, not in its map.
     using M = MapState<K, UK, UV>;
     return std::map<UK, UV, KeyLess<UK>>(
-        M(&Store().template Table<typename M::Storage>(name), &key).entries());
+        M(&Store().template HandleTable<typename M::Storage>(name), &key).entries());
   }
 
  private:
@@ -730,10 +766,9 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
 
  protected:
   std::vector<Timestamp> InputWatermarks() const override { return {w1_, w2_}; }
-  void RestoreInputWatermarks(const std::vector<Timestamp>& w) override {
-    if (w.size() != 2) return;
-    w1_ = w[0];
-    w2_ = w[1];
+  void SetInputWatermarks(const std::vector<Timestamp>& w) override {
+    w1_ = w.at(0);
+    w2_ = w.at(1);
     this->DeliverWatermark(std::min(w1_, w2_));
   }
 

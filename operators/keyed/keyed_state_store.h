@@ -1298,13 +1298,18 @@ class KeyedStateStore {
   template <typename V, typename N>
   StateTable<K, N, V>& FindOrMakeTable(std::string_view name, bool on_kv, bool handles) {
     auto it = tables_.find(name);
-    if (it == tables_.end())
+    const bool made = it == tables_.end();
+    if (made)
       it = tables_.emplace(std::string(name), std::make_unique<StateTable<K, N, V>>()).first;
     auto* t = dynamic_cast<StateTable<K, N, V>*>(it->second.get());
     if (t == nullptr)
       throw std::logic_error("state '" + std::string(name) + "' was created with another type");
-    if (std::string e = RestoredTypeMismatch(it->first, *t); !e.empty())
+    if (std::string e = RestoredTypeMismatch(it->first, *t); !e.empty()) {
+      // Read with another type than it was checkpointed with: the restored
+      // bytes stay for a read with the right type.
+      if (made) tables_.erase(it);
       throw std::runtime_error(e);
+    }
     if (on_kv && !t->on_kv()) {
       // The number a native restore found it under, else a new one.
       auto known = kv_ids_.find(name);

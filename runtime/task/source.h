@@ -125,7 +125,10 @@ class SourceOutput {
     return *this;
   }
   // The split has ended (Flink's releaseOutputForSplit): it no longer holds
-  // the subtask's watermark back.
+  // the subtask's watermark back.  Releasing the last split changes neither
+  // the subtask's watermark nor its status: a source that stays open with no
+  // split marks itself idle (MarkIdle on this output), or it holds the
+  // watermark (and its alignment group) where it was.
   virtual void ReleaseSplit(const std::string& split_id) { (void)split_id; }
 
  protected:
