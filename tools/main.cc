@@ -6,7 +6,8 @@
 //
 // Flags are Abseil flags, given as --name=value (--input may repeat).  An
 // unknown flag or a bad value is a one-line error and exit status 2, before
-// anything runs (under mpirun said by rank 0 only).
+// anything runs (under mpirun said once, by rank 0, unless each rank has a
+// command line of its own: ErrorStream below).
 //
 // At start-up fds 0, 1 and 2 are made sure to be open (/dev/null on a closed
 // one), so no descriptor the job opens later (an eventfd, a file) becomes
