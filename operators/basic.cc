@@ -208,13 +208,24 @@ void TimestampsAndWatermarksCore::RestoreCore(StateReader& r) {
   if (!gr.ok()) r.Fail(absl::StrCat("watermark generator: ", gr.error()));
   if (!per_split_) return;
   const uint64_t n = r.GetU64("splits");
+  std::vector<std::string> ids;
   for (uint64_t i = 0; i < n && r.ok(); ++i) {
     std::string id(r.GetBytes("split id"));
     RestoredSplit rs;
     rs.watermark = r.GetI64("split watermark");
     rs.generator = std::string(r.GetBytes("split generator"));
+    ids.push_back(id);
     restored_splits_[id] = std::move(rs);
   }
+  if (!r.ok()) return;
+  // Every split the subtask held at the checkpoint counts again at once,
+  // with its watermark, as it did before: the source reads its splits back
+  // one after another, and the first one read must not move the subtask's
+  // watermark past one not yet read (a record of that one would then be
+  // late where a run without the restore took it on time).  A split stops
+  // counting when the source releases it (SourceDriverCore::DropSplit
+  // releases a restored split the source ends before any record of it).
+  for (const std::string& id : ids) RegisterSplit(id);
 }
 
 void TimestampsAndWatermarksCore::SplitState::EmitWatermark(Timestamp w) {

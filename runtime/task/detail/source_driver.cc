@@ -31,7 +31,18 @@ SourceDriverCore::SplitOutputBase& SourceDriverCore::SplitFor(const std::string&
 
 void SourceDriverCore::DropSplit(const std::string& split_id) {
   auto it = split_outputs_.find(split_id);
-  if (it == split_outputs_.end()) return;
+  if (it == split_outputs_.end()) {
+    // No output made for it in this run: a split restored from a checkpoint
+    // (the head registered it again with its watermark) that the source
+    // ends before any record of it.  Released there too, or its watermark
+    // would hold the subtask's until the end of the input.  (For a split the
+    // head never had, the registration is new and the release a no-op.)
+    if (splits_ != nullptr) {
+      FlushRun();
+      splits_->ReleaseSplit(splits_->RegisterSplit(split_id));
+    }
+    return;
+  }
   FlushRun();
   if (splits_ != nullptr) splits_->ReleaseSplit(it->second->index);
   split_outputs_.erase(it);
