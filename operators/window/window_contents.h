@@ -71,7 +71,10 @@ class KeyWindowContents {
   bool Has(const K& key, const W& sw) const { return table_->Find(key, sw) != nullptr; }
   void Clear(const K& key, const W& sw) {
     if (table_->kv == nullptr) [[likely]] {
-      table_->map.erase(KeyWindow<K, W>(key, sw));
+      // Through the table, never `map` alone: while a snapshot still reads
+      // a frozen copy-on-write layer, the erase leaves a tombstone over the
+      // entry there (else a purged window came back with its old contents).
+      table_->Erase(key, sw);
     } else if (table_->Find(key, sw) != nullptr) {
       table_->Erase(key, sw);
       --kv_live_;
@@ -102,7 +105,8 @@ class KeyWindowContents {
   template <typename F>
   void ForEachKeyWindow(F&& f) const {
     if (table_->kv == nullptr) {
-      for (const auto& [kw, v] : table_->map) f(kw.first, kw.second);
+      // The copy-on-write layers' entries included.
+      table_->ForEachEntry([&f](const KeyWindow<K, W>& kw, const V&) { f(kw.first, kw.second); });
       return;
     }
     std::deque<KeyWindow<K, W>> pairs;

@@ -392,7 +392,17 @@ struct NoStateCodec {
 // The raw-bytes codec of a trivially copyable type without pointers.
 template <typename T>
 struct TriviallyCopyableCodec {
-  static void Encode(StateWriter& w, const T& v) { w.PutRaw(&v, sizeof(T)); }
+  static void Encode(StateWriter& w, const T& v) {
+    if constexpr (std::is_empty_v<T>) {
+      // An empty type's one byte holds no value and is not initialised:
+      // written as 0, so that equal values encode alike (a key or namespace
+      // on RocksDB is looked up by its bytes: GlobalWindow's were not found).
+      const char zero = 0;
+      w.PutRaw(&zero, 1);
+    } else {
+      w.PutRaw(&v, sizeof(T));
+    }
+  }
   static T Decode(StateReader& r) {
     std::array<char, sizeof(T)> b{};
     const std::string_view s = r.GetRaw(sizeof(T), "trivially copyable value");
