@@ -169,6 +169,12 @@ TEST(CliHelpTest, AFlagWithoutTheOneItWorksWithIsRefused) {
        "--tolerable-failed-checkpoints needs --checkpoint-dir"},
       {{"--checkpoint-timeout=1s"},
        "--checkpoint-timeout needs --checkpoint-dir or --savepoint-dir"},
+      {{"--socket-retries=3"},
+       "--socket-retries needs --socket (files and standard input are not reconnected)"},
+      {{"--allow-non-restored-state"}, "--allow-non-restored-state needs --restore"},
+      {{"--aggregate=list", "--value=ts"},
+       "--value is not used by --aggregate=list (it counts the records and shows their "
+       "timestamps)"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
@@ -183,12 +189,38 @@ TEST(CliHelpTest, AFlagWithoutTheOneItWorksWithIsRefused) {
   for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
            {"--bad-lines=skip", "--dead-letter=" + dir + ".dl"},
            {"--alignment-max-drift=1s", "--alignment-update-interval=2s"},
-           {"--source-parallelism=1", "--per-split-watermarks=false"}}) {
+           {"--source-parallelism=1", "--per-split-watermarks=false"},
+           {"--aggregate=list", "--value="}}) {
     std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
     args.insert(args.end(), flags.begin(), flags.end());
     CliRun r = RunTidemark(args);
     EXPECT_EQ(r.exit_code, 0) << flags[0] << ": " << r.err;
   }
+}
+
+// A flag given twice is refused, naming it: absl keeps the last value, so a
+// second --window in a long command line would silently replace the first.
+// --input repeats (one input each), and so may the inputs alone.
+TEST(CliHelpTest, AFlagGivenTwiceIsRefusedExceptInput) {
+  const std::string in = testing::TempPath("twice.txt");
+  testing::WriteFile(in, "k,1000\n");
+  for (const std::vector<std::string>& twice :
+       std::vector<std::vector<std::string>>{{"--window=tumbling:3s", "--window=tumbling:10s"},
+                                             {"--late=side", "--late=drop"},
+                                             {"--explain", "--noexplain"}}) {
+    std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
+    args.insert(args.end(), twice.begin(), twice.end());
+    CliRun r = RunTidemark(args);
+    EXPECT_EQ(r.exit_code, 2) << twice[0];
+    const std::string name = twice[0].substr(2, twice[0].find('=') - 2);
+    EXPECT_EQ(r.err, "tidemark: flag --" + name +
+                         " is given twice; give it once (only --input repeats); see `tidemark "
+                         "run --help`\n")
+        << twice[0];
+    EXPECT_EQ(r.out, "") << twice[0];
+  }
+  CliRun r = RunTidemark({"run", "--input=" + in, "--input=" + in, "--fields=key,ts"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(CliHelpTest, BenchHelpListsItsFlags) {

@@ -369,6 +369,14 @@ std::string FlagWithoutWhatItNeeds(const std::set<std::string>& given) {
            "subtask of its own)";
   if (has("tolerable_failed_checkpoints") && absl::GetFlag(FLAGS_checkpoint_dir).empty())
     return "--tolerable-failed-checkpoints needs --checkpoint-dir";
+  if (has("socket_retries") && absl::GetFlag(FLAGS_socket).empty())
+    return "--socket-retries needs --socket (files and standard input are not reconnected)";
+  if (has("allow_non_restored_state") && absl::GetFlag(FLAGS_restore).empty())
+    return "--allow-non-restored-state needs --restore";
+  if (has("value") && !absl::GetFlag(FLAGS_value).empty() &&
+      absl::GetFlag(FLAGS_aggregate) == "list")
+    return "--value is not used by --aggregate=list (it counts the records and shows their "
+           "timestamps)";
   if (has("checkpoint_timeout") && absl::GetFlag(FLAGS_checkpoint_dir).empty() &&
       absl::GetFlag(FLAGS_savepoint_dir).empty())
     return "--checkpoint-timeout needs --checkpoint-dir or --savepoint-dir";
@@ -431,6 +439,13 @@ bool ParseFlags(int argc, char** argv, int first, const std::string& command,
     if (has_value && value.empty() && flag->IsOfType<std::string>() &&
         flag->Help().find("empty:") == std::string::npos) {
       Usage(absl::StrCat("flag --", given, " has an empty value; give one, or leave the flag out"));
+      return false;
+    }
+    // absl would keep the last value: a second --window or --late in a long
+    // command line would silently replace the first.
+    if (name != "input" && given_names->count(std::string(flag->Name())) > 0) {
+      Usage(absl::StrCat("flag --", Dashed(std::string(flag->Name())),
+                         " is given twice; give it once (only --input repeats)"));
       return false;
     }
     given_names->insert(std::string(flag->Name()));
