@@ -18,6 +18,17 @@ namespace tidemark {
 template <typename T, typename KeyFn>
 template <typename Function>
 auto KeyedStream<T, KeyFn>::process(Function f) const {
+  if constexpr (requires {
+                  typename Function::KeyType;
+                  typename Function::InputType;
+                }) {
+    static_assert(std::is_same_v<typename Function::KeyType, Key>,
+                  "tidemark: the KeyedProcessFunction<K, In, Out>'s K must be the key type that "
+                  "the key_by selector returns");
+    static_assert(std::is_same_v<typename Function::InputType, T>,
+                  "tidemark: the KeyedProcessFunction<K, In, Out>'s In must be the stream's record "
+                  "type");
+  }
   static_assert(
       requires { &Function::process_element; },
       "tidemark: a keyed stream's process(f) takes a KeyedProcessFunction<K, In, Out> "

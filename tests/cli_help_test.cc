@@ -198,31 +198,6 @@ TEST(CliHelpTest, AFlagWithoutTheOneItWorksWithIsRefused) {
   }
 }
 
-// A flag given twice is refused, naming it: absl keeps the last value, so a
-// second --window in a long command line would silently replace the first.
-// --input repeats (one input each), and so may the inputs alone.
-TEST(CliHelpTest, AFlagGivenTwiceIsRefusedExceptInput) {
-  const std::string in = testing::TempPath("twice.txt");
-  testing::WriteFile(in, "k,1000\n");
-  for (const std::vector<std::string>& twice :
-       std::vector<std::vector<std::string>>{{"--window=tumbling:3s", "--window=tumbling:10s"},
-                                             {"--late=side", "--late=drop"},
-                                             {"--explain", "--noexplain"}}) {
-    std::vector<std::string> args = {"run", "--input=" + in, "--fields=key,ts"};
-    args.insert(args.end(), twice.begin(), twice.end());
-    CliRun r = RunTidemark(args);
-    EXPECT_EQ(r.exit_code, 2) << twice[0];
-    const std::string name = twice[0].substr(2, twice[0].find('=') - 2);
-    EXPECT_EQ(r.err, "tidemark: flag --" + name +
-                         " is given twice; give it once (only --input repeats); see `tidemark "
-                         "run --help`\n")
-        << twice[0];
-    EXPECT_EQ(r.out, "") << twice[0];
-  }
-  CliRun r = RunTidemark({"run", "--input=" + in, "--input=" + in, "--fields=key,ts"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-}
-
 TEST(CliHelpTest, BenchHelpListsItsFlags) {
   const std::string out = testing::TempPath("bench_help.out");
   const int status = std::system(

@@ -441,13 +441,6 @@ bool ParseFlags(int argc, char** argv, int first, const std::string& command,
       Usage(absl::StrCat("flag --", given, " has an empty value; give one, or leave the flag out"));
       return false;
     }
-    // absl would keep the last value: a second --window or --late in a long
-    // command line would silently replace the first.
-    if (name != "input" && given_names->count(std::string(flag->Name())) > 0) {
-      Usage(absl::StrCat("flag --", Dashed(std::string(flag->Name())),
-                         " is given twice; give it once (only --input repeats)"));
-      return false;
-    }
     given_names->insert(std::string(flag->Name()));
     if (name == "input") {
       inputs->push_back(value);

@@ -30,6 +30,14 @@ struct FlinkOnTimer : KeyedProcessFunction<int64_t, E, std::string> {
   void process_element(const E&, Context&, Collector<std::string>&) override {}
   void onTimer(Timestamp, OnTimerContext&, Collector<std::string>&) {}
 };
+// Declared for another key type, and for another record type, than the
+// stream's.
+struct StringKeyed : KeyedProcessFunction<std::string, E, std::string> {
+  void process_element(const E&, Context&, Collector<std::string>&) override {}
+};
+struct OtherInput : KeyedProcessFunction<int64_t, int64_t, std::string> {
+  void process_element(const int64_t&, Context&, Collector<std::string>&) override {}
+};
 // Flink's argument order for add.
 struct ReversedAdd {
   int64_t create_accumulator() const { return 0; }
@@ -52,6 +60,8 @@ int main() {
   auto keyed = s.key_by([](const E& e) { return e.k; });
   keyed.process(WrongOnTimer());
   keyed.process(FlinkOnTimer());
+  keyed.process(StringKeyed());
+  keyed.process(OtherInput());
   keyed.process([](const E&, KeyedProcessContext<int64_t>&, Collector<int>&) {});
   s.process(WrongOnTimer());
   s.map([](const E&) {});

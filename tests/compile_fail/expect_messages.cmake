@@ -6,6 +6,8 @@ set(MESSAGES
   "tidemark: a keyed process function's on_timer must be on_timer(Timestamp, its timer context"
   "tidemark: the timer callback is on_timer(Timestamp, OnTimerContext&, Collector<Out>&), not Flink's onTimer"
   "tidemark: a keyed stream's process(f) takes a KeyedProcessFunction<K, In, Out>"
+  "tidemark: the KeyedProcessFunction<K, In, Out>'s K must be the key type that the key_by selector returns"
+  "tidemark: the KeyedProcessFunction<K, In, Out>'s In must be the stream's record type"
   "tidemark: a KeyedProcessFunction runs on a keyed stream: key_by(...).process(f)"
   "tidemark: map(f)'s f returns void"
   "tidemark: map(f) needs f(const T&) -> Out or f(T&&) -> Out"
