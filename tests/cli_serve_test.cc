@@ -131,6 +131,7 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   while (!has_channels(state) && std::chrono::steady_clock::now() < deadline) {
     write_lines();
     std::this_thread::sleep_for(200ms);  // the writer's pace
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_TRUE(has_channels(state)) << state;
@@ -177,6 +178,7 @@ TEST(CliServe, PageShowsTheRunningJobsChannelsAndWatermarks) {
   while (state.find("\"status\":\"finished\"") == std::string::npos &&
          std::chrono::steady_clock::now() < end_deadline) {
     std::this_thread::sleep_for(100ms);
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   EXPECT_THAT(state, HasSubstr("\"status\":\"finished\""));
@@ -245,6 +247,7 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
     ts0 += 200;
     ASSERT_TRUE(inputs.Write(0, absl::StrCat("a", ts0 % 5, ",", ts0)));
     std::this_thread::sleep_for(50ms);  // the writer's pace: source 1 writes nothing
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_TRUE(both(state, channel1("true", "false"))) << "source 1 never went idle: " << state;
@@ -269,6 +272,7 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
   deadline = std::chrono::steady_clock::now() + 60s;
   while (!both(state, channel1("false", "false")) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   EXPECT_TRUE(both(state, channel1("false", "false"))) << state;
@@ -306,6 +310,7 @@ TEST(CliServe, AChannelBackFromIdlenessIsShownUnalignedAndTheEndAsSuch) {
   while (state.find("\"status\":\"finished\"") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
@@ -363,6 +368,7 @@ TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
   const std::string read_0 = "\\{\"subtask\":0,[^}]*\"records\":1\\}";
   while (count(state, read_0) != 1 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_EQ(count(state, read_0), 1) << state;
@@ -370,6 +376,7 @@ TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
   deadline = std::chrono::steady_clock::now() + 60s;
   while (count(state, at_max) != 2 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_EQ(count(state, at_max), 2) << state;
@@ -381,6 +388,7 @@ TEST(CliServe, AnEndedInputBesideAnIdleOneIsNotTheEndOfTheInput) {
   while (state.find("\"status\":\"finished\"") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
@@ -423,6 +431,7 @@ TEST(CliServe, AFailedCheckpointIsInTheLiveView) {
   while (state.find("\"checkpoint_failed\":1") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   EXPECT_THAT(state, HasSubstr("\"checkpoint_failed\":1"));
@@ -512,6 +521,7 @@ TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
   auto deadline = std::chrono::steady_clock::now() + 90s;
   while (!ready(state) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_TRUE(ready(state)) << state;
@@ -662,6 +672,7 @@ TEST(CliServe, GraphCheckpointsAndChartsOfARunningJob) {
   while (state.find("\"status\":\"finished\"") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);  // polling the server
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_THAT(state, HasSubstr("\"status\":\"finished\""));
@@ -729,6 +740,7 @@ TEST(CliServe, BacklogWatermarksAreInTheStateAndThePage) {
     for (size_t i = 0; i < inputs.size(); ++i)
       ASSERT_TRUE(inputs.Write(i, absl::StrCat("k", ts % 5, ",", ts)));
     std::this_thread::sleep_for(50ms);  // the writer's pace
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   ASSERT_TRUE(all(state, "true")) << state;
@@ -753,6 +765,7 @@ TEST(CliServe, BacklogWatermarksAreInTheStateAndThePage) {
   while (!(state.find("\"status\":\"finished\"") != std::string::npos && all(state, "false")) &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
+    p.ReadAvailable();
     state = Get(port, "/api/state");
   }
   EXPECT_THAT(state, HasSubstr("\"status\":\"finished\""));

@@ -220,6 +220,17 @@ class CliProcess {
     return true;
   }
 
+  // Reads what stdout and stderr hold now, without waiting for more.  A test
+  // that polls something else while the process runs (the live view's
+  // server) calls it in its loop, so that a job printing its results never
+  // blocks on a full pipe meanwhile (the windows that fire at the end of a
+  // long run are more than a pipe holds).
+  void ReadAvailable() {
+    while ((out_fd_ >= 0 || err_fd_ >= 0) &&
+           ReadSome(Clock::now() + std::chrono::milliseconds(2))) {
+    }
+  }
+
   // Reads stdout and stderr to the end and reaps the process: its exit
   // status, or 128 + signal when a signal ended it, or kTimedOut when it was
   // still running at the deadline (it is then killed).
