@@ -42,7 +42,9 @@ ABSL_FLAG(int64_t, socket_retries, 0,
           "connection; -1: forever); then the input ends and every window fires");
 ABSL_FLAG(std::string, input, "",
           "read lines from a file (repeatable: one source subtask per file; - is stdin)");
-ABSL_FLAG(std::string, delimiter, ",", "field delimiter (use ' ' for space-separated lines)");
+ABSL_FLAG(std::string, delimiter, ",",
+          "field delimiter (use ' ' for space-separated lines, where a run of spaces separates as "
+          "one; any other delimiter separates at each, so two in a row make an empty field)");
 ABSL_FLAG(std::string, fields, "key,ts,value", "names of the columns, in order");
 ABSL_FLAG(std::string, key, "key", "field used as the key");
 ABSL_FLAG(std::string, timestamp, "ts", "field holding the event time");
