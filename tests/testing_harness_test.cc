@@ -865,13 +865,58 @@ TEST(HarnessTest, ARestoredInputThatWasIdleIsIdleAgain) {
     h.process_watermark_status(WatermarkStatus::kIdle);
     snapshot = h.snapshot();
   }
-  EXPECT_TRUE(snapshot.input_idle);
+  EXPECT_EQ(snapshot.input_idle, std::vector<bool>{true});
   auto h = harness::ProcessFunctionTestHarnesses::for_map<int>([](const int& v) { return v; });
   h.initialize_state(snapshot);
   h.open();
   const harness::Emitted<int> idle(harness::Emitted<int>::kStatus, std::nullopt,
                                    static_cast<Timestamp>(WatermarkStatus::kIdle));
   EXPECT_EQ(h.get_output(), (IntOut{watermark(7), idle}));
+}
+
+// Each input of a two-input operator goes idle on its own (Flink's
+// processWatermarkStatus1 / 2), as the runtime's two-input gate combines
+// them: an idle input no longer holds the other back; the operator hears
+// IDLE only once both are (after the flushed maximum) and ACTIVE when one
+// comes back; and a restore gives each input's status back.
+TEST(HarnessTest, EachInputOfATwoInputOperatorGoesIdleOnItsOwn) {
+  using E = harness::Emitted<std::string>;
+  const E idle(E::kStatus, std::nullopt, static_cast<Timestamp>(WatermarkStatus::kIdle));
+  const E active(E::kStatus, std::nullopt, static_cast<Timestamp>(WatermarkStatus::kActive));
+  auto make = [] {
+    return harness::ProcessFunctionTestHarnesses::for_keyed_co_process_function<int, std::string>(
+        WatermarkQueryingCoFunction(), IntToString, StringIdentity);
+  };
+  auto h = make();
+  h.open();
+  h.process_watermark1(10);
+  h.process_watermark2(20);
+  h.process_watermark_status1(WatermarkStatus::kIdle);
+  h.process_watermark2(30);
+  EXPECT_EQ(h.get_output(), (Out{watermark(10), watermark(20), watermark(30)}))
+      << "input 1 idle: input 2 alone moves the operator";
+  h.clear_output();
+  h.process_watermark_status2(WatermarkStatus::kIdle);
+  EXPECT_EQ(h.get_output(), (Out{idle})) << "both idle: IDLE, at the maximum (30) already";
+  const harness::OperatorSnapshot snapshot = h.snapshot();
+  EXPECT_EQ(snapshot.input_idle, (std::vector<bool>{true, true}));
+  h.clear_output();
+  h.process_watermark_status1(WatermarkStatus::kActive);
+  h.process_watermark1(40);
+  EXPECT_EQ(h.get_output(), (Out{active, watermark(40)}))
+      << "input 1 back behind (10) does not take it back; ahead, it moves it";
+
+  auto restored = make();
+  restored.initialize_state(snapshot);
+  restored.open();
+  EXPECT_EQ(restored.get_output(), (Out{watermark(30), idle}));
+  restored.clear_output();
+  restored.process_watermark_status2(WatermarkStatus::kActive);
+  restored.process_watermark2(35);
+  restored.process_watermark1(50);
+  EXPECT_EQ(restored.get_output(), (Out{active, watermark(35)}))
+      << "input 1, still idle, does not hold input 2 back, and its watermark makes it active: "
+         "the minimum is then 35";
 }
 
 // After end_input() an input takes nothing more, and after close() the

@@ -48,7 +48,8 @@
 //     already at T).
 //   - Watermarks reach the operator only when they advance (the task's
 //     valve drops the others); a two-input harness hands the operator the
-//     minimum of its inputs' watermarks, as the task's input gate does.
+//     minimum of its inputs' watermarks, leaving out an idle input
+//     (process_watermark_status1 / 2), as the task's input gate does.
 //   - A side output is kept only if the test asks for it before open()
 //     (add_side_output(tag)), as a job keeps it only when a stream reads it:
 //     a side output nobody reads is dropped (late window data then counts
@@ -56,8 +57,8 @@
 //   - Records a process function emits from a processing-time timer carry
 //     no timestamp (kNoTimestamp), as in current Flink (a processing-time
 //     window's results carry the window's max timestamp, as in Flink).
-//   - A snapshot keeps the input watermark the operator had reached (each
-//     input's, in a two-input harness) and whether its input was idle, and
+//   - A snapshot keeps the input watermark the operator had reached and
+//     whether its input was idle (each input's, in a two-input harness), and
 //     open() hands them to the restored operator after restoring its state
 //     and before any record, as the runtime's input gate does
 //     (docs/checkpoints.md, "Watermarks are restored, unlike in Flink"): a
@@ -264,11 +265,12 @@ struct OperatorSnapshot {
   int subtask = 0;
   int parallelism = 1;
   int max_parallelism = 128;
-  // The input watermark each input had reached and whether the input was
+  // The input watermark each input had reached and whether each input was
   // idle (what the task's input gate snapshots beside the operator); open()
-  // hands them back (OperatorTestHarnessBase::RestoreInputs).  Empty: MIN.
+  // hands them back (OperatorTestHarnessBase::RestoreInputs).  Empty: MIN,
+  // and active.
   std::vector<Timestamp> input_watermarks;
-  bool input_idle = false;
+  std::vector<bool> input_idle;
 };
 
 // What every harness has: the operator's surroundings (clock, timers,
@@ -312,10 +314,13 @@ class OperatorTestHarnessBase {
     RequireNotOpen("open");
     const size_t inputs = InputWatermarks().size();
     for (const OperatorSnapshot& s : restore_) {
-      if (!s.input_watermarks.empty() && s.input_watermarks.size() != inputs)
+      const size_t had =
+          !s.input_watermarks.empty() ? s.input_watermarks.size() : s.input_idle.size();
+      if ((!s.input_watermarks.empty() && s.input_watermarks.size() != inputs) ||
+          (!s.input_idle.empty() && s.input_idle.size() != inputs))
         throw std::invalid_argument("initialize_state: a snapshot of an operator with " +
-                                    std::to_string(s.input_watermarks.size()) +
-                                    " input(s) restored into one with " + std::to_string(inputs));
+                                    std::to_string(had) + " input(s) restored into one with " +
+                                    std::to_string(inputs));
     }
     const std::vector<const OperatorSnapshot*> picked = SnapshotsToRestore();
     op_->Open(ctx_);
@@ -383,7 +388,7 @@ class OperatorTestHarnessBase {
                             options_.parallelism,
                             options_.max_parallelism,
                             InputWatermarks(),
-                            idle_};
+                            InputsIdle()};
   }
   void notify_checkpoint_complete(int64_t checkpoint_id) {
     op_->NotifyCheckpointComplete(checkpoint_id);
@@ -433,7 +438,9 @@ class OperatorTestHarnessBase {
   // For the runtime's own tests.
   internal::ProcessingTimeService& processing_time_service() { return timers_; }
   RecordingOutput<Out>& main_output() { return main_; }
-  // Delivers watermark status `s` (idle / active) as the task would.
+  // Delivers watermark status `s` (idle / active) as the task would (the
+  // two-input harness: of both inputs, or of one with
+  // process_watermark_status1 / 2).
   void process_watermark_status(WatermarkStatus s) {
     RequireInput("process_watermark_status");
     idle_ = s == WatermarkStatus::kIdle;
@@ -489,7 +496,19 @@ class OperatorTestHarnessBase {
   // (one per input), handing the operator what that makes its watermark.
   // One input here; the two-input harness has two.
   virtual std::vector<Timestamp> InputWatermarks() const { return {watermark_}; }
+  virtual std::vector<bool> InputsIdle() const { return {idle_}; }
+  // Rescaled: every input at `w`, active.
   virtual void SetInputWatermarks(const std::vector<Timestamp>& w) { DeliverWatermark(w.at(0)); }
+  // The subtask's own snapshot: each input's watermark and idleness (either
+  // may be empty: MIN, active), handed on as the gate's restored valves are:
+  // the combined watermark, then IDLE when the operator's input is idle.
+  virtual void RestoreInputState(const std::vector<Timestamp>& w, const std::vector<bool>& idle) {
+    if (!w.empty()) DeliverWatermark(w.at(0));
+    if (!idle.empty() && idle.at(0)) {
+      idle_ = true;
+      op_->ProcessStatus(WatermarkStatus::kIdle);
+    }
+  }
   // What the input gate restores besides the operator's state
   // (runtime/io/detail/input_gate.cc): restored at the same parallelism from
   // this subtask's own snapshot, each input's watermark and the status;
@@ -503,11 +522,7 @@ class OperatorTestHarnessBase {
     const OperatorSnapshot& first = restore_.front();
     if (restore_.size() == 1 && first.parallelism == options_.parallelism &&
         first.subtask == options_.subtask) {
-      if (!first.input_watermarks.empty()) SetInputWatermarks(first.input_watermarks);
-      if (first.input_idle) {
-        idle_ = true;
-        op_->ProcessStatus(WatermarkStatus::kIdle);
-      }
+      RestoreInputState(first.input_watermarks, first.input_idle);
       return;
     }
     Timestamp lowest = kMaxTimestamp;
@@ -729,24 +744,44 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
     std::vector<internal::Record<In2>> batch = this->ToBatch(std::move(records));
     input_->ProcessBatch2(std::span<internal::Record<In2>>(batch));
   }
-  // Each input's watermark; the operator gets the minimum of the two when it
-  // advances (the input gate's rule).
+  // Each input's watermark; the operator gets the minimum over the inputs
+  // that are not idle when it advances (the input gate's rule; Flink's
+  // CombinedWatermarkStatus).  A watermark makes its input active again.
   void process_watermark1(Timestamp w) {
     this->RequireInput("process_watermark1");
-    w1_ = std::max(w1_, w);
-    this->DeliverWatermark(std::min(w1_, w2_));
+    OnInputWatermark(0, w);
   }
   void process_watermark2(Timestamp w) {
     this->RequireInput("process_watermark2");
-    w2_ = std::max(w2_, w);
-    this->DeliverWatermark(std::min(w1_, w2_));
+    OnInputWatermark(1, w);
   }
   // Both inputs at `w`.
   void process_watermark(Timestamp w) {
     this->RequireInput("process_watermark");
     w1_ = std::max(w1_, w);
     w2_ = std::max(w2_, w);
-    this->DeliverWatermark(std::min(w1_, w2_));
+    idle1_ = idle2_ = false;
+    Combine();
+  }
+  // Each input's status (Flink's processWatermarkStatus1 / 2): an idle input
+  // no longer holds the other back; the operator hears IDLE once both are
+  // idle (after the flushed maximum of the two), and ACTIVE when one comes
+  // back, as the runtime's two-input gate tells it.
+  void process_watermark_status1(WatermarkStatus s) {
+    this->RequireInput("process_watermark_status1");
+    OnInputStatus(0, s);
+  }
+  void process_watermark_status2(WatermarkStatus s) {
+    this->RequireInput("process_watermark_status2");
+    OnInputStatus(1, s);
+  }
+  // Both inputs' status.
+  void process_watermark_status(WatermarkStatus s) {
+    this->RequireInput("process_watermark_status");
+    const bool was_idle = out_idle_;
+    idle1_ = idle2_ = s == WatermarkStatus::kIdle;
+    Combine();
+    if (out_idle_ != was_idle) this->op_->ProcessStatus(s);
   }
   // Generalized watermark `w` as the task delivers it once the first
   // (second) input's channels combined it: to that input's handler (a
@@ -766,16 +801,62 @@ class TwoInputOperatorTestHarness : public OperatorTestHarnessBase<Out> {
 
  protected:
   std::vector<Timestamp> InputWatermarks() const override { return {w1_, w2_}; }
+  std::vector<bool> InputsIdle() const override { return {idle1_, idle2_}; }
   void SetInputWatermarks(const std::vector<Timestamp>& w) override {
     w1_ = w.at(0);
     w2_ = w.at(1);
-    this->DeliverWatermark(std::min(w1_, w2_));
+    idle1_ = idle2_ = false;
+    Combine();
+  }
+  void RestoreInputState(const std::vector<Timestamp>& w, const std::vector<bool>& idle) override {
+    if (!w.empty()) {
+      w1_ = w.at(0);
+      w2_ = w.at(1);
+    }
+    if (!idle.empty()) {
+      idle1_ = idle.at(0);
+      idle2_ = idle.at(1);
+    }
+    Combine();
+    if (out_idle_) this->op_->ProcessStatus(WatermarkStatus::kIdle);
   }
 
  private:
+  // runtime/io/detail/input_gate.cc, InputGateCore::OnInputWatermark /
+  // OnInputStatus / UpdateCombined.
+  void OnInputWatermark(int input, Timestamp w) {
+    Timestamp& mine = input == 0 ? w1_ : w2_;
+    mine = std::max(mine, w);
+    (input == 0 ? idle1_ : idle2_) = false;
+    Combine();
+  }
+  void OnInputStatus(int input, WatermarkStatus s) {
+    const bool was_idle = out_idle_;
+    (input == 0 ? idle1_ : idle2_) = s == WatermarkStatus::kIdle;
+    Combine();
+    if (out_idle_ != was_idle) this->op_->ProcessStatus(s);
+  }
+  // The combined watermark: the minimum over the active inputs, or, when
+  // both are idle, the maximum of the two (the flush); delivered when it
+  // advances.
+  void Combine() {
+    out_idle_ = idle1_ && idle2_;
+    Timestamp combined = kMaxTimestamp;
+    if (out_idle_) {
+      combined = std::max(w1_, w2_);
+    } else {
+      if (!idle1_) combined = std::min(combined, w1_);
+      if (!idle2_) combined = std::min(combined, w2_);
+    }
+    this->DeliverWatermark(combined);
+  }
+
   TwoInputOperatorBase<In1, In2>* input_;
   Timestamp w1_ = kMinTimestamp;
   Timestamp w2_ = kMinTimestamp;
+  bool idle1_ = false;
+  bool idle2_ = false;
+  bool out_idle_ = false;  // both inputs idle: the operator was told IDLE
 };
 
 // A keyed two-input operator (Flink's KeyedTwoInputStreamOperatorTestHarness).
