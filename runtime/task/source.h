@@ -128,7 +128,10 @@ class SourceOutput {
   // the subtask's watermark back.  Releasing the last split changes neither
   // the subtask's watermark nor its status: a source that stays open with no
   // split marks itself idle (MarkIdle on this output), or it holds the
-  // watermark (and its alignment group) where it was.
+  // watermark (and its alignment group) where it was.  After a restore,
+  // every split the subtask held at the checkpoint holds its watermark again
+  // until the source reads it past that or releases it: a source that does
+  // not take such a split back releases it here.
   virtual void ReleaseSplit(const std::string& split_id) { (void)split_id; }
 
  protected:
