@@ -582,6 +582,37 @@ TEST(StateCodecOfAnEmptyType, IsOneZeroByteWhateverTheObjectHeld) {
   EXPECT_EQ(out.Release(), std::string(1, '\0'));
 }
 
+// A struct with padding encodes its padding as 0, whatever its storage held:
+// equal keys give equal bytes, the bytes RocksDB looks a key up by.
+TEST(StateCodecOfAPaddedStruct, WritesItsPaddingAsZero) {
+  struct Padded {
+    int32_t id;  // 4 bytes of padding after it
+    int64_t group;
+  };
+  static_assert(sizeof(Padded) == 16 && !std::has_unique_object_representations_v<Padded>);
+  std::string first;
+  for (unsigned char garbage : {0x00, 0xA5, 0x3C}) {
+    alignas(Padded) unsigned char buf[sizeof(Padded)];
+    std::memset(buf, garbage, sizeof(buf));
+    Padded* p = new (buf) Padded;  // default-initialised: every byte stays
+    p->id = 7;
+    p->group = -2;
+    StateWriter out;
+    internal::Encode(out, *p);
+    const std::string bytes = out.Release();
+    ASSERT_EQ(bytes.size(), sizeof(Padded));
+#if TIDEMARK_HAS_CLEAR_PADDING
+    EXPECT_EQ(bytes.substr(4, 4), std::string(4, '\0')) << int{garbage};
+    if (first.empty()) first = bytes;
+    EXPECT_EQ(bytes, first) << int{garbage};
+#endif
+    StateReader in(bytes);
+    const Padded back = internal::Decode<Padded>(in);
+    EXPECT_EQ(back.id, 7);
+    EXPECT_EQ(back.group, -2);
+  }
+}
+
 // A table whose values cannot be copied keeps the synchronous encoding.
 TEST(TimeWindowTableSnapshot, MoveOnlyValuesAreEncodedSynchronously) {
   struct MoveOnly {

@@ -15,13 +15,15 @@
 // enums, std::string, std::pair, std::tuple, std::vector, std::optional, std::variant,
 // std::map, absl::flat_hash_map and std::array (all nested freely), and, as a
 // fallback, for any other trivially copyable type, whose object bytes are
-// copied as they are.  That fallback is only valid for state read back by the
-// same build on the same architecture (layout, padding and endianness are the
-// compiler's), which is what a restore of a checkpoint taken by this binary
-// is; specialise StateCodec for a type whose state must outlive the build.
-// A trivially copyable type that holds pointers (a struct with a const char*
-// member, std::span) would have meaningless addresses restored; pointers
-// themselves and std::string_view are rejected, pointer members cannot be
+// copied as they are, their padding written as zero bytes (with GCC 11 or
+// clang 16 and later; a key's bytes are what RocksDB looks it up by).  That
+// fallback is only valid for state read back by the same build on the same
+// architecture (layout, padding and endianness are the compiler's), which is
+// what a restore of a checkpoint taken by this binary is; specialise
+// StateCodec for a type whose state must outlive the build.  A trivially
+// copyable type that holds pointers (a struct with a const char* member,
+// std::span) would have meaningless addresses restored; pointers themselves
+// and std::string_view are rejected, pointer members cannot be
 // detected: give such a type its own codec.
 //
 // A user type that is not trivially copyable needs its own codec:
@@ -380,6 +382,16 @@ class StateReader {
 
 }  // namespace tidemark::internal
 
+// Whether the compiler can zero an object's padding bits (GCC 11, clang 16).
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define TIDEMARK_HAS_CLEAR_PADDING 1
+#endif
+#endif
+#ifndef TIDEMARK_HAS_CLEAR_PADDING
+#define TIDEMARK_HAS_CLEAR_PADDING 0
+#endif
+
 namespace tidemark {
 
 namespace internal {
@@ -399,6 +411,18 @@ struct TriviallyCopyableCodec {
       // on RocksDB is looked up by its bytes: GlobalWindow's were not found).
       const char zero = 0;
       w.PutRaw(&zero, 1);
+    } else if constexpr (!std::has_unique_object_representations_v<T>) {
+#if TIDEMARK_HAS_CLEAR_PADDING
+      // A struct with padding (or a long double): the padding bytes are
+      // whatever the object's storage held, so two equal keys could encode
+      // differently and miss each other on RocksDB.  They are written as 0.
+      alignas(T) unsigned char copy[sizeof(T)];
+      std::memcpy(copy, &v, sizeof(T));
+      __builtin_clear_padding(reinterpret_cast<T*>(copy));
+      w.PutRaw(copy, sizeof(T));
+#else
+      w.PutRaw(&v, sizeof(T));
+#endif
     } else {
       w.PutRaw(&v, sizeof(T));
     }
