@@ -24,11 +24,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #ifndef TIDEMARK_BINARY
 #define TIDEMARK_BINARY ""
 #endif
@@ -571,6 +573,15 @@ TEST_P(RocksDbCrash, KilledAtRandomMomentsAndRestoredTheCommittedOutputIsExactly
       ASSERT_EQ(code, 0) << p.err();
       break;
     }
+    // The run that completed removed the directories the killed ones left,
+    // and its own.
+    std::vector<std::string> left;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir.Path("rocksdb"), ec), end; !ec && it != end;
+         it.increment(ec))
+      left.push_back(it->path().filename().string());
+    EXPECT_TRUE(left.empty()) << "episode " << episodes << ", killed " << killed_here
+                              << " times, left: " << absl::StrJoin(left, " ");
     const std::vector<std::string> got = testing::CommittedLines(dir.Path("out"), &hidden);
     EXPECT_EQ(hidden, 0);
     ASSERT_EQ(got.size(), expected.size())

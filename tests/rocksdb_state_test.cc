@@ -7,7 +7,9 @@
 // a keyed process job gives the same results on both backends at parallelism
 // 1 and 3; and a job whose state is several times the memory it may use
 // fails on the heap and completes on RocksDB with the heap's results.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -332,6 +335,71 @@ TEST(RocksDbStateBackend, ADatabaseLeftBehindByAKilledProcessWithTheSamePidIsNot
         << "a fresh directory, not the one left behind";
   }
   fs::remove_all(base);
+}
+
+// A process killed with -9 leaves its databases' directories behind, and its
+// native checkpoints' beside them: the next process that opens a database
+// under the same directory removes them, and only them: not a directory
+// whose process lives, nor one whose database a process holds open (as a
+// process of the same pid on another host sharing the directory would), nor
+// a name that is not one of ours.
+TEST(RocksDbStateBackend, DirectoriesLeftByKilledProcessesAreRemovedByTheNextOne) {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  const fs::path base = dir.Path("rocksdb");
+  // A pid no process has: a child's that has exited and been waited for.
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  const std::string dead = std::to_string(gone);
+  auto make = [&](const std::string& name, bool database) {
+    fs::create_directories(base / name);
+    if (database) {
+      std::ofstream(base / name / "CURRENT") << "MANIFEST-000001\n";
+      std::ofstream(base / name / "LOCK");
+    }
+  };
+  const std::string held = "Held-" + dead + "-1-Lk45jh";
+  make("Killed-" + dead + "-0-aB3xYz", true);
+  make("Killed-" + dead + "-0-aB3xYz.chk-4", false);
+  make("restore-" + dead + "-2-Qw12er", true);
+  make("Living-1-0-Zx98cv", true);  // pid 1 is alive
+  make("not-ours", false);
+  make(held, true);
+  make(held + ".chk-2", false);
+  // A child holds `held`'s LOCK as RocksDB does while the database is open.
+  int ready[2], stop[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(stop), 0);
+  const std::string lock_file = (base / held / "LOCK").string();
+  const pid_t holder = fork();
+  if (holder == 0) {
+    const int fd = open(lock_file.c_str(), O_RDWR);
+    struct flock lock = {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    const char ok = fd >= 0 && fcntl(fd, F_SETLK, &lock) == 0 ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    char c;
+    if (read(stop[0], &c, 1) < 0) _exit(1);
+    _exit(0);
+  }
+  ASSERT_GT(holder, 0);
+  char locked = 0;
+  ASSERT_EQ(read(ready[0], &locked, 1), 1);
+  ASSERT_EQ(locked, 'y');
+
+  std::unique_ptr<KvStore> store = OpenKvStore(StateBackend::rocksdb(base.string()), "Opener");
+  const char c = 'x';
+  EXPECT_EQ(write(stop[1], &c, 1), 1);
+  EXPECT_EQ(waitpid(holder, nullptr, 0), holder);
+  for (int fd : {ready[0], ready[1], stop[0], stop[1]}) close(fd);
+
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(base)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{fs::path(store->path()).filename().string(),
+                                         "Living-1-0-Zx98cv", "not-ours", held, held + ".chk-2"}));
 }
 
 // The same for the directory a restore from native checkpoint files opens

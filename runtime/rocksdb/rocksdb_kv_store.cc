@@ -2,13 +2,16 @@
 //
 // One RocksDB database per operator instance, in a directory of its own
 // under StateBackend::dir (the temp directory when empty), removed when the
-// instance's store and the last snapshot of it are gone.  Writes skip the
+// instance's store and the last snapshot of it are gone, or, left by a killed
+// process, by the next process that opens a database there.  Writes skip the
 // write-ahead log: the job's checkpoints, not RocksDB, make state durable
 // (as Flink's RocksDB backend).  Small memtables and block cache keep the
 // memory an instance uses bounded (a few tens of MB by default, less with
 // smaller StateBackend::rocksdb_options), whatever the state's size.
 #include "tidemark/runtime/rocksdb/rocksdb_kv_store.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -305,10 +308,80 @@ fs::path MakeInstanceDir(const fs::path& base, const std::string& name) {
   return dir;
 }
 
+// The pid in an instance directory's name ("<owner>-<pid>-<n>-XXXXXX", with
+// ".chk-<k>" after it for a native checkpoint's directory beside it; owner
+// names have no '-'), 0 when the name is not one of ours.
+pid_t InstancePid(const std::string& name, std::string* instance) {
+  std::string base = name;
+  if (const size_t chk = base.find(".chk-"); chk != std::string::npos) base.resize(chk);
+  std::vector<std::string> parts;
+  for (size_t from = 0;;) {
+    const size_t dash = base.find('-', from);
+    parts.push_back(base.substr(from, dash == std::string::npos ? dash : dash - from));
+    if (dash == std::string::npos) break;
+    from = dash + 1;
+  }
+  if (parts.size() != 4 || parts[3].size() != 6) return 0;
+  for (const std::string& digits : {parts[1], parts[2]}) {
+    if (digits.empty() || digits.size() > 9) return 0;
+    for (char c : digits)
+      if (c < '0' || c > '9') return 0;
+  }
+  *instance = base;
+  return static_cast<pid_t>(std::stol(parts[1]));
+}
+
+// Whether some process holds the lock RocksDB takes on <dir>/LOCK (an fcntl
+// write lock, held while the database is open, released when its process
+// dies).  Not asked of this process's own databases: closing any descriptor
+// of a file drops this process's fcntl locks on it.
+bool DatabaseLocked(const fs::path& dir) {
+  const int fd = ::open((dir / "LOCK").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
+// Removes, once per process and base directory, the instance directories
+// that processes killed before closing their databases (kill -9, a crash)
+// left under `base`: those whose process is gone (no such pid here) and whose
+// database no process holds open (its LOCK, which also covers a process of
+// the same pid on another host sharing `base`).  A checkpoint's directory
+// goes with its database's.  Best effort: what cannot be removed stays.
+void RemoveDirectoriesOfDeadProcesses(const fs::path& base) {
+  static std::mutex mu;
+  static std::vector<fs::path> cleaned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const fs::path& b : cleaned)
+      if (b == base) return;
+    cleaned.push_back(base);
+  }
+  std::error_code ec;
+  std::map<std::string, bool> removable;  // instance name -> its process and database are gone
+  std::vector<fs::path> remove;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string instance;
+    const pid_t pid = InstancePid(it->path().filename().string(), &instance);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    auto [at, fresh] = removable.try_emplace(instance, false);
+    if (fresh) {
+      at->second = ::kill(pid, 0) != 0 && errno == ESRCH && !DatabaseLocked(base / instance);
+    }
+    if (at->second) remove.push_back(it->path());
+  }
+  for (const fs::path& dir : remove) fs::remove_all(dir, ec);
+}
+
 std::unique_ptr<KvStore> OpenRocksDb(const StateBackend& backend, std::string_view owner) {
   static std::atomic<int> counter{0};
   const fs::path base =
       backend.dir.empty() ? fs::temp_directory_path() / "tidemark-rocksdb" : fs::path(backend.dir);
+  RemoveDirectoriesOfDeadProcesses(base);
   std::string name;
   for (char c : owner) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   if (name.size() > 60) name.resize(60);
@@ -363,6 +436,7 @@ std::unique_ptr<KvStore> OpenRocksDbFiles(const std::string& shared_dir,
   static std::atomic<int> counter{0};
   auto db = std::make_shared<Db>();
   db->uid = NewUid();
+  RemoveDirectoriesOfDeadProcesses(fs::temp_directory_path() / "tidemark-rocksdb");
   db->path = MakeInstanceDir(
       fs::temp_directory_path() / "tidemark-rocksdb",
       "restore-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
