@@ -915,6 +915,29 @@ class KeyedStream {
   const DataStream<T>& stream() const { return stream_; }
   StreamExecutionEnvironment& env() const { return stream_.env(); }
 
+  // As in Flink, where a KeyedStream is a DataStream: the stateless
+  // operations of the partitioned stream, run after the shuffle by key (in
+  // the keyed operator's subtasks), their output no longer keyed.
+  template <typename F>
+  auto map(F f) const {
+    return stream_.map(std::move(f));
+  }
+  template <typename F>
+  DataStream<T> filter(F f) const {
+    return stream_.filter(std::move(f));
+  }
+  template <typename Out = void, typename F>
+  auto flat_map(F f) const {
+    return stream_.template flat_map<Out>(std::move(f));
+  }
+  DataStream<T> print(std::string sink_name = "") const {
+    return stream_.print(std::move(sink_name));
+  }
+  template <typename F>
+  DataStream<T> add_sink(F f, std::string sink_name = "Sink") const {
+    return stream_.add_sink(std::move(f), std::move(sink_name));
+  }
+
   // Rolling reduce: emits the running reduction of each key for every record.
   template <typename ReduceFn>
   DataStream<T> reduce(ReduceFn f) const {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,45 @@ TEST(Shuffle, EveryRecordArrivesOnceSpreadOverEverySubtask) {
     EXPECT_GT(n, 200) << d;
     EXPECT_LT(n, 400) << d;
   }
+}
+
+// map, filter and flat_map on a KeyedStream (a DataStream in Flink) run after
+// the shuffle by key: every record of a key is in the one subtask that owns
+// the key, wherever the source produced it.
+TEST(KeyedStream, MapFilterAndFlatMapRunAfterTheShuffleByKey) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(3);
+  // Source subtask s produces the i with i % 2 == s: every key from both.
+  auto keyed = env.from_generator<int64_t>([](int64_t i) { return i; }, 1200)
+                   .set_parallelism(2)
+                   .key_by([](const int64_t& i) { return i % 10; });
+  auto mapped = keyed.map([](const int64_t& i) { return i * 2; }).collect();
+  auto filtered = keyed.filter([](const int64_t& i) { return i % 3 == 0; }).collect();
+  auto flat = keyed
+                  .flat_map([](const int64_t& i, Collector<int64_t>& out) {
+                    out.collect(i);
+                    out.collect(i);
+                  })
+                  .collect();
+  const std::string plan = env.explain();
+  JobResult r = env.execute("keyed map");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_NE(plan.find("--HASH(key groups, maxP=128)--> Map (p=3)"), std::string::npos) << plan;
+  auto check = [](const auto& items, int64_t key_of_value_divisor, size_t n, const char* what) {
+    ASSERT_EQ(items.size(), n) << what;
+    std::map<int64_t, std::set<int>> subtasks_of_key;
+    for (const auto& item : items)
+      subtasks_of_key[(item.value / key_of_value_divisor) % 10].insert(item.subtask);
+    std::set<int> used;
+    for (const auto& [key, subtasks] : subtasks_of_key) {
+      EXPECT_EQ(subtasks.size(), 1u) << what << ", key " << key;
+      used.insert(*subtasks.begin());
+    }
+    EXPECT_GT(used.size(), 1u) << what;
+  };
+  check(mapped->items(), 2, 1200, "map");
+  check(filtered->items(), 1, 400, "filter");
+  check(flat->items(), 1, 2400, "flat_map");
 }
 
 }  // namespace
