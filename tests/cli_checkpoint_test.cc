@@ -359,9 +359,9 @@ void FlipByte(const std::string& path, size_t at) {
   f.put(static_cast<char>(c ^ 0x5a));
 }
 
-// The number before " window results" in a run's summary line, -1 if none.
+// The number before " window result(s)" in a run's summary line, -1 if none.
 int64_t WindowResults(const std::string& err) {
-  const size_t at = err.find(" window results");
+  const size_t at = err.find(" window result");
   if (at == std::string::npos) return -1;
   size_t begin = at;
   while (begin > 0 && std::isdigit(static_cast<unsigned char>(err[begin - 1]))) --begin;

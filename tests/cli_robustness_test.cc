@@ -414,7 +414,7 @@ TEST(CliCommentsTest, HashLineIsARecordUnlessCommentsFlagSkipsAndCountsIt) {
   EXPECT_THAT(
       skip.OutLines(),
       ::testing::ElementsAre("window:[1970-01-01 00:00:00--1970-01-01 00:00:05]-<k>--count: 1"));
-  EXPECT_THAT(skip.err, HasSubstr("tidemark: 1 records, 1 window results"));
+  EXPECT_THAT(skip.err, HasSubstr("tidemark: 1 record, 1 window result,"));
   EXPECT_THAT(skip.err, HasSubstr(", 2 comment lines skipped"));
 
   // A "#watermark" marker is special only with --watermarks=marker (and wins
@@ -427,7 +427,7 @@ TEST(CliCommentsTest, HashLineIsARecordUnlessCommentsFlagSkipsAndCountsIt) {
   ASSERT_EQ(marker.exit_code, 0) << marker.err;
   EXPECT_THAT(marker.out, HasSubstr("\"start\":0,\"end\":5000,\"value\":1,\"count\":1,"
                                     "\"firing\":\"on_time\",\"watermark\":6000"));
-  EXPECT_THAT(marker.err, HasSubstr(", 1 comment lines skipped"));
+  EXPECT_THAT(marker.err, HasSubstr(", 1 comment line skipped"));
   CliRun no_marker = RunTidemark({"run", "--input=" + marked, "--fields=key,ts"});
   EXPECT_EQ(no_marker.exit_code, 2);
   EXPECT_THAT(no_marker.err, HasSubstr(marked + ":2: expected 2 fields (key,ts), found 1"));

@@ -68,7 +68,7 @@ void ExpectInterrupted(const std::string& signal_name, int signo, int exit_code)
                                    "flight\n"))))
       << err;
   // Then the usual summary and the page.
-  EXPECT_THAT(err, HasSubstr("tidemark: 2 records, 1 window results, 0 late (side output), 0 late "
+  EXPECT_THAT(err, HasSubstr("tidemark: 2 records, 1 window result, 0 late (side output), 0 late "
                              "dropped, 0 bad lines skipped, timeline written to " +
                              page + "\n"));
   EXPECT_LT(err.find("interrupted"), err.find("2 records")) << err;

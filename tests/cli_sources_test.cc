@@ -280,8 +280,8 @@ TEST(CliOverLongLineTest, SkippedLineIsCountedAndTheLinesAfterItAreRead) {
   CliRun r = RunTidemark({"run", "--input=" + input, "--fields=key,ts", "--bad-lines=skip",
                           "--dead-letter=" + dead, "--aggregate=count", "--window=tumbling:10s"});
   ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
-  EXPECT_THAT(r.err, HasSubstr("3 records, 1 window results, 0 late (side output), 0 late dropped, "
-                               "1 bad lines skipped"));
+  EXPECT_THAT(r.err, HasSubstr("3 records, 1 window result, 0 late (side output), 0 late dropped, "
+                               "1 bad line skipped"));
   EXPECT_EQ(r.out, "window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 3\n");
   const std::string dead_text = ReadFile(dead);
   EXPECT_LT(dead_text.size(), 1024u) << "the dead letter quotes a bounded prefix";

@@ -184,13 +184,27 @@ TEST(CliScenarioTest, S4AllowedLatenessAndSideOutput) {
     CliRun r = RunTidemark(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // The window output and the late side output are two streams; each keeps
-    // its order.
-    EXPECT_THAT(Filter(r.OutLines(), "Side> ", false),
+    // its order.  At parallelism 2 (Doc001Args) the late lines carry the
+    // window subtask, as Flink's print("Side") does ("Side:1> "), the same as
+    // the key's results ("1> ").
+    EXPECT_THAT(Filter(r.OutLines(), "Side", false),
                 ElementsAreArray({Sum(0, 5, 3), Sum(0, 5, 4), Sum(0, 5, 5), Sum(0, 5, 6),
                                   /*end of input*/ Sum(5, 10, 2)}));
-    EXPECT_THAT(Filter(r.OutLines(), "Side> ", true),
-                ElementsAreArray({"Side> ws_001,1577844001,1", "Side> ws_001,1577844002,1"}));
+    EXPECT_THAT(Filter(r.OutLines(), "Side", true),
+                ElementsAreArray({absl::StrCat("Side:", Prefix("ws_001"), "ws_001,1577844001,1"),
+                                  absl::StrCat("Side:", Prefix("ws_001"), "ws_001,1577844002,1")}));
   }
+  // At parallelism 1, as in the document: "Side> " and no subtask.
+  std::vector<std::string> args =
+      Doc001Args(InputFile("s4p.txt", VcLines({1, 2, 3, 8, 1, 2, 3, 9, 1, 2})), "tumbling:5s");
+  args.push_back("--allowed-lateness=2s");
+  args.push_back("--late=side");
+  args.push_back("--parallelism=1");
+  CliRun r = RunTidemark(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(Filter(r.OutLines(), "Side", true),
+              ElementsAreArray({"Side> ws_001,1577844001,1", "Side> ws_001,1577844002,1"}));
+  EXPECT_EQ(Filter(r.OutLines(), "Side", false).size(), 5u) << r.out;
 }
 
 TEST(CliScenarioTest, LocalAggregationIsRefusedForSessions) {
@@ -377,7 +391,7 @@ TEST(CliErrorTest, MalformedLineNamesFileAndLine) {
   CliRun skip = RunTidemark({"run", "--input=" + bad, "--fields=key,ts", "--bad-lines=skip",
                              "--aggregate=count", "--window=tumbling:10s"});
   EXPECT_EQ(skip.exit_code, 0) << skip.err;
-  EXPECT_THAT(skip.err, HasSubstr("1 bad lines skipped"));
+  EXPECT_THAT(skip.err, HasSubstr("1 bad line skipped"));
   EXPECT_THAT(
       skip.OutLines(),
       ElementsAreArray({"window:[1970-01-01 00:00:00--1970-01-01 00:00:10]-<k>--count: 2"}));
@@ -489,8 +503,8 @@ TEST(CliBadInputTest, WatermarkMarkersAreCountedApartFromRecords) {
   CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--watermarks=marker",
                           "--late=side", "--aggregate=count", "--window=tumbling:5s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("tidemark: 2 records, 1 window results, 1 late (side output), "
-                               "0 late dropped, 0 bad lines skipped, 1 watermark markers"));
+  EXPECT_THAT(r.err, HasSubstr("tidemark: 2 records, 1 window result, 1 late (side output), "
+                               "0 late dropped, 0 bad lines skipped, 1 watermark marker"));
 }
 
 TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
@@ -500,7 +514,7 @@ TEST(CliBadInputTest, SkipCountsEveryBadLineAndWritesTheDeadLetterFile) {
   CliRun r = RunTidemark({"run", "--input=" + path, "--fields=key,ts", "--bad-lines=skip",
                           "--dead-letter=" + dead, "--aggregate=count", "--window=tumbling:10s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("2 records, 1 window results, 0 late (side output), 0 late dropped, "
+  EXPECT_THAT(r.err, HasSubstr("2 records, 1 window result, 0 late (side output), 0 late dropped, "
                                "4 bad lines skipped"));
   EXPECT_THAT(
       r.OutLines(),

@@ -1219,6 +1219,9 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
         .add_sink(
             [sh, to_files](CliRecord&& r) {
               sh->late.fetch_add(1, std::memory_order_relaxed);
+              // The window subtask that sent it on (its key's).
+              const int subtask =
+                  SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism);
               if (to_files) {
                 // Written by the file sink.
               } else if (sh->output == OutputFormat::kJsonl) {
@@ -1226,11 +1229,13 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
                                                 ",\"timestamp\":", r.ts, ",",
                                                 JsonField("line", r.line), "}"));
               } else {
-                sh->printer->Print(absl::StrCat("Side> ", r.line));
+                // Flink's print("Side") after the window: "Side:<subtask>> "
+                // above parallelism 1, as the results carry "<subtask>> ".
+                sh->printer->Print(sh->parallelism > 1
+                                       ? absl::StrCat("Side:", subtask + 1, "> ", r.line)
+                                       : absl::StrCat("Side> ", r.line));
               }
-              sh->recorder->OnLate(TimelineEvent::Late(
-                  SubtaskForKey(r.key, DefaultMaxParallelism(sh->parallelism), sh->parallelism),
-                  r.key, r.ts, r.line));
+              sh->recorder->OnLate(TimelineEvent::Late(subtask, r.key, r.ts, r.line));
             },
             "late")
         .set_parallelism(print_p);
@@ -1399,12 +1404,14 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       int64_t records = -result.CounterTotal(kWatermarkMarkersCounter);
       for (const auto& m : result.metrics)
         if (m.task_name.rfind("Source", 0) == 0) records += m.records_in;
-      err << "tidemark: " << records << " records, " << sh->fired.load() << " window results, "
-          << sh->late.load() << " late (side output), "
-          << result.CounterTotal("numLateRecordsDropped") << " late dropped, " << sh->skipped.load()
-          << " bad lines skipped";
-      if (!o.comments.empty()) err << ", " << sh->comments.load() << " comment lines skipped";
-      if (o.skip_header) err << ", " << sh->headers.load() << " header lines skipped";
+      err << "tidemark: " << Count(records, "record", "records") << ", "
+          << Count(sh->fired.load(), "window result", "window results") << ", " << sh->late.load()
+          << " late (side output), " << result.CounterTotal("numLateRecordsDropped")
+          << " late dropped, " << Count(sh->skipped.load(), "bad line", "bad lines") << " skipped";
+      if (!o.comments.empty())
+        err << ", " << Count(sh->comments.load(), "comment line", "comment lines") << " skipped";
+      if (o.skip_header)
+        err << ", " << Count(sh->headers.load(), "header line", "header lines") << " skipped";
       if (max_future_skew) err << ", " << sh->future.load() << " future (side output)";
       // Records no result will show, said only when there are some: in no
       // window (a sliding window's gap), in windows that never fired (a
@@ -1415,9 +1422,12 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
       if (const int64_t n = result.CounterTotal(internal::kWindowsNotFiredAtClose);
           n > 0 && !interrupted)
         err << ", " << Count(n, "window", "windows") << " not fired";
-      if (!o.format.where.empty()) err << ", " << sh->filtered.load() << " lines filtered out";
+      if (!o.format.where.empty())
+        err << ", " << Count(sh->filtered.load(), "line", "lines") << " filtered out";
       if (format_options.markers) {
-        err << ", " << result.CounterTotal(kWatermarkMarkersCounter) << " watermark markers";
+        err << ", "
+            << Count(result.CounterTotal(kWatermarkMarkersCounter), "watermark marker",
+                     "watermark markers");
       }
       if (!o.timeline.empty()) err << ", timeline written to " << o.timeline;
       if (result.checkpoints.enabled) {
