@@ -172,6 +172,10 @@ void TimestampsAndWatermarksCore::ReleaseSplit(int index) {
   combined_.Update(emitter_);
 }
 
+void TimestampsAndWatermarksCore::ReleaseSplitIfHeld(const std::string& split_id) {
+  if (const int i = combined_.Find(split_id); i >= 0) ReleaseSplit(i);
+}
+
 void TimestampsAndWatermarksCore::SnapshotCore(StateWriter& w) {
   w.PutI64(emitter_.last_emitted());
   w.PutU8(emitter_.idle() ? 1 : 0);

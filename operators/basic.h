@@ -558,6 +558,7 @@ class TimestampsAndWatermarksCore : public SplitWatermarkInput {
   int RegisterSplit(const std::string& split_id) override;
   void SetCurrentSplit(int index) override;
   void ReleaseSplit(int index) override;
+  void ReleaseSplitIfHeld(const std::string& split_id) override;
 
   Timestamp last_emitted() const { return emitter_.last_emitted(); }
 

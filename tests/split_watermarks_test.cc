@@ -465,6 +465,49 @@ TEST(SplitWatermarks, ARestoredJobTakesOnTimeWhatARunWithoutTheRestoreTookOnTime
   }
 }
 
+// A source that releases a split it never named (one it found empty) is
+// still a source of no split: its records go through the subtask's one
+// generator, not a split "(main)" (no split watermark is reported), and the
+// window fires as it would without the release.
+struct EmptySplitSource final : Source<int64_t> {
+  PollStatus Poll(SourceOutput<int64_t>& out, size_t) override {
+    out.ReleaseSplit("empty");
+    for (int64_t ts = 0; ts < 3000; ts += 100) out.CollectWithTimestamp(int64_t{ts}, ts);
+    return PollStatus::kEndOfInput;
+  }
+};
+
+struct SplitWatermarkLog final : WatermarkListener {
+  void OnSplitWatermark(const std::string&, int, const std::string& split, Timestamp,
+                        bool) override {
+    std::lock_guard<std::mutex> lock(mu);
+    splits.push_back(split);
+  }
+  std::mutex mu;
+  std::vector<std::string> splits;
+};
+
+TEST(SplitWatermarks, ReleasingASplitNeverNamedLeavesTheSourceOneOfNoSplit) {
+  auto log = std::make_shared<SplitWatermarkLog>();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.set_watermark_listener(log);
+  auto strategy = WatermarkStrategy<int64_t>::for_bounded_out_of_orderness(0ms)
+                      .with_timestamp_assigner([](const int64_t& v, Timestamp) { return v; })
+                      .with_periodic_emit_per_record();
+  auto sums = env.from_source<int64_t>([] { return std::make_unique<EmptySplitSource>(); },
+                                       strategy, "empty split")
+                  .key_by([](const int64_t&) { return 0; })
+                  .window(TumblingEventTimeWindows::of(1s))
+                  .reduce([](int64_t a, int64_t b) { return a + b; })
+                  .collect();
+  JobResult r = env.execute("empty split");
+  ASSERT_TRUE(r.ok()) << r.status;
+  EXPECT_EQ(sums->values(), (std::vector<int64_t>{4500, 14500, 24500}));
+  std::lock_guard<std::mutex> lock(log->mu);
+  EXPECT_TRUE(log->splits.empty()) << "split watermarks of " << log->splits.front();
+}
+
 // ---------------------------------------------------------------------------
 // A batch through the operator: the built-in bounded generator is only asked
 // periodically, so the batch goes on whole; a subclass of it may emit from

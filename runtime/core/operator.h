@@ -291,6 +291,10 @@ class SplitWatermarkInput {
   // The split of the records handed down next; -1: records not of a split.
   virtual void SetCurrentSplit(int index) = 0;
   virtual void ReleaseSplit(int index) = 0;
+  // Releases the split `split_id` if the operator holds it (a split restored
+  // from a checkpoint that the source ends before any record of it); a
+  // split it never had stays unknown.
+  virtual void ReleaseSplitIfHeld(const std::string& split_id) = 0;
 
  protected:
   // Not deleted through this pointer: no virtual destructor, so the

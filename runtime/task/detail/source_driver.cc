@@ -35,11 +35,13 @@ void SourceDriverCore::DropSplit(const std::string& split_id) {
     // No output made for it in this run: a split restored from a checkpoint
     // (the head registered it again with its watermark) that the source
     // ends before any record of it.  Released there too, or its watermark
-    // would hold the subtask's until the end of the input.  (For a split the
-    // head never had, the registration is new and the release a no-op.)
+    // would hold the subtask's until the end of the input.  A split the head
+    // never had stays unknown to it: registered, it would make the head
+    // take the source for one that names splits, and its records of no
+    // split would go to a split "(main)" instead of the subtask's generator.
     if (splits_ != nullptr) {
       FlushRun();
-      splits_->ReleaseSplit(splits_->RegisterSplit(split_id));
+      splits_->ReleaseSplitIfHeld(split_id);
     }
     return;
   }
