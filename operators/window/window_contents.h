@@ -244,8 +244,17 @@ class AggregateContents : public KeyWindowContents<AggregateContents<T, K, W, Ag
       process_(key, window, static_cast<const decltype(result)&>(result), ctx, out);
     }
   }
-  // Merge (KeyWindowContents): acc := merge(acc, next).
-  void Combine(Acc& acc, Acc&& next) { acc = agg_.merge(std::move(acc), std::move(next)); }
+  // Merge (KeyWindowContents): acc := merge(acc, next).  Without merge, the
+  // API's message alone (not a compiler error on the missing member after it).
+  void Combine(Acc& acc, Acc&& next) {
+    constexpr bool kHasMerge = requires(Agg & a, Acc x, Acc y) {
+      { a.merge(std::move(x), std::move(y)) } -> std::convertible_to<Acc>;
+    };
+    static_assert(kHasMerge,
+                  "tidemark: aggregate(agg) on merging windows (sessions) needs agg.merge(Acc, "
+                  "Acc) -> Acc");
+    if constexpr (kHasMerge) acc = agg_.merge(std::move(acc), std::move(next));
+  }
 
  private:
   Agg agg_;
