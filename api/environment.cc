@@ -819,6 +819,7 @@ void StreamExecutionEnvironment::MarkAssigner(int assigner, int source) {
   StreamNode& a = node(assigner);
   a.assigns_timestamps = true;
   if (source < 0) return;
+  a.in_source_chain = true;
   const StreamNode& src = node(source);
   if (src.fixed_parallelism) {
     // In the source's subtasks: at its parallelism, as fixed as it is.
@@ -828,6 +829,12 @@ void StreamExecutionEnvironment::MarkAssigner(int assigner, int source) {
     a.parallelism = src.parallelism;
     source_of_assigner_[assigner] = source;
   }
+}
+
+void StreamExecutionEnvironment::MarkAligned(int assigner, std::string group) {
+  StreamNode& a = node(assigner);
+  a.aligned = true;
+  a.alignment_group = std::move(group);
 }
 
 JobCompilerOptions StreamExecutionEnvironment::CompilerOptions() const {

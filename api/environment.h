@@ -264,6 +264,8 @@ class StreamExecutionEnvironment {
   // The ranks this program runs on (one without mpirun).
   static ClusterInfo cluster() { return ThisCluster(); }
   StreamExecutionEnvironment& set_watermark_listener(std::shared_ptr<WatermarkListener> l);
+  // One operator to a task, except from_source's timestamps and watermarks,
+  // which stay in their source's task (part of the source, as in Flink).
   StreamExecutionEnvironment& disable_operator_chaining();
   // Runs the tasks on oneTBB's task_arena instead of the job's own workers
   // (the default, which keeps each task on one worker; runtime/exec/worker_pool.h).
@@ -497,6 +499,8 @@ class StreamExecutionEnvironment {
   // with a `source` (>= 0), as running in that source's subtasks: at its
   // parallelism, set_parallelism on either setting both.
   void MarkAssigner(int assigner, int source = -1);
+  // The assigner's strategy aligns watermarks in `group`.
+  void MarkAligned(int assigner, std::string group);
   std::map<int, int> source_of_assigner_;  // MarkAssigner's pairs
   // The physical plan (runtime/exec/job_compiler.h): parallelism, ship strategies,
   // chains; INVALID_ARGUMENT for an invalid graph.
@@ -693,6 +697,7 @@ class DataStream {
           new internal::TimestampsAndWatermarksOperator<T>(strategy));
     });
     env_->MarkAssigner(s.id());
+    if (strategy.aligned()) env_->MarkAligned(s.id(), strategy.alignment_group());
     return s;
   }
   // A user operator (OneInputOperator<T, Out>), made once per subtask.
@@ -1315,6 +1320,7 @@ DataStream<T> StreamExecutionEnvironment::from_source(SourceDescriptor<T> source
                                                              /*per_split=*/true));
       });
   MarkAssigner(stamped.id(), s.id());
+  if (strategy.aligned()) MarkAligned(stamped.id(), strategy.alignment_group());
   return stamped;
 }
 

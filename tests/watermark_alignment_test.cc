@@ -208,26 +208,26 @@ struct SpeedRun {
 // `slow_rate` records a second (so the fast one's event time runs ahead),
 // unioned, counted per key in 10 ms tumbling windows; with alignment both are
 // in one group.
+// `unchained_from_source`: the strategies given to env.from_source, with
+// operator chaining disabled.
 SpeedRun RunTwoSpeeds(bool align, int64_t fast_n, double fast_rate, int64_t slow_n,
-                      double slow_rate, const std::string& group = "speeds") {
+                      double slow_rate, const std::string& group = "speeds",
+                      bool unchained_from_source = false, std::string* plan = nullptr) {
   StreamExecutionEnvironment env;
   env.set_parallelism(1);
   auto strategy = WatermarkStrategy<Rec>::for_monotonous_timestamps()
                       .with_timestamp_assigner([](const Rec& r, Timestamp) { return r.ts; })
                       .with_periodic_emit_per_record();
   if (align) strategy = strategy.with_watermark_alignment(group, Duration(100), Duration(5));
-  auto fast = env.from_generator<Rec>(
-                     [](int64_t i) {
-                       return Rec{i % kKeys, i};
-                     },
-                     fast_n, fast_rate, "fast")
-                  .assign_timestamps_and_watermarks(strategy);
-  auto slow = env.from_generator<Rec>(
-                     [](int64_t i) {
-                       return Rec{i % kKeys, i};
-                     },
-                     slow_n, slow_rate, "slow")
-                  .assign_timestamps_and_watermarks(strategy);
+  auto gen = [](int64_t i) { return Rec{i % kKeys, i}; };
+  auto make = [&](const char* name, int64_t n, double rate) {
+    if (unchained_from_source)
+      return env.from_source(sources::generator<Rec>(gen, n, rate), strategy, name);
+    return env.from_generator<Rec>(gen, n, rate, name).assign_timestamps_and_watermarks(strategy);
+  };
+  if (unchained_from_source) env.disable_operator_chaining();
+  auto fast = make("fast", fast_n, fast_rate);
+  auto slow = make("slow", slow_n, slow_rate);
   auto counts = fast.union_with(slow)
                     .map([](const Rec& r) { return std::pair<int64_t, int64_t>(r.key, 1); })
                     .key_by([](const std::pair<int64_t, int64_t>& p) { return p.first; })
@@ -238,6 +238,7 @@ SpeedRun RunTwoSpeeds(bool align, int64_t fast_n, double fast_rate, int64_t slow
                       out.collect({{key, w.start}, static_cast<int64_t>(v.size())});
                     })
                     .collect();
+  if (plan != nullptr) *plan = env.explain();
   JobResult r = env.execute(align ? "aligned" : "unaligned");
   EXPECT_TRUE(r.ok()) << r.status;
   SpeedRun run;
@@ -279,6 +280,59 @@ TEST(AlignmentJob, BoundsTheLiveWindowsByTheDriftAndNeverChangesAResult) {
   // Without it the fast source's whole input waits for the slow one.
   EXPECT_GT(unaligned.peak_live, 4 * bound);
   EXPECT_LT(aligned.peak_bytes, unaligned.peak_bytes);
+}
+
+// With operator chaining disabled, from_source's strategy stays in its
+// source's task (it is part of the source, as in Flink's SourceOperator), so
+// it still aligns; before, it became a task of its own and joined no group.
+TEST(AlignmentJob, FromSourceAlignsWithOperatorChainingDisabled) {
+  const int64_t fast_n = 20000, slow_n = 2000;
+  std::string plan;
+  SpeedRun aligned = RunTwoSpeeds(true, fast_n, 40000, slow_n, 4000, "speeds",
+                                  /*unchained_from_source=*/true, &plan);
+  EXPECT_NE(plan.find("\"Source: fast -> Timestamps/Watermarks\""), std::string::npos) << plan;
+  EXPECT_NE(plan.find("\"Source: slow -> Timestamps/Watermarks\""), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("Warning"), std::string::npos) << plan;
+  std::map<std::pair<int64_t, Timestamp>, int64_t> expected;
+  for (int64_t i = 0; i < fast_n; ++i) ++expected[{i % kKeys, i / kWindow * kWindow}];
+  for (int64_t i = 0; i < slow_n; ++i) ++expected[{i % kKeys, i / kWindow * kWindow}];
+  EXPECT_EQ(aligned.counts, expected);
+  EXPECT_GT(aligned.pauses, 0);
+  EXPECT_LE(aligned.peak_live, (3 * 100 / kWindow + 2) * kKeys);
+}
+
+// Where alignment cannot apply, the plan says so (env.explain(), and once on
+// stderr at execute): an aligned assigner that is not in a source's task
+// (after a union here), and a group of one source subtask.
+TEST(AlignmentPlan, SaysWhereAlignmentCannotApply) {
+  auto strategy = WatermarkStrategy<Rec>::for_monotonous_timestamps()
+                      .with_timestamp_assigner([](const Rec& r, Timestamp) { return r.ts; })
+                      .with_watermark_alignment("g", Duration(100));
+  auto gen = [](int64_t i) { return Rec{i % kKeys, i}; };
+  {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    env.from_generator<Rec>(gen, 10, 0, "a")
+        .union_with(env.from_generator<Rec>(gen, 10, 0, "b"))
+        .assign_timestamps_and_watermarks(strategy)
+        .add_sink([](const Rec&) {});
+    const std::string plan = env.explain();
+    EXPECT_NE(plan.find("Warning: the watermark alignment of assigner 'Timestamps/Watermarks' "
+                        "(group 'g') does not apply"),
+              std::string::npos)
+        << plan;
+  }
+  for (int p : {1, 2}) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(p);
+    env.from_source(sources::generator<Rec>(gen, 10), strategy, "a").add_sink([](const Rec&) {});
+    const std::string plan = env.explain();
+    EXPECT_EQ(plan.find("Warning: watermark alignment group 'g' has one source subtask") !=
+                  std::string::npos,
+              p == 1)
+        << plan;
+    EXPECT_EQ(plan.find("does not apply"), std::string::npos) << plan;
+  }
 }
 
 // As in Flink (WatermarkAlignmentParams: only the drift turns it on), the

@@ -128,6 +128,32 @@ std::vector<std::string> PhysicalPlan::AssignerWarnings() const {
         "generating them in the source; give the strategy to the source: "
         "env.from_source(source, strategy, name)"));
   }
+  // Watermark alignment pauses source subtasks: an aligned assigner outside
+  // a source's task (after a union, a shuffle, or unchained) joins no group,
+  // and a group of one source subtask has nothing to pause.
+  std::map<std::string, int> group_subtasks;
+  for (const PlanNode& node : nodes) {
+    if (!node.aligned) continue;
+    const bool in_source =
+        node.chain >= 0 && nodes[chains[node.chain].head].kind == StreamNode::Kind::kSource;
+    if (in_source) {
+      group_subtasks[node.alignment_group] += node.parallelism;
+      continue;
+    }
+    out.push_back(absl::StrCat(
+        "the watermark alignment of assigner '", node.name, "' (group '", node.alignment_group,
+        "') does not apply: it runs in task '",
+        node.chain >= 0 ? chains[node.chain].task_name : node.name,
+        "', not in a source's, and alignment pauses sources; give the strategy to the source "
+        "(env.from_source(source, strategy, name)), as Flink applies alignment only there"));
+  }
+  for (const auto& [group, subtasks] : group_subtasks) {
+    if (subtasks != 1) continue;
+    out.push_back(absl::StrCat(
+        "watermark alignment group '", group,
+        "' has one source subtask: nothing is paused (tidemark pauses whole source subtasks, "
+        "not the splits or files of one; docs/semantics.md 2.7a)"));
+  }
   return out;
 }
 
@@ -217,6 +243,8 @@ absl::Status JobCompiler::ResolveParallelism(PhysicalPlan& plan) const {
     pn.parallelism = p;
     pn.max_parallelism = max_p;
     pn.assigns_timestamps = node.assigns_timestamps;
+    pn.aligned = node.aligned;
+    pn.alignment_group = node.alignment_group;
     pn.window_contents_on_heap_only = node.window_contents_on_heap_only;
   }
   // A node that takes its consumers' max parallelism: all of them must have
@@ -325,25 +353,25 @@ absl::Status JobCompiler::ResolveEdges(PhysicalPlan& plan) const {
 }
 
 // 3. Chaining: one forward input from the main output of a node that has no
-//    other consumer of it, same parallelism.
+//    other consumer of it, same parallelism.  With chaining disabled, only
+//    from_source's assigner, which is part of its source.
 void JobCompiler::Chain(PhysicalPlan& plan) const {
   const int n = static_cast<int>(plan.nodes.size());
   std::vector<int> chained_next(n, -1);
   std::vector<bool> chained_in(n, false);
-  if (options_.chaining) {
-    for (int i = 0; i < n; ++i) {
-      const PlanNode& node = plan.nodes[i];
-      if (node.kind != StreamNode::Kind::kOperator || node.inputs.size() != 1) continue;
-      if (nodes_[i]->make_two_input_gate) continue;  // heads its task
-      PlanEdge& pe = plan.edges[node.inputs[0]];
-      if (!pe.tag.empty() || pe.strategy != ShipStrategy::kForward) continue;
-      if (plan.Consumers(pe.from, "").size() != 1) continue;
-      if (plan.nodes[pe.from].parallelism != node.parallelism) continue;
-      pe.chained = true;
-      pe.channels = 0;
-      chained_next[pe.from] = i;
-      chained_in[i] = true;
-    }
+  for (int i = 0; i < n; ++i) {
+    const PlanNode& node = plan.nodes[i];
+    if (!options_.chaining && !nodes_[i]->in_source_chain) continue;
+    if (node.kind != StreamNode::Kind::kOperator || node.inputs.size() != 1) continue;
+    if (nodes_[i]->make_two_input_gate) continue;  // heads its task
+    PlanEdge& pe = plan.edges[node.inputs[0]];
+    if (!pe.tag.empty() || pe.strategy != ShipStrategy::kForward) continue;
+    if (plan.Consumers(pe.from, "").size() != 1) continue;
+    if (plan.nodes[pe.from].parallelism != node.parallelism) continue;
+    pe.chained = true;
+    pe.channels = 0;
+    chained_next[pe.from] = i;
+    chained_in[i] = true;
   }
   for (int i = 0; i < n; ++i) {
     if (!plan.nodes[i].physical() || chained_in[i]) continue;

@@ -77,6 +77,8 @@ struct PlanNode {
   int chain = -1;                             // index into PhysicalPlan::chains
   int position = -1;                          // position in that chain (0: the head)
   bool assigns_timestamps = false;            // StreamNode::assigns_timestamps
+  bool aligned = false;                       // StreamNode::aligned
+  std::string alignment_group;                // StreamNode::alignment_group
   bool window_contents_on_heap_only = false;  // StreamNode's
 
   bool physical() const {
@@ -145,6 +147,9 @@ struct PhysicalPlan {
   // source subtasks (or in another order) reach its generators, so their
   // watermarks, and what is late, differ from a generator in the source
   // subtask (Flink's fromSource), which is what the sentence recommends.
+  // Then one per assigner with watermark alignment outside a source's task
+  // (it joins no group), and one per alignment group of a single source
+  // subtask (nothing to pause).
   std::vector<std::string> AssignerWarnings() const;
   // On the RocksDB state backend: one sentence per window operator that
   // keeps its contents on the heap because the code that built it was

@@ -73,6 +73,14 @@ struct StreamNode {
   // from_source): PhysicalPlan::AssignerWarnings() says when one runs behind
   // a non-forward edge.
   bool assigns_timestamps = false;
+  // from_source's assigner: part of its source, as Flink's SourceOperator
+  // generates watermarks itself, so chained to it even with chaining
+  // disabled (per-split generation and alignment need the source's task).
+  bool in_source_chain = false;
+  // The assigner's strategy has watermark alignment in this group
+  // (PhysicalPlan::AssignerWarnings says where it cannot apply).
+  bool aligned = false;
+  std::string alignment_group;
   // Takes the max parallelism of the operator that consumes it
   // (reinterpret_as_keyed_stream's check: the key groups it checks are those
   // of the keyed operator after it).
