@@ -59,6 +59,26 @@ TEST(CliAlignment, ASourceAheadByMoreThanTheDriftPausesUntilTheSlowestCatchesUp)
   // limit of the last announcement, 1.099 s, until its own next report.)
 }
 
+// One source subtask reading both files is a group of one: nothing to pause
+// (tidemark pauses subtasks, not the files of one), which the run says.
+TEST(CliAlignment, SaysWhenOneSourceSubtaskReadsEveryInput) {
+  const std::string a = TempPath("align_one_a.txt");
+  const std::string b = TempPath("align_one_b.txt");
+  testing::WriteFile(a, "a,1000\na,2000\n");
+  testing::WriteFile(b, "b,1000\nb,9000\n");
+  const std::vector<std::string> base = {"run", "--input=" + a, "--input=" + b, "--fields=key,ts",
+                                         "--alignment-max-drift=500ms"};
+  std::vector<std::string> one = base;
+  one.push_back("--source-parallelism=1");
+  testing::CliRun r = testing::RunTidemark(one);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tidemark: warning: watermark alignment group 'sources' has one "
+                               "source subtask: nothing is paused"));
+  r = testing::RunTidemark(base);  // a subtask per file
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("warning")));
+}
+
 TEST(CliAlignment, RejectsABadDrift) {
   const std::string in = TempPath("align_bad.txt");
   testing::WriteFile(in, "a,1\n");

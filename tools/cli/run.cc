@@ -1140,8 +1140,16 @@ int RunCommand(const RunOptions& o, std::ostream& out, std::ostream& err_stream)
               })
           .set_parallelism(source_p);
   // At the source's parallelism, chained to it (Flink's fromSource); marked
-  // so that explain() would warn if that ever changed.
-  internal::StreamAccess::Node(env, internal::StreamAccess::Id(with_ts)).assigns_timestamps = true;
+  // so that explain() would warn if that ever changed, and, aligned, where
+  // alignment has nothing to pause (one source subtask).
+  {
+    internal::StreamNode& node =
+        internal::StreamAccess::Node(env, internal::StreamAccess::Id(with_ts));
+    node.assigns_timestamps = true;
+    node.in_source_chain = true;
+    node.aligned = strategy.aligned();
+    node.alignment_group = strategy.alignment_group();
+  }
   if (o.backlog_watermark) {
     with_ts = with_ts
                   .transform<CliRecord>(
