@@ -375,6 +375,10 @@ TEST(RocksDbStateBackend, DirectoriesLeftByKilledProcessesAreRemovedByTheNextOne
   const std::string lock_file = (base / held / "LOCK").string();
   const pid_t holder = fork();
   if (holder == 0) {
+    // Only the parent writes `stop`: if the test ends early, the read below
+    // sees the end of the pipe and the child exits.
+    close(stop[1]);
+    close(ready[0]);
     const int fd = open(lock_file.c_str(), O_RDWR);
     struct flock lock = {};
     lock.l_type = F_WRLCK;
