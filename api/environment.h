@@ -69,7 +69,8 @@ template <typename T>
 class DataStream;
 template <typename T, typename KeyFn>
 class KeyedStream;
-template <typename T, typename KeyFn, typename Assigner, typename TriggerT, typename EvictorT>
+template <typename T, typename KeyFn, typename Assigner, typename TriggerT, typename EvictorT,
+          bool kLocal>
 class WindowedStream;
 template <typename UK, typename UV>
 struct MapStateDescriptor;

@@ -147,9 +147,13 @@ constexpr bool ResultFunctionOk() {
 }
 }  // namespace internal
 
+// kLocal: local_aggregation() or local_aggregation_if() was called, so the
+// local pre-aggregation path is compiled into reduce and aggregate (a stream
+// without it does not pay for that path's code: about a twelfth of a
+// one-window job's compile time, bench/RESULTS.md).
 template <typename T, typename KeyFn, typename Assigner,
           typename TriggerT = decltype(std::declval<const Assigner&>().default_trigger()),
-          typename EvictorT = NoEvictor>
+          typename EvictorT = NoEvictor, bool kLocal = false>
 class WindowedStream {
  public:
   using Key = typename KeyedStream<T, KeyFn>::Key;
@@ -176,7 +180,7 @@ class WindowedStream {
 
   // Replaces the assigner's default trigger.
   template <typename NewTrigger>
-  WindowedStream<T, KeyFn, Assigner, NewTrigger, EvictorT> trigger(NewTrigger t) const {
+  WindowedStream<T, KeyFn, Assigner, NewTrigger, EvictorT, kLocal> trigger(NewTrigger t) const {
     if constexpr (Assigner::kIsMerging) {
       if (!t.can_merge())
         throw std::invalid_argument(
@@ -187,7 +191,7 @@ class WindowedStream {
   }
   // Evicts elements before/after the window function (process / apply only).
   template <typename NewEvictor>
-  WindowedStream<T, KeyFn, Assigner, TriggerT, NewEvictor> evictor(NewEvictor e) const {
+  WindowedStream<T, KeyFn, Assigner, TriggerT, NewEvictor, kLocal> evictor(NewEvictor e) const {
     return {keyed_, assigner_, trigger_, std::move(e), config_, local_max_partials_};
   }
   // How long after the window's end (event time) late elements are still
@@ -220,13 +224,22 @@ class WindowedStream {
   // `max_partials` partials are held per sending subtask (all are sent when
   // the bound is reached).  Other windows or process / apply throw
   // std::invalid_argument when the job is built.
-  WindowedStream local_aggregation(
+  // The result is a WindowedStream of another type (kLocal): to choose at
+  // run time, from a flag, use local_aggregation_if, not
+  // `w = w.local_aggregation()`.
+  WindowedStream<T, KeyFn, Assigner, TriggerT, EvictorT, true> local_aggregation(
       size_t max_partials = kDefaultLocalAggregationMaxPartials) const {
     if (max_partials == 0)
       throw std::invalid_argument("local_aggregation: max_partials must be > 0");
-    WindowedStream s = *this;
-    s.local_max_partials_ = max_partials;
-    return s;
+    return {keyed_, assigner_, trigger_, evictor_, config_, max_partials};
+  }
+  // local_aggregation(max_partials) when `enabled`, else the same stream
+  // without it, as one type either way (the choice is made when the job is
+  // built, e.g. from a command-line flag).
+  WindowedStream<T, KeyFn, Assigner, TriggerT, EvictorT, true> local_aggregation_if(
+      bool enabled, size_t max_partials = kDefaultLocalAggregationMaxPartials) const {
+    if (enabled) return local_aggregation(max_partials);
+    return {keyed_, assigner_, trigger_, evictor_, config_, 0};
   }
   bool local_aggregation_enabled() const { return local_max_partials_ > 0; }
 
@@ -237,11 +250,13 @@ class WindowedStream {
                   "tidemark: window reduce(f) needs f(const T&, const T&) -> T");
     NoEvictorOnly();
     using C = internal::ReduceContents<T, Key, W, ReduceFn, internal::NoProcessFunction, T>;
-    if (local_max_partials_ > 0) {
-      if constexpr (kLocalWindows) {
-        return BuildLocalReduce<C>(f, C(f, internal::NoProcessFunction{}));
-      } else {
-        ThrowLocalNotApplicable();
+    if constexpr (kLocal) {
+      if (local_max_partials_ > 0) {
+        if constexpr (kLocalWindows) {
+          return BuildLocalReduce<C>(f, C(f, internal::NoProcessFunction{}));
+        } else {
+          ThrowLocalNotApplicable();
+        }
       }
     }
     return Build<C>("reduce", C(std::move(f), internal::NoProcessFunction{}));
@@ -258,11 +273,13 @@ class WindowedStream {
       NoEvictorOnly();
       using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
       using C = internal::ReduceContents<T, Key, W, ReduceFn, ProcessFn, O>;
-      if (local_max_partials_ > 0) {
-        if constexpr (kLocalWindows) {
-          return BuildLocalReduce<C>(f, C(f, p));
-        } else {
-          ThrowLocalNotApplicable();
+      if constexpr (kLocal) {
+        if (local_max_partials_ > 0) {
+          if constexpr (kLocalWindows) {
+            return BuildLocalReduce<C>(f, C(f, p));
+          } else {
+            ThrowLocalNotApplicable();
+          }
         }
       }
       return Build<C>("reduce", C(std::move(f), std::move(p)));
@@ -273,11 +290,13 @@ class WindowedStream {
     CheckAggregateFunction<Agg>();
     NoEvictorOnly();
     using O = internal::AggregateResultOf<Agg>;
-    if (local_max_partials_ > 0) {
-      if constexpr (kLocalWindows && kHasMerge<Agg>) {
-        return BuildLocalAggregate<O>(agg, internal::NoProcessFunction{});
-      } else {
-        ThrowLocalNotApplicable(kHasMerge<Agg>);
+    if constexpr (kLocal) {
+      if (local_max_partials_ > 0) {
+        if constexpr (kLocalWindows && kHasMerge<Agg>) {
+          return BuildLocalAggregate<O>(agg, internal::NoProcessFunction{});
+        } else {
+          ThrowLocalNotApplicable(kHasMerge<Agg>);
+        }
       }
     }
     using C = internal::AggregateContents<T, Key, W, Agg, internal::NoProcessFunction, O>;
@@ -288,11 +307,13 @@ class WindowedStream {
     CheckAggregateFunction<Agg>();
     NoEvictorOnly();
     using O = typename internal::DeduceOut<Out, ProcessFn, 4>::type;
-    if (local_max_partials_ > 0) {
-      if constexpr (kLocalWindows && kHasMerge<Agg>) {
-        return BuildLocalAggregate<O>(agg, p);
-      } else {
-        ThrowLocalNotApplicable(kHasMerge<Agg>);
+    if constexpr (kLocal) {
+      if (local_max_partials_ > 0) {
+        if constexpr (kLocalWindows && kHasMerge<Agg>) {
+          return BuildLocalAggregate<O>(agg, p);
+        } else {
+          ThrowLocalNotApplicable(kHasMerge<Agg>);
+        }
       }
     }
     using C = internal::AggregateContents<T, Key, W, Agg, ProcessFn, O>;
@@ -322,7 +343,7 @@ class WindowedStream {
   const Assigner& assigner() const { return assigner_; }
 
  private:
-  template <typename, typename, typename, typename, typename>
+  template <typename, typename, typename, typename, typename, bool>
   friend class WindowedStream;
   friend class KeyedStream<T, KeyFn>;
   friend struct internal::StreamAccess;
@@ -421,8 +442,8 @@ class WindowedStream {
   }
 
   // Whether local_aggregation() can apply (else the window function throws
-  // std::invalid_argument when local aggregation is asked for; the local path
-  // is not instantiated, so jobs without it compile as before).
+  // std::invalid_argument when local aggregation is asked for, and the local
+  // path is not instantiated).  Only a kLocal stream instantiates it at all.
   static constexpr bool kLocalWindows =
       (std::is_same_v<Assigner, TumblingEventTimeWindows> ||
        std::is_same_v<Assigner, SlidingEventTimeWindows>)&&std::is_same_v<TriggerT,
@@ -489,7 +510,8 @@ class WindowedStream {
         AddLocalNode<T>("reduce", [key, panes, f, max_partials]() -> std::unique_ptr<OperatorBase> {
           return std::unique_ptr<OperatorBase>(new LocalOp(key, panes, Combiner{f}, max_partials));
         });
-    WindowedStream global(local.key_by(key), assigner_, trigger_, evictor_, config_);
+    WindowedStream<T, KeyFn, Assigner, TriggerT, EvictorT> global(local.key_by(key), assigner_,
+                                                                  trigger_, evictor_, config_);
     return global.template Build<C>("reduce", std::move(contents));
   }
   template <typename O, typename Agg, typename ProcessFn>

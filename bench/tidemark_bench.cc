@@ -1074,9 +1074,10 @@ JobRun RunWindowSum(const Options& o, WatermarkStrategy<Event> strategy, Assigne
   Configure(env, o);
   auto registry = std::make_shared<WindowSinkRegistry>(o.windows, expected_results);
   env.set_watermark_listener(std::make_shared<WindowWatermarkProbe>());
-  auto windowed =
-      TimestampedSource(env, o, std::move(strategy)).key_by(EventKey{}).window(std::move(assigner));
-  if (o.local_aggregation) windowed = windowed.local_aggregation();
+  auto windowed = TimestampedSource(env, o, std::move(strategy))
+                      .key_by(EventKey{})
+                      .window(std::move(assigner))
+                      .local_aggregation_if(o.local_aggregation);
   windowed.reduce(SumValues{})
       .name(WindowOperatorName(o, assigner_name))
       .set_parallelism(o.windows)
@@ -1396,8 +1397,8 @@ JobRun RunW6(const Options& o) {
                       .key_by(EventKey{})
                       .window(TumblingEventTimeWindows::of(Duration(o.window_ms)))
                       .allowed_lateness(Duration(o.lateness_ms))
-                      .side_output_late_data(late_tag);
-  if (o.local_aggregation) windowed = windowed.local_aggregation();
+                      .side_output_late_data(late_tag)
+                      .local_aggregation_if(o.local_aggregation);
   DataStream<Event> sums = windowed.reduce(SumValues{}, NoteFiringCause{})
                                .name(WindowOperatorName(o, "tumbling"))
                                .set_parallelism(o.windows);

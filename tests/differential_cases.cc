@@ -292,11 +292,12 @@ Actual RunOnRuntime(const Case& c, Assigner assigner, const RunHooks& hooks) {
                        },
                        "Scripted")
                     .set_parallelism(c.sources);
-  auto windowed = events.key_by([](const Ev& e) { return e.key; }).window(assigner);
+  auto windowed = events.key_by([](const Ev& e) { return e.key; })
+                      .window(assigner)
+                      .local_aggregation_if(c.local_aggregation > 0, c.local_aggregation);
   if (c.spec.lateness > 0) windowed = windowed.allowed_lateness(Duration(c.spec.lateness));
   OutputTag<Ev> late_tag("late");
   if (c.spec.side_output) windowed = windowed.side_output_late_data(late_tag);
-  if (c.local_aggregation > 0) windowed = windowed.local_aggregation(c.local_aggregation);
 
   std::optional<DataStream<Fire>> fired;
   switch (c.function) {

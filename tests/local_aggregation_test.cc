@@ -29,6 +29,7 @@ using namespace internal;
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using tidemark::testing::CountSum;
 using tidemark::testing::E;
 using tidemark::testing::KeyOfE;
@@ -749,6 +750,31 @@ TEST(LocalAggregationApi, RejectsWhatItDoesNotApplyTo) {
   // Kept through trigger() with the default trigger's type.
   auto w = keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation();
   EXPECT_TRUE(w.trigger(EventTimeTrigger{}).local_aggregation_enabled());
+  EXPECT_THROW(
+      keyed.window(TumblingEventTimeWindows::of(Duration(10))).local_aggregation_if(true, 0),
+      std::invalid_argument);
+}
+
+// The local path is compiled only into a stream that asked for it (its own
+// type), and local_aggregation_if chooses at run time with one type.
+TEST(LocalAggregationApi, IsATypeOfItsOwnWithARunTimeSwitch) {
+  StreamExecutionEnvironment env;
+  auto keyed = env.from_elements(E("k", 1)).key_by(KeyOfE{});
+  auto plain = keyed.window(TumblingEventTimeWindows::of(Duration(10)));
+  static_assert(!std::is_same_v<decltype(plain), decltype(plain.local_aggregation())>);
+  static_assert(std::is_same_v<decltype(plain.local_aggregation()),
+                               decltype(plain.local_aggregation_if(false))>);
+  EXPECT_FALSE(plain.local_aggregation_enabled());
+  EXPECT_TRUE(plain.local_aggregation_if(true).local_aggregation_enabled());
+  EXPECT_FALSE(plain.local_aggregation_if(false).local_aggregation_enabled());
+  // Off: process is allowed, and reduce adds no pre-aggregation node.
+  auto off = plain.local_aggregation_if(false);
+  off.reduce(SumE{}).name("Sum").add_sink([](E&&) {}, "Sink");
+  off.process([](const std::string&, const TimeWindow&, const std::vector<E>&, WindowContext&,
+                 Collector<E>&) {});
+  EXPECT_THAT(env.explain(), Not(HasSubstr("LocalAggregate")));
+  plain.local_aggregation_if(true).reduce(SumE{}).add_sink([](E&&) {}, "Sink2");
+  EXPECT_THAT(env.explain(), HasSubstr("LocalAggregate(reduce)"));
 }
 
 TEST(LocalAggregationApi, ThePlanShowsThePreAggregationChainedBeforeTheShuffle) {
@@ -797,8 +823,8 @@ JobOutput RunJob(bool local, Build build) {
                       .key_by(KeyOfE{})
                       .window(TumblingEventTimeWindows::of(Duration(10)))
                       .allowed_lateness(Duration(5))
-                      .side_output_late_data(late);
-  if (local) windowed = windowed.local_aggregation(3);
+                      .side_output_late_data(late)
+                      .local_aggregation_if(local, 3);
   auto fired = build(windowed);
   auto results = fired.collect();
   auto late_results = fired.get_side_output(late).collect();

@@ -347,9 +347,9 @@ DataStream<CliResult> BuildWindows(
     const KeyedStream<CliRecord, std::string (*)(const CliRecord&)>& keyed, Assigner assigner,
     Duration lateness, const std::optional<OutputTag<CliRecord>>& late_tag,
     std::shared_ptr<Shared> sh, bool local_aggregation = false) {
-  auto windowed = keyed.window(assigner).allowed_lateness(lateness);
+  auto windowed =
+      keyed.window(assigner).allowed_lateness(lateness).local_aggregation_if(local_aggregation);
   if (late_tag) windowed = windowed.side_output_late_data(*late_tag);
-  if (local_aggregation) windowed = windowed.local_aggregation();
   return windowed.aggregate(CliAggregate{}, [sh](const std::string& key, const TimeWindow& w,
                                                  const Acc& acc, WindowContext& ctx,
                                                  Collector<CliResult>& out) {
