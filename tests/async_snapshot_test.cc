@@ -490,6 +490,51 @@ TEST(KeyedStateSnapshot, SnapshotsTakenWhileOthersStillReadStackLayersAndStayExa
   EXPECT_EQ(Dump(s), now);
 }
 
+// A table's VisibleSize (what the window operators report as their live
+// windows) is the number of entries a reader sees, while snapshots stack
+// copy-on-write layers below the entries written since and while Trim folds
+// them back: before, it was the entries written since the last snapshot.
+TEST(KeyedStateSnapshot, VisibleSizeCountsTheEntriesOfTheLayersSnapshotsRead) {
+  Store s;
+  std::mt19937_64 rng(19);
+  auto check = [&s](const char* when) {
+    auto counted = [](auto& table) {
+      size_t n = 0;
+      table.ForEachEntry([&n](const auto&, const auto&) { ++n; });
+      return n;
+    };
+    auto& v = s.HandleTable<int64_t>("v");
+    auto& l = s.HandleTable<std::vector<int64_t>>("l");
+    auto& m = s.HandleTable<MapState<int64_t, int64_t, int64_t>::Storage>("m");
+    ASSERT_EQ(v.VisibleSize(), counted(v)) << when << ", " << v.num_layers() << " layers";
+    ASSERT_EQ(l.VisibleSize(), counted(l)) << when << ", " << l.num_layers() << " layers";
+    ASSERT_EQ(m.VisibleSize(), counted(m)) << when << ", " << m.num_layers() << " layers";
+  };
+  std::vector<std::pair<std::string, std::vector<StateWriter::Deferred>>> pending;
+  for (int round = 0; round < 8; ++round) {
+    for (int i = 0; i < 3000; ++i) {
+      MutateOnce(s, rng, 800);
+      if (i % 500 == 0) check("between writes");
+    }
+    StateWriter w;
+    s.Snapshot(w, "test");
+    auto parts = w.TakeDeferred();
+    pending.emplace_back(w.Release(), std::move(parts));
+    check("after a snapshot");
+    if (round % 3 == 2) {  // the snapshots complete; Trim folds while writes go on
+      for (auto& [sync, deferred] : pending)
+        StateWriter::CompleteDeferred(std::move(sync), std::move(deferred));
+      pending.clear();
+      for (int i = 0; i < 4000; ++i) {
+        MutateOnce(s, rng, 800);
+        s.Trim();
+        if (i % 400 == 0) check("while folding");
+      }
+    }
+  }
+  EXPECT_GT(s.HandleTable<int64_t>("v").num_layers(), 0u);
+}
+
 // Concurrency: the task thread (here) keeps changing keyed state through the
 // handles -- and folding layers between changes (Trim), writing in place once
 // no snapshot reads -- while the snapshot pool encodes the snapshot taken at
@@ -542,10 +587,17 @@ TEST(KeyedStateSnapshot, AWindowPurgedWhileASnapshotReadsStaysPurged) {
   StateWriter snapshot;
   s.Snapshot(snapshot, "test");
   auto parts = snapshot.TakeDeferred();  // the snapshot reads until they run
-  c.Add(1, w, 5, 0);                     // key 1's entry copied up, then purged
+  EXPECT_EQ(c.size(), 2u) << "the frozen layer's windows are live";
+  c.Add(1, w, 5, 0);  // key 1's entry copied up, then purged
+  EXPECT_EQ(c.size(), 2u);
   c.Clear(1, w);
   EXPECT_FALSE(c.Has(1, w)) << "the frozen entry came back";
+  EXPECT_EQ(c.size(), 1u);
+  c.Clear(1, w);  // a purged window purged again
+  EXPECT_EQ(c.size(), 1u);
   c.Add(1, w, 7, 0);
+  c.Add(3, w, 1, 0);
+  EXPECT_EQ(c.size(), 3u);
   const int64_t* now =
       s.HandleTable<int64_t, GlobalWindow>(internal::kWindowContentsState).Find(1, w);
   ASSERT_NE(now, nullptr);
@@ -553,7 +605,7 @@ TEST(KeyedStateSnapshot, AWindowPurgedWhileASnapshotReadsStaysPurged) {
   std::vector<int64_t> keys;
   c.ForEachKeyWindow([&](const int64_t& k, const GlobalWindow&) { keys.push_back(k); });
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<int64_t>{1, 2})) << "key 2 is only in the frozen layer";
+  EXPECT_EQ(keys, (std::vector<int64_t>{1, 2, 3})) << "key 2 is only in the frozen layer";
   // The snapshot still holds the state at its barrier.
   const std::string bytes = StateWriter::CompleteDeferred(snapshot.Release(), std::move(parts));
   Store back;

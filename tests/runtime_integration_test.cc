@@ -838,6 +838,8 @@ TEST(RuntimeIntegration, ProcessingTimeTimersDueAtTheEndOfInputFire) {
     EXPECT_EQ(std::count(lines->begin(), lines->end(), "timer 10"), 1);
     EXPECT_EQ(std::count(lines->begin(), lines->end(), "timer 60"), 0);
     EXPECT_EQ(lines->size(), 4u);
+    // The dropped timer is counted, the one that fired is not.
+    EXPECT_EQ(r.CounterTotal("processingTimeTimersDroppedAtEnd"), 1);
   }
 }
 

@@ -423,6 +423,7 @@ class StateTable final : public StateTableBase {
   V& GetOrCreate(const K& key, const N& ns) {
     if (kv != nullptr || !layers_.empty()) {
       if (V* v = Find(key, ns)) return *v;
+      if (!layers_.empty()) ++layered_visible_;
     }
     return map[KeyOf(key, ns)];
   }
@@ -433,12 +434,15 @@ class StateTable final : public StateTableBase {
       if (V* v = Find(key, ns)) return {v, false};
     }
     auto [it, inserted] = map.try_emplace(KeyOf(key, ns), std::forward<Init>(init));
+    if (!layers_.empty() && inserted) ++layered_visible_;
     return {&it->second, inserted};
   }
   void Erase(const K& key, const N& ns) {
-    map.erase(KeyOf(key, ns));
-    if (!layers_.empty()) [[unlikely]]
+    if (!layers_.empty()) [[unlikely]] {
+      if (Peek(key, ns) != nullptr) --layered_visible_;
       erased_.insert(EntryKey(KeyOf(key, ns)));
+    }
+    map.erase(KeyOf(key, ns));
     if (kv != nullptr) kv->Delete(KvKey(key, ns));
   }
   // f(entry key, value) for every entry, in no particular order (the
@@ -689,6 +693,11 @@ class StateTable final : public StateTableBase {
   }
   // Frozen layers (for tests).
   size_t num_layers() const override { return layers_.size(); }
+  // The entries a reader sees (ForEachEntry's count) on the heap: `map`'s
+  // size, or while copy-on-write layers stand below it a count kept as
+  // entries come and go (`map` then holds only those written since).  On
+  // RocksDB, the cache's size.
+  size_t VisibleSize() const { return layers_.empty() ? map.size() : layered_visible_; }
   // Folds every layer now (tests; no snapshot may read).
   void FoldAll() {
     while (!layers_.empty()) Fold(~size_t{0});
@@ -949,6 +958,7 @@ class StateTable final : public StateTableBase {
   // The synchronous part of a snapshot: `map` and the tombstones become a
   // frozen layer; returns the guard the snapshot holds while it reads.
   std::shared_ptr<const void> Freeze() {
+    if (layers_.empty()) layered_visible_ = map.size();
     if (!map.empty() || !erased_.empty()) {
       auto layer = std::make_shared<Layer>();
       layer->map = std::move(map);
@@ -1029,6 +1039,7 @@ class StateTable final : public StateTableBase {
   // tombstones of keys of the layers erased since the last freeze.
   bool cow_ = false;
   std::vector<std::shared_ptr<Layer>> layers_;
+  size_t layered_visible_ = 0;  // VisibleSize() while layers_ is not empty
   ErasedSet erased_;
   std::shared_ptr<std::atomic<int>> readers_ = std::make_shared<std::atomic<int>>(0);
   bool fold_started_ = false;

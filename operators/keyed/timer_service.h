@@ -472,6 +472,10 @@ void RestoreKeyed(StateReader& r, const OperatorContext& ctx, KeyedStateStore<K>
   timers.Restore(r, range);
 }
 
+// The subtask counter of the processing-time timers still registered when
+// the input ended (KeyedOperator::Finish).
+inline constexpr char kProcessingTimeTimersDroppedAtEnd[] = "processingTimeTimersDroppedAtEnd";
+
 // The part every keyed operator with timers shares (keyed process, the keyed
 // two-input operators, the interval join): keyed state and timers over
 // `Base` (a one- or two-input operator class), timers firing on the
@@ -484,6 +488,14 @@ class KeyedOperator : public Base, public TimerIntrospection, public KeyedStateI
   void ProcessWatermark(Timestamp w) override {
     timers_.AdvanceWatermark(w);
     this->ForwardWatermark(w);
+  }
+  // At the end of the input the MAX watermark has fired every event-time
+  // timer, and the processing-time timers already due have fired; those not
+  // yet due are dropped, as in Flink (docs/semantics.md 4), and counted in
+  // processingTimeTimersDroppedAtEnd so that they are not lost unseen.
+  void Finish() override {
+    if (const size_t n = timers_.NumProcessingTimeTimers(); n > 0)
+      this->ctx().counter(kProcessingTimeTimersDroppedAtEnd)->Inc(static_cast<int64_t>(n));
   }
   void SnapshotState(StateWriter& w) override { SnapshotKeyed(w, this->ctx(), state_, timers_); }
   void RestoreState(StateReader& r) override { RestoreKeyed(r, this->ctx(), state_, timers_); }

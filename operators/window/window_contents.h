@@ -97,9 +97,11 @@ class KeyWindowContents {
     auto [v, inserted] = Emplace(key, target, std::move(*merged));
     if (!inserted) self.Combine(*v, std::move(*merged));
   }
-  // Live (key, window)s: the map's size on the heap; on RocksDB a count kept
-  // as entries come and go (recounted from the store after a restore).
-  size_t size() const { return table_->kv == nullptr ? table_->map.size() : kv_live_; }
+  // Live (key, window)s: on the heap the table's visible entries (those of
+  // the copy-on-write layers a snapshot still reads included); on RocksDB a
+  // count kept as entries come and go (recounted from the store after a
+  // restore).
+  size_t size() const { return table_->kv == nullptr ? table_->VisibleSize() : kv_live_; }
   // f(key, sw) for every (key, window); on RocksDB from a snapshot of the
   // store (the pairs decoded and kept for the call, as f may keep pointers).
   template <typename F>
