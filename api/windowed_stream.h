@@ -149,8 +149,8 @@ constexpr bool ResultFunctionOk() {
 
 // kLocal: local_aggregation() or local_aggregation_if() was called, so the
 // local pre-aggregation path is compiled into reduce and aggregate (a stream
-// without it does not pay for that path's code: about a twelfth of a
-// one-window job's compile time, bench/RESULTS.md).
+// without it does not pay for that path's code: a sixth of the functions GCC
+// compiles for a one-window job, bench/RESULTS.md).
 template <typename T, typename KeyFn, typename Assigner,
           typename TriggerT = decltype(std::declval<const Assigner&>().default_trigger()),
           typename EvictorT = NoEvictor, bool kLocal = false>
